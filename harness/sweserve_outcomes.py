@@ -1,0 +1,42 @@
+"""pytest plugin copied into a sandbox at grading time: writes {nodeid: outcome} as JSON.
+
+Outcomes: passed, failed, error (setup/teardown/collection), skipped. Skip reasons go
+under "skips" so callers can tell tests that need an accelerator.
+"""
+
+import json
+import os
+
+_outcomes = {}
+_skips = {}
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _outcomes[report.nodeid] = "error"
+
+
+def pytest_runtest_logreport(report):
+    nodeid = report.nodeid
+    if report.when == "call":
+        if report.passed:
+            _outcomes[nodeid] = "failed" if getattr(report, "wasxfail", None) is not None else "passed"
+        elif report.skipped:
+            _outcomes[nodeid] = "skipped" if getattr(report, "wasxfail", None) is None else "failed"
+        else:
+            _outcomes[nodeid] = "failed"
+    elif report.failed:
+        _outcomes[nodeid] = "error"
+    elif report.skipped and report.when == "setup":
+        _outcomes[nodeid] = "skipped"
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            _skips[nodeid] = str(longrepr[2])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("SWESERVE_OUTCOMES")
+    if not path:
+        return
+    with open(path, "w") as fh:
+        json.dump({"outcomes": _outcomes, "skips": _skips, "exitstatus": int(exitstatus)}, fh)

@@ -1,0 +1,94 @@
+"""Hidden tests in a fresh sandbox: apply patches, run the task's tests with `docker exec`, grade outcomes."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .models import Outcome, Task, TaskBundle, TestResults
+from .patches import drop_paths, touched_paths
+from .profiles import RepoProfile
+from .sandbox import Sandbox
+
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
+PLUGIN = "sweserve_outcomes"
+IN_BOX = "/sweserve"  # harness files and patches; put there only after the candidate phase
+OUTCOMES = f"{IN_BOX}/outcomes.json"
+
+
+class PatchError(Exception):
+    """A patch did not apply; the message is git's output."""
+
+
+class TestRunError(Exception):
+    """The test runner produced no outcomes (crash, time-out, broken environment)."""
+
+    __test__ = False
+
+
+@dataclass
+class TestRun:
+    __test__ = False
+
+    outcomes: dict[str, Outcome]
+    skips: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+
+
+def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120) -> None:
+    if not patch.strip():
+        return
+    path = f"{IN_BOX}/{name}.patch"
+    box.put_file(path, patch.encode("utf-8"))
+    res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)}", timeout)
+    if res.exit_code != 0:
+        raise PatchError(res.tail(1000).strip() or f"git apply exited {res.exit_code}")
+
+
+def test_command(task: Task) -> str:
+    files = " ".join(shlex.quote(f) for f in task.test.files)
+    return (
+        f"python -m pytest -p {PLUGIN} -p no:cacheprovider -o addopts= -q -rN "
+        f"--continue-on-collection-errors {files}"
+    )
+
+
+def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
+    plugin = (HARNESS_DIR / f"{PLUGIN}.py").read_bytes()
+    box.put_file(f"{IN_BOX}/harness/{PLUGIN}.py", plugin)
+    box.exec(f"rm -f {OUTCOMES}", 30)
+    env = dict(task.test.env)
+    env["PYTHONPATH"] = ":".join(p for p in (f"{IN_BOX}/harness", env.get("PYTHONPATH", "")) if p)
+    env["SWESERVE_OUTCOMES"] = OUTCOMES
+    workdir = str(Path("/testbed") / task.test.workdir)
+    res = box.exec(test_command(task), timeout, workdir=workdir, env=env)
+    raw = box.read_file(OUTCOMES)
+    if res.timed_out:
+        raise TestRunError(f"hidden tests timed out after {int(timeout)}s")
+    if raw is None:
+        raise TestRunError(f"test runner exited {res.exit_code} without outcomes: {res.tail(400).strip()}")
+    data = json.loads(raw)
+    return TestRun(outcomes=data["outcomes"], skips=data.get("skips", {}), output=res.output)
+
+
+def is_test_file_of(task: Task, profile: RepoProfile, tests_patch_paths: set[str]):
+    return lambda p: profile.is_test_path(p) or p in tests_patch_paths or p in task.test.files
+
+
+def prepare_candidate_patch(bundle: TaskBundle, profile: RepoProfile, patch: str) -> tuple[str, list[str]]:
+    """Drop the candidate's edits to test files: hidden tests are graded as the task defines them."""
+    drop = is_test_file_of(bundle.task, profile, touched_paths(bundle.tests_patch))
+    return drop_paths(patch, drop)
+
+
+def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:
+    return outcomes.get(test_id, "missing")
+
+
+def grade(task: Task, outcomes: dict[str, Outcome]) -> TestResults:
+    return TestResults(
+        fail_to_pass={t: outcome_of(outcomes, t) for t in task.FAIL_TO_PASS},
+        pass_to_pass={t: outcome_of(outcomes, t) for t in task.PASS_TO_PASS},
+    )

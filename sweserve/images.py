@@ -1,0 +1,186 @@
+"""Building the image layers: base (debootstrap | docker import), env per profile, task per task."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from .errors import SweserveError
+from .models import Task
+from .profiles import RepoProfile
+
+IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def _suite_of(tag: str) -> str:
+    return tag.rsplit(":", 1)[1] if ":" in tag else "bookworm"
+
+
+def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR, log=print) -> None:
+    """debootstrap a minimal Debian (suite = the tag's version) and `docker import` it: no registry needed."""
+    if shutil.which("debootstrap") is None:
+        raise SweserveError(f"cannot build {tag}: debootstrap is not installed (apt-get install -y debootstrap)")
+    if os.geteuid() != 0:
+        raise SweserveError(f"cannot build {tag}: debootstrap needs root")
+    suite = _suite_of(tag)
+    with tempfile.TemporaryDirectory(prefix="sweserve-rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        log(f"debootstrap {suite} into {root} …")
+        proc = subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            raise SweserveError(f"debootstrap {suite} failed: {' | '.join(tail)}")
+        shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
+        log(f"docker import → {tag}")
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True)
+        tar.stdout.close()
+        tar.wait()
+        if imp.returncode != 0 or tar.returncode != 0:
+            raise SweserveError(f"docker import of {tag} failed: {imp.stderr.strip()}")
+
+
+def read_ca_bundle(path: str | None) -> bytes:
+    """Extra CA certificates for pip inside images: an explicit path must exist; the default may be absent."""
+    if path:
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise SweserveError(f"cannot read CA bundle {path}: {exc.strerror}") from None
+    default = Path(DEFAULT_CA_BUNDLE)
+    return default.read_bytes() if default.exists() else b""
+
+
+def env_image_tag(profile: RepoProfile, ca_bundle: bytes) -> str:
+    dockerfile = (IMAGES_DIR / "env" / "Dockerfile").read_bytes()
+    h = hashlib.sha256()
+    for part in (dockerfile, profile.base_image.encode(), " ".join(profile.env_packages).encode(), ca_bundle):
+        h.update(hashlib.sha256(part).digest())
+    return f"sweserve-env:{profile.name}-{h.hexdigest()[:12]}"
+
+
+def task_image_tag(task: Task, env_tag: str) -> str:
+    env_hash = env_tag.rsplit("-", 1)[-1]
+    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}"
+
+
+def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict) -> None:
+    try:
+        client.images.build(
+            path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
+            labels=labels, rm=True, forcerm=True,
+        )
+    except docker.errors.BuildError as exc:
+        lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
+        lines = [ln for ln in lines if ln]
+        raise SweserveError(f"building {tag} failed: {' | '.join(lines[-4:])}") from None
+    except docker.errors.APIError as exc:
+        raise SweserveError(f"building {tag} failed: {exc.explanation or exc}") from None
+
+
+def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
+    """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog."""
+    def git(*args: str, cwd: Path = dest) -> None:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+            raise SweserveError(f"git {args[0]} for {commit[:12]} failed: {last}")
+
+    dest.mkdir(parents=True)
+    git("init", "-q")
+    git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head",
+        str(clone.resolve()), commit)
+    git("update-ref", "refs/heads/main", commit)
+    git("symbolic-ref", "HEAD", "refs/heads/main")
+    git("reset", "-q", "--hard", commit)
+    git("reflog", "expire", "--expire=now", "--all")
+    git("gc", "-q", "--prune=now")
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "exclude").write_text(REPO_EXCLUDES)
+
+
+@dataclass
+class ImageBuilder:
+    """Builds missing layers on demand; one lock per tag so parallel workers build each image once."""
+
+    client: docker.DockerClient
+    ca_bundle: bytes
+    log: object = print
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def _lock(self, tag: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(tag, threading.Lock())
+
+    def base(self, profile: RepoProfile) -> str:
+        tag = profile.base_image
+        with self._lock(tag):
+            if not image_exists(self.client, tag):
+                build_base_image(tag, log=self.log)
+        return tag
+
+    def env(self, profile: RepoProfile) -> str:
+        tag = env_image_tag(profile, self.ca_bundle)
+        with self._lock(tag):
+            if image_exists(self.client, tag):
+                return tag
+            base = self.base(profile)
+            self.log(f"building env image {tag}")
+            with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
+                ctx = Path(tmp)
+                shutil.copy(IMAGES_DIR / "env" / "Dockerfile", ctx / "Dockerfile")
+                (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
+                _docker_build(
+                    self.client, ctx, "Dockerfile", tag,
+                    {"BASE_IMAGE": base, "PACKAGES": " ".join(shlex.quote(p) for p in profile.env_packages)},
+                    {"sweserve": "1", "sweserve.profile": profile.name},
+                )
+        return tag
+
+    def task(self, task: Task, profile: RepoProfile, clone: Path | None) -> str:
+        env_tag = self.env(profile)
+        tag = task_image_tag(task, env_tag)
+        with self._lock(tag):
+            if image_exists(self.client, tag):
+                return tag
+            if clone is None:
+                raise SweserveError(
+                    f"task image for {task.task_id} is not built and no clone of {task.repo} is known: pass --repo-path"
+                )
+            self.log(f"building task image {tag}")
+            with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
+                ctx = Path(tmp)
+                shutil.copy(IMAGES_DIR / "task" / "Dockerfile", ctx / "Dockerfile")
+                export_repo_at(clone, task.base_commit, ctx / "repo")
+                _docker_build(
+                    self.client, ctx, "Dockerfile", tag,
+                    {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
+                    {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit},
+                )
+        return tag

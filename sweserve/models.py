@@ -1,0 +1,134 @@
+"""Pydantic models at the boundaries: tasks on disk, validation records, run results."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Family = Literal[
+    "model-support",
+    "decoding",
+    "distributed",
+    "serving-api",
+    "kernels-quant",
+    "scheduling-memory",
+]
+FAMILIES: tuple[str, ...] = get_args(Family)
+
+# What a single test did in one run: pytest's outcomes, plus "missing" when it never ran.
+Outcome = Literal["passed", "failed", "error", "skipped", "missing"]
+
+Status = Literal["resolved", "failed", "patch_failed", "error", "skipped"]
+STATUSES: tuple[str, ...] = get_args(Status)
+
+SHA = r"^[0-9a-f]{40}$"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Resources(Strict):
+    gpus: int = Field(0, ge=0)
+    gpu_memory_gb: float = Field(0, ge=0)
+    cpus: float = Field(2, gt=0)
+    memory_gb: float = Field(4, gt=0)
+    timeout_s: int = Field(900, gt=0, description="wall-clock limit for the candidate phase")
+    test_timeout_s: int = Field(600, gt=0, description="wall-clock limit for one hidden-test run")
+
+
+class TestSpec(Strict):
+    __test__ = False  # not a pytest class
+
+    runner: Literal["pytest"] = "pytest"
+    files: list[str] = Field(min_length=1, description="test files run as the hidden tests")
+    workdir: str = "."
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ValidationRecord(Strict):
+    status: Literal["valid", "rejected"]
+    reason: str | None = None
+    validated_at: datetime = Field(default_factory=now)
+    runs: int = Field(ge=1)
+    flaky: list[str] = Field(default_factory=list)
+    before: dict[str, Outcome] = Field(default_factory=dict, description="base + tests.patch")
+    after: dict[str, Outcome] = Field(default_factory=dict, description="base + oracle + tests.patch")
+    image: str = Field("", description="task image the tests ran in")
+
+
+class Task(Strict):
+    task_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+$")
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    profile: str
+    pr_number: int = Field(gt=0)
+    title: str
+    base_commit: str = Field(pattern=SHA)
+    merge_commit: str = Field(pattern=SHA)
+    family: Family
+    created_at: datetime
+    resources: Resources = Field(default_factory=Resources)
+    test: TestSpec
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    validation: ValidationRecord | None = None
+
+    @property
+    def validated(self) -> bool:
+        return (
+            self.validation is not None
+            and self.validation.status == "valid"
+            and bool(self.FAIL_TO_PASS)
+        )
+
+
+class TaskBundle(BaseModel):
+    """A task with the texts stored beside task.json."""
+
+    task: Task
+    instruction: str
+    oracle_patch: str
+    tests_patch: str
+
+
+class TestResults(Strict):
+    """Outcomes of the graded test ids in one run."""
+
+    __test__ = False
+
+    fail_to_pass: dict[str, Outcome] = Field(default_factory=dict)
+    pass_to_pass: dict[str, Outcome] = Field(default_factory=dict)
+
+    @property
+    def resolved(self) -> bool:
+        return all(o == "passed" for o in self.fail_to_pass.values()) and all(
+            o == "passed" for o in self.pass_to_pass.values()
+        )
+
+
+class RunResult(Strict):
+    """One line of a results JSONL file: one attempt of one agent on one task."""
+
+    run_id: str
+    task_id: str
+    family: Family
+    agent: str
+    attempt: int = Field(1, ge=1)
+    status: Status
+    reason: str | None = None
+    model_patch: str = ""
+    tests: TestResults = Field(default_factory=TestResults)
+    agent_exit_code: int | None = None
+    started_at: datetime
+    finished_at: datetime
+    duration_s: float
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.task_id, self.agent, self.attempt)

@@ -1,0 +1,94 @@
+"""Repo profiles: how a repository's PRs become tasks and how its tests run.
+
+One JSON file per profile in this folder. A profile may name another in ``extends``;
+its own keys then replace the parent's.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import SweserveError, describe_validation_error
+from ..models import Family
+
+PROFILE_DIR = Path(__file__).parent
+
+
+class FamilyRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    family: Family
+    paths: list[str] = Field(default_factory=list, description="fnmatch globs; '*' crosses '/'")
+    title_tags: list[str] = Field(default_factory=list, description="words in a '[tag]' of the PR title")
+
+
+class RepoProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_image: str = Field("sweserve-base:bookworm", description="image the env image builds FROM")
+    env_packages: list[str] = Field(default_factory=lambda: ["pytest"])
+    install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
+    test_paths: list[str] = Field(description="fnmatch globs of files that count as tests")
+    test_file_patterns: list[str] = Field(default_factory=lambda: ["test_*.py", "*_test.py"])
+    test_workdir: str = "."
+    test_env: dict[str, str] = Field(default_factory=dict)
+    family_rules: list[FamilyRule]
+    max_oracle_lines: int = Field(2000, gt=0)
+    allow_binary: bool = True
+
+    def is_test_path(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pat) for pat in self.test_paths)
+
+    def is_test_file(self, path: str) -> bool:
+        """A test module pytest should run (not a helper or fixture file)."""
+        name = path.rsplit("/", 1)[-1]
+        return self.is_test_path(path) and any(fnmatch.fnmatchcase(name, p) for p in self.test_file_patterns)
+
+    def classify(self, title: str, paths: list[str]) -> Family | None:
+        """The family of a PR: a matching title tag wins, else the rule matching most changed paths."""
+        tags = {t.strip().lower() for t in re.findall(r"\[([^\]]+)\]", title)}
+        for rule in self.family_rules:
+            if tags & {t.lower() for t in rule.title_tags}:
+                return rule.family
+        best, best_count = None, 0
+        for rule in self.family_rules:
+            count = sum(1 for p in paths if any(fnmatch.fnmatchcase(p, g) for g in rule.paths))
+            if count > best_count:
+                best, best_count = rule.family, count
+        return best
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
+
+
+def _raw(name: str, seen: tuple[str, ...] = ()) -> dict:
+    path = PROFILE_DIR / f"{name}.json"
+    if not path.exists():
+        raise SweserveError(f"unknown profile: {name} (known: {', '.join(available())})")
+    if name in seen:
+        raise SweserveError(f"{path}: 'extends' loops back to {name}")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SweserveError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    parent = data.pop("extends", None)
+    if parent:
+        merged = _raw(parent, seen + (name,))
+        merged.update(data)
+        data = merged
+    return data
+
+
+def load_profile(name: str) -> RepoProfile:
+    data = _raw(name)
+    data["name"] = name
+    try:
+        return RepoProfile.model_validate(data)
+    except ValidationError as exc:
+        raise SweserveError(describe_validation_error(str(PROFILE_DIR / f"{name}.json"), exc)) from None

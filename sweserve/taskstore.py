@@ -1,0 +1,91 @@
+"""Reading and writing tasks under tasks/<task_id>/ (task.json, instruction.md, oracle.patch, tests.patch)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .errors import SweserveError, describe_validation_error
+from .models import Task, TaskBundle
+
+TASK_FILE = "task.json"
+TEXT_FILES = {"instruction": "instruction.md", "oracle_patch": "oracle.patch", "tests_patch": "tests.patch"}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_task(task_dir: Path, task: Task) -> None:
+    task_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(task_dir / TASK_FILE, task.model_dump_json(indent=2) + "\n")
+
+
+def save_bundle(tasks_dir: Path, bundle: TaskBundle) -> Path:
+    task_dir = tasks_dir / bundle.task.task_id
+    task_dir.mkdir(parents=True, exist_ok=True)
+    for attr, name in TEXT_FILES.items():
+        _atomic_write(task_dir / name, getattr(bundle, attr))
+    save_task(task_dir, bundle.task)
+    return task_dir
+
+
+def load_task(task_dir: Path) -> Task:
+    path = task_dir / TASK_FILE
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SweserveError(f"{path}: missing task file") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SweserveError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as exc:
+        raise SweserveError(describe_validation_error(str(path), exc)) from None
+    if task.task_id != task_dir.name:
+        raise SweserveError(f"{path}: field 'task_id': '{task.task_id}' does not match its folder '{task_dir.name}'")
+    return task
+
+
+def load_bundle(task_dir: Path) -> TaskBundle:
+    task = load_task(task_dir)
+    texts = {}
+    for attr, name in TEXT_FILES.items():
+        path = task_dir / name
+        try:
+            texts[attr] = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SweserveError(f"{path}: missing task file") from None
+    if not texts["oracle_patch"].strip():
+        raise SweserveError(f"{task_dir / TEXT_FILES['oracle_patch']}: empty oracle patch")
+    if not texts["tests_patch"].strip():
+        raise SweserveError(f"{task_dir / TEXT_FILES['tests_patch']}: empty tests patch")
+    return TaskBundle(task=task, **texts)
+
+
+def task_dirs(tasks_dir: Path) -> list[Path]:
+    if not tasks_dir.is_dir():
+        raise SweserveError(f"{tasks_dir}: no such tasks folder")
+    return sorted(p for p in tasks_dir.iterdir() if p.is_dir() and (p / TASK_FILE).exists())
+
+
+def load_all(tasks_dir: Path) -> list[TaskBundle]:
+    return [load_bundle(d) for d in task_dirs(tasks_dir)]
+
+
+def select(tasks_dir: Path, ids: list[str] | None) -> list[TaskBundle]:
+    """The named tasks (all of them when ids is empty); an unknown id is an error."""
+    if not ids:
+        return load_all(tasks_dir)
+    known = {d.name: d for d in task_dirs(tasks_dir)}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise SweserveError(f"unknown task: {missing[0]} (not in {tasks_dir})")
+    return [load_bundle(known[i]) for i in ids]
