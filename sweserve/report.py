@@ -43,9 +43,9 @@ def _rate(rows: list[TaskRow], k: int) -> Rate:
     rate = Rate(tasks=len(rows), scored=len(scored), k=k)
     if scored:
         per_task = [r.resolved_attempts / r.attempts for r in scored]
-        rate.resolved = round(sum(per_task), 4)
-        rate.pass_at_1 = round(sum(per_task) / len(scored), 4)
-        rate.pass_at_k = round(sum(1 for r in scored if r.resolved_attempts) / len(scored), 4)
+        rate.resolved = sum(per_task)
+        rate.pass_at_1 = sum(per_task) / len(scored)
+        rate.pass_at_k = sum(1 for r in scored if r.resolved_attempts) / len(scored)
     return rate
 
 

@@ -1,0 +1,63 @@
+"""Bad input: one line on stderr, exit code 2, no traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sweserve.models import Task, TaskBundle, TestSpec
+from sweserve.taskstore import save_bundle
+
+
+def run(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    task = Task(task_id="o__r-1", repo="o/r", profile="sglang", pr_number=1, title="Fix it", base_commit="a" * 40,
+                merge_commit="b" * 40, family="decoding", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(files=["test/test_a.py"]))
+    save_bundle(tmp_path / "tasks", TaskBundle(task=task, instruction="# Fix it\n", oracle_patch="o\n", tests_patch="t\n"))
+    return tmp_path
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_tasks_list_and_show(tasks):
+    proc = run("tasks", "list", "--json", cwd=tasks)
+    assert proc.returncode == 0 and json.loads(proc.stdout)[0]["task_id"] == "o__r-1"
+    proc = run("tasks", "show", "o__r-1", "--json", cwd=tasks)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["title"] == "Fix it"
+
+
+def test_unknown_task(tasks):
+    one_line_error(run("tasks", "show", "nope", cwd=tasks), "unknown task: nope")
+    one_line_error(run("run", "--agent", "null", "nope", cwd=tasks), "unknown task: nope")
+
+
+def test_malformed_task_file(tasks):
+    path = tasks / "tasks" / "o__r-1" / "task.json"
+    data = json.loads(path.read_text())
+    data["family"] = "frontend"
+    path.write_text(json.dumps(data))
+    one_line_error(run("tasks", "list", cwd=tasks), "task.json", "field 'family'")
+    one_line_error(run("validate", cwd=tasks), "task.json", "field 'family'")
+
+
+def test_missing_repo_and_profile(tmp_path):
+    one_line_error(run("mine", "--repo", str(tmp_path / "nowhere"), cwd=tmp_path), "not a git repository")
+    one_line_error(run("mine", "--repo", str(tmp_path), "--profile", "nope", cwd=tmp_path), "unknown profile: nope")
+
+
+def test_missing_results_and_bad_numbers(tasks):
+    one_line_error(run("report", "missing.jsonl", cwd=tasks), "no such results file")
+    one_line_error(run("validate", "--runs", "0", cwd=tasks), "--runs must be at least 1")

@@ -1,0 +1,58 @@
+import json
+
+import pytest
+
+from sweserve import profiles
+from sweserve.errors import SweserveError
+from sweserve.profiles import load_profile
+
+
+def test_sglang_layout_families():
+    p = load_profile("sglang")
+    cases = {
+        "python/sglang/srt/models/qwen2.py": "model-support",
+        "python/sglang/srt/speculative/eagle_worker.py": "decoding",
+        "python/sglang/srt/constrained/xgrammar_backend.py": "decoding",
+        "python/sglang/srt/disaggregation/prefill.py": "distributed",
+        "python/sglang/srt/entrypoints/openai/serving_chat.py": "serving-api",
+        "python/sglang/srt/function_call/qwen25_detector.py": "serving-api",
+        "sgl-kernel/csrc/gemm/fp8.cu": "kernels-quant",
+        "python/sglang/srt/layers/attention/flashinfer_backend.py": "kernels-quant",
+        "python/sglang/srt/mem_cache/radix_cache.py": "scheduling-memory",
+        "python/sglang/srt/managers/scheduler.py": "scheduling-memory",
+    }
+    for path, family in cases.items():
+        assert p.classify("Some change", [path]) == family, path
+    assert p.classify("Touch docs", ["docs/index.md"]) is None
+
+
+def test_title_tag_wins_then_majority():
+    p = load_profile("sglang")
+    paths = ["python/sglang/srt/managers/scheduler.py", "python/sglang/srt/managers/io.py",
+             "python/sglang/srt/models/llama.py"]
+    assert p.classify("Refactor", paths) == "scheduling-memory"
+    assert p.classify("[Model] Refactor", paths) == "model-support"
+    assert p.classify("[Unrelated] Refactor", paths) == "scheduling-memory"
+
+
+def test_test_paths():
+    p = load_profile("sglang")
+    assert p.is_test_file("test/srt/test_radix.py")
+    assert p.is_test_file("python/sglang/srt/layers/tests/test_x.py")
+    assert p.is_test_path("test/srt/conftest.py") and not p.is_test_file("test/srt/conftest.py")
+    assert not p.is_test_path("python/sglang/srt/models/llama.py")
+
+
+def test_extends_and_errors(tmp_path, monkeypatch):
+    demo = load_profile("sglang-demo")
+    assert demo.repo == "sweserve-demo/sglang-mini" and demo.family_rules == load_profile("sglang").family_rules
+    monkeypatch.setattr(profiles, "PROFILE_DIR", tmp_path)
+    (tmp_path / "a.json").write_text(json.dumps({"extends": "b"}))
+    (tmp_path / "b.json").write_text(json.dumps({"extends": "a"}))
+    (tmp_path / "bad.json").write_text(json.dumps({"repo": "x/y", "test_paths": [], "family_rules": [{"family": "nope"}]}))
+    with pytest.raises(SweserveError, match="loops back"):
+        load_profile("a")
+    with pytest.raises(SweserveError, match=r"bad.json: field 'family_rules.0.family'"):
+        load_profile("bad")
+    with pytest.raises(SweserveError, match="unknown profile: zzz"):
+        load_profile("zzz")
