@@ -120,6 +120,7 @@ def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
     git("reset", "-q", "--hard", commit)
     git("reflog", "expire", "--expire=now", "--all")
     git("gc", "-q", "--prune=now")
+    (dest / ".git" / "ORIG_HEAD").unlink(missing_ok=True)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(REPO_EXCLUDES)
 

@@ -1,0 +1,248 @@
+"""End to end against a real Docker daemon: the demo's tasks built, validated, run, graded and resumed."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sweserve.agents import CommandAgent, NullAgent, OracleAgent
+from sweserve.context import Context
+from sweserve.demo import files
+from sweserve.demo.fixture import PROFILE, build_demo_repo
+from sweserve.evaluate import evaluate_task, run_evaluation
+from sweserve.grade import PatchError, apply_patch
+from sweserve.mine import mine, open_repo
+from sweserve.models import FAMILIES
+from sweserve.profiles import load_profile
+from sweserve.report import build_reports
+from sweserve.results import read_results
+from sweserve.sandbox import LABEL, Sandbox, gc, labels
+from sweserve.taskstore import load_all, load_bundle, save_bundle
+from sweserve.validate import validate_task
+
+pytestmark = pytest.mark.docker
+DIST = "sweserve-demo__sglang-mini-103"  # the merge-commit PR
+QUANT = "sweserve-demo__sglang-mini-105"
+
+
+@dataclass
+class Demo:
+    root: Path
+    repo: Path
+    tasks: Path
+    ctx: Context
+    outcomes: list
+
+    def bundle(self, task_id):
+        return load_bundle(self.tasks / task_id)
+
+
+@pytest.fixture(scope="session")
+def demo(docker_client, tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    repo = build_demo_repo(root / "repo")
+    tasks = root / "tasks"
+    mine(open_repo(repo), load_profile(PROFILE), tasks)
+    ctx = Context.create(root / "state", repo_path=repo, log=lambda m: None)
+    outcomes = [validate_task(ctx, tasks / b.task.task_id, b, runs=2) for b in load_all(tasks)]
+    yield Demo(root, repo, tasks, ctx, outcomes)
+    ctx.close()
+
+
+def cli(*args, cwd, **kw):
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True, **kw)
+
+
+def test_demo_tasks_validate_with_one_fail_to_pass_each(demo):
+    assert [o.status for o in demo.outcomes] == ["valid"] * 6, [o.reason for o in demo.outcomes]
+    assert {o.family for o in demo.outcomes} == set(FAMILIES)
+    for b in load_all(demo.tasks):
+        assert len(b.task.FAIL_TO_PASS) == 1 and b.task.PASS_TO_PASS
+        assert b.task.validation.runs == 2 and b.task.validation.flaky == []
+        assert b.task.validation.before[b.task.FAIL_TO_PASS[0]] in ("failed", "error")
+
+
+def test_oracle_resolves_all_and_null_none(demo, tmp_path):
+    bundles = load_all(demo.tasks)
+    for agent, expected in ((OracleAgent(), "resolved"), (NullAgent(), "failed")):
+        out = tmp_path / f"{agent.name}.jsonl"
+        run_evaluation(demo.ctx, bundles, agent, out)
+        results = read_results(out)
+        assert [r.status for r in results] == [expected] * 6, [r.reason for r in results]
+        (rep,) = build_reports(results)
+        assert rep.overall.pass_at_1 == (1.0 if expected == "resolved" else 0.0)
+        assert set(rep.families) == set(FAMILIES)
+        assert run_evaluation(demo.ctx, bundles, agent, out) == []  # a re-run skips finished tasks
+    oracle = read_results(tmp_path / "oracle.jsonl")
+    assert all(r.model_patch and r.tests.fail_to_pass for r in oracle)
+
+
+def test_sandbox_has_no_future_history_and_no_hidden_files(demo):
+    b = demo.bundle(DIST)
+    image = demo.ctx.task_image(b)
+    ancestors = subprocess.run(["git", "rev-list", b.task.base_commit], cwd=demo.repo, capture_output=True,
+                               text=True, check=True).stdout.split()
+    f2p_name = b.task.FAIL_TO_PASS[0].split("::")[1]
+    with demo.ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as box:
+        def sh(cmd):
+            res = box.exec(cmd, 60)
+            return res.exit_code, res.output.strip()
+
+        assert sh("git rev-parse HEAD") == (0, b.task.base_commit)
+        assert sh("git for-each-ref --format='%(refname)'") == (0, "refs/heads/main")
+        code, out = sh("git rev-list --all --reflog")
+        assert code == 0 and sorted(out.split()) == sorted(ancestors)
+        assert sh(f"git cat-file -e {b.task.merge_commit}")[0] != 0
+        assert sh("git fsck --unreachable --no-reflogs --no-progress 2>&1") == (0, "")
+        assert sh("git reflog --all | wc -l") == (0, "0")
+        assert sh("git status --porcelain") == (0, "")
+        assert sh("test -e /sweserve")[0] != 0
+        assert sh(f"grep -rI {f2p_name} / --exclude-dir=proc --exclude-dir=sys -l 2>/dev/null")[1] == ""
+        assert sh("ls .git/FETCH_HEAD .git/ORIG_HEAD 2>/dev/null")[1] == ""
+        code, packed = sh("grep -v '^#' .git/packed-refs")
+        assert packed.split() == [b.task.base_commit, "refs/heads/main"]
+        container = box.container
+        container.reload()
+        assert container.labels[f"{LABEL}.run"] == demo.ctx.run_id and container.labels[f"{LABEL}.role"] == "candidate"
+        (net,) = container.attrs["NetworkSettings"]["Networks"]
+        assert demo.ctx.client.networks.get(net).attrs["Internal"] is True
+        assert container.attrs["HostConfig"]["Memory"] == 4096 * 1024 * 1024
+
+
+def test_command_agent_is_graded_and_cannot_pass_by_editing_tests(demo, tmp_path):
+    b = demo.bundle(DIST)
+    path = "python/sglang/srt/distributed/parallel_state.py"
+    fixer = CommandAgent(
+        f'test -s "$SWESERVE_INSTRUCTION" && grep -q shard_range "$SWESERVE_INSTRUCTION" && '
+        f"cat > {path} <<'EOF'\n{files.PR_DISTRIBUTED[path]}EOF\n", name="fixer")
+    r = evaluate_task(demo.ctx, b, fixer)
+    assert r.status == "resolved" and r.agent_exit_code == 0 and path in r.model_patch
+    cheat = CommandAgent(
+        "printf 'def test_uneven_split_covers_everything():\\n    pass\\n\\ndef test_even_split():\\n    pass\\n'"
+        " > test/srt/test_parallel_state.py && echo 'def test_x(): pass' > test/srt/conftest.py", name="cheat")
+    r = evaluate_task(demo.ctx, b, cheat)
+    assert r.status == "failed", r
+    assert "test/srt/test_parallel_state.py" in r.reason and "test/srt/conftest.py" in r.reason
+    assert r.tests.fail_to_pass == {b.task.FAIL_TO_PASS[0]: "failed"}
+    slow = CommandAgent("sleep 30", name="slow")
+    quick = b.model_copy(deep=True)
+    quick.task.resources.timeout_s = 2
+    t0 = time.monotonic()
+    r = evaluate_task(demo.ctx, quick, slow)
+    assert r.status == "failed" and r.agent_exit_code == 137 and time.monotonic() - t0 < 25
+
+
+def test_bad_patch_is_reported(demo):
+    b = demo.bundle(QUANT)
+    with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "grade", b.task.resources, []) as box:
+        with pytest.raises(PatchError, match="README.md: patch does not apply"):
+            apply_patch(box, "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+                             "@@ -1 +1 @@\n-nope\n+yes\n", "candidate")
+        with pytest.raises(PatchError, match="x: No such file"):
+            apply_patch(box, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-nope\n+yes\n", "candidate")
+
+
+def test_gpu_task_is_skipped_or_errors_never_graded(demo):
+    b = demo.bundle(QUANT).model_copy(deep=True)
+    b.task.resources.gpus = 1
+    r = evaluate_task(demo.ctx, b, OracleAgent())
+    assert (r.status, r.reason) == ("skipped", "needs 1 GPUs (host has 0)")
+    # a host that claims a GPU but has no NVIDIA runtime: docker refuses the device request
+    fake = Context(client=demo.ctx.client, builder=demo.ctx.builder, state_dir=demo.ctx.state_dir,
+                   run_id=demo.ctx.run_id, host_gpus=["0"], repo_path=demo.repo)
+    r = evaluate_task(fake, b, OracleAgent())
+    assert r.status == "error" and "gpu" in r.reason.lower(), r.reason
+
+
+def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
+    tasks = tmp_path / "tasks"
+    shutil.copytree(demo.tasks / DIST, tasks / DIST)
+    wrong = (demo.tasks / QUANT / "oracle.patch").read_text()
+    (tasks / DIST / "oracle.patch").write_text(wrong)
+    common = ["--tasks", str(tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo)]
+    proc = cli("validate", "--runs", "1", *common, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    task = load_bundle(tasks / DIST).task
+    assert task.validation.status == "rejected" and "oracle no longer passes" in task.validation.reason
+    # as a fresh candidate (nothing recorded yet) the same oracle yields no FAIL_TO_PASS
+    bundle = load_bundle(tasks / DIST)
+    bundle.task.FAIL_TO_PASS, bundle.task.PASS_TO_PASS, bundle.task.validation = [], [], None
+    save_bundle(tasks, bundle)
+    proc = cli("validate", "--runs", "1", *common, cwd=tmp_path)
+    assert proc.returncode == 1
+    task = load_bundle(tasks / DIST).task
+    assert task.validation.status == "rejected" and task.validation.reason.startswith("no FAIL_TO_PASS")
+    proc = cli("run", "--agent", "oracle", "--output", str(tmp_path / "r.jsonl"), *common, cwd=tmp_path)
+    assert proc.returncode == 0
+    (r,) = read_results(tmp_path / "r.jsonl")
+    assert r.status == "skipped" and "not validated" in r.reason
+
+
+def test_killed_run_resumes_without_loss_or_duplicates(demo, tmp_path):
+    out = tmp_path / "slow.jsonl"
+    args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 2", "--agent-name", "slow",
+            "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
+            "--output", str(out)]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    time.sleep(1.5)  # kill it while the next task is in flight
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = read_results(out)
+    assert 2 <= len(first) < 6
+    left = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.owner"})
+    stale = [c for c in left if c.labels[f"{LABEL}.owner"].endswith(f":{proc.pid}")]
+    done = cli(*args[3:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = read_results(out)
+    assert sorted(r.task_id for r in results) == sorted(b.task.task_id for b in load_all(demo.tasks))
+    assert [r.model_dump() for r in results[:len(first)]] == [r.model_dump() for r in first]
+    assert all(r.status == "failed" for r in results)
+    for c in stale:  # the dead run's containers were reaped by the next start
+        with pytest.raises(Exception):
+            c.reload()
+
+
+def test_gc_reaps_only_dead_owners(demo):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    mine_labels = labels("gc-test", "t", "candidate")
+    dead_labels = {**mine_labels, f"{LABEL}.owner": mine_labels[f"{LABEL}.owner"].rsplit(":", 1)[0] + f":{dead.pid}"}
+    image = demo.ctx.task_image(demo.bundle(QUANT))
+    client = demo.ctx.client
+    live = client.containers.run(image, ["sleep", "infinity"], detach=True, labels=mine_labels)
+    orphan = client.containers.run(image, ["sleep", "infinity"], detach=True, labels=dead_labels)
+    try:
+        removed = gc(client)
+        assert orphan.name in removed and live.name not in removed
+        live.reload()
+        assert gc(client, run_id="gc-test") == [live.name]
+    finally:
+        for c in (live, orphan):
+            try:
+                c.remove(force=True)
+            except Exception:
+                pass
+
+
+def test_images_are_cached_and_layered(demo):
+    b1, b2 = demo.bundle(DIST), demo.bundle(QUANT)
+    t0 = time.monotonic()
+    tag1, tag2 = demo.ctx.task_image(b1), demo.ctx.task_image(b2)
+    assert time.monotonic() - t0 < 5
+    client = demo.ctx.client
+    env_tag = demo.ctx.builder.env(demo.ctx.profile(PROFILE))
+    env_layers = client.images.get(env_tag).attrs["RootFS"]["Layers"]
+    for tag in (tag1, tag2):
+        assert client.images.get(tag).attrs["RootFS"]["Layers"][:len(env_layers)] == env_layers
+    assert json.loads(json.dumps(client.images.get(tag1).labels))["sweserve.base_commit"] == b1.task.base_commit
