@@ -77,11 +77,16 @@ def cmd_validate(args, console: Console) -> int:
             bar = progress.add_task("validating", total=len(bundles))
             for bundle in bundles:
                 progress.update(bar, description=f"validating {bundle.task.task_id}")
-                outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=args.runs))
+                outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=args.runs,
+                                              record=not args.no_record))
                 progress.advance(bar)
     finally:
         ctx.close()
-    table = Table("task", "family", "status", "F2P", "P2P", "flaky", "reason", title="validation")
+    table = Table(title="validation")
+    table.add_column("task", no_wrap=True)
+    for name in ("family", "status", "F2P", "P2P", "flaky"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("reason", overflow="fold")
     style = {"valid": "green", "rejected": "red", "skipped": "dim"}
     for o in outcomes:
         table.add_row(o.task_id, o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
@@ -165,7 +170,9 @@ def cmd_tasks(args, console: Console) -> int:
         console.rule("instruction")
         console.print(bundle.instruction)
         return 0
-    table = Table("task", "family", "PR", "validated", "F2P", "P2P", "gpus", title=str(tasks_dir))
+    table = Table(title=str(tasks_dir))
+    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus"):
+        table.add_column(name, no_wrap=True)
     rows = []
     for d in task_dirs(tasks_dir):
         task = load_bundle(d).task
@@ -241,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--runs", type=int, default=3, help="runs per state; a test must hold in all (default: 3)")
     v.add_argument("--repo-path", default=None, help="clone to build task images from")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
+    v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
     v.set_defaults(func=cmd_validate)
 
     r = sub.add_parser("run", parents=[common], help="evaluate an agent; results append to a JSONL file")

@@ -94,9 +94,9 @@ def render(reports: list[AgentReport], console: Console) -> None:
             summary.add_row(*cells, style="bold" if name == "overall" else None)
         console.print(summary)
         detail = Table(show_header=True)
-        detail.add_column("task")
-        detail.add_column("family")
-        detail.add_column("status")
+        detail.add_column("task", no_wrap=True)
+        detail.add_column("family", no_wrap=True)
+        detail.add_column("status", no_wrap=True)
         detail.add_column("reason", overflow="fold")
         for row in rep.tasks:
             status = row.status if row.attempts == 1 else f"{row.status} ({row.resolved_attempts}/{row.attempts})"

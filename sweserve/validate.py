@@ -76,7 +76,9 @@ def recheck(bundle: TaskBundle, before: list[TestRun], after: list[TestRun]) -> 
     return None
 
 
-def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 3) -> ValidateOutcome:
+def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 3,
+                  record: bool = True) -> ValidateOutcome:
+    """Validate one task; with record, its FAIL_TO_PASS/PASS_TO_PASS and validation record are saved."""
     task = bundle.task
     result = ValidateOutcome(task_id=task.task_id, family=task.family, status="rejected")
     if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
@@ -112,6 +114,8 @@ def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 
         if result.reason is None:
             result.status = "valid"
             task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+    if not record:
+        return result
     task.validation = ValidationRecord(
         status="valid" if result.status == "valid" else "rejected",
         reason=result.reason,
