@@ -1,28 +1,27 @@
-"""Candidates that work inside a task sandbox: the oracle, the null agent, and any shell command."""
+"""Candidates that work inside a task sandbox: the oracle, the null agent, command agents, the API agent."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import os
+import time
 from typing import Protocol
 
+from .agentconfig import ApiAgentConfig, CommandAgentConfig, find_agent_config, load_agent_config
+from .api_agent import ApiAgent
 from .errors import SweserveError
 from .grade import IN_BOX, apply_patch
-from .models import TaskBundle
+from .models import AgentRun, TaskBundle
 from .sandbox import Sandbox
 
 INSTRUCTION_PATH = f"{IN_BOX}/instruction.md"
 
 
-@dataclass
-class AgentRun:
-    exit_code: int | None = None
-    timed_out: bool = False
-    log_tail: str = ""
-
-
 class Agent(Protocol):
     name: str
+
+    def prepare(self, builder, image: str) -> str:
+        """The image the candidate phase runs in (the task image, or a layer with the agent installed)."""
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun: ...
 
@@ -32,9 +31,12 @@ class OracleAgent:
 
     name = "oracle"
 
+    def prepare(self, builder, image: str) -> str:
+        return image
+
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         apply_patch(box, bundle.oracle_patch, "oracle")
-        return AgentRun(exit_code=0)
+        return AgentRun(agent=self.name, exit_code=0)
 
 
 class NullAgent:
@@ -42,31 +44,62 @@ class NullAgent:
 
     name = "null"
 
+    def prepare(self, builder, image: str) -> str:
+        return image
+
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
-        return AgentRun(exit_code=0)
+        return AgentRun(agent=self.name, exit_code=0)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for value in secrets:
+        if value:
+            text = text.replace(value, "***")
+    return text
 
 
 class CommandAgent:
-    """Runs a shell command in /testbed with the instruction in $SWESERVE_INSTRUCTION, under the task's time limit."""
+    """Runs a shell command in /testbed with the instruction at $SWESERVE_INSTRUCTION, under the task's time limit."""
 
-    def __init__(self, command: str, name: str | None = None):
-        self.command = command
-        self.name = name or f"cmd-{hashlib.sha256(command.encode()).hexdigest()[:8]}"
+    def __init__(self, command: str, name: str | None = None, cfg: CommandAgentConfig | None = None, env=os.environ):
+        self.cfg = cfg or CommandAgentConfig(
+            kind="command", command=command,
+            name=name or f"cmd-{hashlib.sha256(command.encode()).hexdigest()[:8]}")
+        self.name = self.cfg.name
+        self.command = self.cfg.command
+        self._passed = {k: env[k] for k in self.cfg.env if k in env}
+
+    def prepare(self, builder, image: str) -> str:
+        return builder.agent(image, self.cfg.name, self.cfg.install) if self.cfg.install else image
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
+        t0 = time.monotonic()
         box.put_file(INSTRUCTION_PATH, bundle.instruction.encode("utf-8"))
-        env = {"SWESERVE_INSTRUCTION": INSTRUCTION_PATH, "SWESERVE_TASK_ID": bundle.task.task_id}
+        env = {**self._passed, "SWESERVE_INSTRUCTION": INSTRUCTION_PATH, "SWESERVE_TASK_ID": bundle.task.task_id}
         res = box.exec(self.command, bundle.task.resources.timeout_s, env=env)
-        return AgentRun(exit_code=res.exit_code, timed_out=res.timed_out, log_tail=res.tail(4000))
+        return AgentRun(
+            agent=self.name, version=self.cfg.version, model=self.cfg.model, exit_code=res.exit_code,
+            exit_reason="timed_out" if res.timed_out else "finished", wall_s=round(time.monotonic() - t0, 3),
+            log_tail=redact(res.tail(4000), list(self._passed.values())),
+        )
 
 
 def make_agent(spec: str, name: str | None = None) -> Agent:
+    """`--agent`: oracle, null, a config (path or name under harness/agents/), or a shell command."""
     if spec == "oracle":
         return OracleAgent()
     if spec == "null":
         return NullAgent()
     if not spec.strip():
-        raise SweserveError("--agent needs 'oracle', 'null' or a shell command")
+        raise SweserveError("--agent needs 'oracle', 'null', an agent config or a shell command")
+    path = find_agent_config(spec)
+    if path is not None:
+        cfg = load_agent_config(path)
+        if name:
+            cfg = cfg.model_copy(update={"name": name})
+        if isinstance(cfg, ApiAgentConfig):
+            return ApiAgent(cfg)
+        return CommandAgent(cfg.command, cfg=cfg)
     return CommandAgent(spec, name)
 
 

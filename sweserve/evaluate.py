@@ -13,7 +13,7 @@ from .context import Context
 from .errors import SweserveError
 from .gpus import skip_reason
 from .grade import PatchError, TestRunError, apply_patch, grade, prepare_candidate_patch, run_tests
-from .models import RunResult, TaskBundle, now
+from .models import AgentRun, RunResult, TaskBundle, now
 from .results import ResultsWriter, latest, read_results
 
 
@@ -33,34 +33,40 @@ def evaluate_task(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int =
     if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
         return done(status="skipped", reason=why)
     gpu_ids = ctx.gpu_pool.acquire(task.resources.gpus)
-    patch, exit_code = "", None
+    patch, run = "", None
     try:
         image = ctx.task_image(bundle)
-        with ctx.sandbox(image, task.task_id, "candidate", task.resources, gpu_ids) as box:
+        with ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box:
             run = agent.solve(box, bundle)
-            exit_code = run.exit_code
             patch = extract_diff(box, task.base_commit)
-        profile = ctx.profile(task.profile)
-        graded_patch, dropped = prepare_candidate_patch(bundle, profile, patch)
-        note = f"reset candidate edits to test files: {', '.join(dropped)}" if dropped else None
-        with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-            try:
-                apply_patch(box, graded_patch, "candidate")
-            except PatchError as exc:
-                return done(status="patch_failed", reason=str(exc)[:500], model_patch=patch, agent_exit_code=exit_code)
-            apply_patch(box, bundle.tests_patch, "tests")
-            try:
-                tests = run_tests(box, task, task.resources.test_timeout_s)
-            except TestRunError as exc:
-                return done(status="failed", reason=str(exc)[:500], model_patch=patch, agent_exit_code=exit_code)
-        results = grade(task, tests.outcomes)
-        return done(status="resolved" if results.resolved else "failed", reason=note, model_patch=patch,
-                    tests=results, agent_exit_code=exit_code)
+        if run.error:
+            return done(status="error", reason=f"agent: {run.error}"[:500], model_patch=patch, agent_run=run)
+        return grade_patch(ctx, bundle, image, patch, gpu_ids, done, run)
     except (SweserveError, PatchError, RuntimeError, docker.errors.DockerException) as exc:
-        return done(status="error", reason=f"{exc.__class__.__name__}: {exc}"[:500], model_patch=patch,
-                    agent_exit_code=exit_code)
+        return done(status="error", reason=f"{exc.__class__.__name__}: {exc}"[:500], model_patch=patch, agent_run=run)
     finally:
         ctx.gpu_pool.release(gpu_ids)
+
+
+def grade_patch(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str], done,
+                run: AgentRun | None) -> RunResult:
+    """Grade a candidate's diff in a fresh sandbox: test-file edits dropped, tests.patch applied, tests run."""
+    task = bundle.task
+    graded_patch, dropped = prepare_candidate_patch(bundle, ctx.profile(task.profile), patch)
+    note = f"reset candidate edits to test files: {', '.join(dropped)}" if dropped else None
+    with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
+        try:
+            apply_patch(box, graded_patch, "candidate")
+        except PatchError as exc:
+            return done(status="patch_failed", reason=str(exc)[:500], model_patch=patch, agent_run=run)
+        apply_patch(box, bundle.tests_patch, "tests")
+        try:
+            tests = run_tests(box, task, task.resources.test_timeout_s)
+        except TestRunError as exc:
+            return done(status="failed", reason=str(exc)[:500], model_patch=patch, agent_run=run)
+    results = grade(task, tests.outcomes)
+    return done(status="resolved" if results.resolved else "failed", reason=note, model_patch=patch,
+                tests=results, agent_run=run)
 
 
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,

@@ -185,3 +185,19 @@ class ImageBuilder:
                     {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit},
                 )
         return tag
+
+    def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
+        """The task image plus an agent's install steps (run with network at build time, never in the sandbox)."""
+        h = hashlib.sha256("\0".join([task_image, *install]).encode()).hexdigest()[:12]
+        tag = f"sweserve-agent:{agent_name.lower()}-{h}"
+        with self._lock(tag):
+            if image_exists(self.client, tag):
+                return tag
+            self.log(f"building agent image {tag}")
+            with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
+                ctx = Path(tmp)
+                shutil.copy(IMAGES_DIR / "agent" / "Dockerfile", ctx / "Dockerfile")
+                _docker_build(self.client, ctx, "Dockerfile", tag,
+                              {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
+                              {"sweserve": "1", "sweserve.agent": agent_name})
+        return tag

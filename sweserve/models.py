@@ -112,6 +112,25 @@ class TestResults(Strict):
         )
 
 
+class AgentRun(Strict):
+    """What the candidate phase recorded: who ran, how long, how many steps and tokens, and why it stopped."""
+
+    agent: str
+    version: str = ""
+    model: str = ""
+    candidate: str | None = Field(None, description="the human engineer, for interactive sessions")
+    exit_code: int | None = None
+    exit_reason: str = "finished"  # finished, submitted, step_limit, token_limit, time_limit, timed_out, error
+    error: str | None = None
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    log_tail: str = ""
+    transcript: str = ""
+
+
 class RunResult(Strict):
     """One line of a results JSONL file: one attempt of one agent on one task."""
 
@@ -124,7 +143,7 @@ class RunResult(Strict):
     reason: str | None = None
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
-    agent_exit_code: int | None = None
+    agent_run: AgentRun | None = None
     started_at: datetime
     finished_at: datetime
     duration_s: float

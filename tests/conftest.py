@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from dataclasses import dataclass
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -75,3 +77,37 @@ def docker_client():
     import docker
 
     return docker.from_env(timeout=600)
+
+
+@dataclass
+class Demo:
+    root: Path
+    repo: Path
+    tasks: Path
+    ctx: object
+    outcomes: list
+
+    def bundle(self, task_id):
+        from sweserve.taskstore import load_bundle
+
+        return load_bundle(self.tasks / task_id)
+
+
+@pytest.fixture(scope="session")
+def demo(docker_client, tmp_path_factory):
+    """The demo repository mined and validated once per session, with a Context to run it."""
+    from sweserve.context import Context
+    from sweserve.demo.fixture import PROFILE, build_demo_repo
+    from sweserve.mine import mine, open_repo
+    from sweserve.profiles import load_profile
+    from sweserve.taskstore import load_all
+    from sweserve.validate import validate_task
+
+    root = tmp_path_factory.mktemp("demo")
+    repo = build_demo_repo(root / "repo")
+    tasks = root / "tasks"
+    mine(open_repo(repo), load_profile(PROFILE), tasks)
+    ctx = Context.create(root / "state", repo_path=repo, log=lambda m: None)
+    outcomes = [validate_task(ctx, tasks / b.task.task_id, b, runs=2) for b in load_all(tasks)]
+    yield Demo(root, repo, tasks, ctx, outcomes)
+    ctx.close()

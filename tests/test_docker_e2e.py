@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,45 +14,18 @@ import pytest
 from sweserve.agents import CommandAgent, NullAgent, OracleAgent
 from sweserve.context import Context
 from sweserve.demo import files
-from sweserve.demo.fixture import PROFILE, build_demo_repo
+from sweserve.demo.fixture import PROFILE
 from sweserve.evaluate import evaluate_task, run_evaluation
 from sweserve.grade import PatchError, apply_patch
-from sweserve.mine import mine, open_repo
 from sweserve.models import FAMILIES
-from sweserve.profiles import load_profile
 from sweserve.report import build_reports
 from sweserve.results import read_results
-from sweserve.sandbox import LABEL, Sandbox, gc, labels
+from sweserve.sandbox import LABEL, gc, labels
 from sweserve.taskstore import load_all, load_bundle, save_bundle
-from sweserve.validate import validate_task
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"  # the merge-commit PR
 QUANT = "sweserve-demo__sglang-mini-105"
-
-
-@dataclass
-class Demo:
-    root: Path
-    repo: Path
-    tasks: Path
-    ctx: Context
-    outcomes: list
-
-    def bundle(self, task_id):
-        return load_bundle(self.tasks / task_id)
-
-
-@pytest.fixture(scope="session")
-def demo(docker_client, tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo")
-    repo = build_demo_repo(root / "repo")
-    tasks = root / "tasks"
-    mine(open_repo(repo), load_profile(PROFILE), tasks)
-    ctx = Context.create(root / "state", repo_path=repo, log=lambda m: None)
-    outcomes = [validate_task(ctx, tasks / b.task.task_id, b, runs=2) for b in load_all(tasks)]
-    yield Demo(root, repo, tasks, ctx, outcomes)
-    ctx.close()
 
 
 def cli(*args, cwd, **kw):
@@ -123,7 +95,7 @@ def test_command_agent_is_graded_and_cannot_pass_by_editing_tests(demo, tmp_path
         f'test -s "$SWESERVE_INSTRUCTION" && grep -q shard_range "$SWESERVE_INSTRUCTION" && '
         f"cat > {path} <<'EOF'\n{files.PR_DISTRIBUTED[path]}EOF\n", name="fixer")
     r = evaluate_task(demo.ctx, b, fixer)
-    assert r.status == "resolved" and r.agent_exit_code == 0 and path in r.model_patch
+    assert r.status == "resolved" and r.agent_run.exit_code == 0 and path in r.model_patch
     cheat = CommandAgent(
         "printf 'def test_uneven_split_covers_everything():\\n    pass\\n\\ndef test_even_split():\\n    pass\\n'"
         " > test/srt/test_parallel_state.py && echo 'def test_x(): pass' > test/srt/conftest.py", name="cheat")
@@ -136,7 +108,7 @@ def test_command_agent_is_graded_and_cannot_pass_by_editing_tests(demo, tmp_path
     quick.task.resources.timeout_s = 2
     t0 = time.monotonic()
     r = evaluate_task(demo.ctx, quick, slow)
-    assert r.status == "failed" and r.agent_exit_code == 137 and time.monotonic() - t0 < 25
+    assert r.status == "failed" and r.agent_run.exit_code == 137 and r.agent_run.exit_reason == "timed_out" and time.monotonic() - t0 < 25
 
 
 def test_bad_patch_is_reported(demo):

@@ -1,0 +1,86 @@
+"""Agent configs (harness/agents/*.yaml): a command agent run inside the sandbox, or the built-in API agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import SweserveError, describe_validation_error
+
+AGENTS_DIR = Path(__file__).resolve().parent.parent / "harness" / "agents"
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    version: str = ""
+
+
+class CommandAgentConfig(_Config):
+    """A CLI (Claude Code, Codex, Aider, mini-swe-agent, …) run in /testbed with the instruction in a file."""
+
+    kind: Literal["command"]
+    install: list[str] = Field(default_factory=list, description="shell steps baked into an agent image (with network)")
+    command: str = Field(min_length=1, description="run in /testbed; the instruction is at $SWESERVE_INSTRUCTION")
+    env: list[str] = Field(default_factory=list, description="host variables passed through; values never logged")
+    model: str = ""
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompt_per_mtok: float = Field(ge=0)
+    completion_per_mtok: float = Field(ge=0)
+
+
+class ApiAgentConfig(_Config):
+    """The built-in tool loop against an OpenAI-compatible chat endpoint; bash runs in the sandbox via swe-rex."""
+
+    kind: Literal["api"]
+    base_url: str = Field(description="e.g. http://127.0.0.1:30000/v1 (an SGLang server)")
+    model: str
+    api_key_env: str | None = Field(None, description="host variable holding the API key")
+    max_steps: int = Field(30, ge=1)
+    max_tokens: int = Field(200_000, ge=1, description="prompt + completion tokens over the whole run")
+    request_timeout_s: float = Field(120, gt=0)
+    request_retries: int = Field(2, ge=0)
+    command_timeout_s: float = Field(120, gt=0, le=290, description="per bash call; swe-rex caps a request at 300 s")
+    max_observation_chars: int = Field(10_000, ge=100)
+    temperature: float = 0.0
+    price: Price | None = None
+    system_prompt: str | None = None
+
+
+AgentConfig = Annotated[Union[CommandAgentConfig, ApiAgentConfig], Field(discriminator="kind")]
+_ADAPTER = TypeAdapter(AgentConfig)
+
+
+def load_agent_config(path: Path) -> CommandAgentConfig | ApiAgentConfig:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SweserveError(f"{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SweserveError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SweserveError(f"{path}: an agent config must be a mapping")
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        raise SweserveError(describe_validation_error(str(path), exc)) from None
+
+
+def find_agent_config(spec: str, agents_dir: Path = AGENTS_DIR) -> Path | None:
+    """A config path for `--agent`: a .yaml path, or the name of a file in harness/agents/."""
+    if spec.endswith((".yaml", ".yml")):
+        path = Path(spec)
+        if not path.exists():
+            raise SweserveError(f"{spec}: no such agent config")
+        return path
+    if "/" not in spec and " " not in spec:
+        for ext in (".yaml", ".yml"):
+            if (agents_dir / f"{spec}{ext}").exists():
+                return agents_dir / f"{spec}{ext}"
+    return None

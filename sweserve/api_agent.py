@@ -1,0 +1,190 @@
+"""The built-in API agent: a tool-using loop against an OpenAI-compatible chat endpoint.
+
+The loop runs on the host; its bash tool runs in the sandbox through a swe-rex session (the server is
+baked into every env image and reached at the container's IP on the run's --internal network, since
+published ports do not work there). Every model failure — bad JSON, time-outs, 5xx — ends the run with
+exit_reason "error: …", never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from .agentconfig import ApiAgentConfig
+from .models import AgentRun, TaskBundle
+from .sandbox import WORKDIR, Sandbox
+
+SYSTEM_PROMPT = (
+    "You are a software engineer working in the git repository at /testbed. Solve the task you are given "
+    "by editing the repository's source code. Use the bash tool to inspect files, run commands and edit "
+    "code. Hidden tests will grade your change, so do not edit tests to make them pass. When you are done, "
+    "call the submit tool."
+)
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "bash", "description": "Run a bash command in /testbed; state (cwd, env) persists between calls.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
+    {"type": "function", "function": {
+        "name": "submit", "description": "Finish: the current state of /testbed is your answer.",
+        "parameters": {"type": "object", "properties": {}}}},
+]
+
+
+class ModelError(Exception):
+    """The model endpoint failed in a way the loop cannot recover from."""
+
+
+def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict]) -> dict:
+    body = json.dumps({"model": cfg.model, "messages": messages, "tools": TOOLS,
+                       "temperature": cfg.temperature}).encode()
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    url = cfg.base_url.rstrip("/") + "/chat/completions"
+    last = "no attempt made"
+    for attempt in range(cfg.request_retries + 1):
+        if attempt:
+            time.sleep(min(0.5 * 2 ** attempt, 5))
+        req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=cfg.request_timeout_s) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} from model API"
+            if exc.code < 500 and exc.code != 429:
+                raise ModelError(last) from None
+            continue
+        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as exc:
+            reason = getattr(exc, "reason", exc)
+            last = f"model API timed out after {cfg.request_timeout_s:g}s" if isinstance(
+                reason, (TimeoutError, socket.timeout)) else f"model API unreachable: {reason}"
+            continue
+        try:
+            data = json.loads(raw)
+            data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ModelError("model API returned invalid JSON or no choices") from None
+        return data
+    raise ModelError(f"{last} ({cfg.request_retries + 1} tries)")
+
+
+class SwerexShell:
+    """A persistent bash session in the sandbox, through swe-rex's server."""
+
+    def __init__(self, box: Sandbox, startup_timeout: float = 60):
+        from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+        from swerex.runtime.remote import RemoteRuntime
+
+        logging.getLogger("rex-runtime").setLevel(logging.CRITICAL + 1)
+        token = uuid.uuid4().hex
+        box.container.exec_run(["swerex-remote", "--auth-token", token, "--port", "8000"], detach=True,
+                               workdir=WORKDIR)
+        box.container.reload()
+        ip = next(n["IPAddress"] for n in box.container.attrs["NetworkSettings"]["Networks"].values() if n["IPAddress"])
+        self._runtime = RemoteRuntime(host=f"http://{ip}", port=8000, auth_token=token, timeout=30)
+        self._BashAction = BashAction
+        deadline = time.monotonic() + startup_timeout
+        while not asyncio.run(self._runtime.is_alive(timeout=1.0)).is_alive:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"swe-rex server in the sandbox did not answer within {startup_timeout:g}s")
+            time.sleep(0.25)
+        asyncio.run(self._runtime.create_session(CreateBashSessionRequest(startup_timeout=10)))
+        self.run(f"cd {WORKDIR}", 30)
+
+    def run(self, command: str, timeout: float) -> tuple[str, int | None]:
+        from swerex.exceptions import BashIncorrectSyntaxError, CommandTimeoutError
+        from swerex.runtime.abstract import BashInterruptAction
+
+        try:
+            obs = asyncio.run(self._runtime.run_in_session(
+                self._BashAction(command=command, timeout=timeout, check="silent")))
+            return obs.output, obs.exit_code
+        except CommandTimeoutError:
+            try:
+                asyncio.run(self._runtime.run_in_session(BashInterruptAction()))
+            except Exception:  # noqa: BLE001 - the timeout is what gets reported
+                pass
+            return f"command timed out after {timeout:g}s and was interrupted", None
+        except BashIncorrectSyntaxError as exc:
+            return f"bash syntax error: {exc}", 2
+
+
+class ApiAgent:
+    def __init__(self, cfg: ApiAgentConfig, env=os.environ):
+        self.cfg = cfg
+        self.name = cfg.name
+        self.api_key = env.get(cfg.api_key_env) if cfg.api_key_env else None
+
+    def prepare(self, builder, image: str) -> str:
+        return image
+
+    def _cost(self, run: AgentRun) -> float | None:
+        p = self.cfg.price
+        if p is None:
+            return None
+        return (run.prompt_tokens * p.prompt_per_mtok + run.completion_tokens * p.completion_per_mtok) / 1e6
+
+    def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
+        cfg, t0 = self.cfg, time.monotonic()
+        run = AgentRun(agent=cfg.name, version=cfg.version, model=cfg.model)
+        messages = [{"role": "system", "content": cfg.system_prompt or SYSTEM_PROMPT},
+                    {"role": "user", "content": bundle.instruction}]
+        try:
+            shell = SwerexShell(box)
+            while True:
+                if run.steps >= cfg.max_steps:
+                    run.exit_reason = "step_limit"
+                    break
+                if time.monotonic() - t0 > bundle.task.resources.timeout_s:
+                    run.exit_reason = "time_limit"
+                    break
+                data = chat(cfg, self.api_key, messages)
+                run.steps += 1
+                usage = data.get("usage") or {}
+                run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                run.completion_tokens += int(usage.get("completion_tokens") or 0)
+                message = data["choices"][0]["message"]
+                messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
+                calls = message.get("tool_calls") or []
+                if not calls:
+                    messages.append({"role": "user", "content": "Use the bash tool, or call submit when done."})
+                submitted = False
+                for call in calls:
+                    fn = call.get("function", {})
+                    name = fn.get("name")
+                    if name == "submit":
+                        submitted = True
+                        content = "submitted"
+                    elif name == "bash":
+                        try:
+                            command = json.loads(fn.get("arguments") or "{}")["command"]
+                        except (ValueError, KeyError, TypeError):
+                            content = "error: arguments must be JSON like {\"command\": \"ls\"}"
+                        else:
+                            output, code = shell.run(command, cfg.command_timeout_s)
+                            output = output[-cfg.max_observation_chars:]
+                            content = f"{output}\n[exit code: {code}]"
+                    else:
+                        content = f"error: unknown tool {name!r}; use bash or submit"
+                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
+                if submitted:
+                    run.exit_reason = "submitted"
+                    break
+                if run.prompt_tokens + run.completion_tokens >= cfg.max_tokens:
+                    run.exit_reason = "token_limit"
+                    break
+        except ModelError as exc:
+            run.exit_reason, run.error = "error", str(exc)
+        except Exception as exc:  # noqa: BLE001 - sandbox/transport failures are recorded, not raised
+            run.exit_reason, run.error = "error", f"{exc.__class__.__name__}: {exc}"
+        run.cost_usd = self._cost(run)
+        run.wall_s = round(time.monotonic() - t0, 3)
+        return run

@@ -1,0 +1,80 @@
+"""Agent configs and the API agent's model client, against a scripted server on 127.0.0.1 (no Docker)."""
+
+import time
+
+import pytest
+
+from fake_model import FakeModel
+from sweserve.agentconfig import AGENTS_DIR, ApiAgentConfig, load_agent_config
+from sweserve.agents import CommandAgent, make_agent, redact
+from sweserve.api_agent import ApiAgent, ModelError, chat
+from sweserve.errors import SweserveError
+
+
+def cfg(base_url, **kw):
+    return ApiAgentConfig(kind="api", name="t", model="m", base_url=base_url, request_timeout_s=1,
+                          request_retries=1, **kw)
+
+
+def test_shipped_configs_load():
+    names = sorted(p.stem for p in AGENTS_DIR.glob("*.yaml"))
+    assert {"claude-code", "codex", "mini-swe-agent", "sglang-local"} <= set(names)
+    for name in names:
+        agent = make_agent(name)
+        assert agent.name == name
+    assert isinstance(make_agent("sglang-local"), ApiAgent)
+    cc = make_agent("claude-code")
+    assert isinstance(cc, CommandAgent) and cc.cfg.env == ["ANTHROPIC_API_KEY"] and cc.cfg.install
+
+
+def test_bad_configs_name_file_and_field(tmp_path):
+    bad = tmp_path / "a.yaml"
+    bad.write_text("kind: command\nname: x\n")
+    with pytest.raises(SweserveError, match=r"a.yaml: field 'command.command': Field required"):
+        load_agent_config(bad)
+    bad.write_text("kind: api\nname: x\nmodel: m\nbase_url: u\nmax_steps: 0\n")
+    with pytest.raises(SweserveError, match=r"field 'api.max_steps'"):
+        load_agent_config(bad)
+    bad.write_text("kind: [\n")
+    with pytest.raises(SweserveError, match="not valid YAML"):
+        load_agent_config(bad)
+    with pytest.raises(SweserveError, match="no such agent config"):
+        make_agent(str(tmp_path / "missing.yaml"))
+    assert make_agent("echo hi").name.startswith("cmd-")  # not a config: a shell command
+
+
+def test_chat_sends_key_and_parses():
+    with FakeModel([{"role": "assistant", "content": "hi"}]) as fake:
+        data = chat(cfg(fake.base_url), "sk-secret", [{"role": "user", "content": "x"}])
+    assert data["choices"][0]["message"]["content"] == "hi"
+    assert fake.auth == ["Bearer sk-secret"]
+    assert fake.requests[0]["model"] == "m" and {t["function"]["name"] for t in fake.requests[0]["tools"]} == {"bash", "submit"}
+
+
+@pytest.mark.parametrize("script, match, tries", [
+    ([("status", 500)], r"HTTP 500 from model API \(2 tries\)", 2),
+    ([("status", 401)], r"HTTP 401 from model API$", 1),
+    ([("raw", b"{not json")], "invalid JSON", 1),
+    ([("raw", b'{"choices": []}')], "invalid JSON or no choices", 1),
+    ([("sleep", 3)], r"timed out after 1s \(2 tries\)", 2),
+])
+def test_chat_failures_become_model_errors(script, match, tries):
+    with FakeModel(script) as fake:
+        t0 = time.monotonic()
+        with pytest.raises(ModelError, match=match):
+            chat(cfg(fake.base_url), None, [])
+        assert len(fake.requests) == tries and time.monotonic() - t0 < 10
+
+
+def test_unreachable_endpoint():
+    with pytest.raises(ModelError, match="unreachable"):
+        chat(cfg("http://127.0.0.1:9/v1"), None, [])
+
+
+def test_redact_and_env_passthrough():
+    agent = CommandAgent("true", env={"A": "s3cr3t", "B": "x"},
+                         cfg=None, name="n")
+    assert agent._passed == {}
+    cc = make_agent("claude-code")
+    assert "ANTHROPIC_API_KEY" in cc.cfg.env
+    assert redact("key=s3cr3t!", ["s3cr3t", ""]) == "key=***!"
