@@ -187,6 +187,50 @@ def cmd_tasks(args, console: Console) -> int:
     return 0
 
 
+# --- session, review -----------------------------------------------------------------------------
+
+def cmd_session(args, console: Console) -> int:
+    from .review import review_markdown
+    from .session import run_session
+    from .taskstore import select
+
+    bundle = select(Path(args.tasks), [args.task_id])[0]
+    if not args.candidate.replace("-", "").replace("_", "").isalnum():
+        raise SweserveError("--candidate may hold letters, digits, '-' and '_' only")
+    limit = args.time_limit or bundle.task.resources.timeout_s
+    if limit < 1:
+        raise SweserveError("--time-limit must be at least 1 second")
+    output = Path(args.output) if args.output else _default_output(f"human-{args.candidate}")
+    ctx = _context(args, console)
+    result = run_session(ctx, bundle, args.candidate, limit, output, console)
+    review = output.with_name(f"review-{args.candidate}-{bundle.task.task_id}.md")
+    review.write_text(review_markdown(bundle, result))
+    console.print(f"{bundle.task.task_id}: [bold]{result.status}[/] in {result.agent_run.wall_s:.0f}s "
+                  f"→ {output}; reviewer report {review}")
+    return 0
+
+
+def cmd_review(args, console: Console) -> int:
+    from .results import latest, read_results
+    from .review import review_html, review_markdown
+    from .taskstore import select
+
+    bundle = select(Path(args.tasks), [args.task_id])[0]
+    path = Path(args.results)
+    if not path.exists():
+        raise SweserveError(f"{path}: no such results file")
+    found = [r for r in latest(read_results(path)).values()
+             if r.task_id == args.task_id and (args.agent is None or r.agent == args.agent)]
+    if not found:
+        raise SweserveError(f"no result for {args.task_id}" + (f" by {args.agent}" if args.agent else "") + f" in {path}")
+    text = (review_html if args.html else review_markdown)(bundle, found[-1])
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
 # --- demo, gc, images -----------------------------------------------------------------------------
 
 def cmd_demo(args, console: Console) -> int:
@@ -275,6 +319,22 @@ def build_parser() -> argparse.ArgumentParser:
     ts.add_argument("task_id")
     ts.add_argument("--json", action="store_true")
     t.set_defaults(func=cmd_tasks)
+
+    se = sub.add_parser("session", parents=[common], help="a human engineer works a task in its sandbox, then it is graded")
+    se.add_argument("task_id")
+    se.add_argument("--candidate", required=True, help="the engineer's name, recorded in results")
+    se.add_argument("--time-limit", type=int, default=None, help="seconds (default: the task's timeout_s)")
+    se.add_argument("--output", default=None, help="results JSONL (default: results/human-<candidate>.jsonl)")
+    se.add_argument("--repo-path", default=None, help="clone to build task images from")
+    se.set_defaults(func=cmd_session)
+
+    rv = sub.add_parser("review", parents=[common], help="reviewer report: instruction, diffs, test results, transcript")
+    rv.add_argument("results", help="results JSONL")
+    rv.add_argument("task_id")
+    rv.add_argument("--agent", default=None, help="whose result (default: the last one for the task)")
+    rv.add_argument("--html", action="store_true", help="HTML instead of Markdown")
+    rv.add_argument("--out", "-o", default=None, help="write to this file instead of stdout")
+    rv.set_defaults(func=cmd_review)
 
     d = sub.add_parser("demo", parents=[common], help="build the fixture repo, mine, validate, run oracle and null")
     d.add_argument("--runs", type=int, default=3, help="validation runs per state (default: 3)")

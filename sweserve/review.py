@@ -1,0 +1,54 @@
+"""Reviewer reports: instruction, candidate diff beside the oracle diff, test results, transcript."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+
+from .models import RunResult, TaskBundle
+
+ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
+
+
+def _fence(text: str, lang: str = "") -> str:
+    ticks = "````" if "```" in text else "```"
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
+
+
+def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
+    run = result.agent_run
+    who = run.candidate if run and run.candidate else result.agent
+    lines = [
+        f"# Review: {bundle.task.task_id} — {who}",
+        "",
+        "| | |", "|---|---|",
+        f"| task | {bundle.task.task_id} ({bundle.task.family}), PR #{bundle.task.pr_number} |",
+        f"| candidate | {who} |",
+        f"| status | **{result.status}**{f' — {result.reason}' if result.reason else ''} |",
+        f"| time used | {run.wall_s if run else result.duration_s:.0f} s ({run.exit_reason if run else 'n/a'}) |",
+        f"| finished | {result.finished_at.astimezone(timezone.utc):%Y-%m-%d %H:%M UTC} |",
+        "",
+        "## Instruction", "", bundle.instruction.strip(), "",
+        "## Hidden tests", "", "| test | kind | outcome |", "|---|---|---|",
+    ]
+    for kind, outcomes in (("FAIL_TO_PASS", result.tests.fail_to_pass), ("PASS_TO_PASS", result.tests.pass_to_pass)):
+        for test_id, outcome in outcomes.items():
+            lines.append(f"| `{test_id}` | {kind} | {ICON.get(outcome, '')} {outcome} |")
+    lines += ["", "## Candidate diff", "", _fence(result.model_patch or "(no changes)", "diff"),
+              "## Oracle diff", "", _fence(bundle.oracle_patch, "diff")]
+    if run and run.transcript:
+        rows = []
+        for line in run.transcript.splitlines():
+            stamp, _, cmd = line.partition("\t")
+            when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
+            rows.append(f"{when}  {cmd}")
+        lines += ["## Transcript", "", _fence("\n".join(rows), "console")]
+    return "\n".join(lines) + "\n"
+
+
+def review_html(bundle: TaskBundle, result: RunResult) -> str:
+    """The Markdown report in a self-contained page (pre-formatted: no renderer needed)."""
+    body = html.escape(review_markdown(bundle, result))
+    return (f"<!doctype html><meta charset='utf-8'><title>Review {html.escape(bundle.task.task_id)}</title>"
+            f"<style>body{{font-family:sans-serif;margin:2em}}pre{{white-space:pre-wrap}}</style>"
+            f"<pre>{body}</pre>\n")
