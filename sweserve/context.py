@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,12 @@ class Context:
 
     def __post_init__(self) -> None:
         self.gpu_pool = GpuPool(self.host_gpus)
+        self._cancelled = threading.Event()
+        self._network_lock = threading.Lock()
+
+    def cancel(self) -> None:
+        """No sandbox starts after this: workers still running wind down instead of starting new ones."""
+        self._cancelled.set()
 
     def profile(self, name: str) -> RepoProfile:
         if name not in self._profiles:
@@ -98,10 +105,15 @@ class Context:
 
     @property
     def network(self) -> str:
-        self._network = ensure_network(self.client, f"sweserve-{self.run_id}", self.run_id)
-        return self._network
+        """The run's --internal network, created once (parallel workers must not race to make two)."""
+        with self._network_lock:
+            if self._network is None:
+                self._network = ensure_network(self.client, f"sweserve-{self.run_id}", self.run_id)
+            return self._network
 
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> Sandbox:
+        if self._cancelled.is_set():
+            raise RuntimeError("run cancelled")
         return Sandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
             resources=resources, gpu_ids=gpu_ids, network=self.network,
@@ -113,3 +125,5 @@ class Context:
             gc(self.client, run_id=self.run_id)
         except docker.errors.DockerException:
             pass
+        with self._network_lock:
+            self._network = None

@@ -97,6 +97,9 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
             finished.append(result)
             if on_result:
                 on_result(result, len(finished), len(todo))
+    except BaseException:
+        ctx.cancel()
+        raise
     finally:
         # on Ctrl-C nothing queued starts; what was running loses its containers to close() and is redone on resume
         pool.shutdown(wait=False, cancel_futures=True)

@@ -87,15 +87,19 @@ class Sandbox:
         gpu_ids: list[str] | None = None,
         network: str | None = None,
     ) -> "Sandbox":
-        container = client.containers.run(
+        container = client.containers.create(
             image,
             command=["sleep", "infinity"],
-            detach=True,
             labels=labels(run_id, task_id, role),
             network=network,
             working_dir=WORKDIR,
             **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
         )
+        try:
+            container.start()
+        except BaseException:  # e.g. a GPU request the host cannot serve: the created container must not stay
+            container.remove(force=True)
+            raise
         return cls(container)
 
     @property

@@ -45,7 +45,7 @@ def test_oracle_resolves_all_and_null_none(demo, tmp_path):
     bundles = load_all(demo.tasks)
     for agent, expected in ((OracleAgent(), "resolved"), (NullAgent(), "failed")):
         out = tmp_path / f"{agent.name}.jsonl"
-        run_evaluation(demo.ctx, bundles, agent, out)
+        run_evaluation(demo.ctx, bundles, agent, out, workers=2)  # parallel workers share one network
         results = read_results(out)
         assert [r.status for r in results] == [expected] * 6, [r.reason for r in results]
         (rep,) = build_reports(results)
@@ -131,6 +131,7 @@ def test_gpu_task_is_skipped_or_errors_never_graded(demo):
                    run_id=demo.ctx.run_id, host_gpus=["0"], repo_path=demo.repo)
     r = evaluate_task(fake, b, OracleAgent())
     assert r.status == "error" and "gpu" in r.reason.lower(), r.reason
+    assert demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.task={QUANT}"}) == []
 
 
 def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
@@ -218,3 +219,36 @@ def test_images_are_cached_and_layered(demo):
     for tag in (tag1, tag2):
         assert client.images.get(tag).attrs["RootFS"]["Layers"][:len(env_layers)] == env_layers
     assert json.loads(json.dumps(client.images.get(tag1).labels))["sweserve.base_commit"] == b1.task.base_commit
+
+
+def test_ctrl_c_leaves_no_container_behind(demo, tmp_path):
+    args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 60", "--agent-name", "interrupted",
+            "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
+            "--output", str(tmp_path / "i.jsonl"), "--workers", "2"]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = demo.ctx.client
+    owner = {"label": f"{LABEL}.owner={labels('x', 'x', 'x')[f'{LABEL}.owner'].rsplit(':', 1)[0]}:{proc.pid}"}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(client.containers.list(filters=owner)) < 2:
+        time.sleep(0.2)
+    assert len(client.containers.list(filters=owner)) == 2
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "interrupted" in out
+    assert client.containers.list(all=True, filters=owner) == []
+    assert read_results(tmp_path / "i.jsonl") == []
+
+
+def test_candidate_limits_and_process_tree_kill(demo):
+    b = demo.bundle(QUANT).model_copy(deep=True)
+    b.task.resources.timeout_s = 3
+    probe = CommandAgent(
+        "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null; nproc; "
+        "setsid sleep 600 & (sleep 500 &) ; sleep 120", name="probe")
+    t0 = time.monotonic()
+    r = evaluate_task(demo.ctx, b, probe)
+    assert time.monotonic() - t0 < 40 and r.agent_run.exit_reason == "timed_out"
+    assert "4096" in r.agent_run.log_tail
+    leftovers = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.task={QUANT}"})
+    assert leftovers == []  # the sandbox, and every process in it, is gone
