@@ -1,7 +1,8 @@
 """pytest plugin copied into a sandbox at grading time: writes {nodeid: outcome} as JSON.
 
 Outcomes: passed, failed, error (setup/teardown/collection), skipped. Skip reasons go
-under "skips" so callers can tell tests that need an accelerator.
+under "skips" and the tail of each failure under "messages", so callers can tell tests
+that need an accelerator.
 """
 
 import json
@@ -9,11 +10,19 @@ import os
 
 _outcomes = {}
 _skips = {}
+_messages = {}
+
+
+def _message(report):
+    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[-3:])[-500:]
 
 
 def pytest_collectreport(report):
     if report.failed:
         _outcomes[report.nodeid] = "error"
+        _messages[report.nodeid] = _message(report)
 
 
 def pytest_runtest_logreport(report):
@@ -25,8 +34,10 @@ def pytest_runtest_logreport(report):
             _outcomes[nodeid] = "skipped" if getattr(report, "wasxfail", None) is None else "failed"
         else:
             _outcomes[nodeid] = "failed"
+            _messages[nodeid] = _message(report)
     elif report.failed:
         _outcomes[nodeid] = "error"
+        _messages[nodeid] = _message(report)
     elif report.skipped and report.when == "setup":
         _outcomes[nodeid] = "skipped"
         longrepr = report.longrepr
@@ -39,4 +50,4 @@ def pytest_sessionfinish(session, exitstatus):
     if not path:
         return
     with open(path, "w") as fh:
-        json.dump({"outcomes": _outcomes, "skips": _skips, "exitstatus": int(exitstatus)}, fh)
+        json.dump({"outcomes": _outcomes, "skips": _skips, "messages": _messages, "exitstatus": int(exitstatus)}, fh)

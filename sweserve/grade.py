@@ -14,6 +14,7 @@ from .sandbox import Sandbox
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 PLUGIN = "sweserve_outcomes"
+UNITTEST_RUNNER = "sweserve_unittest"
 IN_BOX = "/sweserve"  # harness files and patches; put there only after the candidate phase
 OUTCOMES = f"{IN_BOX}/outcomes.json"
 
@@ -34,6 +35,7 @@ class TestRun:
 
     outcomes: dict[str, Outcome]
     skips: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
     output: str = ""
 
 
@@ -49,6 +51,8 @@ def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120) -> No
 
 def test_command(task: Task) -> str:
     files = " ".join(shlex.quote(f) for f in task.test.files)
+    if task.test.runner == "unittest":
+        return f"python {IN_BOX}/harness/{UNITTEST_RUNNER}.py {files}"
     return (
         f"python -m pytest -p {PLUGIN} -p no:cacheprovider -o addopts= -q -rN "
         f"--continue-on-collection-errors {files}"
@@ -56,8 +60,8 @@ def test_command(task: Task) -> str:
 
 
 def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
-    plugin = (HARNESS_DIR / f"{PLUGIN}.py").read_bytes()
-    box.put_file(f"{IN_BOX}/harness/{PLUGIN}.py", plugin)
+    for name in (PLUGIN, UNITTEST_RUNNER):
+        box.put_file(f"{IN_BOX}/harness/{name}.py", (HARNESS_DIR / f"{name}.py").read_bytes())
     box.exec(f"rm -f {OUTCOMES}", 30)
     env = dict(task.test.env)
     env["PYTHONPATH"] = ":".join(p for p in (f"{IN_BOX}/harness", env.get("PYTHONPATH", "")) if p)
@@ -70,7 +74,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
     if raw is None:
         raise TestRunError(f"test runner exited {res.exit_code} without outcomes: {res.tail(400).strip()}")
     data = json.loads(raw)
-    return TestRun(outcomes=data["outcomes"], skips=data.get("skips", {}), output=res.output)
+    return TestRun(outcomes=data["outcomes"], skips=data.get("skips", {}), messages=data.get("messages", {}),
+                   output=res.output)
 
 
 def is_test_file_of(task: Task, profile: RepoProfile, tests_patch_paths: set[str]):

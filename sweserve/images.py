@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -76,10 +75,16 @@ def read_ca_bundle(path: str | None) -> bytes:
     return default.read_bytes() if default.exists() else b""
 
 
-def env_image_tag(profile: RepoProfile, ca_bundle: bytes) -> str:
+def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
+    return list(profile.env_packages) + [d for d in dependencies if d not in profile.env_packages]
+
+
+def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = ()) -> str:
+    """One tag per (base, Dockerfile, Python, packages, CA bundle): tasks declaring the same set share it."""
     dockerfile = (IMAGES_DIR / "env" / "Dockerfile").read_bytes()
     h = hashlib.sha256()
-    for part in (dockerfile, profile.base_image.encode(), " ".join(profile.env_packages).encode(), ca_bundle):
+    packages = "\n".join(env_packages(profile, list(dependencies)))
+    for part in (dockerfile, profile.base_image.encode(), profile.python.encode(), packages.encode(), ca_bundle):
         h.update(hashlib.sha256(part).digest())
     return f"sweserve-env:{profile.name}-{h.hexdigest()[:12]}"
 
@@ -143,11 +148,13 @@ class ImageBuilder:
         tag = profile.base_image
         with self._lock(tag):
             if not image_exists(self.client, tag):
+                if not tag.startswith("sweserve-base:"):
+                    raise SweserveError(f"base image {tag} is not present and no registry is used: build or load it first")
                 build_base_image(tag, log=self.log)
         return tag
 
-    def env(self, profile: RepoProfile) -> str:
-        tag = env_image_tag(profile, self.ca_bundle)
+    def env(self, profile: RepoProfile, dependencies: list[str] = ()) -> str:
+        tag = env_image_tag(profile, self.ca_bundle, dependencies)
         with self._lock(tag):
             if image_exists(self.client, tag):
                 return tag
@@ -157,15 +164,16 @@ class ImageBuilder:
                 ctx = Path(tmp)
                 shutil.copy(IMAGES_DIR / "env" / "Dockerfile", ctx / "Dockerfile")
                 (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
+                (ctx / "requirements.txt").write_text("\n".join(env_packages(profile, list(dependencies))) + "\n")
                 _docker_build(
                     self.client, ctx, "Dockerfile", tag,
-                    {"BASE_IMAGE": base, "PACKAGES": " ".join(shlex.quote(p) for p in profile.env_packages)},
+                    {"BASE_IMAGE": base, "PYTHON_MIN": profile.python},
                     {"sweserve": "1", "sweserve.profile": profile.name},
                 )
         return tag
 
     def task(self, task: Task, profile: RepoProfile, clone: Path | None) -> str:
-        env_tag = self.env(profile)
+        env_tag = self.env(profile, task.dependencies)
         tag = task_image_tag(task, env_tag)
         with self._lock(tag):
             if image_exists(self.client, tag):

@@ -11,6 +11,7 @@ from pathlib import Path
 import git
 from pydantic import BaseModel, Field
 
+from .deps import dependency_set
 from .errors import SweserveError
 from .models import Resources, Task, TaskBundle, TestSpec
 from .profiles import RepoProfile
@@ -203,7 +204,8 @@ def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit) -> TaskB
         family=family,
         created_at=pr.commit.committed_datetime,
         resources=Resources(),
-        test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env)),
+        dependencies=dependency_set(repo, base, profile.dependency_files, profile.dependency_extras),
+        test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
     )
     return TaskBundle(task=task, instruction=instruction_text(pr), oracle_patch=oracle, tests_patch=tests)
 

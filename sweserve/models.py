@@ -40,13 +40,14 @@ class Resources(Strict):
     cpus: float = Field(2, gt=0)
     memory_gb: float = Field(4, gt=0)
     timeout_s: int = Field(900, gt=0, description="wall-clock limit for the candidate phase")
+    needs_accelerator: str | None = Field(None, description="'gpu' or 'tpu' when validation saw tests that need one")
     test_timeout_s: int = Field(600, gt=0, description="wall-clock limit for one hidden-test run")
 
 
 class TestSpec(Strict):
     __test__ = False  # not a pytest class
 
-    runner: Literal["pytest"] = "pytest"
+    runner: Literal["pytest", "unittest"] = "pytest"
     files: list[str] = Field(min_length=1, description="test files run as the hidden tests")
     workdir: str = "."
     env: dict[str, str] = Field(default_factory=dict)
@@ -58,6 +59,7 @@ class ValidationRecord(Strict):
     validated_at: datetime = Field(default_factory=now)
     runs: int = Field(ge=1)
     flaky: list[str] = Field(default_factory=list)
+    accelerator_tests: dict[str, str] = Field(default_factory=dict, description="tests skipped or failing for want of a GPU/TPU, with why")
     before: dict[str, Outcome] = Field(default_factory=dict, description="base + tests.patch")
     after: dict[str, Outcome] = Field(default_factory=dict, description="base + oracle + tests.patch")
     image: str = Field("", description="task image the tests ran in")
@@ -74,6 +76,7 @@ class Task(Strict):
     family: Family
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
+    dependencies: list[str] = Field(default_factory=list, description="requirements declared at base_commit")
     test: TestSpec
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)

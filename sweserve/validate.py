@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import docker.errors
@@ -23,6 +24,7 @@ class ValidateOutcome(BaseModel):
     fail_to_pass: int = 0
     pass_to_pass: int = 0
     flaky: list[str] = Field(default_factory=list)
+    accelerator_tests: dict[str, str] = Field(default_factory=dict)
 
 
 def run_state(ctx: Context, bundle: TaskBundle, image: str, patches: list[tuple[str, str]], runs: int,
@@ -56,6 +58,26 @@ def derive(before: list[TestRun], after: list[TestRun]) -> tuple[list[str], list
         elif all(o != "passed" for o in prior):
             f2p.append(t)
     return sorted(f2p), sorted(p2p), sorted(set(flaky))
+
+
+ACCELERATOR = re.compile(r"\b(tpu|libtpu|gpu|cuda|nvidia|rocm|accelerator|pallas|mosaic|triton)\b", re.IGNORECASE)
+
+
+def accelerator_tests(runs: list[TestRun]) -> dict[str, str]:
+    """Tests that skipped or failed for want of a GPU/TPU, with the reason or error that says so."""
+    found: dict[str, str] = {}
+    for run in runs:
+        for test_id, outcome in run.outcomes.items():
+            why = run.skips.get(test_id, "") if outcome == "skipped" else run.messages.get(test_id, "")
+            if outcome != "passed" and ACCELERATOR.search(why):
+                found[test_id] = why.strip().splitlines()[-1][:200]
+    return found
+
+
+def accelerator_kind(found: dict[str, str]) -> str | None:
+    if not found:
+        return None
+    return "tpu" if any(re.search(r"tpu|pallas|mosaic", w, re.IGNORECASE) for w in found.values()) else "gpu"
 
 
 def recheck(bundle: TaskBundle, before: list[TestRun], after: list[TestRun]) -> str | None:
@@ -107,9 +129,17 @@ def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 
             result.reason = recheck(bundle, before, after)
         else:
             f2p, p2p, flaky = derive(before, after)
-            if not f2p:
+            accel = accelerator_tests(after)
+            kind = accelerator_kind(accel)
+            if not f2p and kind:
+                result.reason = f"needs an accelerator ({kind}): {len(accel)} tests skip or fail without one"
+                task.resources.needs_accelerator = kind
+                if kind == "gpu":
+                    task.resources.gpus = max(task.resources.gpus, 1)
+            elif not f2p:
                 result.reason = "no FAIL_TO_PASS test: no test fails before the oracle and passes after it in every run"
         result.flaky = flaky
+        result.accelerator_tests = accelerator_tests(after)
         result.fail_to_pass, result.pass_to_pass = len(f2p), len(p2p)
         if result.reason is None:
             result.status = "valid"
@@ -121,6 +151,7 @@ def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 
         reason=result.reason,
         runs=runs,
         flaky=result.flaky,
+        accelerator_tests=result.accelerator_tests,
         before=before[-1].outcomes if before else {},
         after=after[-1].outcomes if after else {},
         image=image,

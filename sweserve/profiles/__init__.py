@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SweserveError, describe_validation_error
@@ -30,12 +32,18 @@ class RepoProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    base_image: str = Field("sweserve-base:bookworm", description="image the env image builds FROM")
+    base_image: str = Field("sweserve-base:bookworm", description="image the env image builds FROM; "
+                            "sweserve-base:<suite> is built with debootstrap, any other tag must exist locally")
+    python: str = Field("3.11", pattern=r"^3\.\d+$", description="least Python the env image must have")
+    dependency_files: list[str] = Field(default_factory=list, description="pyproject.toml / requirements files "
+                                        "whose declared requirements, at each base commit, make the env image")
+    dependency_extras: list[str] = Field(default_factory=list, description="optional-dependency groups to add")
     env_packages: list[str] = Field(default_factory=lambda: ["pytest"])
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
     test_paths: list[str] = Field(description="fnmatch globs of files that count as tests")
     test_file_patterns: list[str] = Field(default_factory=lambda: ["test_*.py", "*_test.py"])
     test_workdir: str = "."
+    runner: Literal["pytest", "unittest"] = "pytest"
     test_env: dict[str, str] = Field(default_factory=dict)
     family_rules: list[FamilyRule]
     max_oracle_lines: int = Field(2000, gt=0)
