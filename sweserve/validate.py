@@ -123,13 +123,13 @@ def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 
         ctx.gpu_pool.release(gpu_ids)
 
     if before is not None:
+        result.accelerator_tests = accel = accelerator_tests(after)
         if task.FAIL_TO_PASS:  # validated before: the recorded ids must still hold
             f2p, p2p = task.FAIL_TO_PASS, task.PASS_TO_PASS
             _, _, flaky = derive(before, after)
             result.reason = recheck(bundle, before, after)
         else:
             f2p, p2p, flaky = derive(before, after)
-            accel = accelerator_tests(after)
             kind = accelerator_kind(accel)
             if not f2p and kind:
                 result.reason = f"needs an accelerator ({kind}): {len(accel)} tests skip or fail without one"
@@ -139,7 +139,6 @@ def validate_task(ctx: Context, task_dir: Path, bundle: TaskBundle, runs: int = 
             elif not f2p:
                 result.reason = "no FAIL_TO_PASS test: no test fails before the oracle and passes after it in every run"
         result.flaky = flaky
-        result.accelerator_tests = accelerator_tests(after)
         result.fail_to_pass, result.pass_to_pass = len(f2p), len(p2p)
         if result.reason is None:
             result.status = "valid"
