@@ -63,8 +63,10 @@ def cmd_mine(args, console: Console) -> int:
 # --- validate -------------------------------------------------------------------------------------
 
 def cmd_validate(args, console: Console) -> int:
+    from collections import Counter
+
     from .taskstore import select
-    from .validate import validate_task
+    from .validate import reason_category, validate_task
 
     tasks_dir = Path(args.tasks)
     bundles = select(tasks_dir, args.task_ids)
@@ -96,7 +98,8 @@ def cmd_validate(args, console: Console) -> int:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")
     bad = [o for o in outcomes if o.status == "rejected"]
     valid = sum(o.status == "valid" for o in outcomes)
-    console.print(f"{valid} valid, {len(bad)} rejected, {len(outcomes) - valid - len(bad)} skipped")
+    console.print(f"{valid} valid, {len(bad)} rejected, {len(outcomes) - valid - len(bad)} skipped"
+                  + (f"; rejected by reason: {dict(Counter(reason_category(o) for o in bad).most_common())}" if bad else ""))
     return 1 if bad else 0
 
 

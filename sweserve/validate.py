@@ -27,6 +27,32 @@ class ValidateOutcome(BaseModel):
     accelerator_tests: dict[str, str] = Field(default_factory=dict)
 
 
+_CATEGORIES = [
+    ("needs an accelerator", "needs_accelerator"),
+    ("no FAIL_TO_PASS", "no_fail_to_pass"),
+    ("hidden tests timed out", "timeout"),
+    ("test runner exited", "runner_crashed"),
+    ("building sweserve-env", "env_build_failed"),
+    ("building sweserve-task", "task_build_failed"),
+    ("oracle.patch does not apply", "oracle_does_not_apply"),
+    ("tests.patch does not apply", "tests_do_not_apply"),
+    ("oracle no longer passes", "oracle_regressed"),
+    ("FAIL_TO_PASS test passes without", "oracle_regressed"),
+    ("PASS_TO_PASS test fails at base", "oracle_regressed"),
+    ("docker:", "docker_error"),
+]
+
+
+def reason_category(outcome: "ValidateOutcome") -> str:
+    """A short bucket for summaries: valid, skipped, or why it was rejected."""
+    if outcome.status != "rejected":
+        return outcome.status
+    for prefix, category in _CATEGORIES:
+        if (outcome.reason or "").startswith(prefix):
+            return category
+    return "other"
+
+
 def run_state(ctx: Context, bundle: TaskBundle, image: str, patches: list[tuple[str, str]], runs: int,
               gpu_ids: list[str]) -> list[TestRun]:
     task = bundle.task
@@ -47,7 +73,8 @@ def _per_test(runs: list[TestRun]) -> dict[str, list[Outcome]]:
 def derive(before: list[TestRun], after: list[TestRun]) -> tuple[list[str], list[str], list[str]]:
     """FAIL_TO_PASS, PASS_TO_PASS and flaky ids: each must hold in every run."""
     b, a = _per_test(before), _per_test(after)
-    flaky = sorted(t for t, outs in list(a.items()) + list(b.items()) if len(set(outs)) > 1)
+    # flaky: passes in some runs of a state and not in others (failed vs error vs missing is no flake)
+    flaky = sorted(t for t, outs in list(a.items()) + list(b.items()) if len({o == "passed" for o in outs}) > 1)
     f2p, p2p = [], []
     for t, outs in a.items():
         if t in flaky or any(o != "passed" for o in outs):

@@ -1,0 +1,39 @@
+from sweserve.grade import TestRun
+from sweserve.validate import ValidateOutcome, accelerator_kind, accelerator_tests, derive, reason_category
+
+
+def runs(*outcome_maps, skips=None, messages=None):
+    return [TestRun(outcomes=o, skips=skips or {}, messages=messages or {}) for o in outcome_maps]
+
+
+def test_derive_needs_every_run_to_agree():
+    before = runs({"a": "failed", "b": "passed", "c": "passed", "d": "passed"},
+                  {"a": "failed", "b": "passed", "c": "failed", "d": "passed"},
+                  {"b": "passed", "c": "passed", "d": "passed"})  # a missing: its file failed to import
+    after = runs({"a": "passed", "b": "passed", "c": "passed", "d": "passed", "e": "passed"},
+                 {"a": "passed", "b": "passed", "c": "passed", "d": "failed", "e": "passed"},
+                 {"a": "passed", "b": "passed", "c": "passed", "d": "passed", "e": "passed"})
+    f2p, p2p, flaky = derive(before, after)
+    assert f2p == ["a", "e"]  # e is new in the tests patch: missing before counts as not passing
+    assert p2p == ["b"]
+    assert flaky == ["c", "d"]
+
+
+def test_accelerator_detection_from_skips_and_errors():
+    after = runs({"t1": "skipped", "t2": "error", "t3": "failed", "t4": "skipped"},
+                 skips={"t1": "requires TPU", "t4": "slow"},
+                 messages={"t2": "RuntimeError: Unable to initialize backend 'cuda'", "t3": "AssertionError: 1 != 2"})
+    found = accelerator_tests(after)
+    assert set(found) == {"t1", "t2"}
+    assert accelerator_kind(found) == "tpu" and accelerator_kind({"t2": found["t2"]}) == "gpu"
+    assert accelerator_kind({}) is None
+
+
+def test_reason_categories():
+    def cat(status, reason=None):
+        return reason_category(ValidateOutcome(task_id="t", family="decoding", status=status, reason=reason))
+    assert cat("valid") == "valid" and cat("skipped", "needs 2 GPUs (host has 0)") == "skipped"
+    assert cat("rejected", "needs an accelerator (tpu): 3 tests skip or fail without one") == "needs_accelerator"
+    assert cat("rejected", "hidden tests timed out after 240s") == "timeout"
+    assert cat("rejected", "oracle.patch does not apply: error") == "oracle_does_not_apply"
+    assert cat("rejected", "something new") == "other"
