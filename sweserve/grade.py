@@ -72,7 +72,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s")
     if raw is None:
-        raise TestRunError(f"test runner exited {res.exit_code} without outcomes: {res.tail(400).strip()}")
+        hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
+        raise TestRunError(f"test runner exited {res.exit_code}{hint} without outcomes: {res.tail(400).strip()}")
     data = json.loads(raw)
     return TestRun(outcomes=data["outcomes"], skips=data.get("skips", {}), messages=data.get("messages", {}),
                    output=res.output)
