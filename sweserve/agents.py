@@ -8,7 +8,6 @@ import time
 from typing import Protocol
 
 from .agentconfig import ApiAgentConfig, CommandAgentConfig, find_agent_config, load_agent_config
-from .api_agent import ApiAgent
 from .errors import SweserveError
 from .grade import IN_BOX, apply_patch
 from .models import AgentRun, TaskBundle
@@ -26,26 +25,27 @@ class Agent(Protocol):
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun: ...
 
 
-class OracleAgent:
-    """Applies the task's own oracle patch: the upper bound every valid task must reach."""
-
-    name = "oracle"
+class TaskImageAgent:
+    """An agent that runs in the task image as it is, with nothing installed on top."""
 
     def prepare(self, builder, image: str) -> str:
         return image
+
+
+class OracleAgent(TaskImageAgent):
+    """Applies the task's own oracle patch: the upper bound every valid task must reach."""
+
+    name = "oracle"
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         apply_patch(box, bundle.oracle_patch, "oracle")
         return AgentRun(agent=self.name, exit_code=0)
 
 
-class NullAgent:
+class NullAgent(TaskImageAgent):
     """Changes nothing: every valid task must fail for it."""
 
     name = "null"
-
-    def prepare(self, builder, image: str) -> str:
-        return image
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         return AgentRun(agent=self.name, exit_code=0)
@@ -98,6 +98,8 @@ def make_agent(spec: str, name: str | None = None) -> Agent:
         if name:
             cfg = cfg.model_copy(update={"name": name})
         if isinstance(cfg, ApiAgentConfig):
+            from .api_agent import ApiAgent  # it builds on this module's TaskImageAgent
+
             return ApiAgent(cfg)
         return CommandAgent(cfg.command, cfg=cfg)
     return CommandAgent(spec, name)

@@ -3,7 +3,7 @@
 The loop runs on the host; its bash tool runs in the sandbox through a swe-rex session (the server is
 baked into every env image and reached at the container's IP on the run's --internal network, since
 published ports do not work there). Every model failure — bad JSON, time-outs, 5xx — ends the run with
-exit_reason "error: …", never an exception.
+exit_reason "error" and the cause in `error`, never an exception.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import urllib.request
 import uuid
 
 from .agentconfig import ApiAgentConfig
+from .agents import TaskImageAgent
 from .models import AgentRun, TaskBundle
 from .sandbox import WORKDIR, Sandbox
 
@@ -117,14 +118,11 @@ class SwerexShell:
             return f"bash syntax error: {exc}", 2
 
 
-class ApiAgent:
+class ApiAgent(TaskImageAgent):
     def __init__(self, cfg: ApiAgentConfig, env=os.environ):
         self.cfg = cfg
         self.name = cfg.name
         self.api_key = env.get(cfg.api_key_env) if cfg.api_key_env else None
-
-    def prepare(self, builder, image: str) -> str:
-        return image
 
     def _cost(self, run: AgentRun) -> float | None:
         p = self.cfg.price

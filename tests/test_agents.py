@@ -72,9 +72,10 @@ def test_unreachable_endpoint():
 
 
 def test_redact_and_env_passthrough():
-    agent = CommandAgent("true", env={"A": "s3cr3t", "B": "x"},
-                         cfg=None, name="n")
-    assert agent._passed == {}
-    cc = make_agent("claude-code")
-    assert "ANTHROPIC_API_KEY" in cc.cfg.env
+    from sweserve.agentconfig import CommandAgentConfig
+
+    host = {"A": "s3cr3t", "B": "x"}
+    assert CommandAgent("true", name="n", env=host)._passed == {}  # nothing named: nothing passed
+    cfg = CommandAgentConfig(kind="command", name="n", command="true", env=["A", "MISSING"])
+    assert CommandAgent(cfg.command, cfg=cfg, env=host)._passed == {"A": "s3cr3t"}
     assert redact("key=s3cr3t!", ["s3cr3t", ""]) == "key=***!"
