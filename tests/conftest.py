@@ -1,11 +1,10 @@
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from dataclasses import dataclass
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +87,7 @@ class Demo:
     outcomes: list
 
     def bundle(self, task_id):
-        from sweserve.taskstore import load_bundle
+        from sweserve.dataset.taskstore import load_bundle
 
         return load_bundle(self.tasks / task_id)
 
@@ -96,12 +95,12 @@ class Demo:
 @pytest.fixture(scope="session")
 def demo(docker_client, tmp_path_factory):
     """The demo repository mined and validated once per session, with a Context to run it."""
-    from sweserve.context import Context
+    from sweserve.dataset.mining import mine, open_repo
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import PROFILE, build_demo_repo
-    from sweserve.mine import mine, open_repo
-    from sweserve.profiles import load_profile
-    from sweserve.taskstore import load_all
-    from sweserve.validate import validate_task
+    from sweserve.environment.context import Context
+    from sweserve.evaluation.validation import validate_task
 
     root = tmp_path_factory.mktemp("demo")
     repo = build_demo_repo(root / "repo")

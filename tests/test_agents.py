@@ -3,11 +3,11 @@
 import time
 
 import pytest
-
 from fake_model import FakeModel
-from sweserve.agentconfig import AGENTS_DIR, ApiAgentConfig, load_agent_config
-from sweserve.agents import CommandAgent, make_agent, redact
-from sweserve.api_agent import ApiAgent, ModelError, chat
+
+from sweserve.agents.api import ApiAgent, ModelError, chat
+from sweserve.agents.base import CommandAgent, make_agent, redact
+from sweserve.agents.config import AGENTS_DIR, ApiAgentConfig, load_agent_config
 from sweserve.errors import SweserveError
 
 
@@ -72,7 +72,7 @@ def test_unreachable_endpoint():
 
 
 def test_redact_and_env_passthrough():
-    from sweserve.agentconfig import CommandAgentConfig
+    from sweserve.agents.config import CommandAgentConfig
 
     host = {"A": "s3cr3t", "B": "x"}
     assert CommandAgent("true", name="n", env=host)._passed == {}  # nothing named: nothing passed

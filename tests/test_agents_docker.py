@@ -3,14 +3,14 @@
 import json
 
 import pytest
-
 from fake_model import FakeModel, tool_call
-from sweserve.agentconfig import ApiAgentConfig, CommandAgentConfig, Price
-from sweserve.agents import CommandAgent
-from sweserve.api_agent import ApiAgent
+
+from sweserve.agents.api import ApiAgent
+from sweserve.agents.base import CommandAgent
+from sweserve.agents.config import ApiAgentConfig, CommandAgentConfig, Price
 from sweserve.demo import files
-from sweserve.evaluate import evaluate_task, run_evaluation
-from sweserve.results import read_results
+from sweserve.evaluation.results import read_results
+from sweserve.evaluation.trial import evaluate_task, run_evaluation
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"

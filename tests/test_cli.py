@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from sweserve.dataset.taskstore import save_bundle
 from sweserve.models import Task, TaskBundle, TestSpec
-from sweserve.taskstore import save_bundle
 
 
 def run(*args, cwd):

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
+from sweserve.dataset.mining import mine, open_repo
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.taskstore import load_all
 from sweserve.demo.fixture import PROFILE, build_demo_repo
-from sweserve.mine import mine, open_repo
-from sweserve.profiles import load_profile
-from sweserve.taskstore import load_all
 
 DATASET = Path(__file__).resolve().parent.parent / "tasks"
 

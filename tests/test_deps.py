@@ -1,8 +1,8 @@
-from sweserve.deps import dependency_set
-from sweserve.images import env_image_tag
-from sweserve.mine import mine, open_repo
-from sweserve.profiles import load_profile
-from sweserve.taskstore import load_all
+from sweserve.dataset.mining import mine, open_repo
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.requirements import dependency_set
+from sweserve.dataset.taskstore import load_all
+from sweserve.environment.images import env_image_tag
 
 PYPROJECT = '''[project]
 name = "pkg"

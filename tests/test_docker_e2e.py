@@ -7,21 +7,20 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from sweserve.agents import CommandAgent, NullAgent, OracleAgent
-from sweserve.context import Context
+from sweserve.agents.base import CommandAgent, NullAgent, OracleAgent
+from sweserve.dataset.taskstore import load_all, load_bundle, save_bundle
 from sweserve.demo import files
 from sweserve.demo.fixture import PROFILE
-from sweserve.evaluate import evaluate_task, run_evaluation
-from sweserve.grade import PatchError, apply_patch
+from sweserve.environment.context import Context
+from sweserve.environment.docker_sandbox import LABEL, gc, labels
+from sweserve.evaluation.grading import PatchError, apply_patch
+from sweserve.evaluation.results import read_results
+from sweserve.evaluation.trial import evaluate_task, run_evaluation
 from sweserve.models import FAMILIES
-from sweserve.report import build_reports
-from sweserve.results import read_results
-from sweserve.sandbox import LABEL, gc, labels
-from sweserve.taskstore import load_all, load_bundle, save_bundle
+from sweserve.reporting.summary import build_reports
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"  # the merge-commit PR

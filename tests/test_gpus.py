@@ -1,13 +1,12 @@
-import os
 import stat
 import threading
 import time
 
 import pytest
 
-from sweserve.gpus import GpuPool, detect_gpus, device_requests, skip_reason
+from sweserve.environment.docker_sandbox import run_kwargs
+from sweserve.environment.gpus import GpuPool, detect_gpus, device_requests, skip_reason
 from sweserve.models import Resources
-from sweserve.sandbox import run_kwargs
 
 
 def test_env_override_and_fake_nvidia_smi(tmp_path):

@@ -2,10 +2,10 @@ import subprocess
 
 import pytest
 
+from sweserve.dataset.mining import mine, open_repo, parse_pr
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.taskstore import load_all, load_bundle
 from sweserve.errors import SweserveError
-from sweserve.mine import mine, open_repo, parse_pr
-from sweserve.profiles import load_profile
-from sweserve.taskstore import load_all, load_bundle
 
 SRC = "python/sglang/srt/mem_cache/radix_cache.py"
 TEST = "test/srt/test_radix_cache.py"

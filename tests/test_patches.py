@@ -1,4 +1,4 @@
-from sweserve.patches import drop_paths, split_sections, touched_paths
+from sweserve.dataset.patches import drop_paths, split_sections, touched_paths
 
 PATCH = '''diff --git a/src/a.py b/src/a.py
 index 1..2 100644

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from sweserve import profiles
+import sweserve.dataset.profiles as profiles
+from sweserve.dataset.profiles import load_profile
 from sweserve.errors import SweserveError
-from sweserve.profiles import load_profile
 
 
 def test_sglang_layout_families():

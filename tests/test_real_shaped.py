@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from sweserve import profiles
-from sweserve.context import Context
-from sweserve.mine import mine, open_repo
-from sweserve.profiles import load_profile
-from sweserve.taskstore import load_all, load_bundle
-from sweserve.validate import validate_task
+import sweserve.dataset.profiles as profiles
+from sweserve.dataset.mining import mine, open_repo
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.taskstore import load_all, load_bundle
+from sweserve.environment.context import Context
+from sweserve.evaluation.validation import validate_task
 
 pytestmark = pytest.mark.docker
 

@@ -1,15 +1,21 @@
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-from sweserve.agents import NullAgent
-from sweserve.context import Context
+from sweserve.agents.base import NullAgent
+from sweserve.environment.context import Context
 from sweserve.errors import SweserveError
-from sweserve.evaluate import evaluate_task, pending
-from sweserve.models import Resources, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
-from sweserve.report import build_reports
-from sweserve.results import ResultsWriter, read_results
+from sweserve.evaluation.results import ResultsWriter, read_results
+from sweserve.evaluation.trial import evaluate_task, pending
+from sweserve.models import (
+    Resources,
+    RunResult,
+    Task,
+    TaskBundle,
+    TestSpec,
+    ValidationRecord,
+)
+from sweserve.reporting.summary import build_reports
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -7,7 +7,7 @@ import pexpect
 import pytest
 
 from sweserve.demo import files
-from sweserve.results import read_results
+from sweserve.evaluation.results import read_results
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"

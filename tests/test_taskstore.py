@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from sweserve.dataset.taskstore import load_bundle, save_bundle, select
 from sweserve.errors import SweserveError
 from sweserve.models import Task, TaskBundle, TestSpec
-from sweserve.taskstore import load_bundle, save_bundle, select
 
 SHA = "a" * 40
 

@@ -1,5 +1,11 @@
-from sweserve.grade import TestRun
-from sweserve.validate import ValidateOutcome, accelerator_kind, accelerator_tests, derive, reason_category
+from sweserve.evaluation.grading import TestRun
+from sweserve.evaluation.validation import (
+    ValidateOutcome,
+    accelerator_kind,
+    accelerator_tests,
+    derive,
+    reason_category,
+)
 
 
 def runs(*outcome_maps, skips=None, messages=None):

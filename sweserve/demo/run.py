@@ -7,17 +7,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..agents import NullAgent, OracleAgent
-from ..context import Context, remember_clone
-from ..evaluate import run_evaluation
-from ..mine import mine, open_repo
-from ..models import FAMILIES
-from ..profiles import load_profile
-from ..report import build_reports, render
-from ..results import read_results
-from ..taskstore import load_all
-from ..validate import validate_task
-from .fixture import PROFILE, build_demo_repo
+from sweserve.agents.base import NullAgent, OracleAgent
+from sweserve.dataset.mining import mine, open_repo
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.taskstore import load_all
+from sweserve.demo.fixture import PROFILE, build_demo_repo
+from sweserve.environment.context import Context, remember_clone
+from sweserve.evaluation.results import read_results
+from sweserve.evaluation.trial import run_evaluation
+from sweserve.evaluation.validation import validate_task
+from sweserve.models import FAMILIES
+from sweserve.reporting.summary import build_reports, render
 
 
 def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int = 3) -> int:

@@ -7,13 +7,13 @@ import sys
 import time
 from pathlib import Path
 
-from .agents import INSTRUCTION_PATH, extract_diff
-from .context import Context
-from .errors import SweserveError
-from .evaluate import _result, grade_patch
-from .gpus import skip_reason
-from .models import AgentRun, RunResult, TaskBundle, now
-from .results import ResultsWriter
+from sweserve.agents.base import INSTRUCTION_PATH, extract_diff
+from sweserve.environment.context import Context
+from sweserve.environment.gpus import skip_reason
+from sweserve.errors import SweserveError
+from sweserve.evaluation.results import ResultsWriter
+from sweserve.evaluation.trial import _result, grade_patch
+from sweserve.models import AgentRun, RunResult, TaskBundle, now
 
 HISTORY = "/sweserve/history"
 RCFILE = "/sweserve/bashrc"

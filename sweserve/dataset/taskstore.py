@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .errors import SweserveError, describe_validation_error
-from .models import Task, TaskBundle
+from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.models import Task, TaskBundle
 
 TASK_FILE = "task.json"
 TEXT_FILES = {"instruction": "instruction.md", "oracle_patch": "oracle.patch", "tests_patch": "tests.patch"}

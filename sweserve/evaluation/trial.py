@@ -8,13 +8,20 @@ from pathlib import Path
 
 import docker.errors
 
-from .agents import Agent, extract_diff
-from .context import Context
-from .errors import SweserveError
-from .gpus import skip_reason
-from .grade import PatchError, TestRunError, apply_patch, grade, prepare_candidate_patch, run_tests
-from .models import AgentRun, RunResult, TaskBundle, now
-from .results import ResultsWriter, latest, read_results
+from sweserve.agents.base import Agent, extract_diff
+from sweserve.environment.context import Context
+from sweserve.environment.gpus import skip_reason
+from sweserve.errors import SweserveError
+from sweserve.evaluation.grading import (
+    PatchError,
+    TestRunError,
+    apply_patch,
+    grade,
+    prepare_candidate_patch,
+    run_tests,
+)
+from sweserve.evaluation.results import ResultsWriter, latest, read_results
+from sweserve.models import AgentRun, RunResult, TaskBundle, now
 
 
 def _result(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int, started, t0: float, **fields) -> RunResult:

@@ -1,4 +1,4 @@
-"""Agent configs (harness/agents/*.yaml): a command agent run inside the sandbox, or the built-in API agent."""
+"""Agent configs (sweserve/agents/configs/*.yaml): a command agent run inside the sandbox, or the built-in API agent."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Annotated, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError, describe_validation_error
 
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "harness" / "agents"
+AGENTS_DIR = Path(__file__).resolve().parent / "configs"
 
 
 class _Config(BaseModel):
@@ -73,7 +73,7 @@ def load_agent_config(path: Path) -> CommandAgentConfig | ApiAgentConfig:
 
 
 def find_agent_config(spec: str, agents_dir: Path = AGENTS_DIR) -> Path | None:
-    """A config path for `--agent`: a .yaml path, or the name of a file in harness/agents/."""
+    """A config path for `--agent`: a .yaml path, or the name of a file in sweserve/agents/configs/."""
     if spec.endswith((".yaml", ".yml")):
         path = Path(spec)
         if not path.exists():

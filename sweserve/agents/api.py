@@ -18,10 +18,10 @@ import urllib.error
 import urllib.request
 import uuid
 
-from .agentconfig import ApiAgentConfig
-from .agents import TaskImageAgent
-from .models import AgentRun, TaskBundle
-from .sandbox import WORKDIR, Sandbox
+from sweserve.agents.base import TaskImageAgent
+from sweserve.agents.config import ApiAgentConfig
+from sweserve.environment.docker_sandbox import WORKDIR, Sandbox
+from sweserve.models import AgentRun, TaskBundle
 
 SYSTEM_PROMPT = (
     "You are a software engineer working in the git repository at /testbed. Solve the task you are given "

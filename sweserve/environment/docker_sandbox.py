@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import docker
 import docker.errors
 
-from .gpus import device_requests
-from .models import Resources
+from sweserve.environment.gpus import device_requests
+from sweserve.models import Resources
 
 LABEL = "sweserve"
 WORKDIR = "/testbed"

@@ -15,12 +15,12 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from .errors import SweserveError
-from .gpus import GpuPool, detect_gpus
-from .images import ImageBuilder, read_ca_bundle
-from .models import Resources, TaskBundle
-from .profiles import RepoProfile, load_profile
-from .sandbox import Sandbox, ensure_network, gc
+from sweserve.dataset.profiles import RepoProfile, load_profile
+from sweserve.environment.docker_sandbox import Sandbox, ensure_network, gc
+from sweserve.environment.gpus import GpuPool, detect_gpus
+from sweserve.environment.images import ImageBuilder, read_ca_bundle
+from sweserve.errors import SweserveError
+from sweserve.models import Resources, TaskBundle
 
 CLONES_FILE = "clones.json"
 

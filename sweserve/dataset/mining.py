@@ -11,11 +11,11 @@ from pathlib import Path
 import git
 from pydantic import BaseModel, Field
 
-from .deps import dependency_set
-from .errors import SweserveError
-from .models import Resources, Task, TaskBundle, TestSpec
-from .profiles import RepoProfile
-from .taskstore import save_bundle
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.dataset.requirements import dependency_set
+from sweserve.dataset.taskstore import save_bundle
+from sweserve.errors import SweserveError
+from sweserve.models import Resources, Task, TaskBundle, TestSpec
 
 SQUASH_RE = re.compile(r"^(?P<title>.+?)\s*\(#(?P<num>\d+)\)\s*$")
 MERGE_RE = re.compile(r"^Merge pull request #(?P<num>\d+) from \S+")

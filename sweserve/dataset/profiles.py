@@ -10,15 +10,14 @@ import fnmatch
 import json
 import re
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import SweserveError, describe_validation_error
-from ..models import Family
+from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.models import Family
 
-PROFILE_DIR = Path(__file__).parent
+PROFILE_DIR = Path(__file__).parent / "builtin_profiles"
 
 
 class FamilyRule(BaseModel):

@@ -7,12 +7,12 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .models import Outcome, Task, TaskBundle, TestResults
-from .patches import drop_paths, touched_paths
-from .profiles import RepoProfile
-from .sandbox import Sandbox
+from sweserve.dataset.patches import drop_paths, touched_paths
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.environment.docker_sandbox import Sandbox
+from sweserve.models import Outcome, Task, TaskBundle, TestResults
 
-HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
 PLUGIN = "sweserve_outcomes"
 UNITTEST_RUNNER = "sweserve_unittest"
 IN_BOX = "/sweserve"  # harness files and patches; put there only after the candidate phase

@@ -8,12 +8,18 @@ from pathlib import Path
 import docker.errors
 from pydantic import BaseModel, Field
 
-from .context import Context
-from .errors import SweserveError
-from .gpus import skip_reason
-from .grade import PatchError, TestRun, TestRunError, apply_patch, run_tests
-from .models import Outcome, TaskBundle, ValidationRecord
-from .taskstore import save_task
+from sweserve.dataset.taskstore import save_task
+from sweserve.environment.context import Context
+from sweserve.environment.gpus import skip_reason
+from sweserve.errors import SweserveError
+from sweserve.evaluation.grading import (
+    PatchError,
+    TestRun,
+    TestRunError,
+    apply_patch,
+    run_tests,
+)
+from sweserve.models import Outcome, TaskBundle, ValidationRecord
 
 
 class ValidateOutcome(BaseModel):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .errors import SweserveError, describe_validation_error
-from .models import RunResult
+from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.models import RunResult
 
 
 def read_results(path: Path) -> list[RunResult]:

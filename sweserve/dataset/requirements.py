@@ -5,9 +5,8 @@ Tasks whose base commits declare the same set share one env image, whatever else
 
 from __future__ import annotations
 
-import tomllib
-
 import git
+import tomllib
 
 
 def _from_pyproject(text: str, extras: list[str]) -> list[str]:

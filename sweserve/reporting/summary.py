@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from .models import FAMILIES, STATUSES, RunResult
-from .results import latest
+from sweserve.evaluation.results import latest
+from sweserve.models import FAMILIES, STATUSES, RunResult
 
 
 class Rate(BaseModel):

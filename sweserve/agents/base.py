@@ -7,11 +7,16 @@ import os
 import time
 from typing import Protocol
 
-from .agentconfig import ApiAgentConfig, CommandAgentConfig, find_agent_config, load_agent_config
-from .errors import SweserveError
-from .grade import IN_BOX, apply_patch
-from .models import AgentRun, TaskBundle
-from .sandbox import Sandbox
+from sweserve.agents.config import (
+    ApiAgentConfig,
+    CommandAgentConfig,
+    find_agent_config,
+    load_agent_config,
+)
+from sweserve.environment.docker_sandbox import Sandbox
+from sweserve.errors import SweserveError
+from sweserve.evaluation.grading import IN_BOX, apply_patch
+from sweserve.models import AgentRun, TaskBundle
 
 INSTRUCTION_PATH = f"{IN_BOX}/instruction.md"
 
@@ -85,7 +90,7 @@ class CommandAgent:
 
 
 def make_agent(spec: str, name: str | None = None) -> Agent:
-    """`--agent`: oracle, null, a config (path or name under harness/agents/), or a shell command."""
+    """`--agent`: oracle, null, a config (path or name under sweserve/agents/configs/), or a shell command."""
     if spec == "oracle":
         return OracleAgent()
     if spec == "null":
@@ -98,7 +103,9 @@ def make_agent(spec: str, name: str | None = None) -> Agent:
         if name:
             cfg = cfg.model_copy(update={"name": name})
         if isinstance(cfg, ApiAgentConfig):
-            from .api_agent import ApiAgent  # it builds on this module's TaskImageAgent
+            from sweserve.agents.api import (
+                ApiAgent,  # it builds on this module's TaskImageAgent
+            )
 
             return ApiAgent(cfg)
         return CommandAgent(cfg.command, cfg=cfg)

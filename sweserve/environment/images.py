@@ -14,11 +14,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from .errors import SweserveError
-from .models import Task
-from .profiles import RepoProfile
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.errors import SweserveError
+from sweserve.models import Task
 
-IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+IMAGES_DIR = Path(__file__).resolve().parent / "dockerfiles"
 BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"

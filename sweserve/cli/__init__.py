@@ -1,0 +1,60 @@
+"""The `sweserve` command: one module per subcommand, each with register(sub, common) and run(args, console)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+
+from sweserve import __version__
+from sweserve.cli import (
+    demo,
+    gc,
+    images,
+    mine,
+    report,
+    review,
+    run,
+    session,
+    tasks,
+    validate,
+)
+from sweserve.errors import SweserveError
+
+COMMANDS = (mine, validate, run, report, tasks, session, review, demo, gc, images)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sweserve", description=__doc__)
+    p.add_argument("--version", action="version", version=f"sweserve {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--tasks", default="tasks", help="tasks folder (default: tasks)")
+    common.add_argument("--state-dir", default=".sweserve", help="local state: clone registry, demo (default: .sweserve)")
+    common.add_argument("--ca-bundle", default=None,
+                        help="extra CA certificates for pip inside images (default: /etc/ssl/certs/ca-certificates.crt)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    for command in COMMANDS:
+        command.register(sub, common)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    try:
+        return args.func(args, console)
+    except SweserveError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted; containers of this run were removed, finished results are kept")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

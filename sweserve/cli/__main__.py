@@ -1,0 +1,5 @@
+import sys
+
+from sweserve.cli import main
+
+sys.exit(main())
