@@ -65,6 +65,14 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
 
 
+class QualityRecord(Strict):
+    """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
+
+    statement_source: Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"] = "title_only"
+    statement_chars: int = Field(0, ge=0)
+    notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
+
+
 class Task(Strict):
     task_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+$")
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -81,6 +89,7 @@ class Task(Strict):
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     validation: ValidationRecord | None = None
+    quality: QualityRecord | None = None
 
     @property
     def validated(self) -> bool:
