@@ -1,8 +1,62 @@
-"""The one exception type the CLI turns into a one-line message and exit code 2."""
+"""The failures sweserve tells apart, so each ends where it belongs.
+
+- `SweserveError` — bad input or an unmet precondition: one line on stderr, exit 2.
+- `InfraError` — the machinery failed (Docker, an image build, git, the network), with its kind:
+  a trial records it as `error` naming the kind; a command that cannot go on reports it in one line.
+- `TaskRejected` — validation found the task unusable, with a category from `RejectionCategory`.
+- `TrialSkipped` — the task cannot run on this host (e.g. it needs more GPUs than there are).
+- anything else is a bug: the trial saves its traceback in the trial's folder and the command says so.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+InfraKind = Literal["docker", "image_build", "git", "network", "sandbox"]
 
 
 class SweserveError(Exception):
     """Bad input or an unmet precondition, told to the user in one line."""
+
+
+class InfraError(Exception):
+    """Docker, an image build, git or the network failed; `kind` says which."""
+
+    def __init__(self, kind: InfraKind, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {super().__str__()}"
+
+
+class RejectionCategory(str, Enum):
+    """Why validation rejected a task: the buckets summaries count."""
+
+    NEEDS_ACCELERATOR = "needs_accelerator"
+    NO_FAIL_TO_PASS = "no_fail_to_pass"
+    TIMEOUT = "timeout"
+    RUNNER_CRASHED = "runner_crashed"
+    ENV_BUILD_FAILED = "env_build_failed"
+    TASK_BUILD_FAILED = "task_build_failed"
+    ORACLE_DOES_NOT_APPLY = "oracle_does_not_apply"
+    TESTS_DO_NOT_APPLY = "tests_do_not_apply"
+    ORACLE_REGRESSED = "oracle_regressed"
+    INFRASTRUCTURE = "infrastructure"
+    LINT = "lint"
+
+
+class TaskRejected(Exception):
+    """Validation's verdict that a task cannot be used, with its category."""
+
+    def __init__(self, category: RejectionCategory, message: str):
+        super().__init__(message)
+        self.category = category
+
+
+class TrialSkipped(Exception):
+    """The task cannot run on this host; the message is the reason (e.g. `needs 2 GPUs (host has 0)`)."""
 
 
 def describe_validation_error(source: str, exc) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timezone
 from typing import Literal, get_args
 
@@ -19,6 +21,7 @@ FAMILIES: tuple[str, ...] = get_args(Family)
 
 # What a single test did in one run: pytest's outcomes, plus "missing" when it never ran.
 Outcome = Literal["passed", "failed", "error", "skipped", "missing"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 Status = Literal["resolved", "failed", "patch_failed", "error", "skipped"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -108,6 +111,13 @@ class TaskBundle(BaseModel):
     oracle_patch: str
     tests_patch: str
 
+    def content_hash(self) -> str:
+        """What a candidate is graded on: a resumed run refuses results graded against other content."""
+        graded = self.task.model_dump(mode="json", include={"base_commit", "test", "FAIL_TO_PASS", "PASS_TO_PASS",
+                                                           "resources"})
+        parts = [json.dumps(graded, sort_keys=True), self.instruction, self.oracle_patch, self.tests_patch]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
 
 class TestResults(Strict):
     """Outcomes of the graded test ids in one run."""
@@ -153,12 +163,17 @@ class RunResult(Strict):
     attempt: int = Field(1, ge=1)
     status: Status
     reason: str | None = None
+    error_kind: str | None = Field(None, description="for status error: agent, docker, image_build, git, network, "
+                                   "sandbox, task or internal")
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
     agent_run: AgentRun | None = None
     started_at: datetime
     finished_at: datetime
     duration_s: float
+    trial_dir: str | None = Field(None, description="the trial's folder: logs, full test output, submission")
+    agent_config_hash: str | None = None
+    task_hash: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:

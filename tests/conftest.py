@@ -100,13 +100,13 @@ def demo(docker_client, tmp_path_factory):
     from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import PROFILE, build_demo_repo
     from sweserve.environment.context import Context
-    from sweserve.evaluation.validation import validate_task
+    from sweserve.evaluation.validation import validate_all
 
     root = tmp_path_factory.mktemp("demo")
     repo = build_demo_repo(root / "repo")
     tasks = root / "tasks"
     mine(open_repo(repo), load_profile(PROFILE), tasks)
-    ctx = Context.create(root / "state", repo_path=repo, log=lambda m: None)
-    outcomes = [validate_task(ctx, tasks / b.task.task_id, b, runs=2) for b in load_all(tasks)]
+    ctx = Context.create(root / "state", repo_path=repo)
+    outcomes = sorted(validate_all(ctx, tasks, load_all(tasks), runs=2), key=lambda o: o.task_id)
     yield Demo(root, repo, tasks, ctx, outcomes)
     ctx.close()

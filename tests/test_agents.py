@@ -6,8 +6,10 @@ import pytest
 from fake_model import FakeModel
 
 from sweserve.agents.api import ApiAgent, ModelError, chat
-from sweserve.agents.base import CommandAgent, make_agent, redact
-from sweserve.agents.config import AGENTS_DIR, ApiAgentConfig, load_agent_config
+from sweserve.agents.command import CommandAgent, redact
+from sweserve.agents.config import ApiAgentConfig, load_agent_config
+from sweserve.agents.resolve import make_agent
+from sweserve.config_search import ConfigSearch
 from sweserve.errors import SweserveError
 
 
@@ -17,7 +19,7 @@ def cfg(base_url, **kw):
 
 
 def test_shipped_configs_load():
-    names = sorted(p.stem for p in AGENTS_DIR.glob("*.yaml"))
+    names = ConfigSearch().names("agents", (".yaml",))
     assert {"claude-code", "codex", "mini-swe-agent", "sglang-local"} <= set(names)
     for name in names:
         agent = make_agent(name)

@@ -6,11 +6,12 @@ import pytest
 from fake_model import FakeModel, tool_call
 
 from sweserve.agents.api import ApiAgent
-from sweserve.agents.base import CommandAgent
+from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import ApiAgentConfig, CommandAgentConfig, Price
 from sweserve.demo import files
+from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
-from sweserve.evaluation.trial import evaluate_task, run_evaluation
+from sweserve.evaluation.trial import evaluate_task
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"

@@ -60,4 +60,4 @@ def test_missing_repo_and_profile(tmp_path):
 
 def test_missing_results_and_bad_numbers(tasks):
     one_line_error(run("report", "missing.jsonl", cwd=tasks), "no such results file")
-    one_line_error(run("validate", "--runs", "0", cwd=tasks), "--runs must be at least 1")
+    one_line_error(run("validate", "--runs", "0", cwd=tasks), "--runs and --workers must be at least 1")

@@ -7,18 +7,21 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from sweserve.agents.base import CommandAgent, NullAgent, OracleAgent
+from sweserve.agents.command import CommandAgent
+from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.taskstore import load_all, load_bundle, save_bundle
 from sweserve.demo import files
 from sweserve.demo.fixture import PROFILE
 from sweserve.environment.context import Context
 from sweserve.environment.docker_sandbox import LABEL, gc, labels
+from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.grading import PatchError, apply_patch
 from sweserve.evaluation.results import read_results
-from sweserve.evaluation.trial import evaluate_task, run_evaluation
+from sweserve.evaluation.trial import evaluate_task
 from sweserve.models import FAMILIES
 from sweserve.reporting.summary import build_reports
 
@@ -53,6 +56,12 @@ def test_oracle_resolves_all_and_null_none(demo, tmp_path):
         assert run_evaluation(demo.ctx, bundles, agent, out) == []  # a re-run skips finished tasks
     oracle = read_results(tmp_path / "oracle.jsonl")
     assert all(r.model_patch and r.tests.fail_to_pass for r in oracle)
+    for r in oracle:  # a folder per trial: result, submission and the full test output
+        folder = Path(r.trial_dir)
+        assert folder == tmp_path / "runs" / r.run_id / "oracle" / r.task_id / "1"
+        assert (folder / "submission.patch").read_text() == r.model_patch
+        assert "passed" in (folder / "tests.log").read_text()
+        assert (folder / "result.json").read_text().strip() == r.model_dump_json(indent=2)
 
 
 def test_sandbox_has_no_future_history_and_no_hidden_files(demo):

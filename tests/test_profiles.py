@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-import sweserve.dataset.profiles as profiles
+from sweserve.config_search import ConfigSearch
 from sweserve.dataset.profiles import load_profile
 from sweserve.errors import SweserveError
 
@@ -46,13 +46,17 @@ def test_test_paths():
 def test_extends_and_errors(tmp_path, monkeypatch):
     demo = load_profile("sglang-demo")
     assert demo.repo == "sweserve-demo/sglang-mini" and demo.family_rules == load_profile("sglang").family_rules
-    monkeypatch.setattr(profiles, "PROFILE_DIR", tmp_path)
-    (tmp_path / "a.json").write_text(json.dumps({"extends": "b"}))
-    (tmp_path / "b.json").write_text(json.dumps({"extends": "a"}))
-    (tmp_path / "bad.json").write_text(json.dumps({"repo": "x/y", "test_paths": [], "family_rules": [{"family": "nope"}]}))
+    search = ConfigSearch(tmp_path)
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "a.json").write_text(json.dumps({"extends": "b"}))
+    (tmp_path / "profiles" / "b.json").write_text(json.dumps({"extends": "a"}))
+    (tmp_path / "profiles" / "bad.json").write_text(json.dumps({"repo": "x/y", "test_paths": [], "family_rules": [{"family": "nope"}]}))
+    (tmp_path / "profiles" / "latin.json").write_bytes(b'{"repo": "caf\xe9/x"}')
     with pytest.raises(SweserveError, match="loops back"):
-        load_profile("a")
+        load_profile("a", search)
     with pytest.raises(SweserveError, match=r"bad.json: field 'family_rules.0.family'"):
-        load_profile("bad")
+        load_profile("bad", search)
     with pytest.raises(SweserveError, match="unknown profile: zzz"):
-        load_profile("zzz")
+        load_profile("zzz", search)
+    with pytest.raises(SweserveError, match="latin.json: not valid JSON: not UTF-8"):
+        load_profile("latin", search)

@@ -2,16 +2,15 @@
 mined and validated in Docker: the unittest runner, dependency-set env images, flake and accelerator checks."""
 
 import json
-import shutil
 
 import pytest
 
-import sweserve.dataset.profiles as profiles
+from sweserve.config_search import ConfigSearch
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all, load_bundle
 from sweserve.environment.context import Context
-from sweserve.evaluation.validation import validate_task
+from sweserve.evaluation.validation import validate_all
 
 pytestmark = pytest.mark.docker
 
@@ -63,10 +62,9 @@ PROFILE = {
 
 @pytest.fixture
 def jaxlike(docker_client, make_repo, tmp_path, monkeypatch):
-    pdir = tmp_path / "profiles"
-    shutil.copytree(profiles.PROFILE_DIR, pdir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    (pdir / "jaxlike.json").write_text(json.dumps(PROFILE))
-    monkeypatch.setattr(profiles, "PROFILE_DIR", pdir)
+    search = ConfigSearch(tmp_path / "project")
+    (tmp_path / "project" / "profiles").mkdir(parents=True)
+    (tmp_path / "project" / "profiles" / "jaxlike.json").write_text(json.dumps(PROFILE))
     repo = make_repo("jaxlike")
     repo.commit("init", {"python/pyproject.toml": PYPROJECT, "python/jaxlike/__init__.py": "",
                          POOL: POOL_V1, POOL_TEST: POOL_TEST_V1, KERNEL: "def topk(xs, k):\n    return xs[:k]\n"})
@@ -107,16 +105,16 @@ class TopKTest(unittest.TestCase):
         self.assertEqual(topk([1, 3, 2], 2), [3, 2])
 '''})
     tasks = tmp_path / "tasks"
-    report = mine(open_repo(repo.path), load_profile("jaxlike"), tasks)
+    report = mine(open_repo(repo.path), load_profile("jaxlike", search), tasks)
     assert sorted(report.written) == ["acme__jaxlike-11", "acme__jaxlike-12"]
-    ctx = Context.create(tmp_path / "state", repo_path=repo.path, log=lambda m: None)
+    ctx = Context.create(tmp_path / "state", repo_path=repo.path, search=search)
     yield tasks, ctx
     ctx.close()
 
 
 def test_unittest_tasks_validate_with_flake_and_accelerator_checks(jaxlike):
     tasks, ctx = jaxlike
-    results = {b.task.task_id: validate_task(ctx, tasks / b.task.task_id, b, runs=3) for b in load_all(tasks)}
+    results = {o.task_id: o for o in validate_all(ctx, tasks, load_all(tasks), runs=3)}
 
     fix = load_bundle(tasks / "acme__jaxlike-11").task
     assert results["acme__jaxlike-11"].status == "valid"

@@ -2,11 +2,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from sweserve.agents.base import NullAgent
+from sweserve.agents.reference import NullAgent
 from sweserve.environment.context import Context
 from sweserve.errors import SweserveError
+from sweserve.evaluation.evaluate import pending
 from sweserve.evaluation.results import ResultsWriter, read_results
-from sweserve.evaluation.trial import evaluate_task, pending
+from sweserve.evaluation.trial import evaluate_task
 from sweserve.models import (
     Resources,
     RunResult,
@@ -48,7 +49,11 @@ def test_torn_last_line_is_dropped_and_resume_is_exact(tmp_path):
     assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 1, path)] == [("o__r-3", 1)]
     assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 2, path)] == [
         ("o__r-1", 2), ("o__r-2", 2), ("o__r-3", 1), ("o__r-3", 2)]
-    ResultsWriter(path).write(result("o__r-3", "error"))
+    with pytest.raises(SweserveError, match="another sweserve run is writing this results file"):
+        ResultsWriter(path)  # a second writer while the first lives: refused, nothing interleaves
+    w.close()
+    with ResultsWriter(path) as again:
+        again.write(result("o__r-3", "error"))
     lines = path.read_text().splitlines()
     assert len(lines) == 3 and all(line.endswith("}") for line in lines)
     assert pending(bundles, agent, 1, path) == []

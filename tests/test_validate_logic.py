@@ -1,11 +1,8 @@
+from sweserve.errors import RejectionCategory
+from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
+from sweserve.evaluation.derive import derive
 from sweserve.evaluation.grading import TestRun
-from sweserve.evaluation.validation import (
-    ValidateOutcome,
-    accelerator_kind,
-    accelerator_tests,
-    derive,
-    reason_category,
-)
+from sweserve.evaluation.validation import ValidateOutcome, reason_category
 
 
 def runs(*outcome_maps, skips=None, messages=None):
@@ -35,11 +32,12 @@ def test_accelerator_detection_from_skips_and_errors():
     assert accelerator_kind({}) is None
 
 
-def test_reason_categories():
-    def cat(status, reason=None):
-        return reason_category(ValidateOutcome(task_id="t", family="decoding", status=status, reason=reason))
-    assert cat("valid") == "valid" and cat("skipped", "needs 2 GPUs (host has 0)") == "skipped"
-    assert cat("rejected", "needs an accelerator (tpu): 3 tests skip or fail without one") == "needs_accelerator"
-    assert cat("rejected", "hidden tests timed out after 240s") == "timeout"
-    assert cat("rejected", "oracle.patch does not apply: error") == "oracle_does_not_apply"
-    assert cat("rejected", "something new") == "other"
+def test_reason_categories_come_from_the_rejection_not_its_message():
+    def cat(status, category=None, reason=None):
+        return reason_category(ValidateOutcome(task_id="t", family="decoding", status=status, category=category,
+                                               reason=reason))
+    assert cat("valid") == "valid" and cat("skipped", reason="needs 2 GPUs (host has 0)") == "skipped"
+    assert cat("rejected", RejectionCategory.NEEDS_ACCELERATOR) == "needs_accelerator"
+    # a reason that reads like another category changes nothing: the category was set where it was decided
+    assert cat("rejected", RejectionCategory.TIMEOUT, "oracle.patch does not apply: hidden tests timed out") == "timeout"
+    assert cat("rejected", None, "something new") == "other"

@@ -9,6 +9,7 @@ exit_reason "error" and the cause in `error`, never an exception.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -18,9 +19,12 @@ import urllib.error
 import urllib.request
 import uuid
 
+import aiohttp
+from swerex.exceptions import SwerexException
+
 from sweserve.agents.base import TaskImageAgent
 from sweserve.agents.config import ApiAgentConfig
-from sweserve.environment.docker_sandbox import WORKDIR, Sandbox
+from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.models import AgentRun, TaskBundle
 
 SYSTEM_PROMPT = (
@@ -41,6 +45,10 @@ TOOLS = [
 
 class ModelError(Exception):
     """The model endpoint failed in a way the loop cannot recover from."""
+
+
+class ToolServerError(Exception):
+    """The tool server in the sandbox (swe-rex) could not be reached."""
 
 
 def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict]) -> dict:
@@ -86,16 +94,13 @@ class SwerexShell:
 
         logging.getLogger("rex-runtime").setLevel(logging.CRITICAL + 1)
         token = uuid.uuid4().hex
-        box.container.exec_run(["swerex-remote", "--auth-token", token, "--port", "8000"], detach=True,
-                               workdir=WORKDIR)
-        box.container.reload()
-        ip = next(n["IPAddress"] for n in box.container.attrs["NetworkSettings"]["Networks"].values() if n["IPAddress"])
-        self._runtime = RemoteRuntime(host=f"http://{ip}", port=8000, auth_token=token, timeout=30)
+        box.start_background(["swerex-remote", "--auth-token", token, "--port", "8000"])
+        self._runtime = RemoteRuntime(host=f"http://{box.address}", port=8000, auth_token=token, timeout=30)
         self._BashAction = BashAction
         deadline = time.monotonic() + startup_timeout
         while not asyncio.run(self._runtime.is_alive(timeout=1.0)).is_alive:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"swe-rex server in the sandbox did not answer within {startup_timeout:g}s")
+                raise ToolServerError(f"swe-rex server in the sandbox did not answer within {startup_timeout:g}s")
             time.sleep(0.25)
         asyncio.run(self._runtime.create_session(CreateBashSessionRequest(startup_timeout=10)))
         self.run(f"cd {WORKDIR}", 30)
@@ -123,6 +128,9 @@ class ApiAgent(TaskImageAgent):
         self.cfg = cfg
         self.name = cfg.name
         self.api_key = env.get(cfg.api_key_env) if cfg.api_key_env else None
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(self.cfg.model_dump_json(exclude={"name"}).encode()).hexdigest()[:16]
 
     def _cost(self, run: AgentRun) -> float | None:
         p = self.cfg.price
@@ -179,10 +187,10 @@ class ApiAgent(TaskImageAgent):
                 if run.prompt_tokens + run.completion_tokens >= cfg.max_tokens:
                     run.exit_reason = "token_limit"
                     break
-        except ModelError as exc:
+        except (ModelError, ToolServerError) as exc:
             run.exit_reason, run.error = "error", str(exc)
-        except Exception as exc:  # noqa: BLE001 - sandbox/transport failures are recorded, not raised
-            run.exit_reason, run.error = "error", f"{exc.__class__.__name__}: {exc}"
+        except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
+            run.exit_reason, run.error = "error", f"tool server: {exc.__class__.__name__}: {exc}"
         run.cost_usd = self._cost(run)
         run.wall_s = round(time.monotonic() - t0, 3)
         return run

@@ -1,4 +1,7 @@
-"""Agent configs (sweserve/agents/configs/*.yaml): a command agent run inside the sandbox, or the built-in API agent."""
+"""Agent configs (YAML): a command agent run inside the sandbox, or the built-in API agent.
+
+Found by path, or by name in the project's `.sweserve/agents/` and then the built-in `configs/`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,10 @@ from typing import Annotated, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from sweserve.config_search import ConfigSearch, looks_like_path
 from sweserve.errors import SweserveError, describe_validation_error
 
-AGENTS_DIR = Path(__file__).resolve().parent / "configs"
+SUFFIXES = (".yaml", ".yml")
 
 
 class _Config(BaseModel):
@@ -57,11 +61,13 @@ AgentConfig = Annotated[Union[CommandAgentConfig, ApiAgentConfig], Field(discrim
 _ADAPTER = TypeAdapter(AgentConfig)
 
 
-def load_agent_config(path: Path) -> CommandAgentConfig | ApiAgentConfig:
+def load_agent_config(path) -> CommandAgentConfig | ApiAgentConfig:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SweserveError(f"{path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SweserveError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise SweserveError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
@@ -72,15 +78,13 @@ def load_agent_config(path: Path) -> CommandAgentConfig | ApiAgentConfig:
         raise SweserveError(describe_validation_error(str(path), exc)) from None
 
 
-def find_agent_config(spec: str, agents_dir: Path = AGENTS_DIR) -> Path | None:
-    """A config path for `--agent`: a .yaml path, or the name of a file in sweserve/agents/configs/."""
-    if spec.endswith((".yaml", ".yml")):
+def find_agent_config(spec: str, search: ConfigSearch):
+    """A config for `--agent`: a YAML path, or a name in the project's or the built-in configs; None otherwise."""
+    if spec.endswith(SUFFIXES):
         path = Path(spec)
-        if not path.exists():
+        if not path.is_file():
             raise SweserveError(f"{spec}: no such agent config")
         return path
-    if "/" not in spec and " " not in spec:
-        for ext in (".yaml", ".yml"):
-            if (agents_dir / f"{spec}{ext}").exists():
-                return agents_dir / f"{spec}{ext}"
-    return None
+    if looks_like_path(spec, SUFFIXES) or " " in spec:
+        return None
+    return search.find("agents", spec, SUFFIXES)

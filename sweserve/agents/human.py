@@ -1,22 +1,18 @@
-"""Interactive sessions for human engineers: a shell in the task sandbox with a countdown, graded like any agent."""
+"""A human engineer as an agent: a shell in the task sandbox with a countdown, graded like any other candidate."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-from sweserve.agents.base import INSTRUCTION_PATH, extract_diff
-from sweserve.environment.context import Context
-from sweserve.environment.gpus import skip_reason
-from sweserve.errors import SweserveError
-from sweserve.evaluation.results import ResultsWriter
-from sweserve.evaluation.trial import _result, grade_patch
-from sweserve.models import AgentRun, RunResult, TaskBundle, now
+from rich.console import Console
 
-HISTORY = "/sweserve/history"
-RCFILE = "/sweserve/bashrc"
+from sweserve.agents.base import IN_BOX, INSTRUCTION_PATH, TaskImageAgent
+from sweserve.environment.sandbox import Sandbox
+from sweserve.models import AgentRun, TaskBundle
+
+HISTORY = f"{IN_BOX}/history"
+RCFILE = f"{IN_BOX}/bashrc"
 
 
 def rcfile(deadline: int) -> str:
@@ -42,50 +38,38 @@ def parse_history(text: str) -> list[tuple[int, str]]:
     return out
 
 
-class HumanAgent:
-    def __init__(self, candidate: str):
+class HumanAgent(TaskImageAgent):
+    """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
+
+    def __init__(self, candidate: str, time_limit: int, console: Console, run_shell=None):
+        import subprocess
+
         self.candidate = candidate
         self.name = f"human-{candidate}"
+        self.time_limit = time_limit
+        self.console = console
+        self._run_shell = run_shell or (lambda argv: subprocess.run(argv).returncode)
 
+    def config_hash(self) -> str:
+        return "human"
 
-def run_session(ctx: Context, bundle: TaskBundle, candidate: str, time_limit: int, output: Path,
-                console, attempt: int = 1) -> RunResult:
-    task = bundle.task
-    agent = HumanAgent(candidate)
-    started, t0 = now(), time.monotonic()
-    done = lambda **kw: _result(ctx, bundle, agent, attempt, started, t0, **kw)  # noqa: E731
-    if not task.validated:
-        raise SweserveError(f"{task.task_id} is not validated: run `sweserve validate` first")
-    if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
-        raise SweserveError(f"{task.task_id} cannot run here: {why}")
-    gpu_ids = ctx.gpu_pool.acquire(task.resources.gpus)
-    writer = ResultsWriter(output)
-    try:
-        image = ctx.task_image(bundle)
-        with ctx.sandbox(image, task.task_id, "candidate", task.resources, gpu_ids) as box:
-            deadline = int(time.time()) + time_limit
-            box.put_file(INSTRUCTION_PATH, bundle.instruction.encode())
-            box.put_file(RCFILE, rcfile(deadline).encode())
-            box.put_file(HISTORY, b"", mode=0o666)
-            console.rule(f"{task.task_id} — candidate {candidate}")
-            console.print(bundle.instruction, markup=False, highlight=False)
-            console.rule(f"you have {time_limit // 60}m{time_limit % 60}s; the repository is /testbed; "
-                         f"type `exit` when done (instruction: {INSTRUCTION_PATH})")
-            tty = ["-it"] if sys.stdin.isatty() else ["-i"]
-            shell = f"timeout --foreground -s KILL {time_limit} bash --rcfile {RCFILE} -i"
-            t_shell = time.monotonic()
-            proc = subprocess.run(["docker", "exec", *tty, "-w", "/testbed", box.name, "bash", "-c", shell])
-            used = round(time.monotonic() - t_shell, 3)
-            timed_out = proc.returncode == 137 and used >= time_limit - 1
-            history = (box.read_file(HISTORY) or b"").decode("utf-8", "replace")
-            patch = extract_diff(box, task.base_commit)
+    def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
+        task, limit = bundle.task, self.time_limit
+        deadline = int(time.time()) + limit
+        box.put_file(INSTRUCTION_PATH, bundle.instruction.encode())
+        box.put_file(RCFILE, rcfile(deadline).encode())
+        box.put_file(HISTORY, b"", mode=0o666)
+        self.console.rule(f"{task.task_id} — candidate {self.candidate}")
+        self.console.print(bundle.instruction, markup=False, highlight=False)
+        self.console.rule(f"you have {limit // 60}m{limit % 60}s; the repository is /testbed; "
+                          f"type `exit` when done (instruction: {INSTRUCTION_PATH})")
+        shell = f"timeout --foreground -s KILL {limit} bash --rcfile {RCFILE} -i"
+        t_shell = time.monotonic()
+        code = self._run_shell(box.interactive_argv(shell, tty=sys.stdin.isatty()))
+        used = round(time.monotonic() - t_shell, 3)
+        timed_out = code == 137 and used >= limit - 1
+        history = (box.read_file(HISTORY) or b"").decode("utf-8", "replace")
         transcript = "\n".join(f"{stamp}\t{cmd}" for stamp, cmd in parse_history(history))
-        run = AgentRun(agent=agent.name, candidate=candidate, exit_code=proc.returncode, wall_s=used,
-                       exit_reason="time_limit" if timed_out else "finished", transcript=transcript)
-        console.print("grading …")
-        result = grade_patch(ctx, bundle, image, patch, gpu_ids, done, run)
-    finally:
-        ctx.gpu_pool.release(gpu_ids)
-        ctx.close()
-    writer.write(result)
-    return result
+        self.console.print("grading …")
+        return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used,
+                        exit_reason="time_limit" if timed_out else "finished", transcript=transcript)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from rich.console import Console
+from rich.logging import RichHandler
 from rich.markup import escape
 
 from sweserve import __version__
@@ -21,7 +23,7 @@ from sweserve.cli import (
     tasks,
     validate,
 )
-from sweserve.errors import SweserveError
+from sweserve.errors import InfraError, SweserveError
 
 COMMANDS = (mine, validate, run, report, tasks, session, review, demo, gc, images)
 
@@ -41,16 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def setup_logging(err: Console) -> None:
+    """sweserve's modules log through `logging`; the CLI shows INFO and up on stderr through rich."""
+    handler = RichHandler(console=err, show_path=False, show_level=False, markup=False, rich_tracebacks=False)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("sweserve")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     console = Console(stderr=False)
     err = Console(stderr=True)
+    setup_logging(err)
     try:
         return args.func(args, console)
     except SweserveError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
+    except InfraError as exc:
+        err.print(f"[red]error ({exc.kind}):[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 3
     except KeyboardInterrupt:
         err.print("interrupted; containers of this run were removed, finished results are kept")
         return 130

@@ -25,7 +25,6 @@ def make_context(args, console: Console):
     return Context.create(
         state_dir=Path(args.state_dir), ca_bundle=args.ca_bundle,
         repo_path=Path(args.repo_path) if getattr(args, "repo_path", None) else None,
-        log=lambda msg: console.print(f"[dim]{msg}[/]"),
     )
 
 

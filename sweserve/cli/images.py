@@ -13,13 +13,14 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
+    from sweserve.config_search import ConfigSearch
     from sweserve.dataset.profiles import load_profile
     from sweserve.environment.context import docker_client
     from sweserve.environment.images import ImageBuilder, image_exists, read_ca_bundle
 
     client = docker_client()
-    profile = load_profile(args.profile)
-    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle), log=lambda m: console.print(f"[dim]{m}[/]"))
+    profile = load_profile(args.profile, ConfigSearch.for_project(args.state_dir))
+    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle))
     if args.images_cmd == "base":
         existed = image_exists(client, profile.base_image)
         tag = builder.base(profile)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from sweserve.cli.common import default_output, make_context, progress_bar
 from sweserve.errors import SweserveError
@@ -13,25 +14,28 @@ from sweserve.errors import SweserveError
 def register(sub, common) -> None:
     r = sub.add_parser("run", parents=[common], help="evaluate an agent; results append to a JSONL file")
     r.add_argument("task_ids", nargs="*", help="tasks to run (default: all)")
-    r.add_argument("--agent", required=True, help="'oracle', 'null', or a shell command run in /testbed")
+    r.add_argument("--agent", required=True, help="'oracle', 'null', an agent config (path or name), or a shell command run in /testbed")
     r.add_argument("--agent-name", default=None, help="name for a command agent in results")
     r.add_argument("--output", default=None, help="results JSONL (default: results/<agent>.jsonl)")
     r.add_argument("--attempts", type=int, default=1, help="attempts per task, for pass@k (default: 1)")
     r.add_argument("--workers", type=int, default=1, help="tasks run at once (default: 1)")
     r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error'")
+    r.add_argument("--force", action="store_true",
+                   help="resume even though the agent config or a task changed since earlier results")
     r.add_argument("--repo-path", default=None, help="clone to build task images from")
     r.set_defaults(func=run)
 
 
 def run(args, console: Console) -> int:
-    from sweserve.agents.base import make_agent
+    from sweserve.agents.resolve import make_agent
+    from sweserve.config_search import ConfigSearch
     from sweserve.dataset.taskstore import select
+    from sweserve.evaluation.evaluate import run_evaluation
     from sweserve.evaluation.results import read_results
-    from sweserve.evaluation.trial import run_evaluation
     from sweserve.reporting.summary import build_reports, render
 
     bundles = select(Path(args.tasks), args.task_ids)
-    agent = make_agent(args.agent, args.agent_name)
+    agent = make_agent(args.agent, args.agent_name, ConfigSearch.for_project(args.state_dir))
     output = Path(args.output) if args.output else default_output(agent.name)
     if args.attempts < 1 or args.workers < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
@@ -42,12 +46,17 @@ def run(args, console: Console) -> int:
 
         def on_result(result, done, total):
             progress.update(bar, completed=done, total=total)
-            progress.console.print(f"  {result.task_id} #{result.attempt}: {result.status}"
-                                   + (f" ({result.reason})" if result.reason else ""))
+            progress.console.print(f"  {escape(result.task_id)} #{result.attempt}: {result.status}"
+                                   + (f" ({escape(result.reason)})" if result.reason else ""))
 
-        run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
-                       retry_errors=args.retry_errors, on_result=on_result)
+        finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
+                                  retry_errors=args.retry_errors, force=args.force, on_result=on_result)
     ids = {b.task.task_id for b in bundles}
     render([r for r in build_reports([x for x in read_results(output) if x.task_id in ids])
             if r.agent == agent.name], console)
+    bugs = [r for r in finished if r.error_kind == "internal"]
+    if bugs:
+        console.print(f"[red]{len(bugs)} trials hit an internal sweserve error[/]; tracebacks: "
+                      + ", ".join(escape(f"{r.trial_dir}/traceback.txt") for r in bugs[:3]))
+        return 1
     return 0

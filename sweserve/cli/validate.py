@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sweserve.cli.common import make_context, progress_bar
@@ -17,6 +18,7 @@ def register(sub, common) -> None:
     v.add_argument("task_ids", nargs="*", help="tasks to validate (default: all)")
     v.add_argument("--runs", type=int, default=3, help="runs per state; a test must hold in all (default: 3)")
     v.add_argument("--repo-path", default=None, help="clone to build task images from")
+    v.add_argument("--workers", type=int, default=1, help="tasks validated at once (default: 1)")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
     v.set_defaults(func=run)
@@ -26,24 +28,25 @@ def run(args, console: Console) -> int:
     from collections import Counter
 
     from sweserve.dataset.taskstore import select
-    from sweserve.evaluation.validation import reason_category, validate_task
+    from sweserve.evaluation.validation import reason_category, validate_all
 
     tasks_dir = Path(args.tasks)
     bundles = select(tasks_dir, args.task_ids)
-    if args.runs < 1:
-        raise SweserveError("--runs must be at least 1")
+    if args.runs < 1 or args.workers < 1:
+        raise SweserveError("--runs and --workers must be at least 1")
     ctx = make_context(args, console)
     outcomes = []
     try:
         with progress_bar(console) as progress:
             bar = progress.add_task("validating", total=len(bundles))
-            for bundle in bundles:
-                progress.update(bar, description=f"validating {bundle.task.task_id}")
-                outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=args.runs,
-                                              record=not args.no_record))
+            for outcome in validate_all(ctx, tasks_dir, bundles, runs=args.runs, record=not args.no_record,
+                                        workers=args.workers):
+                outcomes.append(outcome)
+                progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}")
                 progress.advance(bar)
     finally:
         ctx.close()
+    outcomes.sort(key=lambda o: o.task_id)
     table = Table(title="validation")
     table.add_column("task", no_wrap=True)
     for name in ("family", "status", "F2P", "P2P", "flaky"):
@@ -51,8 +54,8 @@ def run(args, console: Console) -> int:
     table.add_column("reason", overflow="fold")
     style = {"valid": "green", "rejected": "red", "skipped": "dim"}
     for o in outcomes:
-        table.add_row(o.task_id, o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
-                      str(o.pass_to_pass), str(len(o.flaky)), o.reason or "")
+        table.add_row(escape(o.task_id), o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
+                      str(o.pass_to_pass), str(len(o.flaky)), escape(o.reason or ""))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")

@@ -1,7 +1,8 @@
 """Repo profiles: how a repository's PRs become tasks and how its tests run.
 
-One JSON file per profile in this folder. A profile may name another in ``extends``;
-its own keys then replace the parent's.
+One JSON file per profile: given by path, or by name from the project's `.sweserve/profiles/` (or
+`$SWESERVE_CONFIG_DIR/profiles/`) and then `builtin_profiles/` (see `sweserve.config_search`). A profile may
+name another in ``extends``; its own keys then replace the parent's.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sweserve.config_search import ConfigSearch, looks_like_path
 from sweserve.errors import SweserveError, describe_validation_error
 from sweserve.models import Family
 
-PROFILE_DIR = Path(__file__).parent / "builtin_profiles"
+SUFFIXES = (".json",)
 
 
 class FamilyRule(BaseModel):
@@ -70,32 +72,71 @@ class RepoProfile(BaseModel):
         return best
 
 
-def available() -> list[str]:
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
+def available(search: ConfigSearch) -> list[str]:
+    return search.names("profiles", SUFFIXES)
 
 
-def _raw(name: str, seen: tuple[str, ...] = ()) -> dict:
-    path = PROFILE_DIR / f"{name}.json"
-    if not path.exists():
-        raise SweserveError(f"unknown profile: {name} (known: {', '.join(available())})")
+def _locate(spec: str, search: ConfigSearch):
+    if looks_like_path(spec, SUFFIXES):
+        path = Path(spec)
+        if not path.is_file():
+            raise SweserveError(f"{spec}: no such profile file")
+        return path
+    found = search.find("profiles", spec, SUFFIXES)
+    if found is None:
+        raise SweserveError(f"unknown profile: {spec} (known: {', '.join(available(search))})")
+    return found
+
+
+def _raw(spec: str, search: ConfigSearch, seen: tuple[str, ...] = ()) -> tuple[dict, str]:
+    """The profile's merged keys and the file it came from."""
+    source = _locate(spec, search)
+    name = source.name.rsplit(".", 1)[0]
     if name in seen:
-        raise SweserveError(f"{path}: 'extends' loops back to {name}")
+        raise SweserveError(f"{source}: 'extends' loops back to {name}")
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SweserveError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise SweserveError(f"{source}: not valid JSON: {why}") from None
+    if not isinstance(data, dict):
+        raise SweserveError(f"{source}: a profile must be a JSON object")
     parent = data.pop("extends", None)
     if parent:
-        merged = _raw(parent, seen + (name,))
+        merged, _ = _raw(parent, search, seen + (name,))
         merged.update(data)
         data = merged
-    return data
+    return data, str(source)
 
 
-def load_profile(name: str) -> RepoProfile:
-    data = _raw(name)
-    data["name"] = name
+def load_profile(spec: str, search: ConfigSearch | None = None) -> RepoProfile:
+    """A profile by path or name; its name is the file's stem."""
+    search = search or ConfigSearch.for_project()
+    data, source = _raw(spec, search)
+    data["name"] = Path(source).stem
     try:
         return RepoProfile.model_validate(data)
     except ValidationError as exc:
-        raise SweserveError(describe_validation_error(str(PROFILE_DIR / f"{name}.json"), exc)) from None
+        raise SweserveError(describe_validation_error(source, exc)) from None
+
+
+def keep_profile_file(spec: str, search: ConfigSearch) -> Path | None:
+    """A profile given by path is copied into the project's profiles folder, so tasks can name it later.
+
+    Returns where it was kept (None when it was given by name or is there already); a different profile of
+    the same name there is an error rather than silently replaced.
+    """
+    if not looks_like_path(spec, SUFFIXES) or search.user_dir is None:
+        return None
+    source = Path(spec)
+    target = search.user_dir / "profiles" / source.name
+    if target.exists() and target.resolve() == source.resolve():
+        return None
+    text = source.read_text(encoding="utf-8")
+    if target.exists():
+        if target.read_text(encoding="utf-8") == text:
+            return None
+        raise SweserveError(f"{target} is another profile named {source.stem}: rename one of them")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target

@@ -5,8 +5,9 @@ Tasks whose base commits declare the same set share one env image, whatever else
 
 from __future__ import annotations
 
-import git
 import tomllib
+
+import git
 
 
 def _from_pyproject(text: str, extras: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import files
+from sweserve.demo import files
 
 REPO = "sweserve-demo/sglang-mini"
 PROFILE = "sglang-demo"

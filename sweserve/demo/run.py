@@ -7,15 +7,16 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sweserve.agents.base import NullAgent, OracleAgent
+from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.clones import remember_clone
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all
 from sweserve.demo.fixture import PROFILE, build_demo_repo
-from sweserve.environment.context import Context, remember_clone
+from sweserve.environment.context import Context
+from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
-from sweserve.evaluation.trial import run_evaluation
-from sweserve.evaluation.validation import validate_task
+from sweserve.evaluation.validation import validate_all
 from sweserve.models import FAMILIES
 from sweserve.reporting.summary import build_reports, render
 
@@ -33,13 +34,12 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
     rejected = {k: len(v) for k, v in report.rejected.items()}
     console.print(f"[bold]2/5[/] mined {report.scanned} commits: {len(report.written)} tasks, rejected {rejected}")
 
-    ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir, log=lambda m: console.print(f"[dim]{m}[/]"))
+    ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir)
     try:
         bundles = load_all(tasks_dir)
         outcomes = []
-        for bundle in bundles:
-            outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=runs))
-            o = outcomes[-1]
+        for o in validate_all(ctx, tasks_dir, bundles, runs=runs):
+            outcomes.append(o)
             console.print(f"  validated {o.task_id}: {o.status} (F2P {o.fail_to_pass}, P2P {o.pass_to_pass})"
                           + (f" {o.reason}" if o.reason else ""))
         console.print(f"[bold]3/5[/] validated {sum(o.status == 'valid' for o in outcomes)}/{len(outcomes)} tasks")

@@ -1,4 +1,8 @@
-"""Labelled containers with limits: start, exec with a hard timeout, copy files in and out, reap."""
+"""The Docker implementation of `Sandbox`: labelled containers with limits, exec with a hard timeout, files in
+and out, networks, and reaping what dead harness processes left.
+
+Every Docker failure leaves this module as `InfraError("docker", …)`.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,17 @@ import os
 import socket
 import tarfile
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
 
 import docker
 import docker.errors
 
 from sweserve.environment.gpus import device_requests
+from sweserve.environment.sandbox import WORKDIR, ExecResult
+from sweserve.errors import InfraError
 from sweserve.models import Resources
 
 LABEL = "sweserve"
-WORKDIR = "/testbed"
 
 
 def owner_label() -> str:
@@ -47,17 +52,6 @@ def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict
     }
 
 
-@dataclass
-class ExecResult:
-    exit_code: int
-    output: str
-    timed_out: bool = False
-    duration_s: float = 0.0
-
-    def tail(self, n: int = 2000) -> str:
-        return self.output[-n:]
-
-
 def ensure_network(client: docker.DockerClient, name: str, run_id: str) -> str:
     """An --internal bridge (no egress) for one run's sandboxes."""
     try:
@@ -70,7 +64,17 @@ def ensure_network(client: docker.DockerClient, name: str, run_id: str) -> str:
     return name
 
 
-class Sandbox:
+@contextmanager
+def docker_errors(what: str):
+    """Turn the Docker SDK's exceptions into InfraError("docker") naming what was being done."""
+    try:
+        yield
+    except docker.errors.DockerException as exc:
+        explanation = getattr(exc, "explanation", None) or str(exc)
+        raise InfraError("docker", f"{what}: {str(explanation).strip()[:300]}") from None
+
+
+class DockerSandbox:
     def __init__(self, container):
         self.container = container
 
@@ -86,17 +90,19 @@ class Sandbox:
         resources: Resources,
         gpu_ids: list[str] | None = None,
         network: str | None = None,
-    ) -> "Sandbox":
-        container = client.containers.create(
-            image,
-            command=["sleep", "infinity"],
-            labels=labels(run_id, task_id, role),
-            network=network,
-            working_dir=WORKDIR,
-            **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
-        )
+    ) -> "DockerSandbox":
+        with docker_errors(f"creating a {role} container from {image}"):
+            container = client.containers.create(
+                image,
+                command=["sleep", "infinity"],
+                labels=labels(run_id, task_id, role),
+                network=network,
+                working_dir=WORKDIR,
+                **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
+            )
         try:
-            container.start()
+            with docker_errors(f"starting a {role} container from {image}"):
+                container.start()
         except BaseException:  # e.g. a GPU request the host cannot serve: the created container must not stay
             container.remove(force=True)
             raise
@@ -105,6 +111,20 @@ class Sandbox:
     @property
     def name(self) -> str:
         return self.container.name
+
+    @property
+    def address(self) -> str:
+        with docker_errors("reading the sandbox's address"):
+            self.container.reload()
+        networks = self.container.attrs["NetworkSettings"]["Networks"].values()
+        return next(n["IPAddress"] for n in networks if n["IPAddress"])
+
+    def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
+        with docker_errors(f"starting {argv[0]} in the sandbox"):
+            self.container.exec_run(argv, detach=True, workdir=workdir)
+
+    def interactive_argv(self, shell: str, tty: bool) -> list[str]:
+        return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
     def exec(
         self,
@@ -120,7 +140,8 @@ class Sandbox:
         kwargs = {"workdir": workdir, "environment": env or {}, "demux": False}
         if user:
             kwargs["user"] = user
-        code, out = self.container.exec_run(argv, **kwargs)
+        with docker_errors("running a command in the sandbox"):
+            code, out = self.container.exec_run(argv, **kwargs)
         elapsed = time.monotonic() - started
         text = (out or b"").decode("utf-8", "replace")
         timed_out = code == 137 and elapsed >= int(timeout) - 0.5
@@ -133,15 +154,21 @@ class Sandbox:
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             tar.addfile(info, io.BytesIO(data))
-        self.container.exec_run(["mkdir", "-p", directory])
-        self.container.put_archive(directory, buf.getvalue())
+        with docker_errors(f"copying {path} into the sandbox"):
+            self.container.exec_run(["mkdir", "-p", directory])
+            self.container.put_archive(directory, buf.getvalue())
 
     def read_file(self, path: str) -> bytes | None:
         try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return None
-        buf = io.BytesIO(b"".join(stream))
+            with docker_errors(f"copying {path} out of the sandbox"):
+                stream, _ = self.container.get_archive(path)
+                buf = io.BytesIO(b"".join(stream))
+        except InfraError:
+            try:
+                self.container.reload()
+            except docker.errors.DockerException:
+                raise InfraError("docker", f"the sandbox went away while reading {path}") from None
+            return None  # the container is there: the file is not
         with tarfile.open(fileobj=buf) as tar:
             member = tar.next()
             fh = tar.extractfile(member) if member else None
@@ -153,7 +180,7 @@ class Sandbox:
         except docker.errors.NotFound:
             pass
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> "DockerSandbox":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,28 +1,38 @@
-"""Building the image layers: base (debootstrap | docker import), env per profile, task per task."""
+"""Building the image layers: base (debootstrap | docker import), env per dependency set, task per task.
+
+The Dockerfiles are package data (`environment/dockerfiles/`), read with importlib.resources.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import docker
 import docker.errors
 
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.errors import SweserveError
+from sweserve.errors import InfraError, SweserveError
 from sweserve.models import Task
 
-IMAGES_DIR = Path(__file__).resolve().parent / "dockerfiles"
+log = logging.getLogger(__name__)
 BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+
+
+def dockerfile(layer: str) -> bytes:
+    """The Dockerfile of one layer (env, task, agent), from the installed package."""
+    return resources.files("sweserve.environment").joinpath("dockerfiles", layer, "Dockerfile").read_bytes()
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -31,13 +41,15 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
         return True
     except docker.errors.ImageNotFound:
         return False
+    except docker.errors.DockerException as exc:
+        raise InfraError("docker", f"looking up image {tag}: {exc}") from None
 
 
 def _suite_of(tag: str) -> str:
     return tag.rsplit(":", 1)[1] if ":" in tag else "bookworm"
 
 
-def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR, log=print) -> None:
+def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
     """debootstrap a minimal Debian (suite = the tag's version) and `docker import` it: no registry needed."""
     if shutil.which("debootstrap") is None:
         raise SweserveError(f"cannot build {tag}: debootstrap is not installed (apt-get install -y debootstrap)")
@@ -46,22 +58,22 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR, log=print) -> None:
     suite = _suite_of(tag)
     with tempfile.TemporaryDirectory(prefix="sweserve-rootfs-") as tmp:
         root = Path(tmp) / "root"
-        log(f"debootstrap {suite} into {root} …")
+        log.info("debootstrap %s into %s …", suite, root)
         proc = subprocess.run(
             ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
             capture_output=True, text=True,
         )
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-            raise SweserveError(f"debootstrap {suite} failed: {' | '.join(tail)}")
+            raise InfraError("image_build", f"debootstrap {suite} failed: {' | '.join(tail)}")
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
-        log(f"docker import → {tag}")
+        log.info("docker import → %s", tag)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         imp = subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         tar.wait()
         if imp.returncode != 0 or tar.returncode != 0:
-            raise SweserveError(f"docker import of {tag} failed: {imp.stderr.strip()}")
+            raise InfraError("image_build", f"docker import of {tag} failed: {imp.stderr.strip()}")
 
 
 def read_ca_bundle(path: str | None) -> bytes:
@@ -81,10 +93,9 @@ def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
 
 def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = ()) -> str:
     """One tag per (base, Dockerfile, Python, packages, CA bundle): tasks declaring the same set share it."""
-    dockerfile = (IMAGES_DIR / "env" / "Dockerfile").read_bytes()
     h = hashlib.sha256()
     packages = "\n".join(env_packages(profile, list(dependencies)))
-    for part in (dockerfile, profile.base_image.encode(), profile.python.encode(), packages.encode(), ca_bundle):
+    for part in (dockerfile("env"), profile.base_image.encode(), profile.python.encode(), packages.encode(), ca_bundle):
         h.update(hashlib.sha256(part).digest())
     return f"sweserve-env:{profile.name}-{h.hexdigest()[:12]}"
 
@@ -103,9 +114,9 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
     except docker.errors.BuildError as exc:
         lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
         lines = [ln for ln in lines if ln]
-        raise SweserveError(f"building {tag} failed: {' | '.join(lines[-4:])}") from None
+        raise InfraError("image_build", f"building {tag} failed: {' | '.join(lines[-4:])}") from None
     except docker.errors.APIError as exc:
-        raise SweserveError(f"building {tag} failed: {exc.explanation or exc}") from None
+        raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
 
 
 def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
@@ -114,7 +125,7 @@ def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
         proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            raise SweserveError(f"git {args[0]} for {commit[:12]} failed: {last}")
+            raise InfraError("git", f"git {args[0]} for {commit[:12]} failed: {last}")
 
     dest.mkdir(parents=True)
     git("init", "-q")
@@ -136,7 +147,6 @@ class ImageBuilder:
 
     client: docker.DockerClient
     ca_bundle: bytes
-    log: object = print
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -150,7 +160,7 @@ class ImageBuilder:
             if not image_exists(self.client, tag):
                 if not tag.startswith("sweserve-base:"):
                     raise SweserveError(f"base image {tag} is not present and no registry is used: build or load it first")
-                build_base_image(tag, log=self.log)
+                build_base_image(tag)
         return tag
 
     def env(self, profile: RepoProfile, dependencies: list[str] = ()) -> str:
@@ -159,10 +169,10 @@ class ImageBuilder:
             if image_exists(self.client, tag):
                 return tag
             base = self.base(profile)
-            self.log(f"building env image {tag}")
+            log.info("building env image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
                 ctx = Path(tmp)
-                shutil.copy(IMAGES_DIR / "env" / "Dockerfile", ctx / "Dockerfile")
+                (ctx / "Dockerfile").write_bytes(dockerfile("env"))
                 (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
                 (ctx / "requirements.txt").write_text("\n".join(env_packages(profile, list(dependencies))) + "\n")
                 _docker_build(
@@ -182,10 +192,10 @@ class ImageBuilder:
                 raise SweserveError(
                     f"task image for {task.task_id} is not built and no clone of {task.repo} is known: pass --repo-path"
                 )
-            self.log(f"building task image {tag}")
+            log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                shutil.copy(IMAGES_DIR / "task" / "Dockerfile", ctx / "Dockerfile")
+                (ctx / "Dockerfile").write_bytes(dockerfile("task"))
                 export_repo_at(clone, task.base_commit, ctx / "repo")
                 _docker_build(
                     self.client, ctx, "Dockerfile", tag,
@@ -201,10 +211,10 @@ class ImageBuilder:
         with self._lock(tag):
             if image_exists(self.client, tag):
                 return tag
-            self.log(f"building agent image {tag}")
+            log.info("building agent image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
                 ctx = Path(tmp)
-                shutil.copy(IMAGES_DIR / "agent" / "Dockerfile", ctx / "Dockerfile")
+                (ctx / "Dockerfile").write_bytes(dockerfile("agent"))
                 _docker_build(self.client, ctx, "Dockerfile", tag,
                               {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
                               {"sweserve": "1", "sweserve.agent": agent_name})

@@ -1,32 +1,44 @@
-"""Hidden tests in a fresh sandbox: apply patches, run the task's tests with `docker exec`, grade outcomes."""
+"""Hidden tests in a fresh sandbox: apply patches, run the task's tests with `docker exec`, grade outcomes.
+
+The in-sandbox runners (`environment/in_sandbox/`) are copied in only now, after the candidate phase.
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
+from pathlib import PurePosixPath
 
+from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import drop_paths, touched_paths
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.environment.docker_sandbox import Sandbox
+from sweserve.environment.sandbox import WORKDIR, Sandbox
+from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
 from sweserve.models import Outcome, Task, TaskBundle, TestResults
 
-HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
 PLUGIN = "sweserve_outcomes"
 UNITTEST_RUNNER = "sweserve_unittest"
-IN_BOX = "/sweserve"  # harness files and patches; put there only after the candidate phase
 OUTCOMES = f"{IN_BOX}/outcomes.json"
 
 
 class PatchError(Exception):
-    """A patch did not apply; the message is git's output."""
+    """A patch did not apply; `which` names it (candidate, oracle, tests), the message is git's output."""
+
+    def __init__(self, which: str, message: str):
+        super().__init__(message)
+        self.which = which
 
 
 class TestRunError(Exception):
-    """The test runner produced no outcomes (crash, time-out, broken environment)."""
+    """The test runner produced no usable outcomes (crash, time-out, broken environment)."""
 
     __test__ = False
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -39,6 +51,10 @@ class TestRun:
     output: str = ""
 
 
+def in_sandbox_script(name: str) -> bytes:
+    return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
+
+
 def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120) -> None:
     if not patch.strip():
         return
@@ -46,7 +62,7 @@ def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120) -> No
     box.put_file(path, patch.encode("utf-8"))
     res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)}", timeout)
     if res.exit_code != 0:
-        raise PatchError(res.tail(1000).strip() or f"git apply exited {res.exit_code}")
+        raise PatchError(name, res.tail(1000).strip() or f"git apply exited {res.exit_code}")
 
 
 def test_command(task: Task) -> str:
@@ -59,24 +75,38 @@ def test_command(task: Task) -> str:
     )
 
 
+def parse_outcomes(raw: bytes) -> dict:
+    """The runner's outcomes file, checked: {"outcomes": {id: outcome}, "skips": {…}, "messages": {…}}."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise TestRunError("the outcomes file is not valid JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("outcomes"), dict):
+        raise TestRunError("the outcomes file does not hold an outcomes mapping")
+    outcomes = data["outcomes"]
+    if not all(isinstance(k, str) and v in KNOWN_OUTCOMES for k, v in outcomes.items()):
+        raise TestRunError("the outcomes file holds an unknown outcome")
+    texts = {k: {str(i): str(m) for i, m in v.items()} if isinstance(v, dict) else {}
+             for k, v in ((k, data.get(k)) for k in ("skips", "messages"))}
+    return {"outcomes": outcomes, **texts}
+
+
 def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
     for name in (PLUGIN, UNITTEST_RUNNER):
-        box.put_file(f"{IN_BOX}/harness/{name}.py", (HARNESS_DIR / f"{name}.py").read_bytes())
+        box.put_file(f"{IN_BOX}/harness/{name}.py", in_sandbox_script(name))
     box.exec(f"rm -f {OUTCOMES}", 30)
     env = dict(task.test.env)
     env["PYTHONPATH"] = ":".join(p for p in (f"{IN_BOX}/harness", env.get("PYTHONPATH", "")) if p)
     env["SWESERVE_OUTCOMES"] = OUTCOMES
-    workdir = str(Path("/testbed") / task.test.workdir)
+    workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     res = box.exec(test_command(task), timeout, workdir=workdir, env=env)
     raw = box.read_file(OUTCOMES)
     if res.timed_out:
-        raise TestRunError(f"hidden tests timed out after {int(timeout)}s")
+        raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True)
     if raw is None:
         hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
         raise TestRunError(f"test runner exited {res.exit_code}{hint} without outcomes: {res.tail(400).strip()}")
-    data = json.loads(raw)
-    return TestRun(outcomes=data["outcomes"], skips=data.get("skips", {}), messages=data.get("messages", {}),
-                   output=res.output)
+    return TestRun(**parse_outcomes(raw), output=res.output)
 
 
 def is_test_file_of(task: Task, profile: RepoProfile, tests_patch_paths: set[str]):

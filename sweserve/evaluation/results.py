@@ -1,7 +1,12 @@
-"""Results JSONL: one line per finished attempt, appended and fsynced as each ends; resumable."""
+"""Results JSONL: one line per finished attempt, appended and fsynced as each ends; resumable.
+
+One writer at a time: a writer holds an exclusive lock on `<file>.lock` while it lives, so a second run
+on the same file refuses at once instead of interleaving its records.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -17,7 +22,12 @@ def read_results(path: Path) -> list[RunResult]:
     if not path.exists():
         return []
     # split leaves the text after the last newline at the end: "" or a record a killed writer never finished
-    lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+    except UnicodeDecodeError:
+        raise SweserveError(f"{path}: not UTF-8 text") from None
+    except IsADirectoryError:
+        raise SweserveError(f"{path}: is a folder, not a results file") from None
     results = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -44,8 +54,20 @@ def latest(results: list[RunResult]) -> dict[tuple[str, str, int], RunResult]:
 class ResultsWriter:
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and path.stat().st_size:
+        if path.is_dir():
+            raise SweserveError(f"{path}: is a folder; --output names a results file")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = open(path.with_name(path.name + ".lock"), "w")  # noqa: SIM115 - held until close()
+            path.touch()
+        except OSError as exc:
+            raise SweserveError(f"{path}: cannot write results there ({exc.strerror})") from None
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise SweserveError(f"{path}: another sweserve run is writing this results file") from None
+        if path.stat().st_size:
             with path.open("rb+") as fh:
                 data = fh.read()
                 cut = data.rfind(b"\n") + 1
@@ -58,3 +80,14 @@ class ResultsWriter:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    def close(self) -> None:
+        if not self._lock.closed:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,114 +1,167 @@
-"""Evaluation: candidate phase in a locked-down sandbox, then grading of its diff in a fresh one."""
+"""The one trial pipeline behind `validate`, `run` and `session`.
+
+    reserve (host can run it? GPUs) → image → candidate phase (agent in a sandbox) → submission
+      → grading (fresh sandbox: test edits dropped, submission + tests.patch applied, hidden tests run)
+      → one RunResult, also written to the trial's folder
+
+`reservation` is the one place that takes and gives back what a trial needs; `candidate_phase` and
+`grade_submission` are the two halves every caller shares (validation grades the oracle's and the null
+submission directly); `run_trial` turns every way a trial can end into exactly one result.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker.errors
-
-from sweserve.agents.base import Agent, extract_diff
+from sweserve.agents.base import Agent
 from sweserve.environment.context import Context
 from sweserve.environment.gpus import skip_reason
-from sweserve.errors import SweserveError
+from sweserve.errors import InfraError, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import (
     PatchError,
+    TestRun,
     TestRunError,
     apply_patch,
     grade,
     prepare_candidate_patch,
     run_tests,
 )
-from sweserve.evaluation.results import ResultsWriter, latest, read_results
-from sweserve.models import AgentRun, RunResult, TaskBundle, now
+from sweserve.evaluation.submission import take_submission
+from sweserve.evaluation.trial_folder import TrialFolder
+from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
+
+log = logging.getLogger(__name__)
+REASON_CHARS = 500
 
 
-def _result(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int, started, t0: float, **fields) -> RunResult:
-    return RunResult(
-        run_id=ctx.run_id, task_id=bundle.task.task_id, family=bundle.task.family, agent=agent.name,
-        attempt=attempt, started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3), **fields,
-    )
-
-
-def evaluate_task(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int = 1) -> RunResult:
-    """One attempt of agent on one task; every failure is a status with a reason, never an exception."""
-    task, started, t0 = bundle.task, now(), time.monotonic()
-    done = lambda **kw: _result(ctx, bundle, agent, attempt, started, t0, **kw)  # noqa: E731
-    if not task.validated:
-        return done(status="skipped", reason="not validated: run `sweserve validate` first")
+@contextmanager
+def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
+    """The GPUs a task needs, held for the trial and given back whatever happens; TrialSkipped if never."""
     if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
-        return done(status="skipped", reason=why)
+        raise TrialSkipped(why)
     gpu_ids = ctx.gpu_pool.acquire(task.resources.gpus)
-    patch, run = "", None
     try:
-        image = ctx.task_image(bundle)
-        with ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box:
-            run = agent.solve(box, bundle)
-            patch = extract_diff(box, task.base_commit)
-        if run.error:
-            return done(status="error", reason=f"agent: {run.error}"[:500], model_patch=patch, agent_run=run)
-        return grade_patch(ctx, bundle, image, patch, gpu_ids, done, run)
-    except (SweserveError, PatchError, RuntimeError, docker.errors.DockerException) as exc:
-        return done(status="error", reason=f"{exc.__class__.__name__}: {exc}"[:500], model_patch=patch, agent_run=run)
+        yield gpu_ids
     finally:
         ctx.gpu_pool.release(gpu_ids)
 
 
-def grade_patch(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str], done,
-                run: AgentRun | None) -> RunResult:
-    """Grade a candidate's diff in a fresh sandbox: test-file edits dropped, tests.patch applied, tests run."""
+def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
+                    gpu_ids: list[str]) -> tuple[AgentRun, str]:
+    """The agent works in a sandbox of the task image; its submission is taken when it stops."""
+    task = bundle.task
+    with ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box:
+        run = agent.solve(box, bundle)
+        patch = take_submission(box, task.base_commit)
+    return run, patch
+
+
+@dataclass
+class Graded:
+    """The hidden tests' runs on a submission, and the test files whose edits were dropped from it."""
+
+    runs: list[TestRun]
+    dropped: list[str] = field(default_factory=list)
+
+
+def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
+                     runs: int = 1, name: str = "candidate") -> Graded:
+    """A fresh sandbox: the submission without test edits, then tests.patch, then the hidden tests `runs` times.
+
+    Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean.
+    """
     task = bundle.task
     graded_patch, dropped = prepare_candidate_patch(bundle, ctx.profile(task.profile), patch)
-    note = f"reset candidate edits to test files: {', '.join(dropped)}" if dropped else None
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        try:
-            apply_patch(box, graded_patch, "candidate")
-        except PatchError as exc:
-            return done(status="patch_failed", reason=str(exc)[:500], model_patch=patch, agent_run=run)
+        apply_patch(box, graded_patch, name)
         apply_patch(box, bundle.tests_patch, "tests")
-        try:
-            tests = run_tests(box, task, task.resources.test_timeout_s)
-        except TestRunError as exc:
-            return done(status="failed", reason=str(exc)[:500], model_patch=patch, agent_run=run)
-    results = grade(task, tests.outcomes)
-    return done(status="resolved" if results.resolved else "failed", reason=note, model_patch=patch,
-                tests=results, agent_run=run)
+        return Graded([run_tests(box, task, task.resources.test_timeout_s) for _ in range(runs)], dropped)
 
 
-def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
-            retry_errors: bool = False) -> list[tuple[TaskBundle, int]]:
-    """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do."""
-    done = latest(read_results(results_path))
-    todo = []
-    for bundle in bundles:
-        for attempt in range(1, attempts + 1):
-            prior = done.get((bundle.task.task_id, agent.name, attempt))
-            if prior is None or (retry_errors and prior.status == "error"):
-                todo.append((bundle, attempt))
-    return todo
+@dataclass
+class TrialRequest:
+    """One (task, agent, attempt) to run, and where its folder goes: what an executor ships to a worker."""
+
+    bundle: TaskBundle
+    agent: Agent
+    attempt: int
+    folder: TrialFolder
 
 
-def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,
-                   attempts: int = 1, workers: int = 1, retry_errors: bool = False, on_result=None) -> list[RunResult]:
-    """Evaluate every unfinished (task, attempt); each result is appended to results_path as it ends."""
-    todo = pending(bundles, agent, attempts, results_path, retry_errors)
-    writer = ResultsWriter(results_path)
-    finished = []
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
+    """One attempt of an agent on a task. Every way it can end is one result; only Ctrl-C escapes."""
+    bundle, agent, task = req.bundle, req.agent, req.bundle.task
+    started, t0 = now(), time.monotonic()
+    fields: dict = {"agent_run": None, "model_patch": ""}
     try:
-        futures = [pool.submit(evaluate_task, ctx, b, agent, a) for b, a in todo]
-        for fut in as_completed(futures):
-            result = fut.result()
-            writer.write(result)
-            finished.append(result)
-            if on_result:
-                on_result(result, len(finished), len(todo))
-    except BaseException:
-        ctx.cancel()
-        raise
-    finally:
-        # on Ctrl-C nothing queued starts; what was running loses its containers to close() and is redone on resume
-        pool.shutdown(wait=False, cancel_futures=True)
-        ctx.close()
-    return finished
+        if not task.validated:
+            raise TrialSkipped("not validated: run `sweserve validate` first")
+        with reservation(ctx, task) as gpu_ids:
+            image = ctx.task_image(bundle)
+            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids)
+            fields.update(agent_run=run, model_patch=patch)
+            req.folder.write("submission.patch", patch)
+            if run.log_tail:
+                req.folder.write("agent.log", run.log_tail)
+            if run.error:
+                fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
+            else:
+                fields.update(_graded(ctx, bundle, image, patch, gpu_ids, req.folder))
+    except TrialSkipped as exc:
+        fields.update(status="skipped", reason=str(exc))
+    except InfraError as exc:
+        fields.update(status="error", error_kind=exc.kind, reason=str(exc))
+    except SweserveError as exc:  # a precondition of this task, e.g. no clone known to build its image from
+        fields.update(status="error", error_kind="task", reason=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
+        where = req.folder.write("traceback.txt", traceback.format_exc())
+        log.error("internal error in %s #%d: %s: %s (traceback: %s)", task.task_id, req.attempt,
+                  exc.__class__.__name__, exc, where)
+        fields.update(status="error", error_kind="internal",
+                      reason=f"internal error: {exc.__class__.__name__}: {exc} (traceback: {where})")
+    if fields.get("reason"):
+        fields["reason"] = fields["reason"][:REASON_CHARS]
+    result = RunResult(
+        run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
+        started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3),
+        trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
+        **fields,
+    )
+    req.folder.write_result(result)
+    return result
+
+
+def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
+            folder: TrialFolder) -> dict:
+    """The status fields of a graded submission; the full test output goes to the trial's folder."""
+    try:
+        graded = grade_submission(ctx, bundle, image, patch, gpu_ids)
+    except PatchError as exc:
+        if exc.which != "candidate":
+            return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
+        return {"status": "patch_failed", "reason": str(exc)}
+    except TestRunError as exc:
+        return {"status": "failed", "reason": str(exc)}
+    (tests,) = graded.runs
+    folder.write("tests.log", tests.output)
+    results = grade(bundle.task, tests.outcomes)
+    note = f"reset candidate edits to test files: {', '.join(graded.dropped)}" if graded.dropped else None
+    return {"status": "resolved" if results.resolved else "failed", "reason": note, "tests": results}
+
+
+def trial_folder(results_path: Path, run_id: str, agent: Agent, bundle: TaskBundle, attempt: int) -> TrialFolder:
+    return TrialFolder.for_trial(results_path, run_id, agent.name, bundle.task.task_id, attempt)
+
+
+def evaluate_task(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int = 1,
+                  results_path: Path | None = None) -> RunResult:
+    """One trial with its folder beside results_path (default: the state dir), for callers without a run loop."""
+    results_path = results_path or ctx.state_dir / "results.jsonl"
+    return run_trial(ctx, TrialRequest(bundle, agent, attempt, trial_folder(results_path, ctx.run_id, agent, bundle,
+                                                                            attempt)))

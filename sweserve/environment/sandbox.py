@@ -1,0 +1,46 @@
+"""What agents and graders may do with a sandbox: the `Sandbox` protocol, free of any container engine.
+
+Agents and the evaluation code see only this; `docker_sandbox.DockerSandbox` is the implementation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+WORKDIR = "/testbed"
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    output: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+    def tail(self, n: int = 2000) -> str:
+        return self.output[-n:]
+
+
+class Sandbox(Protocol):
+    @property
+    def name(self) -> str:
+        """A name the operator can find the sandbox by (the container's)."""
+
+    @property
+    def address(self) -> str:
+        """The sandbox's IP address on its private network, for services started in it."""
+
+    def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
+             user: str | None = None) -> ExecResult:
+        """Run `bash -c command`; the whole process group is killed after timeout seconds."""
+
+    def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
+        """Start a long-running process (e.g. a tool server) and return at once."""
+
+    def interactive_argv(self, shell: str, tty: bool) -> list[str]:
+        """The host command that attaches a terminal to `bash -c shell` in the sandbox."""
+
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    def read_file(self, path: str) -> bytes | None: ...

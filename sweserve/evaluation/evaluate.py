@@ -1,0 +1,86 @@
+"""Evaluating an agent on many tasks: what is left to do, resuming safely, and recording each result as it ends.
+
+A run writes `runs/<run_id>/manifest.json` (sweserve version, agent and its config hash, each task's content
+hash). Every result records the same hashes, so resuming a results file with a changed agent config or a
+changed task refuses, unless forced, instead of mixing results graded against different things.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from sweserve import __version__
+from sweserve.agents.base import Agent
+from sweserve.environment.context import Context
+from sweserve.errors import SweserveError
+from sweserve.evaluation.executor import Executor, LocalExecutor
+from sweserve.evaluation.results import ResultsWriter, latest, read_results
+from sweserve.evaluation.trial import TrialRequest, run_trial, trial_folder
+from sweserve.evaluation.trial_folder import runs_root
+from sweserve.models import RunResult, TaskBundle, now
+
+
+def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
+            retry_errors: bool = False) -> list[tuple[TaskBundle, int]]:
+    """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do."""
+    done = latest(read_results(results_path))
+    todo = []
+    for bundle in bundles:
+        for attempt in range(1, attempts + 1):
+            prior = done.get((bundle.task.task_id, agent.name, attempt))
+            if prior is None or (retry_errors and prior.status == "error"):
+                todo.append((bundle, attempt))
+    return todo
+
+
+def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path) -> str | None:
+    """Why earlier results of this agent in results_path were graded against something else, or None."""
+    current = {b.task.task_id: b.content_hash() for b in bundles}
+    config = agent.config_hash()
+    for prior in read_results(results_path):
+        if prior.agent != agent.name:
+            continue
+        if prior.agent_config_hash and prior.agent_config_hash != config:
+            return f"agent {agent.name}'s config changed since run {prior.run_id}"
+        if prior.task_hash and prior.task_id in current and prior.task_hash != current[prior.task_id]:
+            return f"task {prior.task_id} changed since run {prior.run_id} graded it"
+    return None
+
+
+def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle]) -> Path:
+    path = runs_root(results_path) / run_id / "manifest.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
+        "agent": agent.name, "agent_config_hash": agent.config_hash(),
+        "tasks": {b.task.task_id: b.content_hash() for b in bundles},
+    }, indent=2) + "\n")
+    return path
+
+
+def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,
+                   attempts: int = 1, workers: int = 1, retry_errors: bool = False, force: bool = False,
+                   executor: Executor | None = None,
+                   on_result: Callable[[RunResult, int, int], None] | None = None) -> list[RunResult]:
+    """Evaluate every unfinished (task, attempt); each result is appended to results_path as it ends."""
+    writer = ResultsWriter(results_path)  # takes the file's lock first: a second run on it refuses
+    try:
+        if not force and (why := resume_conflict(bundles, agent, results_path)):
+            raise SweserveError(f"{results_path}: {why}; use another --output, or --force to resume anyway")
+        todo = pending(bundles, agent, attempts, results_path, retry_errors)
+        write_manifest(results_path, ctx.run_id, agent, bundles)
+        requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a)) for b, a in todo]
+        finished = []
+        try:
+            for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial, requests):
+                writer.write(result)
+                finished.append(result)
+                if on_result:
+                    on_result(result, len(finished), len(todo))
+        finally:
+            ctx.close()
+        return finished
+    finally:
+        writer.close()

@@ -1,0 +1,40 @@
+"""One folder per trial, `runs/<run_id>/<agent>/<task_id>/<attempt>/`, beside the results index.
+
+It holds what is too big or too private for the index line: the agent's log, the full test output, the
+submission patch, a traceback when sweserve itself failed, and `result.json` (the SWE-bench and Harbor
+convention). `results.jsonl` stays the index of all trials.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweserve.models import RunResult
+
+RESULT_FILE = "result.json"
+
+
+def runs_root(results_path: Path) -> Path:
+    return results_path.parent / "runs"
+
+
+@dataclass(frozen=True)
+class TrialFolder:
+    path: Path
+
+    @classmethod
+    def for_trial(cls, results_path: Path, run_id: str, agent: str, task_id: str, attempt: int) -> "TrialFolder":
+        return cls(runs_root(results_path) / run_id / agent / task_id / str(attempt))
+
+    def write(self, name: str, text: str) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        target = self.path / name
+        tmp = target.with_name(f".{name}.tmp")
+        tmp.write_text(text, encoding="utf-8", errors="replace")
+        os.replace(tmp, target)
+        return target
+
+    def write_result(self, result: RunResult) -> Path:
+        return self.write(RESULT_FILE, result.model_dump_json(indent=2) + "\n")

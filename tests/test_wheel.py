@@ -1,0 +1,52 @@
+"""The package as a user gets it: a wheel holding its data, installed outside the checkout, runs the demo."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = [
+    "sweserve/environment/dockerfiles/env/Dockerfile",
+    "sweserve/environment/dockerfiles/task/Dockerfile",
+    "sweserve/environment/dockerfiles/agent/Dockerfile",
+    "sweserve/environment/in_sandbox/sweserve_outcomes.py",
+    "sweserve/environment/in_sandbox/sweserve_unittest.py",
+    "sweserve/dataset/builtin_profiles/sglang.json",
+    "sweserve/dataset/builtin_profiles/sglang-demo.json",
+    "sweserve/agents/configs/claude-code.yaml",
+]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+                   check=True, capture_output=True, text=True)
+    (path,) = out.glob("sweserve-*.whl")
+    return path
+
+
+def test_wheel_holds_the_package_data(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [d for d in DATA if d not in names]
+    assert missing == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_installed_wheel_runs_the_demo_from_an_empty_folder(wheel, docker_client, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run([str(venv / "bin" / "sweserve"), "demo", "--runs", "1"], cwd=empty, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "demo OK" in proc.stdout
+    assert not (empty / "sweserve").exists()  # nothing of the checkout was needed
