@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 
@@ -42,8 +43,6 @@ class HumanAgent(TaskImageAgent):
     """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
 
     def __init__(self, candidate: str, time_limit: int, console: Console, run_shell=None):
-        import subprocess
-
         self.candidate = candidate
         self.name = f"human-{candidate}"
         self.time_limit = time_limit
