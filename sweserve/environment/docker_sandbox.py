@@ -207,14 +207,16 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
     """
     filters = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
     removed = []
-    for container in client.containers.list(all=True, filters=filters):
+    # ignore_removed: another process may remove a listed container before it is inspected
+    for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
         owner = container.labels.get(f"{LABEL}.owner", "")
         if everything or run_id or not _owner_alive(owner):
             try:
                 container.remove(force=True)
                 removed.append(container.name)
-            except docker.errors.NotFound:
-                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code not in (404, 409):  # gone, or another process is removing it now
+                    raise
     for network in client.networks.list(filters=filters):
         owner = network.attrs.get("Labels", {}).get(f"{LABEL}.owner", "")
         if not (everything or run_id or not _owner_alive(owner)):
