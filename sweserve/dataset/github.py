@@ -205,7 +205,7 @@ class GitHubClient:
             if "retry-after" in h:
                 return max(float(h["retry-after"]), 0.0) + 1
             if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
-                return max(float(h["x-ratelimit-reset"]) - self.clock(), 0.0) + 1
+                return max(float(h["x-ratelimit-reset"]) - self.clock() + 1, 0.0)
         except ValueError:
             return None
         return None

@@ -62,6 +62,7 @@ class MineReport(BaseModel):
     written: list[str] = Field(default_factory=list)
     existing: list[str] = Field(default_factory=list)
     rejected: dict[str, list[str]] = Field(default_factory=dict)
+    statement_sources: dict[str, int] = Field(default_factory=dict, description="written tasks per statement source")
     duration_s: float = 0.0
 
     def reject(self, reason: str, pr: PRCommit) -> None:
@@ -251,5 +252,7 @@ def mine(
             continue
         save_bundle(tasks_dir, outcome)
         report.written.append(outcome.task.task_id)
+        source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
+        report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
     report.duration_s = round(time.monotonic() - started, 3)
     return report

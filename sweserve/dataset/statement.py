@@ -20,6 +20,7 @@ from sweserve.dataset.rewrite import Rewriter
 from sweserve.models import QualityRecord
 
 MAX_PART_CHARS = 6000  # one issue or description; longer ones are cut (environment dumps, logs)
+MIN_SUBCOMMIT_BODY_CHARS = 80  # a squash sub-commit's body shorter than this is a fix-up note, not a description
 MIN_INFORMATIVE_CHARS = 8  # letters beyond link-only lines (`Fixes #12`) for a text to count
 
 # Sections whose heading says they describe the solution, its evaluation, or process rather than the problem.
@@ -34,6 +35,8 @@ _DROP_HEADING = re.compile(
     r"\s*(?:\(.*\))?\s*[:.]?$",
     re.IGNORECASE,
 )
+# Template headings over the problem itself: the heading line goes, its text stays.
+_SCAFFOLD_HEADING = re.compile(r"^(motivation|description|background|problem( statement)?|why)\s*[:.]?$", re.IGNORECASE)
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BOLD = re.compile(r"^\*\*(.+?)\*\*:?\s*$")
 _BOT_BLOCK = re.compile(r"<!--\s*This is an auto-generated comment.*?(?:<!--\s*end of auto-generated comment[^>]*-->|\Z)",
@@ -45,8 +48,8 @@ _BOT_LINE = re.compile(r"^\s*(?:>\s*)?(?:hello @\S+,? i'?m gemini code assist|\[
 _TRAILER = re.compile(r"^\s*(Co-authored-by|Signed-off-by|Reviewed-by|Change-Id|Reviewed-on|Tested-by):", re.IGNORECASE)
 _SUBCOMMIT = re.compile(r"^\* \S")
 _SEPARATOR = re.compile(r"^\s*-{3,}\s*$")
-_LINK_ONLY = re.compile(r"^\s*(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|part\s+of|related(?: to)?|ref(?:s)?|see)\b"
-                        r"[\s:]*\S*#?\d*\S*\s*\.?\s*$", re.IGNORECASE)
+_LINK_ONLY = re.compile(r"^\s*(?:[-*]\s*)?(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|part\s+of|related(?: to)?|refs?|see)\b"
+                        r"(?:[\s,:]*(?:and\s+)?(?:[\w.-]*(?:/[\w.-]+)?#\d+|https?://\S+))+[\s.]*$", re.IGNORECASE)
 
 
 class Statement(BaseModel):
@@ -115,15 +118,38 @@ def clean_description(text: str) -> str:
     return _tidy(lines)
 
 
+def _without_scaffolding(text: str) -> str:
+    """A PR description or commit message as a statement: no template headings, no bare `Fixes #12` lines."""
+    lines = []
+    for line in text.split("\n"):
+        head = _heading(line)
+        if (head and _SCAFFOLD_HEADING.match(head[1].strip(" :*_"))) or _LINK_ONLY.match(line):
+            continue
+        lines.append(line)
+    return _tidy(lines)
+
+
 def _is_bot_details(block: str) -> bool:
     return bool(re.search(r"coderabbit|gemini|copilot|ci states|github-actions|\bbot\b", block, re.IGNORECASE))
 
 
 def clean_commit_body(body: str) -> str:
-    """A squash commit body without GitHub's sub-commit list (`* msg` lines), separators and trailers."""
+    """A squash commit body without GitHub's sub-commit list, separators and trailers.
+
+    GitHub's default squash body lists each commit as `* subject` followed by that commit's body. The
+    subjects go; a sub-commit's body stays only when it is a paragraph (MIN_SUBCOMMIT_BODY_CHARS or more),
+    not a one-line review fix-up note ("Remove unused import.")."""
     lines = [ln for ln in (body or "").replace("\r\n", "\n").split("\n")
-             if not _SUBCOMMIT.match(ln) and not _SEPARATOR.match(ln) and not _TRAILER.match(ln)]
-    return clean_description("\n".join(lines))
+             if not _SEPARATOR.match(ln) and not _TRAILER.match(ln)]
+    chunks: list[list[str]] = [[]]
+    for line in lines:
+        if _SUBCOMMIT.match(line):
+            chunks.append([])
+        else:
+            chunks[-1].append(line)
+    kept = chunks[0] + [ln for chunk in chunks[1:] if len("\n".join(chunk).strip()) >= MIN_SUBCOMMIT_BODY_CHARS
+                        for ln in chunk + [""]]
+    return clean_description("\n".join(kept))
 
 
 def is_informative(text: str) -> bool:
@@ -159,12 +185,12 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
             body = _cap(clean_description(issue.body), notes, f"issue {issue.label}")
             parts.append(f"# {issue.title.strip()}\n\n{body}".strip())
     else:
-        description = clean_description(pr.body) if pr else ""
+        description = _without_scaffolding(clean_description(pr.body)) if pr else ""
         if pr and is_informative(description):
             source = "pr_description"
             parts.append(f"# {title}\n\n{_cap(description, notes, 'PR description')}")
         else:
-            body = clean_commit_body(commit_body)
+            body = _without_scaffolding(clean_commit_body(commit_body))
             if is_informative(body):
                 source = "commit_message"
                 parts.append(f"# {title}\n\n{_cap(body, notes, 'commit message')}")
