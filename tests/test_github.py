@@ -1,6 +1,7 @@
 """GitHub enrichment against a real HTTP server on 127.0.0.1 speaking GitHub's REST shapes, through PyGithub."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -140,6 +141,8 @@ def history(make_repo):
                 {SERVING: "STOP = [1]\n", TEST2: "def test_stop():\n    assert 1\n"})
     repo.commit("[Radix] Tidy eviction (#9200)", {SRC: "def f():\n    return 3\n", TEST: "def test_f():\n    assert 3\n"})
     repo.commit("[Radix] Speed up match (#9300)", {SRC: "def f():\n    return 4\n", TEST: "def test_f():\n    assert 4\n"})
+    repo.commit("[Radix] Keep pinned nodes (#9400)\n\nEviction drops nodes that are still pinned.",
+                {SRC: "def f():\n    return 5\n", TEST: "def test_f():\n    assert 5\n"})
     return repo
 
 
@@ -152,7 +155,7 @@ def e2e_routes(now):
         f"/repos/{REPO}/pulls/9100": pull_json(REPO, 9100, "[OpenAI] Honor stop_token_ids when streaming",
                                                MOTIVATION_PART_OF),
         f"/repos/{REPO}/issues/13808": issue_json(REPO, 13808, "[Tracking] OpenAI API gaps", TRACKING_ISSUE),
-        f"/repos/{REPO}/pulls/9200": pull_json(REPO, 9200, "[Radix] Tidy eviction", EMPTY_TEMPLATE),
+        f"/repos/{REPO}/pulls/9200": pull_json(REPO, 9200, "[Radix] Tidy eviction", EMPTY_TEMPLATE + "\nFixes #404404\n"),
         f"/repos/{REPO}/pulls/9300": ("raw", b'{"number": 9300, "title": "[Radix] Sp'),
     }
 
@@ -164,7 +167,7 @@ def load(tasks):
 
 def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
     repo = history(make_repo)
-    env = {**__import__("os").environ, "GITHUB_TOKEN": "ghp_e2e"}
+    env = {**os.environ, "GITHUB_TOKEN": "ghp_e2e"}
     with FakeGitHub(e2e_routes(time.time())) as gh:
         proc = sweserve("mine", "--repo", str(repo.path), "--github", "--github-url", gh.base_url,
                         "--tasks", str(tmp_path / "t1"), "--state-dir", str(tmp_path / "state"), cwd=tmp_path, env=env)
@@ -172,7 +175,7 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
         assert "GitHub rate limit reached (HTTP 403)" in proc.stdout
         assert set(gh.auth) == {"token ghp_e2e"}
     first = load(tmp_path / "t1")
-    assert len(first) == 4
+    assert len(first) == 5
     q = {k: v[0]["quality"] for k, v in first.items()}
     text = {k: v[1] for k, v in first.items()}
     assert q["sgl-project__sglang-9023"]["statement_source"] == "issue"
@@ -182,6 +185,11 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
     assert "part of sgl-project/sglang#13808" in text["sgl-project__sglang-9100"]
     assert q["sgl-project__sglang-9200"]["statement_source"] == "title_only"
     assert text["sgl-project__sglang-9200"] == "# [Radix] Tidy eviction\n"
+    assert q["sgl-project__sglang-9200"]["notes"] == [f"GitHub: issue {REPO}#404404 not found (404, deleted or private)"]
+    # a deleted PR (404) falls back to the commit message, with a note
+    assert q["sgl-project__sglang-9400"]["statement_source"] == "commit_message"
+    assert q["sgl-project__sglang-9400"]["notes"] == [f"GitHub: PR {REPO}#9400 not found (404, deleted or private)"]
+    assert "still pinned" in text["sgl-project__sglang-9400"]
     # a malformed PR falls back to the commit message, with the reason on record
     assert q["sgl-project__sglang-9300"]["statement_source"] == "title_only"
     assert "malformed response" in q["sgl-project__sglang-9300"]["notes"][0]
@@ -195,7 +203,7 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
                     str(tmp_path / "state"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     offline = load(tmp_path / "t3")
-    assert {v[0]["quality"]["statement_source"] for v in offline.values()} == {"title_only"}
+    assert {v[0]["quality"]["statement_source"] for v in offline.values()} == {"title_only", "commit_message"}
     assert all("mined without GitHub" in v[0]["quality"]["notes"][0] for v in offline.values())
     assert "fix lint" not in offline["sgl-project__sglang-9023"][1]
 

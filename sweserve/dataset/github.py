@@ -85,6 +85,8 @@ def linked_issue_refs(text: str, repo: str, *, exclude: int | None = None, limit
     refs: dict[tuple[str, int], IssueRef] = {}
     for m in LINK_RE.finditer(_COMMENT_RE.sub("", text or "")):
         target_repo = m["repo"] or m["urepo"] or repo
+        if any(part in (".", "..") for part in target_repo.split("/")):
+            continue
         number = int(m["n1"] or m["n2"] or m["n3"])
         kind: RefKind = "part_of" if m["kw"].lower().startswith("part") else "closes"
         key = (target_repo.lower(), number)
