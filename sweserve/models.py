@@ -74,6 +74,8 @@ class QualityRecord(Strict):
     statement_source: Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"] = "title_only"
     statement_chars: int = Field(0, ge=0)
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
+    linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")
+    rewritten_from: str | None = Field(None, description="the source a rewritten statement was made from")
 
 
 class Task(Strict):

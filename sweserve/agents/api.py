@@ -13,16 +13,15 @@ import hashlib
 import json
 import logging
 import os
-import socket
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 import aiohttp
 from swerex.exceptions import SwerexException
 
 from sweserve.agents.base import TaskImageAgent
+from sweserve.agents.chat_client import ModelError
+from sweserve.agents.chat_client import chat as _chat
 from sweserve.agents.config import ApiAgentConfig
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.models import AgentRun, TaskBundle
@@ -43,46 +42,13 @@ TOOLS = [
 ]
 
 
-class ModelError(Exception):
-    """The model endpoint failed in a way the loop cannot recover from."""
-
-
 class ToolServerError(Exception):
     """The tool server in the sandbox (swe-rex) could not be reached."""
 
 
 def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict]) -> dict:
-    body = json.dumps({"model": cfg.model, "messages": messages, "tools": TOOLS,
-                       "temperature": cfg.temperature}).encode()
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    url = cfg.base_url.rstrip("/") + "/chat/completions"
-    last = "no attempt made"
-    for attempt in range(cfg.request_retries + 1):
-        if attempt:
-            time.sleep(min(0.5 * 2 ** attempt, 5))
-        req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=cfg.request_timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            last = f"HTTP {exc.code} from model API"
-            if exc.code < 500 and exc.code != 429:
-                raise ModelError(last) from None
-            continue
-        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            last = f"model API timed out after {cfg.request_timeout_s:g}s" if isinstance(
-                reason, (TimeoutError, socket.timeout)) else f"model API unreachable: {reason}"
-            continue
-        try:
-            data = json.loads(raw)
-            data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ModelError("model API returned invalid JSON or no choices") from None
-        return data
-    raise ModelError(f"{last} ({cfg.request_retries + 1} tries)")
+    """One step of the tool loop: a chat completion offering the bash and submit tools."""
+    return _chat(cfg, api_key, messages, tools=TOOLS)
 
 
 class SwerexShell:

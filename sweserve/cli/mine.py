@@ -17,6 +17,15 @@ def register(sub, common) -> None:
     m.add_argument("--since", default=None, help="only commits after this date (git --since)")
     m.add_argument("--limit", type=int, default=None, help="stop after N PR candidates")
     m.add_argument("--json", action="store_true", help="print the mining report as JSON")
+    m.add_argument("--github", action="store_true",
+                   help="take statements from GitHub (PR description, linked issues); token from GITHUB_TOKEN, "
+                        "answers cached under the state dir so mining again is offline")
+    m.add_argument("--github-url", default=None,
+                   help="GitHub API base URL, e.g. https://ghe.example.com/api/v3 "
+                        "(default: $SWESERVE_GITHUB_URL or https://api.github.com)")
+    m.add_argument("--rewrite-with", default=None, metavar="AGENT_CONFIG",
+                   help="rewrite each statement into a behavioural spec with the model of this `kind: api` agent "
+                        "config (path or name); a rewrite that leaks the oracle or test names is discarded")
     m.set_defaults(func=run)
 
 
@@ -34,9 +43,11 @@ def run(args, console: Console) -> int:
     repo_path = Path(args.repo)
     repo = open_repo(repo_path)
     tasks_dir = Path(args.tasks)
+    statements = statement_maker(args, profile.repo, console)
     with console.status("scanning history …") as status:
         report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit,
-                      on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"))
+                      on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
+                      statements=statements)
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
     if args.json:
         print(report.model_dump_json(indent=2))
@@ -44,9 +55,35 @@ def run(args, console: Console) -> int:
     console.print(f"[bold]{escape(profile.repo)}[/]: scanned {report.scanned} commits, {report.candidates} PR candidates, "
                   f"wrote {len(report.written)} tasks, {len(report.existing)} already present, "
                   f"rejected {sum(len(v) for v in report.rejected.values())} in {report.duration_s:.2f}s")
+    if report.statement_sources:
+        console.print("statements from: " + ", ".join(f"{k} {v}" for k, v in sorted(report.statement_sources.items())))
     if report.rejected:
         table = Table("reason", "count", "examples")
         for reason, prs in sorted(report.rejected.items()):
             table.add_row(reason, str(len(prs)), escape("; ".join(prs[:3])))
         console.print(table)
     return 0
+
+
+def statement_maker(args, repo: str, console: Console):
+    """GitHub client and rewriter as the flags ask; without them statements come from commit messages."""
+    from sweserve.agents.config import find_agent_config
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.github import GitHubClient
+    from sweserve.dataset.rewrite import Rewriter
+    from sweserve.dataset.statement import StatementMaker
+    from sweserve.errors import SweserveError
+
+    github = None
+    if args.github or args.github_url:
+        github = GitHubClient.from_env(Path(args.state_dir), base_url=args.github_url,
+                                       on_wait=lambda msg: console.print(f"[yellow]{msg}[/]"))
+        if github.token is None:
+            console.print("[yellow]GITHUB_TOKEN is not set: unauthenticated requests (60 an hour)[/]")
+    rewriter = None
+    if args.rewrite_with:
+        path = find_agent_config(args.rewrite_with, ConfigSearch.for_project(args.state_dir))
+        if path is None:
+            raise SweserveError(f"--rewrite-with {args.rewrite_with}: no such agent config")
+        rewriter = Rewriter.from_config(path)
+    return StatementMaker(repo, github=github, rewriter=rewriter)

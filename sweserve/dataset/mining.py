@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.requirements import dependency_set
+from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import save_bundle
 from sweserve.errors import SweserveError
 from sweserve.models import Resources, Task, TaskBundle, TestSpec
@@ -61,6 +62,7 @@ class MineReport(BaseModel):
     written: list[str] = Field(default_factory=list)
     existing: list[str] = Field(default_factory=list)
     rejected: dict[str, list[str]] = Field(default_factory=dict)
+    statement_sources: dict[str, int] = Field(default_factory=dict, description="written tasks per statement source")
     duration_s: float = 0.0
 
     def reject(self, reason: str, pr: PRCommit) -> None:
@@ -158,11 +160,8 @@ def make_patch(repo: git.Repo, base: str, head: str, changes: list[FileChange]) 
 
 
 def instruction_text(pr: PRCommit) -> str:
-    body = pr.body.strip()
-    text = f"# {pr.title}\n"
-    if body:
-        text += f"\n{body}\n"
-    return text
+    """The offline statement: title and cleaned commit message (see sweserve.dataset.statement)."""
+    return build_statement(pr.title, pr.body).text
 
 
 def task_id_for(repo_name: str, number: int) -> str:
@@ -170,8 +169,9 @@ def task_id_for(repo_name: str, number: int) -> str:
     return f"{owner}__{name}-{number}"
 
 
-def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit) -> TaskBundle | str:
-    """A task bundle for this PR, or the reason it is rejected."""
+def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit,
+                    statements: StatementMaker | None = None) -> TaskBundle | str:
+    """A task bundle for this PR, or the reason it is rejected; `statements` makes its problem statement."""
     base, head = pr.base.hexsha, pr.commit.hexsha
     split = split_changes(profile, file_changes(repo, base, head))
     if not split.tests:
@@ -193,6 +193,7 @@ def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit) -> TaskB
         tests = make_patch(repo, base, head, split.tests)
     except UnicodeDecodeError:
         return "undecodable"
+    statement = (statements or StatementMaker(profile.repo))(pr.number, pr.title, pr.body, oracle, tests)
     task = Task(
         task_id=task_id_for(profile.repo, pr.number),
         repo=profile.repo,
@@ -206,8 +207,9 @@ def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit) -> TaskB
         resources=Resources(),
         dependencies=dependency_set(repo, base, profile.dependency_files, profile.dependency_extras),
         test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
+        quality=statement.quality,
     )
-    return TaskBundle(task=task, instruction=instruction_text(pr), oracle_patch=oracle, tests_patch=tests)
+    return TaskBundle(task=task, instruction=statement.text, oracle_patch=oracle, tests_patch=tests)
 
 
 def open_repo(path: str | Path) -> git.Repo:
@@ -225,8 +227,11 @@ def mine(
     since: str | None = None,
     limit: int | None = None,
     on_progress=None,
+    statements: StatementMaker | None = None,
 ) -> MineReport:
-    """Write a candidate task for every PR on rev's first-parent history that passes the filters."""
+    """Write a candidate task for every PR on rev's first-parent history that passes the filters.
+
+    `statements` makes each task's statement (GitHub data, rewriting); without it, from the commit message."""
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
     for commit, pr in iter_prs(repo, rev, since):
@@ -238,14 +243,16 @@ def mine(
         if limit is not None and report.candidates >= limit:
             break
         report.candidates += 1
-        outcome = build_candidate(repo, profile, pr)
+        if (tasks_dir / task_id_for(profile.repo, pr.number) / "task.json").exists():  # before any GitHub/model call
+            report.existing.append(task_id_for(profile.repo, pr.number))
+            continue
+        outcome = build_candidate(repo, profile, pr, statements)
         if isinstance(outcome, str):
             report.reject(outcome, pr)
             continue
-        if (tasks_dir / outcome.task.task_id / "task.json").exists():
-            report.existing.append(outcome.task.task_id)
-            continue
         save_bundle(tasks_dir, outcome)
         report.written.append(outcome.task.task_id)
+        source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
+        report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
     report.duration_s = round(time.monotonic() - started, 3)
     return report
