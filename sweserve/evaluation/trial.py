@@ -111,6 +111,10 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
                 req.folder.write("agent.log", run.log_tail)
             if run.error:
                 fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
+            elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
+                fields.update(status="patch_failed", reason=f"patch does not apply: {run.log_tail.strip()}")
+            elif not patch.strip():  # validation proved the unchanged repository fails: no need to grade it
+                fields.update(status="failed", reason="empty patch")
             else:
                 fields.update(_graded(ctx, bundle, image, patch, gpu_ids, req.folder))
     except TrialSkipped as exc:
