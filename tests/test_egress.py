@@ -1,7 +1,9 @@
 """Model-only egress: the config, the proxy addon's policy (on the host), and the proxy for real (Docker)."""
 
+import hashlib
 import importlib.util
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +12,7 @@ from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
 from sweserve.errors import SweserveError
 
-ADDON_PATH = __import__("pathlib").Path(__file__).resolve().parent.parent / "sweserve/environment/dockerfiles/proxy/egress_addon.py"
+ADDON_PATH = Path(__file__).resolve().parent.parent / "sweserve/environment/dockerfiles/proxy/egress_addon.py"
 
 
 def load_addon():
@@ -33,6 +35,9 @@ def test_egress_endpoints_become_origins():
     agent = CommandAgent(c.command, cfg=c)
     assert agent.egress == c.egress and agent.closed_book is False
     assert agent.config_hash() != CommandAgent(c.command, cfg=cfg()).config_hash()
+    # without egress the hash is what it was before the field existed: earlier results still resume
+    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book"})
+    assert CommandAgent("true", cfg=cfg()).config_hash() == hashlib.sha256(before.encode()).hexdigest()[:16]
 
 
 @pytest.mark.parametrize("bad, needle", [
@@ -95,14 +100,17 @@ def test_addon_allows_exactly_the_named_origins_and_logs_everything(tmp_path, mo
     body = json.dumps({"tools": [{"type": "web_search"}, {"type": "function"}]}).encode()
     ok = FakeFlow("POST", "http", "10.0.0.5", 30000, body)
     e.request(ok)
+    plain = FakeFlow("POST", "http", "10.0.0.5", 30000, body, ctype="text/plain")  # servers may parse it anyway
+    e.request(plain)
     e.request(FakeFlow("POST", "http", "10.0.0.5", 30001))  # same host, other port
     e.request(FakeFlow("GET", "http", "API.example.com", 443))  # https origin asked over plain http
     e.http_connect(FakeFlow("CONNECT", "http", "api.example.com", 443))
     e.http_connect(FakeFlow("CONNECT", "http", "10.0.0.5", 30000))  # a tunnel to a plain-http origin
-    assert json.loads(ok.request.content) == {"tools": [{"type": "function"}]}
+    assert json.loads(ok.request.content) == json.loads(plain.request.content) == {"tools": [{"type": "function"}]}
     assert refused == ["http://10.0.0.5:30001", "http://API.example.com:443", "CONNECT 10.0.0.5:30000"]
     log = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert [(r["method"], r["allowed"]) for r in log] == [("POST", True), ("POST", False), ("GET", False),
+    assert [(r["method"], r["allowed"]) for r in log] == [("POST", True), ("POST", True), ("POST", False),
+                                                           ("GET", False),
                                                            ("CONNECT", True), ("CONNECT", False)]
     assert log[0]["stripped"] == ["web_search"] and log[0]["client"] == "10.1.1.2"
 
@@ -120,7 +128,6 @@ class ModelContainer:
     def __init__(self, client, script, port=8000):
         import io
         import tarfile
-        from pathlib import Path
 
         from sweserve.environment.docker_sandbox import labels
 
@@ -191,6 +198,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
         probe(chat, tools=[{"type": "web_search"}, {"type": "function", "function": {"name": "bash"}}]),
         probe("http://example.com/"),
         probe(f"http://{model.ip}:22/"),
+        probe("http://mitm.it/"),  # mitmproxy's own onboarding app must not answer either
         probe(chat, proxy=False),
     ])
     c = CommandAgentConfig(kind="command", name="egress-probe", command=command, egress=[model.endpoint],
@@ -200,13 +208,13 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
     (r,) = read_results(out)
     log = r.agent_run.log_tail
     assert "proxy=http://" in log and log.count("PROBE 200") == 1, log
-    assert log.count("PROBE-FAILED HTTP Error 403") == 2, log
+    assert log.count("PROBE-FAILED HTTP Error 403") == 3, log
     assert "PROBE-FAILED <urlopen error" in log, log  # direct, around the proxy: no route
     (seen,) = model.requests()
     assert seen["tools"] == [{"type": "function", "function": {"name": "bash"}}]  # closed book
     audit = [json.loads(line) for line in (tmp_path / r.trial_dir / "egress.log").read_text().splitlines()]
     assert [(a["url"], a["allowed"]) for a in audit] == [
-        (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False)]
+        (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False)]
     assert audit[0]["stripped"] == ["web_search"]
     left = demo.ctx.client.containers.list(all=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
     assert [x for x in left if x.labels.get("sweserve.role") == "egress"] == []
@@ -257,8 +265,8 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     assert r.status == "resolved", (r.reason, r.agent_run.log_tail[-2000:], len(seen))
     assert r.agent_run.exit_code == 0 and FIX_PATH in r.model_patch
     assert len(seen) == 4 and seen[0]["tools"][0]["function"]["name"] == "bash"
-    assert seen[1]["tools"] == []  # closed book: code_interpreter stripped from the probe's request
-    observation = json.dumps(seen[2]["messages"][-1])
+    assert seen[1] == {"model": "m"}  # closed book: the probe's only tool (code_interpreter) was stripped
+    observation = json.loads(seen[2]["messages"][-1]["content"])["output"]  # mini's observation of step 1
     assert "PROBE-FAILED HTTP Error 403" in observation and "PROBE 200" in observation
     assert "PROBE-FAILED <urlopen error" in observation  # straight to the model, around the proxy: no route
     audit = [json.loads(line) for line in (tmp_path / r.trial_dir / "egress.log").read_text().splitlines()]
