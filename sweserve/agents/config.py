@@ -6,8 +6,8 @@ Found by path, or by name in the project's `.sweserve/agents/` and then the buil
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Annotated, Literal, Union
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
