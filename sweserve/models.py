@@ -144,7 +144,7 @@ class AgentRun(Strict):
     model: str = ""
     candidate: str | None = Field(None, description="the human engineer, for interactive sessions")
     exit_code: int | None = None
-    exit_reason: str = "finished"  # finished, submitted, step_limit, token_limit, time_limit, timed_out, error
+    exit_reason: str = "finished"  # finished, submitted, step_limit, token_limit, time_limit, timed_out, error, patch_failed
     error: str | None = None
     steps: int = 0
     prompt_tokens: int = 0

@@ -1,4 +1,9 @@
-"""A scripted OpenAI-compatible chat server on 127.0.0.1, standing in for a model API in tests."""
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, standing in for a model API in tests.
+
+Run as a script (`python3 fake_model.py PORT SCRIPT.json`) it serves on 0.0.0.0 inside a container, printing
+each request body as a JSON line, for tests where the model must sit where only a proxy can reach it;
+"$SELF" in the script stands for its own host:port.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ class FakeModel:
     """Replays a script: each entry answers one request. An entry is a message dict, or one of
     ("status", code), ("raw", bytes), ("sleep", seconds). The last entry repeats."""
 
-    def __init__(self, script: list):
+    def __init__(self, script: list, host: str = "127.0.0.1", port: int = 0, echo: bool = False):
         self.script = script
         self.requests: list[dict] = []
         self.auth: list[str | None] = []
@@ -31,6 +36,8 @@ class FakeModel:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 model.requests.append(body)
+                if echo:
+                    print(json.dumps(body), flush=True)
                 model.auth.append(self.headers.get("Authorization"))
                 entry = model.script[min(len(model.requests) - 1, len(model.script) - 1)]
                 if isinstance(entry, tuple) and entry[0] == "status":
@@ -52,7 +59,7 @@ class FakeModel:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -67,3 +74,15 @@ class FakeModel:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":
+    import sys
+
+    import socket
+
+    port = int(sys.argv[1])
+    with open(sys.argv[2]) as fh:  # "$SELF" in the script is this server's own host:port
+        text = fh.read().replace("$SELF", f"{socket.gethostbyname(socket.gethostname())}:{port}")
+    steps = [tuple(e) if isinstance(e, list) else e for e in json.loads(text)]
+    FakeModel(steps, "0.0.0.0", port, echo=True).server.serve_forever()

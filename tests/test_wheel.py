@@ -13,6 +13,8 @@ DATA = [
     "sweserve/environment/dockerfiles/env/Dockerfile",
     "sweserve/environment/dockerfiles/task/Dockerfile",
     "sweserve/environment/dockerfiles/agent/Dockerfile",
+    "sweserve/environment/dockerfiles/proxy/Dockerfile",
+    "sweserve/environment/dockerfiles/proxy/egress_addon.py",
     "sweserve/environment/in_sandbox/sweserve_outcomes.py",
     "sweserve/environment/in_sandbox/sweserve_unittest.py",
     "sweserve/dataset/builtin_profiles/sglang.json",

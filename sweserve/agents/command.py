@@ -30,8 +30,19 @@ class CommandAgent:
         self.command = self.cfg.command
         self._passed = {k: env[k] for k in self.cfg.env if k in env}
 
+    @property
+    def egress(self) -> list[str]:
+        """The model endpoints the sandbox may reach (through the egress proxy); empty: no network at all."""
+        return self.cfg.egress
+
+    @property
+    def closed_book(self) -> bool:
+        return self.cfg.closed_book
+
     def config_hash(self) -> str:
-        return hashlib.sha256(self.cfg.model_dump_json(exclude={"name"}).encode()).hexdigest()[:16]
+        # egress settings count only when set, so results of configs written before they existed still resume
+        unset = {f for f in ("egress", "closed_book") if not getattr(self.cfg, f)}
+        return hashlib.sha256(self.cfg.model_dump_json(exclude={"name", *unset}).encode()).hexdigest()[:16]
 
     def prepare(self, builder: ImageBuilder, image: str) -> str:
         return builder.agent(image, self.cfg.name, self.cfg.install) if self.cfg.install else image

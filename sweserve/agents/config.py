@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal, Union
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from sweserve.config_search import ConfigSearch, looks_like_path
 from sweserve.errors import SweserveError, describe_validation_error
@@ -31,6 +32,37 @@ class CommandAgentConfig(_Config):
     command: str = Field(min_length=1, description="run in /testbed; the instruction is at $SWESERVE_INSTRUCTION")
     env: list[str] = Field(default_factory=list, description="host variables passed through; values never logged")
     model: str = ""
+    egress: list[str] = Field(default_factory=list, description="model endpoints the sandbox may reach through the "
+                              "egress proxy, as http(s)://host:port (a path is ignored); nothing else is reachable")
+    closed_book: bool = Field(False, description="strip hosted tools (web search, code execution) from requests "
+                              "to the egress endpoints")
+
+    @field_validator("egress")
+    @classmethod
+    def _origins(cls, urls: list[str]) -> list[str]:
+        return [origin(url) for url in urls]
+
+    @model_validator(mode="after")
+    def _closed_book_needs_plain_http(self) -> "CommandAgentConfig":
+        if self.closed_book and (not self.egress or any(url.startswith("https:") for url in self.egress)):
+            raise ValueError("closed_book needs egress endpoints over plain http (the proxy does not intercept TLS, "
+                             "so it cannot read requests to https endpoints)")
+        return self
+
+
+def origin(url: str) -> str:
+    """An egress endpoint as the origin the proxy matches: scheme://host:port, the default port made explicit."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r}: an egress endpoint is http(s)://host:port")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: an egress endpoint has no credentials, query or fragment")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
 class Price(BaseModel):

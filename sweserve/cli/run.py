@@ -1,4 +1,4 @@
-"""`sweserve run`: evaluate an agent; results append to a JSONL file."""
+"""`sweserve run`: evaluate an agent, or grade predictions made elsewhere; results append to a JSONL file."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ from sweserve.errors import SweserveError
 def register(sub, common) -> None:
     r = sub.add_parser("run", parents=[common], help="evaluate an agent; results append to a JSONL file")
     r.add_argument("task_ids", nargs="*", help="tasks to run (default: all)")
-    r.add_argument("--agent", required=True, help="'oracle', 'null', an agent config (path or name), or a shell command run in /testbed")
-    r.add_argument("--agent-name", default=None, help="name for a command agent in results")
+    who = r.add_mutually_exclusive_group(required=True)
+    who.add_argument("--agent", help="'oracle', 'null', an agent config (path or name), or a shell command run in /testbed")
+    who.add_argument("--predictions", metavar="FILE",
+                     help="grade patches made elsewhere (SWE-bench predictions: JSONL, JSON list, or keyed by "
+                          "instance_id); one agent per model_name_or_path")
+    r.add_argument("--agent-name", default=None, help="name in results for a command agent or a one-model predictions file")
     r.add_argument("--output", default=None, help="results JSONL (default: results/<agent>.jsonl)")
     r.add_argument("--attempts", type=int, default=1, help="attempts per task, for pass@k (default: 1)")
     r.add_argument("--workers", type=int, default=1, help="tasks run at once (default: 1)")
@@ -30,15 +34,54 @@ def run(args, console: Console) -> int:
     from sweserve.agents.resolve import make_agent
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.taskstore import select
+
+    if args.attempts < 1 or args.workers < 1:
+        raise SweserveError("--attempts and --workers must be at least 1")
+    if args.predictions:
+        return _run_predictions(args, console)
+    bundles = select(Path(args.tasks), args.task_ids)
+    agent = make_agent(args.agent, args.agent_name, ConfigSearch.for_project(args.state_dir))
+    return _evaluate(args, console, agent, bundles)
+
+
+def _run_predictions(args, console: Console) -> int:
+    """One run per model in the file, on the selected tasks it has predictions for."""
+    from sweserve.agents.predictions import PredictionSet, load_predictions
+    from sweserve.dataset.taskstore import load_all, select
+
+    predictions = load_predictions(Path(args.predictions))
+    preds = PredictionSet(predictions, {b.task.task_id for b in load_all(Path(args.tasks))})
+    if args.agent_name:
+        if len(preds.agents) > 1:
+            raise SweserveError(f"--agent-name names one agent, but {args.predictions} holds predictions of "
+                                f"{len(preds.agents)} models")
+        preds.agents[0].name = args.agent_name
+    if len(preds.agents) > 1 and args.output:
+        console.print(f"{len(preds.agents)} models: their results share {escape(args.output)} under their own names")
+    if preds.unknown:
+        console.print(f"[yellow]{len(preds.unknown)} predictions name no task in {escape(args.tasks)} (not graded):[/] "
+                      + escape(", ".join(preds.unknown)))
+    if preds.empty:
+        console.print(f"[yellow]{len(preds.empty)} predictions have an empty patch (recorded as failed):[/] "
+                      + escape(", ".join(preds.empty)))
+    selected = select(Path(args.tasks), args.task_ids)
+    code = 0
+    for agent in preds.agents:
+        wanted = preds.task_ids(agent)
+        bundles = [b for b in selected if b.task.task_id in wanted]
+        if not bundles:
+            console.print(f"agent [bold]{escape(agent.name)}[/]: no selected task has a prediction")
+            continue
+        code = max(code, _evaluate(args, console, agent, bundles))
+    return code
+
+
+def _evaluate(args, console: Console, agent, bundles) -> int:
     from sweserve.evaluation.evaluate import run_evaluation
     from sweserve.evaluation.results import read_results
     from sweserve.reporting.summary import build_reports, render
 
-    bundles = select(Path(args.tasks), args.task_ids)
-    agent = make_agent(args.agent, args.agent_name, ConfigSearch.for_project(args.state_dir))
     output = Path(args.output) if args.output else default_output(agent.name)
-    if args.attempts < 1 or args.workers < 1:
-        raise SweserveError("--attempts and --workers must be at least 1")
     ctx = make_context(args, console)
     console.print(f"run {ctx.run_id}: agent [bold]{agent.name}[/] on {len(bundles)} tasks → {output}")
     with progress_bar(console) as progress:

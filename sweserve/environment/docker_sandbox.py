@@ -207,13 +207,14 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
     """
     filters = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
     removed = []
-    # ignore_removed: another process may remove a listed container before it is inspected
-    for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
-        owner = container.labels.get(f"{LABEL}.owner", "")
+    # sparse: no inspect per container, so one that vanishes, or that the daemon holds busy for another
+    # process, cannot fail or stall every sweserve start
+    for container in client.containers.list(all=True, filters=filters, sparse=True):
+        owner = (container.attrs.get("Labels") or {}).get(f"{LABEL}.owner", "")
         if everything or run_id or not _owner_alive(owner):
             try:
                 container.remove(force=True)
-                removed.append(container.name)
+                removed.append((container.attrs.get("Names") or [container.id])[0].lstrip("/"))
             except docker.errors.APIError as exc:
                 if exc.status_code not in (404, 409):  # gone, or another process is removing it now
                     raise

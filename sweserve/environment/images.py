@@ -27,12 +27,13 @@ log = logging.getLogger(__name__)
 BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last release for it
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
-def dockerfile(layer: str) -> bytes:
-    """The Dockerfile of one layer (env, task, agent), from the installed package."""
-    return resources.files("sweserve.environment").joinpath("dockerfiles", layer, "Dockerfile").read_bytes()
+def dockerfile(layer: str, name: str = "Dockerfile") -> bytes:
+    """The Dockerfile (or another build file) of one layer (env, task, agent, proxy), from the installed package."""
+    return resources.files("sweserve.environment").joinpath("dockerfiles", layer, name).read_bytes()
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -155,7 +156,9 @@ class ImageBuilder:
             return self._locks.setdefault(tag, threading.Lock())
 
     def base(self, profile: RepoProfile) -> str:
-        tag = profile.base_image
+        return self._base(profile.base_image)
+
+    def _base(self, tag: str) -> str:
         with self._lock(tag):
             if not image_exists(self.client, tag):
                 if not tag.startswith("sweserve-base:"):
@@ -218,4 +221,24 @@ class ImageBuilder:
                 _docker_build(self.client, ctx, "Dockerfile", tag,
                               {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
                               {"sweserve": "1", "sweserve.agent": agent_name})
+        return tag
+
+    def proxy(self, base: str = PROXY_BASE) -> str:
+        """The egress proxy image (mitmproxy and sweserve's addon, see dockerfiles/proxy/), built once per content."""
+        files = {"Dockerfile": dockerfile("proxy"), "egress_addon.py": dockerfile("proxy", "egress_addon.py"),
+                 "ca-bundle.crt": self.ca_bundle}
+        h = hashlib.sha256(base.encode())
+        for name, data in sorted(files.items()):
+            h.update(hashlib.sha256(name.encode() + b"\0" + data).digest())
+        tag = f"sweserve-proxy:{h.hexdigest()[:12]}"
+        with self._lock(tag):
+            if image_exists(self.client, tag):
+                return tag
+            self._base(base)
+            log.info("building egress proxy image %s", tag)
+            with tempfile.TemporaryDirectory(prefix="sweserve-proxy-") as tmp:
+                ctx = Path(tmp)
+                for name, data in files.items():
+                    (ctx / name).write_bytes(data)
+                _docker_build(self.client, ctx, "Dockerfile", tag, {"BASE_IMAGE": base}, {"sweserve": "1"})
         return tag

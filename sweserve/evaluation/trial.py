@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sweserve.agents.base import Agent
 from sweserve.environment.context import Context
+from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
 from sweserve.errors import InfraError, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import (
@@ -53,11 +54,17 @@ def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
 
 
 def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
-                    gpu_ids: list[str]) -> tuple[AgentRun, str]:
-    """The agent works in a sandbox of the task image; its submission is taken when it stops."""
+                    gpu_ids: list[str], folder: TrialFolder | None = None) -> tuple[AgentRun, str]:
+    """The agent works in a sandbox of the task image; its submission is taken when it stops.
+
+    An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
+    to the trial's folder as egress.log.
+    """
     task = bundle.task
-    with ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box:
-        run = agent.solve(box, bundle)
+    audit = folder.path / "egress.log" if folder else None
+    with (ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box,
+          egress_for(ctx, box, agent, audit) as agent_box):
+        run = agent.solve(agent_box, bundle)
         patch = take_submission(box, task.base_commit)
     return run, patch
 
@@ -104,15 +111,19 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
             raise TrialSkipped("not validated: run `sweserve validate` first")
         with reservation(ctx, task) as gpu_ids:
             image = ctx.task_image(bundle)
-            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids)
+            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, req.folder)
             fields.update(agent_run=run, model_patch=patch)
             req.folder.write("submission.patch", patch)
             if run.log_tail:
                 req.folder.write("agent.log", run.log_tail)
             if run.error:
                 fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
-            else:
+            elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
+                fields.update(status="patch_failed", reason=f"patch does not apply: {run.log_tail.strip()}")
+            else:  # an empty submission is graded too: the null control must go through the same verifier
                 fields.update(_graded(ctx, bundle, image, patch, gpu_ids, req.folder))
+                if not patch.strip() and fields["status"] == "failed" and not fields.get("reason"):
+                    fields["reason"] = "empty patch"
     except TrialSkipped as exc:
         fields.update(status="skipped", reason=str(exc))
     except InfraError as exc:

@@ -1,0 +1,126 @@
+"""sweserve's egress policy as a mitmproxy addon (runs inside the proxy container, not in sweserve).
+
+- Only the allowed origins pass: plain-HTTP requests whose (scheme, host, port) is allowed, and CONNECT
+  tunnels to allowed https origins (TLS is passed through, never intercepted). Everything else gets 403.
+- Every request, allowed or refused, is one JSON line in the audit log.
+- Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
+  model provider cannot look things up for the agent.
+
+Configured by environment variables: SWESERVE_EGRESS_ALLOW (JSON list of "scheme://host:port"),
+SWESERVE_EGRESS_CLOSED_BOOK ("1" or "0"), SWESERVE_EGRESS_DIR (where audit.jsonl and the ready marker go).
+The policy functions import nothing from mitmproxy, so they are tested on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# tool "type"s (OpenAI, Anthropic) and tool keys (Gemini) the provider runs itself
+HOSTED_TYPES = ("web_search", "web_fetch", "code_interpreter", "code_execution", "file_search", "image_generation",
+                "mcp", "computer_use")
+HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context")
+HOSTED_OPTIONS = ("web_search_options",)
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(scheme, 0)
+
+
+def hosted_kind(tool) -> str | None:
+    """Which hosted tool this tools[] entry asks for, or None for a tool the client runs itself."""
+    if not isinstance(tool, dict):
+        return None
+    kind = tool.get("type")
+    if isinstance(kind, str) and kind.startswith(HOSTED_TYPES):
+        return kind
+    return next((key for key in HOSTED_KEYS if key in tool), None)
+
+
+def strip_hosted_tools(body) -> list[str]:
+    """Remove hosted tools from a model request body in place; what was removed."""
+    if not isinstance(body, dict):
+        return []
+    stripped = [key for key in HOSTED_OPTIONS if body.pop(key, None) is not None]
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        kept = [t for t in tools if hosted_kind(t) is None]
+        stripped += [hosted_kind(t) for t in tools if hosted_kind(t) is not None]
+        if len(kept) != len(tools):
+            if kept:
+                body["tools"] = kept
+            else:
+                del body["tools"]
+                body.pop("tool_choice", None)
+    return stripped
+
+
+class Egress:
+    def __init__(self, allow: list[str], closed_book: bool, directory: Path):
+        self.allow = {origin(url) for url in allow}
+        self.closed_book = closed_book
+        self.log_path = directory / "audit.jsonl"
+        self.ready_path = directory / "ready"
+        directory.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "Egress":
+        return cls(json.loads(env.get("SWESERVE_EGRESS_ALLOW", "[]")), env.get("SWESERVE_EGRESS_CLOSED_BOOK") == "1",
+                   Path(env.get("SWESERVE_EGRESS_DIR", "/tmp/sweserve-egress")))
+
+    def record(self, flow, target: str, allowed: bool, stripped: list[str] = ()) -> None:
+        entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "client": flow.client_conn.peername[0],
+                 "method": flow.request.method, "url": target, "allowed": allowed}
+        if stripped:
+            entry["stripped"] = list(stripped)
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+
+    @staticmethod
+    def refuse(flow, what: str) -> None:
+        from mitmproxy import http
+
+        flow.response = http.Response.make(403, f"sweserve egress: {what} is not allowed\n".encode(),
+                                           {"Content-Type": "text/plain"})
+
+    # mitmproxy hooks
+
+    def running(self) -> None:
+        self.ready_path.write_text("ready\n")
+
+    def tls_clienthello(self, data) -> None:
+        data.ignore_connection = True  # never intercept TLS: allowed https origins are tunnelled as they are
+
+    def http_connect(self, flow) -> None:
+        target = ("https", flow.request.host.lower(), flow.request.port)
+        allowed = target in self.allow
+        self.record(flow, f"{flow.request.host}:{flow.request.port}", allowed)
+        if not allowed:
+            self.refuse(flow, f"CONNECT {flow.request.host}:{flow.request.port}")
+
+    def request(self, flow) -> None:
+        if flow.request.method == "CONNECT" or flow.response is not None:
+            return
+        req = flow.request
+        allowed = (req.scheme, req.host.lower(), req.port) in self.allow
+        stripped: list[str] = []
+        if allowed and self.closed_book and req.content:  # whatever its content-type says: servers may parse it
+            try:
+                body = json.loads(req.content)
+            except ValueError:
+                body = None
+            stripped = strip_hosted_tools(body)
+            if stripped:
+                req.content = json.dumps(body).encode()
+        self.record(flow, req.url, allowed, stripped)
+        if not allowed:
+            self.refuse(flow, f"{req.scheme}://{req.host}:{req.port}")
+
+
+addons = [Egress.from_env()] if os.environ.get("SWESERVE_EGRESS_DIR") else []

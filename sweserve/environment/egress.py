@@ -1,0 +1,154 @@
+"""Model-only egress for a candidate sandbox: a mitmproxy sidecar that lets through exactly the named endpoints.
+
+The sandbox sits on an --internal network with no way out. When its agent's config names model endpoints
+(`egress:`), a proxy container (image from `dockerfiles/proxy/`, built locally) joins the sandbox's network
+and a normal bridge; the agent's commands get HTTP(S)_PROXY pointing at it. The proxy's addon answers 403
+to every other origin, writes every request, allowed or refused, to an audit log, and with `closed_book`
+removes hosted tools (web search, code execution) from model requests. When the candidate phase ends the
+audit log is copied next to the trial and the proxy is removed; it is labelled like every sweserve
+container, so `gc` reaps it if the harness dies first.
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import json
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+import docker
+import docker.errors
+
+from sweserve.environment.docker_sandbox import LABEL, docker_errors, labels
+from sweserve.environment.sandbox import WORKDIR, ExecResult, Sandbox
+from sweserve.errors import InfraError
+
+PORT = 3128
+OUTSIDE = "bridge"  # the proxy's way out: Docker's default bridge (the host is its gateway, e.g. 172.17.0.1)
+STATE_DIR = "/tmp/sweserve-egress"
+READY_TIMEOUT_S = 60
+
+
+class EgressPolicy(Protocol):
+    """What an agent config says about egress: the allowed origins ("scheme://host:port") and closed book."""
+
+    egress: list[str]
+    closed_book: bool
+
+
+def proxy_env(url: str) -> dict[str, str]:
+    """The variables HTTP clients (curl, requests, httpx, litellm, pip) read their proxy from."""
+    return {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")} | {
+        "NO_PROXY": "", "no_proxy": ""}
+
+
+def host_address(client: docker.DockerClient) -> str:
+    """The host as the proxy sees it: the gateway of Docker's default bridge (where a host model server listens)."""
+    with docker_errors("reading the default bridge"):
+        (config, *_) = client.networks.get(OUTSIDE).attrs["IPAM"]["Config"]
+    return config.get("Gateway") or str(ipaddress.ip_network(config["Subnet"])[1])
+
+
+class EgressProxy:
+    """A running proxy container serving one sandbox network."""
+
+    def __init__(self, container, url: str):
+        self.container = container
+        self.url = url
+
+    @classmethod
+    def start(cls, client: docker.DockerClient, image: str, network: str, allow: list[str], closed_book: bool,
+              *, run_id: str, task_id: str) -> "EgressProxy":
+        with docker_errors("creating the egress proxy"):
+            container = client.containers.create(
+                image, labels=labels(run_id, task_id, "egress"), network=OUTSIDE,
+                environment={"SWESERVE_EGRESS_ALLOW": json.dumps(allow),
+                             "SWESERVE_EGRESS_CLOSED_BOOK": "1" if closed_book else "0",
+                             "SWESERVE_EGRESS_DIR": STATE_DIR},
+                mem_limit="512m", pids_limit=256, security_opt=["no-new-privileges"], cap_drop=["ALL"],
+            )
+        try:
+            with docker_errors("starting the egress proxy"):
+                client.networks.get(network).connect(container)
+                container.start()
+                ready = container.exec_run(["bash", "-c", f"for i in $(seq {READY_TIMEOUT_S * 10}); do "
+                                            f"test -f {STATE_DIR}/ready && exit 0; sleep 0.1; done; exit 1"])
+                container.reload()
+            if ready.exit_code != 0:
+                logs = container.logs(tail=5).decode("utf-8", "replace").strip().replace("\n", " | ")
+                raise InfraError("network", f"the egress proxy did not start within {READY_TIMEOUT_S}s: {logs[-300:]}")
+            address = container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+        except BaseException:
+            container.remove(force=True)
+            raise
+        return cls(container, f"http://{address}:{PORT}")
+
+    def audit_log(self) -> str:
+        """The audit log, one JSON line per request ("" if the proxy saw none)."""
+        try:
+            with docker_errors("reading the egress audit log"):
+                stream, _ = self.container.get_archive(f"{STATE_DIR}/audit.jsonl")
+                data = b"".join(stream)
+        except InfraError:
+            return ""
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            fh = tar.extractfile(member) if member else None
+            return fh.read().decode("utf-8", "replace") if fh else ""
+
+    def remove(self) -> None:
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+
+class ProxiedSandbox:
+    """A sandbox whose commands all run with the proxy's variables (everything else is the sandbox's own)."""
+
+    def __init__(self, box: Sandbox, env: dict[str, str]):
+        self._box, self._env = box, env
+
+    def __getattr__(self, name):
+        return getattr(self._box, name)
+
+    def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
+             user: str | None = None) -> ExecResult:
+        return self._box.exec(command, timeout, workdir=workdir, env={**self._env, **(env or {})}, user=user)
+
+
+def sandbox_networks(box) -> list[str]:
+    """The sweserve networks a sandbox container is on (one per run today, one per sandbox later)."""
+    with docker_errors("reading the sandbox's networks"):
+        box.container.reload()
+    names = list(box.container.attrs["NetworkSettings"]["Networks"])
+    return [name for name in names if name.startswith(f"{LABEL}-")] or names
+
+
+@contextmanager
+def egress_for(ctx, box, policy: EgressPolicy | None, audit_path: Path | None) -> Iterator[Sandbox]:
+    """The sandbox the agent works in: `box` itself, or with `policy.egress` set, `box` behind a proxy.
+
+    The audit log is written to audit_path when the phase ends, whatever happened in it.
+    """
+    allow = list(getattr(policy, "egress", None) or [])
+    if not allow:
+        yield box
+        return
+    image = ctx.builder.proxy()
+    (network, *_) = sandbox_networks(box)
+    proxy = EgressProxy.start(ctx.client, image, network, allow, bool(getattr(policy, "closed_book", False)),
+                              run_id=ctx.run_id, task_id=box.container.labels.get(f"{LABEL}.task", ""))
+    try:
+        yield ProxiedSandbox(box, proxy_env(proxy.url))
+    finally:
+        try:
+            if audit_path is not None:
+                audit_path.parent.mkdir(parents=True, exist_ok=True)
+                audit_path.write_text(proxy.audit_log(), encoding="utf-8")
+        finally:
+            proxy.remove()
