@@ -139,7 +139,7 @@ def test_gpu_task_is_skipped_or_errors_never_graded(demo):
                    run_id=demo.ctx.run_id, host_gpus=["0"], repo_path=demo.repo)
     r = evaluate_task(fake, b, OracleAgent())
     assert r.status == "error" and "gpu" in r.reason.lower(), r.reason
-    assert demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.task={QUANT}"}) == []
+    assert demo.ctx.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
 
 
 def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
@@ -258,5 +258,5 @@ def test_candidate_limits_and_process_tree_kill(demo):
     r = evaluate_task(demo.ctx, b, probe)
     assert time.monotonic() - t0 < 40 and r.agent_run.exit_reason == "timed_out"
     assert "4096" in r.agent_run.log_tail
-    leftovers = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.task={QUANT}"})
+    leftovers = demo.ctx.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]})
     assert leftovers == []  # the sandbox, and every process in it, is gone
