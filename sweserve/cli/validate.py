@@ -19,6 +19,7 @@ def register(sub, common) -> None:
     v.add_argument("--repo-path", default=None, help="clone to build task images from")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
+    v.add_argument("--reject-lint", action="store_true", help="reject valid tasks that fail `sweserve tasks lint`")
     v.set_defaults(func=run)
 
 
@@ -41,6 +42,8 @@ def run(args, console: Console) -> int:
                 progress.update(bar, description=f"validating {bundle.task.task_id}")
                 outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=args.runs,
                                               record=not args.no_record))
+                if not args.no_record:  # the interface section needs FAIL_TO_PASS: regenerate it now
+                    lint_after_validation(ctx, tasks_dir, bundle.task.repo, outcomes[-1], args.reject_lint, console)
                 progress.advance(bar)
     finally:
         ctx.close()
@@ -61,3 +64,19 @@ def run(args, console: Console) -> int:
     console.print(f"{valid} valid, {len(bad)} rejected, {len(outcomes) - valid - len(bad)} skipped"
                   + (f"; rejected by reason: {dict(Counter(reason_category(o) for o in bad).most_common())}" if bad else ""))
     return 1 if bad else 0
+
+
+def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool, console: Console) -> None:
+    """Regenerate the interface section and quality record; with reject, a valid task failing lint is rejected."""
+    from sweserve.dataset.lint import lint_task
+
+    clone = ctx.clone_for(repo)
+    if clone is None:
+        return
+    try:
+        report = lint_task(tasks_dir / outcome.task_id, clone, write=True, reject=reject and outcome.status == "valid")
+    except SweserveError as exc:
+        console.print(f"[dim]lint {outcome.task_id}: {exc}[/]")
+        return
+    if report.rejected:
+        outcome.status, outcome.reason = "rejected", f"lint: {report.quality.findings[0]}"

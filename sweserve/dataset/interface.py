@@ -294,9 +294,10 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.AST]:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for n in ast.walk(fn):
                 if isinstance(n, (ast.Assign, ast.AnnAssign)):
-                    for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                            members.setdefault(t.attr, n)
+                    for target in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                        for t in ast.walk(target):  # self.a, self.b = ...
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                                members.setdefault(t.attr, n)
     return members
 
 
@@ -432,8 +433,28 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
         if init is not None and not init.opaque:
             return params(tree, init)
         if _is_dataclass_like(node):
-            return Params({f.target.id for f in _fields(node)}, False) if _fields(node) else None
+            return _dataclass_params(tree, found.module, node, 0)
     return None
+
+
+def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: int) -> Params | None:
+    """Fields of a dataclass-like class and of its bases in the repository; None if a base is outside."""
+    names = {f.target.id for f in _fields(cls)}
+    for base in cls.bases:
+        chain = _chain(base)
+        last = (chain or [""])[-1]
+        if last in ("BaseModel", "NamedTuple", "TypedDict", "object", "Generic", "ABC", "Protocol"):
+            continue
+        if not chain or chain[0] not in mod.defs or depth > MAX_DEPTH:
+            return None
+        found = _in_module(tree, mod, tuple(chain), depth + 1)
+        if found is None or found.opaque or not isinstance(found.node, ast.ClassDef):
+            return None
+        inner = _dataclass_params(tree, found.module, found.node, depth + 1)
+        if inner is None:
+            return None
+        names |= inner.names
+    return Params(names, False) if names else None
 
 
 # ---------------------------------------------------------------- what the hidden tests use
@@ -446,6 +467,7 @@ class Ref:
     keyword: str | None = None
     exception: bool = False
     flag: str | None = None
+    via: int = 0  # parts[:via] name the class of an instance the test made (x = Cls(); x.meth())
 
 
 @dataclass
@@ -556,7 +578,7 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
     table = _symbols(tf, nodes)
     types: dict[str, Ref] = {}
 
-    def ref_of(node: ast.AST) -> Ref | None:
+    def ref_of(node: ast.AST, called: bool = False) -> Ref | None:
         chain = _chain(node)
         if not chain:
             return None
@@ -564,7 +586,8 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
             key = ".".join(chain[:cut])
             if cut <= len(chain) and key in types:
                 base = types[key]
-                return Ref(base.module, base.parts + tuple(chain[cut:]))
+                rest = tuple(chain[cut:]) or (("__call__",) if called else ())  # calling an instance
+                return Ref(base.module, base.parts + rest, via=len(base.parts))
         if chain[0] in table:
             base = table[chain[0]]
             return Ref(base.module, base.parts + tuple(chain[1:]))
@@ -602,9 +625,9 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
                     first = n.args[0]
                     for e in first.elts if isinstance(first, ast.Tuple) else [first]:
                         if (r := ref_of(e)):
-                            refs.append(Ref(r.module, r.parts, exception=True))
-                if (r := ref_of(n.func)):
-                    refs += [Ref(r.module, r.parts, keyword=k.arg) for k in n.keywords if k.arg]
+                            refs.append(Ref(r.module, r.parts, exception=True, via=r.via))
+                if (r := ref_of(n.func, called=True)):
+                    refs += [Ref(r.module, r.parts, keyword=k.arg, via=r.via) for k in n.keywords if k.arg]
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 refs += [Ref("", flag=f) for f in FLAG.findall(n.value)]
     return refs
@@ -687,13 +710,13 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
         if fb is None or fa is None:
             return  # the callable itself is new (its signature lists the keyword) or unknown
         pb, pa = params(before, fb), params(after, fa)
-        if pa is None or pb is None or ref.keyword in pb.names:
-            return
+        if pa is None or pb is None or ref.keyword in pb.names or pb.var_kw:
+            return  # unreadable, or accepted at base already
         display = f"{fa.dotted}({ref.keyword}=...)"
-        if ref.keyword in pa.names:
+        if ref.keyword in pa.names or pa.var_kw:  # named, or taken by the **kwargs the oracle adds
             item = _item(fa).model_copy(update={"kind": "keyword", "keyword": ref.keyword})
             yield "new", item, Need(name=display, word=ref.keyword, status="new")
-        elif not pa.var_kw and not pb.var_kw:
+        else:
             yield "unknown", None, Need(name=display, word=ref.keyword, status="unknown")
         return
     new_module = mod_before is None
@@ -702,7 +725,13 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
         yield "new", item, Need(name=item.name, word=ref.module.rsplit(".", 1)[-1], status="new")
     for k in range(1, len(ref.parts) + 1):
         parts = ref.parts[:k]
+        if ref.via and k == ref.via + 1:  # x = f(); x.attr: only followed when f is a class
+            owner = resolve(after, ref.module, ref.parts[:ref.via], roots)
+            if owner is None or not isinstance(owner.node, ast.ClassDef):
+                return
         fb = None if new_module else resolve(before, ref.module, parts, roots)
+        if fb is None and not new_module and parts[-1].startswith("__") and parts[-1].endswith("__"):
+            return  # object's own (__new__, __init__, __call__ of a builtin base)
         if fb is not None and not fb.inherited:
             if fb.opaque:
                 return

@@ -41,9 +41,11 @@ def copied_lines(statement: str, patch: str) -> list[str]:
 
 
 def hidden_test_names(tests_patch: str) -> list[str]:
-    """Test functions and classes the tests patch adds, and the test files it touches."""
+    """Test functions and classes the tests patch adds, and the test files it creates."""
     names = {a or b for a, b in _TEST_DEF.findall(tests_patch)}
     for section in split_sections(tests_patch):
+        if "\n--- /dev/null" not in section:
+            continue  # the file exists at base: naming it gives nothing away
         for path in section_paths(section):
             if (m := _TEST_FILE.search(path)):
                 names.add(m.group(1))

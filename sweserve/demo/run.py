@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from sweserve.agents.base import NullAgent, OracleAgent
+from sweserve.dataset.lint import lint_task
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all
@@ -39,6 +40,7 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
         outcomes = []
         for bundle in bundles:
             outcomes.append(validate_task(ctx, tasks_dir / bundle.task.task_id, bundle, runs=runs))
+            lint_task(tasks_dir / bundle.task.task_id, repo_dir, write=True)  # interface section, quality record
             o = outcomes[-1]
             console.print(f"  validated {o.task_id}: {o.status} (F2P {o.fail_to_pass}, P2P {o.pass_to_pass})"
                           + (f" {o.reason}" if o.reason else ""))

@@ -46,6 +46,7 @@ _CATEGORIES = [
     ("FAIL_TO_PASS test passes without", "oracle_regressed"),
     ("PASS_TO_PASS test fails at base", "oracle_regressed"),
     ("docker:", "docker_error"),
+    ("lint:", "lint"),
 ]
 
 
