@@ -253,3 +253,22 @@ def test_lint_cli_exit_codes(task_repo, tmp_path):
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     no_clone = run_cli("tasks", "lint", *common, cwd=tmp_path)  # mined by a function, no clone recorded
     assert no_clone.returncode == 2 and "--repo-path" in no_clone.stderr
+
+
+def test_family_override_in_task_json_wins_and_lint_relabels(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    bundle = load_bundle(d)
+    bundle.task.family = "kernels-quant"  # as mined with the old rules (layers/* was kernels-quant)
+    save_task(d, bundle.task)
+    report = lint_task(d, repo.path)
+    assert report.family == "decoding" and any("family: recorded kernels-quant, now decoding" in n
+                                               for n in report.quality.notes)
+    bundle.task.family_override = "serving-api"
+    save_task(d, bundle.task)
+    lint_task(d, repo.path, write=True)
+    task = load_bundle(d).task
+    assert (task.family, task.family_confidence) == ("serving-api", 0.0)
+    # mining again keeps the task (and its override) as it is
+    report = mine(open_repo(repo.path), load_profile("sglang"), tasks)
+    assert report.existing == [TASK] and load_bundle(d).task.family == "serving-api"

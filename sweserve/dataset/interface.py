@@ -744,6 +744,8 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
         if fa is None:
             yield "unknown", None, Need(name=name, word=word, status="unknown")
             return
+        if fa.opaque and fa.node is not None:
+            return  # an attribute of a new value or function: the item for its owner says what it is
         item = _item(fa, exception=ref.exception and k == len(ref.parts)) if not fa.opaque else \
             InterfaceItem(kind="attribute", name=name, path=fa.module.path if fa.module else "")
         yield "new", item, Need(name=item.name, word=word, status="new")
