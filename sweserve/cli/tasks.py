@@ -56,7 +56,7 @@ def lint(args, console: Console) -> int:
     else:
         table = Table(title=f"lint {tasks_dir}")
         for name in ("task", "family", "statement", "interface", "leaks", "unfair", "result"):
-            table.add_column(name, no_wrap=True)
+            table.add_column(name, no_wrap=name in ("task", "result"))
         for r in reports:
             q = r.quality
             table.add_row(r.task_id, f"{r.family} ({r.family_confidence:.0%})",
@@ -89,15 +89,16 @@ def run(args, console: Console) -> int:
         console.print(bundle.instruction, markup=False, highlight=False)
         return 0
     table = Table(title=str(tasks_dir))
-    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus"):
+    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint"):
         table.add_column(name, no_wrap=True)
     rows = []
     for d in task_dirs(tasks_dir):
         task = load_bundle(d).task
         state = task.validation.status if task.validation else "no"
         rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"}) | {"validated": state})
+        lint_state = "-" if task.quality is None else "ok" if task.quality.passed else "FAIL"
         table.add_row(task.task_id, task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
-                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus))
+                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus), lint_state)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

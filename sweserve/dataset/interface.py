@@ -48,14 +48,14 @@ class _Git:
 
     def __init__(self, repo: Path, tmp: Path):
         self.repo, self.tmp = repo, tmp
-        common = self._run("rev-parse", "--git-common-dir", env={}).decode().strip()
+        common = self.run("rev-parse", "--git-common-dir", env={}).decode().strip()
         objects = (repo / common / "objects").resolve()
         (tmp / "objects").mkdir()
         self.env = {**os.environ, "GIT_OBJECT_DIRECTORY": str(tmp / "objects"),
                     "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
         self._blobs: dict[str, str] = {}
 
-    def _run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
+    def run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
         proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
                               env=self.env if env is None else {**os.environ, **env})
         if proc.returncode not in ok:
@@ -65,7 +65,7 @@ class _Git:
     def tree(self, base: str, patches: list[tuple[str, str]], name: str) -> str:
         """The tree of base with these patches applied (in a temporary index), written to the private objects."""
         env = {**self.env, "GIT_INDEX_FILE": str(self.tmp / f"index-{name}")}
-        self._run("read-tree", base, env=env)
+        self.run("read-tree", base, env=env)
         for label, patch in patches:
             if not patch.strip():
                 continue
@@ -74,10 +74,10 @@ class _Git:
             if proc.returncode:
                 raise SweserveError(f"{label}.patch does not apply at {base[:10]}: "
                                     f"{proc.stderr.decode(errors='replace').strip().splitlines()[0]}")
-        return self._run("write-tree", env=env).decode().strip()
+        return self.run("write-tree", env=env).decode().strip()
 
     def files(self, tree: str) -> dict[str, str]:
-        out = self._run("ls-tree", "-r", "-z", tree).decode("utf-8", "surrogateescape")
+        out = self.run("ls-tree", "-r", "-z", tree).decode("utf-8", "surrogateescape")
         files = {}
         for entry in filter(None, out.split("\0")):
             meta, path = entry.split("\t", 1)
@@ -88,11 +88,11 @@ class _Git:
 
     def blob(self, sha: str) -> str:
         if sha not in self._blobs:
-            self._blobs[sha] = self._run("cat-file", "blob", sha).decode("utf-8", "replace")
+            self._blobs[sha] = self.run("cat-file", "blob", sha).decode("utf-8", "replace")
         return self._blobs[sha]
 
     def grep(self, tree: str, needle: str) -> list[str]:
-        out = self._run("grep", "-F", "-l", "-e", needle, tree, "--", "*.py", ok=(0, 1)).decode()
+        out = self.run("grep", "-F", "-l", "-e", needle, tree, "--", "*.py", ok=(0, 1)).decode()
         return [line.split(":", 1)[1] for line in out.splitlines() if ":" in line]
 
 
@@ -130,14 +130,10 @@ class SourceTree:
         self.git, self.tree, self.roots = git, tree, roots
         self.files = git.files(tree)
         self._parsed = parsed  # blob sha -> ast.Module | None, shared between states
-        self._modules: dict[str, Module | None] = {}
+        self._modules: dict[tuple, Module | None] = {}
         self._dirs = {posixpath.dirname(p) for p in self.files}
         self._dirs |= {d for p in list(self._dirs) for d in _parents(p)}
         self.cache: dict = {}
-
-    def source(self, path: str) -> str | None:
-        sha = self.files.get(path)
-        return self.git.blob(sha) if sha else None
 
     def parse(self, path: str) -> ast.Module | None:
         sha = self.files.get(path)
@@ -165,7 +161,8 @@ class SourceTree:
         key = (name, tuple(roots or ()))
         if key not in self._modules:
             path = self.module_path(name, roots)
-            self._modules[key] = None if path is None else _read_module(name, path, self.parse(path) if not path.endswith("/") else None)
+            tree = None if path is None or path.endswith("/") else self.parse(path)
+            self._modules[key] = None if path is None else _read_module(name, path, tree)
         return self._modules[key]
 
 
@@ -645,7 +642,7 @@ def repository_states(repo_path: Path, task: Task, oracle_patch: str, tests_patc
     with tempfile.TemporaryDirectory(prefix="sweserve-interface-") as tmp:
         git = _Git(Path(repo_path), Path(tmp))
         try:
-            git._run("cat-file", "-e", f"{task.base_commit}^{{commit}}")
+            git.run("cat-file", "-e", f"{task.base_commit}^{{commit}}")
         except SweserveError:
             raise SweserveError(f"{repo_path} does not hold {task.task_id}'s base commit {task.base_commit[:10]}") from None
         parsed: dict = {}
