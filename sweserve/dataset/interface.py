@@ -361,7 +361,8 @@ def _is_dataclass_like(cls: ast.ClassDef) -> bool:
 
 def _fields(cls: ast.ClassDef) -> list[ast.AnnAssign]:
     return [st for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
-            and not (isinstance(st.annotation, ast.Name) and st.annotation.id == "ClassVar")]
+            and (_chain(st.annotation.value if isinstance(st.annotation, ast.Subscript) else st.annotation)
+                 or [""])[-1] != "ClassVar"]
 
 
 def signature(found: Found) -> str:
