@@ -177,6 +177,15 @@ def test_unfair_until_the_section_is_written_then_only_the_unknown_name(task_rep
     assert (d / "instruction.md").read_text() == text and again.quality == after.quality
 
 
+def test_fail_to_pass_ids_relative_to_pytest_rootdir(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    set_fail_to_pass(d, ["srt/test_sampler.py::test_top_k_smallest"])  # rootdir test/ (an ini file there)
+    report = lint_task(d, repo.path)
+    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "largest")]
+    assert not any("not found" in n for n in report.quality.notes)
+
+
 def test_reject_marks_a_validated_task_rejected(task_repo):
     repo, tasks = task_repo
     d = tasks / TASK

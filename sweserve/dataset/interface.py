@@ -507,9 +507,11 @@ def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: s
         return targets, not_found
     for test_id in ids:
         path, *names = test_id.split("::")
-        path = posixpath.normpath(posixpath.join(workdir, path))
         names = [re.sub(r"\[.*\]$", "", n) for n in names]
-        tf = files.get(path)
+        tf = files.get(posixpath.normpath(posixpath.join(workdir, path)))
+        if tf is None:  # pytest names files from its rootdir (the folder of an ini file), not the workdir
+            matches = [f for p, f in files.items() if p.endswith("/" + path)]
+            tf = matches[0] if len(matches) == 1 else None
         found = None
         if tf is not None and names:
             scope, cls = tf.tree.body, None
