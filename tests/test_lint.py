@@ -106,6 +106,10 @@ class TestSampler:
 
     def test_greedy_alias(self):
         assert self.sampler.sample_greedy([1, 3, 2]) == 1
+
+
+class TestSamplerAgain(TestSampler):
+    pass
 '''
 
 STATEMENT = ("Add min-p sampling (#50)\n\nSampling should support min-p filtering: drop every token whose "
@@ -180,9 +184,11 @@ def test_unfair_until_the_section_is_written_then_only_the_unknown_name(task_rep
 def test_fail_to_pass_ids_relative_to_pytest_rootdir(task_repo):
     repo, tasks = task_repo
     d = tasks / TASK
-    set_fail_to_pass(d, ["srt/test_sampler.py::test_top_k_smallest"])  # rootdir test/ (an ini file there)
+    set_fail_to_pass(d, ["srt/test_sampler.py::test_top_k_smallest",  # rootdir test/ (an ini file there)
+                         "srt/test_sampler.py::TestSamplerAgain::test_temperature"])  # inherited
     report = lint_task(d, repo.path)
-    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "largest")]
+    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "largest"),
+                                                                        ("keyword", "temperature")]
     assert not any("not found" in n for n in report.quality.notes)
 
 

@@ -518,8 +518,16 @@ def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: s
             for n in names[:-1]:
                 cls = next((c for c in scope if isinstance(c, ast.ClassDef) and c.name == n), None)
                 scope = cls.body if cls else []
-            fn = next((f for f in scope if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and f.name == names[-1]), None)
+            classes = {c.name: c for c in tf.tree.body if isinstance(c, ast.ClassDef)}
+            owner, seen = cls, set()
+            while True:  # a test method may come from a base class in the same file
+                fn = next((f for f in scope if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and f.name == names[-1]), None)
+                if fn is not None or owner is None or owner.name in seen:
+                    break
+                seen.add(owner.name)
+                owner = next((classes[b.id] for b in owner.bases if isinstance(b, ast.Name) and b.id in classes), None)
+                scope = owner.body if owner else []
             if fn is not None:
                 found = (test_id, tf, fn, cls)
         if found:
