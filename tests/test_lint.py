@@ -212,6 +212,10 @@ def test_section_is_replaced_not_appended():
     replaced = with_interface(text, two)
     assert "m.g" in replaced and "m.f" not in replaced and replaced.count(OPEN_MARK) == 1
     assert with_interface(replaced, []) == "# Title\n\nBody.\n" == statement_of(replaced)
+    # a stray marker in a PR body neither hides text nor survives
+    stray = f"# Title\n\n{OPEN_MARK} Body.\n"
+    assert statement_of(with_interface(stray, one)) == "# Title\n\n Body.\n"
+    assert with_interface(with_interface(stray, one), one).count(OPEN_MARK) == 1
 
 
 def test_leaks_oracle_lines_and_test_names(task_repo):

@@ -34,7 +34,9 @@ from sweserve.models import InterfaceItem, Task
 
 OPEN_MARK = "<!-- sweserve:interface -->"
 CLOSE_MARK = "<!-- /sweserve:interface -->"
-_SECTION = re.compile(rf"\n*{re.escape(OPEN_MARK)}.*?{re.escape(CLOSE_MARK)}\n*", re.DOTALL)
+# a section: an open marker, no other open marker, the close marker (a stray marker in a PR body eats nothing)
+_SECTION = re.compile(rf"\n*{re.escape(OPEN_MARK)}(?:(?!{re.escape(OPEN_MARK)}).)*?{re.escape(CLOSE_MARK)}\n*",
+                      re.DOTALL)
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
 RAISES = {"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
 MAX_DEPTH = 12
@@ -794,7 +796,8 @@ def interface_for(repo_path: Path, task: Task, oracle_patch: str, tests_patch: s
 
 def statement_of(instruction: str) -> str:
     """The instruction without the generated section: what the PR or issue said."""
-    return _SECTION.sub("\n\n", instruction).strip() + "\n"
+    text = _SECTION.sub("\n\n", instruction)
+    return text.replace(OPEN_MARK, "").replace(CLOSE_MARK, "").strip() + "\n"
 
 
 def render_section(items: list[InterfaceItem]) -> str:
