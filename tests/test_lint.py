@@ -12,7 +12,7 @@ from sweserve.dataset.lint import lint_task
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_bundle, save_task
-from sweserve.models import ValidationRecord
+from sweserve.models import QualityRecord, ValidationRecord
 
 SRC = "python/sglang/srt/layers/sampler.py"
 TEST = "test/srt/test_sampler.py"
@@ -243,10 +243,18 @@ def test_short_statement_fails_lint(make_repo, tmp_path):
     repo.commit("Fix top-k (#51)", {SRC: BASE_SRC.replace("reverse=True", "reverse=True, key=float"),
                                     TEST: BASE_TEST + "\n\ndef test_floats():\n    assert top_k([1.5], 1) == [1.5]\n"})
     mine(open_repo(repo.path), load_profile("sglang"), tmp_path / "tasks")
-    report = lint_task(tmp_path / "tasks" / "sgl-project__sglang-51", repo.path)
+    d = tmp_path / "tasks" / "sgl-project__sglang-51"
+    report = lint_task(d, repo.path)
     assert report.quality.statement_source == "title_only" and report.quality.statement_chars == len("# Fix top-k")
     assert report.quality.findings == [
         "statement is the PR title only (source title_only; at least 150 characters wanted)"]
+    # what mining recorded stays; lint's own notes are replaced on each run
+    task = load_bundle(d).task
+    task.quality = QualityRecord(statement_source="commit_message", notes=["no linked issue"])
+    save_task(d, task)
+    for _ in range(2):
+        report = lint_task(d, repo.path, write=True)
+    assert report.quality.statement_source == "commit_message" and report.quality.notes == ["no linked issue"]
 
 
 def run_cli(*args, cwd):

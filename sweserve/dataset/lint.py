@@ -129,13 +129,13 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> Lin
     confidence = classification.share(family)
     if task.family_override is None and classification.source == "paths" and confidence < 0.5:
         notes.append(f"family {family} holds only {confidence:.0%} of the changed lines")
-    kept = [n for n in (task.quality.notes if task.quality else []) if not n.startswith(NOTE_PREFIX)]
-    quality = QualityRecord(
-        statement_source=source, statement_chars=len(statement.strip()),
-        notes=kept + [NOTE_PREFIX + n for n in notes],
+    previous = task.quality or QualityRecord(statement_source=source)  # mining's fields are kept
+    kept = [n for n in previous.notes if not n.startswith(NOTE_PREFIX)]
+    quality = previous.model_copy(update=dict(
+        statement_chars=len(statement.strip()), notes=kept + [NOTE_PREFIX + n for n in notes],
         interface_from=interface.source, interface=interface.items, leaks=leaks, unfair=unfair,
         findings=findings,
-    )
+    ))
     return LintReport(task_id=task.task_id, family=family, family_confidence=confidence,
                       classification=classification, quality=quality, instruction=instruction)
 
