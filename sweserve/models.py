@@ -68,6 +68,20 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
 
 
+InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag"]
+
+
+class InterfaceItem(Strict):
+    """A name the hidden tests use that is missing at base_commit and that the oracle introduces."""
+
+    kind: InterfaceKind
+    name: str = Field(description="dotted import path (module.Class.method); for a keyword, its callable; for a flag, '--flag'")
+    keyword: str | None = Field(None, description="the new keyword argument, for kind 'keyword'")
+    signature: str = Field("", description="as the oracle defines it: 'name(args) -> ret', 'class Name(Base)'")
+    doc: str = Field("", description="first line of its docstring (a flag's help text)")
+    path: str = Field("", description="file defining it after the oracle")
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
@@ -76,6 +90,17 @@ class QualityRecord(Strict):
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
     linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")
     rewritten_from: str | None = Field(None, description="the source a rewritten statement was made from")
+    interface_from: Literal["fail_to_pass", "tests_patch"] | None = Field(
+        None, description="which tests the interface was read from: FAIL_TO_PASS, or every test of tests.patch")
+    interface: list[InterfaceItem] = Field(default_factory=list, description="written into instruction.md too")
+    leaks: list[str] = Field(default_factory=list, description="statement text that gives away the oracle or hidden tests")
+    unfair: dict[str, list[str]] = Field(default_factory=dict, description="test id -> names it needs that are "
+                                         "neither at base nor in the instruction")
+    findings: list[str] = Field(default_factory=list, description="why lint fails this task, one line each")
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
 
 
 class Task(Strict):
@@ -87,6 +112,9 @@ class Task(Strict):
     base_commit: str = Field(pattern=SHA)
     merge_commit: str = Field(pattern=SHA)
     family: Family
+    family_confidence: float | None = Field(None, ge=0, le=1, description="share of the oracle's changed lines "
+                                            "under the family's paths")
+    family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
     dependencies: list[str] = Field(default_factory=list, description="requirements declared at base_commit")

@@ -1,10 +1,11 @@
-"""tasks/ is the demo fixture mined and validated: mining the fixture again must reproduce it exactly."""
+"""tasks/ is the demo fixture mined, validated and linted: doing it again must reproduce it exactly."""
 
 from pathlib import Path
 
+from sweserve.dataset.lint import lint_task
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
-from sweserve.dataset.taskstore import load_all
+from sweserve.dataset.taskstore import load_all, load_bundle, save_task
 from sweserve.demo.fixture import PROFILE, build_demo_repo
 
 DATASET = Path(__file__).resolve().parent.parent / "tasks"
@@ -20,7 +21,14 @@ def test_dataset_matches_the_fixture(tmp_path):
     assert fresh.keys() == committed.keys() and len(fresh) == 6
     for task_id, b in committed.items():
         f = fresh[task_id]
-        assert (b.instruction, b.oracle_patch, b.tests_patch) == (f.instruction, f.oracle_patch, f.tests_patch)
-        assert b.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation"}) == \
-            f.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation"})
+        assert (b.oracle_patch, b.tests_patch) == (f.oracle_patch, f.tests_patch)
+        assert b.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation", "quality"}) == \
+            f.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation", "quality"})
         assert b.task.validated and len(b.task.FAIL_TO_PASS) == 1
+        # validation ends with lint --write: the same FAIL_TO_PASS give the same section and quality record
+        f.task.FAIL_TO_PASS, f.task.PASS_TO_PASS = b.task.FAIL_TO_PASS, b.task.PASS_TO_PASS
+        save_task(tmp_path / "tasks" / task_id, f.task)
+        lint_task(tmp_path / "tasks" / task_id, repo, write=True)
+        linted = load_bundle(tmp_path / "tasks" / task_id)
+        assert linted.instruction == b.instruction
+        assert linted.task.quality == b.task.quality and b.task.quality.passed

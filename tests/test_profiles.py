@@ -60,3 +60,42 @@ def test_extends_and_errors(tmp_path, monkeypatch):
         load_profile("zzz", search)
     with pytest.raises(SweserveError, match="latin.json: not valid JSON: not UTF-8"):
         load_profile("latin", search)
+
+
+def test_families_weighted_by_changed_lines_with_confidence():
+    from sweserve.dataset.mining import FileChange
+
+    p = load_profile("sglang-jax")
+    # three small scheduler files against one big sampler change: lines decide, not file counts
+    changes = [FileChange("M", f"python/sgl_jax/srt/managers/m{i}.py", added=3, deleted=1) for i in range(3)]
+    changes += [FileChange("M", "python/sgl_jax/srt/layers/sampler.py", added=70, deleted=18),
+                FileChange("M", "README.md", added=0, deleted=0)]  # counts one line
+    c = p.classification("Fix min-p", changes)
+    assert (c.family, c.source) == ("decoding", "paths")
+    assert c.lines == {"scheduling-memory": 12, "decoding": 88} and c.total == 101
+    assert c.confidence == round(88 / 101, 3)
+    assert p.classify("Fix min-p", changes) == "decoding"
+    # a title tag still wins; its confidence says how little of the change is under its paths
+    tagged = p.classification("[Scheduler] Fix min-p", changes)
+    assert (tagged.family, tagged.confidence, tagged.source) == ("scheduling-memory", round(12 / 101, 3), "title_tag")
+
+
+def test_sampling_code_is_decoding_not_kernels():
+    p = load_profile("sglang-jax")
+    for path in ("python/sgl_jax/srt/layers/sampler.py", "python/sgl_jax/srt/layers/logits_processor.py",
+                 "python/sgl_jax/srt/sampling/sampling_batch_info.py"):
+        assert p.family_of_path(path) == "decoding", path
+    assert p.family_of_path("python/sgl_jax/srt/layers/linear.py") == "kernels-quant"
+    assert p.family_of_path("python/sgl_jax/srt/layers/sequence_parallel_utils.py") == "distributed"
+    assert load_profile("sglang").family_of_path("python/sglang/srt/layers/sampler.py") == "decoding"
+
+
+def test_per_pr_override_in_the_profile_wins(tmp_path):
+    raw = load_profile("sglang-jax").model_dump(exclude={"name"})
+    raw["family_overrides"] = {"1534": "serving-api"}
+    (tmp_path / "jax.json").write_text(json.dumps(raw))
+    p = load_profile(str(tmp_path / "jax.json"))
+    paths = ["python/sgl_jax/srt/speculative/eagle.py"]
+    assert p.classification("[Spec] Eagle", paths, pr_number=1534).model_dump() == {
+        "family": "serving-api", "confidence": 0.0, "lines": {"decoding": 1}, "total": 1, "source": "override"}
+    assert p.classify("[Spec] Eagle", paths) == "decoding"  # other PRs: rules as usual

@@ -49,7 +49,7 @@ def test_leaking_rewrite_is_discarded_with_a_note():
     assert st.quality.statement_source == "commit_message" and st.quality.rewritten_from is None
     note = st.quality.notes[-1]
     assert note.startswith("rewrite by spec-writer discarded, it leaks:")
-    assert ORACLE_LINE in note and "names a hidden test: test_abort_releases_prefix_lock" in note
+    assert ORACLE_LINE in note and "statement names hidden tests: test_abort_releases_prefix_lock" in note
 
 
 def test_failing_or_empty_endpoint_keeps_the_original():

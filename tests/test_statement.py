@@ -101,13 +101,13 @@ def test_leak_findings_oracle_lines_and_test_names():
     leaky = ("Add this line:\n    self.tree_cache.dec_lock_ref(req.last_node)\n"
              "and make test_abort_releases_prefix_lock pass; return None is fine")
     found = leak_findings(leaky, oracle, tests)
-    assert found == ["quotes a line the oracle patch adds: self.tree_cache.dec_lock_ref(req.last_node)",
-                     "names a hidden test: test_abort_releases_prefix_lock"]
+    assert found == ["statement repeats 1 line the oracle adds, e.g. `self.tree_cache.dec_lock_ref(req.last_node)`",
+                     "statement names hidden tests: test_abort_releases_prefix_lock"]
     # whitespace differences do not hide a quoted line; a longer identifier is not the test's name
     assert leak_findings("self.tree_cache.dec_lock_ref( req.last_node)", oracle, tests) == []
     assert leak_findings("self.tree_cache.dec_lock_ref(req.last_node)\n", oracle, tests)
     assert leak_findings("TestAbortLockExtra", oracle, tests) == []
-    assert leak_findings("the TestAbortLock class", oracle, tests) == ["names a hidden test: TestAbortLock"]
+    assert leak_findings("the TestAbortLock class", oracle, tests) == ["statement names hidden tests: TestAbortLock"]
 
 
 def test_subcommit_bodies_stay_only_when_they_are_paragraphs():

@@ -1,4 +1,4 @@
-"""`sweserve tasks list|show`: the dataset."""
+"""`sweserve tasks list|show|lint`: the dataset, and whether each task can be solved fairly."""
 
 from __future__ import annotations
 
@@ -17,34 +17,105 @@ def register(sub, common) -> None:
     ts = tsub.add_parser("show", parents=[common])
     ts.add_argument("task_id")
     ts.add_argument("--json", action="store_true")
+    tl = tsub.add_parser("lint", parents=[common], help="interface section, leaks, unfair tests, statement; "
+                         "exit 1 if a task fails")
+    tl.add_argument("task_ids", nargs="*", help="tasks to lint (default: all)")
+    tl.add_argument("--repo-path", default=None, help="the clone the tasks were mined from (default: the one "
+                    "`mine` recorded)")
+    tl.add_argument("--write", action="store_true", help="write the 'New interfaces' section into instruction.md "
+                    "and the quality record and family into task.json")
+    tl.add_argument("--json", action="store_true", help="print the reports as JSON")
     t.set_defaults(func=run)
+
+
+def clone_of(args, repo: str) -> Path:
+    from sweserve.environment.context import known_clone
+    from sweserve.errors import SweserveError
+
+    if args.repo_path:
+        path = Path(args.repo_path)
+        if not path.exists():
+            raise SweserveError(f"--repo-path {path}: no such folder")
+        return path
+    path = known_clone(Path(args.state_dir), repo)
+    if path is None:
+        raise SweserveError(f"no clone of {repo} recorded in {args.state_dir}: pass --repo-path")
+    return path
+
+
+def lint(args, console: Console) -> int:
+    from sweserve.dataset.lint import lint_task
+    from sweserve.dataset.taskstore import select
+
+    tasks_dir = Path(args.tasks)
+    bundles = select(tasks_dir, args.task_ids)
+    reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write)
+               for b in bundles]
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
+    else:
+        table = Table(title=f"lint {tasks_dir}")
+        for name in ("task", "family", "conf", "statement", "names", "leaks", "unfair", "result"):
+            table.add_column(name, no_wrap=name in ("task", "result"))
+        for r in reports:
+            q = r.quality
+            table.add_row(r.task_id, r.family, f"{r.family_confidence:.0%}", f"{q.statement_chars} {q.statement_source}",
+                          str(len(q.interface)), str(len(q.leaks)), str(len(q.unfair)),
+                          "[green]ok[/]" if r.passed else "[red]FAIL[/]")
+        console.print(table)
+        for r in reports:
+            for finding in r.quality.findings:
+                console.print(f"{r.task_id}: {finding}", markup=False, highlight=False, soft_wrap=True)
+        failed = sum(not r.passed for r in reports)
+        console.print(f"{len(reports) - failed} passed, {failed} failed" + (" (written)" if args.write else ""))
+    return 1 if any(not r.passed for r in reports) else 0
 
 
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import load_bundle, select, task_dirs
 
+    if args.tasks_cmd == "lint":
+        return lint(args, console)
     tasks_dir = Path(args.tasks)
     if args.tasks_cmd == "show":
         bundle = select(tasks_dir, [args.task_id])[0]
         if args.json:
             print(bundle.task.model_dump_json(indent=2))
             return 0
-        console.print_json(bundle.task.model_dump_json(exclude={"validation"}))
+        console.print_json(bundle.task.model_dump_json(exclude={"validation", "quality"}))
+        console.rule("quality")
+        console.print(quality_lines(bundle.task), markup=False, highlight=False)
         console.rule("instruction")
-        console.print(bundle.instruction)
+        console.print(bundle.instruction, markup=False, highlight=False)
         return 0
     table = Table(title=str(tasks_dir))
-    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus"):
+    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint"):
         table.add_column(name, no_wrap=True)
     rows = []
     for d in task_dirs(tasks_dir):
         task = load_bundle(d).task
         state = task.validation.status if task.validation else "no"
         rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"}) | {"validated": state})
+        lint_state = "-" if task.quality is None else "ok" if task.quality.passed else "FAIL"
         table.add_row(task.task_id, task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
-                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus))
+                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus), lint_state)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         console.print(table)
     return 0
+
+
+def quality_lines(task) -> str:
+    """The quality record in a few lines: statement, interface, lint result and why."""
+    q = task.quality
+    conf = f" ({task.family_confidence:.0%} of changed lines)" if task.family_confidence is not None else ""
+    head = f"family: {task.family}{conf}" + (" (override)" if task.family_override else "")
+    if q is None:
+        return head + "\nlint: not run (sweserve tasks lint)"
+    lines = [head, f"statement: {q.statement_source}, {q.statement_chars} characters",
+             f"interface ({q.interface_from or '-'}): {len(q.interface)} names"
+             + "".join(f"\n  {i.kind} {i.name}" + (f" {i.keyword}=" if i.keyword else "") for i in q.interface),
+             "lint: passed" if q.passed else "lint: FAILED" + "".join(f"\n  {f}" for f in q.findings)]
+    lines += [f"note: {n}" for n in q.notes]
+    return "\n".join(lines)

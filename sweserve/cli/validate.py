@@ -21,6 +21,7 @@ def register(sub, common) -> None:
     v.add_argument("--workers", type=int, default=1, help="tasks validated at once (default: 1)")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
+    v.add_argument("--reject-lint", action="store_true", help="reject valid tasks that fail `sweserve tasks lint`")
     v.set_defaults(func=run)
 
 
@@ -34,6 +35,7 @@ def run(args, console: Console) -> int:
     bundles = select(tasks_dir, args.task_ids)
     if args.runs < 1 or args.workers < 1:
         raise SweserveError("--runs and --workers must be at least 1")
+    repos = {b.task.task_id: b.task.repo for b in bundles}
     ctx = make_context(args, console)
     outcomes = []
     try:
@@ -41,6 +43,8 @@ def run(args, console: Console) -> int:
             bar = progress.add_task("validating", total=len(bundles))
             for outcome in validate_all(ctx, tasks_dir, bundles, runs=args.runs, record=not args.no_record,
                                         workers=args.workers):
+                if not args.no_record:  # the interface section needs FAIL_TO_PASS: regenerate it now
+                    lint_after_validation(ctx, tasks_dir, repos[outcome.task_id], outcome, args.reject_lint, console)
                 outcomes.append(outcome)
                 progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}")
                 progress.advance(bar)
@@ -64,3 +68,21 @@ def run(args, console: Console) -> int:
     console.print(f"{valid} valid, {len(bad)} rejected, {len(outcomes) - valid - len(bad)} skipped"
                   + (f"; rejected by reason: {dict(Counter(reason_category(o) for o in bad).most_common())}" if bad else ""))
     return 1 if bad else 0
+
+
+def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool, console: Console) -> None:
+    """Regenerate the interface section and quality record; with reject, a valid task failing lint is rejected."""
+    from sweserve.dataset.lint import lint_task
+    from sweserve.errors import RejectionCategory
+
+    clone = ctx.clone_for(repo)
+    if clone is None:
+        return
+    try:
+        report = lint_task(tasks_dir / outcome.task_id, clone, write=True, reject=reject and outcome.status == "valid")
+    except SweserveError as exc:
+        console.print(f"[dim]lint {outcome.task_id}: {exc}[/]")
+        return
+    if report.rejected:
+        outcome.status, outcome.reason = "rejected", f"lint: {report.quality.findings[0]}"
+        outcome.category = RejectionCategory.LINT

@@ -1,52 +1,75 @@
-"""Does a problem statement give the answer away? Lines of the oracle's added code, or the hidden tests' names.
+"""Leaks: statement text that gives away the oracle's code or the hidden tests.
 
-`leak_findings` is used to discard a leaking rewrite at mining time and by `sweserve tasks lint`.
-A line counts when the statement contains it whole (whitespace-insensitive) and it is long enough to
-be more than boilerplate (`return None`, `else:`, `}`); a test name counts as a whole word.
+A statement leaks when it repeats a line the oracle or the hidden tests add (a solution pasted into
+the issue, an expected value copied from an assert), or names a hidden test function, test class or
+test file (an instruction that lists the tests to write). Pure text comparison: no repository needed.
 """
 
 from __future__ import annotations
 
 import re
 
-MIN_LINE_CHARS = 20  # shorter added lines are too generic to call a leak
+from sweserve.dataset.patches import split_sections, section_paths
 
-_TEST_NAME = re.compile(r"^\+\s*(?:async\s+)?def\s+(test\w*)\s*\(|^\+\s*class\s+(Test\w*)\b")
+MIN_LINE_CHARS = 30  # shorter lines ("return None", "self.x = x") are too common to count as a copy
+_SPACE = re.compile(r"\s+")
+_TEST_DEF = re.compile(r"^\+\s*(?:async\s+)?def\s+(test\w+)|^\+\s*class\s+(Test\w+)", re.MULTILINE)
+_TEST_FILE = re.compile(r"(?:^|/)((?:test_\w+|\w+_test)\.py)$")
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.split())
+    return _SPACE.sub(" ", text).strip()
 
 
-def added_lines(patch: str) -> list[str]:
-    """The added lines of a unified diff, without the '+' and surrounding whitespace, in order, once each."""
-    seen: dict[str, None] = {}
-    for line in (patch or "").splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            text = _norm(line[1:])
-            if text:
-                seen.setdefault(text, None)
-    return list(seen)
+def _lines(patch: str, sign: str) -> list[str]:
+    return [ln[1:] for ln in patch.splitlines() if ln.startswith(sign) and not ln.startswith(sign * 3 + " ")]
+
+
+def copied_lines(statement: str, patch: str) -> list[str]:
+    """Lines the patch adds (not merely moves) that the statement repeats, long enough to be no accident."""
+    norm_statement = _norm(statement)
+    removed = {_norm(ln) for ln in _lines(patch, "-")}
+    found: list[str] = []
+    for line in _lines(patch, "+"):
+        text = _norm(line)
+        if (len(text) < MIN_LINE_CHARS or text in removed or text.startswith(("#", '"""', "'''"))
+                or text in found):
+            continue
+        if text in norm_statement:
+            found.append(text)
+    return found
 
 
 def hidden_test_names(tests_patch: str) -> list[str]:
-    """Names of test functions and Test classes the tests patch adds or changes."""
-    names: dict[str, None] = {}
-    for line in (tests_patch or "").splitlines():
-        m = _TEST_NAME.match(line)
-        if m:
-            names.setdefault(m[1] or m[2], None)
-    return list(names)
+    """Test functions and classes the tests patch adds, and the test files it creates."""
+    names = {a or b for a, b in _TEST_DEF.findall(tests_patch)}
+    for section in split_sections(tests_patch):
+        if "\n--- /dev/null" not in section:
+            continue  # the file exists at base: naming it gives nothing away
+        for path in section_paths(section):
+            if (m := _TEST_FILE.search(path)):
+                names.add(m.group(1))
+    return sorted(names)
+
+
+def named_tests(statement: str, tests_patch: str) -> list[str]:
+    return [n for n in hidden_test_names(tests_patch)
+            if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", statement)]
+
+
+def _example(lines: list[str], what: str) -> str:
+    first = lines[0] if len(lines[0]) <= 80 else lines[0][:77] + "..."
+    return f"{len(lines)} line{'s' if len(lines) > 1 else ''} {what}, e.g. `{first}`"
 
 
 def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[str]:
-    """One line per leak: an oracle-added code line the statement quotes, or a hidden test name it mentions."""
-    findings: list[str] = []
-    flat = _norm(statement)
-    for line in added_lines(oracle_patch):
-        if len(line) >= MIN_LINE_CHARS and re.search(r"\w", line) and line in flat:
-            findings.append(f"quotes a line the oracle patch adds: {line[:100]}")
-    for name in hidden_test_names(tests_patch):
-        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", statement):
-            findings.append(f"names a hidden test: {name}")
+    """What in the statement gives away the solution or the hidden tests, one line each (empty: no leak)."""
+    findings = []
+    if (lines := copied_lines(statement, oracle_patch)):
+        findings.append("statement repeats " + _example(lines, "the oracle adds"))
+    if (lines := copied_lines(statement, tests_patch)):
+        findings.append("statement repeats " + _example(lines, "of the hidden tests"))
+    if (names := named_tests(statement, tests_patch)):
+        findings.append(f"statement names hidden tests: {', '.join(names[:5])}"
+                        + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
     return findings

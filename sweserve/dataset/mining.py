@@ -185,8 +185,8 @@ def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit,
     test_files = sorted(c.path for c in split.tests if c.status != "D" and profile.is_test_file(c.path))
     if not test_files:
         return "non_python" if not any(c.path.endswith(".py") for c in split.tests) else "no_test_files"
-    family = profile.classify(pr.title, [c.path for c in split.code])
-    if family is None:
+    family = profile.classification(pr.title, split.code, pr.number)
+    if family.family is None:
         return "unclassified"
     try:
         oracle = make_patch(repo, base, head, split.code)
@@ -202,7 +202,8 @@ def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit,
         title=pr.title,
         base_commit=base,
         merge_commit=head,
-        family=family,
+        family=family.family,
+        family_confidence=family.confidence,
         created_at=pr.commit.committed_datetime,
         resources=Resources(),
         dependencies=dependency_set(repo, base, profile.dependency_files, profile.dependency_extras),

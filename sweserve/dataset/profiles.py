@@ -47,6 +47,8 @@ class RepoProfile(BaseModel):
     runner: Literal["pytest", "unittest"] = "pytest"
     test_env: dict[str, str] = Field(default_factory=dict)
     family_rules: list[FamilyRule]
+    family_overrides: dict[int, Family] = Field(default_factory=dict, description="PR number -> family; wins "
+                                                "over rules and title tags")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
 
@@ -58,18 +60,73 @@ class RepoProfile(BaseModel):
         name = path.rsplit("/", 1)[-1]
         return self.is_test_path(path) and any(fnmatch.fnmatchcase(name, p) for p in self.test_file_patterns)
 
-    def classify(self, title: str, paths: list[str]) -> Family | None:
-        """The family of a PR: a matching title tag wins, else the rule matching most changed paths."""
+    def classification(self, title: str, changes: list, pr_number: int | None = None) -> "Classification":
+        """The family of a PR, weighted by changed lines, with how sure the paths make it.
+
+        changes: the oracle's files, each a path (one line) or an object with ``path``, ``added`` and
+        ``deleted``. Order of precedence: this profile's ``family_overrides`` for the PR, a ``[tag]`` of the
+        title, then the family whose paths hold most changed lines. Each path counts for the one rule glob
+        that matches it most specifically (most literal characters), so ``layers/*sampler*`` beats
+        ``layers/*``. confidence is the winning family's share of all changed lines.
+        """
+        lines: dict[str, int] = {}
+        total = 0
+        for change in changes:
+            path, weight = _path_and_lines(change)
+            total += weight
+            family = self.family_of_path(path)
+            if family is not None:
+                lines[family] = lines.get(family, 0) + weight
+
+        def result(family, source):
+            share = round(lines.get(family, 0) / total, 3) if total and family else 0.0
+            return Classification(family=family, confidence=share, lines=lines, total=total, source=source)
+
+        if pr_number is not None and pr_number in self.family_overrides:
+            return result(self.family_overrides[pr_number], "override")
         tags = {t.strip().lower() for t in re.findall(r"\[([^\]]+)\]", title)}
         for rule in self.family_rules:
             if tags & {t.lower() for t in rule.title_tags}:
-                return rule.family
-        best, best_count = None, 0
+                return result(rule.family, "title_tag")
+        order = {r.family: i for i, r in reversed(list(enumerate(self.family_rules)))}
+        best = max(lines, key=lambda fam: (lines[fam], -order[fam]), default=None)
+        if best is None or lines[best] == 0:
+            return result(None, "none")
+        return result(best, "paths")
+
+    def classify(self, title: str, changes: list) -> Family | None:
+        """The family of a PR (see classification)."""
+        return self.classification(title, changes).family
+
+    def family_of_path(self, path: str) -> Family | None:
+        """The family of the rule glob that matches this path most specifically (first rule on a tie)."""
+        best, best_score = None, -1
         for rule in self.family_rules:
-            count = sum(1 for p in paths if any(fnmatch.fnmatchcase(p, g) for g in rule.paths))
-            if count > best_count:
-                best, best_count = rule.family, count
+            for glob in rule.paths:
+                if fnmatch.fnmatchcase(path, glob):
+                    score = len(re.sub(r"[*?]|\[[^\]]*\]", "", glob))
+                    if score > best_score:
+                        best, best_score = rule.family, score
         return best
+
+
+class Classification(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    family: Family | None
+    confidence: float = Field(ge=0, le=1)
+    lines: dict[str, int] = Field(default_factory=dict, description="changed lines per family")
+    total: int = Field(0, description="changed lines in all")
+    source: Literal["override", "title_tag", "paths", "none"]
+
+    def share(self, family: str | None) -> float:
+        """The family's share of all changed lines."""
+        return round(self.lines.get(family, 0) / self.total, 3) if self.total and family else 0.0
+
+
+def _path_and_lines(change) -> tuple[str, int]:
+    if isinstance(change, str):
+        return change, 1
+    return change.path, max(int(change.added) + int(change.deleted), 1)
 
 
 def available(search: ConfigSearch) -> list[str]:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.clones import remember_clone
+from sweserve.dataset.lint import lint_task
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all
@@ -40,6 +41,7 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
         outcomes = []
         for o in validate_all(ctx, tasks_dir, bundles, runs=runs):
             outcomes.append(o)
+            lint_task(tasks_dir / o.task_id, repo_dir, write=True)  # interface section, quality record
             console.print(f"  validated {o.task_id}: {o.status} (F2P {o.fail_to_pass}, P2P {o.pass_to_pass})"
                           + (f" {o.reason}" if o.reason else ""))
         console.print(f"[bold]3/5[/] validated {sum(o.status == 'valid' for o in outcomes)}/{len(outcomes)} tasks")

@@ -1,0 +1,161 @@
+"""Lint: can an honest engineer solve this task from its instruction alone?
+
+One task at a time, from its folder and the clone it was mined from (read with git, never checked out):
+
+- **interface** — the names its FAIL_TO_PASS tests (every test of tests.patch before validation) need
+  that base_commit lacks and the oracle adds (``interface.py``), written into instruction.md as a
+  "## New interfaces" section when ``write`` is set;
+- **leaks** — the statement repeats oracle or test lines, or names hidden tests (``leaks.py``);
+- **unfair** — a FAIL_TO_PASS test needs a name that is not at base and that the instruction (statement
+  and section) never mentions;
+- **statement** — where it came from and how long it is: too short fails;
+- **family** — what the profile's rules say now (lines per family), with the task's override winning.
+
+The outcome is a ``QualityRecord`` (saved in task.json with ``write``); ``findings`` lists what fails.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from sweserve.dataset.interface import interface_for, statement_of, with_interface
+from sweserve.dataset.leaks import leak_findings
+from sweserve.dataset.patches import split_sections
+from sweserve.dataset.profiles import Classification, load_profile
+from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
+from sweserve.models import QualityRecord, TaskBundle
+
+MIN_STATEMENT_CHARS = 150  # a title and one sentence; anything shorter leaves the change to be guessed
+NOTE_PREFIX = "lint: "  # lint's own notes, replaced on each run; others (mining's) are kept
+
+
+class FileLines(BaseModel):
+    path: str
+    added: int = 0
+    deleted: int = 0
+
+
+class LintReport(BaseModel):
+    task_id: str
+    family: str
+    family_confidence: float | None = None
+    classification: Classification | None = None
+    quality: QualityRecord
+    instruction: str  # as it is (or is now, with write)
+    written: bool = False
+    rejected: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.quality.passed
+
+
+def changed_lines(patch: str) -> list[FileLines]:
+    """Added and deleted lines per file of a git patch (the new path of a rename)."""
+    files = []
+    for section in split_sections(patch):
+        path, added, deleted, in_hunk = None, 0, 0, False
+        for line in section.splitlines():
+            if not in_hunk:
+                if line.startswith("+++ ") and line[4:].strip() != "/dev/null":
+                    path = line[4:].split("\t")[0].strip().removeprefix("b/")
+                elif line.startswith("--- ") and path is None and line[4:].strip() != "/dev/null":
+                    path = line[4:].split("\t")[0].strip().removeprefix("a/")
+                elif line.startswith("@@"):
+                    in_hunk = True
+                continue
+            if line.startswith("+"):
+                added += 1
+            elif line.startswith("-"):
+                deleted += 1
+        if path is None:  # binary or mode-only: `diff --git a/X b/X`
+            path = section.split("\n", 1)[0].rsplit(" b/", 1)[-1]
+        files.append(FileLines(path=path, added=added, deleted=deleted))
+    return files
+
+
+def mentioned(word: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def statement_findings(statement: str, source: str) -> list[str]:
+    body = statement.strip()
+    if source == "title_only" or len(body) < MIN_STATEMENT_CHARS:
+        what = "is the PR title only" if source == "title_only" else f"has {len(body)} characters"
+        return [f"statement {what} (source {source}; at least {MIN_STATEMENT_CHARS} characters wanted)"]
+    return []
+
+
+def _source(bundle: TaskBundle) -> str:
+    if bundle.task.quality is not None:
+        return bundle.task.quality.statement_source
+    body = statement_of(bundle.instruction).strip().split("\n", 1)
+    return "pr_description" if len(body) > 1 and body[1].strip() else "title_only"
+
+
+def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> LintReport:
+    """The quality record of a task; with write, the instruction it should have (section regenerated)."""
+    task = bundle.task
+    interface = interface_for(repo_path, task, bundle.oracle_patch, bundle.tests_patch)
+    instruction = with_interface(bundle.instruction, interface.items) if write else bundle.instruction
+    statement = statement_of(instruction)
+    source = _source(bundle)
+    unfair = {}
+    for test_id, needs in interface.needs.items():
+        missing = [n.name for n in needs if not mentioned(n.word, instruction)]
+        if missing:
+            unfair[test_id] = missing
+    leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
+    findings = list(leaks)
+    findings += [f"unfair: {t} needs {', '.join(f'`{n}`' for n in names[:4])}"
+                 + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                 + " (not at base, not in the instruction)" for t, names in unfair.items()]
+    findings += statement_findings(statement, source)
+    notes = []
+    if interface.not_found:
+        notes.append(f"{len(interface.not_found)} FAIL_TO_PASS tests not found in the test files, "
+                     f"e.g. {interface.not_found[0]}")
+    if not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
+        notes.append("instruction.md lacks the current 'New interfaces' section (lint --write adds it)")
+    profile = load_profile(task.profile)
+    classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number)
+    family = task.family_override or classification.family or task.family
+    if family != task.family:
+        notes.append(f"family: recorded {task.family}, now {family}"
+                     + (" (override)" if task.family_override else f" ({classification.source})"))
+    confidence = classification.share(family)
+    if task.family_override is None and classification.source == "paths" and confidence < 0.5:
+        notes.append(f"family {family} holds only {confidence:.0%} of the changed lines")
+    previous = task.quality or QualityRecord(statement_source=source)  # mining's fields are kept
+    kept = [n for n in previous.notes if not n.startswith(NOTE_PREFIX)]
+    quality = previous.model_copy(update=dict(
+        statement_chars=len(statement.strip()), notes=kept + [NOTE_PREFIX + n for n in notes],
+        interface_from=interface.source, interface=interface.items, leaks=leaks, unfair=unfair,
+        findings=findings,
+    ))
+    return LintReport(task_id=task.task_id, family=family, family_confidence=confidence,
+                      classification=classification, quality=quality, instruction=instruction)
+
+
+def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool = False) -> LintReport:
+    """Lint one task folder. write: regenerate the section and record quality and family in task.json.
+    reject: a validated task that fails lint is marked rejected (reason 'lint: …')."""
+    bundle = load_bundle(task_dir)
+    report = lint_bundle(bundle, repo_path, write=write)
+    task = bundle.task
+    if write:
+        if report.instruction != bundle.instruction:
+            (task_dir / TEXT_FILES["instruction"]).write_text(report.instruction, encoding="utf-8")
+        task.quality = report.quality
+        task.family, task.family_confidence = report.family, report.family_confidence
+        report.written = True
+    if reject and not report.passed and task.validation is not None and task.validation.status == "valid":
+        task.validation.status = "rejected"
+        task.validation.reason = f"lint: {report.quality.findings[0]}"
+        report.rejected = True
+    if report.written or report.rejected:
+        save_task(task_dir, task)
+    return report

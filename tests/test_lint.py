@@ -1,0 +1,301 @@
+"""Lint on fixture repositories: the interface section, leaks, unfair tests, statement length, the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sweserve.dataset.interface import CLOSE_MARK, OPEN_MARK, statement_of, with_interface
+from sweserve.dataset.leaks import leak_findings
+from sweserve.dataset.lint import lint_task
+from sweserve.dataset.mining import mine, open_repo
+from sweserve.dataset.profiles import load_profile
+from sweserve.dataset.taskstore import load_bundle, save_task
+from sweserve.models import QualityRecord, ValidationRecord
+
+SRC = "python/sglang/srt/layers/sampler.py"
+TEST = "test/srt/test_sampler.py"
+TASK = "sgl-project__sglang-50"
+
+BASE_SRC = '''"""Sampling from logits."""
+
+
+def top_k(logits, k):
+    """Keep the k largest logits."""
+    return sorted(logits, reverse=True)[:k]
+
+
+class Sampler:
+    def __init__(self, vocab_size):
+        self.vocab_size = vocab_size
+
+    def sample(self, logits):
+        return max(range(len(logits)), key=logits.__getitem__)
+'''
+
+ORACLE_SRC = '''"""Sampling from logits."""
+
+
+class InvalidProbability(ValueError):
+    """Raised when a probability threshold is outside [0, 1]."""
+
+
+def min_p_filter(probs: list[float], min_p: float, *, renormalize: bool = True) -> list[float]:
+    """Zero every probability below min_p times the largest one."""
+    if not 0 <= min_p <= 1:
+        raise InvalidProbability(min_p)
+    cut = max(probs) * min_p
+    kept = [p if p >= cut else 0.0 for p in probs]
+    total = sum(kept) if renormalize else 1.0
+    return [p / total for p in kept]
+
+
+def top_k(logits, k, largest=True):
+    """Keep the k largest logits."""
+    return sorted(logits, reverse=largest)[:k]
+
+
+def _with_aliases(cls):
+    for name in ("greedy",):
+        setattr(cls, f"sample_{name}", cls.sample)
+    return cls
+
+
+@_with_aliases
+class Sampler:
+    def __init__(self, vocab_size):
+        self.vocab_size = vocab_size
+
+    def sample(self, logits, temperature=1.0):
+        return max(range(len(logits)), key=logits.__getitem__)
+'''
+
+BASE_TEST = '''from sglang.srt.layers.sampler import top_k
+
+
+def test_top_k():
+    assert top_k([1, 3, 2], 1) == [3]
+'''
+
+PR_TEST = '''import pytest
+
+from sglang.srt.layers.sampler import InvalidProbability, Sampler, min_p_filter, top_k
+
+
+def test_top_k():
+    assert top_k([1, 3, 2], 1) == [3]
+
+
+def test_top_k_smallest():
+    assert top_k([1, 3, 2], 1, largest=False) == [1]
+
+
+def test_min_p_rejects_out_of_range():
+    assert min_p_filter([0.5, 0.05], 0.2) == [1.0, 0.0]
+    with pytest.raises(InvalidProbability):
+        min_p_filter([0.5], 2.0)
+
+
+class TestSampler:
+    def setup_method(self):
+        self.sampler = Sampler(vocab_size=3)
+
+    def test_temperature(self):
+        assert self.sampler.sample([1, 3, 2], temperature=0.5) == 1
+
+    def test_greedy_alias(self):
+        assert self.sampler.sample_greedy([1, 3, 2]) == 1
+
+
+class TestSamplerAgain(TestSampler):
+    pass
+'''
+
+STATEMENT = ("Add min-p sampling (#50)\n\nSampling should support min-p filtering: drop every token whose "
+             "probability is below a fraction of the most likely token's, and report thresholds outside the unit "
+             "interval as an error. Greedy sampling should also be easier to call.\n")
+
+
+@pytest.fixture
+def task_repo(make_repo, tmp_path):
+    """A repo with one mined task (#50) whose hidden tests use a new function, exception and keywords."""
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, TEST: BASE_TEST})
+    repo.commit(STATEMENT, {SRC: ORACLE_SRC, TEST: PR_TEST})
+    tasks = tmp_path / "tasks"
+    report = mine(open_repo(repo.path), load_profile("sglang"), tasks)
+    assert report.written == [TASK]
+    return repo, tasks
+
+
+def set_fail_to_pass(task_dir, ids):
+    bundle = load_bundle(task_dir)
+    bundle.task.FAIL_TO_PASS = ids
+    bundle.task.validation = ValidationRecord(status="valid", runs=1)
+    save_task(task_dir, bundle.task)
+
+
+def test_interface_lists_new_function_keyword_and_exception_with_signatures(task_repo):
+    repo, tasks = task_repo
+    report = lint_task(tasks / TASK, repo.path)
+    items = {(i.kind, i.name, i.keyword): i for i in report.quality.interface}
+    mod = "sglang.srt.layers.sampler"
+    fn = items[("function", f"{mod}.min_p_filter", None)]
+    assert fn.signature == "min_p_filter(probs: list[float], min_p: float, *, renormalize: bool=True) -> list[float]"
+    assert fn.doc == "Zero every probability below min_p times the largest one." and fn.path == SRC
+    exc = items[("exception", f"{mod}.InvalidProbability", None)]
+    assert exc.signature == "class InvalidProbability(ValueError)"
+    assert exc.doc == "Raised when a probability threshold is outside [0, 1]."
+    kw = items[("keyword", f"{mod}.top_k", "largest")]
+    assert kw.signature == "top_k(logits, k, largest=True)" and kw.doc == "Keep the k largest logits."
+    assert ("keyword", f"{mod}.Sampler.sample", "temperature") in items  # through an instance made in setup
+    assert len(items) == 4, items.keys()
+    assert report.quality.interface_from == "tests_patch"  # not validated yet: every test of tests.patch
+
+
+def test_unfair_until_the_section_is_written_then_only_the_unknown_name(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    greedy, smallest = f"{TEST}::TestSampler::test_greedy_alias", f"{TEST}::test_top_k_smallest"
+    set_fail_to_pass(d, [greedy, smallest, f"{TEST}::test_min_p_rejects_out_of_range"])
+
+    before = lint_task(d, repo.path)  # the statement alone announces none of the new names
+    assert set(before.quality.unfair) == {greedy, smallest, f"{TEST}::test_min_p_rejects_out_of_range"}
+    assert not before.passed and any("lint --write" in n for n in before.quality.notes)
+    assert OPEN_MARK not in (d / "instruction.md").read_text()  # without write nothing changes
+
+    after = lint_task(d, repo.path, write=True)
+    text = (d / "instruction.md").read_text()
+    assert text.count(OPEN_MARK) == 1 and text.count(CLOSE_MARK) == 1 and "## New interfaces" in text
+    assert "`sglang.srt.layers.sampler.min_p_filter`" in text and "`largest`" in text
+    assert after.quality.interface_from == "fail_to_pass"
+    # sample_greedy is made by a class decorator: not at base, not visibly added, not in the instruction
+    assert after.quality.unfair == {greedy: ["sglang.srt.layers.sampler.Sampler.sample_greedy"]}
+    assert [f for f in after.quality.findings if f.startswith("unfair")] == [
+        f"unfair: {greedy} needs `sglang.srt.layers.sampler.Sampler.sample_greedy` (not at base, not in the instruction)"]
+    saved = load_bundle(d).task
+    assert saved.quality == after.quality and saved.family == "decoding"  # layers/sampler.py is decoding
+
+    again = lint_task(d, repo.path, write=True)  # idempotent
+    assert (d / "instruction.md").read_text() == text and again.quality == after.quality
+
+
+def test_fail_to_pass_ids_relative_to_pytest_rootdir(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    set_fail_to_pass(d, ["srt/test_sampler.py::test_top_k_smallest",  # rootdir test/ (an ini file there)
+                         "srt/test_sampler.py::TestSamplerAgain::test_temperature"])  # inherited
+    report = lint_task(d, repo.path)
+    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "largest"),
+                                                                        ("keyword", "temperature")]
+    assert not any("not found" in n for n in report.quality.notes)
+
+
+def test_reject_marks_a_validated_task_rejected(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    set_fail_to_pass(d, [f"{TEST}::TestSampler::test_greedy_alias"])
+    report = lint_task(d, repo.path, write=True, reject=True)
+    task = load_bundle(d).task
+    assert report.rejected and task.validation.status == "rejected" and not task.validated
+    assert task.validation.reason.startswith("lint: unfair:")
+
+
+def test_section_is_replaced_not_appended():
+    from sweserve.models import InterfaceItem
+
+    one = [InterfaceItem(kind="function", name="m.f", signature="f(x)")]
+    two = [InterfaceItem(kind="function", name="m.g", signature="g(y)")]
+    text = with_interface("# Title\n\nBody.\n", one)
+    assert with_interface(text, one) == text
+    replaced = with_interface(text, two)
+    assert "m.g" in replaced and "m.f" not in replaced and replaced.count(OPEN_MARK) == 1
+    assert with_interface(replaced, []) == "# Title\n\nBody.\n" == statement_of(replaced)
+    # a stray marker in a PR body neither hides text nor survives
+    stray = f"# Title\n\n{OPEN_MARK} Body.\n"
+    assert statement_of(with_interface(stray, one)) == "# Title\n\n Body.\n"
+    assert with_interface(with_interface(stray, one), one).count(OPEN_MARK) == 1
+
+
+def test_leaks_oracle_lines_and_test_names(task_repo):
+    repo, tasks = task_repo
+    b = load_bundle(tasks / TASK)
+    assert leak_findings(b.instruction, b.oracle_patch, b.tests_patch) == []
+    copied = b.instruction + "\n```python\n    kept = [p if p >= cut else 0.0 for p in probs]\n```\n"
+    assert leak_findings(copied, b.oracle_patch, b.tests_patch) == [
+        "statement repeats 1 line the oracle adds, e.g. `kept = [p if p >= cut else 0.0 for p in probs]`"]
+    named = b.instruction + "\nMake test_min_p_rejects_out_of_range and TestSampler pass.\n"
+    assert leak_findings(named, b.oracle_patch, b.tests_patch) == [
+        "statement names hidden tests: TestSampler, test_min_p_rejects_out_of_range"]
+    asserted = b.instruction + "\nFor example `assert top_k([1, 3, 2], 1, largest=False) == [1]`.\n"
+    assert leak_findings(asserted, b.oracle_patch, b.tests_patch)[0].startswith(
+        "statement repeats 1 line of the hidden tests")
+    # a line the oracle only moves is no leak, nor a short one
+    moved = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-    return sorted(logits, reverse=True)[:k]\n" \
+            "+    return sorted(logits, reverse=True)[:k]\n+    return x\n"
+    assert leak_findings("    return sorted(logits, reverse=True)[:k]\n return x", moved, "") == []
+
+
+def test_short_statement_fails_lint(make_repo, tmp_path):
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, TEST: BASE_TEST})
+    repo.commit("Fix top-k (#51)", {SRC: BASE_SRC.replace("reverse=True", "reverse=True, key=float"),
+                                    TEST: BASE_TEST + "\n\ndef test_floats():\n    assert top_k([1.5], 1) == [1.5]\n"})
+    mine(open_repo(repo.path), load_profile("sglang"), tmp_path / "tasks")
+    d = tmp_path / "tasks" / "sgl-project__sglang-51"
+    report = lint_task(d, repo.path)
+    assert report.quality.statement_source == "title_only" and report.quality.statement_chars == len("# Fix top-k")
+    assert report.quality.findings == [
+        "statement is the PR title only (source title_only; at least 150 characters wanted)"]
+    # what mining recorded stays; lint's own notes are replaced on each run
+    task = load_bundle(d).task
+    task.quality = QualityRecord(statement_source="commit_message", notes=["no linked issue"])
+    save_task(d, task)
+    for _ in range(2):
+        report = lint_task(d, repo.path, write=True)
+    assert report.quality.statement_source == "commit_message" and report.quality.notes == ["no linked issue"]
+
+
+def run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_lint_cli_exit_codes(task_repo, tmp_path):
+    repo, tasks = task_repo
+    common = ["--tasks", str(tasks), "--state-dir", str(tmp_path / "state")]
+    failing = run_cli("tasks", "lint", *common, "--repo-path", str(repo.path), "--json", cwd=tmp_path)
+    assert failing.returncode == 1, failing.stderr
+    assert json.loads(failing.stdout)[0]["task_id"] == TASK
+    fixed = run_cli("tasks", "lint", TASK, *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
+    # every test of tests.patch: test_greedy_alias still needs the decorator-made name
+    assert fixed.returncode == 1 and "sample_greedy" in fixed.stdout
+    set_fail_to_pass(tasks / TASK, [f"{TEST}::test_top_k_smallest"])
+    ok = run_cli("tasks", "lint", *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    shown = run_cli("tasks", "show", TASK, *common, cwd=tmp_path)
+    assert shown.returncode == 0 and "lint: passed" in shown.stdout
+    for bad in (["nope__x-1"], ["--repo-path", str(tmp_path / "missing")]):
+        out = run_cli("tasks", "lint", *common, *bad, cwd=tmp_path)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    no_clone = run_cli("tasks", "lint", *common, cwd=tmp_path)  # mined by a function, no clone recorded
+    assert no_clone.returncode == 2 and "--repo-path" in no_clone.stderr
+
+
+def test_family_override_in_task_json_wins_and_lint_relabels(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    bundle = load_bundle(d)
+    bundle.task.family = "kernels-quant"  # as mined with the old rules (layers/* was kernels-quant)
+    save_task(d, bundle.task)
+    report = lint_task(d, repo.path)
+    assert report.family == "decoding" and any("family: recorded kernels-quant, now decoding" in n
+                                               for n in report.quality.notes)
+    bundle.task.family_override = "serving-api"
+    save_task(d, bundle.task)
+    lint_task(d, repo.path, write=True)
+    task = load_bundle(d).task
+    assert (task.family, task.family_confidence) == ("serving-api", 0.0)
+    # mining again keeps the task (and its override) as it is
+    report = mine(open_repo(repo.path), load_profile("sglang"), tasks)
+    assert report.existing == [TASK] and load_bundle(d).task.family == "serving-api"
