@@ -37,6 +37,8 @@ class Strict(BaseModel):
 class Resources(Strict):
     gpus: int = Field(0, ge=0)
     gpu_memory_gb: float = Field(0, ge=0)
+    hardware: str | None = Field(None, description="GPU class the tests were written for (small, large, h100, "
+                                 "h200, b200, …), from the repo's CI registration")
     cpus: float = Field(2, gt=0)
     memory_gb: float = Field(4, gt=0)
     timeout_s: int = Field(900, gt=0, description="wall-clock limit for the candidate phase")
@@ -78,6 +80,8 @@ class Task(Strict):
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     profile: str
     pr_number: int = Field(gt=0)
+    prs: list[int] = Field(default_factory=list, description="member PRs of a multi-PR task, oldest first "
+                           "(pr_number is the first); empty for a one-PR task")
     title: str
     base_commit: str = Field(pattern=SHA)
     merge_commit: str = Field(pattern=SHA)

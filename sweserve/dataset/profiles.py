@@ -45,11 +45,18 @@ class RepoProfile(BaseModel):
     runner: Literal["pytest", "unittest"] = "pytest"
     test_env: dict[str, str] = Field(default_factory=dict)
     family_rules: list[FamilyRule]
+    exclude_paths: list[str] = Field(default_factory=list, description="fnmatch globs of files left out of "
+                                     "tasks (large data files): never in an oracle or tests patch")
+    ci_registration: bool = Field(False, description="read resources and test time limits from SGLang-style "
+                                  "CI registration (register_*_ci calls, run_suite.py suite lists)")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
 
     def is_test_path(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pat) for pat in self.test_paths)
+
+    def is_excluded(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pat) for pat in self.exclude_paths)
 
     def is_test_file(self, path: str) -> bool:
         """A test module pytest should run (not a helper or fixture file)."""
