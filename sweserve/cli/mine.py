@@ -7,6 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from sweserve.errors import SweserveError
+
 
 def register(sub, common) -> None:
     m = sub.add_parser("mine", parents=[common], help="turn merged PRs of a clone into candidate tasks")
@@ -15,12 +17,18 @@ def register(sub, common) -> None:
     m.add_argument("--rev", default="HEAD", help="history to walk (default: HEAD)")
     m.add_argument("--since", default=None, help="only commits after this date (git --since)")
     m.add_argument("--limit", type=int, default=None, help="stop after N PR candidates")
+    m.add_argument("--clusters", action="store_true",
+                   help="group a PR with its follow-ups (same non-test files, or naming it as #N) into one task")
+    m.add_argument("--cluster-window-days", type=float, default=14, metavar="DAYS",
+                   help="follow-ups count within this many days of the first PR (default: 14)")
+    m.add_argument("--group", action="append", default=[], metavar="N,M,…",
+                   help="these PRs form one task (repeatable; implies --clusters)")
     m.add_argument("--json", action="store_true", help="print the mining report as JSON")
     m.set_defaults(func=run)
 
 
 def run(args, console: Console) -> int:
-    from sweserve.dataset.mining import mine, open_repo
+    from sweserve.dataset.mining import ClusterOptions, mine, open_repo
     from sweserve.dataset.profiles import load_profile
     from sweserve.environment.context import remember_clone
 
@@ -28,8 +36,11 @@ def run(args, console: Console) -> int:
     repo_path = Path(args.repo)
     repo = open_repo(repo_path)
     tasks_dir = Path(args.tasks)
+    clusters = None
+    if args.clusters or args.group:
+        clusters = ClusterOptions(window_days=args.cluster_window_days, groups=[_group(g) for g in args.group])
     with console.status("scanning history …") as status:
-        report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit,
+        report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit, clusters=clusters,
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"))
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
     if args.json:
@@ -37,10 +48,25 @@ def run(args, console: Console) -> int:
         return 0
     console.print(f"[bold]{profile.repo}[/]: scanned {report.scanned} commits, {report.candidates} PR candidates, "
                   f"wrote {len(report.written)} tasks, {len(report.existing)} already present, "
+                  f"{len(report.updated) + len(report.replaced)} updated, "
                   f"rejected {sum(len(v) for v in report.rejected.values())} in {report.duration_s:.2f}s")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if report.replaced:
+        console.print(f"patches changed, validation dropped: {', '.join(report.replaced)}")
     if report.rejected:
         table = Table("reason", "count", "examples")
         for reason, prs in sorted(report.rejected.items()):
             table.add_row(reason, str(len(prs)), "; ".join(prs[:3]))
         console.print(table)
     return 0
+
+
+def _group(text: str) -> list[int]:
+    try:
+        numbers = [int(n.strip().lstrip("#")) for n in text.split(",") if n.strip()]
+    except ValueError:
+        numbers = []
+    if len(numbers) < 2:
+        raise SweserveError(f"--group {text}: expected two or more PR numbers, e.g. 101,104")
+    return numbers

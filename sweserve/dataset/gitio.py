@@ -14,6 +14,7 @@ Every failure carries git's own last message line.
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -71,7 +72,7 @@ class Git:
 
     path: Path
     _cat: subprocess.Popen | None = field(default=None, repr=False)
-    _last_cat_error: str | None = field(default=None, repr=False)
+    _cat_errors: object = field(default=None, repr=False)
 
     def _cmd(self, *args: str) -> list[str]:
         return ["git", "-C", str(self.path), "-c", "core.quotepath=off", *args]
@@ -156,7 +157,8 @@ class Git:
     def read_bytes(self, commit: str, path: str) -> bytes | None:
         if "\n" in path:
             return None
-        cat = self._cat_process()
+        cat, errors = self._cat_process()
+        seen = errors.tell()
         try:
             cat.stdin.write(f"{commit}:{path}\n".encode())
             cat.stdin.flush()
@@ -169,19 +171,31 @@ class Git:
                 if len(data) != size:
                     raise BrokenPipeError
                 return data if parts[1] == "blob" else None
-            if header.endswith("missing\n") or header.endswith("ambiguous\n"):
-                return None
-            raise BrokenPipeError
+            if not header.endswith(("missing\n", "ambiguous\n")):
+                raise BrokenPipeError
         except (BrokenPipeError, ValueError, OSError):
             self.close()
-            msg = self._last_cat_error or f"cannot read {path} at {commit[:12]}"
-            raise GitError(msg) from None
+            raise GitError(self._errors_since(errors, seen) or f"cannot read {path} at {commit[:12]}") from None
+        # cat-file answers "missing" for an object it cannot unpack too, and says why on stderr
+        if (why := self._errors_since(errors, seen)):
+            raise GitError(why)
+        return None
 
-    def _cat_process(self) -> subprocess.Popen:
+    @staticmethod
+    def _errors_since(errors, offset: int) -> str:
+        errors.flush()
+        errors.seek(offset)
+        text = errors.read()
+        errors.seek(0, 2)
+        return last_line(text) if text.strip() else ""
+
+    def _cat_process(self):
         if self._cat is None or self._cat.poll() is not None:
+            self.close()
+            self._cat_errors = tempfile.TemporaryFile()
             self._cat = subprocess.Popen(self._cmd("cat-file", "--batch"), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return self._cat
+                                         stdout=subprocess.PIPE, stderr=self._cat_errors)
+        return self._cat, self._cat_errors
 
     def close(self) -> None:
         if self._cat is not None:
@@ -191,11 +205,14 @@ class Git:
             except OSError:
                 pass
             try:
-                _, err = cat.communicate(timeout=10)
-            except (subprocess.TimeoutExpired, ValueError, OSError):
+                cat.wait(timeout=10)
+            except subprocess.TimeoutExpired:
                 cat.kill()
-                err = b""
-            self._last_cat_error = last_line(err) or None
+                cat.wait()
+            cat.stdout.close()
+        if self._cat_errors is not None:
+            self._cat_errors.close()
+            self._cat_errors = None
 
     def __enter__(self) -> Git:
         return self
