@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from sweserve.dataset.taskstore import save_task
 from sweserve.environment.context import Context
 from sweserve.environment.gpus import skip_reason
+from sweserve.evaluation.accelerators import ACCELERATOR, accelerator_kind, accelerator_tests  # noqa: F401
 from sweserve.errors import SweserveError
 from sweserve.evaluation.grading import (
     PatchError,
@@ -91,26 +92,6 @@ def derive(before: list[TestRun], after: list[TestRun]) -> tuple[list[str], list
         elif all(o != "passed" for o in prior):
             f2p.append(t)
     return sorted(f2p), sorted(p2p), sorted(set(flaky))
-
-
-ACCELERATOR = re.compile(r"\b(tpu|libtpu|gpu|cuda|nvidia|rocm|accelerator|pallas|mosaic|triton)\b", re.IGNORECASE)
-
-
-def accelerator_tests(runs: list[TestRun]) -> dict[str, str]:
-    """Tests that skipped or failed for want of a GPU/TPU, with the reason or error that says so."""
-    found: dict[str, str] = {}
-    for run in runs:
-        for test_id, outcome in run.outcomes.items():
-            why = run.skips.get(test_id, "") if outcome == "skipped" else run.messages.get(test_id, "")
-            if outcome != "passed" and ACCELERATOR.search(why):
-                found[test_id] = why.strip().splitlines()[-1][:200]
-    return found
-
-
-def accelerator_kind(found: dict[str, str]) -> str | None:
-    if not found:
-        return None
-    return "tpu" if any(re.search(r"tpu|pallas|mosaic", w, re.IGNORECASE) for w in found.values()) else "gpu"
 
 
 def recheck(bundle: TaskBundle, before: list[TestRun], after: list[TestRun]) -> str | None:
