@@ -41,7 +41,8 @@ def corrupt(repo, spec):
 
 def test_a_corrupt_object_rejects_its_pr_and_the_others_go_on(make_repo, profile, tmp_path):
     repo = three_prs(make_repo)
-    sha = corrupt(repo, f"HEAD~1:{EXTRA}")
+    repo.commit("direct push", {EXTRA: "UNIQUE = 'now different'\n"})  # git would read a checked-out copy
+    sha = corrupt(repo, f"HEAD~2:{EXTRA}")
     report = mine(open_repo(repo.path), profile, tmp_path / "tasks")
     assert sorted(report.written) == ["sgl-project__sglang-1", "sgl-project__sglang-3"]
     [entry] = report.rejected["git_error"]

@@ -110,35 +110,60 @@ class Git:
     def changes(self, commits: Iterable[CommitInfo]) -> None:
         """Fill each commit's changes against its first parent; a commit git cannot diff gets .error."""
         pending = [c for c in commits if c.parents and c.changes is None and c.error is None]
+
+        def keep(commit: CommitInfo, raw: bytes) -> None:
+            commit.changes = _parse_changes(raw.decode("utf-8", "surrogateescape"))
+
+        for commit, err in self._per_commit(pending, ["-z", "--raw", "--numstat"], keep):
+            commit.changes, commit.error = None, err
+
+    def patches(self, commits: Iterable[CommitInfo], exclude: list[str] = ()) -> dict[str, bytes]:
+        """Each commit's patch against its first parent (binary hunks in), paths matching exclude left out;
+        a commit git cannot diff is left out too."""
+        out: dict[str, bytes] = {}
+        pending = [c for c in commits if c.parents and c.error is None]
+        args = ["-p", "--binary", "--full-index"]
+        if exclude:
+            args += ["--", ".", *(f":(exclude){pat}" for pat in exclude)]
+
+        def keep(commit: CommitInfo, raw: bytes) -> None:
+            out[commit.hexsha] = raw
+
+        for commit, _ in self._per_commit(pending, args, keep):
+            out.pop(commit.hexsha, None)
+        return out
+
+    def _per_commit(self, commits: list[CommitInfo], args: list[str], keep) -> Iterator[tuple[CommitInfo, str]]:
+        """Run `git diff-tree --stdin` over commits in as few processes as git allows, calling keep(commit,
+        output) for each; yields (commit, git's message) for each commit git could not diff."""
+        pending = list(commits)
         while pending:
-            done, err = self._diff_batch(pending)
+            done, err = self._diff_tree(pending, args, keep)
             if err is None:
                 return
             # The batch died on a commit: all but the last one printed are complete. Retry the first
             # unfinished one alone to tell whether it is the bad one, then go on after it.
             pending = pending[max(done - 1, 0):]
             suspect = pending.pop(0)
-            suspect.changes = None
-            _, err = self._diff_batch([suspect])
+            _, err = self._diff_tree([suspect], args, keep)
             if err is not None:
-                suspect.changes, suspect.error = None, err
+                yield suspect, err
 
-    def _diff_batch(self, commits: list[CommitInfo]) -> tuple[int, str | None]:
-        """Diff commits in one process; how many got output, and git's message if it failed."""
-        by_id = {c.hexsha: c for c in commits}
+    def _diff_tree(self, commits: list[CommitInfo], args: list[str], keep) -> tuple[int, str | None]:
+        """One `git diff-tree --stdin` over commits; how many got output, and git's message if it failed."""
         stdin = "".join(f"{c.hexsha} {c.parents[0]}\n" for c in commits).encode()
+        pathspec = args[args.index("--"):] if "--" in args else []
+        options = args[:len(args) - len(pathspec)]
         proc = subprocess.run(
-            self._cmd("diff-tree", "--stdin", "--always", "-z", "-r", "--raw", "--numstat", "-M", "--no-abbrev"),
+            self._cmd("diff-tree", "--stdin", "--always", "-r", "-M", "--no-abbrev", *options, *pathspec),
             input=stdin, capture_output=True,
         )
-        seen = 0
-        for sha, changes in _parse_diff_tree(proc.stdout.decode("utf-8", "surrogateescape")):
-            if sha in by_id:
-                by_id[sha].changes = changes
-                seen += 1
+        chunks = _split_by_commit(proc.stdout, [c.hexsha for c in commits], nul="-z" in options)
+        for commit, raw in zip(commits, chunks):
+            keep(commit, raw)
         if proc.returncode != 0:
-            return seen, last_line(proc.stderr, f"git diff-tree exited {proc.returncode}")
-        return seen, None
+            return len(chunks), last_line(proc.stderr, f"git diff-tree exited {proc.returncode}")
+        return len(chunks), None
 
     def diff(self, base: str, head: str, paths: list[str] | None = None) -> str:
         """A `git apply`-able patch from base to head (binary hunks included)."""
@@ -232,10 +257,32 @@ def _parse_log(text: str) -> Iterator[CommitInfo]:
                          message=message.rstrip("\n") + "\n")
 
 
-def _parse_diff_tree(text: str) -> Iterator[tuple[str, list[FileChange]]]:
-    """(commit, changes) from `git diff-tree --stdin --always -z -r --raw --numstat -M`."""
+def _split_by_commit(out: bytes, shas: list[str], nul: bool) -> list[bytes]:
+    """diff-tree --stdin output cut at each commit's id line (in input order): one chunk per commit printed.
+
+    An id line is the expected 40-hex id alone on a line (NUL-terminated with -z); no line of a patch or of
+    raw/numstat output can be that.
+    """
+    end = b"\0" if nul else b"\n"
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for sha in shas:
+        marker = sha.encode() + end
+        if pos == 0 and out.startswith(marker):
+            start = 0
+        else:
+            found = out.find(end + marker, pos)
+            if found < 0:
+                break
+            start = found + 1
+        spans.append((start, start + len(marker)))
+        pos = start + len(marker)
+    return [out[body:(spans[n + 1][0] if n + 1 < len(spans) else len(out))] for n, (_, body) in enumerate(spans)]
+
+
+def _parse_changes(text: str) -> list[FileChange]:
+    """One commit's `-z --raw --numstat` output as FileChanges."""
     tokens = text.split("\0")
-    sha: str | None = None
     changes: dict[str, FileChange] = {}
     i = 0
     while i < len(tokens):
@@ -262,12 +309,6 @@ def _parse_diff_tree(text: str) -> Iterator[tuple[str, list[FileChange]]]:
                     change.binary = True
                 else:
                     change.added, change.deleted = int(added), int(deleted)
-        elif tok.strip():
-            if sha is not None:
-                yield sha, list(changes.values())
-            sha, changes = tok.strip(), {}
-            i += 1
         else:
             i += 1
-    if sha is not None:
-        yield sha, list(changes.values())
+    return list(changes.values())

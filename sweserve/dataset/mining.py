@@ -177,8 +177,8 @@ def resources_for(profile: RepoProfile, read, test_files: list[str]) -> Resource
     return resources
 
 
-def build_unit(g: Git, profile: RepoProfile, unit: Unit) -> TaskBundle | tuple[str, str | None]:
-    """A task bundle for one PR or cluster, or (reason, detail) why it is rejected."""
+def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = None) -> TaskBundle | tuple[str, str | None]:
+    """A task bundle for one PR or cluster, or (reason, detail) why it is rejected; patch: its diff if read."""
     for pr in unit.members:
         if pr.commit.error:
             return "git_error", pr.commit.error
@@ -203,7 +203,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit) -> TaskBundle | tuple[s
     if family is None:
         return "unclassified", None
     try:
-        patch = g.diff(base, head, paths)
+        patch = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
         resources = resources_for(profile, lambda p: g.read(head, p), test_files)
         dependencies = pr_dependencies(g, base, head, profile.dependency_files, profile.dependency_extras)
     except UnicodeDecodeError:
@@ -324,8 +324,11 @@ def mine(
         else:
             g.changes(pr.commit for pr in prs)
             units = [Unit([pr]) for pr in prs]
+        patches = g.patches([u.first.commit for u in units if len(u.members) == 1 and _may_be_task(profile, u)],
+                            profile.exclude_paths)
         for unit in units:
-            outcome = build_unit(g, profile, unit)
+            patch = patches.get(unit.first.commit.hexsha) if len(unit.members) == 1 else None
+            outcome = build_unit(g, profile, unit, patch)
             if isinstance(outcome, tuple):
                 reason, detail = outcome
                 report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
@@ -333,6 +336,12 @@ def mine(
             store(tasks_dir, outcome, report)
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _may_be_task(profile: RepoProfile, unit: Unit) -> bool:
+    """Worth reading the patch of, ahead of the checks in build_unit: it changes code and tests."""
+    split = split_changes(profile, unit_changes(profile, unit))
+    return bool(split.tests and split.code)
 
 
 def _cluster_pr(unit: Unit) -> PRCommit:

@@ -7,12 +7,23 @@ Tasks declaring the same set share one env image, whatever else changed.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 
 import git
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(path: str, text: str, extras: tuple[str, ...]) -> tuple[str, ...]:
+    """Requirements of one file's text (cached: the same file text recurs across most commits)."""
+    try:
+        reqs = _from_pyproject(text, list(extras)) if path.endswith(".toml") else _from_requirements(text)
+    except tomllib.TOMLDecodeError:
+        return ()
+    return tuple(reqs)
 
 
 def _from_pyproject(text: str, extras: list[str]) -> list[str]:
@@ -38,6 +49,7 @@ def normalise(req: str) -> str:
     return " ".join(req.split())
 
 
+@functools.lru_cache(maxsize=4096)
 def name_of(req: str) -> str:
     """The canonical project name of a requirement (its text up to the first specifier when unparsable)."""
     try:
@@ -65,12 +77,8 @@ def dependency_set(source, commit: str, files: list[str], extras: list[str]) -> 
     reqs: list[str] = []
     for path in files:
         text = read(commit, path)
-        if text is None:
-            continue  # not there at this commit
-        try:
-            reqs += _from_pyproject(text, extras) if path.endswith(".toml") else _from_requirements(text)
-        except tomllib.TOMLDecodeError:
-            continue
+        if text is not None:  # else: not there at this commit
+            reqs += _parse(path, text, tuple(extras))
     return sorted({normalise(r) for r in reqs if r.strip()})
 
 
