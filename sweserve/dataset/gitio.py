@@ -107,14 +107,18 @@ class Git:
 
     # -- file changes -----------------------------------------------------------------------------------
 
-    def changes(self, commits: Iterable[CommitInfo]) -> None:
-        """Fill each commit's changes against its first parent; a commit git cannot diff gets .error."""
+    def changes(self, commits: Iterable[CommitInfo], numstat: bool = True) -> None:
+        """Fill each commit's changes against its first parent; a commit git cannot diff gets .error.
+
+        Without numstat only names and statuses are read (no file contents but rename candidates): much
+        faster; count_lines can fill the line counts from the patches read later."""
         pending = [c for c in commits if c.parents and c.changes is None and c.error is None]
 
         def keep(commit: CommitInfo, raw: bytes) -> None:
             commit.changes = _parse_changes(raw.decode("utf-8", "surrogateescape"))
 
-        for commit, err in self._per_commit(pending, ["-z", "--raw", "--numstat"], keep):
+        args = ["-z", "--raw", "--numstat"] if numstat else ["-z", "--raw"]
+        for commit, err in self._per_commit(pending, args, keep):
             commit.changes, commit.error = None, err
 
     def patches(self, commits: Iterable[CommitInfo], exclude: list[str] = ()) -> dict[str, bytes]:
@@ -255,6 +259,23 @@ def _parse_log(text: str) -> Iterator[CommitInfo]:
         yield CommitInfo(hexsha=sha, parents=parents.split(),
                          committed_datetime=datetime.fromtimestamp(int(ts), tz=timezone.utc),
                          message=message.rstrip("\n") + "\n")
+
+
+def count_lines(changes: list[FileChange], patch: str) -> None:
+    """Fill added/deleted/binary of changes from their patch (as --numstat would)."""
+    from sweserve.dataset.patches import section_paths, split_sections
+
+    stats: dict[str, tuple[int, int, bool]] = {}
+    for section in split_sections(patch):
+        hunks = section.find("\n@@")
+        body = section[hunks:] if hunks >= 0 else ""
+        binary = hunks < 0 and ("\nGIT binary patch" in section or "\nBinary files " in section)
+        counts = (body.count("\n+"), body.count("\n-"), binary)
+        for path in section_paths(section):
+            stats[path] = counts
+    for change in changes:
+        if change.path in stats:
+            change.added, change.deleted, change.binary = stats[change.path]
 
 
 def _split_by_commit(out: bytes, shas: list[str], nul: bool) -> list[bytes]:

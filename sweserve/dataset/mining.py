@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
-from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError
+from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
 from sweserve.dataset.patches import section_paths, split_sections
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.requirements import pr_dependencies
@@ -322,10 +322,14 @@ def mine(
                          history)
             units.reverse()  # newest first, like the walk
         else:
-            g.changes(pr.commit for pr in prs)
+            g.changes((pr.commit for pr in prs), numstat=False)  # line counts come from the patches below
             units = [Unit([pr]) for pr in prs]
         patches = g.patches([u.first.commit for u in units if len(u.members) == 1 and _may_be_task(profile, u)],
                             profile.exclude_paths)
+        if clusters is None:
+            for pr in prs:
+                if pr.commit.hexsha in patches and pr.commit.changes:
+                    count_lines(pr.commit.changes, patches[pr.commit.hexsha].decode("utf-8", "replace"))
         for unit in units:
             patch = patches.get(unit.first.commit.hexsha) if len(unit.members) == 1 else None
             outcome = build_unit(g, profile, unit, patch)
