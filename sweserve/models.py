@@ -67,6 +67,16 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
 
 
+class EnvironmentLock(Strict):
+    """A task's requirements resolved as of its PR's date: the env image installs exactly these pins."""
+
+    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date")
+    python: str = Field(description="the Python the pins were resolved for")
+    requirements: list[str] = Field(default_factory=list, description="pinned requirements, one per entry")
+    left_out: list[str] = Field(default_factory=list, description="declared requirements the sandbox build "
+                                "cannot install ('requirement: why'), left out of the lock")
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
@@ -88,7 +98,9 @@ class Task(Strict):
     family: Family
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
-    dependencies: list[str] = Field(default_factory=list, description="requirements declared at base_commit")
+    dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "
+                                    "and at base_commit for projects the PR no longer names")
+    lock: EnvironmentLock | None = Field(None, description="dependencies resolved as of created_at (profiles with lock)")
     test: TestSpec
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)

@@ -22,9 +22,10 @@ from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_
 from sweserve.dataset.patches import section_paths, split_sections
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.requirements import pr_dependencies
-from sweserve.dataset.taskstore import load_bundle, save_bundle, save_task
+from sweserve.dataset.locking import LockError, image_python, lock, packages_for
+from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
 from sweserve.errors import SweserveError
-from sweserve.models import Resources, Task, TaskBundle, TestSpec
+from sweserve.models import EnvironmentLock, Resources, Task, TaskBundle, TestSpec
 
 SQUASH_RE = re.compile(r"^(?P<title>.+?)\s*\(#(?P<num>\d+)\)\s*$")
 MERGE_RE = re.compile(r"^Merge pull request #(?P<num>\d+) from \S+")
@@ -258,7 +259,49 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
 
 
 # Fields of a task that come from the profile and the repo, and may change when either does.
-DERIVED = ("family", "resources", "test", "dependencies", "prs", "title")
+DERIVED = ("family", "resources", "test", "dependencies", "lock", "prs", "title")
+
+
+@dataclass
+class Locker:
+    """Resolves tasks' requirements as of their PR's date (profiles with lock), once per distinct input."""
+
+    profile: RepoProfile
+    tasks_dir: Path
+    report: MineReport
+    _done: dict = field(default_factory=dict)
+
+    def __call__(self, task: Task) -> EnvironmentLock | None:
+        packages = packages_for(self.profile.env_packages, task.dependencies)
+        python = image_python(self.profile.base_image, self.profile.python)
+        key = (tuple(packages), task.created_at, python, tuple(self.profile.index_options))
+        if key not in self._done:
+            self._done[key] = self._previous(task, python) or self._resolve(task, packages, python)
+        return self._done[key]
+
+    def _previous(self, task: Task, python: str) -> EnvironmentLock | None:
+        """The lock already stored for this task, when its inputs are the same (re-mining needs no index)."""
+        try:
+            old = load_task(self.tasks_dir / task.task_id)
+        except SweserveError:
+            return None
+        if old.lock and old.dependencies == task.dependencies and old.lock.python == python \
+                and old.lock.resolved_at == task.created_at:
+            return old.lock
+        return None
+
+    def _resolve(self, task: Task, packages: list[str], python: str) -> EnvironmentLock | None:
+        try:
+            pinned = lock(packages, python, task.created_at, self.profile.index_options)
+        except LockError as exc:
+            self.report.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
+                                     f"requirements unpinned: {exc}")
+            return None
+        for line in pinned.left_out:
+            note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
+            if note not in self.report.notes:
+                self.report.notes.append(note)
+        return pinned
 
 
 def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
@@ -307,6 +350,7 @@ def mine(
     """Write a candidate task for every PR (or cluster of PRs) on rev's first-parent history that passes the filters."""
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
+    locker = Locker(profile, tasks_dir, report) if profile.lock else None
     with Git(Path(repo.working_dir)) as g:
         commits, stopped = g.walk(rev, since)
         if stopped and not commits:
@@ -337,6 +381,8 @@ def mine(
                 reason, detail = outcome
                 report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
                 continue
+            if locker is not None:
+                outcome.task.lock = locker(outcome.task)
             store(tasks_dir, outcome, report)
     report.duration_s = round(time.monotonic() - started, 3)
     return report

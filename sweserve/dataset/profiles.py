@@ -38,6 +38,10 @@ class RepoProfile(BaseModel):
                                         "whose declared requirements, at each base commit, make the env image")
     dependency_extras: list[str] = Field(default_factory=list, description="optional-dependency groups to add")
     env_packages: list[str] = Field(default_factory=lambda: ["pytest"])
+    lock: bool = Field(False, description="resolve each task's requirements as of its PR's date with uv "
+                       "(needs the package index while mining); the env image installs the pins")
+    index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
+                                     "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
     test_paths: list[str] = Field(description="fnmatch globs of files that count as tests")
     test_file_patterns: list[str] = Field(default_factory=lambda: ["test_*.py", "*_test.py"])
