@@ -137,13 +137,15 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
 
 
 def built_layers(log_lines: list[str]) -> list[str]:
-    """Ids of the intermediate images a classic-builder build made (not the base, not cached steps)."""
+    """Ids of the images a classic-builder build made: every step's, but the base's and cached steps'."""
     made, prev = [], ""
     for line in log_lines:
-        m = re.fullmatch(r"---> ([0-9a-f]{12,64})", line.strip())
-        if m and prev.startswith("Removing intermediate container"):
+        line = line.strip()
+        m = re.fullmatch(r"---> ([0-9a-f]{12,64})", line)
+        if m and prev != "---> Using cache" and not re.match(r"Step \d+/\d+ : FROM\b", prev, re.IGNORECASE):
             made.append(m.group(1))
-        prev = line.strip()
+        if not line.startswith("---> Running in"):
+            prev = line
     return made
 
 
