@@ -79,7 +79,11 @@ def index(tmp_path_factory):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            pass  # uv may drop a connection once it has what it needs
+
+    server = Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield ["--index-url", f"http://127.0.0.1:{server.server_address[1]}/simple"]

@@ -363,7 +363,7 @@ def mine(
             g.changes(commits[:last + 1])  # the commits between members are checked too
             history = list(reversed(commits[:last + 1]))
             units = plan(group(list(reversed(prs)), profile.is_test_path, clusters.window_days, clusters.groups),
-                         history)
+                         history, clusters.groups)
             units.reverse()  # newest first, like the walk
         else:
             g.changes((pr.commit for pr in prs), numstat=False)  # line counts come from the patches below
@@ -374,11 +374,16 @@ def mine(
             for pr in prs:
                 if pr.commit.hexsha in patches and pr.commit.changes:
                     count_lines(pr.commit.changes, patches[pr.commit.hexsha].decode("utf-8", "replace"))
-        for unit in units:
+        while units:
+            unit = units.pop(0)
             patch = patches.get(unit.first.commit.hexsha) if len(unit.members) == 1 else None
             outcome = build_unit(g, profile, unit, patch)
             if isinstance(outcome, tuple):
                 reason, detail = outcome
+                if len(unit.members) > 1 and not unit.explicit:
+                    # a cluster found automatically that cannot be one task: its PRs go on alone
+                    units[:0] = [Unit([pr]) for pr in reversed(unit.members)]
+                    reason = reason if reason.startswith("cluster_") else f"cluster_{reason}"
                 report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
                 continue
             if locker is not None:
