@@ -114,3 +114,13 @@ def test_remining_updates_derived_fields_and_keeps_validation(make_repo, profile
     replaced = load_bundle(task_dir)
     assert "table.json" not in replaced.oracle_patch
     assert replaced.task.validation is None and not replaced.task.FAIL_TO_PASS
+
+
+def test_an_unreadable_commit_stops_the_walk_with_a_note(make_repo, profile, tmp_path):
+    repo = three_prs(make_repo)
+    corrupt(repo, "HEAD~2")  # the commit object of #1
+    report = mine(open_repo(repo.path), profile, tmp_path / "tasks")
+    assert report.written == ["sgl-project__sglang-3"]  # what was read before the bad commit still counts
+    [note] = report.notes
+    head = repo.git("rev-parse", "HEAD")
+    assert note.startswith(f"history read up to {head[:12]} only: fatal: ") and "corrupt" in note
