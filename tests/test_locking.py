@@ -187,3 +187,22 @@ def test_every_input_of_an_image_is_in_its_tag(make_repo, tmp_path):
     text, left_out = env_requirements(profile, ["six", "dep @ git+https://github.com/a/dep"])
     assert text == "pytest\nsix\n" and left_out[0].startswith("dep @ git+https://github.com/a/dep: a version-control URL")
     assert requirements_text(["a"], ["--index-url", "http://x/simple", "--no-index"]) == "--index-url http://x/simple\n--no-index\na\n"
+
+
+def test_the_builder_asks_for_another_task_image_when_install_changes(make_repo, tmp_path):
+    """Wired through ImageBuilder: with every image present, the tag it settles on still follows install."""
+    from types import SimpleNamespace
+
+    from sweserve.environment.images import ImageBuilder
+
+    present = SimpleNamespace(images=SimpleNamespace(get=lambda tag: object()))
+    builder = ImageBuilder(present, b"", log=lambda m: None)
+    profile = load_profile("sglang-jax")
+    repo = make_repo()
+    repo.commit("init", {CODE: "x = 0\n", TEST: "def test_a(): pass\n"})
+    repo.commit("Fix (#1)", {CODE: "x = 1\n", TEST: "def test_a(): assert 1\n"})
+    mine(open_repo(repo.path), profile, tmp_path / "tasks")
+    task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
+    before = builder.task(task, profile, None)
+    after = builder.task(task, profile.model_copy(update={"install": ["pip install -e python"]}), None)
+    assert before != after and before.rsplit("-", 2)[0] == after.rsplit("-", 2)[0]
