@@ -96,7 +96,7 @@ class Git:
 
     def walk(self, rev: str = "HEAD", since: str | None = None) -> tuple[list[CommitInfo], str | None]:
         """rev's first-parent history, newest first, and git's message if it stopped early."""
-        args = ["log", "--first-parent", f"--format={_LOG_FORMAT}", rev]
+        args = ["log", "--first-parent", f"--format={_LOG_FORMAT}", "--end-of-options", rev]
         if since:
             args.insert(1, f"--since={since}")
         proc = subprocess.run(self._cmd(*args), capture_output=True)
