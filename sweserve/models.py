@@ -40,6 +40,8 @@ class Strict(BaseModel):
 class Resources(Strict):
     gpus: int = Field(0, ge=0)
     gpu_memory_gb: float = Field(0, ge=0)
+    hardware: str | None = Field(None, description="GPU class the tests were written for (small, large, h100, "
+                                 "h200, b200, …), from the repo's CI registration")
     cpus: float = Field(2, gt=0)
     memory_gb: float = Field(4, gt=0)
     timeout_s: int = Field(900, gt=0, description="wall-clock limit for the candidate phase")
@@ -82,6 +84,16 @@ class InterfaceItem(Strict):
     path: str = Field("", description="file defining it after the oracle")
 
 
+class EnvironmentLock(Strict):
+    """A task's requirements resolved as of its PR's date: the env image installs exactly these pins."""
+
+    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date")
+    python: str = Field(description="the Python the pins were resolved for")
+    requirements: list[str] = Field(default_factory=list, description="pinned requirements, one per entry")
+    left_out: list[str] = Field(default_factory=list, description="declared requirements the sandbox build "
+                                "cannot install ('requirement: why'), left out of the lock")
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
@@ -108,6 +120,8 @@ class Task(Strict):
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     profile: str
     pr_number: int = Field(gt=0)
+    prs: list[int] = Field(default_factory=list, description="member PRs of a multi-PR task, oldest first "
+                           "(pr_number is the first); empty for a one-PR task")
     title: str
     base_commit: str = Field(pattern=SHA)
     merge_commit: str = Field(pattern=SHA)
@@ -117,7 +131,9 @@ class Task(Strict):
     family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
-    dependencies: list[str] = Field(default_factory=list, description="requirements declared at base_commit")
+    dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "
+                                    "and at base_commit for projects the PR no longer names")
+    lock: EnvironmentLock | None = Field(None, description="dependencies resolved as of created_at (profiles with lock)")
     test: TestSpec
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)

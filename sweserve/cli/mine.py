@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sweserve.errors import SweserveError
+
 
 def register(sub, common) -> None:
     m = sub.add_parser("mine", parents=[common], help="turn merged PRs of a clone into candidate tasks")
@@ -16,6 +18,12 @@ def register(sub, common) -> None:
     m.add_argument("--rev", default="HEAD", help="history to walk (default: HEAD)")
     m.add_argument("--since", default=None, help="only commits after this date (git --since)")
     m.add_argument("--limit", type=int, default=None, help="stop after N PR candidates")
+    m.add_argument("--clusters", action="store_true",
+                   help="group a PR with its follow-ups (same non-test files, or naming it as #N) into one task")
+    m.add_argument("--cluster-window-days", type=float, default=14, metavar="DAYS",
+                   help="follow-ups count within this many days of the first PR (default: 14)")
+    m.add_argument("--group", action="append", default=[], metavar="N,M,…",
+                   help="these PRs form one task (repeatable; implies --clusters)")
     m.add_argument("--json", action="store_true", help="print the mining report as JSON")
     m.add_argument("--github", action="store_true",
                    help="take statements from GitHub (PR description, linked issues); token from GITHUB_TOKEN, "
@@ -32,7 +40,7 @@ def register(sub, common) -> None:
 def run(args, console: Console) -> int:
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.clones import remember_clone
-    from sweserve.dataset.mining import mine, open_repo
+    from sweserve.dataset.mining import ClusterOptions, mine, open_repo
     from sweserve.dataset.profiles import keep_profile_file, load_profile
 
     search = ConfigSearch.for_project(args.state_dir)
@@ -44,8 +52,11 @@ def run(args, console: Console) -> int:
     repo = open_repo(repo_path)
     tasks_dir = Path(args.tasks)
     statements = statement_maker(args, profile.repo, console)
+    clusters = None
+    if args.clusters or args.group:
+        clusters = ClusterOptions(window_days=args.cluster_window_days, groups=[_group(g) for g in args.group])
     with console.status("scanning history …") as status:
-        report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit,
+        report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit, clusters=clusters,
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
                       statements=statements)
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
@@ -54,15 +65,30 @@ def run(args, console: Console) -> int:
         return 0
     console.print(f"[bold]{escape(profile.repo)}[/]: scanned {report.scanned} commits, {report.candidates} PR candidates, "
                   f"wrote {len(report.written)} tasks, {len(report.existing)} already present, "
+                  f"{len(report.updated) + len(report.replaced)} updated, "
                   f"rejected {sum(len(v) for v in report.rejected.values())} in {report.duration_s:.2f}s")
     if report.statement_sources:
         console.print("statements from: " + ", ".join(f"{k} {v}" for k, v in sorted(report.statement_sources.items())))
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if report.replaced:
+        console.print(f"patches changed, validation dropped: {', '.join(report.replaced)}")
     if report.rejected:
         table = Table("reason", "count", "examples")
         for reason, prs in sorted(report.rejected.items()):
             table.add_row(reason, str(len(prs)), escape("; ".join(prs[:3])))
         console.print(table)
     return 0
+
+
+def _group(text: str) -> list[int]:
+    try:
+        numbers = [int(n.strip().lstrip("#")) for n in text.split(",") if n.strip()]
+    except ValueError:
+        numbers = []
+    if len(numbers) < 2:
+        raise SweserveError(f"--group {text}: expected two or more PR numbers, e.g. 101,104")
+    return numbers
 
 
 def statement_maker(args, repo: str, console: Console):

@@ -1,4 +1,9 @@
-"""Mining merged PRs from a local clone's first-parent history into candidate tasks."""
+"""Mining merged PRs from a local clone's first-parent history into candidate tasks.
+
+The history is read in a few git processes (sweserve.dataset.gitio). A PR whose commits git cannot read
+(a corrupt object, a shallow clone's boundary) is rejected with git's message and the others go on.
+With clusters on, a PR and its follow-ups become one task (sweserve.dataset.clusters).
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,17 @@ from pathlib import Path
 import git
 from pydantic import BaseModel, Field
 
+from sweserve.dataset import ci_registration
+from sweserve.dataset.clusters import Unit, group, leak, plan
+from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
+from sweserve.dataset.patches import section_paths, split_sections
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.dataset.requirements import dependency_set
+from sweserve.dataset.locking import LockError, image_python, lock, packages_for
+from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
-from sweserve.dataset.taskstore import save_bundle
+from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
 from sweserve.errors import SweserveError
-from sweserve.models import Resources, Task, TaskBundle, TestSpec
+from sweserve.models import EnvironmentLock, Resources, Task, TaskBundle, TestSpec
 
 SQUASH_RE = re.compile(r"^(?P<title>.+?)\s*\(#(?P<num>\d+)\)\s*$")
 MERGE_RE = re.compile(r"^Merge pull request #(?P<num>\d+) from \S+")
@@ -28,25 +38,12 @@ class PRCommit:
     number: int
     title: str
     body: str
-    commit: git.Commit
+    commit: CommitInfo  # or a GitPython Commit: both have hexsha, parents, message, committed_datetime
 
     @property
-    def base(self) -> git.Commit:
-        return self.commit.parents[0]
-
-
-@dataclass
-class FileChange:
-    status: str  # A, M, D, R, C, T
-    path: str  # new path (old path for a deletion)
-    old_path: str | None = None
-    added: int = 0
-    deleted: int = 0
-    binary: bool = False
-
-    @property
-    def paths(self) -> list[str]:
-        return [p for p in (self.old_path, self.path) if p]
+    def base(self) -> str:
+        parent = self.commit.parents[0]
+        return parent if isinstance(parent, str) else parent.hexsha
 
 
 @dataclass
@@ -55,24 +52,41 @@ class Split:
     code: list[FileChange] = field(default_factory=list)
 
 
+@dataclass
+class ClusterOptions:
+    """How `mine --clusters` groups PRs: by shared files or references within a window, or explicitly."""
+
+    window_days: float = 14
+    groups: list[list[int]] = field(default_factory=list)
+
+
 class MineReport(BaseModel):
     repo: str
     scanned: int = 0
     candidates: int = 0
     written: list[str] = Field(default_factory=list)
     existing: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list, description="re-mined: profile-derived fields changed, "
+                               "validation kept")
+    replaced: list[str] = Field(default_factory=list, description="re-mined: patches changed, validation dropped")
     rejected: dict[str, list[str]] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list, description="what stopped or limited the walk, one line each")
     statement_sources: dict[str, int] = Field(default_factory=dict, description="written tasks per statement source")
     duration_s: float = 0.0
 
-    def reject(self, reason: str, pr: PRCommit) -> None:
-        self.rejected.setdefault(reason, []).append(f"#{pr.number} {pr.title}")
+    def reject(self, reason: str, pr: PRCommit, detail: str | None = None) -> None:
+        entry = f"#{pr.number} {pr.title}" + (f": {detail}" if detail else "")
+        self.rejected.setdefault(reason, []).append(entry)
 
 
-def parse_pr(commit: git.Commit) -> PRCommit | None:
+def parse_pr(commit) -> PRCommit | None:
     """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit."""
     if not commit.parents:
         return None
+    return _parse_message(commit)
+
+
+def _parse_message(commit) -> PRCommit | None:
     message = commit.message if isinstance(commit.message, str) else commit.message.decode("utf-8", "replace")
     lines = message.strip().splitlines()
     if not lines:
@@ -95,54 +109,6 @@ def _clean_body(body: str) -> str:
     return "\n".join(ln for ln in body.strip().splitlines() if not TRAILER_RE.match(ln.strip())).strip()
 
 
-def iter_prs(repo: git.Repo, rev: str = "HEAD", since: str | None = None) -> Iterator[tuple[git.Commit, PRCommit | None]]:
-    kwargs = {"first_parent": True}
-    if since:
-        kwargs["since"] = since
-    try:
-        commits = repo.iter_commits(rev, **kwargs)
-        for commit in commits:
-            yield commit, parse_pr(commit)
-    except git.GitCommandError as exc:
-        raise SweserveError(f"cannot read history of {rev}: {exc.stderr.strip() or exc}") from None
-
-
-def _git_bytes(repo: git.Repo, *args: str) -> bytes:
-    return repo.git.execute(["git", *args], stdout_as_string=False, strip_newline_in_stdout=False)
-
-
-def file_changes(repo: git.Repo, base: str, head: str) -> list[FileChange]:
-    tokens = _git_bytes(repo, "diff", "--name-status", "-M", "-z", base, head).decode("utf-8", "surrogateescape").split("\0")
-    changes: dict[str, FileChange] = {}
-    i = 0
-    while i < len(tokens) and tokens[i]:
-        status = tokens[i][0]
-        if status in "RC":
-            old, new = tokens[i + 1], tokens[i + 2]
-            changes[new] = FileChange(status, new, old_path=old)
-            i += 3
-        else:
-            changes[tokens[i + 1]] = FileChange(status, tokens[i + 1])
-            i += 2
-    numstat = _git_bytes(repo, "diff", "--numstat", "-M", "-z", base, head).decode("utf-8", "surrogateescape").split("\0")
-    i = 0
-    while i < len(numstat) and numstat[i]:
-        added, deleted, path = numstat[i].split("\t", 2)
-        if path == "":  # rename: old and new follow
-            path = numstat[i + 2]
-            i += 3
-        else:
-            i += 1
-        change = changes.get(path)
-        if change is None:
-            continue
-        if added == "-":
-            change.binary = True
-        else:
-            change.added, change.deleted = int(added), int(deleted)
-    return list(changes.values())
-
-
 def split_changes(profile: RepoProfile, changes: list[FileChange]) -> Split:
     split = Split()
     for change in changes:
@@ -150,13 +116,12 @@ def split_changes(profile: RepoProfile, changes: list[FileChange]) -> Split:
     return split
 
 
-def make_patch(repo: git.Repo, base: str, head: str, changes: list[FileChange]) -> str:
-    """A `git apply`-able patch (binary hunks included) of just these changes."""
-    if not changes:
-        return ""
-    paths = sorted({p for c in changes for p in c.paths})
-    raw = _git_bytes(repo, "diff", "--binary", "--full-index", "-M", base, head, "--", *paths)
-    return raw.decode("utf-8")  # UnicodeDecodeError is turned into a rejection by the caller
+def split_patch(patch: str, test_paths: set[str]) -> tuple[str, str]:
+    """(code, tests): the sections of one diff touching a test path go to tests, the rest to code."""
+    code, tests = [], []
+    for section in split_sections(patch):
+        (tests if section_paths(section) & test_paths else code).append(section)
+    return "".join(code), "".join(tests)
 
 
 def instruction_text(pr: PRCommit) -> str:
@@ -164,53 +129,113 @@ def instruction_text(pr: PRCommit) -> str:
     return build_statement(pr.title, pr.body).text
 
 
+def unit_instruction(unit: Unit, first: bool = True) -> str:
+    """The statement of a task: its PR's (unless first=False), then each follow-up's under its own heading."""
+    text = instruction_text(unit.first) if first else ""
+    for pr in unit.members[1:]:
+        follow = instruction_text(pr).strip().split("\n", 1)
+        text += f"\n## Follow-up: {pr.title}\n" + (f"\n{follow[1].strip()}\n" if len(follow) > 1 else "")
+    return text
+
+
 def task_id_for(repo_name: str, number: int) -> str:
     owner, name = repo_name.split("/", 1)
     return f"{owner}__{name}-{number}"
 
 
-def build_candidate(repo: git.Repo, profile: RepoProfile, pr: PRCommit,
-                    statements: StatementMaker | None = None) -> TaskBundle | str:
-    """A task bundle for this PR, or the reason it is rejected; `statements` makes its problem statement."""
-    base, head = pr.base.hexsha, pr.commit.hexsha
-    split = split_changes(profile, file_changes(repo, base, head))
+def unit_changes(profile: RepoProfile, unit: Unit) -> list[FileChange]:
+    """The files a unit changes, excluded paths left out: one FileChange per final path, lines summed."""
+    merged: dict[str, FileChange] = {}
+    for pr in unit.members:
+        for c in pr.commit.changes or []:
+            if any(profile.is_excluded(p) for p in c.paths):
+                continue
+            prev = merged.get(c.path)
+            if prev is None:
+                merged[c.path] = FileChange(c.status, c.path, c.old_path, c.added, c.deleted, c.binary)
+            else:
+                prev.added, prev.deleted = prev.added + c.added, prev.deleted + c.deleted
+                prev.binary, prev.status = prev.binary or c.binary, c.status
+    return list(merged.values())
+
+
+def resources_for(profile: RepoProfile, read, test_files: list[str]) -> Resources | str:
+    """The task's resources: CI registration at the merge commit where the profile reads it; or why not."""
+    resources = Resources()
+    if not profile.ci_registration:
+        return resources
+    place = ci_registration.placement(read, test_files)
+    if place is None:
+        return resources
+    if place.unsupported:
+        return place.unsupported
+    resources.gpus = place.gpus
+    resources.hardware = place.hardware
+    resources.gpu_memory_gb = float(ci_registration.GPU_MEMORY_GB.get(place.hardware or "", 0))
+    if place.test_timeout_s:
+        resources.test_timeout_s = place.test_timeout_s
+    return resources
+
+
+def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = None,
+               statements: StatementMaker | None = None) -> TaskBundle | tuple[str, str | None]:
+    """A task bundle for one PR or cluster, or (reason, detail) why it is rejected; patch: its diff if read;
+    `statements` makes the first PR's problem statement (GitHub data, rewriting), else the commit message."""
+    for pr in unit.members:
+        if pr.commit.error:
+            return "git_error", pr.commit.error
+    base, head = unit.first.base, unit.last.commit.hexsha
+    changes = unit_changes(profile, unit)
+    split = split_changes(profile, changes)
     if not split.tests:
-        return "no_tests"
+        return "no_tests", None
     if not split.code:
-        return "tests_only"
+        return "tests_only", None
     if not profile.allow_binary and any(c.binary for c in split.code + split.tests):
-        return "binary"
+        return "binary", None
     if sum(c.added + c.deleted for c in split.code) > profile.max_oracle_lines:
-        return "too_large"
+        return "too_large", None
     test_files = sorted(c.path for c in split.tests if c.status != "D" and profile.is_test_file(c.path))
     if not test_files:
-        return "non_python" if not any(c.path.endswith(".py") for c in split.tests) else "no_test_files"
-    family = profile.classification(pr.title, split.code, pr.number)
+        return ("non_python" if not any(c.path.endswith(".py") for c in split.tests) else "no_test_files"), None
+    paths = sorted({p for c in changes for p in c.paths})
+    if len(unit.members) > 1 and (why := leak(unit, set(paths))):
+        return "cluster_interleaved", why
+    family = profile.classification(unit.first.title, split.code, unit.first.number)
     if family.family is None:
-        return "unclassified"
+        return "unclassified", None
     try:
-        oracle = make_patch(repo, base, head, split.code)
-        tests = make_patch(repo, base, head, split.tests)
+        patch = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
+        resources = resources_for(profile, lambda p: g.read(head, p), test_files)
+        dependencies = pr_dependencies(g, base, head, profile.dependency_files, profile.dependency_extras)
     except UnicodeDecodeError:
-        return "undecodable"
-    statement = (statements or StatementMaker(profile.repo))(pr.number, pr.title, pr.body, oracle, tests)
+        return "undecodable", None
+    except GitError as exc:
+        return "git_error", str(exc)
+    if isinstance(resources, str):
+        return "unsupported_hardware", resources
+    oracle, tests = split_patch(patch, {p for c in split.tests for p in c.paths})
     task = Task(
-        task_id=task_id_for(profile.repo, pr.number),
+        task_id=task_id_for(profile.repo, unit.first.number),
         repo=profile.repo,
         profile=profile.name,
-        pr_number=pr.number,
-        title=pr.title,
+        pr_number=unit.first.number,
+        prs=unit.numbers if len(unit.members) > 1 else [],
+        title=unit.first.title,
         base_commit=base,
         merge_commit=head,
         family=family.family,
         family_confidence=family.confidence,
-        created_at=pr.commit.committed_datetime,
-        resources=Resources(),
-        dependencies=dependency_set(repo, base, profile.dependency_files, profile.dependency_extras),
+        created_at=unit.last.commit.committed_datetime,
+        resources=resources,
+        dependencies=dependencies,
         test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
-        quality=statement.quality,
     )
-    return TaskBundle(task=task, instruction=statement.text, oracle_patch=oracle, tests_patch=tests)
+    statement = (statements or StatementMaker(profile.repo))(unit.first.number, unit.first.title, unit.first.body,
+                                                             oracle, tests)
+    task.quality = statement.quality
+    return TaskBundle(task=task, instruction=statement.text + unit_instruction(unit, first=False), oracle_patch=oracle,
+                      tests_patch=tests)
 
 
 def open_repo(path: str | Path) -> git.Repo:
@@ -218,6 +243,106 @@ def open_repo(path: str | Path) -> git.Repo:
         return git.Repo(path)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
         raise SweserveError(f"not a git repository: {path}") from None
+
+
+def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | None, on_progress) -> Iterator[PRCommit]:
+    """PR commits of the walk (newest first), up to limit; a PR at a shallow boundary is rejected."""
+    shallow = g.shallow_commits()
+    for commit in commits:
+        report.scanned += 1
+        if on_progress:
+            on_progress(report)
+        pr = _parse_message(commit) if commit.parents or commit.hexsha in shallow else None
+        if pr is None:
+            continue
+        if limit is not None and report.candidates >= limit:
+            return
+        report.candidates += 1
+        if not commit.parents:
+            report.reject("git_error", pr, "its parent is beyond the shallow clone's boundary (fetch more history)")
+            continue
+        yield pr
+
+
+# Fields of a task that come from the profile and the repo, and may change when either does.
+DERIVED = ("family", "family_confidence", "resources", "test", "dependencies", "lock", "prs", "title")
+
+
+@dataclass
+class Locker:
+    """Resolves tasks' requirements as of their PR's date (profiles with lock), once per distinct input."""
+
+    profile: RepoProfile
+    tasks_dir: Path
+    report: MineReport
+    _done: dict = field(default_factory=dict)
+
+    def __call__(self, task: Task) -> EnvironmentLock | None:
+        packages = packages_for(self.profile.env_packages, task.dependencies)
+        python = image_python(self.profile.base_image, self.profile.python)
+        key = (tuple(packages), task.created_at, python, tuple(self.profile.index_options))
+        if key not in self._done:
+            self._done[key] = self._previous(task, python) or self._resolve(task, packages, python)
+        return self._done[key]
+
+    def _previous(self, task: Task, python: str) -> EnvironmentLock | None:
+        """The lock already stored for this task, when its inputs are the same (re-mining needs no index)."""
+        try:
+            old = load_task(self.tasks_dir / task.task_id)
+        except SweserveError:
+            return None
+        if old.lock and old.dependencies == task.dependencies and old.lock.python == python \
+                and old.lock.resolved_at == task.created_at:
+            return old.lock
+        return None
+
+    def _resolve(self, task: Task, packages: list[str], python: str) -> EnvironmentLock | None:
+        try:
+            pinned = lock(packages, python, task.created_at, self.profile.index_options)
+        except LockError as exc:
+            self.report.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
+                                     f"requirements unpinned: {exc}")
+            return None
+        for line in pinned.left_out:
+            note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
+            if note not in self.report.notes:
+                self.report.notes.append(note)
+        return pinned
+
+
+def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
+    """Write a new task; re-mined, update what changed, keeping validation while the patches are the same."""
+    task_id = bundle.task.task_id
+    task_dir = tasks_dir / task_id
+    if not (task_dir / "task.json").exists():
+        save_bundle(tasks_dir, bundle)
+        report.written.append(task_id)
+        return
+    try:
+        old = load_bundle(task_dir)
+    except SweserveError:
+        save_bundle(tasks_dir, bundle)
+        report.replaced.append(task_id)
+        return
+    if (old.oracle_patch, old.tests_patch, old.task.base_commit) != (
+            bundle.oracle_patch, bundle.tests_patch, bundle.task.base_commit):
+        save_bundle(tasks_dir, bundle)
+        report.replaced.append(task_id)
+        return
+    new = bundle.task
+    if old.task.family_override:  # a family set by hand stays, whatever the rules say now
+        new.family, new.family_confidence = old.task.family_override, old.task.family_confidence
+    # what validation learnt about the hardware stays
+    if old.task.resources.needs_accelerator:
+        new.resources.needs_accelerator = old.task.resources.needs_accelerator
+        if new.resources.needs_accelerator == "gpu":
+            new.resources.gpus = max(new.resources.gpus, 1)
+    updates = {f: getattr(new, f) for f in DERIVED if getattr(new, f) != getattr(old.task, f)}
+    if not updates:
+        report.existing.append(task_id)
+        return
+    save_task(task_dir, old.task.model_copy(update=updates))
+    report.updated.append(task_id)
 
 
 def mine(
@@ -228,32 +353,66 @@ def mine(
     since: str | None = None,
     limit: int | None = None,
     on_progress=None,
+    clusters: ClusterOptions | None = None,
     statements: StatementMaker | None = None,
 ) -> MineReport:
-    """Write a candidate task for every PR on rev's first-parent history that passes the filters.
-
-    `statements` makes each task's statement (GitHub data, rewriting); without it, from the commit message."""
+    """Write a candidate task for every PR (or cluster of PRs) on rev's first-parent history that passes the filters."""
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
-    for commit, pr in iter_prs(repo, rev, since):
-        report.scanned += 1
-        if on_progress:
-            on_progress(report)
-        if pr is None:
-            continue
-        if limit is not None and report.candidates >= limit:
-            break
-        report.candidates += 1
-        if (tasks_dir / task_id_for(profile.repo, pr.number) / "task.json").exists():  # before any GitHub/model call
-            report.existing.append(task_id_for(profile.repo, pr.number))
-            continue
-        outcome = build_candidate(repo, profile, pr, statements)
-        if isinstance(outcome, str):
-            report.reject(outcome, pr)
-            continue
-        save_bundle(tasks_dir, outcome)
-        report.written.append(outcome.task.task_id)
-        source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
-        report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
+    locker = Locker(profile, tasks_dir, report) if profile.lock else None
+    with Git(Path(repo.working_dir)) as g:
+        commits, stopped = g.walk(rev, since)
+        if stopped and not commits:
+            raise SweserveError(f"cannot read history of {rev}: {stopped}")
+        if stopped:
+            report.notes.append(f"history read up to {commits[-1].hexsha[:12]} only: {stopped}")
+        prs = list(_prs(g, commits, report, limit, on_progress))
+        if clusters is not None:
+            last = next((i for i, c in enumerate(commits) if prs and c is prs[-1].commit), -1)
+            g.changes(commits[:last + 1])  # the commits between members are checked too
+            history = list(reversed(commits[:last + 1]))
+            units = plan(group(list(reversed(prs)), profile.is_test_path, clusters.window_days, clusters.groups),
+                         history, clusters.groups)
+            units.reverse()  # newest first, like the walk
+        else:
+            g.changes((pr.commit for pr in prs), numstat=False)  # line counts come from the patches below
+            units = [Unit([pr]) for pr in prs]
+        patches = g.patches([u.first.commit for u in units if len(u.members) == 1 and _may_be_task(profile, u)],
+                            profile.exclude_paths)
+        if clusters is None:
+            for pr in prs:
+                if pr.commit.hexsha in patches and pr.commit.changes:
+                    count_lines(pr.commit.changes, patches[pr.commit.hexsha].decode("utf-8", "replace"))
+        while units:
+            unit = units.pop(0)
+            patch = patches.get(unit.first.commit.hexsha) if len(unit.members) == 1 else None
+            outcome = build_unit(g, profile, unit, patch, statements)
+            if isinstance(outcome, tuple):
+                reason, detail = outcome
+                if len(unit.members) > 1 and not unit.explicit:
+                    # a cluster found automatically that cannot be one task: its PRs go on alone
+                    units[:0] = [Unit([pr]) for pr in reversed(unit.members)]
+                    reason = reason if reason.startswith("cluster_") else f"cluster_{reason}"
+                report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
+                continue
+            if locker is not None:
+                outcome.task.lock = locker(outcome.task)
+            store(tasks_dir, outcome, report)
+            if report.written and report.written[-1] == outcome.task.task_id:
+                source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
+                report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _may_be_task(profile: RepoProfile, unit: Unit) -> bool:
+    """Worth reading the patch of, ahead of the checks in build_unit: it changes code and tests."""
+    split = split_changes(profile, unit_changes(profile, unit))
+    return bool(split.tests and split.code)
+
+
+def _cluster_pr(unit: Unit) -> PRCommit:
+    """A stand-in PR naming every member, for the rejection list."""
+    numbers = " + ".join(f"#{n}" for n in unit.numbers[1:])
+    return PRCommit(unit.first.number, f"{unit.first.title} (with {numbers})", "", unit.first.commit)
+

@@ -40,6 +40,10 @@ class RepoProfile(BaseModel):
                                         "whose declared requirements, at each base commit, make the env image")
     dependency_extras: list[str] = Field(default_factory=list, description="optional-dependency groups to add")
     env_packages: list[str] = Field(default_factory=lambda: ["pytest"])
+    lock: bool = Field(False, description="resolve each task's requirements as of its PR's date with uv "
+                       "(needs the package index while mining); the env image installs the pins")
+    index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
+                                     "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
     test_paths: list[str] = Field(description="fnmatch globs of files that count as tests")
     test_file_patterns: list[str] = Field(default_factory=lambda: ["test_*.py", "*_test.py"])
@@ -49,11 +53,18 @@ class RepoProfile(BaseModel):
     family_rules: list[FamilyRule]
     family_overrides: dict[int, Family] = Field(default_factory=dict, description="PR number -> family; wins "
                                                 "over rules and title tags")
+    exclude_paths: list[str] = Field(default_factory=list, description="fnmatch globs of files left out of "
+                                     "tasks (large data files): never in an oracle or tests patch")
+    ci_registration: bool = Field(False, description="read resources and test time limits from SGLang-style "
+                                  "CI registration (register_*_ci calls, run_suite.py suite lists)")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
 
     def is_test_path(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pat) for pat in self.test_paths)
+
+    def is_excluded(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pat) for pat in self.exclude_paths)
 
     def is_test_file(self, path: str) -> bool:
         """A test module pytest should run (not a helper or fixture file)."""

@@ -1,13 +1,29 @@
-"""A task's dependency set: requirement strings read from the repo's own files at its base commit.
+"""A task's dependency set: requirement strings read from the repo's own files.
 
-Tasks whose base commits declare the same set share one env image, whatever else changed.
+A PR is developed against what it declares itself: the requirements at its merge commit, plus those at its
+base that the PR does not declare any more (a PR that adds ``xxhash`` to its pyproject needs ``xxhash``).
+Tasks declaring the same set share one env image, whatever else changed.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import tomllib
 
 import git
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(path: str, text: str, extras: tuple[str, ...]) -> tuple[str, ...]:
+    """Requirements of one file's text (cached: the same file text recurs across most commits)."""
+    try:
+        reqs = _from_pyproject(text, list(extras)) if path.endswith(".toml") else _from_requirements(text)
+    except tomllib.TOMLDecodeError:
+        return ()
+    return tuple(reqs)
 
 
 def _from_pyproject(text: str, extras: list[str]) -> list[str]:
@@ -33,16 +49,42 @@ def normalise(req: str) -> str:
     return " ".join(req.split())
 
 
-def dependency_set(repo: git.Repo, commit: str, files: list[str], extras: list[str]) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def name_of(req: str) -> str:
+    """The canonical project name of a requirement (its text up to the first specifier when unparsable)."""
+    try:
+        return canonicalize_name(Requirement(req).name)
+    except InvalidRequirement:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        return canonicalize_name(m.group(1)) if m else req.strip()
+
+
+def _reader(source):
+    """source.read(commit, path) for a sweserve Git; `git show` for a GitPython Repo."""
+    if isinstance(source, git.Repo):
+        def read(commit: str, path: str) -> str | None:
+            try:
+                return source.git.show(f"{commit}:{path}")
+            except git.GitCommandError:
+                return None
+        return read
+    return source.read
+
+
+def dependency_set(source, commit: str, files: list[str], extras: list[str]) -> list[str]:
     """Sorted, de-duplicated requirements declared by files (pyproject.toml or requirements*.txt) at commit."""
+    read = _reader(source)
     reqs: list[str] = []
     for path in files:
-        try:
-            text = repo.git.show(f"{commit}:{path}")
-        except git.GitCommandError:
-            continue  # not there at this commit
-        try:
-            reqs += _from_pyproject(text, extras) if path.endswith(".toml") else _from_requirements(text)
-        except tomllib.TOMLDecodeError:
-            continue
+        text = read(commit, path)
+        if text is not None:  # else: not there at this commit
+            reqs += _parse(path, text, tuple(extras))
     return sorted({normalise(r) for r in reqs if r.strip()})
+
+
+def pr_dependencies(source, base: str, head: str, files: list[str], extras: list[str]) -> list[str]:
+    """What a PR declares at its merge commit, plus what its base declared for projects it no longer names."""
+    at_head = dependency_set(source, head, files, extras)
+    names = {name_of(r) for r in at_head}
+    kept = [r for r in dependency_set(source, base, files, extras) if name_of(r) not in names]
+    return sorted(set(at_head) | set(kept))

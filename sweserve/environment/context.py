@@ -112,7 +112,7 @@ class Context:
 
     def env_image(self, bundle: TaskBundle) -> str:
         task = bundle.task
-        return self.builder.env(self.profile(task.profile), task.dependencies)
+        return self.builder.env(self.profile(task.profile), task.dependencies, task.lock)
 
     def task_image(self, bundle: TaskBundle) -> str:
         task = bundle.task

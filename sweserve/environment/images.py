@@ -6,8 +6,10 @@ The Dockerfiles are package data (`environment/dockerfiles/`), read with importl
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,9 +21,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from sweserve.dataset.gitio import last_line
+from sweserve.dataset.locking import installable, packages_for, requirements_text
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.errors import InfraError, SweserveError
-from sweserve.models import Task
+from sweserve.models import EnvironmentLock, Task
 
 log = logging.getLogger(__name__)
 BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
@@ -89,21 +93,43 @@ def read_ca_bundle(path: str | None) -> bytes:
 
 
 def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
-    return list(profile.env_packages) + [d for d in dependencies if d not in profile.env_packages]
+    return packages_for(profile.env_packages, list(dependencies))
 
 
-def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = ()) -> str:
-    """One tag per (base, Dockerfile, Python, packages, CA bundle): tasks declaring the same set share it."""
+def env_requirements(profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None
+                     ) -> tuple[str, list[str]]:
+    """The env image's requirements.txt (index options, then the task's pins or its declared requirements)
+    and the declared requirements left out because the sandbox build cannot install them."""
+    if lock is not None:
+        return requirements_text(lock.requirements, profile.index_options), list(lock.left_out)
+    keep, left_out = installable(env_packages(profile, list(dependencies)))
+    return requirements_text(keep, profile.index_options), left_out
+
+
+def _digest(*parts: bytes) -> str:
     h = hashlib.sha256()
-    packages = "\n".join(env_packages(profile, list(dependencies)))
-    for part in (dockerfile("env"), profile.base_image.encode(), profile.python.encode(), packages.encode(), ca_bundle):
+    for part in parts:
         h.update(hashlib.sha256(part).digest())
-    return f"sweserve-env:{profile.name}-{h.hexdigest()[:12]}"
+    return h.hexdigest()[:12]
 
 
-def task_image_tag(task: Task, env_tag: str) -> str:
+def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = (),
+                  lock: EnvironmentLock | None = None) -> str:
+    """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle): every input of
+    the image is in the tag, and tasks with the same inputs share it."""
+    requirements, _ = env_requirements(profile, dependencies, lock)
+    digest = _digest(dockerfile("env"), profile.base_image.encode(), profile.python.encode(), requirements.encode(),
+                     ca_bundle)
+    return f"sweserve-env:{profile.name}-{digest}"
+
+
+def task_image_tag(task: Task, env_tag: str, install: list[str] = ()) -> str:
+    """The task's base commit on its env image, with the profile's install steps and the task's test env:
+    changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
-    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}"
+    steps = _digest(dockerfile("task"), "\0".join(install).encode(),
+                    json.dumps(task.test.env, sort_keys=True).encode())[:8]
+    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}"
 
 
 def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict) -> None:
@@ -115,9 +141,55 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
     except docker.errors.BuildError as exc:
         lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
         lines = [ln for ln in lines if ln]
+        _remove_layers(client, built_layers(lines))
         raise InfraError("image_build", f"building {tag} failed: {' | '.join(lines[-4:])}") from None
     except docker.errors.APIError as exc:
         raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
+
+
+def built_layers(log_lines: list[str]) -> list[str]:
+    """Ids of the images a classic-builder build made: every step's, but the base's and cached steps'."""
+    made, prev = [], ""
+    for line in log_lines:
+        line = line.strip()
+        m = re.fullmatch(r"---> ([0-9a-f]{12,64})", line)
+        if m and prev != "---> Using cache" and not re.match(r"Step \d+/\d+ : FROM\b", prev, re.IGNORECASE):
+            made.append(m.group(1))
+        if not line.startswith("---> Running in"):
+            prev = line
+    return made
+
+
+def _remove_layers(client: docker.DockerClient, ids: list[str]) -> None:
+    """Remove what a failed build left untagged, newest first; a layer another build now uses stays."""
+    for image_id in reversed(ids):
+        try:
+            client.images.remove(image_id, noprune=False)
+        except docker.errors.APIError:
+            pass
+
+
+def git_subcommand(args) -> str:
+    """The git command in an argument list: `fetch` in `-c k=v fetch -q …`."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "git"
+
+
+def git_message(stderr: str, returncode: int) -> str:
+    """git's own reason: the first fatal line (a remote's too: a corrupt object in the clone), else its last
+    error line, not the generic last line ("aborting due to possible repository corruption …")."""
+    lines = [ln.strip().removeprefix("remote:").strip() for ln in stderr.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if ln.startswith("fatal:")]
+    if fatal:
+        return fatal[0]
+    return last_line("\n".join(lines), f"exit code {returncode}")
 
 
 def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
@@ -125,8 +197,8 @@ def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
     def git(*args: str, cwd: Path = dest) -> None:
         proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
         if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            raise InfraError("git", f"git {args[0]} for {commit[:12]} failed: {last}")
+            raise InfraError("git", f"git {git_subcommand(args)} of {commit[:12]} from {clone} failed: "
+                                        f"{git_message(proc.stderr, proc.returncode)}")
 
     dest.mkdir(parents=True)
     git("init", "-q")
@@ -166,18 +238,21 @@ class ImageBuilder:
                 build_base_image(tag)
         return tag
 
-    def env(self, profile: RepoProfile, dependencies: list[str] = ()) -> str:
-        tag = env_image_tag(profile, self.ca_bundle, dependencies)
+    def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None) -> str:
+        tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
         with self._lock(tag):
             if image_exists(self.client, tag):
                 return tag
             base = self.base(profile)
+            requirements, left_out = env_requirements(profile, dependencies, lock)
             log.info("building env image %s", tag)
+            for line in left_out:
+                log.warning("left out of %s (cannot be installed in the sandbox build): %s", tag, line)
             with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
                 ctx = Path(tmp)
                 (ctx / "Dockerfile").write_bytes(dockerfile("env"))
                 (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
-                (ctx / "requirements.txt").write_text("\n".join(env_packages(profile, list(dependencies))) + "\n")
+                (ctx / "requirements.txt").write_text(requirements)
                 _docker_build(
                     self.client, ctx, "Dockerfile", tag,
                     {"BASE_IMAGE": base, "PYTHON_MIN": profile.python},
@@ -186,8 +261,8 @@ class ImageBuilder:
         return tag
 
     def task(self, task: Task, profile: RepoProfile, clone: Path | None) -> str:
-        env_tag = self.env(profile, task.dependencies)
-        tag = task_image_tag(task, env_tag)
+        env_tag = self.env(profile, task.dependencies, task.lock)
+        tag = task_image_tag(task, env_tag, profile.install)
         with self._lock(tag):
             if image_exists(self.client, tag):
                 return tag
@@ -234,11 +309,3 @@ class ImageBuilder:
         with self._lock(tag):
             if image_exists(self.client, tag):
                 return tag
-            self._base(base)
-            log.info("building egress proxy image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-proxy-") as tmp:
-                ctx = Path(tmp)
-                for name, data in files.items():
-                    (ctx / name).write_bytes(data)
-                _docker_build(self.client, ctx, "Dockerfile", tag, {"BASE_IMAGE": base}, {"sweserve": "1"})
-        return tag
