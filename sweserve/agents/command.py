@@ -30,6 +30,10 @@ class CommandAgent:
         self.command = self.cfg.command
         self._passed = {k: env[k] for k in self.cfg.env if k in env}
 
+    def secrets(self) -> list[str]:
+        """The values passed through `env:`: redacted from everything the trial records."""
+        return list(self._passed.values())
+
     def config_hash(self) -> str:
         return hashlib.sha256(self.cfg.model_dump_json(exclude={"name"}).encode()).hexdigest()[:16]
 
