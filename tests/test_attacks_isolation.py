@@ -279,7 +279,7 @@ def test_secret_written_into_the_submission_is_redacted_and_flagged(demo, tmp_pa
     secret = "sk-live-very-secret-4242"
     cfg = CommandAgentConfig(kind="command", name="leaky", env=["LEAKY_TOKEN"],
                              command="echo \"$LEAKY_TOKEN\" > token.txt; echo token is $LEAKY_TOKEN; "
-                                     + write_file_cmd(SRC, files.PR_DISTRIBUTED[SRC]))
+                                     f'echo "# $LEAKY_TOKEN" >> {SRC}')
     agent = CommandAgent(cfg.command, cfg=cfg, env={"LEAKY_TOKEN": secret})
     (r,), out = run_one(demo, tmp_path, agent)
     everything = out.read_text() + "".join(p.read_text() for p in __import__("pathlib").Path(r.trial_dir).iterdir())
@@ -316,11 +316,11 @@ def test_human_cannot_rewrite_their_transcript(demo, tmp_path):
 
 def test_markup_in_a_reason_is_printed_literally(demo, tmp_path):
     """File names are the candidate's: one that is rich markup lands in a reason, and must print as text."""
-    name = "test/srt/test_[/]x[bold red]y[link=http://evil]z.py"
+    name = "test/srt/test_[bold red]x[link=evil]y[blink].py"  # a file name cannot hold "/", so no closing tags
     (r,), out = run_one(demo, tmp_path, CommandAgent(
         f"echo 'def test_x(): pass' > '{name}'; " + write_file_cmd(SRC, files.PR_DISTRIBUTED[SRC]), name="markup"))
-    assert r.reason and "[/]x[bold red]" in r.reason, r.reason
+    assert r.reason and name in r.reason, r.reason
     proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(out)], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "400"})
     assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr and "[/]x[bold red]y[link=http://evil]z.py" in proc.stdout
+    assert "Traceback" not in proc.stderr and name in proc.stdout

@@ -249,7 +249,7 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
             return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
         return {"status": "patch_failed", "reason": str(exc)}
     except TestRunError as exc:
-        return {"status": "failed", "reason": test_failure_reason(exc)}
+        return {"status": "failed", "reason": hidden_tests_reason(exc)}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
     results = grade(bundle.task, tests.outcomes)
@@ -257,7 +257,7 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
     return {"status": "resolved" if results.resolved else "failed", "reason": note, "tests": results}
 
 
-def test_failure_reason(exc: TestRunError) -> str:
+def hidden_tests_reason(exc: TestRunError) -> str:
     """Why the hidden tests gave no outcomes, from a fixed set of phrasings: never any of their output."""
     message = str(exc)
     if exc.timed_out:
