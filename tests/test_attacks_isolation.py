@@ -7,7 +7,6 @@ ends in exactly one recorded result.
 """
 
 import base64
-import json
 import os
 import resource
 import socket

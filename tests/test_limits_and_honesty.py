@@ -5,22 +5,19 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
+from test_trial_pipeline import NoDockerContext, bundle
 
 from sweserve.agents.human import HistoryKeeper
 from sweserve.environment.docker_sandbox import OutputTail
 from sweserve.evaluation.evaluate import run_evaluation
+from sweserve.evaluation.grading import TestRunError
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.trial import Redactor, clean_reason, hidden_tests_reason
-from sweserve.evaluation.grading import TestRunError
 from sweserve.models import RunResult
 from sweserve.reporting.summary import build_reports, read_manifests
-
-from test_trial_pipeline import NoDockerContext, bundle
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 NO_DOCKER = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
@@ -263,4 +260,3 @@ def test_manifest_that_is_not_one_is_a_one_line_error(tmp_path):
     (tmp_path / "runs" / "x").mkdir(parents=True)
     (tmp_path / "runs" / "x" / "manifest.json").write_bytes(b"\xff")
     one_line_error(cli("report", str(out), cwd=tmp_path), "not a run manifest")
-    time.sleep(0)

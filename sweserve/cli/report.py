@@ -26,7 +26,12 @@ def register(sub, common) -> None:
 def run(args, console: Console) -> int:
     from sweserve.evaluation.results import read_results
     from sweserve.evaluation.trial_folder import runs_root
-    from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
+    from sweserve.reporting.summary import (
+        Selection,
+        build_reports,
+        read_manifests,
+        render,
+    )
 
     path = Path(args.results)
     if not path.exists():

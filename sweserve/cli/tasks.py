@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -31,9 +32,9 @@ def run(args, console: Console) -> int:
             return 0
         console.print_json(bundle.task.model_dump_json(exclude={"validation"}))
         console.rule("instruction")
-        console.print(bundle.instruction)
+        console.print(bundle.instruction, markup=False, highlight=False)
         return 0
-    table = Table(title=str(tasks_dir))
+    table = Table(title=escape(str(tasks_dir)))
     for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus"):
         table.add_column(name, no_wrap=True)
     rows = []
@@ -41,7 +42,7 @@ def run(args, console: Console) -> int:
         task = load_bundle(d).task
         state = task.validation.status if task.validation else "no"
         rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"}) | {"validated": state})
-        table.add_row(task.task_id, task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
+        table.add_row(escape(task.task_id), task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
                       str(len(task.PASS_TO_PASS)), str(task.resources.gpus))
     if args.json:
         print(json.dumps(rows, indent=2))

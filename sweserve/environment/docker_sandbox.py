@@ -17,9 +17,7 @@ from __future__ import annotations
 import io
 import os
 import random
-import shutil
 import socket
-import subprocess
 import tarfile
 import threading
 import time
@@ -28,6 +26,7 @@ from contextlib import contextmanager
 import docker
 import docker.errors
 import docker.types
+from docker.utils.socket import frames_iter
 
 from sweserve.environment.gpus import device_requests
 from sweserve.environment.sandbox import WORKDIR, ExecResult
@@ -202,12 +201,12 @@ while True:
 class PortForward:
     """127.0.0.1:<port> on the host, relayed into the sandbox's own 127.0.0.1:<target> over `docker exec`.
 
-    Sandboxes have no IP route to or from the host, so a service in one (swe-rex) is reached this way;
-    each connection is one `docker exec -i … python relay`.
+    Sandboxes have no IP route to or from the host, so a service in one (swe-rex) is reached this way: each
+    connection is one exec of a small Python relay, its stdin and stdout spliced to the connection.
     """
 
-    def __init__(self, container_name: str, target: int):
-        self.container_name, self.target = container_name, target
+    def __init__(self, container, target: int):
+        self.container, self.target = container, target
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -225,33 +224,36 @@ class PortForward:
 
     def _relay(self, conn: socket.socket) -> None:
         py = 'p=/opt/swerex/bin/python3; [ -x "$p" ] || p=python3; exec "$p" -c "$0" "$1"'
-        proc = subprocess.Popen([shutil.which("docker") or "docker", "exec", "-i", self.container_name,
-                                 "sh", "-c", py, RELAY, str(self.target)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        api = self.container.client.api
+        try:
+            exec_id = api.exec_create(self.container.id, ["sh", "-c", py, RELAY, str(self.target)],
+                                      stdin=True, stdout=True, stderr=False)["Id"]
+            hijacked = api.exec_start(exec_id, socket=True)
+        except docker.errors.DockerException:
+            conn.close()
+            return
+        raw = getattr(hijacked, "_sock", hijacked)
 
         def up():
             try:
                 while chunk := conn.recv(65536):
-                    proc.stdin.write(chunk)
-                    proc.stdin.flush()
+                    raw.sendall(chunk)
+                raw.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
-            finally:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
 
         threading.Thread(target=up, daemon=True).start()
         try:
-            while chunk := proc.stdout.read1(65536):
-                conn.sendall(chunk)
+            for _, data in frames_iter(hijacked, tty=False):
+                conn.sendall(data)
         except OSError:
             pass
         finally:
             conn.close()
-            proc.kill()
-            proc.wait()
+            try:
+                hijacked.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         self._closed = True
@@ -322,7 +324,7 @@ class DockerSandbox:
 
     def forward(self, port: int) -> str:
         """host:port on the harness's machine that reaches `port` on the sandbox's loopback."""
-        fwd = PortForward(self.name, port)
+        fwd = PortForward(self.container, port)
         self._forwards.append(fwd)
         return f"127.0.0.1:{fwd.port}"
 
@@ -480,6 +482,9 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
                 removed.append(container.name)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:  # another process is reaping it right now
+                if "already in progress" not in str(exc):
+                    raise
     for network in client.networks.list(filters=filters):
         owner = network.attrs.get("Labels", {}).get(f"{LABEL}.owner", "")
         if not (everything or run_id or not _owner_alive(owner)):

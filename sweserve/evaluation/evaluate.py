@@ -19,7 +19,12 @@ from sweserve.environment.context import Context
 from sweserve.errors import SweserveError
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.results import ResultsWriter, latest, read_results
-from sweserve.evaluation.trial import MAX_SUBMISSION_BYTES, TrialRequest, run_trial_safely, trial_folder
+from sweserve.evaluation.trial import (
+    MAX_SUBMISSION_BYTES,
+    TrialRequest,
+    run_trial_safely,
+    trial_folder,
+)
 from sweserve.evaluation.trial_folder import runs_root
 from sweserve.models import RunResult, TaskBundle, now
 
