@@ -143,6 +143,13 @@ def test_concurrent_sandboxes_cannot_reach_each_other(demo):
         res = two.exec(f"python -c \"import socket; socket.create_connection(('{ip}', 9999), 2); print('OPEN')\"", 20)
         assert "OPEN" not in res.output, (target, res.output)
         assert one.exec("test -e /tmp/got", 10).exit_code != 0
+        nets = [one.network, two.network]
+        assert len(set(nets)) == 2 and list(target) == [one.network]
+        for name in nets:
+            attrs = demo.ctx.client.networks.get(name).attrs
+            assert attrs["Internal"] is True and attrs["Options"]["com.docker.network.bridge.inhibit_ipv4"] == "true"
+    for name in nets:  # a sandbox's network goes with it
+        assert demo.ctx.client.networks.list(names=[name]) == []
 
 
 LEAK_LISTENER = """

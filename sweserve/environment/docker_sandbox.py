@@ -153,7 +153,10 @@ class DiskWatchdog:
             rows = self.client.api.containers(all=True, size=True, filters={"id": self.container.id})
         except docker.errors.DockerException:
             return None
-        return rows[0].get("SizeRw") if rows else None
+        if not rows:  # the container is gone: nothing left to watch
+            self._stop.set()
+            return None
+        return rows[0].get("SizeRw")
 
     def check(self) -> None:
         """Measure now; raise DiskLimitExceeded if the sandbox is (or was) over its limit."""
