@@ -426,16 +426,17 @@ class DockerSandbox:
             self.watchdog.stop()
         for fwd in self._forwards:
             fwd.close()
-        client = self.container.client
+        client, failed = self.container.client, None
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
             pass
-        except docker.errors.DockerException:
-            if not self.network:
-                raise
+        except docker.errors.DockerException as exc:
+            failed = exc
         if self.network:
             _remove_network(client, self.network)
+        if failed:
+            raise failed
 
     def __enter__(self) -> "DockerSandbox":
         return self
