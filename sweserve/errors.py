@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-InfraKind = Literal["docker", "image_build", "git", "network", "sandbox"]
+InfraKind = Literal["docker", "image_build", "git", "network", "sandbox", "limit"]
 
 
 class SweserveError(Exception):
@@ -29,6 +29,16 @@ class InfraError(Exception):
 
     def __str__(self) -> str:
         return f"{self.kind}: {super().__str__()}"
+
+
+class LimitExceeded(InfraError):
+    """A sandbox went past one of its limits (disk, a file read out of it, the submission's size)."""
+
+    def __init__(self, message: str):
+        super().__init__("limit", message)
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class RejectionCategory(str, Enum):

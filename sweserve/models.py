@@ -47,6 +47,7 @@ class Resources(Strict):
     timeout_s: int = Field(900, gt=0, description="wall-clock limit for the candidate phase")
     needs_accelerator: str | None = Field(None, description="'gpu' or 'tpu' when validation saw tests that need one")
     test_timeout_s: int = Field(600, gt=0, description="wall-clock limit for one hidden-test run")
+    disk_gb: float = Field(10, gt=0, description="most a sandbox may write: per file, and in all (then stopped)")
 
 
 class TestSpec(Strict):
@@ -161,6 +162,8 @@ class TaskBundle(BaseModel):
         """What a candidate is graded on: a resumed run refuses results graded against other content."""
         graded = self.task.model_dump(mode="json", include={"base_commit", "test", "FAIL_TO_PASS", "PASS_TO_PASS",
                                                            "resources"})
+        if self.task.resources.disk_gb == Resources.model_fields["disk_gb"].default:
+            del graded["resources"]["disk_gb"]  # added later: tasks that keep the default keep their hash
         parts = [json.dumps(graded, sort_keys=True), self.instruction, self.oracle_patch, self.tests_patch]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
@@ -197,6 +200,8 @@ class AgentRun(Strict):
     wall_s: float = 0.0
     log_tail: str = ""
     transcript: str = ""
+    flags: list[str] = Field(default_factory=list, description="what the agent's own records noticed, e.g. "
+                             "transcript_tampered")
 
 
 class RunResult(Strict):
@@ -220,6 +225,8 @@ class RunResult(Strict):
     trial_dir: str | None = Field(None, description="the trial's folder: logs, full test output, submission")
     agent_config_hash: str | None = None
     task_hash: str | None = None
+    flags: list[str] = Field(default_factory=list, description="what a reviewer must look at, e.g. "
+                             "secret_in_submission, transcript_tampered")
 
     @property
     def key(self) -> tuple[str, str, int]:

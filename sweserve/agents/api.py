@@ -1,8 +1,8 @@
 """The built-in API agent: a tool-using loop against an OpenAI-compatible chat endpoint.
 
 The loop runs on the host; its bash tool runs in the sandbox through a swe-rex session (the server is
-baked into every env image and reached at the container's IP on the run's --internal network, since
-published ports do not work there). Every model failure — bad JSON, time-outs, 5xx — ends the run with
+baked into every env image and listens on the sandbox's loopback; the harness reaches it through
+`Sandbox.forward`, a `docker exec` relay, because a sandbox's network has no route to or from the host). Every model failure — bad JSON, time-outs, 5xx — ends the run with
 exit_reason "error" and the cause in `error`, never an exception.
 """
 
@@ -60,8 +60,9 @@ class SwerexShell:
 
         logging.getLogger("rex-runtime").setLevel(logging.CRITICAL + 1)
         token = uuid.uuid4().hex
-        box.start_background(["swerex-remote", "--auth-token", token, "--port", "8000"])
-        self._runtime = RemoteRuntime(host=f"http://{box.address}", port=8000, auth_token=token, timeout=30)
+        box.start_background(["swerex-remote", "--auth-token", token, "--host", "127.0.0.1", "--port", "8000"])
+        host, port = box.forward(8000).rsplit(":", 1)
+        self._runtime = RemoteRuntime(host=f"http://{host}", port=int(port), auth_token=token, timeout=30)
         self._BashAction = BashAction
         deadline = time.monotonic() + startup_timeout
         while not asyncio.run(self._runtime.is_alive(timeout=1.0)).is_alive:
@@ -94,6 +95,10 @@ class ApiAgent(TaskImageAgent):
         self.cfg = cfg
         self.name = cfg.name
         self.api_key = env.get(cfg.api_key_env) if cfg.api_key_env else None
+
+    def secrets(self) -> list[str]:
+        """The API key: redacted from everything the trial records."""
+        return [self.api_key] if self.api_key else []
 
     def config_hash(self) -> str:
         return hashlib.sha256(self.cfg.model_dump_json(exclude={"name"}).encode()).hexdigest()[:16]

@@ -39,6 +39,10 @@ class CommandAgent:
     def closed_book(self) -> bool:
         return self.cfg.closed_book
 
+    def secrets(self) -> list[str]:
+        """The values passed through `env:`: redacted from everything the trial records."""
+        return list(self._passed.values())
+
     def config_hash(self) -> str:
         # egress settings count only when set, so results of configs written before they existed still resume
         unset = {f for f in ("egress", "closed_book") if not getattr(self.cfg, f)}

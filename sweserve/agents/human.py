@@ -1,15 +1,22 @@
-"""A human engineer as an agent: a shell in the task sandbox with a countdown, graded like any other candidate."""
+"""A human engineer as an agent: a shell in the task sandbox with a countdown, graded like any other candidate.
+
+The transcript is the shell's history, which lives in the sandbox where the candidate can rewrite it. So the
+host copies it every second while the session runs (`HistoryKeeper`): the transcript is every command ever
+seen there, and a history that shrank, vanished or was rewritten flags the run `transcript_tampered`.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 from rich.console import Console
 
 from sweserve.agents.base import IN_BOX, INSTRUCTION_PATH, TaskImageAgent
 from sweserve.environment.sandbox import Sandbox
+from sweserve.errors import InfraError
 from sweserve.models import AgentRun, TaskBundle
 
 HISTORY = f"{IN_BOX}/history"
@@ -39,6 +46,52 @@ def parse_history(text: str) -> list[tuple[int, str]]:
     return out
 
 
+HISTORY_MAX_BYTES = 4 * 2**20
+POLL_S = 1.0
+
+
+class HistoryKeeper:
+    """Copies the in-sandbox history to the host while the session runs; keeps every command it ever saw."""
+
+    def __init__(self, box: Sandbox, path: str = HISTORY, poll_s: float = POLL_S):
+        self.box, self.path, self.poll_s = box, path, poll_s
+        self.seen: list[tuple[int, str]] = []
+        self.tampered = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="history-keeper", daemon=True)
+
+    def start(self) -> "HistoryKeeper":
+        self._thread.start()
+        return self
+
+    def poll(self) -> None:
+        try:
+            raw = self.box.read_file(self.path, max_bytes=HISTORY_MAX_BYTES)
+        except InfraError:  # too big, or the sandbox went away
+            self.tampered = self.tampered or bool(self.seen)
+            return
+        entries = parse_history((raw or b"").decode("utf-8", "replace"))
+        if entries[:len(self.seen)] != self.seen:  # what was there is gone or changed
+            self.tampered = True
+            known = set(self.seen)
+            self.seen += [e for e in entries if e not in known]
+        else:
+            self.seen += entries[len(self.seen):]
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
+    def finish(self) -> tuple[str, list[str]]:
+        """The transcript ("<epoch>\t<command>" lines) and flags, after a last copy."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.poll()
+        transcript = "\n".join(f"{stamp}\t{cmd}" for stamp, cmd in self.seen)
+        return transcript, ["transcript_tampered"] if self.tampered else []
+
+
 class HumanAgent(TaskImageAgent):
     """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
 
@@ -64,11 +117,13 @@ class HumanAgent(TaskImageAgent):
                           f"type `exit` when done (instruction: {INSTRUCTION_PATH})")
         shell = f"timeout --foreground -s KILL {limit} bash --rcfile {RCFILE} -i"
         t_shell = time.monotonic()
-        code = self._run_shell(box.interactive_argv(shell, tty=sys.stdin.isatty()))
+        keeper = HistoryKeeper(box).start()
+        try:
+            code = self._run_shell(box.interactive_argv(shell, tty=sys.stdin.isatty()))
+        finally:
+            transcript, flags = keeper.finish()
         used = round(time.monotonic() - t_shell, 3)
         timed_out = code == 137 and used >= limit - 1
-        history = (box.read_file(HISTORY) or b"").decode("utf-8", "replace")
-        transcript = "\n".join(f"{stamp}\t{cmd}" for stamp, cmd in parse_history(history))
         self.console.print("grading …")
         return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used,
-                        exit_reason="time_limit" if timed_out else "finished", transcript=transcript)
+                        exit_reason="time_limit" if timed_out else "finished", transcript=transcript, flags=flags)

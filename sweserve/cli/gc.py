@@ -16,5 +16,5 @@ def run(args, console: Console) -> int:
     from sweserve.environment.docker_sandbox import gc
 
     removed = gc(docker_client(), everything=args.all)
-    console.print(f"removed {len(removed)} containers" + (f": {', '.join(removed)}" if removed else ""))
+    console.print(f"removed {len(removed)} containers" + (f": {', '.join(removed)}" if removed else ""), markup=False)
     return 0

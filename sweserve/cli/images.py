@@ -27,5 +27,5 @@ def run(args, console: Console) -> int:
     else:
         existed = False
         tag = builder.env(profile)
-    console.print(f"{tag}" + (" (already built)" if existed else ""))
+    console.print(f"{tag}" + (" (already built)" if existed else ""), markup=False)
     return 0

@@ -76,7 +76,7 @@ def run(args, console: Console) -> int:
     if report.rejected:
         table = Table("reason", "count", "examples")
         for reason, prs in sorted(report.rejected.items()):
-            table.add_row(reason, str(len(prs)), escape("; ".join(prs[:3])))
+            table.add_row(escape(str(reason)), str(len(prs)), escape("; ".join(prs[:3])))
         console.print(table)
     return 0
 

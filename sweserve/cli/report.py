@@ -1,4 +1,8 @@
-"""`sweserve report`: pass rates and per-task status from a results file."""
+"""`sweserve report`: pass rates and per-task status from a results file.
+
+The denominator is what was selected: the run manifests beside the results file (`runs/*/manifest.json`)
+and, with `--tasks`, every task in that folder. Selected tasks with no result are shown as `missing`.
+"""
 
 from __future__ import annotations
 
@@ -13,18 +17,34 @@ from sweserve.errors import SweserveError
 def register(sub, common) -> None:
     rep = sub.add_parser("report", help="pass rates and per-task status from a results JSONL")
     rep.add_argument("results", help="results JSONL file")
+    rep.add_argument("--tasks", default=None,
+                     help="tasks folder: every task in it counts, a task with no result as 'missing'")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.set_defaults(func=run)
 
 
 def run(args, console: Console) -> int:
     from sweserve.evaluation.results import read_results
-    from sweserve.reporting.summary import build_reports, render
+    from sweserve.evaluation.trial_folder import runs_root
+    from sweserve.reporting.summary import (
+        Selection,
+        build_reports,
+        read_manifests,
+        render,
+    )
 
     path = Path(args.results)
     if not path.exists():
         raise SweserveError(f"{path}: no such results file")
-    reports = build_reports(read_results(path))
+    results = read_results(path)
+    selected = read_manifests(runs_root(path))
+    if args.tasks:
+        from sweserve.dataset.taskstore import load_all
+
+        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))})
+        for agent in {r.agent for r in results} | set(selected):
+            selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
+    reports = build_reports(results, selected)
     if args.json:
         print(json.dumps([r.model_dump() for r in reports], indent=2))
     else:

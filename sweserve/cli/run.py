@@ -27,6 +27,8 @@ def register(sub, common) -> None:
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
     r.add_argument("--repo-path", default=None, help="clone to build task images from")
+    r.add_argument("--max-submission-mb", type=float, default=5,
+                   help="a bigger submission is an error, not graded or kept (default: 5, at most 8)")
     r.set_defaults(func=run)
 
 
@@ -37,6 +39,8 @@ def run(args, console: Console) -> int:
 
     if args.attempts < 1 or args.workers < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
+    if not 0 < args.max_submission_mb <= 8:
+        raise SweserveError("--max-submission-mb must be more than 0 and at most 8")
     if args.predictions:
         return _run_predictions(args, console)
     bundles = select(Path(args.tasks), args.task_ids)
@@ -77,13 +81,24 @@ def _run_predictions(args, console: Console) -> int:
 
 
 def _evaluate(args, console: Console, agent, bundles) -> int:
-    from sweserve.evaluation.evaluate import run_evaluation
-    from sweserve.evaluation.results import read_results
-    from sweserve.reporting.summary import build_reports, render
+    from sweserve.evaluation.results import ResultsWriter
 
     output = Path(args.output) if args.output else default_output(agent.name)
+    writer = ResultsWriter(output)  # a folder, an unwritable path or a second run on it: refused before Docker
+    try:
+        return _run(args, console, bundles, agent, output, writer)
+    finally:
+        writer.close()
+
+
+def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
+    from sweserve.evaluation.evaluate import run_evaluation
+    from sweserve.evaluation.results import read_results
+    from sweserve.reporting.summary import Selection, build_reports, render
+
     ctx = make_context(args, console)
-    console.print(f"run {ctx.run_id}: agent [bold]{agent.name}[/] on {len(bundles)} tasks → {output}")
+    console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
+                  f"{escape(str(output))}")
     with progress_bar(console) as progress:
         bar = progress.add_task(f"{agent.name}", total=None)
 
@@ -93,9 +108,11 @@ def _evaluate(args, console: Console, agent, bundles) -> int:
                                    + (f" ({escape(result.reason)})" if result.reason else ""))
 
         finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
-                                  retry_errors=args.retry_errors, force=args.force, on_result=on_result)
+                                  retry_errors=args.retry_errors, force=args.force, writer=writer,
+                                  max_submission_bytes=int(args.max_submission_mb * 2**20), on_result=on_result)
     ids = {b.task.task_id for b in bundles}
-    render([r for r in build_reports([x for x in read_results(output) if x.task_id in ids])
+    selected = {agent.name: Selection(attempts=args.attempts, tasks={b.task.task_id: b.task.family for b in bundles})}
+    render([r for r in build_reports([x for x in read_results(output) if x.task_id in ids], selected)
             if r.agent == agent.name], console)
     bugs = [r for r in finished if r.error_kind == "internal"]
     if bugs:

@@ -56,6 +56,8 @@ def run(args, console: Console) -> int:
     review = output.with_name(f"review-{args.candidate}-{task.task_id}.md")
     review.write_text(review_markdown(bundle, result))
     wall = f" in {result.agent_run.wall_s:.0f}s" if result.agent_run else ""
-    console.print(f"{task.task_id}: [bold]{result.status}[/]{wall} → {output}; reviewer report {review}"
-                  + (f" ({escape(result.reason)})" if result.status == "error" and result.reason else ""))
+    console.print(f"{task.task_id}: [bold]{result.status}[/]{wall} → {escape(str(output))}; reviewer report "
+                  f"{escape(str(review))}"
+                  + (f" ({escape(result.reason)})" if result.status == "error" and result.reason else "")
+                  + (f" [yellow]flags: {escape(', '.join(result.flags))}[/]" if result.flags else ""))
     return 0

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -88,7 +89,7 @@ def run(args, console: Console) -> int:
         console.rule("instruction")
         console.print(bundle.instruction, markup=False, highlight=False)
         return 0
-    table = Table(title=str(tasks_dir))
+    table = Table(title=escape(str(tasks_dir)))
     for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint"):
         table.add_column(name, no_wrap=True)
     rows = []
@@ -97,7 +98,7 @@ def run(args, console: Console) -> int:
         state = task.validation.status if task.validation else "no"
         rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"}) | {"validated": state})
         lint_state = "-" if task.quality is None else "ok" if task.quality.passed else "FAIL"
-        table.add_row(task.task_id, task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
+        table.add_row(escape(task.task_id), task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
                       str(len(task.PASS_TO_PASS)), str(task.resources.gpus), lint_state)
     if args.json:
         print(json.dumps(rows, indent=2))

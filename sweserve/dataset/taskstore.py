@@ -41,6 +41,10 @@ def load_task(task_dir: Path) -> Task:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SweserveError(f"{path}: missing task file") from None
+    except UnicodeDecodeError:
+        raise SweserveError(f"{path}: not UTF-8 text") from None
+    except IsADirectoryError:
+        raise SweserveError(f"{path}: is a folder, not a task file") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -63,6 +67,10 @@ def load_bundle(task_dir: Path) -> TaskBundle:
             texts[attr] = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise SweserveError(f"{path}: missing task file") from None
+        except UnicodeDecodeError:
+            raise SweserveError(f"{path}: not UTF-8 text") from None
+        except IsADirectoryError:
+            raise SweserveError(f"{path}: is a folder, not a task file") from None
     if not texts["oracle_patch"].strip():
         raise SweserveError(f"{task_dir / TEXT_FILES['oracle_patch']}: empty oracle patch")
     if not texts["tests_patch"].strip():

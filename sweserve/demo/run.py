@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.clones import remember_clone
@@ -29,7 +30,7 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
         shutil.rmtree(d, ignore_errors=True)
     profile = load_profile(PROFILE)
     build_demo_repo(repo_dir)
-    console.print(f"[bold]1/5[/] built demo repository {repo_dir}")
+    console.print(f"[bold]1/5[/] built demo repository {escape(str(repo_dir))}")
     report = mine(open_repo(repo_dir), profile, tasks_dir)
     remember_clone(state_dir, profile.repo, repo_dir)
     rejected = {k: len(v) for k, v in report.rejected.items()}

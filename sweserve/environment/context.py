@@ -1,4 +1,4 @@
-"""What one sweserve command works with on a host: Docker, the image builder, clones, GPUs, the run's network.
+"""What one sweserve command works with on a host: Docker, the image builder, clones, GPUs, the run's sandboxes.
 
 Built once per command (or once per worker process, from a `ContextSpec`) and passed down; nothing is global.
 """
@@ -18,12 +18,7 @@ from pydantic import BaseModel
 from sweserve.config_search import ConfigSearch
 from sweserve.dataset.clones import known_clone
 from sweserve.dataset.profiles import RepoProfile, load_profile
-from sweserve.environment.docker_sandbox import (
-    DockerSandbox,
-    docker_errors,
-    ensure_network,
-    gc,
-)
+from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors, gc
 from sweserve.environment.gpus import GpuPool, detect_gpus
 from sweserve.environment.images import ImageBuilder, read_ca_bundle
 from sweserve.errors import InfraError, SweserveError
@@ -64,7 +59,6 @@ class Context:
     search: ConfigSearch = field(default_factory=ConfigSearch.for_project)
     ca_bundle_path: str | None = None
     _profiles: dict[str, RepoProfile] = field(default_factory=dict)
-    _network: str | None = None
 
     @classmethod
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,
@@ -94,7 +88,6 @@ class Context:
     def __post_init__(self) -> None:
         self.gpu_pool = GpuPool(self.host_gpus)
         self._cancelled = threading.Event()
-        self._network_lock = threading.Lock()
         self._profile_lock = threading.Lock()
 
     def cancel(self) -> None:
@@ -118,28 +111,19 @@ class Context:
         task = bundle.task
         return self.builder.task(task, self.profile(task.profile), self.clone_for(task.repo))
 
-    @property
-    def network(self) -> str:
-        """The run's --internal network, created once (parallel workers must not race to make two)."""
-        with self._network_lock:
-            if self._network is None:
-                with docker_errors("creating the run's network"):
-                    self._network = ensure_network(self.client, f"sweserve-{self.run_id}", self.run_id)
-            return self._network
-
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
+        """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any
+        run, and no address of the host, can be reached from it; it and its network go when it is removed."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         return DockerSandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
-            resources=resources, gpu_ids=gpu_ids, network=self.network,
+            resources=resources, gpu_ids=gpu_ids,
         )
 
     def close(self) -> None:
-        """Reap this run's containers and network, whatever state they are in."""
+        """Reap this run's containers and networks, whatever state they are in."""
         try:
             gc(self.client, run_id=self.run_id)
         except docker.errors.DockerException:
             pass
-        with self._network_lock:
-            self._network = None

@@ -1,27 +1,45 @@
 """The Docker implementation of `Sandbox`: labelled containers with limits, exec with a hard timeout, files in
 and out, networks, and reaping what dead harness processes left.
 
-Every Docker failure leaves this module as `InfraError("docker", …)`.
+Isolation and limits (what a candidate cannot do from inside a sandbox):
+- every sandbox has a network of its own (`sandbox_network`): internal (no egress) and with no gateway
+  address on the host (`inhibit_ipv4`), so it reaches neither the host's services nor another sandbox;
+  the harness reaches a service in it through `forward` (a `docker exec` relay), never over IP;
+- exec output is streamed and only a bounded tail is kept; files are read out with a size cap;
+- disk: no file may grow past `resources.disk_gb` (RLIMIT_FSIZE), and a watchdog stops the sandbox when
+  its writable layer does (`DiskLimitExceeded`).
+
+Every Docker failure leaves this module as `InfraError("docker", …)`; a limit as `LimitExceeded`.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import random
 import socket
 import tarfile
+import threading
 import time
 from contextlib import contextmanager
 
 import docker
 import docker.errors
+import docker.types
+from docker.utils.socket import frames_iter
 
 from sweserve.environment.gpus import device_requests
 from sweserve.environment.sandbox import WORKDIR, ExecResult
-from sweserve.errors import InfraError
+from sweserve.errors import InfraError, LimitExceeded
 from sweserve.models import Resources
 
 LABEL = "sweserve"
+OUTPUT_TAIL_BYTES = 8 * 2**20  # what exec keeps of a command's output (its end)
+READ_FILE_MAX_BYTES = 16 * 2**20  # default cap on a file read out of a sandbox
+DISK_POLL_S = 0.5  # how often the disk watchdog measures a sandbox's writable layer
+# A sandbox network gets a small subnet of its own in this range (with no gateway address on the host it is
+# routed nowhere; Docker's default pools would run out after ~30 networks).
+SUBNET_POOL = (10 << 24 | 192 << 16, 18)  # 10.192.0.0/10 as (base, bits of /28 blocks)
 
 
 def owner_label() -> str:
@@ -38,10 +56,16 @@ def labels(run_id: str, task_id: str, role: str) -> dict[str, str]:
     }
 
 
+def disk_bytes(resources: Resources) -> int:
+    return int(resources.disk_gb * 2**30)
+
+
 def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict:
     """The docker run options a task's resources ask for (CPUs capped at what the host has)."""
     cpus = min(resources.cpus, float(host_cpus))
+    fsize = disk_bytes(resources)
     return {
+        "ulimits": [docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize)],
         "mem_limit": f"{int(resources.memory_gb * 1024)}m",
         "nano_cpus": int(cpus * 1e9),
         "pids_limit": 4096,
@@ -52,16 +76,32 @@ def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict
     }
 
 
-def ensure_network(client: docker.DockerClient, name: str, run_id: str) -> str:
-    """An --internal bridge (no egress) for one run's sandboxes."""
-    try:
-        client.networks.get(name)
-    except docker.errors.NotFound:
-        client.networks.create(
-            name, driver="bridge", internal=True,
-            labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.owner": owner_label()},
-        )
-    return name
+def sandbox_network(client: docker.DockerClient, run_id: str, task_id: str, role: str) -> str:
+    """A network for one sandbox alone: internal (no egress) and with no address on the host.
+
+    `inhibit_ipv4` leaves the host's side of the bridge without an IP, so the sandbox has no route to any
+    host address (a plain --internal network still reaches every host service bound to 0.0.0.0), and no
+    other sandbox is on it. Another container (e.g. an allow-listed egress proxy) can be attached to it.
+    """
+    base, bits = SUBNET_POOL
+    last = None
+    for _ in range(8):  # a random /28: a clash with another network is retried with another one
+        block = base + (random.randrange(2**bits) << 4)
+        subnet = f"{socket.inet_ntoa(block.to_bytes(4, 'big'))}/28"
+        name = f"sweserve-{run_id}-{role}-{os.urandom(4).hex()}"
+        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=subnet)])
+        try:
+            client.networks.create(
+                name, driver="bridge", internal=True, ipam=ipam, check_duplicate=True,
+                options={"com.docker.network.bridge.inhibit_ipv4": "true"},
+                labels=labels(run_id, task_id, role),
+            )
+            return name
+        except docker.errors.APIError as exc:
+            last = exc
+            if "overlap" not in str(exc).lower():
+                raise
+    raise last
 
 
 @contextmanager
@@ -74,9 +114,163 @@ def docker_errors(what: str):
         raise InfraError("docker", f"{what}: {str(explanation).strip()[:300]}") from None
 
 
+class OutputTail:
+    """The last `limit` bytes of a stream, and how many bytes went by: output floods cost no memory."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.buf = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.buf += chunk
+        if len(self.buf) > 2 * self.limit:
+            del self.buf[:-self.limit]
+
+    def bytes(self) -> bytes:
+        return bytes(self.buf[-self.limit:])
+
+
+class DiskLimitExceeded(LimitExceeded):
+    def __init__(self, limit_gb: float):
+        super().__init__(f"disk limit: the sandbox wrote more than {limit_gb:g} GB and was stopped")
+
+
+class DiskWatchdog:
+    """Polls a container's writable-layer size; past the limit it kills the container and remembers why."""
+
+    def __init__(self, client: docker.DockerClient, container, limit_gb: float):
+        self.client, self.container, self.limit_gb = client, container, limit_gb
+        self.limit = int(limit_gb * 2**30)
+        self.tripped = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"disk-{container.name}", daemon=True)
+        self._thread.start()
+
+    def used(self) -> int | None:
+        try:
+            rows = self.client.api.containers(all=True, size=True, filters={"id": self.container.id})
+        except docker.errors.DockerException:
+            return None
+        if not rows:  # the container is gone: nothing left to watch
+            self._stop.set()
+            return None
+        return rows[0].get("SizeRw")
+
+    def check(self) -> None:
+        """Measure now; raise DiskLimitExceeded if the sandbox is (or was) over its limit."""
+        if not self.tripped:
+            used = self.used()
+            if used is not None and used > self.limit:
+                self.tripped = True
+                try:
+                    self.container.kill()
+                except docker.errors.DockerException:
+                    pass
+        if self.tripped:
+            raise DiskLimitExceeded(self.limit_gb)
+
+    def _run(self) -> None:
+        while not self._stop.wait(DISK_POLL_S):
+            try:
+                self.check()
+            except DiskLimitExceeded:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+RELAY = """
+import os, socket, sys, threading
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def up():
+    while True:
+        d = os.read(0, 65536)
+        if not d:
+            break
+        s.sendall(d)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    os.write(1, d)
+"""
+
+
+class PortForward:
+    """127.0.0.1:<port> on the host, relayed into the sandbox's own 127.0.0.1:<target> over `docker exec`.
+
+    Sandboxes have no IP route to or from the host, so a service in one (swe-rex) is reached this way: each
+    connection is one exec of a small Python relay, its stdin and stdout spliced to the connection.
+    """
+
+    def __init__(self, container, target: int):
+        self.container, self.target = container, target
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._relay, args=(conn,), daemon=True).start()
+
+    def _relay(self, conn: socket.socket) -> None:
+        py = 'p=/opt/swerex/bin/python3; [ -x "$p" ] || p=python3; exec "$p" -c "$0" "$1"'
+        api = self.container.client.api
+        try:
+            exec_id = api.exec_create(self.container.id, ["sh", "-c", py, RELAY, str(self.target)],
+                                      stdin=True, stdout=True, stderr=False)["Id"]
+            hijacked = api.exec_start(exec_id, socket=True)
+        except docker.errors.DockerException:
+            conn.close()
+            return
+        raw = getattr(hijacked, "_sock", hijacked)
+
+        def up():
+            try:
+                while chunk := conn.recv(65536):
+                    raw.sendall(chunk)
+                raw.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            for _, data in frames_iter(hijacked, tty=False):
+                conn.sendall(data)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+            try:
+                hijacked.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._closed = True
+        self.sock.close()
+
+
 class DockerSandbox:
-    def __init__(self, container):
+    def __init__(self, container, network: str | None = None, watchdog: DiskWatchdog | None = None,
+                 output_tail: int = OUTPUT_TAIL_BYTES):
         self.container = container
+        self.network = network
+        self.watchdog = watchdog
+        self.output_tail = output_tail
+        self._forwards: list[PortForward] = []
 
     @classmethod
     def start(
@@ -91,22 +285,34 @@ class DockerSandbox:
         gpu_ids: list[str] | None = None,
         network: str | None = None,
     ) -> "DockerSandbox":
-        with docker_errors(f"creating a {role} container from {image}"):
-            container = client.containers.create(
-                image,
-                command=["sleep", "infinity"],
-                labels=labels(run_id, task_id, role),
-                network=network,
-                working_dir=WORKDIR,
-                **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
-            )
+        """A container on `network` (default: a network of its own, removed with it) with the task's limits."""
+        own = network is None
+        if own:
+            with docker_errors(f"creating a network for a {role} container"):
+                network = sandbox_network(client, run_id, task_id, role)
+        try:
+            with docker_errors(f"creating a {role} container from {image}"):
+                container = client.containers.create(
+                    image,
+                    command=["sleep", "infinity"],
+                    labels=labels(run_id, task_id, role),
+                    network=network,
+                    working_dir=WORKDIR,
+                    **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
+                )
+        except BaseException:
+            if own:
+                _remove_network(client, network)
+            raise
+        box = cls(container, network if own else None)
         try:
             with docker_errors(f"starting a {role} container from {image}"):
                 container.start()
         except BaseException:  # e.g. a GPU request the host cannot serve: the created container must not stay
-            container.remove(force=True)
+            box.remove()
             raise
-        return cls(container)
+        box.watchdog = DiskWatchdog(client, container, resources.disk_gb)
+        return box
 
     @property
     def name(self) -> str:
@@ -119,12 +325,22 @@ class DockerSandbox:
         networks = self.container.attrs["NetworkSettings"]["Networks"].values()
         return next(n["IPAddress"] for n in networks if n["IPAddress"])
 
+    def forward(self, port: int) -> str:
+        """host:port on the harness's machine that reaches `port` on the sandbox's loopback."""
+        fwd = PortForward(self.container, port)
+        self._forwards.append(fwd)
+        return f"127.0.0.1:{fwd.port}"
+
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
         with docker_errors(f"starting {argv[0]} in the sandbox"):
             self.container.exec_run(argv, detach=True, workdir=workdir)
 
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
+
+    def _check_limits(self) -> None:
+        if self.watchdog:
+            self.watchdog.check()
 
     def exec(
         self,
@@ -134,18 +350,28 @@ class DockerSandbox:
         env: dict[str, str] | None = None,
         user: str | None = None,
     ) -> ExecResult:
-        """Run `bash -c command`; the whole process group is killed after timeout seconds."""
+        """Run `bash -c command`; the whole process group is killed after timeout seconds.
+
+        Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so).
+        """
+        self._check_limits()
         started = time.monotonic()
         argv = ["timeout", "-s", "KILL", str(max(1, int(timeout))), "bash", "-c", command]
-        kwargs = {"workdir": workdir, "environment": env or {}, "demux": False}
-        if user:
-            kwargs["user"] = user
+        api = self.container.client.api
+        tail = OutputTail(self.output_tail)
         with docker_errors("running a command in the sandbox"):
-            code, out = self.container.exec_run(argv, **kwargs)
+            exec_id = api.exec_create(self.container.id, argv, workdir=workdir, environment=env or {},
+                                      user=user or "")["Id"]
+            for chunk in api.exec_start(exec_id, stream=True):
+                tail.add(chunk)
+            code = api.exec_inspect(exec_id).get("ExitCode")
         elapsed = time.monotonic() - started
-        text = (out or b"").decode("utf-8", "replace")
+        self._check_limits()
+        code = 137 if code is None else code
+        text = tail.bytes().decode("utf-8", "replace")
         timed_out = code == 137 and elapsed >= int(timeout) - 0.5
-        return ExecResult(code, text, timed_out, round(elapsed, 3))
+        return ExecResult(code, text, timed_out, round(elapsed, 3), truncated=tail.total > len(tail.buf),
+                          output_bytes=tail.total)
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         directory, name = os.path.split(path)
@@ -158,33 +384,78 @@ class DockerSandbox:
             self.container.exec_run(["mkdir", "-p", directory])
             self.container.put_archive(directory, buf.getvalue())
 
-    def read_file(self, path: str) -> bytes | None:
+    def read_file(self, path: str, max_bytes: int = READ_FILE_MAX_BYTES) -> bytes | None:
+        """A regular file's bytes; None if there is none at `path` (or it is a link, a folder, a device).
+
+        Raises `LimitExceeded` when the file is over max_bytes: its size is read from the archive's
+        header before any of it is, so a huge (or sparse) file costs nothing.
+        """
         try:
             with docker_errors(f"copying {path} out of the sandbox"):
-                stream, _ = self.container.get_archive(path)
-                buf = io.BytesIO(b"".join(stream))
+                stream, stat = self.container.client.api.get_archive(self.container.id, path, chunk_size=None)
         except InfraError:
             try:
                 self.container.reload()
             except docker.errors.DockerException:
                 raise InfraError("docker", f"the sandbox went away while reading {path}") from None
             return None  # the container is there: the file is not
-        with tarfile.open(fileobj=buf) as tar:
+        mode = int(stat.get("mode", 0))
+        if mode & 0xFFF00000 or stat.get("linkTarget"):  # Go's FileMode type bits: a dir, link, device, pipe …
+            _discard(stream)
+            return None
+        if int(stat.get("size", 0)) > max_bytes:
+            _discard(stream)
+            raise LimitExceeded(f"{path} in the sandbox is {int(stat['size']) / 2**20:.1f} MB, over the "
+                                f"{max_bytes / 2**20:g} MB limit on files read from it")
+        buf = bytearray()
+        with docker_errors(f"copying {path} out of the sandbox"):
+            for chunk in stream:
+                buf += chunk
+                if len(buf) > max_bytes + 64 * 1024:
+                    _discard(stream)
+                    raise LimitExceeded(f"{path} in the sandbox grew past the {max_bytes / 2**20:g} MB limit")
+        with tarfile.open(fileobj=io.BytesIO(bytes(buf))) as tar:
             member = tar.next()
-            fh = tar.extractfile(member) if member else None
+            if member is None or not member.isreg():
+                return None
+            fh = tar.extractfile(member)
             return fh.read() if fh else None
 
     def remove(self) -> None:
+        if self.watchdog:
+            self.watchdog.stop()
+        for fwd in self._forwards:
+            fwd.close()
+        client, failed = self.container.client, None
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
             pass
+        except docker.errors.DockerException as exc:
+            failed = exc
+        if self.network:
+            _remove_network(client, self.network)
+        if failed:
+            raise failed
 
     def __enter__(self) -> "DockerSandbox":
         return self
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+def _discard(stream) -> None:
+    close = getattr(stream, "close", None)
+    if close:
+        close()
+
+
+def _remove_network(client: docker.DockerClient, name: str) -> None:
+    try:
+        client.networks.get(name).remove()
+    except docker.errors.DockerException:
+        pass  # gc reaps it later
 
 
 def _owner_alive(owner: str) -> bool:

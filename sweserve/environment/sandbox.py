@@ -17,6 +17,8 @@ class ExecResult:
     output: str
     timed_out: bool = False
     duration_s: float = 0.0
+    truncated: bool = False  # output is only the end of what the command wrote (output_bytes in all)
+    output_bytes: int = 0
 
     def tail(self, n: int = 2000) -> str:
         return self.output[-n:]
@@ -31,6 +33,10 @@ class Sandbox(Protocol):
     def address(self) -> str:
         """The sandbox's IP address on its private network, for services started in it."""
 
+    def forward(self, port: int) -> str:
+        """host:port on the harness's machine that reaches `port` on the sandbox's loopback (sandboxes have
+        no IP route to or from the host)."""
+
     def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
              user: str | None = None) -> ExecResult:
         """Run `bash -c command`; the whole process group is killed after timeout seconds."""
@@ -43,4 +49,5 @@ class Sandbox(Protocol):
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
 
-    def read_file(self, path: str) -> bytes | None: ...
+    def read_file(self, path: str, max_bytes: int = ...) -> bytes | None:
+        """A regular file's bytes, None if absent; raises LimitExceeded past max_bytes."""

@@ -1,8 +1,10 @@
 """Evaluating an agent on many tasks: what is left to do, resuming safely, and recording each result as it ends.
 
-A run writes `runs/<run_id>/manifest.json` (sweserve version, agent and its config hash, each task's content
-hash). Every result records the same hashes, so resuming a results file with a changed agent config or a
-changed task refuses, unless forced, instead of mixing results graded against different things.
+A run writes `runs/<run_id>/manifest.json` (sweserve version, agent and its config hash, each selected task's
+content hash, attempts). Every result records the same hashes, so resuming a results file with a changed agent
+config or a changed task refuses, unless forced, instead of mixing results graded against different things.
+Reports read the manifests too: a selected (task, attempt) with no result counts as `missing`, never drops
+out of the denominator. Every trial handed to the executor ends in exactly one result (`run_trial_safely`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from sweserve.environment.context import Context
 from sweserve.errors import SweserveError
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.results import ResultsWriter, latest, read_results
-from sweserve.evaluation.trial import TrialRequest, run_trial, trial_folder
+from sweserve.evaluation.trial import (
+    MAX_SUBMISSION_BYTES,
+    TrialRequest,
+    run_trial_safely,
+    trial_folder,
+)
 from sweserve.evaluation.trial_folder import runs_root
 from sweserve.models import RunResult, TaskBundle, now
 
@@ -49,32 +56,41 @@ def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path)
     return None
 
 
-def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle]) -> Path:
+def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle],
+                   attempts: int = 1) -> Path:
     path = runs_root(results_path) / run_id / "manifest.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
-        "agent": agent.name, "agent_config_hash": agent.config_hash(),
+        "agent": agent.name, "agent_config_hash": agent.config_hash(), "attempts": attempts,
         "tasks": {b.task.task_id: b.content_hash() for b in bundles},
+        "families": {b.task.task_id: b.task.family for b in bundles},
     }, indent=2) + "\n")
     return path
 
 
 def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,
                    attempts: int = 1, workers: int = 1, retry_errors: bool = False, force: bool = False,
-                   executor: Executor | None = None,
+                   executor: Executor | None = None, writer: ResultsWriter | None = None,
+                   max_submission_bytes: int = MAX_SUBMISSION_BYTES,
                    on_result: Callable[[RunResult, int, int], None] | None = None) -> list[RunResult]:
-    """Evaluate every unfinished (task, attempt); each result is appended to results_path as it ends."""
-    writer = ResultsWriter(results_path)  # takes the file's lock first: a second run on it refuses
+    """Evaluate every unfinished (task, attempt); each result is appended to results_path as it ends.
+
+    `writer` is the results file's writer when the caller already holds its lock (the CLI takes it before
+    contacting Docker); otherwise the lock is taken here, and a second run on the same file refuses.
+    """
+    owned = writer is None
+    writer = writer or ResultsWriter(results_path)
     try:
         if not force and (why := resume_conflict(bundles, agent, results_path)):
             raise SweserveError(f"{results_path}: {why}; use another --output, or --force to resume anyway")
         todo = pending(bundles, agent, attempts, results_path, retry_errors)
-        write_manifest(results_path, ctx.run_id, agent, bundles)
-        requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a)) for b, a in todo]
+        write_manifest(results_path, ctx.run_id, agent, bundles, attempts)
+        requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a), max_submission_bytes)
+                    for b, a in todo]
         finished = []
         try:
-            for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial, requests):
+            for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial_safely, requests):
                 writer.write(result)
                 finished.append(result)
                 if on_result:
@@ -83,4 +99,5 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
             ctx.close()
         return finished
     finally:
-        writer.close()
+        if owned:
+            writer.close()

@@ -7,6 +7,11 @@
 `reservation` is the one place that takes and gives back what a trial needs; `candidate_phase` and
 `grade_submission` are the two halves every caller shares (validation grades the oracle's and the null
 submission directly); `run_trial` turns every way a trial can end into exactly one result.
+
+What `run_trial` records is bounded and clean whatever the candidate does: a submission over
+`max_submission_bytes` is an error (`submission too large`) and is not kept; reasons come from fixed
+templates (never hidden-test output) and are capped; the agent's secrets are redacted from every field and
+file (a submission that held one is flagged `secret_in_submission`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from sweserve.agents.base import Agent
 from sweserve.environment.context import Context
 from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
-from sweserve.errors import InfraError, SweserveError, TrialSkipped
+from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import (
     PatchError,
     TestRun,
@@ -38,7 +43,9 @@ from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
-REASON_CHARS = 500
+REASON_CHARS = 300
+MAX_SUBMISSION_BYTES = 5 * 2**20  # default; `sweserve run --max-submission-mb`
+MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
 
 
 @contextmanager
@@ -99,29 +106,77 @@ class TrialRequest:
     agent: Agent
     attempt: int
     folder: TrialFolder
+    max_submission_bytes: int = MAX_SUBMISSION_BYTES
+
+
+class Redactor:
+    """Replaces an agent's secrets (values it was given through `env:`, its API key) in everything recorded."""
+
+    def __init__(self, secrets: list[str]):
+        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+
+    def holds_secret(self, text: str) -> bool:
+        return any(s in text for s in self.secrets)
+
+    def __call__(self, text: str) -> str:
+        for value in self.secrets:
+            text = text.replace(value, "***")
+        return text
+
+
+@dataclass(frozen=True)
+class RedactedFolder:
+    """A TrialFolder whose files never hold the agent's secrets."""
+
+    folder: TrialFolder
+    redact: Redactor
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    def write(self, name: str, text: str) -> Path:
+        return self.folder.write(name, self.redact(text))
+
+    def write_result(self, result: RunResult) -> Path:
+        return self.folder.write_result(result)
+
+
+def agent_secrets(agent: Agent) -> list[str]:
+    secrets = getattr(agent, "secrets", None)
+    return list(secrets()) if callable(secrets) else []
 
 
 def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     """One attempt of an agent on a task. Every way it can end is one result; only Ctrl-C escapes."""
     bundle, agent, task = req.bundle, req.agent, req.bundle.task
     started, t0 = now(), time.monotonic()
-    fields: dict = {"agent_run": None, "model_patch": ""}
+    redact = Redactor(agent_secrets(agent))
+    folder = RedactedFolder(req.folder, redact)
+    fields: dict = {"agent_run": None, "model_patch": "", "flags": []}
     try:
         if not task.validated:
             raise TrialSkipped("not validated: run `sweserve validate` first")
         with reservation(ctx, task) as gpu_ids:
             image = ctx.task_image(bundle)
-            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, req.folder)
-            fields.update(agent_run=run, model_patch=patch)
-            req.folder.write("submission.patch", patch)
+            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
+            fields.update(agent_run=run, flags=list(run.flags))
+            size = len(patch.encode("utf-8", "replace"))
+            if size > req.max_submission_bytes:
+                raise LimitExceeded(f"submission too large: {size / 2**20:.1f} MB, over the "
+                                    f"{req.max_submission_bytes / 2**20:g} MB limit")
+            if redact.holds_secret(patch):
+                fields["flags"].append("secret_in_submission")
+            fields.update(model_patch=redact(patch))
+            folder.write("submission.patch", patch)
             if run.log_tail:
-                req.folder.write("agent.log", run.log_tail)
+                folder.write("agent.log", run.log_tail)
             if run.error:
                 fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
             elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
                 fields.update(status="patch_failed", reason=f"patch does not apply: {run.log_tail.strip()}")
             else:  # an empty submission is graded too: the null control must go through the same verifier
-                fields.update(_graded(ctx, bundle, image, patch, gpu_ids, req.folder))
+                fields.update(_graded(ctx, bundle, image, patch, gpu_ids, folder))
                 if not patch.strip() and fields["status"] == "failed" and not fields.get("reason"):
                     fields["reason"] = "empty patch"
     except TrialSkipped as exc:
@@ -131,25 +186,72 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     except SweserveError as exc:  # a precondition of this task, e.g. no clone known to build its image from
         fields.update(status="error", error_kind="task", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = req.folder.write("traceback.txt", traceback.format_exc())
+        where = _write_quietly(folder, "traceback.txt", traceback.format_exc())
         log.error("internal error in %s #%d: %s: %s (traceback: %s)", task.task_id, req.attempt,
-                  exc.__class__.__name__, exc, where)
+                  exc.__class__.__name__, redact(str(exc))[:REASON_CHARS], where)
         fields.update(status="error", error_kind="internal",
                       reason=f"internal error: {exc.__class__.__name__}: {exc} (traceback: {where})")
+    return _record(ctx, req, fields, started, t0, redact, folder)
+
+
+def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, redact: Redactor,
+            folder: RedactedFolder) -> RunResult:
+    """The trial's one result, redacted and bounded; written to its folder if the folder can be written."""
+    bundle, agent, task = req.bundle, req.agent, req.bundle.task
     if fields.get("reason"):
-        fields["reason"] = fields["reason"][:REASON_CHARS]
+        fields["reason"] = clean_reason(redact(fields["reason"]))
+    run: AgentRun | None = fields.get("agent_run")
+    if run is not None:
+        fields["agent_run"] = run.model_copy(update={
+            "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
+            "error": redact(run.error) if run.error else run.error})
+    fields["flags"] = sorted(set(fields.get("flags") or []))
     result = RunResult(
         run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
         started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3),
         trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
         **fields,
     )
-    req.folder.write_result(result)
+    try:
+        folder.write_result(result)
+    except OSError as exc:  # the index line still records the trial
+        log.error("could not write %s's result.json: %s", task.task_id, exc)
     return result
 
 
+def clean_reason(text: str) -> str:
+    """A reason as results and reports show it: one line, printable, capped."""
+    line = " ".join(text.split())
+    line = "".join(ch if ch.isprintable() else "?" for ch in line)
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
+
+
+def _write_quietly(folder, name: str, text: str) -> str:
+    try:
+        return str(folder.write(name, text))
+    except OSError as exc:
+        return f"not written: {exc.strerror}"
+
+
+def run_trial_safely(ctx: Context, req: TrialRequest) -> RunResult:
+    """`run_trial`, and if even it fails (a bug, SystemExit from an agent …) an internal error result:
+    every (task, attempt) handed to a run ends in exactly one result. Only Ctrl-C goes through."""
+    t0, started = time.monotonic(), now()
+    try:
+        return run_trial(ctx, req)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - recorded, never lost
+        log.error("trial %s #%d failed outside its pipeline: %s", req.bundle.task.task_id, req.attempt,
+                  exc.__class__.__name__)
+        fields = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
+                  "reason": f"internal error: {exc.__class__.__name__} outside the trial pipeline"}
+        return _record(ctx, req, fields, started, t0, Redactor(agent_secrets(req.agent)),
+                       RedactedFolder(req.folder, Redactor([])))
+
+
 def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
-            folder: TrialFolder) -> dict:
+            folder: RedactedFolder) -> dict:
     """The status fields of a graded submission; the full test output goes to the trial's folder."""
     try:
         graded = grade_submission(ctx, bundle, image, patch, gpu_ids)
@@ -158,12 +260,24 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
             return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
         return {"status": "patch_failed", "reason": str(exc)}
     except TestRunError as exc:
-        return {"status": "failed", "reason": str(exc)}
+        return {"status": "failed", "reason": hidden_tests_reason(exc)}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
     results = grade(bundle.task, tests.outcomes)
     note = f"reset candidate edits to test files: {', '.join(graded.dropped)}" if graded.dropped else None
     return {"status": "resolved" if results.resolved else "failed", "reason": note, "tests": results}
+
+
+def hidden_tests_reason(exc: TestRunError) -> str:
+    """Why the hidden tests gave no outcomes, from a fixed set of phrasings: never any of their output."""
+    message = str(exc)
+    if exc.timed_out:
+        return message.split(":")[0]
+    if " without outcomes" in message:
+        return message.split(" without outcomes")[0] + " without outcomes"
+    if message.startswith("the outcomes file") and ":" not in message:
+        return message
+    return "hidden tests produced no usable outcomes"
 
 
 def trial_folder(results_path: Path, run_id: str, agent: Agent, bundle: TaskBundle, attempt: int) -> TrialFolder:

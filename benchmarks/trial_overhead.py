@@ -1,0 +1,163 @@
+"""What a trial costs, and what a hostile candidate can make the harness hold, measured in one run.
+
+    python benchmarks/trial_overhead.py [--tasks N] [--baseline GIT_REV]
+
+1. Per-task cost of a null-agent trial (candidate sandbox, submission, grading sandbox, hidden tests) against
+   the floor of `docker run --rm IMAGE true`, as a ratio. With --baseline, the same measurement is run on
+   that revision's code (a `git archive` of it, in a subprocess) and both ratios are printed.
+2. Peak RSS of the sweserve process (a fresh subprocess per flood, `ru_maxrss`) while a candidate floods it:
+   1.2 GB on stdout, a 60 MB submission, and a sparse 500 MB outcomes file plus 300 MB on stdout at grading.
+
+Uses the demo tasks committed in tasks/ (the demo repository is rebuilt in a temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = "sweserve-demo__sglang-mini-103"
+SRC = "python/sglang/srt/distributed/parallel_state.py"
+
+
+def setup(tmp: Path):
+    from sweserve.dataset.taskstore import load_all
+    from sweserve.demo.fixture import build_demo_repo
+    from sweserve.environment.context import Context
+
+    repo = build_demo_repo(tmp / "repo")
+    ctx = Context.create(tmp / "state", repo_path=repo)
+    bundles = [b for b in load_all(ROOT / "tasks") if b.task.validated]
+    return ctx, bundles
+
+
+def measure_overhead(n: int) -> dict:
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.trial import evaluate_task
+
+    with tempfile.TemporaryDirectory() as d:
+        ctx, bundles = setup(Path(d))
+        try:
+            bundles = bundles[:n]
+            images = [ctx.task_image(b) for b in bundles]  # built (or found) before timing
+            evaluate_task(ctx, bundles[0], NullAgent(), results_path=Path(d) / "warm.jsonl")
+            floor, trial = [], []
+            for b, image in zip(bundles, images):
+                t0 = time.monotonic()
+                subprocess.run(["docker", "run", "--rm", image, "true"], check=True, capture_output=True)
+                floor.append(time.monotonic() - t0)
+                t0 = time.monotonic()
+                r = evaluate_task(ctx, b, NullAgent(), results_path=Path(d) / "r.jsonl")
+                trial.append(time.monotonic() - t0)
+                assert r.status == "failed", (r.status, r.reason)
+        finally:
+            ctx.close()
+    f, t = statistics.median(floor), statistics.median(trial)
+    return {"floor_s": round(f, 3), "trial_s": round(t, 3), "ratio": round(t / f, 2), "tasks": len(trial)}
+
+
+FLOODS = {
+    "stdout 1.2 GB": "head -c 1200000000 /dev/zero | tr '\\0' a",
+    "submission 60 MB": "head -c 60000000 /dev/urandom > blob.bin",
+    "grading: outcomes sparse 500 MB + stdout 300 MB": None,  # built in flood_agent
+}
+
+
+def flood_agent(name: str):
+    import base64
+
+    from sweserve.agents.command import CommandAgent
+    from sweserve.demo import files
+
+    command = FLOODS[name]
+    if command is None:
+        evil = ("\nimport atexit, os\nfor _ in range(300):\n    os.write(1, b'x' * 2**20)\n"
+                "def _grow(p=os.environ.get('SWESERVE_OUTCOMES', '/sweserve/outcomes.json')):\n"
+                "    f = open(p, 'w'); f.truncate(500 * 2**20); f.close()\natexit.register(_grow)\n")
+        data = base64.b64encode((files.PR_DISTRIBUTED[SRC] + evil).encode()).decode()
+        command = f"echo {data} | base64 -d > {SRC}"
+    return CommandAgent(command, name="flood")
+
+
+def measure_flood(name: str) -> dict:
+    from sweserve.evaluation.trial import evaluate_task
+
+    with tempfile.TemporaryDirectory() as d:
+        ctx, bundles = setup(Path(d))
+        try:
+            (bundle,) = [b for b in bundles if b.task.task_id == TASK]
+            ctx.task_image(bundle)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            t0 = time.monotonic()
+            r = evaluate_task(ctx, bundle, flood_agent(name), results_path=Path(d) / "r.jsonl")
+            line = len(r.model_dump_json())
+        finally:
+            ctx.close()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"flood": name, "status": r.status, "reason": (r.reason or "")[:80], "peak_rss_mb": round(peak, 1),
+            "rss_before_mb": round(before, 1), "result_line_bytes": line, "wall_s": round(time.monotonic() - t0, 1)}
+
+
+def in_subprocess(args: list[str], pythonpath: str | None = None) -> dict:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{args} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def baseline_tree(rev: str, dest: Path) -> Path:
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", type=int, default=4, help="tasks timed for the overhead (default: 4)")
+    p.add_argument("--baseline", default=None, help="a git revision to measure the same overhead on")
+    p.add_argument("--no-floods", action="store_true", help="skip the memory floods")
+    p.add_argument("--_overhead", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--_flood", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args._overhead:
+        print(json.dumps(measure_overhead(args.tasks)))
+        return 0
+    if args._flood:
+        print(json.dumps(measure_flood(args._flood)))
+        return 0
+
+    rows = []
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as d:
+            rows.append((f"baseline {args.baseline}", in_subprocess(
+                ["--_overhead", "--tasks", str(args.tasks)], str(baseline_tree(args.baseline, Path(d))))))
+    rows.append(("this tree", in_subprocess(["--_overhead", "--tasks", str(args.tasks)], str(ROOT))))
+    print("null-agent trial vs `docker run --rm IMAGE true` (median per task)")
+    for label, m in rows:
+        print(f"  {label:<28} floor {m['floor_s']:.2f}s  trial {m['trial_s']:.2f}s  ratio {m['ratio']:.2f}x "
+              f"({m['tasks']} tasks)")
+    if len(rows) == 2:
+        print(f"  overhead of this tree vs baseline: {rows[1][1]['ratio'] / rows[0][1]['ratio']:.2f}x")
+    if not args.no_floods:
+        print("peak RSS of the sweserve process under a candidate's floods (fresh process each)")
+        for name in FLOODS:
+            m = in_subprocess(["--_flood", name], str(ROOT))
+            print(f"  {name:<48} peak {m['peak_rss_mb']:6.1f} MB  result line {m['result_line_bytes']:>7} B  "
+                  f"{m['status']}: {m['reason']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
