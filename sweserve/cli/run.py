@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from sweserve.cli.common import default_output, make_context, progress_bar
+from sweserve.cli.common import add_executor_args, default_output, make_context, make_executor, progress_bar
 from sweserve.errors import SweserveError
 
 
@@ -19,6 +19,7 @@ def register(sub, common) -> None:
     r.add_argument("--output", default=None, help="results JSONL (default: results/<agent>.jsonl)")
     r.add_argument("--attempts", type=int, default=1, help="attempts per task, for pass@k (default: 1)")
     r.add_argument("--workers", type=int, default=1, help="tasks run at once (default: 1)")
+    add_executor_args(r)
     r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error'")
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
@@ -40,6 +41,7 @@ def run(args, console: Console) -> int:
     if args.attempts < 1 or args.workers < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
     ctx = make_context(args, console)
+    executor = make_executor(args, ctx)
     console.print(f"run {ctx.run_id}: agent [bold]{agent.name}[/] on {len(bundles)} tasks → {output}")
     with progress_bar(console) as progress:
         bar = progress.add_task(f"{agent.name}", total=None)
@@ -50,7 +52,8 @@ def run(args, console: Console) -> int:
                                    + (f" ({escape(result.reason)})" if result.reason else ""))
 
         finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
-                                  retry_errors=args.retry_errors, force=args.force, on_result=on_result)
+                                  retry_errors=args.retry_errors, force=args.force, on_result=on_result,
+                                  executor=executor)
     ids = {b.task.task_id for b in bundles}
     render([r for r in build_reports([x for x in read_results(output) if x.task_id in ids])
             if r.agent == agent.name], console)
