@@ -94,7 +94,7 @@ def test_runs_on_both_nodes_driver_writes_results_and_resume_is_a_no_op(demo, cl
     bundles = load_all(demo.tasks)
     since = len(_records(cluster))
     results = run_evaluation(ctx, bundles, OracleAgent(), out, executor=RayExecutor(ctx))
-    assert sorted(r.status for r in results) == ["resolved"] * len(bundles)
+    assert sorted(r.status for r in results) == ["resolved"] * len(bundles), [(r.task_id, r.reason) for r in results]
     assert [r.model_dump() for r in read_results(out)] == [r.model_dump() for r in results]
     for r in results:  # each trial's folder is where the driver says, written from what the worker shipped back
         folder = tmp_path / "runs" / ctx.run_id / "oracle" / r.task_id / "1"
@@ -195,3 +195,76 @@ def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_pat
     assert "Traceback" not in rest
     assert _run_containers(client, run_id) == []
     assert read_results(tmp_path / "i.jsonl") == []
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """A real registry (Debian's docker-registry) on 127.0.0.1, no auth: docker trusts 127.0.0.0/8 without TLS."""
+    import shutil
+    import socket
+    import urllib.request
+
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        if os.environ.get("SWESERVE_REQUIRE_DOCKER") == "1":
+            pytest.fail("docker-registry is not installed (scripts/setup.sh installs it)")
+        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
+    root = tmp_path_factory.mktemp("registry")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (root / "config.yml").write_text(
+        "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: " + str(root / "data")
+        + f"\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    proc = subprocess.Popen([binary, "serve", str(root / "config.yml")], stdout=subprocess.DEVNULL,
+                            stderr=open(root / "log", "w"))
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{address}/v2/", timeout=1)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise AssertionError((root / "log").read_text()[-500:])
+            time.sleep(0.2)
+    yield address
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(demo, registry, monkeypatch):
+    import urllib.request
+
+    from sweserve.environment import images
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    client = demo.ctx.client
+    b = demo.bundle(DIST).model_copy(deep=True)
+    b.task.task_id = f"registry-probe-{os.getpid()}"  # a task image no node has yet
+    profile = demo.ctx.profile(b.task.profile)
+    first = ImageBuilder(client, read_ca_bundle(None), registry=registry)
+    tag = first.task(b.task, profile, demo.repo)
+    built_id = client.images.get(tag).id
+    catalog = json.load(urllib.request.urlopen(f"http://{registry}/v2/_catalog"))["repositories"]
+    assert "sweserve-task" in catalog
+    try:
+        # "another node": the image is gone here, building is forbidden, the registry must provide it
+        client.images.remove(tag, force=True)
+        client.images.remove(f"{registry}/{tag}", force=True)
+
+        def no_build(*a, **k):
+            raise AssertionError("built instead of pulled")
+
+        monkeypatch.setattr(images, "_docker_build", no_build)
+        second = ImageBuilder(client, read_ca_bundle(None), registry=registry)
+        assert second.task(b.task, profile, None) == tag  # no clone needed: nothing is built
+        assert client.images.get(tag).id == built_id
+    finally:
+        for t in (tag, f"{registry}/{tag}"):
+            try:
+                client.images.remove(t, force=True)
+            except Exception:
+                pass
