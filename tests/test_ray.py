@@ -243,7 +243,7 @@ def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(dem
 
     client = demo.ctx.client
     b = demo.bundle(DIST).model_copy(deep=True)
-    b.task.task_id = f"registry-probe-{os.getpid()}"  # a task image no node has yet
+    b.task.task_id = f"sweserve-demo__registry-probe-{os.getpid()}"  # a task image no node has yet
     profile = demo.ctx.profile(b.task.profile)
     first = ImageBuilder(client, read_ca_bundle(None), registry=registry)
     tag = first.task(b.task, profile, demo.repo)
