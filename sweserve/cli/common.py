@@ -22,7 +22,7 @@ def progress_bar(console: Console) -> Progress:
 def make_context(args, console: Console):
     from sweserve.environment.context import Context
 
-    from sweserve.dataset.taskstore import load_all
+    from sweserve.dataset.taskstore import readable_tasks
 
     ctx = Context.create(
         state_dir=Path(args.state_dir), ca_bundle=args.ca_bundle,
@@ -30,7 +30,7 @@ def make_context(args, console: Console):
         registry=getattr(args, "registry", None),
     )
     if getattr(args, "tasks", None) and Path(args.tasks).is_dir():
-        ctx.share_env_layers(load_all(Path(args.tasks)))  # all the project's tasks: the shared layer stays put
+        ctx.share_env_layers(readable_tasks(Path(args.tasks)))  # all the project's tasks: the shared layer stays put
     return ctx
 
 

@@ -27,7 +27,7 @@ from sweserve.environment.docker_sandbox import (
 from sweserve.environment.gpus import GpuPool, detect_gpus
 from sweserve.environment.images import ImageBuilder, read_ca_bundle, shared_dependencies
 from sweserve.errors import InfraError, SweserveError
-from sweserve.models import Resources, TaskBundle
+from sweserve.models import Resources, Task, TaskBundle
 
 
 def docker_client() -> docker.DockerClient:
@@ -123,11 +123,11 @@ class Context:
     def clone_for(self, repo: str) -> Path | None:
         return self.repo_path or known_clone(self.state_dir, repo)
 
-    def share_env_layers(self, bundles: list[TaskBundle]) -> None:
+    def share_env_layers(self, tasks: list[Task]) -> None:
         """Build env images as a layer shared by each profile's tasks (what they all declare) plus a thin
         per-dependency-set layer: pass every task of the project, not just those run now, so the shared layer
         does not change with the selection."""
-        self.shared_deps = shared_dependencies([b.task for b in bundles])
+        self.shared_deps = shared_dependencies(tasks)
 
     def env_image(self, bundle: TaskBundle) -> str:
         task = bundle.task
