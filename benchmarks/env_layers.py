@@ -24,6 +24,7 @@ import hashlib
 import http.server
 import io
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -75,8 +76,11 @@ def fixture(index: Path) -> list[SimpleNamespace]:
 
 
 def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, int]:
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
@@ -109,16 +113,14 @@ def main() -> int:
             disk_after = size(base) + (size(common) - size(base)) + sum(size(t) - size(common) for t in after)
         finally:
             server.shutdown()
-            for tag in reversed(built):
-                try:
-                    client.images.remove(tag, force=True)
-                except Exception:  # noqa: BLE001 - best effort: only images this script built
-                    pass
     print(f"{len(tasks)} tasks, {len(sets)} dependency sets; shared by all: {', '.join(shared)}")
     print(f"{'layout':34} {'images':>6} {'disk MB':>8} {'build s':>8}")
     print(f"{'before: a full env image per set':34} {len(before):6d} {disk_before / MB:8.0f} {t_before:8.0f}")
     print(f"{'after: shared layer + thin layers':34} {len(after) + 1:6d} {disk_after / MB:8.0f} {t_after:8.0f}")
     print(f"disk after / before: {disk_after / disk_before:.2f} ({disk_before / disk_after:.1f}x less)")
+    sys.stdout.flush()
+    for tag in reversed(built):  # best effort, after the numbers: only images this script built
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=300)
     return 0
 
 

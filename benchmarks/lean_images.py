@@ -78,37 +78,44 @@ def task_layer_size(client, env_tag: str, clone: Path, commit: str, history: str
         (ctx / "Dockerfile").write_bytes(dockerfile("task"))
         export_repo_at(clone, commit, ctx / "repo", history)
         _docker_build(client, ctx, "Dockerfile", tag, {"ENV_IMAGE": env_tag, "INSTALL": ""}, {"sweserve": "1"})
-    try:
-        return client.images.get(tag).attrs["Size"] - client.images.get(env_tag).attrs["Size"]
-    finally:
-        client.images.remove(tag, force=True)
+    return client.images.get(tag).attrs["Size"] - client.images.get(env_tag).attrs["Size"]
+
+
+def remove_images(tags: list[str]) -> None:
+    """Best effort, after the numbers are printed (an image delete can wait long on a busy daemon)."""
+    for tag in tags:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=300)
 
 
 def main() -> int:
     client = docker_client()
     builder = ImageBuilder(client, read_ca_bundle(None))
     env_tag = builder.env(load_profile("sglang-demo"))  # the repository's content is what is measured
-    rows = []
+    rows, built = [], []
     with tempfile.TemporaryDirectory(prefix="sweserve-bench-repos-") as tmp:
         fixture = Path(tmp) / "history"
         commit = large_history_fixture(fixture)
         wt = tree_size(fixture, commit)
         pack = sum(p.stat().st_size for p in (fixture / ".git").rglob("*") if p.is_file())
         for history in ("ancestors", "none"):
-            added = task_layer_size(client, env_tag, fixture, commit, history, f"sweserve-bench:history-{history}")
+            built.append(f"sweserve-bench:history-{history}")
+            added = task_layer_size(client, env_tag, fixture, commit, history, built[-1])
             rows.append(("large-history fixture", history, wt, pack, added))
         jax = Path(tmp) / "sglang-jax.git"
         commit = sglang_jax_fixture(jax)
         if commit:
             wt = tree_size(jax, commit)
             pack = sum(p.stat().st_size for p in (jax / "objects").rglob("*") if p.is_file())
-            added = task_layer_size(client, env_tag, jax, commit, "none", "sweserve-bench:sglang-jax-none")
+            built.append("sweserve-bench:sglang-jax-none")
+            added = task_layer_size(client, env_tag, jax, commit, "none", built[-1])
             rows.append(("sglang-jax (mirror HEAD)", "none", wt, pack, added))
     print(f"{'repository':26} {'history':9} {'tree MB':>8} {'.git MB':>8} {'adds MB':>8} {'adds/tree':>9}")
     for name, history, wt, pack, added in rows:
         print(f"{name:26} {history:9} {wt / MB:8.1f} {pack / MB:8.1f} {added / MB:8.1f} {added / wt:9.2f}x")
     worst = max(added / wt for _, history, wt, _, added in rows if history == "none")
     print(f"lean (history none) worst ratio {worst:.2f}x; target <= 1.20x: {'met' if worst <= 1.2 else 'NOT met'}")
+    sys.stdout.flush()
+    remove_images(built)
     return 0
 
 
