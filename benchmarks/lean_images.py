@@ -2,7 +2,7 @@
 
 Target: a lean task image adds no more than 1.2x the working tree's size. Measured on two repositories:
 
-- a generated fixture with a large history (many commits rewriting incompressible data files), and
+- a generated fixture with a large history (many commits rewriting Python-looking source files), and
 - sgl-project/sglang-jax from the local mirror (SWESERVE_SGLANG_JAX_MIRROR, default
   /work/.mirror/sgl-project+sglang-jax/repo), when present. Its snapshot lacks a few blobs of 4 MB and more,
   so the measured commit is HEAD with those files removed (a local commit on top; nothing is committed here).
@@ -15,6 +15,7 @@ Run: .venv/bin/python benchmarks/lean_images.py   (needs Docker and sweserve-bas
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -35,12 +36,25 @@ def git(repo: Path, *args: str, input: str | None = None) -> str:
                           input=input).stdout.strip()
 
 
+def source_like(rng: random.Random, size: int) -> str:
+    """Python-looking text of about size bytes: compresses about as well as real sources."""
+    words = [f"{a}{b}" for a in ("get", "set", "load", "run", "kv", "attn", "batch", "req", "cache", "token")
+             for b in ("_size", "_ids", "_state", "_pool", "_len", "_mask", "_idx", "_out", "_in", "_cfg")]
+    lines, n = [], 0
+    while n < size:
+        line = f"    {rng.choice(words)} = {rng.choice(words)}({rng.choice(words)}, {rng.randrange(10**6)})"
+        lines.append(line)
+        n += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
 def large_history_fixture(dest: Path, commits: int = 150, files: int = 4, size: int = 256 * 1024) -> str:
-    """A repository whose history (commits x files x size of fresh random data) dwarfs its working tree."""
+    """A repository whose history (commits x files x size of freshly generated sources) dwarfs its working tree."""
+    rng = random.Random(0)
     git(dest.parent, "init", "-q", "-b", "main", str(dest))
     for i in range(commits):
         for f in range(files):
-            (dest / f"data{f}.bin").write_bytes(os.urandom(size))
+            (dest / f"module{f}.py").write_text(source_like(rng, size))
         (dest / "src.py").write_text(f"VERSION = {i}\n")
         git(dest, "add", "-A")
         git(dest, "commit", "-q", "-m", f"step {i}")

@@ -102,3 +102,26 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
                 docker_client.images.remove(tag, force=True)
             except Exception:
                 pass
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_lean_task_image_grades_like_a_full_one(demo, tmp_path):
+    """history none: the sandbox sees the base commit alone, under its own id, and grading is unchanged."""
+    from sweserve.agents.reference import OracleAgent
+    from sweserve.environment.context import Context
+    from sweserve.evaluation.trial import evaluate_task
+
+    ctx = Context(client=demo.ctx.client, builder=demo.ctx.builder, state_dir=demo.ctx.state_dir,
+                  run_id=demo.ctx.run_id, host_gpus=[], repo_path=demo.repo)
+    profile = demo.ctx.profile("sglang-demo")
+    ctx._profiles["sglang-demo"] = profile.model_copy(update={"history": "none"})
+    b = demo.bundle("sweserve-demo__sglang-mini-103")
+    image = ctx.task_image(b)
+    assert image.endswith("-lean") and image != demo.ctx.task_image(b)
+    with ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as box:
+        assert box.exec("git rev-list --all", 60).output.split() == [b.task.base_commit]
+        assert box.exec("git status --porcelain", 60).output.strip() == ""
+    r = evaluate_task(ctx, b, OracleAgent(), results_path=tmp_path / "r.jsonl")
+    assert r.status == "resolved", r.reason
+    assert r.model_patch.strip() and r.model_patch == b.oracle_patch or "diff --git" in r.model_patch
