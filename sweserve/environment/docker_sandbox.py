@@ -216,6 +216,9 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
                 removed.append(container.name)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:  # another process is removing it already (409): theirs now
+                if exc.status_code != 409:
+                    raise
     for network in client.networks.list(filters=filters):
         owner = network.attrs.get("Labels", {}).get(f"{LABEL}.owner", "")
         if not (everything or run_id or not _owner_alive(owner)):
