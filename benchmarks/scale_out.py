@@ -18,12 +18,20 @@ Run: .venv/bin/python benchmarks/scale_out.py [--workers N]   (needs Docker and 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections import Counter
 import tempfile
 import time
 from pathlib import Path
 
 MB = 1_000_000
+
+
+def outcome(statuses) -> str:
+    """Status counts, so a fast column is seen to have done the same work."""
+    counts = Counter(statuses)
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def main() -> int:
@@ -71,13 +79,13 @@ def main() -> int:
                 ctx = Context.create(root / "state", repo_path=repo)
                 executor = executors(ctx)[i][1]
                 t0 = time.monotonic()
-                n = 0
+                results = []
                 for agent in (OracleAgent(), NullAgent()):
-                    n += len(run_evaluation(ctx, bundles, agent, root / f"results-{i}.jsonl", executor=executor))
-                rows["run (12 trials)"].append((name, time.monotonic() - t0, n))
+                    results += run_evaluation(ctx, bundles, agent, root / f"results-{i}.jsonl", executor=executor)
+                rows["run (12 trials)"].append((name, time.monotonic() - t0, outcome(r.status for r in results)))
                 t0 = time.monotonic()
-                n = len(list(validate_all(ctx, tasks, bundles, runs=1, record=False, executor=executor)))
-                rows["validate (6 tasks)"].append((name, time.monotonic() - t0, n))
+                outcomes = list(validate_all(ctx, tasks, bundles, runs=1, record=False, executor=executor))
+                rows["validate (6 tasks)"].append((name, time.monotonic() - t0, outcome(o.status for o in outcomes)))
                 ctx.close()
         finally:
             ray.shutdown()
@@ -86,9 +94,10 @@ def main() -> int:
     for work, measured in rows.items():
         base = measured[0][1]
         print(f"\n{work}")
-        print(f"  {'executor':18} {'items':>5} {'wall s':>8} {'vs 1 worker':>12}")
-        for name, seconds, n in measured:
-            print(f"  {name:18} {n:5d} {seconds:8.1f} {base / seconds:11.2f}x")
+        print(f"  {'executor':18} {'wall s':>8} {'vs 1 worker':>12}  outcomes")
+        for name, seconds, outcomes in measured:
+            print(f"  {name:18} {seconds:8.1f} {base / seconds:11.2f}x  {outcomes}")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (the machine is shared)")
     return 0
 
 

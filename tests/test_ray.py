@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from sweserve.agents.command import CommandAgent
-from sweserve.agents.reference import OracleAgent
+from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.taskstore import load_all, save_bundle
 from sweserve.environment.context import Context
 from sweserve.environment.docker_sandbox import LABEL
@@ -108,6 +108,9 @@ def test_runs_on_both_nodes_driver_writes_results_and_resume_is_a_no_op(demo, cl
     # resuming from the results file: nothing left to do, nothing written twice
     again = run_evaluation(ctx, bundles, OracleAgent(), out, executor=RayExecutor(ctx))
     assert again == [] and len(read_results(out)) == len(bundles)
+    # the same run goes on after its reapers ran on every node: workers make the run's network again
+    (null,) = run_evaluation(ctx, bundles[:1], NullAgent(), tmp_path / "null.jsonl", executor=RayExecutor(ctx))
+    assert null.status == "failed", null.reason
 
 
 @pytest.mark.docker

@@ -57,8 +57,8 @@ def ensure_network(client: docker.DockerClient, name: str, run_id: str) -> str:
     try:
         client.networks.get(name)
     except docker.errors.NotFound:
-        client.networks.create(
-            name, driver="bridge", internal=True,
+        client.networks.create(  # check_duplicate: two processes racing get one network, the loser a 409
+            name, driver="bridge", internal=True, check_duplicate=True,
             labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.owner": owner_label()},
         )
     return name

@@ -18,7 +18,6 @@ Ray is imported lazily: sweserve works without it unless `--executor ray` is ask
 from __future__ import annotations
 
 import dataclasses
-import functools
 import socket
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -120,19 +119,13 @@ def _ensure_network(ctx: Context) -> None:
         ctx.network
 
 
-@functools.lru_cache(maxsize=4)
-def _worker_context(spec_json: str) -> Context:
-    """One Context per run in a (reused) worker process: Docker client, image locks, the run's network."""
-    return Context.from_spec(ContextSpec.model_validate_json(spec_json))
-
-
 def run_on_worker(fn: Callable, item: Any, spec: ContextSpec, key: int, tracker) -> tuple[Any, dict[str, str], str]:
     """The body of every Ray task: report where it runs, rebuild the Context with Ray's GPUs, run fn."""
     import ray
 
     ray.get(tracker.started.remote(key, ray.get_runtime_context().get_node_id(), socket.gethostname()))
-    ctx = _worker_context(spec.model_dump_json())
-    ctx.assigned_gpus = [str(g) for g in ray.get_gpu_ids()]  # Ray runs one task at a time in a worker process
+    # a fresh Context per task: nothing (a network a reaper removed since, a cancelled flag) outlives the task
+    ctx = Context.from_spec(spec.model_copy(update={"assigned_gpus": [str(g) for g in ray.get_gpu_ids()]}))
     with tempfile.TemporaryDirectory(prefix="sweserve-ray-") as scratch:
         _ensure_network(ctx)
         out = fn(ctx, _stage(item, Path(scratch)))
