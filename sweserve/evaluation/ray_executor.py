@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sweserve.environment.context import Context, ContextSpec
+from sweserve.environment.images import host_lock
 from sweserve.errors import InfraError, RejectionCategory, SweserveError
 from sweserve.evaluation.trial import TrialRequest
 from sweserve.evaluation.trial_folder import TrialFolder
@@ -112,10 +113,8 @@ def _lost(ctx: Context, item: Any, why: str) -> Any:
 
 
 def _ensure_network(ctx: Context) -> None:
-    """The run's network on this node; two workers creating it at once: the loser finds the winner's."""
-    try:
-        ctx.network
-    except InfraError:
+    """The run's network on this node, made by one worker at a time (Docker would make two of one name)."""
+    with host_lock(f"network-{ctx.run_id}"):
         ctx.network
 
 
