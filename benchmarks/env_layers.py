@@ -22,7 +22,6 @@ import base64
 import functools
 import hashlib
 import http.server
-import io
 import os
 import subprocess
 import sys

@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 MB = 1_000_000

@@ -20,9 +20,8 @@ def progress_bar(console: Console) -> Progress:
 
 
 def make_context(args, console: Console):
-    from sweserve.environment.context import Context
-
     from sweserve.dataset.taskstore import readable_tasks
+    from sweserve.environment.context import Context
 
     ctx = Context.create(
         state_dir=Path(args.state_dir), ca_bundle=args.ca_bundle,
