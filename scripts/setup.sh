@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything sweserve needs on a fresh Debian machine: Docker and debootstrap (when root), a running
+# Everything sweserve needs on a fresh Debian machine: Docker, debootstrap and docker-registry (when root), a running
 # dockerd, the package in .venv, and the locally built base image. Safe to run again: each step is
 # skipped when already done.
 set -euo pipefail
@@ -9,6 +9,8 @@ mkdir -p .sweserve
 need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# an image registry on 127.0.0.1 for the tests of images shared between cluster nodes
+command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_apt[*]}"

@@ -181,7 +181,7 @@ def test_killed_run_resumes_without_loss_or_duplicates(demo, tmp_path):
     proc.wait()
     first = read_results(out)
     assert 2 <= len(first) < 6
-    left = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.owner"})
+    left = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.owner"}, ignore_removed=True)
     stale = [c for c in left if c.labels[f"{LABEL}.owner"].endswith(f":{proc.pid}")]
     done = cli(*args[3:], cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from sweserve.cli.common import add_registry_arg
+
 
 def register(sub, common) -> None:
     im = sub.add_parser("images", parents=[common], help="build image layers ahead of time")
     im.add_argument("images_cmd", choices=["base", "env"])
     im.add_argument("--profile", default="sglang")
+    add_registry_arg(im)
     im.set_defaults(func=run)
 
 
@@ -20,7 +23,7 @@ def run(args, console: Console) -> int:
 
     client = docker_client()
     profile = load_profile(args.profile, ConfigSearch.for_project(args.state_dir))
-    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle))
+    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle), registry=args.registry)
     if args.images_cmd == "base":
         existed = image_exists(client, profile.base_image)
         tag = builder.base(profile)

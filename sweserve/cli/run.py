@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from sweserve.cli.common import default_output, make_context, progress_bar
+from sweserve.cli.common import add_executor_args, default_output, make_context, make_executor, progress_bar
 from sweserve.errors import SweserveError
 
 
@@ -23,6 +23,7 @@ def register(sub, common) -> None:
     r.add_argument("--output", default=None, help="results JSONL (default: results/<agent>.jsonl)")
     r.add_argument("--attempts", type=int, default=1, help="attempts per task, for pass@k (default: 1)")
     r.add_argument("--workers", type=int, default=1, help="tasks run at once (default: 1)")
+    add_executor_args(r)
     r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error'")
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
@@ -97,6 +98,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
     from sweserve.reporting.summary import Selection, build_reports, render
 
     ctx = make_context(args, console)
+    executor = make_executor(args, ctx)
     console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
                   f"{escape(str(output))}")
     with progress_bar(console) as progress:
@@ -109,7 +111,8 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
 
         finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
                                   retry_errors=args.retry_errors, force=args.force, writer=writer,
-                                  max_submission_bytes=int(args.max_submission_mb * 2**20), on_result=on_result)
+                                  max_submission_bytes=int(args.max_submission_mb * 2**20), on_result=on_result,
+                                  executor=executor)
     ids = {b.task.task_id for b in bundles}
     selected = {agent.name: Selection(attempts=args.attempts, tasks={b.task.task_id: b.task.family for b in bundles})}
     render([r for r in build_reports([x for x in read_results(output) if x.task_id in ids], selected)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sweserve.cli.common import make_context, progress_bar
+from sweserve.cli.common import add_executor_args, make_context, make_executor, progress_bar
 from sweserve.errors import SweserveError
 
 
@@ -20,6 +20,7 @@ def register(sub, common) -> None:
     v.add_argument("--repo-path", default=None, help="clone to build task images from")
     v.add_argument("--workers", type=int, default=1, help="tasks validated at once (default: 1)")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
+    add_executor_args(v)
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
     v.add_argument("--reject-lint", action="store_true", help="reject valid tasks that fail `sweserve tasks lint`")
     v.set_defaults(func=run)
@@ -37,12 +38,13 @@ def run(args, console: Console) -> int:
         raise SweserveError("--runs and --workers must be at least 1")
     repos = {b.task.task_id: b.task.repo for b in bundles}
     ctx = make_context(args, console)
+    executor = make_executor(args, ctx)
     outcomes = []
     try:
         with progress_bar(console) as progress:
             bar = progress.add_task("validating", total=len(bundles))
             for outcome in validate_all(ctx, tasks_dir, bundles, runs=args.runs, record=not args.no_record,
-                                        workers=args.workers):
+                                        workers=args.workers, executor=executor):
                 if not args.no_record:  # the interface section needs FAIL_TO_PASS: regenerate it now
                     lint_after_validation(ctx, tasks_dir, repos[outcome.task_id], outcome, args.reject_lint, console)
                 outcomes.append(outcome)

@@ -45,6 +45,13 @@ class RepoProfile(BaseModel):
     index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
                                      "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
+    index_url: str | None = Field(None, description="package index the env image installs from, e.g. a CPU-only "
+                                  "torch index (default: pip's, PyPI)")
+    constraints: list[str] = Field(default_factory=list, description="lines of a pip constraints file applied to "
+                                   "every install into the env image (pins without adding packages)")
+    history: Literal["none", "ancestors"] = Field("none", description="git history in task images: 'none' keeps the "
+                                                  "base commit alone (a shallow repository, same commit id), "
+                                                  "'ancestors' keeps every ancestor of it")
     test_paths: list[str] = Field(description="fnmatch globs of files that count as tests")
     test_file_patterns: list[str] = Field(default_factory=lambda: ["test_*.py", "*_test.py"])
     test_workdir: str = "."

@@ -88,6 +88,17 @@ def load_all(tasks_dir: Path) -> list[TaskBundle]:
     return [load_bundle(d) for d in task_dirs(tasks_dir)]
 
 
+def readable_tasks(tasks_dir: Path) -> list[Task]:
+    """Every task.json in tasks_dir that loads; the others are left to the commands that need them."""
+    tasks = []
+    for d in task_dirs(tasks_dir):
+        try:
+            tasks.append(load_task(d))
+        except SweserveError:
+            continue
+    return tasks
+
+
 def select(tasks_dir: Path, ids: list[str] | None) -> list[TaskBundle]:
     """The named tasks (all of them when ids is empty); an unknown id is an error."""
     if not ids:

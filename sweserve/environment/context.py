@@ -20,9 +20,9 @@ from sweserve.dataset.clones import known_clone
 from sweserve.dataset.profiles import RepoProfile, load_profile
 from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors, gc
 from sweserve.environment.gpus import GpuPool, detect_gpus
-from sweserve.environment.images import ImageBuilder, read_ca_bundle
+from sweserve.environment.images import ImageBuilder, read_ca_bundle, shared_dependencies
 from sweserve.errors import InfraError, SweserveError
-from sweserve.models import Resources, TaskBundle
+from sweserve.models import Resources, Task, TaskBundle
 
 
 def docker_client() -> docker.DockerClient:
@@ -46,6 +46,9 @@ class ContextSpec(BaseModel):
     repo_path: Path | None = None
     run_id: str
     config_dir: Path | None = None
+    assigned_gpus: list[str] | None = None
+    registry: str | None = None
+    shared_deps: dict[str, list[str]] = {}
 
 
 @dataclass
@@ -58,32 +61,42 @@ class Context:
     repo_path: Path | None = None
     search: ConfigSearch = field(default_factory=ConfigSearch.for_project)
     ca_bundle_path: str | None = None
+    assigned_gpus: list[str] | None = None  # set by a scheduler (Ray) that chose the devices: used as they are
+    registry: str | None = None
+    shared_deps: dict[str, list[str]] = field(default_factory=dict)  # profile → what all its tasks declare
     _profiles: dict[str, RepoProfile] = field(default_factory=dict)
 
     @classmethod
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,
-               run_id: str | None = None, search: ConfigSearch | None = None) -> "Context":
+               run_id: str | None = None, search: ConfigSearch | None = None,
+               assigned_gpus: list[str] | None = None, registry: str | None = None,
+               shared_deps: dict[str, list[str]] | None = None) -> "Context":
         client = docker_client()
         with docker_errors("reaping containers of dead runs"):
             gc(client)  # containers of harness processes that died are reaped on every start
         return cls(
             client=client,
-            builder=ImageBuilder(client, read_ca_bundle(ca_bundle)),
+            builder=ImageBuilder(client, read_ca_bundle(ca_bundle), registry=registry),
             state_dir=state_dir,
             run_id=run_id or new_run_id(),
             host_gpus=detect_gpus(os.environ),
             repo_path=repo_path,
             search=search or ConfigSearch.for_project(state_dir),
             ca_bundle_path=ca_bundle,
+            assigned_gpus=assigned_gpus,
+            registry=registry,
+            shared_deps=shared_deps or {},
         )
 
     @classmethod
     def from_spec(cls, spec: ContextSpec) -> "Context":
-        return cls.create(spec.state_dir, spec.ca_bundle, spec.repo_path, spec.run_id, ConfigSearch(spec.config_dir))
+        return cls.create(spec.state_dir, spec.ca_bundle, spec.repo_path, spec.run_id, ConfigSearch(spec.config_dir),
+                          spec.assigned_gpus, spec.registry, spec.shared_deps)
 
     def spec(self) -> ContextSpec:
         return ContextSpec(state_dir=self.state_dir, ca_bundle=self.ca_bundle_path, repo_path=self.repo_path,
-                           run_id=self.run_id, config_dir=self.search.user_dir)
+                           run_id=self.run_id, config_dir=self.search.user_dir, assigned_gpus=self.assigned_gpus,
+                           registry=self.registry, shared_deps=self.shared_deps)
 
     def __post_init__(self) -> None:
         self.gpu_pool = GpuPool(self.host_gpus)
@@ -103,13 +116,21 @@ class Context:
     def clone_for(self, repo: str) -> Path | None:
         return self.repo_path or known_clone(self.state_dir, repo)
 
+    def share_env_layers(self, tasks: list[Task]) -> None:
+        """Build env images as a layer shared by each profile's tasks (what they all declare) plus a thin
+        per-dependency-set layer: pass every task of the project, not just those run now, so the shared layer
+        does not change with the selection."""
+        self.shared_deps = shared_dependencies(tasks)
+
     def env_image(self, bundle: TaskBundle) -> str:
         task = bundle.task
-        return self.builder.env(self.profile(task.profile), task.dependencies, task.lock)
+        return self.builder.env(self.profile(task.profile), task.dependencies, task.lock,
+                                self.shared_deps.get(task.profile, []))
 
     def task_image(self, bundle: TaskBundle) -> str:
         task = bundle.task
-        return self.builder.task(task, self.profile(task.profile), self.clone_for(task.repo))
+        return self.builder.task(task, self.profile(task.profile), self.clone_for(task.repo),
+                                 self.shared_deps.get(task.profile, []))
 
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any

@@ -5,6 +5,7 @@ The Dockerfiles are package data (`environment/dockerfiles/`), read with importl
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -14,6 +15,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -106,6 +109,16 @@ def env_requirements(profile: RepoProfile, dependencies: list[str] = (), lock: E
     return requirements_text(keep, profile.index_options), left_out
 
 
+def index_parts(profile: RepoProfile) -> list[bytes]:
+    """What of the package index an env image depends on (nothing when the profile names none)."""
+    parts = []
+    if profile.index_url:
+        parts.append(b"index_url=" + profile.index_url.encode())
+    if profile.constraints:
+        parts.append(b"constraints=" + "\n".join(profile.constraints).encode())
+    return parts
+
+
 def _digest(*parts: bytes) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -119,24 +132,41 @@ def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str
     the image is in the tag, and tasks with the same inputs share it."""
     requirements, _ = env_requirements(profile, dependencies, lock)
     digest = _digest(dockerfile("env"), profile.base_image.encode(), profile.python.encode(), requirements.encode(),
-                     ca_bundle)
+                     ca_bundle, *index_parts(profile))
     return f"sweserve-env:{profile.name}-{digest}"
 
 
-def task_image_tag(task: Task, env_tag: str, install: list[str] = ()) -> str:
+def shared_dependencies(tasks: list[Task]) -> dict[str, list[str]]:
+    """Per profile, the dependencies every one of its tasks declares (profiles with one dependency set: none)."""
+    sets: dict[str, list[set[str]]] = {}
+    for task in tasks:
+        sets.setdefault(task.profile, []).append(set(task.dependencies))
+    return {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
+            if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+
+
+def layered_env_tag(full_tag: str, common_tag: str) -> str:
+    """The env image of a dependency set built over the repository's shared layer (both tags decide it)."""
+    h = hashlib.sha256("\0".join([dockerfile("env-delta").decode(), full_tag, common_tag]).encode()).hexdigest()[:12]
+    return f"{full_tag.rsplit('-', 1)[0]}-{h}"
+
+
+def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: str = "ancestors") -> str:
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
     steps = _digest(dockerfile("task"), "\0".join(install).encode(),
                     json.dumps(task.test.env, sort_keys=True).encode())[:8]
-    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}"
+    lean = "-lean" if history == "none" else ""
+    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}{lean}"
 
 
-def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict) -> None:
+def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict,
+                  network: str | None = None) -> None:
     try:
         client.images.build(
             path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-            labels=labels, rm=True, forcerm=True,
+            labels=labels, rm=True, forcerm=True, network_mode=network,
         )
     except docker.errors.BuildError as exc:
         lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
@@ -192,8 +222,12 @@ def git_message(stderr: str, returncode: int) -> str:
     return last_line("\n".join(lines), f"exit code {returncode}")
 
 
-def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
-    """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog."""
+def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors") -> None:
+    """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog.
+
+    history="none" keeps the commit alone: a shallow repository (`.git/shallow` names it) whose HEAD is still
+    `commit`, so diffs against the base commit work, but none of the repository's history is copied.
+    """
     def git(*args: str, cwd: Path = dest) -> None:
         proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -202,7 +236,8 @@ def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
 
     dest.mkdir(parents=True)
     git("init", "-q")
-    git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head",
+    depth = ["--depth=1"] if history == "none" else []
+    git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head", *depth,
         str(clone.resolve()), commit)
     git("update-ref", "refs/heads/main", commit)
     git("symbolic-ref", "HEAD", "refs/heads/main")
@@ -214,57 +249,130 @@ def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
     (dest / ".git" / "info" / "exclude").write_text(REPO_EXCLUDES)
 
 
+@contextmanager
+def host_lock(tag: str) -> Iterator[None]:
+    """Held while one process on this machine builds or pulls tag (Ray runs several worker processes per node)."""
+    folder = Path(tempfile.gettempdir()) / "sweserve-image-locks"
+    folder.mkdir(exist_ok=True)
+    with open(folder / hashlib.sha256(tag.encode()).hexdigest()[:16], "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @dataclass
 class ImageBuilder:
-    """Builds missing layers on demand; one lock per tag so parallel workers build each image once."""
+    """Builds missing layers on demand; one lock per tag (threads here, processes on this machine) so parallel
+    workers build each image once.
+
+    With a registry (``host:port``), a missing layer is first pulled from it, and every layer built here is
+    pushed to it: the nodes of a cluster then build each layer once between them. Without one, each node builds
+    what it lacks from the same recipe (the tags are the same everywhere) with its own cache.
+    """
 
     client: docker.DockerClient
     ca_bundle: bytes
+    registry: str | None = None
+    build_network: str | None = None  # docker build --network, e.g. to reach a package index on this host
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def _lock(self, tag: str) -> threading.Lock:
+    @contextmanager
+    def _lock(self, tag: str) -> Iterator[None]:
         with self._guard:
-            return self._locks.setdefault(tag, threading.Lock())
+            lock = self._locks.setdefault(tag, threading.Lock())
+        with lock, host_lock(tag):
+            yield
+
+    def _present(self, tag: str) -> bool:
+        """tag is here, or was pulled from the registry just now."""
+        if image_exists(self.client, tag):
+            return True
+        if not self.registry:
+            return False
+        repo, version = f"{self.registry}/{tag}".rsplit(":", 1)
+        try:
+            self.client.images.pull(repo, tag=version)
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as exc:
+            log.warning("cannot pull %s:%s (%s); building it here", repo, version, exc.explanation or exc)
+            return False
+        self.client.images.get(f"{repo}:{version}").tag(*tag.rsplit(":", 1))
+        log.info("pulled %s from %s", tag, self.registry)
+        return True
+
+    def _publish(self, tag: str) -> None:
+        """Push a layer just built, so other nodes pull it instead of building it again."""
+        if not self.registry:
+            return
+        repo, version = f"{self.registry}/{tag}".rsplit(":", 1)
+        try:
+            self.client.images.get(tag).tag(repo, version)
+            for line in self.client.images.push(repo, tag=version, stream=True, decode=True):
+                if "error" in line:
+                    raise InfraError("image_build", f"pushing {repo}:{version}: {line['error']}")
+        except docker.errors.APIError as exc:
+            raise InfraError("image_build", f"pushing {repo}:{version}: {exc.explanation or exc}") from None
+        log.info("pushed %s to %s", tag, self.registry)
+
+    def _build(self, context: Path, tag: str, buildargs: dict, labels: dict) -> None:
+        _docker_build(self.client, context, "Dockerfile", tag, buildargs, labels, self.build_network)
+        self._publish(tag)
 
     def base(self, profile: RepoProfile) -> str:
         return self._base(profile.base_image)
 
     def _base(self, tag: str) -> str:
         with self._lock(tag):
-            if not image_exists(self.client, tag):
+            if not self._present(tag):
                 if not tag.startswith("sweserve-base:"):
-                    raise SweserveError(f"base image {tag} is not present and no registry is used: build or load it first")
+                    raise SweserveError(f"base image {tag} is not present and no registry has it: build or load it first")
                 build_base_image(tag)
+                self._publish(tag)
         return tag
 
-    def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None) -> str:
-        tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
+    def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None,
+            shared: list[str] = ()) -> str:
+        """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
+        repository's tasks declare) and no lock, a thin layer over the shared env image of `shared`."""
+        dependencies = list(dependencies)
+        shared = [d for d in shared if d in dependencies] if lock is None else []
+        full_tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
+        if not shared or set(shared) == set(dependencies):
+            with self._lock(full_tag):
+                if not self._present(full_tag):
+                    self._build_env(profile, dependencies, lock, full_tag, "env", {"BASE_IMAGE": self.base(profile)})
+            return full_tag
+        common = self.env(profile, shared)
+        tag = layered_env_tag(full_tag, common)
         with self._lock(tag):
-            if image_exists(self.client, tag):
-                return tag
-            base = self.base(profile)
-            requirements, left_out = env_requirements(profile, dependencies, lock)
-            log.info("building env image %s", tag)
-            for line in left_out:
-                log.warning("left out of %s (cannot be installed in the sandbox build): %s", tag, line)
-            with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
-                ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("env"))
-                (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
-                (ctx / "requirements.txt").write_text(requirements)
-                _docker_build(
-                    self.client, ctx, "Dockerfile", tag,
-                    {"BASE_IMAGE": base, "PYTHON_MIN": profile.python},
-                    {"sweserve": "1", "sweserve.profile": profile.name},
-                )
+            if not self._present(tag):
+                self._build_env(profile, dependencies, None, tag, "env-delta", {"COMMON_IMAGE": common})
         return tag
 
-    def task(self, task: Task, profile: RepoProfile, clone: Path | None) -> str:
-        env_tag = self.env(profile, task.dependencies, task.lock)
-        tag = task_image_tag(task, env_tag, profile.install)
+    def _build_env(self, profile: RepoProfile, dependencies: list[str], lock: EnvironmentLock | None, tag: str,
+                   layer: str, buildargs: dict) -> None:
+        requirements, left_out = env_requirements(profile, dependencies, lock)
+        log.info("building env image %s", tag)
+        for line in left_out:
+            log.warning("left out of %s (cannot be installed in the sandbox build): %s", tag, line)
+        with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
+            ctx = Path(tmp)
+            (ctx / "Dockerfile").write_bytes(dockerfile(layer))
+            (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
+            (ctx / "requirements.txt").write_text(requirements)
+            (ctx / "constraints.txt").write_text("".join(f"{c}\n" for c in profile.constraints))
+            self._build(ctx, tag, {**buildargs, "PYTHON_MIN": profile.python, "INDEX_URL": profile.index_url or ""},
+                        {"sweserve": "1", "sweserve.profile": profile.name})
+
+    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: list[str] = ()) -> str:
+        env_tag = self.env(profile, task.dependencies, task.lock, shared)
+        tag = task_image_tag(task, env_tag, profile.install, profile.history)
         with self._lock(tag):
-            if image_exists(self.client, tag):
+            if self._present(tag):
                 return tag
             if clone is None:
                 raise SweserveError(
@@ -274,12 +382,9 @@ class ImageBuilder:
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
                 (ctx / "Dockerfile").write_bytes(dockerfile("task"))
-                export_repo_at(clone, task.base_commit, ctx / "repo")
-                _docker_build(
-                    self.client, ctx, "Dockerfile", tag,
-                    {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
-                    {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit},
-                )
+                export_repo_at(clone, task.base_commit, ctx / "repo", profile.history)
+                self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
+                            {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit})
         return tag
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
@@ -287,15 +392,14 @@ class ImageBuilder:
         h = hashlib.sha256("\0".join([task_image, *install]).encode()).hexdigest()[:12]
         tag = f"sweserve-agent:{agent_name.lower()}-{h}"
         with self._lock(tag):
-            if image_exists(self.client, tag):
+            if self._present(tag):
                 return tag
             log.info("building agent image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
                 ctx = Path(tmp)
                 (ctx / "Dockerfile").write_bytes(dockerfile("agent"))
-                _docker_build(self.client, ctx, "Dockerfile", tag,
-                              {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
-                              {"sweserve": "1", "sweserve.agent": agent_name})
+                self._build(ctx, tag, {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
+                            {"sweserve": "1", "sweserve.agent": agent_name})
         return tag
 
     def proxy(self, base: str = PROXY_BASE) -> str:
@@ -307,5 +411,5 @@ class ImageBuilder:
             h.update(hashlib.sha256(name.encode() + b"\0" + data).digest())
         tag = f"sweserve-proxy:{h.hexdigest()[:12]}"
         with self._lock(tag):
-            if image_exists(self.client, tag):
+            if self._present(tag):
                 return tag

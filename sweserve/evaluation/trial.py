@@ -50,7 +50,15 @@ MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
 
 @contextmanager
 def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
-    """The GPUs a task needs, held for the trial and given back whatever happens; TrialSkipped if never."""
+    """The GPUs a task needs, held for the trial and given back whatever happens; TrialSkipped if never.
+
+    When a scheduler assigned this worker its devices (`ctx.assigned_gpus`, e.g. Ray's), those are used as they
+    are, never the host's pool."""
+    if ctx.assigned_gpus is not None:
+        if task.resources.gpus > len(ctx.assigned_gpus):
+            raise InfraError("docker", f"needs {task.resources.gpus} GPUs, scheduler assigned {ctx.assigned_gpus}")
+        yield ctx.assigned_gpus[:task.resources.gpus]
+        return
     if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
         raise TrialSkipped(why)
     gpu_ids = ctx.gpu_pool.acquire(task.resources.gpus)

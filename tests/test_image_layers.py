@@ -1,0 +1,128 @@
+"""Image layers for many nodes and many tasks: shared env layers, package index settings, lean task images."""
+
+import json
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from sweserve.dataset.profiles import load_profile
+from sweserve.environment.images import (
+    env_image_tag,
+    export_repo_at,
+    layered_env_tag,
+    shared_dependencies,
+    task_image_tag,
+)
+
+
+def _task(profile, deps):
+    return SimpleNamespace(profile=profile, dependencies=deps)
+
+
+def test_shared_dependencies_are_what_every_task_of_a_profile_declares():
+    tasks = [_task("omni", ["torch==2.5", "numpy==2.0", "a==1"]), _task("omni", ["numpy==2.0", "torch==2.5", "b==1"]),
+             _task("omni", ["torch==2.5", "numpy==2.0"]), _task("demo", []), _task("demo", []),
+             _task("one-set", ["x==1"]), _task("one-set", ["x==1"]), _task("disjoint", ["p"]), _task("disjoint", ["q"])]
+    # one dependency set (nothing to share) or nothing in common: no shared layer
+    assert shared_dependencies(tasks) == {"omni": ["numpy==2.0", "torch==2.5"]}
+
+
+def test_env_tags_follow_every_input_and_stay_put_without_index_settings():
+    profile = load_profile("sglang-demo")
+    tag = env_image_tag(profile, b"", ["torch==2.5"])
+    assert env_image_tag(profile.model_copy(update={"index_url": None, "constraints": []}), b"", ["torch==2.5"]) == tag
+    cpu = profile.model_copy(update={"index_url": "https://download.pytorch.org/whl/cpu"})
+    pinned = profile.model_copy(update={"constraints": ["numpy<2"]})
+    assert len({tag, env_image_tag(cpu, b"", ["torch==2.5"]), env_image_tag(pinned, b"", ["torch==2.5"])}) == 3
+    common = env_image_tag(profile, b"", ["torch==2.5"])
+    full = env_image_tag(profile, b"", ["torch==2.5", "a==1"])
+    layered = layered_env_tag(full, common)
+    assert layered.startswith("sweserve-env:sglang-demo-") and layered not in (full, common)
+    assert layered != layered_env_tag(full, env_image_tag(profile, b"", ["torch==2.6"]))
+
+
+def test_history_is_a_profile_setting_lean_by_default_and_in_the_task_tag():
+    assert load_profile("sglang").history == "none" and load_profile("sglang-jax").history == "none"
+    assert load_profile("sglang-demo").history == "ancestors"  # its tests check the ancestry is all there
+    task = SimpleNamespace(task_id="o__r-1", base_commit="a" * 40, test=SimpleNamespace(env={}))
+    assert task_image_tag(task, "sweserve-env:x-123", [], "none") != task_image_tag(task, "sweserve-env:x-123", [],
+                                                                                    "ancestors")
+
+
+def test_export_without_history_keeps_the_base_commit_alone_under_its_own_id(make_repo, tmp_path):
+    repo = make_repo()
+    for i in range(5):
+        repo.commit(f"step {i}", {"big.txt": f"{i}\n" * 10000, "src.py": f"x = {i}\n"})
+    base = repo.git("rev-parse", "HEAD~1")
+    lean, full = tmp_path / "lean", tmp_path / "full"
+    export_repo_at(repo.path, base, lean, "none")
+    export_repo_at(repo.path, base, full, "ancestors")
+
+    def git(where, *args):
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, check=True).stdout.split()
+
+    assert git(lean, "rev-parse", "HEAD") == [base]  # diffs against the base commit work as before
+    assert git(lean, "rev-list", "--all") == [base]
+    assert (lean / ".git" / "shallow").read_text().split() == [base]
+    assert len(git(full, "rev-list", "--all")) == 4
+    assert git(lean, "status", "--porcelain") == []
+    assert (lean / "src.py").read_text() == "x = 3\n"
+    (lean / "src.py").write_text("x = 42\n")
+    diff = subprocess.run(["git", "diff", base], cwd=lean, capture_output=True, text=True, check=True).stdout
+    assert "+x = 42" in diff
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_client):
+    """Real pip installs from PyPI: what the tasks share is built once, each set adds only its difference."""
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    profile = load_profile("sglang-demo").model_copy(update={"name": "layers-test", "constraints": ["six<1.18"]})
+    builder = ImageBuilder(docker_client, read_ca_bundle(None))
+    sets = [["six==1.16.0", "idna==3.7"], ["six==1.16.0", "tomli==2.0.1"]]
+    shared = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
+    assert shared == ["six==1.16.0"]
+    tags = [builder.env(profile, s, shared) for s in sets]
+    common = builder.env(profile, shared)
+    layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
+    size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731
+    try:
+        for tag, deps in zip(tags, sets):
+            assert layers(tag)[:len(layers(common))] == layers(common)
+            assert size(tag) - size(common) < 2 * 1024 * 1024  # one small package, not another venv
+            out = docker_client.containers.run(tag, ["/opt/venv/bin/pip", "list", "--format=json"], remove=True)
+            installed = {p["name"].lower(): p["version"] for p in json.loads(out)}
+            for dep in deps:
+                name, version = dep.split("==")
+                assert installed[name] == version
+    finally:
+        for tag in [*tags, common]:
+            try:
+                docker_client.images.remove(tag, force=True)
+            except Exception:
+                pass
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_lean_task_image_grades_like_a_full_one(demo, tmp_path):
+    """history none: the sandbox sees the base commit alone, under its own id, and grading is unchanged."""
+    from sweserve.agents.reference import OracleAgent
+    from sweserve.environment.context import Context
+    from sweserve.evaluation.trial import evaluate_task
+
+    ctx = Context(client=demo.ctx.client, builder=demo.ctx.builder, state_dir=demo.ctx.state_dir,
+                  run_id=demo.ctx.run_id, host_gpus=[], repo_path=demo.repo)
+    profile = demo.ctx.profile("sglang-demo")
+    ctx._profiles["sglang-demo"] = profile.model_copy(update={"history": "none"})
+    b = demo.bundle("sweserve-demo__sglang-mini-103")
+    image = ctx.task_image(b)
+    assert image.endswith("-lean") and image != demo.ctx.task_image(b)
+    with ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as box:
+        assert box.exec("git rev-list --all", 60).output.split() == [b.task.base_commit]
+        assert box.exec("git status --porcelain", 60).output.strip() == ""
+    r = evaluate_task(ctx, b, OracleAgent(), results_path=tmp_path / "r.jsonl")
+    assert r.status == "resolved", r.reason
+    assert r.model_patch.strip() and r.model_patch == b.oracle_patch or "diff --git" in r.model_patch

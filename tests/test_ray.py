@@ -1,0 +1,273 @@
+"""The Ray executor on a real local Ray cluster: a head and a GPU-declaring node as separate processes.
+
+Real Docker sandboxes run the demo tasks on both nodes. There is no GPU on this machine, so Docker's device
+request is the one boundary stubbed: a worker setup hook replaces it with a recorder of the ids it was given
+(and of the node it ran on), so the test sees exactly which GPU ids reached Docker.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from sweserve.agents.command import CommandAgent
+from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.taskstore import load_all, save_bundle
+from sweserve.environment.context import Context
+from sweserve.environment.docker_sandbox import LABEL
+from sweserve.evaluation.evaluate import run_evaluation
+from sweserve.evaluation.ray_executor import RayExecutor, ray_options
+from sweserve.evaluation.results import read_results
+from sweserve.evaluation.validation import validate_all
+from sweserve.models import Resources
+
+DIST = "sweserve-demo__sglang-mini-103"
+QUANT = "sweserve-demo__sglang-mini-105"
+MB = 1_000_000
+
+
+def test_ray_options_ask_for_what_the_task_needs():
+    opts = ray_options(Resources(gpus=2, cpus=8, memory_gb=32))
+    assert opts == {"num_cpus": 8, "num_gpus": 2, "memory": 32 * 2**30, "max_retries": 0}
+    hw = SimpleNamespace(gpus=2, cpus=8, memory_gb=32, hardware="h100")  # Resources.hardware, once merged
+    assert ray_options(hw)["resources"] == {"h100": 2}
+    assert ray_options(SimpleNamespace(gpus=0, cpus=1, memory_gb=1, hardware="tpu-v5e"))["resources"] == {"tpu-v5e": 0.01}
+
+
+def _recording_hook(record: str):
+    """A worker setup hook: Docker's device request becomes a line in `record` (ids, node, CUDA_VISIBLE_DEVICES)."""
+    def hook():
+        import ray
+
+        from sweserve.environment import docker_sandbox
+
+        def device_requests(ids):
+            line = {"ids": list(ids), "node": ray.get_runtime_context().get_node_id(),
+                    "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}
+            with open(record, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            return []
+
+        docker_sandbox.device_requests = device_requests
+    return hook
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_client, tmp_path_factory):
+    """A head (2 logical CPUs) and a node declaring 2 GPUs of class h100, each its own set of processes."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    record = tmp_path_factory.mktemp("ray") / "device_requests.jsonl"
+    record.touch()
+    # logical CPUs: a demo task asks for 2; the machine's real cores are shared anyway
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "num_gpus": 0, "object_store_memory": 200 * MB, "include_dashboard": False})
+    gpu_node = c.add_node(num_cpus=2, num_gpus=2, resources={"h100": 2}, object_store_memory=200 * MB)
+    ray.init(address=c.address, runtime_env={"worker_process_setup_hook": _recording_hook(str(record))},
+             logging_level="WARNING", log_to_driver=False)
+    yield SimpleNamespace(cluster=c, address=c.address, gpu_node=gpu_node, head=c.head_node, record=record)
+    ray.shutdown()
+    c.shutdown()
+
+
+def _records(cluster, since=0):
+    return [json.loads(x) for x in cluster.record.read_text().splitlines()[since:]]
+
+
+def _run_containers(client, run_id):
+    return client.containers.list(all=True, filters={"label": f"{LABEL}.run={run_id}"})
+
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_runs_on_both_nodes_driver_writes_results_and_resume_is_a_no_op(demo, cluster, tmp_path):
+    ctx = Context.create(demo.root / "state", repo_path=demo.repo)
+    out = tmp_path / "results.jsonl"
+    bundles = load_all(demo.tasks)
+    since = len(_records(cluster))
+    results = run_evaluation(ctx, bundles, OracleAgent(), out, executor=RayExecutor(ctx))
+    assert sorted(r.status for r in results) == ["resolved"] * len(bundles), [(r.task_id, r.reason) for r in results]
+    assert [r.model_dump() for r in read_results(out)] == [r.model_dump() for r in results]
+    for r in results:  # each trial's folder is where the driver says, written from what the worker shipped back
+        folder = tmp_path / "runs" / ctx.run_id / "oracle" / r.task_id / "1"
+        assert r.trial_dir == str(folder)
+        assert json.loads((folder / "result.json").read_text())["trial_dir"] == str(folder)
+        assert "passed" in (folder / "tests.log").read_text()
+    nodes = {x["node"] for x in _records(cluster, since)}
+    assert nodes == {cluster.head.node_id, cluster.gpu_node.node_id}, "CPU tasks run on both nodes"
+    assert all(x["ids"] == [] for x in _records(cluster, since)), "a CPU task asks Docker for no GPU"
+    assert _run_containers(demo.ctx.client, ctx.run_id) == []
+    # resuming from the results file: nothing left to do, nothing written twice
+    again = run_evaluation(ctx, bundles, OracleAgent(), out, executor=RayExecutor(ctx))
+    assert again == [] and len(read_results(out)) == len(bundles)
+    # the same run goes on after its reapers ran on every node: workers make the run's network again
+    (null,) = run_evaluation(ctx, bundles[:1], NullAgent(), tmp_path / "null.jsonl", executor=RayExecutor(ctx))
+    assert null.status == "failed", null.reason
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_gpu_tasks_land_on_the_gpu_node_with_rays_ids(demo, cluster, tmp_path):
+    tasks = tmp_path / "tasks"
+    bundles = []
+    for task_id, gpus in ((DIST, 1), (QUANT, 2)):
+        b = demo.bundle(task_id).model_copy(deep=True)
+        b.task.resources.gpus = gpus
+        save_bundle(tasks, b)
+        bundles.append(b)
+    ctx = Context.create(demo.root / "state", repo_path=demo.repo)
+    assert ctx.host_gpus == []  # this machine has none: only Ray's ids can reach Docker
+    since = len(_records(cluster))
+    outcomes = {o.task_id: o for o in validate_all(ctx, tasks, bundles, runs=1, executor=RayExecutor(ctx))}
+    assert {o.status for o in outcomes.values()} == {"valid"}, outcomes
+    seen = _records(cluster, since)
+    assert seen and {x["node"] for x in seen} == {cluster.gpu_node.node_id}
+    by_size = {len(x["ids"]) for x in seen}
+    assert by_size == {1, 2}
+    for x in seen:  # what Docker was asked for is what Ray assigned this worker
+        assert x["ids"] and set(x["ids"]) <= {"0", "1"} and x["cuda"] == ",".join(x["ids"])
+    # the validation record was written by the driver into the real task folder
+    assert json.loads((tasks / DIST / "task.json").read_text())["validation"]["status"] == "valid"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_lost_node_is_retried_once_then_recorded_as_an_error_naming_it(demo, cluster, tmp_path):
+    b = demo.bundle(DIST).model_copy(deep=True)
+    object.__setattr__(b.task.resources, "hardware", "victim")  # only the doomed nodes offer it
+    ctx = Context.create(demo.root / "state", repo_path=demo.repo)
+    client = demo.ctx.client
+    out = tmp_path / "lost.jsonl"
+    box: dict = {}
+    runner = threading.Thread(target=lambda: box.update(r=run_evaluation(
+        ctx, [b], CommandAgent("sleep 120", name="sleeper"), out, executor=RayExecutor(ctx))))
+    seen: set[str] = set()
+    killed = []
+
+    def kill_when_running():
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            fresh = {c.id for c in _run_containers(client, ctx.run_id)} - seen
+            if fresh:
+                seen.update(fresh)
+                return
+            time.sleep(0.5)
+        raise AssertionError("the trial never started a sandbox")
+
+    for i in range(2):
+        node = cluster.cluster.add_node(num_cpus=2, resources={"victim": 1}, object_store_memory=100 * MB)
+        if i == 0:
+            runner.start()
+        kill_when_running()
+        cluster.cluster.remove_node(node, allow_graceful=False)
+        killed.append(node.node_id)
+    runner.join(timeout=120)
+    (r,) = box["r"]
+    assert (r.status, r.error_kind) == ("error", "node")
+    assert killed[1][:12] in r.reason and "after 2 submissions" in r.reason, r.reason
+    assert read_results(out)[0].model_dump() == r.model_dump()
+    assert _run_containers(client, ctx.run_id) == []  # the survivors' reaper removed the dead workers' sandboxes
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_path):
+    args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 120", "--agent-name", "interrupted",
+            "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
+            "--output", str(tmp_path / "i.jsonl"), "--executor", "ray", "--ray-address", cluster.address]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = proc.stdout.readline()
+    assert first.startswith("run "), first
+    run_id = first.split()[1].rstrip(":")
+    client = demo.ctx.client
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(_run_containers(client, run_id)) < 2:
+        time.sleep(0.5)
+    assert len(_run_containers(client, run_id)) == 2  # one trial on each node (2 CPUs each, 2 per trial)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, first + rest
+    assert "Traceback" not in rest
+    assert _run_containers(client, run_id) == []
+    assert read_results(tmp_path / "i.jsonl") == []
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """A real registry (Debian's docker-registry) on 127.0.0.1, no auth: docker trusts 127.0.0.0/8 without TLS."""
+    import shutil
+    import socket
+    import urllib.request
+
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        if os.environ.get("SWESERVE_REQUIRE_DOCKER") == "1":
+            pytest.fail("docker-registry is not installed (scripts/setup.sh installs it)")
+        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
+    root = tmp_path_factory.mktemp("registry")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (root / "config.yml").write_text(
+        "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: " + str(root / "data")
+        + f"\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    proc = subprocess.Popen([binary, "serve", str(root / "config.yml")], stdout=subprocess.DEVNULL,
+                            stderr=open(root / "log", "w"))
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{address}/v2/", timeout=1)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise AssertionError((root / "log").read_text()[-500:])
+            time.sleep(0.2)
+    yield address
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(demo, registry, monkeypatch):
+    import urllib.request
+
+    from sweserve.environment import images
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    client = demo.ctx.client
+    b = demo.bundle(DIST).model_copy(deep=True)
+    b.task.task_id = f"sweserve-demo__registry-probe-{os.getpid()}"  # a task image no node has yet
+    profile = demo.ctx.profile(b.task.profile)
+    first = ImageBuilder(client, read_ca_bundle(None), registry=registry)
+    tag = first.task(b.task, profile, demo.repo)
+    built_id = client.images.get(tag).id
+    catalog = json.load(urllib.request.urlopen(f"http://{registry}/v2/_catalog"))["repositories"]
+    assert "sweserve-task" in catalog
+    try:
+        # "another node": the image is gone here, building is forbidden, the registry must provide it
+        client.images.remove(tag, force=True)
+        client.images.remove(f"{registry}/{tag}", force=True)
+
+        def no_build(*a, **k):
+            raise AssertionError("built instead of pulled")
+
+        monkeypatch.setattr(images, "_docker_build", no_build)
+        second = ImageBuilder(client, read_ca_bundle(None), registry=registry)
+        assert second.task(b.task, profile, None) == tag  # no clone needed: nothing is built
+        assert client.images.get(tag).id == built_id
+    finally:
+        for t in (tag, f"{registry}/{tag}"):
+            try:
+                client.images.remove(t, force=True)
+            except Exception:
+                pass
