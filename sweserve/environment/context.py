@@ -29,6 +29,8 @@ from sweserve.environment.images import ImageBuilder, read_ca_bundle
 from sweserve.errors import InfraError, SweserveError
 from sweserve.models import Resources, TaskBundle
 
+OFFLINE_ROLES = ("grade", "submission")  # the verifier's sandboxes: never on a network
+
 
 def docker_client() -> docker.DockerClient:
     try:
@@ -128,11 +130,12 @@ class Context:
             return self._network
 
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
+        """A sandbox on the run's network; the verifier's roles (OFFLINE_ROLES) get no network at all."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         return DockerSandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
-            resources=resources, gpu_ids=gpu_ids, network=self.network,
+            resources=resources, gpu_ids=gpu_ids, network="none" if role in OFFLINE_ROLES else self.network,
         )
 
     def close(self) -> None:

@@ -1,0 +1,108 @@
+"""Trees and files in and out of Docker sandboxes as tar streams (the trial's tools, not the agents').
+
+`export_tree` copies a directory out of a container with the Docker API (`get_archive`), so no program
+inside the container — which the candidate controlled — takes part. Only directories, regular files,
+symlinks (as links, never followed) and hard links to kept files are kept; `.git` (anywhere),
+`__pycache__` and `.pytest_cache` are left out, and the total size is bounded. The result is a tar whose
+paths are relative to the directory, ready for `put_tree` into another container.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors
+
+SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
+SPOOL_BYTES = 64 << 20
+
+
+class TreeTooLarge(Exception):
+    """The exported tree is over the byte limit: the submission cannot be taken."""
+
+
+class _ChunkReader(io.RawIOBase):
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks, self._buf = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n], self._buf = self._buf[:n], self._buf[n:]
+        return n
+
+
+def _relative(name: str, root: str) -> str | None:
+    parts = PurePosixPath(name).parts
+    if not parts or parts[0] != root:
+        return None
+    rel = parts[1:]
+    if any(p in SKIPPED_DIRS or p in ("..", "") for p in rel):
+        return None
+    return "/".join(rel) if rel else "."
+
+
+def export_tree(box: DockerSandbox, path: str, max_bytes: int) -> tempfile.SpooledTemporaryFile:
+    """The tree at `path` in the container as a filtered tar (positioned at 0); TreeTooLarge over max_bytes."""
+    root = PurePosixPath(path).name
+    out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+    kept: set[str] = set()
+    total = 0
+    with docker_errors(f"copying {path} out of the sandbox"):
+        stream, _ = box.container.get_archive(path, encode_stream=False)
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(iter(stream))), mode="r|") as src, \
+                tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
+            for member in src:
+                rel = _relative(member.name, root)
+                if rel is None or rel == ".":
+                    continue
+                if member.islnk():
+                    target = _relative(member.linkname, root)
+                    if target not in kept:
+                        continue
+                    member.linkname = target
+                elif not (member.isdir() or member.isreg() or member.issym()):
+                    continue  # devices, fifos: never part of a submission
+                member.name = rel
+                member.uid = member.gid = 0
+                member.uname = member.gname = "root"
+                if member.isreg():
+                    total += member.size
+                    if total > max_bytes:
+                        raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
+                    dst.addfile(member, src.extractfile(member))
+                else:
+                    dst.addfile(member)
+                kept.add(rel)
+    out.seek(0)
+    return out
+
+
+def put_tree(box: DockerSandbox, dest: str, tar) -> None:
+    """Unpack a tar (from `export_tree` or `tar_of`) into dest in the container."""
+    with docker_errors(f"copying a tree into {dest} in the sandbox"):
+        box.container.exec_run(["mkdir", "-p", dest])
+        box.container.put_archive(dest, tar)
+
+
+def tar_of(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    """Several files (relative path -> content) as one tar, for one `put_tree`."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
