@@ -60,9 +60,13 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int) -> tempfile.Spool
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     kept: set[str] = set()
     total = 0
-    with docker_errors(f"copying {path} out of the sandbox"):
-        stream, _ = box.container.get_archive(path, encode_stream=False)
-        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(iter(stream))), mode="r|") as src, \
+    api = box.container.client.api
+    with docker_errors(f"copying {path} out of the sandbox"), \
+            api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
+                     headers={"Accept-Encoding": "identity"}, stream=True) as response:  # the response itself, so a refused tree closes it at once
+        api._raise_for_status(response)
+        chunks = response.iter_content(1 << 20, False)
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
                 tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
             for member in src:
                 rel = _relative(member.name, root)

@@ -72,7 +72,9 @@ def shadowed_name(path: str, packages: set[str]) -> str | None:
         if parent in packages:
             continue
         is_file = i == len(parts) - 1
-        name = _module_stem(part) if is_file else (part if "/".join(parts[: i + 1]) in packages else None)
+        prefix = "/".join(parts[: i + 1])
+        is_package = prefix in packages or _module_stem(parts[-1]) == "__init__" and i == len(parts) - 2
+        name = _module_stem(part) if is_file else (part if is_package else None)
         if name == "__init__":
             continue
         if name and (name in PROTECTED_MODULES or name.startswith("sweserve")):

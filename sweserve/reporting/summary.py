@@ -28,6 +28,7 @@ class TaskRow(BaseModel):
     reason: str | None = None
     attempts: int = 1
     resolved_attempts: int = 0
+    flags: list[str] = []  # what the verifier's tamper scan flagged, over all attempts
 
 
 class AgentReport(BaseModel):
@@ -62,6 +63,7 @@ def build_reports(results: list[RunResult]) -> list[AgentReport]:
             rows.append(TaskRow(
                 task_id=task_id, family=first.family, status=first.status, reason=first.reason,
                 attempts=len(attempts), resolved_attempts=sum(r.status == "resolved" for r in attempts),
+                flags=sorted({f for r in attempts for f in r.flags}),
             ))
         k = max(r.attempts for r in rows)
         families = {f: _rate([r for r in rows if r.family == f], k) for f in FAMILIES if any(r.family == f for r in rows)}
@@ -102,5 +104,7 @@ def render(reports: list[AgentReport], console: Console) -> None:
         for row in rep.tasks:
             status = row.status if row.attempts == 1 else f"{row.status} ({row.resolved_attempts}/{row.attempts})"
             reason = f"skipped: {row.reason}" if row.status == "skipped" else (row.reason or "")
+            if row.flags:
+                reason = f"{reason} [flagged: {'; '.join(row.flags)}]".strip()
             detail.add_row(row.task_id, row.family, f"[{STATUS_STYLE[row.status]}]{status}[/]", reason)
         console.print(detail)
