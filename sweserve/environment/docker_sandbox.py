@@ -213,8 +213,9 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
             try:
                 container.remove(force=True)
                 removed.append(container.name)
-            except docker.errors.NotFound:
-                pass
+            except docker.errors.APIError as exc:  # gone, or another process is removing it right now
+                if exc.status_code not in (404, 409):
+                    raise
     for network in client.networks.list(filters=filters):
         owner = network.attrs.get("Labels", {}).get(f"{LABEL}.owner", "")
         if not (everything or run_id or not _owner_alive(owner)):
