@@ -284,3 +284,17 @@ def test_attack_payloads_are_well_formed():
     for text in (FORCE_PASS_PLUGIN, REWRITE_AT_EXIT, PATCH_TEST_REPORT, PATCH_RUNTEST, PATCH_BUILTINS_OPEN, PATCH_OS_WRITE,
                  FAKE_PLUGIN, FAKE_PYTEST, FAKE_JSON, LEAK_HIDDEN_TEST):
         compile(textwrap.dedent(text), "<payload>", "exec")
+
+
+def test_a_profile_can_fail_flagged_submissions(demo, oracle_ok):
+    """The tamper scan's flags become status `tampered` when the profile asks for it."""
+    b = demo.bundle(DIST)
+    name = b.task.profile
+    original = demo.ctx.profile(name)
+    demo.ctx._profiles[name] = original.model_copy(update={"fail_on_flags": True})
+    try:
+        r = evaluate_task(demo.ctx, b, CommandAgent(ATTACKS["atexit-rewrite"], name="flagged"))
+    finally:
+        demo.ctx._profiles[name] = original
+    assert r.status == "tampered" and "exit-time hook (python/sglang/__init__.py)" in r.flags
+    assert r.reason.startswith("flagged")

@@ -49,3 +49,19 @@ def test_verifier_sandboxes_have_no_network(demo):
             assert box.container.attrs["HostConfig"]["NetworkMode"] == "none"
             assert box.exec("cat /sys/class/net/*/operstate | sort -u", 30).output.split() in (["down", "unknown"],
                                                                                               ["unknown"])
+
+
+def test_a_runner_changed_after_the_grade_sandbox_started_is_caught(demo):
+    """Runs after the first (validation's k runs) follow code under test in the same sandbox: pytest is re-hashed."""
+    from sweserve.evaluation.grading import apply_patch, install_harness, run_tests
+
+    b = demo.bundle(DIST)
+    with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "grade", b.task.resources, []) as box:
+        manifest = install_harness(box)
+        apply_patch(box, b.tests_patch, "tests")
+        first = run_tests(box, b.task, 120, manifest)
+        assert first.tampered == [] and first.exit_status == 1
+        assert first.outcomes[b.task.FAIL_TO_PASS[0]] == "failed"
+        box.exec("echo '# changed' >> $(python -c 'import _pytest.runner as m; print(m.__file__)')", 30)
+        assert run_tests(box, b.task, 120, manifest).tampered == [
+            "pytest's installed files or the harness changed before the run"]

@@ -170,3 +170,28 @@ def test_tamper_scan_flags_the_tools_of_reward_hacking():
         "import-system manipulation (python/pkg/__init__.py)", "pytest internals (python/pkg/__init__.py)",
     ]
     assert scan("") == []
+
+
+def test_every_status_has_a_report_style():
+    from sweserve.models import STATUSES
+    from sweserve.reporting.summary import STATUS_STYLE
+
+    assert set(STATUS_STYLE) == set(STATUSES)
+
+
+def test_flags_and_resets_reach_the_report_and_the_reviewer_page():
+    from datetime import datetime, timezone
+
+    from sweserve.models import RunResult, TaskBundle
+    from sweserve.reporting.review import review_markdown
+    from sweserve.reporting.summary import build_reports
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    result = RunResult(run_id="r", task_id="o__r-1", family="decoding", agent="a", status="tampered",
+                       reason="tampered: a must-fail canary test passed", started_at=at, finished_at=at,
+                       duration_s=1, flags=["pytest internals (pkg/x.py)"], resets=["json.py (shadows module json)"])
+    page = review_markdown(TaskBundle(task=_task(), instruction="i", oracle_patch="", tests_patch=""), result)
+    assert "- flagged: pytest internals (pkg/x.py)" in page and "- reset to base: json.py (shadows module json)" in page
+    (report,) = build_reports([result])
+    assert report.tasks[0].flags == ["pytest internals (pkg/x.py)"] and report.statuses["tampered"] == 1
+    assert report.overall.pass_at_1 == 0.0

@@ -63,6 +63,7 @@ class TestRun:
     messages: dict[str, str] = field(default_factory=dict)
     output: str = ""
     tampered: list[str] = field(default_factory=list)
+    exit_status: int | None = None  # the runner's own verdict (pytest: 0 all passed, 1 some failed)
 
 
 def in_sandbox_script(name: str) -> bytes:
@@ -158,7 +159,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
                            f"(output in the trial's tests.log)", output=output)
     outcomes, skips, messages = merge_events(events)
     tampered = [] if starts == [manifest] else ["pytest's installed files or the harness changed before the run"]
-    return TestRun(outcomes, skips, messages, output, tampered)
+    ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
+    return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
 
 
 def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:
