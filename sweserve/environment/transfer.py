@@ -54,8 +54,9 @@ def _relative(name: str, root: str) -> str | None:
     return "/".join(rel) if rel else "."
 
 
-def export_tree(box: DockerSandbox, path: str, max_bytes: int) -> tempfile.SpooledTemporaryFile:
-    """The tree at `path` in the container as a filtered tar (positioned at 0); TreeTooLarge over max_bytes."""
+def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> tempfile.SpooledTemporaryFile:
+    """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
+    behind `prefix`; TreeTooLarge over max_bytes."""
     root = PurePosixPath(path).name
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     kept: set[str] = set()
@@ -76,10 +77,10 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int) -> tempfile.Spool
                     target = _relative(member.linkname, root)
                     if target not in kept:
                         continue
-                    member.linkname = target
+                    member.linkname = prefix + target
                 elif not (member.isdir() or member.isreg() or member.issym()):
                     continue  # devices, fifos: never part of a submission
-                member.name = rel
+                member.name = prefix + rel
                 member.uid = member.gid = 0
                 member.uname = member.gname = "root"
                 if member.isreg():
@@ -95,9 +96,11 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int) -> tempfile.Spool
 
 
 def put_tree(box: DockerSandbox, dest: str, tar) -> None:
-    """Unpack a tar (from `export_tree` or `tar_of`) into dest in the container."""
+    """Unpack a tar (from `export_tree` or `tar_of`) into dest in the container ("/": one call, the tar's
+    own paths make the directories)."""
     with docker_errors(f"copying a tree into {dest} in the sandbox"):
-        box.container.exec_run(["mkdir", "-p", dest])
+        if dest != "/":
+            box.container.exec_run(["mkdir", "-p", dest])
         box.container.put_archive(dest, tar)
 
 

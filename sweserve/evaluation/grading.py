@@ -29,6 +29,7 @@ BOOT = "sweserve_boot"
 HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
+HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
@@ -84,7 +85,7 @@ def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index
 
 def install_harness(box: Sandbox) -> str:
     """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
-    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in (BOOT, PLUGIN, UNITTEST_RUNNER)}))
+    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
     lines = res.output.strip().splitlines()
     if res.exit_code != 0 or not lines:
@@ -141,11 +142,14 @@ def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str]
     return outcomes, skips, messages
 
 
-def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = ()) -> TestRun:
-    """One run of the hidden tests; TestRunError when the runner never finished."""
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = (),
+              files: dict[str, bytes] | None = None) -> TestRun:
+    """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
+    runner never finished."""
     nonce = secrets.token_hex(16)
     config = run_config(task, list(plugins), NONCE_FILE)
-    put_tree(box, HARNESS, tar_of({"run.json": json.dumps(config).encode(), ".nonce": nonce.encode()}, 0o600))
+    own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
+    put_tree(box, "/", tar_of({**(files or {}), **own}, 0o644))
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)

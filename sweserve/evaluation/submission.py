@@ -23,7 +23,6 @@ from sweserve.models import Task
 
 MAX_TREE_BYTES = 2 << 30
 SUBMITTED = "/sweserve/submitted"
-PATCH_OUT = "/sweserve/submission.patch"
 PRISTINE_GIT_ENV = {
     "GIT_DIR": f"{WORKDIR}/.git",
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -45,28 +44,25 @@ class SubmissionRejected(Exception):
 
 def diff_command(base_commit: str) -> str:
     base = shlex.quote(base_commit)
-    return (f"{GIT} read-tree {base} && {GIT} add -A && "
-            f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames "
-            f"{base} > {PATCH_OUT}")
+    return (f"mkdir -p {SUBMITTED} && cd {SUBMITTED} && exec 2>/sweserve/diff.err && {GIT} read-tree {base} && {GIT} add -A && "
+            f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}")
 
 
 def diff_tree(box: DockerSandbox, tree, base_commit: str) -> str:
-    """The diff of `tree` (a tar of a working tree) against base_commit, computed in a pristine `box`."""
-    put_tree(box, SUBMITTED, tree)
+    """The diff of `tree` (a tar of a working tree, paths under SUBMITTED) against base_commit, computed in a
+    pristine `box`; git's errors go to a file, so the output is the patch alone."""
+    put_tree(box, "/", tree)
     env = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": "/sweserve/submission.index"}
-    res = box.exec(diff_command(base_commit), 300, workdir=SUBMITTED, env=env)
+    res = box.exec(diff_command(base_commit), 300, env=env)
     if res.exit_code != 0:
-        raise InfraError("sandbox", f"could not diff the candidate's tree: {res.tail(300).strip()}")
-    raw = box.read_file(PATCH_OUT)
-    if raw is None:
-        raise InfraError("sandbox", "the candidate's diff was not written")
-    return raw.decode("utf-8", "replace")
+        raise InfraError("sandbox", f"could not diff the candidate's tree (git exited {res.exit_code})")
+    return res.output
 
 
 def take_submission(ctx: Context, candidate: DockerSandbox, task: Task, image: str) -> str:
     """The candidate's working tree as a patch against base_commit, diffed in a fresh sandbox of `image`."""
     try:
-        tree = export_tree(candidate, WORKDIR, MAX_TREE_BYTES)
+        tree = export_tree(candidate, WORKDIR, MAX_TREE_BYTES, prefix=SUBMITTED.lstrip("/") + "/")
     except TreeTooLarge as exc:
         raise SubmissionRejected(str(exc)) from None
     with tree, ctx.sandbox(image, task.task_id, "submission", task.resources, []) as clean:

@@ -21,8 +21,17 @@ from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
 from sweserve.evaluation import canaries as canary_tests
-from sweserve.evaluation.grading import PatchError, TestRun, apply_patch, install_harness, run_tests
-from sweserve.evaluation.resets import MAYBE_PYTEST_CONFIG, Reset, plan_resets, pytest_section
+from sweserve.evaluation.grading import (
+    BOOT,
+    HARNESS,
+    HARNESS_SCRIPTS,
+    PatchError,
+    TestRun,
+    TestRunError,
+    in_sandbox_script,
+    run_tests,
+)
+from sweserve.evaluation.resets import Reset, plan_resets, pytest_section
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.models import TaskBundle
@@ -42,10 +51,6 @@ class Graded:
     @property
     def tampered(self) -> list[str]:
         return sorted({t for run in self.runs for t in run.tampered})
-
-    @property
-    def dropped(self) -> list[str]:
-        return [r.path for r in self.resets]
 
 
 def _git(box: Sandbox, command: str, timeout: float = 120):
@@ -72,19 +77,39 @@ def _numstat_paths(raw: str) -> set[str]:
     return paths
 
 
-def touched(box: Sandbox, base: str, has_tests_patch: bool) -> tuple[dict[str, str], set[str], set[str]]:
-    """What the applied submission changed ({path: A/M/D/T}), the paths tests.patch touches, and packages."""
-    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if has_tests_patch else "true"
-    res = _git(box, f"{GIT} diff --cached --name-status -z --no-renames {shlex.quote(base)} && printf '{SEP_PRINTF}' && "
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str,
+               name: str) -> tuple[str, dict[str, str], set[str], set[str]]:
+    """Harness in, runner digest taken, submission applied with `git apply --index`: one copy, one exec.
+
+    Returns the digest, what the submission changed ({path: A/M/D/T}), the paths tests.patch touches and
+    the package directories (those holding an `__init__.py`) after the submission.
+    """
+    base = shlex.quote(bundle.task.base_commit)
+    files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
+    files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
+    apply = "true"
+    if patch.strip():
+        files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
+        apply = (f"{{ git apply --index --binary --whitespace=nowarn {IN_BOX}/{name}.patch 2>{IN_BOX}/apply.err "
+                 f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
+    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
+    put_tree(box, "/", tar_of(files))
+    res = _git(box, f"python -I {HARNESS}/{BOOT}.py --manifest > {IN_BOX}/manifest || exit 20; {apply} && "
+                    f"cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && "
+                    f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
                     f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
-    if res.exit_code != 0 or res.output.count(SEP) != 2:
+    if res.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=res.output)
+    if res.exit_code == 21:
+        raise PatchError(name, res.tail(1000).strip() or "git apply failed")
+    if res.exit_code != 0 or res.output.count(SEP) != 3:
         raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    names, numstat_out, files = res.output.split(SEP)
+    manifest, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in _split_z(files)
+    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in _split_z(listed)
                 if f == "__init__.py" or f.endswith("/__init__.py")}
-    return changed, _numstat_paths(numstat_out), packages
+    return manifest.strip(), changed, _numstat_paths(numstat_out), packages
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -98,57 +123,52 @@ def _pytest_config_changed(box: Sandbox, base: str):
     return changed
 
 
-def reset_to_base(box: Sandbox, bundle: TaskBundle, profile: RepoProfile) -> list[Reset]:
+def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, changed: dict[str, str],
+                   tests_paths: set[str], packages: set[str]) -> tuple[list[Reset], dict[str, str]]:
+    """The resets done, tests.patch applied, and the hidden test files' texts read back: one exec (two copies
+    in when something is reset)."""
     task = bundle.task
-    changed, tests_paths, packages = touched(box, task.base_commit, bool(bundle.tests_patch.strip()))
     hidden = tests_paths | set(task.test.files)
     resets = plan_resets(changed, lambda p: profile.is_test_path(p) or p in hidden, packages,
                          _pytest_config_changed(box, task.base_commit))
-    if not resets:
-        return []
     restore = [r.path for r in resets if r.existed]
     delete = [r.path for r in resets if not r.existed]
-    put_tree(box, IN_BOX, tar_of({"restore.lst": "\0".join(restore).encode("utf-8", "surrogateescape"),
-                                  "delete.lst": "\0".join(delete).encode("utf-8", "surrogateescape")}))
-    steps = ["true"]
+    steps = []
+    if resets:
+        lists = {"restore": restore, "delete": delete}
+        put_tree(box, "/", tar_of({f"{IN_BOX[1:]}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
+                                   for k, v in lists.items()}))
     if restore:
-        steps.append(f"{GIT} checkout {shlex.quote(task.base_commit)} "
-                     f"--pathspec-from-file={IN_BOX}/restore.lst --pathspec-file-nul")
+        steps.append(f"{{ {GIT} checkout {shlex.quote(task.base_commit)} --pathspec-from-file={IN_BOX}/restore.lst "
+                     f"--pathspec-file-nul || exit 22; }}")
     if delete:
-        steps.append(f"xargs -0 -r rm -f -- < {IN_BOX}/delete.lst")
-    res = _git(box, " && ".join(steps))
-    if res.exit_code != 0:
-        raise PatchError("tests", f"could not reset the submission's test files (exit {res.exit_code})")
-    return resets
-
-
-def add_canaries(box: Sandbox, bundle: TaskBundle) -> list[canary_tests.Canary]:
-    task = bundle.task
-    sources = {}
-    for file in task.test.files:
-        raw = box.read_file(f"{WORKDIR}/{file}")
-        if raw is not None and file.endswith(".py"):
-            sources[file] = raw.decode("utf-8", "replace")
-    plan = canary_tests.plan(task, sources)
-    if plan.texts:
-        put_tree(box, WORKDIR, tar_of({f: (sources[f] + text).encode() for f, text in plan.texts.items()}))
-    return plan.canaries
+        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit 22; }}")
+    if bundle.tests_patch.strip():
+        steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
+                     f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
+    steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
+    res = _git(box, "; ".join(steps) + "; true")
+    if res.exit_code == 22:
+        raise PatchError("tests", "could not reset the submission's test files")
+    if res.exit_code == 23:
+        raise PatchError("tests", res.tail(1000).strip() or "git apply failed")
+    texts = res.output.split(SEP)[1:]
+    sources = {f: t for f, t in zip(task.test.files, texts) if f.endswith(".py") and t.strip()}
+    return resets, sources
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
     task = bundle.task
-    manifest = install_harness(box)
-    apply_patch(box, patch, name, index=True)
-    if bundle.tests_patch.strip():
-        box.put_file(f"{IN_BOX}/tests.patch", bundle.tests_patch.encode("utf-8"))
-    resets = reset_to_base(box, bundle, profile)
-    apply_patch(box, bundle.tests_patch, "tests")
-    planted = add_canaries(box, bundle)
+    manifest, changed, tests_paths, packages = first_look(box, bundle, patch, name)
+    resets, sources = reset_and_read(box, bundle, profile, changed, tests_paths, packages)
+    plan = canary_tests.plan(task, sources)
+    planted = {f"{WORKDIR[1:]}/{f}": (sources[f] + text).encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
-        run = run_tests(box, task, task.resources.test_timeout_s, manifest, profile.pytest_plugins)
-        run.outcomes, problems = canary_tests.check(planted, run.outcomes)
+        run = run_tests(box, task, task.resources.test_timeout_s, manifest, profile.pytest_plugins, planted)
+        planted = {}
+        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes)
         for mapping in (run.skips, run.messages):
             for test_id in [t for t in mapping if t not in run.outcomes]:
                 del mapping[test_id]
