@@ -281,7 +281,8 @@ def test_hidden_test_text_never_reaches_results(demo, oracle_ok):
 
 def test_attack_payloads_are_well_formed():
     """The payloads compile, so a failing attack fails for the defence, not for a typo."""
-    for text in (FORCE_PASS_PLUGIN, REWRITE_AT_EXIT, PATCH_TEST_REPORT, PATCH_RUNTEST, PATCH_BUILTINS_OPEN, PATCH_OS_WRITE,
+    for text in (FORCE_PASS_PLUGIN, REWRITE_AT_EXIT, PATCH_TEST_REPORT, PATCH_RUNTEST, PATCH_BUILTINS_OPEN,
+                 PATCH_OS_WRITE,
                  FAKE_PLUGIN, FAKE_PYTEST, FAKE_JSON, LEAK_HIDDEN_TEST):
         compile(textwrap.dedent(text), "<payload>", "exec")
 

@@ -102,7 +102,8 @@ def test_canaries_look_like_the_files_tests_and_behave(tmp_path):
     assert not fail.must_pass and ok.must_pass and fail.name != ok.name
     assert fail.name.startswith("test_alpha_beta_") and "canary" not in plan.texts["test/t.py"]
     proc = _run_file(tmp_path, source + plan.texts["test/t.py"])
-    assert f"FAILED test_canary_run.py::{fail.name}" in proc.stdout and f"PASSED test_canary_run.py::{ok.name}" in proc.stdout
+    assert f"FAILED test_canary_run.py::{fail.name}" in proc.stdout
+    assert f"PASSED test_canary_run.py::{ok.name}" in proc.stdout
 
 
 def test_unittest_canaries_are_methods_of_the_files_test_case(tmp_path):

@@ -64,7 +64,8 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
     api = box.container.client.api
     with docker_errors(f"copying {path} out of the sandbox"), \
             api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
-                     headers={"Accept-Encoding": "identity"}, stream=True) as response:  # the response itself, so a refused tree closes it at once
+                     headers={"Accept-Encoding": "identity"}, stream=True) as response:
+        # the response itself, not the SDK's generator: a refused tree closes the stream at once
         api._raise_for_status(response)
         chunks = response.iter_content(1 << 20, False)
         with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \

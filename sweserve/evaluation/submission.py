@@ -44,7 +44,8 @@ class SubmissionRejected(Exception):
 
 def diff_command(base_commit: str) -> str:
     base = shlex.quote(base_commit)
-    return (f"mkdir -p {SUBMITTED} && cd {SUBMITTED} && exec 2>/sweserve/diff.err && {GIT} read-tree {base} && {GIT} add -A && "
+    return (f"mkdir -p {SUBMITTED} && cd {SUBMITTED} && exec 2>/sweserve/diff.err && "
+            f"{GIT} read-tree {base} && {GIT} add -A && "
             f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}")
 
 
