@@ -23,7 +23,9 @@ FAMILIES: tuple[str, ...] = get_args(Family)
 Outcome = Literal["passed", "failed", "error", "skipped", "missing"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
-Status = Literal["resolved", "failed", "patch_failed", "error", "skipped"]
+# tampered: the verifier caught outcomes being forged (a canary), or the tamper scan flagged the submission
+# and the profile fails on flags; never resolved.
+Status = Literal["resolved", "failed", "patch_failed", "error", "skipped", "tampered"]
 STATUSES: tuple[str, ...] = get_args(Status)
 
 SHA = r"^[0-9a-f]{40}$"
@@ -218,6 +220,9 @@ class RunResult(Strict):
                                    "sandbox, task or internal")
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
+    flags: list[str] = Field(default_factory=list, description="what the tamper scan and the verifier's resets "
+                             "found suspicious in the submission")
+    resets: list[str] = Field(default_factory=list, description="paths the verifier put back to base, with why")
     agent_run: AgentRun | None = None
     started_at: datetime
     finished_at: datetime

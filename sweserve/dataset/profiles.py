@@ -57,6 +57,9 @@ class RepoProfile(BaseModel):
     test_workdir: str = "."
     runner: Literal["pytest", "unittest"] = "pytest"
     test_env: dict[str, str] = Field(default_factory=dict)
+    pytest_plugins: list[str] = Field(default_factory=list, description="plugin modules of the env image loaded "
+                                      "with -p when grading; autoloading is off, so no other plugin loads")
+    fail_on_flags: bool = Field(False, description="a submission the tamper scan flags is graded `tampered`")
     family_rules: list[FamilyRule]
     family_overrides: dict[int, Family] = Field(default_factory=dict, description="PR number -> family; wins "
                                                 "over rules and title tags")

@@ -24,6 +24,8 @@ from sweserve.environment.images import ImageBuilder, read_ca_bundle, shared_dep
 from sweserve.errors import InfraError, SweserveError
 from sweserve.models import Resources, Task, TaskBundle
 
+OFFLINE_ROLES = ("grade", "submission")  # the verifier's sandboxes: never on a network
+
 
 def docker_client() -> docker.DockerClient:
     try:
@@ -134,12 +136,13 @@ class Context:
 
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any
-        run, and no address of the host, can be reached from it; it and its network go when it is removed."""
+        run, and no address of the host, can be reached from it; it and its network go when it is removed.
+        The verifier's roles (OFFLINE_ROLES) get no network at all."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         return DockerSandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
-            resources=resources, gpu_ids=gpu_ids,
+            resources=resources, gpu_ids=gpu_ids, network="none" if role in OFFLINE_ROLES else None,
         )
 
     def close(self) -> None:

@@ -1,26 +1,36 @@
-"""Hidden tests in a fresh sandbox: apply patches, run the task's tests with `docker exec`, grade outcomes.
+"""Running the hidden tests in the grade sandbox and reading their outcomes from the stream they send.
 
-The in-sandbox runners (`environment/in_sandbox/`) are copied in only now, after the candidate phase.
+The runner scripts (`environment/in_sandbox/`) are copied in only now, after the candidate phase. Tests
+run as `python -I sweserve_boot.py` (see that script): isolated start-up, repo paths after the standard
+library and site-packages, pytest plugin autoload off, outcomes sent per test on stdout behind a
+per-run nonce. Nothing here reads a file the code under test could have written, and no test output
+goes into an exception's message: the output travels beside it (`TestRunError.output`) to the trial's
+folder, never into a result a candidate sees.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import shlex
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX
-from sweserve.dataset.patches import drop_paths, touched_paths
-from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox
+from sweserve.environment.transfer import put_tree, tar_of
 from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
-from sweserve.models import Outcome, Task, TaskBundle, TestResults
+from sweserve.models import Outcome, Task, TestResults
 
 PLUGIN = "sweserve_outcomes"
 UNITTEST_RUNNER = "sweserve_unittest"
-OUTCOMES = f"{IN_BOX}/outcomes.json"
+BOOT = "sweserve_boot"
+HARNESS = f"{IN_BOX}/harness"
+RUN_CONFIG = f"{HARNESS}/run.json"
+NONCE_FILE = f"{HARNESS}/.nonce"
+HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
+SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
 class PatchError(Exception):
@@ -32,13 +42,17 @@ class PatchError(Exception):
 
 
 class TestRunError(Exception):
-    """The test runner produced no usable outcomes (crash, time-out, broken environment)."""
+    """The test runner produced no usable outcomes (crash, time-out, broken environment).
+
+    The message never quotes test output (hidden tests could be in it); `output` holds it for tests.log.
+    """
 
     __test__ = False
 
-    def __init__(self, message: str, timed_out: bool = False):
+    def __init__(self, message: str, timed_out: bool = False, output: str = ""):
         super().__init__(message)
         self.timed_out = timed_out
+        self.output = output
 
 
 @dataclass
@@ -49,74 +63,108 @@ class TestRun:
     skips: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
     output: str = ""
+    tampered: list[str] = field(default_factory=list)
+    exit_status: int | None = None  # the runner's own verdict (pytest: 0 all passed, 1 some failed)
 
 
 def in_sandbox_script(name: str) -> bytes:
     return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
 
 
-def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120) -> None:
+def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index: bool = False) -> None:
+    """git apply in /testbed; with index, the index records what it touched (new files included)."""
     if not patch.strip():
         return
     path = f"{IN_BOX}/{name}.patch"
     box.put_file(path, patch.encode("utf-8"))
-    res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)}", timeout)
+    flags = "--index " if index else ""
+    res = box.exec(f"git apply {flags}--binary --whitespace=nowarn {shlex.quote(path)}", timeout)
     if res.exit_code != 0:
         raise PatchError(name, res.tail(1000).strip() or f"git apply exited {res.exit_code}")
 
 
-def test_command(task: Task) -> str:
-    files = " ".join(shlex.quote(f) for f in task.test.files)
-    if task.test.runner == "unittest":
-        return f"python {IN_BOX}/harness/{UNITTEST_RUNNER}.py {files}"
-    return (
-        f"python -m pytest -p {PLUGIN} -p no:cacheprovider -o addopts= -q -rN "
-        f"--continue-on-collection-errors {files}"
-    )
+def install_harness(box: Sandbox) -> str:
+    """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
+    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
+    res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
+    lines = res.output.strip().splitlines()
+    if res.exit_code != 0 or not lines:
+        raise TestRunError(f"the test runner cannot start in the task image (exit {res.exit_code})",
+                           output=res.output)
+    return lines[-1].strip()
 
 
-def parse_outcomes(raw: bytes) -> dict:
-    """The runner's outcomes file, checked: {"outcomes": {id: outcome}, "skips": {…}, "messages": {…}}."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise TestRunError("the outcomes file is not valid JSON") from None
-    if not isinstance(data, dict) or not isinstance(data.get("outcomes"), dict):
-        raise TestRunError("the outcomes file does not hold an outcomes mapping")
-    outcomes = data["outcomes"]
-    if not all(isinstance(k, str) and v in KNOWN_OUTCOMES for k, v in outcomes.items()):
-        raise TestRunError("the outcomes file holds an unknown outcome")
-    texts = {k: {str(i): str(m) for i, m in v.items()} if isinstance(v, dict) else {}
-             for k, v in ((k, data.get(k)) for k in ("skips", "messages"))}
-    return {"outcomes": outcomes, **texts}
+def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
+    workdir = PurePosixPath(WORKDIR) / task.test.workdir
+    paths = [str(workdir)] + [str(workdir / p) for p in task.test.env.get("PYTHONPATH", "").split(":") if p]
+    args = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors"]
+    for plugin in plugins:
+        args += ["-p", plugin]
+    return {"runner": task.test.runner, "paths": paths, "files": list(task.test.files),
+            "args": args + list(task.test.files), "nonce_file": nonce_file}
 
 
-def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
-    for name in (PLUGIN, UNITTEST_RUNNER):
-        box.put_file(f"{IN_BOX}/harness/{name}.py", in_sandbox_script(name))
-    box.exec(f"rm -f {OUTCOMES}", 30)
-    env = dict(task.test.env)
-    env["PYTHONPATH"] = ":".join(p for p in (f"{IN_BOX}/harness", env.get("PYTHONPATH", "")) if p)
-    env["SWESERVE_OUTCOMES"] = OUTCOMES
+def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
+    """The runner's events (lines behind this run's nonce) and the output without them."""
+    marker = f"@@sweserve:{nonce}:"
+    events, kept = [], []
+    for line in output.split("\n"):
+        at = line.find(marker)
+        if at < 0:
+            kept.append(line)
+            continue
+        if line[:at].strip():
+            kept.append(line[:at])
+        try:
+            event = json.loads(line[at + len(marker):])
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events, "\n".join(kept)
+
+
+def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str], dict[str, str]]:
+    """Outcomes per id, the worst report winning (a forged later "passed" never upgrades a failure)."""
+    outcomes: dict[str, Outcome] = {}
+    skips: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    for event in events:
+        test_id, outcome = event.get("id"), event.get("outcome")
+        if not isinstance(test_id, str) or outcome not in SEVERITY or outcome not in KNOWN_OUTCOMES:
+            continue
+        if test_id not in outcomes or SEVERITY[outcome] >= SEVERITY[outcomes[test_id]]:
+            outcomes[test_id] = outcome
+        if isinstance(event.get("skip"), str):
+            skips[test_id] = event["skip"]
+        if isinstance(event.get("message"), str):
+            messages[test_id] = event["message"]
+    return outcomes, skips, messages
+
+
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = (),
+              files: dict[str, bytes] | None = None) -> TestRun:
+    """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
+    runner never finished."""
+    nonce = secrets.token_hex(16)
+    config = run_config(task, list(plugins), NONCE_FILE)
+    own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
+    put_tree(box, "/", tar_of({**(files or {}), **own}, 0o644))
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
-    res = box.exec(test_command(task), timeout, workdir=workdir, env=env)
-    raw = box.read_file(OUTCOMES)
+    env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
+    res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)
+    events, output = parse_stream(res.output, nonce)
     if res.timed_out:
-        raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True)
-    if raw is None:
+        raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
+    starts = [e["start"] for e in events if "start" in e]
+    if not starts or not any("end" in e for e in events):
         hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
-        raise TestRunError(f"test runner exited {res.exit_code}{hint} without outcomes: {res.tail(400).strip()}")
-    return TestRun(**parse_outcomes(raw), output=res.output)
-
-
-def is_test_file_of(task: Task, profile: RepoProfile, tests_patch_paths: set[str]):
-    return lambda p: profile.is_test_path(p) or p in tests_patch_paths or p in task.test.files
-
-
-def prepare_candidate_patch(bundle: TaskBundle, profile: RepoProfile, patch: str) -> tuple[str, list[str]]:
-    """Drop the candidate's edits to test files: hidden tests are graded as the task defines them."""
-    drop = is_test_file_of(bundle.task, profile, touched_paths(bundle.tests_patch))
-    return drop_paths(patch, drop)
+        raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes "
+                           f"(output in the trial's tests.log)", output=output)
+    outcomes, skips, messages = merge_events(events)
+    tampered = [] if starts == [manifest] else ["pytest's installed files or the harness changed before the run"]
+    ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
+    return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
 
 
 def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:

@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from sweserve.agents.base import Agent
@@ -29,16 +29,9 @@ from sweserve.environment.context import Context
 from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
-from sweserve.evaluation.grading import (
-    PatchError,
-    TestRun,
-    TestRunError,
-    apply_patch,
-    grade,
-    prepare_candidate_patch,
-    run_tests,
-)
-from sweserve.evaluation.submission import take_submission
+from sweserve.evaluation.grading import PatchError, TestRunError, grade
+from sweserve.evaluation.submission import SubmissionRejected, take_submission
+from sweserve.evaluation.verifier import Graded, verify
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
@@ -80,30 +73,24 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
     with (ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box,
           egress_for(ctx, box, agent, audit) as agent_box):
         run = agent.solve(agent_box, bundle)
-        patch = take_submission(box, task.base_commit)
+        patch = take_submission(ctx, box, task, image)  # diffed outside the candidate's reach
     return run, patch
-
-
-@dataclass
-class Graded:
-    """The hidden tests' runs on a submission, and the test files whose edits were dropped from it."""
-
-    runs: list[TestRun]
-    dropped: list[str] = field(default_factory=list)
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
                      runs: int = 1, name: str = "candidate") -> Graded:
-    """A fresh sandbox: the submission without test edits, then tests.patch, then the hidden tests `runs` times.
+    """A fresh sandbox without network: the submission, resets to base, tests.patch, canaries, then the hidden
+    tests `runs` times (see `verifier.py`).
 
-    Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean.
+    Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean. The
+    reference submissions validation grades (any name but "candidate") must not trip a canary.
     """
     task = bundle.task
-    graded_patch, dropped = prepare_candidate_patch(bundle, ctx.profile(task.profile), patch)
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        apply_patch(box, graded_patch, name)
-        apply_patch(box, bundle.tests_patch, "tests")
-        return Graded([run_tests(box, task, task.resources.test_timeout_s) for _ in range(runs)], dropped)
+        graded = verify(box, bundle, ctx.profile(task.profile), patch, name, runs)
+    if name != "candidate" and graded.tampered:
+        raise TestRunError(f"the verifier's canaries failed on the {name} submission: {'; '.join(graded.tampered)}")
+    return graded
 
 
 @dataclass
@@ -189,6 +176,8 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
                     fields["reason"] = "empty patch"
     except TrialSkipped as exc:
         fields.update(status="skipped", reason=str(exc))
+    except SubmissionRejected as exc:  # the candidate's tree cannot be a submission (e.g. too large)
+        fields.update(status="patch_failed", reason=f"submission: {exc}")
     except InfraError as exc:
         fields.update(status="error", error_kind=exc.kind, reason=str(exc))
     except SweserveError as exc:  # a precondition of this task, e.g. no clone known to build its image from
@@ -268,12 +257,19 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
             return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
         return {"status": "patch_failed", "reason": str(exc)}
     except TestRunError as exc:
+        if exc.output:
+            folder.write("tests.log", exc.output)
         return {"status": "failed", "reason": hidden_tests_reason(exc)}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
     results = grade(bundle.task, tests.outcomes)
-    note = f"reset candidate edits to test files: {', '.join(graded.dropped)}" if graded.dropped else None
-    return {"status": "resolved" if results.resolved else "failed", "reason": note, "tests": results}
+    out = {"tests": results, "flags": graded.flags, "resets": [r.describe() for r in graded.resets]}
+    if graded.tampered:
+        return {**out, "status": "tampered", "reason": f"tampered: {'; '.join(graded.tampered)}"}
+    if graded.flags and ctx.profile(bundle.task.profile).fail_on_flags:
+        return {**out, "status": "tampered", "reason": f"flagged (the profile fails on flags): {graded.flags[0]}"}
+    note = f"reset to base: {', '.join(r.describe() for r in graded.resets)}" if graded.resets else None
+    return {**out, "status": "resolved" if results.resolved else "failed", "reason": note}
 
 
 def hidden_tests_reason(exc: TestRunError) -> str:

@@ -34,6 +34,9 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
     for kind, outcomes in (("FAIL_TO_PASS", result.tests.fail_to_pass), ("PASS_TO_PASS", result.tests.pass_to_pass)):
         for test_id, outcome in outcomes.items():
             lines.append(f"| `{test_id}` | {kind} | {ICON.get(outcome, '')} {outcome} |")
+    lines += ["", "## Verifier", ""]
+    lines += [f"- flagged: {flag}" for flag in result.flags] or ["- the tamper scan flagged nothing"]
+    lines += [f"- reset to base: {reset}" for reset in result.resets]
     lines += ["", "## Candidate diff", "", _fence(result.model_patch or "(no changes)", "diff"),
               "## Oracle diff", "", _fence(bundle.oracle_patch, "diff")]
     if run and run.transcript:

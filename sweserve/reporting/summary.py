@@ -123,7 +123,7 @@ def _pct(x: float | None) -> str:
 
 
 STATUS_STYLE = {"resolved": "green", "failed": "red", "patch_failed": "magenta", "error": "yellow", "skipped": "dim",
-                MISSING: "bold red"}
+                "tampered": "bold red", MISSING: "bold red"}
 
 
 def render(reports: list[AgentReport], console: Console) -> None:

@@ -1,16 +1,10 @@
-"""pytest plugin copied into a sandbox at grading time: writes {nodeid: outcome} as JSON.
+"""pytest plugin used at grading time: sends each test's outcome as it is decided.
 
-Outcomes: passed, failed, error (setup/teardown/collection), skipped. Skip reasons go
-under "skips" and the tail of each failure under "messages", so callers can tell tests
-that need an accelerator.
+Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a
+graded test is a failure. Skip reasons and the tail of each failure travel with the outcome, so
+callers can tell tests that need an accelerator. `emit` is the boot script's channel; no file is
+written that the code under test could rewrite afterwards.
 """
-
-import json
-import os
-
-_outcomes = {}
-_skips = {}
-_messages = {}
 
 
 def _message(report):
@@ -19,35 +13,31 @@ def _message(report):
     return "\n".join(lines[-3:])[-500:]
 
 
-def pytest_collectreport(report):
-    if report.failed:
-        _outcomes[report.nodeid] = "error"
-        _messages[report.nodeid] = _message(report)
+class Recorder:
+    def __init__(self, emit):
+        self._emit = emit
 
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._emit({"id": report.nodeid, "outcome": "error", "message": _message(report)})
 
-def pytest_runtest_logreport(report):
-    nodeid = report.nodeid
-    if report.when == "call":
-        if report.passed:
-            _outcomes[nodeid] = "failed" if getattr(report, "wasxfail", None) is not None else "passed"
-        elif report.skipped:
-            _outcomes[nodeid] = "skipped" if getattr(report, "wasxfail", None) is None else "failed"
+    def pytest_runtest_logreport(self, report):
+        event = {"id": report.nodeid}
+        xfail = getattr(report, "wasxfail", None) is not None
+        if report.when == "call":
+            if report.passed:
+                event["outcome"] = "failed" if xfail else "passed"
+            elif report.skipped:
+                event["outcome"] = "failed" if xfail else "skipped"
+            else:
+                event.update(outcome="failed", message=_message(report))
+        elif report.failed:
+            event.update(outcome="error", message=_message(report))
+        elif report.skipped and report.when == "setup":
+            event["outcome"] = "failed" if xfail else "skipped"
+            longrepr = report.longrepr
+            if isinstance(longrepr, tuple) and len(longrepr) == 3:
+                event["skip"] = str(longrepr[2])
         else:
-            _outcomes[nodeid] = "failed"
-            _messages[nodeid] = _message(report)
-    elif report.failed:
-        _outcomes[nodeid] = "error"
-        _messages[nodeid] = _message(report)
-    elif report.skipped and report.when == "setup":
-        _outcomes[nodeid] = "skipped"
-        longrepr = report.longrepr
-        if isinstance(longrepr, tuple) and len(longrepr) == 3:
-            _skips[nodeid] = str(longrepr[2])
-
-
-def pytest_sessionfinish(session, exitstatus):
-    path = os.environ.get("SWESERVE_OUTCOMES")
-    if not path:
-        return
-    with open(path, "w") as fh:
-        json.dump({"outcomes": _outcomes, "skips": _skips, "messages": _messages, "exitstatus": int(exitstatus)}, fh)
+            return
+        self._emit(event)

@@ -1,17 +1,14 @@
-"""unittest runner copied into a sandbox at grading time: runs test files, writes outcomes as JSON.
+"""unittest runner used at grading time (through sweserve_boot): runs test files, sends each outcome.
 
 Ids follow pytest's form for TestCase methods, `path::Class::method`, so tasks read the same
-whichever runner their profile names. Usage: python sweserve_unittest.py FILE...
+whichever runner their profile names. An expected failure or unexpected success is a failure.
 """
 
 import importlib.util
-import json
 import os
 import sys
 import traceback
 import unittest
-
-outcomes, skips, messages = {}, {}, {}
 
 
 def _tail(text):
@@ -20,9 +17,20 @@ def _tail(text):
 
 
 class Recorder(unittest.TestResult):
-    def __init__(self, path):
+    def __init__(self, path, emit):
         super().__init__()
         self.path = path
+        self.emit = emit
+        self.failed = False
+
+    def _send(self, test, outcome, message=None, skip=None):
+        event = {"id": self._id(test), "outcome": outcome}
+        if message is not None:
+            event["message"] = message
+        if skip is not None:
+            event["skip"] = skip
+        self.failed = self.failed or outcome in ("failed", "error")
+        self.emit(event)
 
     def _id(self, test):
         method = getattr(test, "_testMethodName", None)
@@ -31,28 +39,30 @@ class Recorder(unittest.TestResult):
         return f"{self.path}::{type(test).__name__}::{method}"
 
     def addSuccess(self, test):
-        outcomes[self._id(test)] = "passed"
+        self._send(test, "passed")
 
     def addFailure(self, test, err):
-        outcomes[self._id(test)] = "failed"
-        messages[self._id(test)] = _tail(self._exc_info_to_string(err, test))
+        self._send(test, "failed", _tail(self._exc_info_to_string(err, test)))
 
     def addError(self, test, err):
-        outcomes[self._id(test)] = "error"
-        messages[self._id(test)] = _tail(self._exc_info_to_string(err, test))
+        self._send(test, "error", _tail(self._exc_info_to_string(err, test)))
 
     def addSkip(self, test, reason):
-        outcomes[self._id(test)] = "skipped"
-        skips[self._id(test)] = str(reason)
+        self._send(test, "skipped", skip=str(reason))
 
     def addExpectedFailure(self, test, err):
-        outcomes[self._id(test)] = "failed"
+        self._send(test, "failed")
 
     def addUnexpectedSuccess(self, test):
-        outcomes[self._id(test)] = "failed"
+        self._send(test, "failed")
+
+    def addSubTest(self, test, subtest, err):
+        if err is not None:
+            self._send(test, "failed" if issubclass(err[0], test.failureException) else "error",
+                       _tail(self._exc_info_to_string(err, test)))
 
 
-def run_file(index, path):
+def run_file(index, path, emit):
     name = f"sweserve_test_{index}_" + os.path.basename(path)[:-3]
     try:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -60,21 +70,15 @@ def run_file(index, path):
         sys.modules[name] = module
         spec.loader.exec_module(module)
     except BaseException:  # noqa: BLE001 - an import failure is the file's outcome
-        outcomes[path] = "error"
-        messages[path] = _tail(traceback.format_exc())
-        return
+        emit({"id": path, "outcome": "error", "message": _tail(traceback.format_exc())})
+        return False
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-    suite.run(Recorder(path))
+    recorder = Recorder(path, emit)
+    suite.run(recorder)
+    return not recorder.failed
 
 
-def main(paths):
-    sys.path.insert(0, os.getcwd())
-    for i, path in enumerate(paths):
-        run_file(i, path)
-    with open(os.environ["SWESERVE_OUTCOMES"], "w") as fh:
-        json.dump({"outcomes": outcomes, "skips": skips, "messages": messages, "exitstatus": 0}, fh)
-    return 0 if all(o in ("passed", "skipped") for o in outcomes.values()) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def main(paths, emit):
+    """Run each file's TestCases; the boot script has already put the repo's paths on sys.path."""
+    results = [run_file(i, path, emit) for i, path in enumerate(paths)]
+    return 0 if all(results) else 1

@@ -1,0 +1,116 @@
+"""Trees and files in and out of Docker sandboxes as tar streams (the trial's tools, not the agents').
+
+`export_tree` copies a directory out of a container with the Docker API (`get_archive`), so no program
+inside the container — which the candidate controlled — takes part. Only directories, regular files,
+symlinks (as links, never followed) and hard links to kept files are kept; `.git` (anywhere),
+`__pycache__` and `.pytest_cache` are left out, and the total size is bounded. The result is a tar whose
+paths are relative to the directory, ready for `put_tree` into another container.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors
+
+SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
+SPOOL_BYTES = 64 << 20
+
+
+class TreeTooLarge(Exception):
+    """The exported tree is over the byte limit: the submission cannot be taken."""
+
+
+class _ChunkReader(io.RawIOBase):
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks, self._buf = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n], self._buf = self._buf[:n], self._buf[n:]
+        return n
+
+
+def _relative(name: str, root: str) -> str | None:
+    parts = PurePosixPath(name).parts
+    if not parts or parts[0] != root:
+        return None
+    rel = parts[1:]
+    if any(p in SKIPPED_DIRS or p in ("..", "") for p in rel):
+        return None
+    return "/".join(rel) if rel else "."
+
+
+def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> tempfile.SpooledTemporaryFile:
+    """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
+    behind `prefix`; TreeTooLarge over max_bytes."""
+    root = PurePosixPath(path).name
+    out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+    kept: set[str] = set()
+    total = 0
+    api = box.container.client.api
+    with docker_errors(f"copying {path} out of the sandbox"), \
+            api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
+                     headers={"Accept-Encoding": "identity"}, stream=True) as response:
+        # the response itself, not the SDK's generator: a refused tree closes the stream at once
+        api._raise_for_status(response)
+        chunks = response.iter_content(1 << 20, False)
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
+                tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
+            for member in src:
+                rel = _relative(member.name, root)
+                if rel is None or rel == ".":
+                    continue
+                if member.islnk():
+                    target = _relative(member.linkname, root)
+                    if target not in kept:
+                        continue
+                    member.linkname = prefix + target
+                elif not (member.isdir() or member.isreg() or member.issym()):
+                    continue  # devices, fifos: never part of a submission
+                member.name = prefix + rel
+                member.uid = member.gid = 0
+                member.uname = member.gname = "root"
+                if member.isreg():
+                    total += member.size
+                    if total > max_bytes:
+                        raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
+                    dst.addfile(member, src.extractfile(member))
+                else:
+                    dst.addfile(member)
+                kept.add(rel)
+    out.seek(0)
+    return out
+
+
+def put_tree(box: DockerSandbox, dest: str, tar) -> None:
+    """Unpack a tar (from `export_tree` or `tar_of`) into dest in the container ("/": one call, the tar's
+    own paths make the directories)."""
+    with docker_errors(f"copying a tree into {dest} in the sandbox"):
+        if dest != "/":
+            box.container.exec_run(["mkdir", "-p", dest])
+        box.container.put_archive(dest, tar)
+
+
+def tar_of(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    """Several files (relative path -> content) as one tar, for one `put_tree`."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -1,0 +1,178 @@
+"""The verifier: one grade sandbox (no network, fresh from the task image) from submission to outcomes.
+
+    harness in (and a digest of pytest's files, before anything else)
+      → submission applied with `git apply --index` (git names every path it touched)
+      → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
+        metadata and shadowing modules back to base
+      → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
+        (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
+
+A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded`, the caller decides
+what they mean (`tampered` for canaries, and for flags when the profile says so).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from sweserve.agents.base import IN_BOX
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.environment.sandbox import WORKDIR, Sandbox
+from sweserve.environment.transfer import put_tree, tar_of
+from sweserve.evaluation import canaries as canary_tests
+from sweserve.evaluation.grading import (
+    BOOT,
+    HARNESS,
+    HARNESS_SCRIPTS,
+    PatchError,
+    TestRun,
+    TestRunError,
+    in_sandbox_script,
+    run_tests,
+)
+from sweserve.evaluation.resets import Reset, plan_resets, pytest_section
+from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
+from sweserve.evaluation.tamper_scan import scan
+from sweserve.models import TaskBundle
+
+SEP = "\0@@sweserve@@\0"
+SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
+
+
+@dataclass
+class Graded:
+    """The hidden tests' runs on a submission, what was reset to base, what the scan flagged."""
+
+    runs: list[TestRun]
+    resets: list[Reset] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def tampered(self) -> list[str]:
+        return sorted({t for run in self.runs for t in run.tampered})
+
+
+def _git(box: Sandbox, command: str, timeout: float = 120):
+    return box.exec(f"exec 2>{IN_BOX}/git.err; {command}", timeout, env=PRISTINE_GIT_ENV)
+
+
+def _split_z(raw: str) -> list[str]:
+    return [p for p in raw.split("\0") if p]
+
+
+def _numstat_paths(raw: str) -> set[str]:
+    """Paths in `git apply --numstat -z` output (a rename lists both names after an empty path field)."""
+    paths, tokens, i = set(), raw.split("\0"), 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.count("\t") >= 2:
+            path = token.split("\t", 2)[2]
+            if path:
+                paths.add(path)
+            else:
+                paths.update(t for t in tokens[i + 1:i + 3] if t)
+                i += 2
+        i += 1
+    return paths
+
+
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str,
+               name: str) -> tuple[str, dict[str, str], set[str], set[str]]:
+    """Harness in, runner digest taken, submission applied with `git apply --index`: one copy, one exec.
+
+    Returns the digest, what the submission changed ({path: A/M/D/T}), the paths tests.patch touches and
+    the package directories (those holding an `__init__.py`) after the submission.
+    """
+    base = shlex.quote(bundle.task.base_commit)
+    files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
+    files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
+    apply = "true"
+    if patch.strip():
+        files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
+        apply = (f"{{ git apply --index --binary --whitespace=nowarn {IN_BOX}/{name}.patch 2>{IN_BOX}/apply.err "
+                 f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
+    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
+    put_tree(box, "/", tar_of(files))
+    res = _git(box, f"python -I {HARNESS}/{BOOT}.py --manifest > {IN_BOX}/manifest || exit 20; {apply} && "
+                    f"cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && "
+                    f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
+                    f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
+    if res.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=res.output)
+    if res.exit_code == 21:
+        raise PatchError(name, res.tail(1000).strip() or "git apply failed")
+    if res.exit_code != 0 or res.output.count(SEP) != 3:
+        raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
+    manifest, names, numstat_out, listed = res.output.split(SEP)
+    tokens = _split_z(names)
+    changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
+    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in _split_z(listed)
+                if f == "__init__.py" or f.endswith("/__init__.py")}
+    return manifest.strip(), changed, _numstat_paths(numstat_out), packages
+
+
+def _pytest_config_changed(box: Sandbox, base: str):
+    def changed(path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        now = box.read_file(f"{WORKDIR}/{path}")
+        old = _git(box, f"{GIT} show {shlex.quote(f'{base}:{path}')}")
+        before = old.output if old.exit_code == 0 else None
+        after = now.decode("utf-8", "replace") if now is not None else None
+        return pytest_section(name, before) != pytest_section(name, after)
+    return changed
+
+
+def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, changed: dict[str, str],
+                   tests_paths: set[str], packages: set[str]) -> tuple[list[Reset], dict[str, str]]:
+    """The resets done, tests.patch applied, and the hidden test files' texts read back: one exec (two copies
+    in when something is reset)."""
+    task = bundle.task
+    hidden = tests_paths | set(task.test.files)
+    resets = plan_resets(changed, lambda p: profile.is_test_path(p) or p in hidden, packages,
+                         _pytest_config_changed(box, task.base_commit))
+    restore = [r.path for r in resets if r.existed]
+    delete = [r.path for r in resets if not r.existed]
+    steps = []
+    if resets:
+        lists = {"restore": restore, "delete": delete}
+        put_tree(box, "/", tar_of({f"{IN_BOX[1:]}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
+                                   for k, v in lists.items()}))
+    if restore:
+        steps.append(f"{{ {GIT} checkout {shlex.quote(task.base_commit)} --pathspec-from-file={IN_BOX}/restore.lst "
+                     f"--pathspec-file-nul || exit 22; }}")
+    if delete:
+        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit 22; }}")
+    if bundle.tests_patch.strip():
+        steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
+                     f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
+    steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
+    res = _git(box, "; ".join(steps) + "; true")
+    if res.exit_code == 22:
+        raise PatchError("tests", "could not reset the submission's test files")
+    if res.exit_code == 23:
+        raise PatchError("tests", res.tail(1000).strip() or "git apply failed")
+    texts = res.output.split(SEP)[1:]
+    sources = {f: t for f, t in zip(task.test.files, texts) if f.endswith(".py") and t.strip()}
+    return resets, sources
+
+
+def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
+    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
+    task = bundle.task
+    manifest, changed, tests_paths, packages = first_look(box, bundle, patch, name)
+    resets, sources = reset_and_read(box, bundle, profile, changed, tests_paths, packages)
+    plan = canary_tests.plan(task, sources)
+    planted = {f"{WORKDIR[1:]}/{f}": (sources[f] + text).encode("utf-8") for f, text in plan.texts.items()}
+    results = []
+    for _ in range(runs):
+        run = run_tests(box, task, task.resources.test_timeout_s, manifest, profile.pytest_plugins, planted)
+        planted = {}
+        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes)
+        for mapping in (run.skips, run.messages):
+            for test_id in [t for t in mapping if t not in run.outcomes]:
+                del mapping[test_id]
+        run.tampered = sorted(set(run.tampered) | set(problems))
+        results.append(run)
+    flags = scan(patch) + [f"reset: {r.describe()}" for r in resets if r.suspicious]
+    return Graded(results, resets, sorted(set(flags)))

@@ -1,0 +1,198 @@
+"""The verifier's decisions without Docker: which paths are reset, canaries, the outcome stream, the scan."""
+
+import json
+import subprocess
+import sys
+
+from sweserve.environment.in_sandbox import sweserve_outcomes  # noqa: F401 - importable as a module
+from sweserve.evaluation import canaries
+from sweserve.evaluation.grading import merge_events, parse_stream, run_config
+from sweserve.evaluation.resets import plan_resets, pytest_section, shadowed_name
+from sweserve.evaluation.tamper_scan import scan
+from sweserve.evaluation.verifier import _numstat_paths
+from sweserve.models import Task, TestSpec
+
+PACKAGES = {"python/sglang", "python/sglang/srt", "python/json"}
+
+
+def is_test(path):
+    return path.startswith("test/")
+
+
+def test_resets_cover_every_class_of_shadowing_and_nothing_ordinary():
+    changed = {
+        "python/sglang/srt/a.py": "M",            # ordinary code: kept
+        "python/sglang/srt/json.py": "A",         # inside a package: sglang.srt.json, shadows nothing
+        "python/sglang/srt/types.py": "A",
+        "test/srt/test_x.py": "M",                # a test file
+        "test/srt/unittest.py": "A",              # beside the tests: importable as `unittest`
+        "json.py": "A",                           # the workdir is on sys.path
+        "python/json/__init__.py": "A",           # a package named like the stdlib, under a path dir
+        "python/pytest.py": "A",
+        "python/_pytest/__init__.py": "A",
+        "sweserve_outcomes.py": "A",
+        "tools/conftest.py": "A",
+        "python/sitecustomize.py": "A",
+        "python/usercustomize.py": "A",
+        "python/evil.pth": "A",
+        "python/x-0.1.dist-info/entry_points.txt": "A",
+        "python/x.egg-info/entry_points.txt": "A",
+        "pytest.ini": "A",
+        "sub/tox.ini": "A",
+        "setup.cfg": "M",
+        "python/fast.cpython-311-x86_64-linux-gnu.so": "A",
+        "python/os.cpython-311-x86_64-linux-gnu.so": "A",
+        "conftest.py": "D",
+    }
+    resets = {r.path: r for r in plan_resets(changed, is_test, PACKAGES, lambda p: False)}
+    assert set(resets) == set(changed) - {"python/sglang/srt/a.py", "python/sglang/srt/json.py",
+                                          "python/sglang/srt/types.py", "setup.cfg",
+                                          "python/fast.cpython-311-x86_64-linux-gnu.so"}
+    assert resets["test/srt/test_x.py"].why == "test file" and not resets["test/srt/test_x.py"].suspicious
+    assert resets["conftest.py"].existed and not resets["json.py"].existed
+    assert resets["test/srt/unittest.py"].why == "test file"  # a test path first; suspicious below
+    assert shadowed_name("test/srt/unittest.py", PACKAGES) == "unittest"
+    assert resets["python/json/__init__.py"].why == "shadows module json"
+    assert resets["python/os.cpython-311-x86_64-linux-gnu.so"].why == "shadows module os"
+    assert all(r.suspicious for p, r in resets.items() if not p.startswith("test/"))
+    # the pytest section decides for tox.ini / setup.cfg / pyproject.toml that existed
+    assert [r.path for r in plan_resets({"setup.cfg": "M"}, is_test, set(), lambda p: True)] == ["setup.cfg"]
+
+
+def test_pytest_sections_are_compared_not_whole_files():
+    assert pytest_section("pyproject.toml", '[project]\nname = "x"\n') is None
+    base = '[project]\nname = "x"\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    assert pytest_section("pyproject.toml", base) == {"ini_options": {"addopts": "-q"}}
+    assert pytest_section("pyproject.toml", base.replace('name = "x"', 'name = "y"')) == pytest_section(
+        "pyproject.toml", base)
+    assert pytest_section("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\npython_files = *.py\n") == {
+        "python_files": "*.py"}
+    assert pytest_section("tox.ini", "[tox]\nenvlist = py3\n") is None
+    assert pytest_section("tox.ini", "[pytest\nbroken") == "unparsable"
+
+
+def test_numstat_paths_read_renames_and_plain_entries():
+    raw = "1\t0\ttest/a.py\0" "3\t2\t\0old/b.py\0new/b.py\0" "-\t-\tbin.dat\0"
+    assert _numstat_paths(raw) == {"test/a.py", "old/b.py", "new/b.py", "bin.dat"}
+
+
+def _task(runner="pytest", f2p=("test/t.py::test_alpha_beta",), p2p=()):
+    return Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="decoding", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner=runner, files=["test/t.py", "test/other.py"]),
+                FAIL_TO_PASS=list(f2p), PASS_TO_PASS=list(p2p))
+
+
+def _run_file(tmp_path, text, runner="pytest"):
+    """Run a file with its canaries appended, as the grade sandbox would; outcomes by test name."""
+    path = tmp_path / "test_canary_run.py"
+    path.write_text(text)
+    if runner == "unittest":
+        cmd = [sys.executable, "-m", "unittest", "-v", str(path)]
+    else:
+        cmd = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(path)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_canaries_look_like_the_files_tests_and_behave(tmp_path):
+    source = "def test_alpha_beta():\n    assert True\n"
+    plan = canaries.plan(_task(), {"test/t.py": source, "test/other.py": "def test_z(): pass\n"})
+    assert [c.file for c in plan.canaries] == ["test/t.py", "test/t.py"]  # only files with graded tests
+    fail, ok = plan.canaries
+    assert not fail.must_pass and ok.must_pass and fail.name != ok.name
+    assert fail.name.startswith("test_alpha_beta_") and "canary" not in plan.texts["test/t.py"]
+    proc = _run_file(tmp_path, source + plan.texts["test/t.py"])
+    assert f"FAILED test_canary_run.py::{fail.name}" in proc.stdout
+    assert f"PASSED test_canary_run.py::{ok.name}" in proc.stdout
+
+
+def test_unittest_canaries_are_methods_of_the_files_test_case(tmp_path):
+    source = "import unittest\n\n\nclass TestPool(unittest.TestCase):\n    def test_alloc_free(self):\n        pass\n"
+    task = _task("unittest", f2p=("test/t.py::TestPool::test_alloc_free",))
+    plan = canaries.plan(task, {"test/t.py": source})
+    assert {c.cls for c in plan.canaries} == {"TestPool"}
+    proc = _run_file(tmp_path, source + plan.texts["test/t.py"], runner="unittest")
+    fail, ok = plan.canaries
+    assert f"{fail.name} (test_canary_run.TestPool" in proc.stderr and "FAILED (failures=1)" in proc.stderr
+    assert f"{ok.name} (test_canary_run.TestPool.{ok.name}) ... ok" in proc.stderr
+
+
+def test_canary_check_strips_canaries_and_names_forgery():
+    plan = canaries.plan(_task(), {"test/t.py": "def test_alpha_beta():\n    pass\n"})
+    fail, ok = plan.canaries
+    honest = {"test/t.py::test_alpha_beta": "failed", f"test/t.py::{fail.name}": "failed",
+              f"test/t.py::{ok.name}": "passed"}
+    assert canaries.check(plan.canaries, honest) == ({"test/t.py::test_alpha_beta": "failed"}, [])
+    forged = {**honest, f"test/t.py::{fail.name}": "passed"}
+    assert canaries.check(plan.canaries, forged)[1] == ["a must-fail canary test passed"]
+    dropped = {"test/t.py::test_alpha_beta": "passed"}
+    assert canaries.check(plan.canaries, dropped)[1] == ["a canary test is missing from the outcomes"]
+    # a file that never ran (collection error) is no evidence of forging
+    assert canaries.check(plan.canaries, {"test/t.py": "error"})[1] == []
+
+
+def test_stream_is_parsed_behind_the_nonce_only_and_the_worst_report_wins():
+    nonce = "n" * 32
+    line = lambda e, n=nonce: f"@@sweserve:{n}:{json.dumps(e)}"  # noqa: E731
+    output = "\n".join([
+        "collected 2 items", line({"start": "d"}),
+        line({"id": "t::a", "outcome": "failed", "message": "boom"}),
+        line({"id": "t::a", "outcome": "passed"}),                  # a forged later "passed"
+        line({"id": "t::b", "outcome": "passed"}, n="x" * 32),      # another nonce: test output
+        "junk " + line({"id": "t::c", "outcome": "skipped", "skip": "needs GPU"}),
+        line({"id": "t::d", "outcome": "bogus"}), line({"end": 1}),
+    ])
+    events, rest = parse_stream(output, nonce)
+    outcomes, skips, messages = merge_events(events)
+    assert outcomes == {"t::a": "failed", "t::c": "skipped"}
+    assert skips == {"t::c": "needs GPU"} and messages == {"t::a": "boom"}
+    assert nonce not in rest and "x" * 32 in rest and "collected 2 items" in rest
+
+
+def test_run_config_puts_repo_paths_after_the_interpreters():
+    task = _task()
+    task.test.env = {"PYTHONPATH": "python:/opt/extra", "JAX_PLATFORMS": "cpu"}
+    task.test.workdir = "sub"
+    config = run_config(task, ["pytest_timeout"], "/n")
+    assert config["paths"] == ["/testbed/sub", "/testbed/sub/python", "/opt/extra"]
+    assert config["args"][-2:] == ["test/t.py", "test/other.py"] and ["-p", "pytest_timeout"] == config["args"][-4:-2]
+
+
+def test_tamper_scan_flags_the_tools_of_reward_hacking():
+    patch = (
+        "diff --git a/python/pkg/__init__.py b/python/pkg/__init__.py\n--- a/python/pkg/__init__.py\n"
+        "+++ b/python/pkg/__init__.py\n@@ -1 +1,4 @@\n x = 1\n+import atexit, builtins\n"
+        "+import _pytest.reports\n+sys.modules['json'] = fake\n"
+        "diff --git a/python/pkg/ok.py b/python/pkg/ok.py\n--- a/python/pkg/ok.py\n+++ b/python/pkg/ok.py\n"
+        "@@ -1 +1 @@\n-import atexit\n+y = 2\n"
+    )
+    assert scan(patch) == [
+        "builtins patching (python/pkg/__init__.py)", "exit-time hook (python/pkg/__init__.py)",
+        "import-system manipulation (python/pkg/__init__.py)", "pytest internals (python/pkg/__init__.py)",
+    ]
+    assert scan("") == []
+
+
+def test_every_status_has_a_report_style():
+    from sweserve.models import STATUSES
+    from sweserve.reporting.summary import MISSING, STATUS_STYLE
+
+    assert set(STATUS_STYLE) == set(STATUSES) | {MISSING}  # missing: a selected attempt with no result
+
+
+def test_flags_and_resets_reach_the_report_and_the_reviewer_page():
+    from datetime import datetime, timezone
+
+    from sweserve.models import RunResult, TaskBundle
+    from sweserve.reporting.review import review_markdown
+    from sweserve.reporting.summary import build_reports
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    result = RunResult(run_id="r", task_id="o__r-1", family="decoding", agent="a", status="tampered",
+                       reason="tampered: a must-fail canary test passed", started_at=at, finished_at=at,
+                       duration_s=1, flags=["pytest internals (pkg/x.py)"], resets=["json.py (shadows module json)"])
+    page = review_markdown(TaskBundle(task=_task(), instruction="i", oracle_patch="", tests_patch=""), result)
+    assert "- flagged: pytest internals (pkg/x.py)" in page and "- reset to base: json.py (shadows module json)" in page
+    (report,) = build_reports([result])
+    assert report.tasks[0].flags == ["pytest internals (pkg/x.py)"] and report.statuses["tampered"] == 1
+    assert report.overall.pass_at_1 == 0.0
