@@ -134,7 +134,8 @@ def test_concurrent_sandboxes_cannot_reach_each_other(demo):
     b = demo.bundle(QUANT)
     image = demo.ctx.task_image(b)
     with demo.ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as one, \
-            demo.ctx.sandbox(image, b.task.task_id, "grade", b.task.resources, []) as two:
+            demo.ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as two, \
+            demo.ctx.sandbox(image, b.task.task_id, "grade", b.task.resources, []) as verifier:
         one.start_background(["python", "-c", "import socket; s = socket.socket(); s.bind(('0.0.0.0', 9999)); "
                                               "s.listen(); s.accept(); open('/tmp/got', 'w').write('x')"])
         target = one.container.attrs["NetworkSettings"]["Networks"]
@@ -143,6 +144,10 @@ def test_concurrent_sandboxes_cannot_reach_each_other(demo):
         res = two.exec(f"python -c \"import socket; socket.create_connection(('{ip}', 9999), 2); print('OPEN')\"", 20)
         assert "OPEN" not in res.output, (target, res.output)
         assert one.exec("test -e /tmp/got", 10).exit_code != 0
+        verifier.container.reload()  # the verifier's sandbox is on no network at all
+        assert list(verifier.container.attrs["NetworkSettings"]["Networks"]) == ["none"]
+        res = verifier.exec(f"python -c \"import socket; socket.create_connection(('{ip}', 9999), 2); print('OPEN')\"", 20)
+        assert "OPEN" not in res.output
         nets = [one.network, two.network]
         assert len(set(nets)) == 2 and list(target) == [one.network]
         for name in nets:
@@ -222,7 +227,9 @@ def test_mangled_outcomes_file_is_one_unresolved_result(demo, tmp_path, how):
     bundles = [demo.bundle(DIST), demo.bundle(QUANT)]  # the second task must not be lost
     results, out = run_one(demo, tmp_path, grading_time_agent(f"outcomes-{how}", evil), bundles=bundles)
     (r,) = [x for x in results if x.task_id == DIST]
-    assert r.status != "resolved", r
+    # outcomes now stream over a nonce'd channel, so there is no file left to mangle: the real fix beside the
+    # hook may pass, but never unnoticed, and the other task still has its one result (run_one checks)
+    assert r.status != "resolved" or any(f.startswith("exit-time hook") for f in r.flags), r
     assert out.stat().st_size < 200_000
 
 

@@ -171,7 +171,9 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
             elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
                 fields.update(status="patch_failed", reason=f"patch does not apply: {run.log_tail.strip()}")
             else:  # an empty submission is graded too: the null control must go through the same verifier
-                fields.update(_graded(ctx, bundle, image, patch, gpu_ids, folder))
+                graded = _graded(ctx, bundle, image, patch, gpu_ids, folder)
+                fields["flags"] += graded.pop("flags", [])  # the verifier's flags join the candidate phase's
+                fields.update(graded)
                 if not patch.strip() and fields["status"] == "failed" and not fields.get("reason"):
                     fields["reason"] = "empty patch"
     except TrialSkipped as exc:
