@@ -11,6 +11,7 @@ from rich.markup import escape
 from sweserve import __version__
 from sweserve.cli import (
     demo,
+    export,
     gc,
     images,
     mine,
@@ -23,7 +24,7 @@ from sweserve.cli import (
 )
 from sweserve.errors import SweserveError
 
-COMMANDS = (mine, validate, run, report, tasks, session, review, demo, gc, images)
+COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images)
 
 
 def build_parser() -> argparse.ArgumentParser:
