@@ -1,7 +1,15 @@
-"""Pass rates overall and per family, and each task's status, from a results JSONL."""
+"""Pass rates overall and per family, and each task's status, from a results JSONL.
+
+pass@1 is the mean over scored tasks of each task's fraction of resolved attempts; its standard error is
+taken across attempts (the spread of the per-attempt pass rates: std / sqrt(k), None with one attempt).
+pass@k is the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k) averaged over tasks, with
+k the most attempts any task has (a task with fewer attempts counts as resolved if any attempt was).
+"""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
 
 from pydantic import BaseModel, Field
@@ -19,6 +27,7 @@ class Rate(BaseModel):
     pass_at_1: float | None = None
     pass_at_k: float | None = None
     k: int = 1
+    pass_at_1_stderr: float | None = Field(None, description="standard error of pass@1 across attempts")
 
 
 class TaskRow(BaseModel):
@@ -32,21 +41,54 @@ class TaskRow(BaseModel):
 
 class AgentReport(BaseModel):
     agent: str
+    model: str = ""
+    version: str = ""
+    run_ids: list[str] = Field(default_factory=list)
+    attempts: int = Field(0, description="attempts counted (latest record of each task and attempt)")
+    cost_per_task_usd: float | None = Field(None, description="mean cost of one attempt, where priced")
+    time_per_task_s: float | None = Field(None, description="mean wall time of one attempt")
     overall: Rate
     families: dict[str, Rate]
     statuses: dict[str, int]
     tasks: list[TaskRow]
 
 
-def _rate(rows: list[TaskRow], k: int) -> Rate:
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of k attempts drawn from n (c of them resolved) is resolved."""
+    if n < k:
+        return 1.0 if c else 0.0
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def stderr_across_attempts(per_attempt: list[float]) -> float | None:
+    """Standard error of the mean of the per-attempt pass rates; None when there is one attempt."""
+    if len(per_attempt) < 2:
+        return None
+    return statistics.stdev(per_attempt) / math.sqrt(len(per_attempt))
+
+
+def _rate(rows: list[TaskRow], k: int, outcomes: dict[str, dict[int, bool]] | None = None) -> Rate:
     scored = [r for r in rows if r.status != "skipped"]
     rate = Rate(tasks=len(rows), scored=len(scored), k=k)
     if scored:
         per_task = [r.resolved_attempts / r.attempts for r in scored]
         rate.resolved = sum(per_task)
         rate.pass_at_1 = sum(per_task) / len(scored)
-        rate.pass_at_k = sum(1 for r in scored if r.resolved_attempts) / len(scored)
+        rate.pass_at_k = sum(pass_at_k(r.attempts, r.resolved_attempts, k) for r in scored) / len(scored)
+        if outcomes is not None and k > 1:
+            per_attempt = []
+            for attempt in range(1, k + 1):
+                got = [outcomes[r.task_id][attempt] for r in scored if attempt in outcomes[r.task_id]]
+                if got:
+                    per_attempt.append(sum(got) / len(got))
+            rate.pass_at_1_stderr = stderr_across_attempts(per_attempt)
     return rate
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def build_reports(results: list[RunResult]) -> list[AgentReport]:
@@ -56,6 +98,8 @@ def build_reports(results: list[RunResult]) -> list[AgentReport]:
     reports = []
     for agent, tasks in sorted(by_agent.items()):
         rows = []
+        everything = [r for attempts in tasks.values() for r in attempts]
+        outcomes = {t: {r.attempt: r.status == "resolved" for r in a if r.status != "skipped"} for t, a in tasks.items()}
         for task_id, attempts in sorted(tasks.items()):
             attempts.sort(key=lambda r: r.attempt)
             first = attempts[0]
@@ -64,9 +108,21 @@ def build_reports(results: list[RunResult]) -> list[AgentReport]:
                 attempts=len(attempts), resolved_attempts=sum(r.status == "resolved" for r in attempts),
             ))
         k = max(r.attempts for r in rows)
-        families = {f: _rate([r for r in rows if r.family == f], k) for f in FAMILIES if any(r.family == f for r in rows)}
+        families = {f: _rate([r for r in rows if r.family == f], k, outcomes)
+                    for f in FAMILIES if any(r.family == f for r in rows)}
         statuses = {s: sum(r.status == s for r in rows) for s in STATUSES}
-        reports.append(AgentReport(agent=agent, overall=_rate(rows, k), families=families, statuses=statuses, tasks=rows))
+        ran = [r for r in everything if r.status != "skipped"]
+        runs = [r.agent_run for r in ran if r.agent_run]
+        reports.append(AgentReport(
+            agent=agent,
+            model=next((x.model for x in runs if x.model), ""),
+            version=next((x.version for x in runs if x.version), ""),
+            run_ids=sorted({r.run_id for r in everything}),
+            attempts=len(everything),
+            cost_per_task_usd=_mean([x.cost_usd for x in runs if x.cost_usd is not None]),
+            time_per_task_s=_mean([r.agent_run.wall_s if r.agent_run else r.duration_s for r in ran]),
+            overall=_rate(rows, k, outcomes), families=families, statuses=statuses, tasks=rows,
+        ))
     return reports
 
 
