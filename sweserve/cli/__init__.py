@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
 from rich.markup import escape
 
 from sweserve import __version__
@@ -22,6 +21,7 @@ from sweserve.cli import (
     tasks,
     validate,
 )
+from sweserve.cli.common import make_console
 from sweserve.errors import SweserveError
 
 COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images)
@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     try:
         return args.func(args, console)
     except SweserveError as exc:

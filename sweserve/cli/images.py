@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from sweserve.cli.common import console_log
+
 
 def register(sub, common) -> None:
     im = sub.add_parser("images", parents=[common], help="build image layers ahead of time")
@@ -19,7 +21,7 @@ def run(args, console: Console) -> int:
 
     client = docker_client()
     profile = load_profile(args.profile)
-    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle), log=lambda m: console.print(f"[dim]{m}[/]"))
+    builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle), log=console_log(console))
     if args.images_cmd == "base":
         existed = image_exists(client, profile.base_image)
         tag = builder.base(profile)

@@ -43,7 +43,8 @@ def run(args, console: Console) -> int:
         def on_result(result, done, total):
             progress.update(bar, completed=done, total=total)
             progress.console.print(f"  {result.task_id} #{result.attempt}: {result.status}"
-                                   + (f" ({result.reason})" if result.reason else ""))
+                                   + (f" ({result.reason})" if result.reason else ""),
+                                   markup=False, highlight=False, soft_wrap=True)
 
         run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
                        retry_errors=args.retry_errors, on_result=on_result)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sweserve.cli.common import make_context, progress_bar
@@ -52,7 +53,7 @@ def run(args, console: Console) -> int:
     style = {"valid": "green", "rejected": "red", "skipped": "dim"}
     for o in outcomes:
         table.add_row(o.task_id, o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
-                      str(o.pass_to_pass), str(len(o.flaky)), o.reason or "")
+                      str(o.pass_to_pass), str(len(o.flaky)), escape(o.reason or ""))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")

@@ -33,7 +33,8 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
     rejected = {k: len(v) for k, v in report.rejected.items()}
     console.print(f"[bold]2/5[/] mined {report.scanned} commits: {len(report.written)} tasks, rejected {rejected}")
 
-    ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir, log=lambda m: console.print(f"[dim]{m}[/]"))
+    ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir,
+                         log=lambda m: console.print(m, style="dim", markup=False, highlight=False, soft_wrap=True))
     try:
         bundles = load_all(tasks_dir)
         outcomes = []

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +25,52 @@ BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}:{s:02d}"
+
+
+class BuildLog:
+    """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
+    heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
+    so a 7-minute pip install inside a build never looks like a hang. Keeps the last lines for errors."""
+
+    def __init__(self, what: str, log, interval: float | None = None):
+        self.what, self.log = what, log
+        if interval is None:
+            try:
+                interval = max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
+            except ValueError:
+                interval = 30.0
+        self.interval = interval
+        self.start = self.last = time.monotonic()
+        self.tail: deque[str] = deque(maxlen=4)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="sweserve-build-heartbeat")
+
+    def __enter__(self) -> "BuildLog":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def line(self, text: str) -> None:
+        text = text.rstrip()
+        if not text.strip():
+            return
+        self.tail.append(text.strip())
+        self.last = time.monotonic()
+        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            now = time.monotonic()
+            if now - self.last >= self.interval * 0.99:
+                self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -47,13 +95,16 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR, log=print) -> None:
     with tempfile.TemporaryDirectory(prefix="sweserve-rootfs-") as tmp:
         root = Path(tmp) / "root"
         log(f"debootstrap {suite} into {root} …")
-        proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
-            capture_output=True, text=True,
-        )
+        with BuildLog(f"debootstrap {suite}", log) as out:
+            proc = subprocess.Popen(
+                ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )
+            for line in proc.stdout:
+                out.line(line)
+            proc.wait()
         if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-            raise SweserveError(f"debootstrap {suite} failed: {' | '.join(tail)}")
+            raise SweserveError(f"debootstrap {suite} failed: {' | '.join(list(out.tail)[-3:])}")
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         log(f"docker import → {tag}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
@@ -94,18 +145,23 @@ def task_image_tag(task: Task, env_tag: str) -> str:
     return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}"
 
 
-def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict) -> None:
-    try:
-        client.images.build(
-            path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-            labels=labels, rm=True, forcerm=True,
-        )
-    except docker.errors.BuildError as exc:
-        lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
-        lines = [ln for ln in lines if ln]
-        raise SweserveError(f"building {tag} failed: {' | '.join(lines[-4:])}") from None
-    except docker.errors.APIError as exc:
-        raise SweserveError(f"building {tag} failed: {exc.explanation or exc}") from None
+def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict,
+                  labels: dict, log=print) -> None:
+    """Build with the daemon's output streamed to `log`, a line at a time with the time so far."""
+    with BuildLog(f"build {tag}", log) as out:
+        try:
+            for chunk in client.api.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
+                                          labels=labels, rm=True, forcerm=True, decode=True):
+                if "error" in chunk or "errorDetail" in chunk:
+                    out.line(str(chunk.get("error") or chunk["errorDetail"].get("message", "")))
+                    raise SweserveError(f"building {tag} failed: {' | '.join(out.tail)}")
+                for line in str(chunk.get("stream", "")).splitlines():
+                    out.line(line)
+        except docker.errors.APIError as exc:
+            raise SweserveError(f"building {tag} failed: {exc.explanation or exc}") from None
+    if not image_exists(client, tag):
+        raise SweserveError(f"building {tag} failed: {' | '.join(out.tail) or 'no image was produced'}")
+    log(f"built {tag} in {_clock(time.monotonic() - out.start)}")
 
 
 def export_repo_at(clone: Path, commit: str, dest: Path) -> None:
@@ -168,7 +224,7 @@ class ImageBuilder:
                 _docker_build(
                     self.client, ctx, "Dockerfile", tag,
                     {"BASE_IMAGE": base, "PYTHON_MIN": profile.python},
-                    {"sweserve": "1", "sweserve.profile": profile.name},
+                    {"sweserve": "1", "sweserve.profile": profile.name}, log=self.log,
                 )
         return tag
 
@@ -191,6 +247,7 @@ class ImageBuilder:
                     self.client, ctx, "Dockerfile", tag,
                     {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
                     {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit},
+                    log=self.log,
                 )
         return tag
 
@@ -207,5 +264,5 @@ class ImageBuilder:
                 shutil.copy(IMAGES_DIR / "agent" / "Dockerfile", ctx / "Dockerfile")
                 _docker_build(self.client, ctx, "Dockerfile", tag,
                               {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
-                              {"sweserve": "1", "sweserve.agent": agent_name})
+                              {"sweserve": "1", "sweserve.agent": agent_name}, log=self.log)
         return tag

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from pydantic import BaseModel, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sweserve.evaluation.results import latest
@@ -133,22 +134,36 @@ def _pct(x: float | None) -> str:
 STATUS_STYLE = {"resolved": "green", "failed": "red", "patch_failed": "magenta", "error": "yellow", "skipped": "dim"}
 
 
+def _pct_se(rate: Rate) -> str:
+    if rate.pass_at_1_stderr is None:
+        return _pct(rate.pass_at_1)
+    return f"{_pct(rate.pass_at_1)} ±{100 * rate.pass_at_1_stderr:.1f}"
+
+
 def render(reports: list[AgentReport], console: Console) -> None:
     for rep in reports:
         k = rep.overall.k
-        summary = Table(title=f"agent: {rep.agent}", show_lines=False)
-        summary.add_column("family")
+        title = f"agent: {rep.agent}" + (f" (model {rep.model})" if rep.model else "")
+        summary = Table(title=title, show_lines=False)
+        summary.add_column("family", no_wrap=True)
         summary.add_column("tasks", justify="right")
         summary.add_column("scored", justify="right")
-        summary.add_column("pass@1", justify="right")
+        summary.add_column("pass@1" + (" ± s.e." if k > 1 else ""), justify="right", no_wrap=True)
         if k > 1:
             summary.add_column(f"pass@{k}", justify="right")
         for name, rate in list(rep.families.items()) + [("overall", rep.overall)]:
-            cells = [name, str(rate.tasks), str(rate.scored), _pct(rate.pass_at_1)]
+            cells = [name, str(rate.tasks), str(rate.scored), _pct_se(rate)]
             if k > 1:
                 cells.append(_pct(rate.pass_at_k))
             summary.add_row(*cells, style="bold" if name == "overall" else None)
         console.print(summary)
+        costs = []
+        if rep.cost_per_task_usd is not None:
+            costs.append(f"cost/task ${rep.cost_per_task_usd:.4f}")
+        if rep.time_per_task_s is not None:
+            costs.append(f"time/task {rep.time_per_task_s:.1f} s")
+        if costs:
+            console.print(", ".join(costs), soft_wrap=True)
         detail = Table(show_header=True)
         detail.add_column("task", no_wrap=True)
         detail.add_column("family", no_wrap=True)
@@ -157,5 +172,5 @@ def render(reports: list[AgentReport], console: Console) -> None:
         for row in rep.tasks:
             status = row.status if row.attempts == 1 else f"{row.status} ({row.resolved_attempts}/{row.attempts})"
             reason = f"skipped: {row.reason}" if row.status == "skipped" else (row.reason or "")
-            detail.add_row(row.task_id, row.family, f"[{STATUS_STYLE[row.status]}]{status}[/]", reason)
+            detail.add_row(row.task_id, row.family, f"[{STATUS_STYLE[row.status]}]{status}[/]", escape(reason))
         console.print(detail)
