@@ -18,7 +18,9 @@ def register(sub, common) -> None:
     e.add_argument("--split", default="test", help="swebench: split name, the files' stem (default: test)")
     e.add_argument("--include-unvalidated", action="store_true",
                    help="also export tasks without a valid validation record")
-    e.add_argument("--repo-path", default=None, help="harbor: clone to build task images from")
+    e.add_argument("--build-images", action="store_true",
+                   help="swebench: also build the task images the `image` column names (harbor always does)")
+    e.add_argument("--repo-path", default=None, help="clone to build task images from")
     e.set_defaults(func=run)
 
 
@@ -49,13 +51,24 @@ def run(args, console: Console) -> int:
     if args.format == "swebench":
         from sweserve.dataset.export_swebench import export_swebench
 
-        paths = export_swebench(bundles, out, _image_tags(bundles, args), split=args.split)
+        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
+        paths = export_swebench(bundles, out, tags, split=args.split)
         console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True)
     else:
         _export_harbor(bundles, out, args, console)
     if skipped and not args.include_unvalidated:
         console.print(f"left out {len(skipped)} unvalidated tasks: {', '.join(skipped)}", soft_wrap=True)
     return 0
+
+
+def _build_images(bundles, args, console: Console) -> dict[str, str]:
+    from sweserve.cli.common import make_context
+
+    ctx = make_context(args, console)
+    try:
+        return {b.task.task_id: ctx.task_image(b) for b in bundles}
+    finally:
+        ctx.close()
 
 
 def _export_harbor(bundles, out: Path, args, console: Console) -> None:
