@@ -14,6 +14,7 @@ from sweserve.models import Task
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
 HARNESS_FILES = ("sweserve_outcomes.py", "sweserve_unittest.py")
+HARBOR_VERIFIER = HARNESS_DIR / "sweserve_harbor_verifier.py"
 VENV_PYTHON = "/opt/venv/bin/python"
 
 # Our outcomes in the words of pytest's `-rA` summary, which SWE-bench's parse_log_pytest reads.
