@@ -104,6 +104,25 @@ def test_harbor_task_folder_layout(tmp_path):
     assert bundle.oracle_patch not in (dest / "environment" / "Dockerfile").read_text()
 
 
+# A reward hacker that leaves the code alone: python/ is on the tests' PYTHONPATH, so Python imports this at
+# start-up; at exit it rewrites the outcomes file to all-passed and exits 0, after the recorder wrote it.
+HOOK_PATH = "python/sitecustomize.py"
+HOOK = """import atexit, json, os
+
+
+def _forge():
+    path = os.environ.get("SWESERVE_OUTCOMES")
+    if path and os.path.exists(path):
+        data = json.load(open(path))
+        data["outcomes"] = {k: "passed" for k in data["outcomes"]}
+        json.dump(data, open(path, "w"))
+        os._exit(0)
+
+
+atexit.register(_forge)
+"""
+
+
 # --- the real harbor CLI on an exported task -----------------------------------------------------------
 
 ATTACK_SOLVE = """#!/bin/bash
@@ -112,7 +131,9 @@ cd /testbed
 mkdir -p test/srt && printf 'def test_top_p_keeps_at_least_one_token():\\n    pass\\n' > test/srt/test_sampler.py
 mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt
 echo 'import sys; sys.exit(0)' > /opt/venv/lib/python3*/site-packages/sitecustomize.py
-"""
+cat > %s <<'EOF'
+%sEOF
+""" % (HOOK_PATH, HOOK)
 
 
 def _harbor_rewards(jobs: Path) -> dict[str, float]:
@@ -156,7 +177,7 @@ def test_harbor_runs_exported_task_oracle_1_nop_0_attack_0(docker_client, tmp_pa
     shutil.rmtree(attack)
     assert _run_harbor(dataset, "nop", tmp_path / "jobs-nop") == {DECODING: 0.0}
     (verdict,) = (tmp_path / "jobs-oracle").glob("*/attack__*/verifier/sweserve.json")
-    assert json.loads(verdict.read_text())["dropped_test_edits"] == ["test/srt/test_sampler.py"]
+    assert json.loads(verdict.read_text())["dropped_test_edits"] == [HOOK_PATH, "test/srt/test_sampler.py"]
 
 
 # --- the real swebench harness on the SWE-bench export --------------------------------------------------
@@ -183,7 +204,8 @@ def _diff_at_base(repo: Path, base: str, files: dict[str, str], tmp: Path) -> st
     subprocess.run(["git", "checkout", "-q", base], cwd=work, check=True)
     for rel, text in files.items():
         (work / rel).write_text(text)
-    return subprocess.run(["git", "diff"], cwd=work, capture_output=True, text=True, check=True).stdout
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True, check=True).stdout
 
 
 @pytest.mark.docker
@@ -196,20 +218,45 @@ def test_swebench_harness_grades_predictions_on_the_export(decoding_image, swebe
     assert row["image"] == image
     hack = _diff_at_base(repo, row["base_commit"], {
         "test/srt/test_sampler.py": "def test_top_p_keeps_at_least_one_token():\n    pass\n"}, tmp_path)
+    hook = _diff_at_base(repo, row["base_commit"], {HOOK_PATH: HOOK}, tmp_path / "hook")
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps(p) + "\n" for p in (
         {"instance_id": DECODING, "model_name_or_path": "oracle", "model_patch": row["patch"]},
         {"instance_id": DECODING, "model_name_or_path": "hacker", "model_patch": hack},
+        {"instance_id": DECODING, "model_name_or_path": "hooker", "model_patch": hook},
     )))
     verdicts = {}
-    for model in ("oracle", "hacker"):
+    for model in ("oracle", "hacker", "hooker"):
         one = tmp_path / f"{model}.jsonl"
         one.write_text("".join(line + "\n" for line in preds.read_text().splitlines() if f'"{model}"' in line))
         proc = subprocess.run(
             [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(swebench_export / "test.jsonl"),
              "-p", str(one), "-id", model, "-i", DECODING, "--max_workers", "1", "--report_dir", str(tmp_path)],
             cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        (report,) = tmp_path.glob(f"logs/run_evaluation/{model}/{model}/{DECODING}/report.json")
+        # not the exit code: the harness's closing summary lists every container on the daemon and can trip
+        # over one another process removes meanwhile; the instance's report is written before that
+        reports = list(tmp_path.glob(f"logs/run_evaluation/{model}/{model}/{DECODING}/report.json"))
+        assert len(reports) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        report = reports[0]
         verdicts[model] = json.loads(report.read_text())[DECODING]["resolved"]
-    assert verdicts == {"oracle": True, "hacker": False}
+    assert verdicts == {"oracle": True, "hacker": False, "hooker": False}
+
+
+@pytest.mark.docker
+def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
+    """The same hook through `sweserve run`'s own grading: dropped like a test edit, so the task stays failed."""
+    from sweserve.agents.base import CommandAgent
+    from sweserve.environment.context import Context
+    from sweserve.evaluation.trial import evaluate_task
+
+    repo, _ = decoding_image
+    (bundle,) = [b for b in load_all(TASKS) if b.task.task_id == DECODING]
+    agent = CommandAgent(f"cat > {HOOK_PATH} <<'EOF'\n{HOOK}EOF\n", name="hooker")
+    ctx = Context.create(tmp_path / "state", repo_path=repo, log=lambda m: None)
+    try:
+        r = evaluate_task(ctx, bundle, agent)
+    finally:
+        ctx.close()
+    assert HOOK_PATH in r.model_patch
+    assert r.status == "failed" and HOOK_PATH in (r.reason or ""), r
+    assert r.tests.fail_to_pass == {bundle.task.FAIL_TO_PASS[0]: "failed"}

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sweserve.dataset.in_image import PYTEST_WORDS, harness_sources, hidden_test_command, test_env
-from sweserve.dataset.patches import touched_paths
+from sweserve.dataset.patches import INTERPRETER_HOOKS, touched_paths
 from sweserve.models import TaskBundle
 
 SWEBENCH_COLUMNS = (
@@ -62,6 +62,11 @@ def eval_script(bundle: TaskBundle) -> str:
         "# the hidden test files as the task defines them: the prediction's edits to them are undone",
         f"for f in {quoted}; do if git cat-file -e {task.base_commit}:\"$f\" 2>/dev/null; "
         f"then git checkout {task.base_commit} -- \"$f\"; else rm -f \"$f\"; fi; done",
+        "# interpreter hooks the prediction added or changed (sitecustomize.py, conftest.py, ...) are undone too",
+        f"while IFS= read -r f; do case \"${{f##*/}}\" in {'|'.join(INTERPRETER_HOOKS)}) "
+        f"if git cat-file -e {task.base_commit}:\"$f\" 2>/dev/null; then git checkout {task.base_commit} -- \"$f\"; "
+        f"else rm -f \"$f\"; fi;; esac; done < <(git -c core.quotepath=off diff --name-only {task.base_commit}; "
+        "git -c core.quotepath=off ls-files --others --exclude-standard)",
         f"mkdir -p {IN_BOX}",
         _heredoc(bundle.tests_patch, f"{IN_BOX}/tests.patch", "SWESERVE_TESTS_PATCH"),
         f"git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch",

@@ -180,7 +180,8 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
     """
     filters = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
     removed = []
-    for container in client.containers.list(all=True, filters=filters):
+    # ignore_removed: on a shared daemon another process may remove a listed container before it is inspected
+    for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
         owner = container.labels.get(f"{LABEL}.owner", "")
         if everything or run_id or not _owner_alive(owner):
             try:

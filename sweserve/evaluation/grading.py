@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweserve.dataset.patches import drop_paths, touched_paths
+from sweserve.dataset.patches import drop_paths, is_interpreter_hook, touched_paths
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.docker_sandbox import Sandbox
 from sweserve.models import Outcome, Task, TaskBundle, TestResults
@@ -80,11 +80,13 @@ def run_tests(box: Sandbox, task: Task, timeout: float) -> TestRun:
 
 
 def is_test_file_of(task: Task, profile: RepoProfile, tests_patch_paths: set[str]):
-    return lambda p: profile.is_test_path(p) or p in tests_patch_paths or p in task.test.files
+    return lambda p: (profile.is_test_path(p) or p in tests_patch_paths or p in task.test.files
+                      or is_interpreter_hook(p))
 
 
 def prepare_candidate_patch(bundle: TaskBundle, profile: RepoProfile, patch: str) -> tuple[str, list[str]]:
-    """Drop the candidate's edits to test files: hidden tests are graded as the task defines them."""
+    """Drop the candidate's edits to test files and interpreter hooks: hidden tests are graded as the task
+    defines them, by a runner the candidate cannot reach into."""
     drop = is_test_file_of(bundle.task, profile, touched_paths(bundle.tests_patch))
     return drop_paths(patch, drop)
 

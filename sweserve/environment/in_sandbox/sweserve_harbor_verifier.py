@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, "/tests")
-from sweserve_patches import drop_paths, touched_paths  # noqa: E402
+from sweserve_patches import drop_paths, is_interpreter_hook, touched_paths  # noqa: E402
 
 HERE = Path("/tests")
 VERIFIER = Path("/logs/verifier")
@@ -42,7 +42,8 @@ def main():
     test_files = set(cfg["test_files"])
 
     def is_test(path):
-        return path in hidden or path in test_files or any(fnmatch.fnmatchcase(path, g) for g in cfg["test_paths"])
+        return (path in hidden or path in test_files or is_interpreter_hook(path)
+                or any(fnmatch.fnmatchcase(path, g) for g in cfg["test_paths"]))
 
     git("reset", "-q", "--hard", cfg["base_commit"])
     git("clean", "-qfd")
