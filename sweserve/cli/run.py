@@ -41,10 +41,10 @@ def run(args, console: Console) -> int:
         bar = progress.add_task(f"{agent.name}", total=None)
 
         def on_result(result, done, total):
-            progress.update(bar, completed=done, total=total)
             progress.console.print(f"  {result.task_id} #{result.attempt}: {result.status}"
                                    + (f" ({result.reason})" if result.reason else ""),
                                    markup=False, highlight=False, soft_wrap=True)
+            progress.update(bar, completed=done, total=total)
 
         run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
                        retry_errors=args.retry_errors, on_result=on_result)
