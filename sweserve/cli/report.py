@@ -52,7 +52,10 @@ def _write_html(reports, results, paths: list[Path], args) -> Path:
         for d in task_dirs(tasks_dir):
             if d.name in wanted:
                 bundles[d.name] = load_bundle(d)
+    from sweserve import __version__
+
     config = {
+        "sweserve version": __version__,
         "results files": ", ".join(str(p) for p in paths),
         "tasks folder": f"{tasks_dir} ({len(bundles)} of {len(wanted)} tasks found; reviewer pages for those)",
         "records": str(len(results)),

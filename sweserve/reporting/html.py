@@ -12,7 +12,6 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sweserve import __version__
 from sweserve.evaluation.results import latest
 from sweserve.models import RunResult, TaskBundle
 from sweserve.reporting.review import review_html
@@ -191,7 +190,7 @@ def write_html_report(reports: list[AgentReport], results: list[RunResult], bund
 <html lang="en"><head><meta charset="utf-8"><title>sweserve report</title><style>{CSS}</style></head>
 <body>
 <h1>sweserve report</h1>
-<p class="sub">{len(reports)} agents on {tasks} tasks · generated {generated} by sweserve {__version__}</p>
+<p class="sub">{len(reports)} agents on {tasks} tasks · generated {generated}</p>
 <h2>Leaderboard</h2>
 {_leaderboard_table(reports)}
 <div class="charts">{charts}</div>
