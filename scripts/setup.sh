@@ -11,6 +11,7 @@ command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # an image registry on 127.0.0.1 for the tests of images shared between cluster nodes
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # renders `sweserve report --html` in tests
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_apt[*]}"
@@ -37,4 +38,39 @@ fi
 
 if docker info >/dev/null 2>&1; then
   .venv/bin/sweserve images base --profile sglang
+fi
+
+# Harbor (the Terminal-Bench harness that runs `sweserve export --format harbor` tasks) needs Python >= 3.12
+# and the `docker compose` v2 plugin. It gets its own venv; tests that run it skip when it is absent.
+if [ ! -x .sweserve/harbor/bin/harbor ]; then
+  py312=""
+  for cand in python3.13 python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      py312=$(command -v "$cand"); break
+    fi
+  done
+  if [ -n "$py312" ]; then
+    echo "setup: installing harbor into .sweserve/harbor ($py312)"
+    "$py312" -m venv .sweserve/harbor
+    .sweserve/harbor/bin/python -m pip install -q 'harbor==0.26.*'
+  else
+    echo "setup: no Python >= 3.12 found; Harbor tests will be skipped" >&2
+  fi
+fi
+if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  # bookworm's docker-compose is v1; trixie's package ships the v2 plugin binary (static Go, runs on bookworm)
+  echo "setup: installing the docker compose v2 plugin from Debian trixie's docker-compose package"
+  apt_tmp=$(mktemp -d)
+  mkdir -p "$apt_tmp/lists/partial" "$apt_tmp/cache/archives/partial"
+  echo "deb http://deb.debian.org/debian trixie main" >"$apt_tmp/sources.list"
+  apt_opts=(-o APT::Sandbox::User=root -o Dir::Etc::sourcelist="$apt_tmp/sources.list" -o Dir::Etc::sourceparts=- \
+            -o Dir::State::Lists="$apt_tmp/lists" -o Dir::Cache="$apt_tmp/cache")
+  apt-get -qq "${apt_opts[@]}" update
+  (cd "$apt_tmp" && apt-get -qq "${apt_opts[@]}" download docker-compose 2>/dev/null)
+  dpkg -x "$apt_tmp"/docker-compose_*.deb "$apt_tmp/root"
+  plugins="${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"
+  mkdir -p "$plugins"
+  install -m 0755 "$apt_tmp/root/usr/libexec/docker/cli-plugins/docker-compose" "$plugins/docker-compose"
+  rm -rf "$apt_tmp"
+  docker compose version
 fi

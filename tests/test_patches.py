@@ -47,3 +47,12 @@ def test_drop_paths_removes_whole_sections():
     assert dropped == ["test/test_a.py", "test/moved.py"]  # the rename's section goes whole, old.py stays
     assert touched_paths(kept) == {"src/a.py", "img.png", "café.py"}
     assert kept.startswith("diff --git a/src/a.py") and "GIT binary patch" in kept
+
+
+def test_interpreter_hooks_are_recognised_anywhere():
+    from sweserve.dataset.patches import is_interpreter_hook
+
+    for path in ("python/sitecustomize.py", "usercustomize.py", "a/b/conftest.py", "python/evil.pth"):
+        assert is_interpreter_hook(path)
+    for path in ("python/sglang/srt/sampler.py", "docs/conftest.md", "sitecustomize.py.bak"):
+        assert not is_interpreter_hook(path)

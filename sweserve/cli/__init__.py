@@ -13,6 +13,7 @@ from rich.markup import escape
 from sweserve import __version__
 from sweserve.cli import (
     demo,
+    export,
     gc,
     images,
     mine,
@@ -23,9 +24,10 @@ from sweserve.cli import (
     tasks,
     validate,
 )
+from sweserve.cli.common import make_console
 from sweserve.errors import InfraError, SweserveError
 
-COMMANDS = (mine, validate, run, report, tasks, session, review, demo, gc, images)
+COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,8 +58,8 @@ def setup_logging(err: Console) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     setup_logging(err)
     try:
         return args.func(args, console)

@@ -1,7 +1,16 @@
-"""What the command modules share: the progress bar, the per-command Context, default output paths."""
+"""What the command modules share: the console, the progress display, the per-command Context, default paths.
+
+Output must read well outside a terminal too (CI logs, files): there the console is wide, so tables keep
+task ids and reasons whole instead of cutting them at rich's default 80 columns, and the live progress bar
+(which rich draws only on a terminal) becomes plain lines — one per step, with the time so far — plus a
+heartbeat line every SWESERVE_HEARTBEAT_S seconds (default 30) while a step is still running.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -13,8 +22,107 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+WIDE = 1000  # columns when not writing to a terminal: nothing is cut, long cells stay on one line
 
-def progress_bar(console: Console) -> Progress:
+
+def make_console(stderr: bool = False, file=None) -> Console:
+    """A Console for the CLI: a terminal's own width, or WIDE (or $COLUMNS) when writing to a pipe or file."""
+    console = Console(stderr=stderr, file=file)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = WIDE
+    return console
+
+
+def elapsed(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
+def heartbeat_interval() -> float:
+    try:
+        return max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
+    except ValueError:
+        return 30.0
+
+
+class LineProgress:
+    """rich.progress.Progress's subset the commands use, printed as lines (for consoles that are not terminals).
+
+    A line when a step starts (its description changes) or a bar's total is reached, each with the time since
+    the bar began; and a heartbeat line for every bar still running each `interval` seconds.
+    """
+
+    def __init__(self, console: Console, interval: float | None = None, clock=time.monotonic):
+        self.console = console
+        self.interval = heartbeat_interval() if interval is None else interval
+        self.clock = clock
+        self._tasks: dict[int, dict] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LineProgress":
+        self._thread = threading.Thread(target=self._beat_loop, name="sweserve-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+
+    def _line(self, t: dict, note: str = "") -> None:
+        done = f" ({t['completed']}/{t['total']})" if t["total"] is not None else ""
+        self.console.print(f"[{elapsed(self.clock() - t['start'])}] {t['description']}{done}{note}",
+                           markup=False, highlight=False, soft_wrap=True)
+
+    def add_task(self, description: str, total: float | None = None, **_) -> int:
+        with self._lock:
+            tid = len(self._tasks)
+            self._tasks[tid] = {"description": description, "total": total, "completed": 0, "start": self.clock()}
+            self._line(self._tasks[tid])
+            return tid
+
+    def update(self, task_id: int, *, description: str | None = None, completed: float | None = None,
+               total: float | None = None, advance: float | None = None, **_) -> None:
+        with self._lock:
+            t = self._tasks[task_id]
+            was_done = t["total"] is not None and t["completed"] >= t["total"]
+            if total is not None:
+                t["total"] = total
+            if completed is not None:
+                t["completed"] = completed
+            if advance:
+                t["completed"] += advance
+            changed = description is not None and description != t["description"]
+            if description is not None:
+                t["description"] = description
+            now_done = t["total"] is not None and t["completed"] >= t["total"]
+            if changed:
+                self._line(t)
+            elif now_done and not was_done:
+                self._line(t, " done")
+
+    def advance(self, task_id: int, advance: float = 1) -> None:
+        self.update(task_id, advance=advance)
+
+    def beat(self) -> None:
+        """One heartbeat line per bar not yet finished."""
+        with self._lock:
+            for t in self._tasks.values():
+                if t["total"] is None or t["completed"] < t["total"]:
+                    self._line(t, " … still running")
+
+    def _beat_loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+
+def progress_bar(console: Console):
+    """A live bar on a terminal; step and heartbeat lines elsewhere."""
+    if not console.is_terminal:
+        return LineProgress(console)
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=False)
 

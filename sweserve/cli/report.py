@@ -1,6 +1,6 @@
-"""`sweserve report`: pass rates and per-task status from a results file.
+"""`sweserve report RESULTS...`: pass rates and per-task status from results files; --html writes a page.
 
-The denominator is what was selected: the run manifests beside the results file (`runs/*/manifest.json`)
+The denominator is what was selected: the run manifests beside each results file (`runs/*/manifest.json`)
 and, with `--tasks`, every task in that folder. Selected tasks with no result are shown as `missing`.
 """
 
@@ -15,29 +15,31 @@ from sweserve.errors import SweserveError
 
 
 def register(sub, common) -> None:
-    rep = sub.add_parser("report", help="pass rates and per-task status from a results JSONL")
-    rep.add_argument("results", help="results JSONL file")
+    rep = sub.add_parser("report", help="pass rates and per-task status from results JSONL files")
+    rep.add_argument("results", nargs="+", help="results JSONL files (several agents or runs are compared)")
     rep.add_argument("--tasks", default=None,
-                     help="tasks folder: every task in it counts, a task with no result as 'missing'")
+                     help="tasks folder: every task in it counts, a task with no result as 'missing'; "
+                          "reviewer pages of --html come from it (default for those: ./tasks)")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    rep.add_argument("--html", default=None, metavar="FILE",
+                     help="also write a self-contained HTML page, with reviewer pages in FILE's folder/reviews/")
     rep.set_defaults(func=run)
 
 
 def run(args, console: Console) -> int:
     from sweserve.evaluation.results import read_results
     from sweserve.evaluation.trial_folder import runs_root
-    from sweserve.reporting.summary import (
-        Selection,
-        build_reports,
-        read_manifests,
-        render,
-    )
+    from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
 
-    path = Path(args.results)
-    if not path.exists():
-        raise SweserveError(f"{path}: no such results file")
-    results = read_results(path)
-    selected = read_manifests(runs_root(path))
+    paths = [Path(p) for p in args.results]
+    for path in paths:
+        if not path.exists():
+            raise SweserveError(f"{path}: no such results file")
+    results = [r for path in paths for r in read_results(path)]
+    selected: dict[str, Selection] = {}
+    for path in paths:
+        for agent, sel in read_manifests(runs_root(path)).items():
+            selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 
@@ -45,10 +47,37 @@ def run(args, console: Console) -> int:
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
     reports = build_reports(results, selected)
+    if args.html:
+        out = _write_html(reports, results, paths, args)
+        console.print(f"wrote {out}", soft_wrap=True, markup=False)
     if args.json:
         print(json.dumps([r.model_dump() for r in reports], indent=2))
-    else:
+    elif not args.html:
         if not reports:
             console.print("no results yet")
         render(reports, console)
     return 0
+
+
+def _write_html(reports, results, paths: list[Path], args) -> Path:
+    from sweserve.dataset.taskstore import load_bundle, task_dirs
+    from sweserve.reporting.html import write_html_report
+
+    tasks_dir = Path(args.tasks or "tasks")
+    wanted = {r.task_id for r in results}
+    bundles = {}
+    if tasks_dir.is_dir():
+        for d in task_dirs(tasks_dir):
+            if d.name in wanted:
+                bundles[d.name] = load_bundle(d)
+    from sweserve import __version__
+
+    config = {
+        "sweserve version": __version__,
+        "results files": ", ".join(str(p) for p in paths),
+        "tasks folder": f"{tasks_dir} ({len(bundles)} of {len(wanted)} tasks found; reviewer pages for those)",
+        "records": str(len(results)),
+        "first started": min((r.started_at for r in results), default=None).isoformat() if results else "—",
+        "last finished": max((r.finished_at for r in results), default=None).isoformat() if results else "—",
+    }
+    return write_html_report(reports, results, bundles, Path(args.html), config)

@@ -105,9 +105,9 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
         bar = progress.add_task(f"{agent.name}", total=None)
 
         def on_result(result, done, total):
-            progress.update(bar, completed=done, total=total)
             progress.console.print(f"  {escape(result.task_id)} #{result.attempt}: {result.status}"
-                                   + (f" ({escape(result.reason)})" if result.reason else ""))
+                                   + (f" ({escape(result.reason)})" if result.reason else ""), soft_wrap=True)
+            progress.update(bar, completed=done, total=total)
 
         finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
                                   retry_errors=args.retry_errors, force=args.force, writer=writer,

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 _HEADER = re.compile(r"^diff --git ", re.MULTILINE)
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+# Files Python or pytest load by themselves whenever the hidden tests run, wherever they sit on the path: a
+# candidate that adds one (say python/sitecustomize.py with an atexit hook rewriting the outcomes file) would
+# grade itself. Graders drop them from a candidate's diff, like its edits to test files.
+INTERPRETER_HOOKS = ("sitecustomize.py", "usercustomize.py", "conftest.py", "*.pth")
+
+
+def is_interpreter_hook(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in INTERPRETER_HOOKS)
 
 
 def _unquote(path: str) -> str:

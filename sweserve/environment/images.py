@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +38,52 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last release for it
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}:{s:02d}"
+
+
+class BuildLog:
+    """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
+    heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
+    so a 7-minute pip install inside a build never looks like a hang. Keeps the last lines for errors."""
+
+    def __init__(self, what: str, log, interval: float | None = None):
+        self.what, self.log = what, log
+        if interval is None:
+            try:
+                interval = max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
+            except ValueError:
+                interval = 30.0
+        self.interval = interval
+        self.start = self.last = time.monotonic()
+        self.tail: deque[str] = deque(maxlen=4)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="sweserve-build-heartbeat")
+
+    def __enter__(self) -> "BuildLog":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def line(self, text: str) -> None:
+        text = text.rstrip()
+        if not text.strip():
+            return
+        self.tail.append(text.strip())
+        self.last = time.monotonic()
+        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            now = time.monotonic()
+            if now - self.last >= self.interval * 0.99:
+                self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
 
 
 def dockerfile(layer: str, name: str = "Dockerfile") -> bytes:
@@ -67,13 +115,16 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
     with tempfile.TemporaryDirectory(prefix="sweserve-rootfs-") as tmp:
         root = Path(tmp) / "root"
         log.info("debootstrap %s into %s …", suite, root)
-        proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
-            capture_output=True, text=True,
-        )
+        with BuildLog(f"debootstrap {suite}", log.info) as out:
+            proc = subprocess.Popen(
+                ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )
+            for line in proc.stdout:
+                out.line(line)
+            proc.wait()
         if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-            raise InfraError("image_build", f"debootstrap {suite} failed: {' | '.join(tail)}")
+            raise InfraError("image_build", f"debootstrap {suite} failed: {' | '.join(list(out.tail)[-3:])}")
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         log.info("docker import → %s", tag)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
@@ -163,18 +214,25 @@ def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: s
 
 def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict,
                   network: str | None = None) -> None:
-    try:
-        client.images.build(
-            path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-            labels=labels, rm=True, forcerm=True, network_mode=network,
-        )
-    except docker.errors.BuildError as exc:
-        lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
-        lines = [ln for ln in lines if ln]
-        _remove_layers(client, built_layers(lines))
-        raise InfraError("image_build", f"building {tag} failed: {' | '.join(lines[-4:])}") from None
-    except docker.errors.APIError as exc:
-        raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
+    """Build with the daemon's output streamed to the log a line at a time, with the time so far (a heartbeat
+    when a step is silent); a failed build removes the layers it made."""
+    lines: list[str] = []
+    with BuildLog(f"build {tag}", log.info) as out:
+        try:
+            for chunk in client.api.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
+                                          labels=labels, rm=True, forcerm=True, network_mode=network, decode=True):
+                if "error" in chunk or "errorDetail" in chunk:
+                    out.line(str(chunk.get("error") or chunk["errorDetail"].get("message", "")))
+                    _remove_layers(client, built_layers(lines))
+                    raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail)}")
+                for line in str(chunk.get("stream", "")).splitlines():
+                    lines.append(line.strip())
+                    out.line(line)
+        except docker.errors.APIError as exc:
+            raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
+    if not image_exists(client, tag):
+        raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail) or 'no image was produced'}")
+    log.info("built %s in %s", tag, _clock(time.monotonic() - out.start))
 
 
 def built_layers(log_lines: list[str]) -> list[str]:

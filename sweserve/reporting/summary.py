@@ -4,11 +4,18 @@ Honest denominators: the tasks a run selected (its `runs/<run_id>/manifest.json`
 denominator. A selected (task, attempt) with no result (a crashed or killed run) is shown as `missing` and
 counts as not resolved; only `skipped` (the host cannot run the task) leaves the denominator.
 Everything printed goes through rich with markup escaped: task ids, reasons and file names are data.
+
+pass@1 is the mean over scored tasks of each task's fraction of resolved attempts; its standard error is
+taken across attempts (the spread of the per-attempt pass rates: std / sqrt(k), None with one attempt).
+pass@k is the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k) averaged over tasks, with
+k the most attempts any task has (a task with fewer attempts counts as resolved if any attempt was).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -41,6 +48,7 @@ class Rate(BaseModel):
     pass_at_1: float | None = None
     pass_at_k: float | None = None
     k: int = 1
+    pass_at_1_stderr: float | None = Field(None, description="standard error of pass@1 across attempts")
 
 
 class TaskRow(BaseModel):
@@ -56,6 +64,12 @@ class TaskRow(BaseModel):
 
 class AgentReport(BaseModel):
     agent: str
+    model: str = ""
+    version: str = ""
+    run_ids: list[str] = Field(default_factory=list)
+    attempts: int = Field(0, description="attempts counted (latest record of each task and attempt)")
+    cost_per_task_usd: float | None = Field(None, description="mean cost of one attempt, where priced")
+    time_per_task_s: float | None = Field(None, description="mean wall time of one attempt")
     overall: Rate
     families: dict[str, Rate]
     statuses: dict[str, int]
@@ -77,15 +91,42 @@ def read_manifests(runs_root: Path) -> dict[str, Selection]:
     return selected
 
 
-def _rate(rows: list[TaskRow], k: int) -> Rate:
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of k attempts drawn from n (c of them resolved) is resolved."""
+    if n < k:
+        return 1.0 if c else 0.0
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def stderr_across_attempts(per_attempt: list[float]) -> float | None:
+    """Standard error of the mean of the per-attempt pass rates; None when there is one attempt."""
+    if len(per_attempt) < 2:
+        return None
+    return statistics.stdev(per_attempt) / math.sqrt(len(per_attempt))
+
+
+def _rate(rows: list[TaskRow], k: int, outcomes: dict[str, dict[int, bool]] | None = None) -> Rate:
     scored = [r for r in rows if r.status != "skipped"]
     rate = Rate(tasks=len(rows), scored=len(scored), k=k)
     if scored:
         per_task = [r.resolved_attempts / r.attempts for r in scored]
         rate.resolved = sum(per_task)
         rate.pass_at_1 = sum(per_task) / len(scored)
-        rate.pass_at_k = sum(1 for r in scored if r.resolved_attempts) / len(scored)
+        rate.pass_at_k = sum(pass_at_k(r.attempts, r.resolved_attempts, k) for r in scored) / len(scored)
+        if outcomes is not None and k > 1:
+            per_attempt = []
+            for attempt in range(1, k + 1):
+                got = [outcomes[r.task_id][attempt] for r in scored if attempt in outcomes[r.task_id]]
+                if got:
+                    per_attempt.append(sum(got) / len(got))
+            rate.pass_at_1_stderr = stderr_across_attempts(per_attempt)
     return rate
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def build_reports(results: list[RunResult], selected: dict[str, Selection] | None = None) -> list[AgentReport]:
@@ -98,7 +139,11 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
     for agent in sorted(set(by_agent) | set(selected)):
         tasks, sel = by_agent[agent], selected.get(agent, Selection(attempts=0))
         rows = []
+        everything = [r for attempts in tasks.values() for r in attempts]
+        outcomes = {t: {r.attempt: r.status == "resolved" for r in a if r.status != "skipped"}
+                    for t, a in tasks.items()}
         for task_id in sorted(set(tasks) | set(sel.tasks)):
+            outcomes.setdefault(task_id, {})
             attempts = sorted(tasks.get(task_id, []), key=lambda r: r.attempt)
             expected = max(sel.attempts if task_id in sel.tasks else 0, max((r.attempt for r in attempts), default=0))
             first = attempts[0] if attempts else None
@@ -111,15 +156,32 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
                 flags=sorted({f for r in attempts for f in r.flags}),
             ))
         k = max(r.attempts for r in rows)
-        families = {f: _rate([r for r in rows if r.family == f], k) for f in FAMILIES if any(r.family == f for r in rows)}
+        families = {f: _rate([r for r in rows if r.family == f], k, outcomes)
+                    for f in FAMILIES if any(r.family == f for r in rows)}
         statuses = {s: sum(r.status == s for r in rows) for s in (*STATUSES, MISSING)}
-        reports.append(AgentReport(agent=agent, overall=_rate(rows, k), families=families, statuses=statuses,
-                                   tasks=rows))
+        ran = [r for r in everything if r.status != "skipped"]
+        runs = [r.agent_run for r in ran if r.agent_run]
+        reports.append(AgentReport(
+            agent=agent,
+            model=next((x.model for x in runs if x.model), ""),
+            version=next((x.version for x in runs if x.version), ""),
+            run_ids=sorted({r.run_id for r in everything}),
+            attempts=len(everything),
+            cost_per_task_usd=_mean([x.cost_usd for x in runs if x.cost_usd is not None]),
+            time_per_task_s=_mean([r.agent_run.wall_s if r.agent_run else r.duration_s for r in ran]),
+            overall=_rate(rows, k, outcomes), families=families, statuses=statuses, tasks=rows,
+        ))
     return reports
 
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _pct_se(rate: Rate) -> str:
+    if rate.pass_at_1_stderr is None:
+        return _pct(rate.pass_at_1)
+    return f"{_pct(rate.pass_at_1)} ±{100 * rate.pass_at_1_stderr:.1f}"
 
 
 STATUS_STYLE = {"resolved": "green", "failed": "red", "patch_failed": "magenta", "error": "yellow", "skipped": "dim",
@@ -129,19 +191,27 @@ STATUS_STYLE = {"resolved": "green", "failed": "red", "patch_failed": "magenta",
 def render(reports: list[AgentReport], console: Console) -> None:
     for rep in reports:
         k = rep.overall.k
-        summary = Table(title=escape(f"agent: {rep.agent}"), show_lines=False)
-        summary.add_column("family")
+        title = f"agent: {rep.agent}" + (f" (model {rep.model})" if rep.model else "")
+        summary = Table(title=escape(title), show_lines=False)
+        summary.add_column("family", no_wrap=True)
         summary.add_column("tasks", justify="right")
         summary.add_column("scored", justify="right")
-        summary.add_column("pass@1", justify="right")
+        summary.add_column("pass@1" + (" ± s.e." if k > 1 else ""), justify="right", no_wrap=True)
         if k > 1:
             summary.add_column(f"pass@{k}", justify="right")
         for name, rate in list(rep.families.items()) + [("overall", rep.overall)]:
-            cells = [escape(name), str(rate.tasks), str(rate.scored), _pct(rate.pass_at_1)]
+            cells = [escape(name), str(rate.tasks), str(rate.scored), _pct_se(rate)]
             if k > 1:
                 cells.append(_pct(rate.pass_at_k))
             summary.add_row(*cells, style="bold" if name == "overall" else None)
         console.print(summary)
+        costs = []
+        if rep.cost_per_task_usd is not None:
+            costs.append(f"cost/task ${rep.cost_per_task_usd:.4f}")
+        if rep.time_per_task_s is not None:
+            costs.append(f"time/task {rep.time_per_task_s:.1f} s")
+        if costs:
+            console.print(", ".join(costs), soft_wrap=True)
         if rep.statuses.get(MISSING):
             console.print(f"[bold red]{rep.statuses[MISSING]} selected tasks have no result[/] (counted as not "
                           "resolved); resume the run to finish them")

@@ -1,0 +1,87 @@
+"""`sweserve export --format swebench|harbor --out DIR`: the tasks in the formats of SWE-bench and of Harbor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from sweserve.errors import SweserveError
+
+
+def register(sub, common) -> None:
+    e = sub.add_parser("export", parents=[common],
+                       help="write tasks as a SWE-bench dataset (JSONL + Parquet) or as Harbor task folders")
+    e.add_argument("task_ids", nargs="*", help="tasks to export (default: all validated ones)")
+    e.add_argument("--format", required=True, choices=["swebench", "harbor"])
+    e.add_argument("--out", required=True, help="output folder")
+    e.add_argument("--split", default="test", help="swebench: split name, the files' stem (default: test)")
+    e.add_argument("--include-unvalidated", action="store_true",
+                   help="also export tasks without a valid validation record")
+    e.add_argument("--build-images", action="store_true",
+                   help="swebench: also build the task images the `image` column names (harbor always does)")
+    e.add_argument("--repo-path", default=None, help="clone to build task images from")
+    e.set_defaults(func=run)
+
+
+def _image_tags(bundles, args) -> dict[str, str]:
+    """Each task's image tag, computed without building anything (the tag hashes what the image is made of)."""
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.environment.images import env_image_tag, read_ca_bundle, task_image_tag
+
+    ca = read_ca_bundle(args.ca_bundle)
+    tags = {}
+    for b in bundles:
+        profile = load_profile(b.task.profile)
+        tags[b.task.task_id] = task_image_tag(b.task, env_image_tag(profile, ca, b.task.dependencies))
+    return tags
+
+
+def run(args, console: Console) -> int:
+    from sweserve.dataset.taskstore import select
+
+    bundles = select(Path(args.tasks), args.task_ids)
+    skipped = [b.task.task_id for b in bundles if not b.task.validated]
+    if not args.include_unvalidated:
+        bundles = [b for b in bundles if b.task.validated]
+    if not bundles:
+        raise SweserveError(f"no validated tasks to export in {args.tasks} (run `sweserve validate` first, "
+                            "or pass --include-unvalidated)")
+    out = Path(args.out)
+    if args.format == "swebench":
+        from sweserve.dataset.export_swebench import export_swebench
+
+        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
+        paths = export_swebench(bundles, out, tags, split=args.split)
+        console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True)
+    else:
+        _export_harbor(bundles, out, args, console)
+    if skipped and not args.include_unvalidated:
+        console.print(f"left out {len(skipped)} unvalidated tasks: {', '.join(skipped)}", soft_wrap=True)
+    return 0
+
+
+def _build_images(bundles, args, console: Console) -> dict[str, str]:
+    from sweserve.cli.common import make_context
+
+    ctx = make_context(args, console)
+    try:
+        return {b.task.task_id: ctx.task_image(b) for b in bundles}
+    finally:
+        ctx.close()
+
+
+def _export_harbor(bundles, out: Path, args, console: Console) -> None:
+    from sweserve.cli.common import make_context
+    from sweserve.dataset.export_harbor import export_harbor_task
+
+    ctx = make_context(args, console)
+    try:
+        for b in bundles:
+            image = ctx.task_image(b)  # built locally when missing; Harbor's build is then FROM a local image
+            dest = export_harbor_task(b, ctx.profile(b.task.profile), image, out)
+            console.print(f"  {b.task.task_id} → {dest} (FROM {image})", soft_wrap=True)
+    finally:
+        ctx.close()
+    console.print(f"wrote {len(bundles)} Harbor tasks under {out}; run one with: "
+                  f"harbor run -p {out / bundles[0].task.task_id} -a oracle -e docker", soft_wrap=True)

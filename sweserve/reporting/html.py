@@ -1,0 +1,207 @@
+"""One self-contained HTML page for a set of results: leaderboard, per-family bars, task × agent matrix, config.
+
+Charts are plotly figures with plotly.js inlined (the page needs no network to view). The matrix links each
+cell to a reviewer page, written beside the report as reviews/<agent>/<task_id>.html (reporting/review.py).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sweserve.evaluation.results import latest
+from sweserve.models import RunResult, TaskBundle
+from sweserve.reporting.review import review_html
+from sweserve.reporting.summary import AgentReport
+
+STATUS_COLOR = {"resolved": "#1a7f37", "failed": "#cf222e", "patch_failed": "#8250df", "error": "#bf8700",
+                "skipped": "#8c959f"}
+PLOT_CONFIG = {"displayModeBar": False, "responsive": False}
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px 32px;color:#1f2328}
+h1{margin:0 0 4px} h2{margin-top:32px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+.sub{color:#656d76;margin:0 0 16px}
+table{border-collapse:collapse;font-size:14px} th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left}
+th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.cell a{color:inherit;text-decoration:none} td.cell{font-weight:600;white-space:nowrap}
+td.task{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;white-space:nowrap}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _pp(x: float | None) -> str:
+    return "—" if x is None else f"±{100 * x:.1f}"
+
+
+def _usd(x: float | None) -> str:
+    return "—" if x is None else f"${x:.4f}"
+
+
+def _secs(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} s"
+
+
+def safe_name(name: str) -> str:
+    """A file or folder name for an agent or task name (agents may be shell commands)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "_"
+
+
+def review_path(agent: str, task_id: str) -> str:
+    return f"reviews/{safe_name(agent)}/{safe_name(task_id)}.html"
+
+
+def _leaderboard_figure(reports: list[AgentReport]):
+    import plotly.graph_objects as go
+
+    names = [r.agent for r in reports]
+    k = max((r.overall.k for r in reports), default=1)
+    fig = go.Figure()
+    errors = [100 * (r.overall.pass_at_1_stderr or 0) for r in reports]
+    fig.add_bar(name="pass@1", x=names, y=[100 * (r.overall.pass_at_1 or 0) for r in reports],
+                error_y={"type": "data", "array": errors, "visible": any(errors)})
+    if k > 1:
+        fig.add_bar(name=f"pass@{k}", x=names, y=[100 * (r.overall.pass_at_k or 0) for r in reports])
+    fig.update_layout(title="Leaderboard (error bars: standard error across attempts)", barmode="group",
+                      yaxis={"title": "% of scored tasks", "range": [0, 100]}, height=380, width=560,
+                      margin={"l": 60, "r": 20, "t": 50, "b": 60})
+    return fig
+
+
+def _family_figure(reports: list[AgentReport]):
+    import plotly.graph_objects as go
+
+    families = sorted({f for r in reports for f in r.families})
+    fig = go.Figure()
+    for rep in reports:
+        fig.add_bar(name=rep.agent, x=families,
+                    y=[100 * (rep.families[f].pass_at_1 or 0) if f in rep.families else None for f in families])
+    fig.update_layout(title="pass@1 per family", barmode="group", yaxis={"title": "%", "range": [0, 100]},
+                      height=380, width=720, margin={"l": 60, "r": 20, "t": 50, "b": 60})
+    return fig
+
+
+def _leaderboard_table(reports: list[AgentReport]) -> str:
+    k = max((r.overall.k for r in reports), default=1)
+    ranked = sorted(reports, key=lambda r: -(r.overall.pass_at_1 or 0))
+    head = ["#", "agent", "model", "tasks", "scored", "pass@1", "std. err.", f"pass@{k}", "cost / task",
+            "time / task"]
+    rows = []
+    for i, rep in enumerate(ranked, start=1):
+        a = html.escape(safe_name(rep.agent))
+        cells = [
+            ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)), ("", "model", html.escape(rep.model or "—")),
+            ("num", "tasks", str(rep.overall.tasks)), ("num", "scored", str(rep.overall.scored)),
+            ("num", "pass_at_1", _pct(rep.overall.pass_at_1)), ("num", "pass_at_1_stderr", _pp(rep.overall.pass_at_1_stderr)),
+            ("num", "pass_at_k", _pct(rep.overall.pass_at_k)), ("num", "cost_per_task_usd", _usd(rep.cost_per_task_usd)),
+            ("num", "time_per_task_s", _secs(rep.time_per_task_s)),
+        ]
+        rows.append("<tr>" + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells) + "</tr>")
+    return ("<table id='leaderboard'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+            + "".join(rows) + "</table>")
+
+
+def _family_table(reports: list[AgentReport]) -> str:
+    families = sorted({f for r in reports for f in r.families})
+    out = ["<table id='families'><tr><th>family</th>" + "".join(f"<th>{html.escape(r.agent)}</th>" for r in reports)
+           + "</tr>"]
+    for f in families:
+        cells = []
+        for rep in reports:
+            rate = rep.families.get(f)
+            text = "—" if rate is None else f"{_pct(rate.pass_at_1)} ({rate.scored})"
+            cells.append(f'<td class="num" id="fam-{safe_name(rep.agent)}-{f}">{text}</td>')
+        out.append(f"<tr><td>{f}</td>{''.join(cells)}</tr>")
+    return "".join(out) + "</table>"
+
+
+def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
+    families = {row.task_id: row.family for rep in reports for row in rep.tasks}
+    by = {(rep.agent, row.task_id): row for rep in reports for row in rep.tasks}
+    out = ["<table id='matrix'><tr><th>task</th><th>family</th>"
+           + "".join(f"<th>{html.escape(r.agent)}</th>" for r in reports) + "</tr>"]
+    for task_id in sorted(families):
+        cells = []
+        for rep in reports:
+            row = by.get((rep.agent, task_id))
+            if row is None:
+                cells.append("<td></td>")
+                continue
+            text = row.status
+            if row.attempts > 1 and row.status != "skipped":
+                text = f"{row.status} {row.resolved_attempts}/{row.attempts}"
+            title = html.escape(row.reason or row.status, quote=True)
+            body = html.escape(text)
+            if (rep.agent, task_id) in linked:
+                body = f'<a href="{html.escape(review_path(rep.agent, task_id))}">{body}</a>'
+            cells.append(f'<td class="cell" id="cell-{safe_name(rep.agent)}-{html.escape(task_id)}" '
+                         f'style="color:{STATUS_COLOR[row.status]}" title="{title}">{body}</td>')
+        out.append(f"<tr><td class='task'>{html.escape(task_id)}</td><td>{families[task_id]}</td>{''.join(cells)}</tr>")
+    return "".join(out) + "</table>"
+
+
+def _config(reports: list[AgentReport], config: dict) -> str:
+    rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in config.items()]
+    for rep in reports:
+        rows.append((f"agent {rep.agent}", f"model {rep.model or '—'}, version {rep.version or '—'}, "
+                     f"k = {rep.overall.k}, {rep.attempts} attempts, runs {', '.join(rep.run_ids)}"))
+    return ("<table id='config'>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                                            for k, v in rows) + "</table>")
+
+
+def _review_choice(results: list[RunResult]) -> dict[tuple[str, str], RunResult]:
+    """For each (agent, task): the latest record of its first attempt, the one the matrix's status shows."""
+    chosen: dict[tuple[str, str], RunResult] = {}
+    for r in latest(results).values():
+        key = (r.agent, r.task_id)
+        if key not in chosen or r.attempt < chosen[key].attempt:
+            chosen[key] = r
+    return chosen
+
+
+def write_html_report(reports: list[AgentReport], results: list[RunResult], bundles: dict[str, TaskBundle],
+                      out: Path, config: dict | None = None) -> Path:
+    """Write the page to `out` and one reviewer page per (agent, task) whose task bundle is known."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    linked = set()
+    for (agent, task_id), result in _review_choice(results).items():
+        bundle = bundles.get(task_id)
+        if bundle is None:
+            continue
+        page = out.parent / review_path(agent, task_id)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(review_html(bundle, result), encoding="utf-8")
+        linked.add((agent, task_id))
+    charts = ""
+    if reports:
+        charts = (_leaderboard_figure(reports).to_html(full_html=False, include_plotlyjs="inline",
+                                                       div_id="chart-leaderboard", config=PLOT_CONFIG)
+                  + _family_figure(reports).to_html(full_html=False, include_plotlyjs=False, div_id="chart-families",
+                                                   config=PLOT_CONFIG))
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    tasks = len({row.task_id for rep in reports for row in rep.tasks})
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>sweserve report</title><style>{CSS}</style></head>
+<body>
+<h1>sweserve report</h1>
+<p class="sub">{len(reports)} agents on {tasks} tasks · generated {generated}</p>
+<h2>Leaderboard</h2>
+{_leaderboard_table(reports)}
+<div class="charts">{charts}</div>
+<h2>Per family (pass@1, scored tasks)</h2>
+{_family_table(reports)}
+<h2>Tasks × agents</h2>
+<p class="sub">Each cell links to the reviewer page of that agent's first attempt (diff, hidden tests, transcript).</p>
+{_matrix(reports, linked)}
+<h2>Configuration</h2>
+{_config(reports, config or {})}
+</body></html>
+"""
+    out.write_text(page, encoding="utf-8")
+    return out
