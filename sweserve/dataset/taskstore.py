@@ -35,16 +35,21 @@ def save_bundle(tasks_dir: Path, bundle: TaskBundle) -> Path:
     return task_dir
 
 
-def load_task(task_dir: Path) -> Task:
-    path = task_dir / TASK_FILE
+def _read_text(path: Path) -> str:
+    """A task file's text, or one line saying why it cannot be read."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SweserveError(f"{path}: missing task file") from None
     except UnicodeDecodeError:
         raise SweserveError(f"{path}: not UTF-8 text") from None
     except IsADirectoryError:
         raise SweserveError(f"{path}: is a folder, not a task file") from None
+
+
+def load_task(task_dir: Path) -> Task:
+    path = task_dir / TASK_FILE
+    raw = _read_text(path)
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -62,15 +67,7 @@ def load_bundle(task_dir: Path) -> TaskBundle:
     task = load_task(task_dir)
     texts = {}
     for attr, name in TEXT_FILES.items():
-        path = task_dir / name
-        try:
-            texts[attr] = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SweserveError(f"{path}: missing task file") from None
-        except UnicodeDecodeError:
-            raise SweserveError(f"{path}: not UTF-8 text") from None
-        except IsADirectoryError:
-            raise SweserveError(f"{path}: is a folder, not a task file") from None
+        texts[attr] = _read_text(task_dir / name)
     if not texts["oracle_patch"].strip():
         raise SweserveError(f"{task_dir / TEXT_FILES['oracle_patch']}: empty oracle patch")
     if not texts["tests_patch"].strip():
