@@ -61,6 +61,8 @@ def test_oracle_resolves_all_and_null_none(demo, tmp_path):
         assert folder == tmp_path / "runs" / r.run_id / "oracle" / r.task_id / "1"
         assert (folder / "submission.patch").read_text() == r.model_patch
         assert "passed" in (folder / "tests.log").read_text()
+        saved = json.loads((folder / "outcomes.json").read_text())["outcomes"]  # what `report --regrade` reads
+        assert all(saved[t] == "passed" for t in r.tests.fail_to_pass)
         assert (folder / "result.json").read_text().strip() == r.model_dump_json(indent=2)
 
 

@@ -20,6 +20,9 @@ def register(sub, common) -> None:
     rep.add_argument("--tasks", default=None,
                      help="tasks folder: every task in it counts, a task with no result as 'missing'; "
                           "reviewer pages of --html come from it (default for those: ./tasks)")
+    rep.add_argument("--regrade", action="store_true",
+                     help="grade again, without Docker, from each trial's saved outcomes against the tasks in "
+                          "--tasks (default ./tasks) as they are now")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.add_argument("--html", default=None, metavar="FILE",
                      help="also write a self-contained HTML page, with reviewer pages in FILE's folder/reviews/")
@@ -36,6 +39,8 @@ def run(args, console: Console) -> int:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
     results = [r for path in paths for r in read_results(path)]
+    if args.regrade:
+        results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     selected: dict[str, Selection] = {}
     for path in paths:
         for agent, sel in read_manifests(runs_root(path)).items():
@@ -57,6 +62,22 @@ def run(args, console: Console) -> int:
             console.print("no results yet")
         render(reports, console)
     return 0
+
+
+def _regraded(paths: list[Path], tasks_dir: Path, console: Console, quiet: bool):
+    from sweserve.dataset.taskstore import load_all
+    from sweserve.evaluation.regrade import regrade
+    from sweserve.evaluation.results import read_results
+
+    bundles = {b.task.task_id: b for b in load_all(tasks_dir)}
+    results, changed = [], 0
+    for path in paths:
+        again, n = regrade(read_results(path), path, bundles)
+        results += again
+        changed += n
+    if not quiet:
+        console.print(f"re-graded from saved outcomes against {tasks_dir}: {changed} results changed", markup=False)
+    return results
 
 
 def _write_html(reports, results, paths: list[Path], args) -> Path:

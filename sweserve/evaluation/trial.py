@@ -16,6 +16,7 @@ file (a submission that held one is flagged `secret_in_submission`).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import traceback
@@ -32,7 +33,7 @@ from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipp
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
 from sweserve.evaluation.verifier import Graded, verify
-from sweserve.evaluation.trial_folder import TrialFolder
+from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -264,6 +265,7 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
         return {"status": "failed", "reason": hidden_tests_reason(exc)}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
+    folder.write(OUTCOMES_FILE, json.dumps({"outcomes": tests.outcomes}, indent=1) + "\n")  # for `report --regrade`
     results = grade(bundle.task, tests.outcomes)
     out = {"tests": results, "flags": graded.flags, "resets": [r.describe() for r in graded.resets]}
     if graded.tampered:

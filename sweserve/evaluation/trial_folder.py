@@ -1,7 +1,8 @@
 """One folder per trial, `runs/<run_id>/<agent>/<task_id>/<attempt>/`, beside the results index.
 
 It holds what is too big or too private for the index line: the agent's log, the full test output, the
-submission patch, a traceback when sweserve itself failed, and `result.json` (the SWE-bench and Harbor
+submission patch, each hidden test's outcome (`outcomes.json`), a traceback when sweserve itself failed, and
+`result.json` (the SWE-bench and Harbor
 convention). `results.jsonl` stays the index of all trials.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from sweserve.models import RunResult
 
 RESULT_FILE = "result.json"
+OUTCOMES_FILE = "outcomes.json"  # each hidden test's outcome, as the verifier read it
 
 
 def runs_root(results_path: Path) -> Path:
