@@ -1,7 +1,9 @@
 """The one trial pipeline behind `validate`, `run` and `session`.
 
-    reserve (host can run it? GPUs) → image → candidate phase (agent in a sandbox) → submission
-      → grading (fresh sandbox: test edits dropped, submission + tests.patch applied, hidden tests run)
+    reserve (host can run it? GPUs) → image → candidate phase (agent in a sandbox)
+      → submission (its tree diffed in a fresh offline sandbox, never by the candidate's own git)
+      → grading (fresh offline sandbox: submission applied, test paths and runner hooks reset to base,
+        tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
 
 `reservation` is the one place that takes and gives back what a trial needs; `candidate_phase` and
