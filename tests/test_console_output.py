@@ -1,6 +1,7 @@
 """Output outside a terminal (CI logs, files): nothing cut at 80 columns, long steps show what runs and for how long."""
 
 import io
+import logging
 import os
 import subprocess
 import sys
@@ -15,7 +16,6 @@ from rich.progress import Progress
 
 from sweserve.cli.common import WIDE, LineProgress, make_console, progress_bar
 from sweserve.environment.images import BuildLog
-from sweserve.errors import SweserveError
 from sweserve.models import RunResult
 from sweserve.reporting.summary import build_reports, render
 
@@ -110,26 +110,29 @@ def test_heartbeat_thread_speaks_while_a_step_is_silent(no_columns):
 
 
 @pytest.mark.docker
-def test_docker_build_output_is_streamed_with_elapsed_time(docker_client, tmp_path, monkeypatch):
+def test_docker_build_output_is_streamed_with_elapsed_time(docker_client, tmp_path, monkeypatch, caplog):
     from sweserve.environment.images import _docker_build
+    from sweserve.errors import InfraError
+
+    caplog.set_level(logging.INFO, logger="sweserve.environment.images")
 
     monkeypatch.setenv("SWESERVE_HEARTBEAT_S", "0.05")
     (tmp_path / "Dockerfile").write_text(
         "FROM sweserve-base:bookworm\nRUN echo sweserve-build-says-hello && sleep 0.3\n")
     tag = f"sweserve-test-buildlog:{uuid.uuid4().hex[:8]}"
-    lines = []
     try:
-        _docker_build(docker_client, tmp_path, "Dockerfile", tag, {}, {"sweserve": "1"}, log=lines.append)
+        _docker_build(docker_client, tmp_path, "Dockerfile", tag, {}, {"sweserve": "1"})
     finally:
         try:
             docker_client.images.remove(tag, force=True)
         except Exception:  # noqa: BLE001 - the build may have failed before tagging
             pass
+    lines = [r.getMessage() for r in caplog.records]
     assert any("] build " + tag + ": Step 1/3 : FROM sweserve-base:bookworm" in ln for ln in lines), lines
     assert any(ln.endswith(": sweserve-build-says-hello") and ln.startswith("  [0:0") for ln in lines), lines
     assert any(ln.endswith("still running") for ln in lines), lines
     assert lines[-1].startswith(f"built {tag} in 0:0")
 
     (tmp_path / "Dockerfile").write_text("FROM sweserve-base:bookworm\nRUN echo about-to-fail && exit 3\n")
-    with pytest.raises(SweserveError, match=r"building sweserve-test-buildlog:bad failed: .*about-to-fail.*"):
-        _docker_build(docker_client, tmp_path, "Dockerfile", "sweserve-test-buildlog:bad", {}, {}, log=lines.append)
+    with pytest.raises(InfraError, match=r"building sweserve-test-buildlog:bad failed: .*about-to-fail.*"):
+        _docker_build(docker_client, tmp_path, "Dockerfile", "sweserve-test-buildlog:bad", {}, {})
