@@ -105,7 +105,7 @@ def main() -> int:
             disk_before = size(base) + sum(size(t) - size(base) for t in before)
             shared = shared_dependencies(tasks)["omni-bench"]
             t0 = time.monotonic()
-            after = [builder.env(profile, list(s), shared) for s in sets]
+            after = [builder.env(profile, list(s), shared=shared) for s in sets]
             t_after = time.monotonic() - t0
             common = builder.env(profile, shared)
             built += [common, *after]

@@ -84,7 +84,7 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     sets = [["six==1.16.0", "idna==3.7"], ["six==1.16.0", "tomli==2.0.1"]]
     shared = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
     assert shared == ["six==1.16.0"]
-    tags = [builder.env(profile, s, shared) for s in sets]
+    tags = [builder.env(profile, s, shared=shared) for s in sets]
     common = builder.env(profile, shared)
     layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
     size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731

@@ -226,7 +226,8 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
                     _remove_layers(client, built_layers(lines))
                     raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail)}")
                 for line in str(chunk.get("stream", "")).splitlines():
-                    lines.append(line.strip())
+                    if line.strip():
+                        lines.append(line.strip())
                     out.line(line)
         except docker.errors.APIError as exc:
             raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
