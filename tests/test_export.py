@@ -190,7 +190,7 @@ def decoding_image(docker_client, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("image")
     repo = build_demo_repo(root / "repo")
-    ctx = Context.create(root / "state", repo_path=repo, log=lambda m: None)
+    ctx = Context.create(root / "state", repo_path=repo)
     try:
         (bundle,) = [b for b in load_all(TASKS) if b.task.task_id == DECODING]
         return repo, ctx.task_image(bundle)
@@ -245,14 +245,14 @@ def test_swebench_harness_grades_predictions_on_the_export(decoding_image, swebe
 @pytest.mark.docker
 def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
     """The same hook through `sweserve run`'s own grading: dropped like a test edit, so the task stays failed."""
-    from sweserve.agents.base import CommandAgent
+    from sweserve.agents.command import CommandAgent
     from sweserve.environment.context import Context
     from sweserve.evaluation.trial import evaluate_task
 
     repo, _ = decoding_image
     (bundle,) = [b for b in load_all(TASKS) if b.task.task_id == DECODING]
     agent = CommandAgent(f"cat > {HOOK_PATH} <<'EOF'\n{HOOK}EOF\n", name="hooker")
-    ctx = Context.create(tmp_path / "state", repo_path=repo, log=lambda m: None)
+    ctx = Context.create(tmp_path / "state", repo_path=repo)
     try:
         r = evaluate_task(ctx, bundle, agent)
     finally:

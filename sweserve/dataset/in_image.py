@@ -1,8 +1,10 @@
 """What an exported task runs inside its task image to grade: the hidden-test command and sweserve's recorders.
 
-Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder), so both run the
-tests exactly as `sweserve run` does: the pytest plugin or unittest runner from environment/in_sandbox/
-writes every test's outcome to $SWESERVE_OUTCOMES.
+Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder): the pytest plugin
+or unittest runner from environment/in_sandbox/ (`*_file.py`) writes every test's outcome to $SWESERVE_OUTCOMES.
+These graders run inside other harnesses, so they use that file, not sweserve's own verifier (isolated
+interpreter, streamed nonce'd outcomes, canaries): an exported task is only as hard to forge as the harness
+that grades it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from sweserve.models import Task
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
-HARNESS_FILES = ("sweserve_outcomes.py", "sweserve_unittest.py")
+HARNESS_FILES = ("sweserve_outcomes_file.py", "sweserve_unittest_file.py")
 HARBOR_VERIFIER = HARNESS_DIR / "sweserve_harbor_verifier.py"
 VENV_PYTHON = "/opt/venv/bin/python"
 
@@ -29,8 +31,8 @@ def hidden_test_command(task: Task, harness_dir: str) -> str:
     """The command run in the test workdir, with harness_dir on PYTHONPATH, to run the task's hidden tests."""
     files = " ".join(shlex.quote(f) for f in task.test.files)
     if task.test.runner == "unittest":
-        return f"{VENV_PYTHON} {harness_dir}/sweserve_unittest.py {files}"
-    return (f"{VENV_PYTHON} -m pytest -p sweserve_outcomes -p no:cacheprovider -o addopts= -q -rN "
+        return f"{VENV_PYTHON} {harness_dir}/sweserve_unittest_file.py {files}"
+    return (f"{VENV_PYTHON} -m pytest -p sweserve_outcomes_file -p no:cacheprovider -o addopts= -q -rN "
             f"--continue-on-collection-errors {files}")
 
 
