@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sweserve.environment.context import Context, ContextSpec
-from sweserve.environment.images import host_lock
 from sweserve.errors import InfraError, RejectionCategory, SweserveError
 from sweserve.evaluation.trial import TrialRequest
 from sweserve.evaluation.trial_folder import TrialFolder
@@ -112,21 +111,15 @@ def _lost(ctx: Context, item: Any, why: str) -> Any:
     raise InfraError("sandbox", why)
 
 
-def _ensure_network(ctx: Context) -> None:
-    """The run's network on this node, made by one worker at a time (Docker would make two of one name)."""
-    with host_lock(f"network-{ctx.run_id}"):
-        ctx.network
-
-
 def run_on_worker(fn: Callable, item: Any, spec: ContextSpec, key: int, tracker) -> tuple[Any, dict[str, str], str]:
     """The body of every Ray task: report where it runs, rebuild the Context with Ray's GPUs, run fn."""
     import ray
 
     ray.get(tracker.started.remote(key, ray.get_runtime_context().get_node_id(), socket.gethostname()))
-    # a fresh Context per task: nothing (a network a reaper removed since, a cancelled flag) outlives the task
+    # a fresh Context per task: nothing (a cancelled flag, a cache) outlives the task; each sandbox makes its own
+    # network (docker_sandbox.sandbox_network), so workers on one node share none
     ctx = Context.from_spec(spec.model_copy(update={"assigned_gpus": [str(g) for g in ray.get_gpu_ids()]}))
     with tempfile.TemporaryDirectory(prefix="sweserve-ray-") as scratch:
-        _ensure_network(ctx)
         out = fn(ctx, _stage(item, Path(scratch)))
         return out, _harvest(Path(scratch)), scratch
 
