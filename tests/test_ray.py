@@ -191,7 +191,8 @@ def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_pat
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and len(_run_containers(client, run_id)) < 2:
         time.sleep(0.5)
-    assert len(_run_containers(client, run_id)) == 2  # one trial on each node (2 CPUs each, 2 per trial)
+    boxes = _run_containers(client, run_id)
+    assert len(boxes) == 2, [(c.labels.get(f"{LABEL}.role"), c.labels.get(f"{LABEL}.task"), c.status) for c in boxes]
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, first + rest
