@@ -115,7 +115,9 @@ def run_on_worker(fn: Callable, item: Any, spec: ContextSpec, key: int, tracker)
     """The body of every Ray task: report where it runs, rebuild the Context with Ray's GPUs, run fn."""
     import ray
 
-    ray.get(tracker.started.remote(key, ray.get_runtime_context().get_node_id(), socket.gethostname()))
+    # sent, not awaited: a task blocked in ray.get gives its CPUs back to Ray, which then starts another
+    # trial on them (a node ran three 2-CPU trials on 4 CPUs while the tracker actor was starting)
+    tracker.started.remote(key, ray.get_runtime_context().get_node_id(), socket.gethostname())
     # a fresh Context per task: nothing (a cancelled flag, a cache) outlives the task; each sandbox makes its own
     # network (docker_sandbox.sandbox_network), so workers on one node share none
     ctx = Context.from_spec(spec.model_copy(update={"assigned_gpus": [str(g) for g in ray.get_gpu_ids()]}))
