@@ -126,3 +126,31 @@ def test_a_lean_task_image_grades_like_a_full_one(demo, tmp_path):
     r = evaluate_task(ctx, b, OracleAgent(), results_path=tmp_path / "r.jsonl")
     assert r.status == "resolved", r.reason
     assert r.model_patch.strip() and r.model_patch == b.oracle_patch or "diff --git" in r.model_patch
+
+
+@pytest.mark.docker
+def test_a_task_image_keeps_its_sources_in_git_alone_and_a_sandbox_checks_them_out_once(demo):
+    """The image's filesystem holds no tracked file (they are in .git, compressed); every way a container
+    starts sees them all, clean; a second check-out never overwrites what was edited since."""
+    b = demo.bundle("sweserve-demo__sglang-mini-103")
+    image = demo.ctx.task_image(b)
+    client = demo.ctx.client
+    assert client.images.get(image).labels["sweserve.tree"] == "checkout-at-start"
+    present = client.containers.run(image, ["-c", 'cd /testbed && git ls-files | while IFS= read -r f; do '
+                                               '[ -e "$f" ] && echo "$f"; done; echo end'],
+                                    entrypoint=["sh"], remove=True)
+    assert present == b"end\n"  # nothing but .git (and untracked install outputs) in the image
+    tracked = client.containers.run(image, ["git", "ls-files"], remove=True).decode().split()
+    assert len(tracked) > 3
+    # the image's own ENTRYPOINT (what `docker run IMAGE CMD` and other harnesses get)
+    status = client.containers.run(image, ["git", "status", "--porcelain"], remove=True)
+    assert status == b""
+    with demo.ctx.sandbox(image, b.task.task_id, "candidate", b.task.resources, []) as box:
+        assert box.exec("git status --porcelain", 60).output.strip() == ""
+        assert box.exec(f"test -f {tracked[0]}", 60).exit_code == 0
+        box.exec(f"echo edited > {tracked[0]} && rm {tracked[1]}", 60)
+        again = box.exec("/usr/local/bin/sweserve-tree restore && git status --porcelain", 60)
+        assert again.exit_code == 0
+        assert sorted(again.output.split()) == sorted(["M", tracked[0], "D", tracked[1]])
+        assert box.exec(f"cat {tracked[0]}", 60).output.strip() == "edited"
+        assert box.exec("git reflog --all | wc -l", 60).output.strip() == "0"  # the check-out left no trace

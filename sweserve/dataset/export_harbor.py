@@ -107,7 +107,9 @@ def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str,
     _write(dest / "environment" / "Dockerfile",
            f"# The sweserve task image: the repo at {task.base_commit[:12]} in /testbed, nothing of the hidden\n"
            f"# tests or the oracle. Built locally by `sweserve export --format harbor`; never pulled.\n"
-           f"FROM {image_tag}\nWORKDIR /testbed\n")
+           f"FROM {image_tag}\nWORKDIR /testbed\n"
+           f"# the task image keeps the tracked files in .git until a container starts; Harbor's gets them here\n"
+           f"RUN [\"/usr/local/bin/sweserve-tree\", \"restore\"]\n")
     tests = dest / "tests"
     _write(tests / "test.sh", TEST_SH, executable=True)
     _write(tests / GRADE_PY, HARBOR_VERIFIER.read_text(encoding="utf-8"))

@@ -37,6 +37,8 @@ LABEL = "sweserve"
 OUTPUT_TAIL_BYTES = 8 * 2**20  # what exec keeps of a command's output (its end)
 READ_FILE_MAX_BYTES = 16 * 2**20  # default cap on a file read out of a sandbox
 DISK_POLL_S = 0.5  # how often the disk watchdog measures a sandbox's writable layer
+TREE_LABEL, TREE_AT_START = "sweserve.tree", "checkout-at-start"  # set by dockerfiles/task/Dockerfile
+TREE_TIMEOUT_S = 600  # checking out a large repository's tree (sglang's takes about a second)
 # A sandbox network gets a small subnet of its own in this range (with no gateway address on the host it is
 # routed nowhere; Docker's default pools would run out after ~30 networks).
 SUBNET_POOL = (10 << 24 | 192 << 16, 18)  # 10.192.0.0/10 as (base, bits of /28 blocks)
@@ -312,7 +314,22 @@ class DockerSandbox:
             box.remove()
             raise
         box.watchdog = DiskWatchdog(client, container, resources.disk_gb)
+        try:
+            box._check_out_tree()
+        except BaseException:
+            box.remove()
+            raise
         return box
+
+    def _check_out_tree(self) -> None:
+        """A task image keeps /testbed's tracked files in .git alone (dockerfiles/task/sweserve-tree): they are
+        checked out before anything runs here. The image's ENTRYPOINT does it too; whichever comes second waits."""
+        if self.container.labels.get(TREE_LABEL) != TREE_AT_START:
+            return
+        res = self.exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
+        if res.exit_code != 0:
+            raise InfraError("sandbox", f"checking out /testbed in {self.name} failed "
+                                        f"(exit {res.exit_code}): {res.output.strip()[-300:]}")
 
     @property
     def name(self) -> str:

@@ -86,9 +86,26 @@ class BuildLog:
                 self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
 
 
+TREE_SCRIPT = "sweserve-tree"  # checks a task image's tracked files out when its container starts (task/)
+
+
 def dockerfile(layer: str, name: str = "Dockerfile") -> bytes:
     """The Dockerfile (or another build file) of one layer (env, task, agent, proxy), from the installed package."""
     return resources.files("sweserve.environment").joinpath("dockerfiles", layer, name).read_bytes()
+
+
+def checked_out_tag(task_image: str) -> str:
+    """The tag of a task image's checked-out variant (the task tag already hashes all it is made of)."""
+    digest = hashlib.sha256(dockerfile("checked-out")).hexdigest()[:6]
+    return f"{task_image}-tree{digest}"
+
+
+def write_task_context(dest: Path, clone: Path, commit: str, history: str) -> None:
+    """A task image's build context: its Dockerfile, the sweserve-tree script and the repository at commit."""
+    (dest / "Dockerfile").write_bytes(dockerfile("task"))
+    (dest / TREE_SCRIPT).write_bytes(dockerfile("task", TREE_SCRIPT))
+    (dest / TREE_SCRIPT).chmod(0o755)
+    export_repo_at(clone, commit, dest / "repo", history)
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -206,7 +223,7 @@ def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: s
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
-    steps = _digest(dockerfile("task"), "\0".join(install).encode(),
+    steps = _digest(dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(install).encode(),
                     json.dumps(task.test.env, sort_keys=True).encode())[:8]
     lean = "-lean" if history == "none" else ""
     return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}{lean}"
@@ -440,10 +457,22 @@ class ImageBuilder:
             log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("task"))
-                export_repo_at(clone, task.base_commit, ctx / "repo", profile.history)
+                write_task_context(ctx, clone, task.base_commit, profile.history)
                 self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
                             {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit})
+        return tag
+
+    def checked_out(self, task_image: str) -> str:
+        """The task image with its tracked files in the image (dockerfiles/checked-out/), for other harnesses."""
+        tag = checked_out_tag(task_image)
+        with self._lock(tag):
+            if self._present(tag):
+                return tag
+            log.info("building checked-out image %s", tag)
+            with tempfile.TemporaryDirectory(prefix="sweserve-checked-out-") as tmp:
+                ctx = Path(tmp)
+                (ctx / "Dockerfile").write_bytes(dockerfile("checked-out"))
+                self._build(ctx, tag, {"TASK_IMAGE": task_image}, {"sweserve": "1"})
         return tag
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
