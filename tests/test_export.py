@@ -98,7 +98,8 @@ def test_harbor_task_folder_layout(tmp_path):
     assert cfg["environment"]["gpus"] == 2 and cfg["environment"]["memory_mb"] == 4096
     assert cfg["verifier"]["environment_mode"] == "separate"  # graded in a fresh container, like sweserve
     assert cfg["metadata"]["family"] == "decoding" and cfg["metadata"]["sweserve_image"] == "sweserve-task:x"
-    assert (dest / "environment" / "Dockerfile").read_text().splitlines()[-2] == "FROM sweserve-task:x"
+    instructions = [x for x in (dest / "environment" / "Dockerfile").read_text().splitlines() if not x.startswith("#")]
+    assert instructions == ["FROM sweserve-task:x", "WORKDIR /testbed", 'RUN ["/usr/local/bin/sweserve-tree", "restore"]']
     assert os.access(dest / "tests" / "test.sh", os.X_OK) and os.access(dest / "solution" / "solve.sh", os.X_OK)
     assert (dest / "tests" / "tests.patch").read_text() == bundle.tests_patch
     assert bundle.oracle_patch not in (dest / "environment" / "Dockerfile").read_text()
@@ -210,12 +211,19 @@ def _diff_at_base(repo: Path, base: str, files: dict[str, str], tmp: Path) -> st
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_swebench_harness_grades_predictions_on_the_export(decoding_image, swebench_export, tmp_path):
+def test_swebench_harness_grades_predictions_on_the_export(docker_client, decoding_image, swebench_export, tmp_path):
     """SWE-bench's run_evaluation, fed our export: the oracle resolves; a prediction that rewrites the test doesn't."""
+    from sweserve.environment.images import ImageBuilder, checked_out_tag, read_ca_bundle
+
     repo, image = decoding_image
     (row,) = [json.loads(line) for line in (swebench_export / "test.jsonl").read_text().splitlines()
               if json.loads(line)["instance_id"] == DECODING]
-    assert row["image"] == image
+    # the checked-out variant: the harness applies the prediction right after `docker start`
+    assert row["image"] == checked_out_tag(image)
+    assert ImageBuilder(docker_client, read_ca_bundle(None)).checked_out(image) == row["image"]
+    out = docker_client.containers.run(row["image"], ["-C", "/testbed", "status", "--porcelain"],
+                                       entrypoint=["git"], remove=True)
+    assert out == b""  # complete without the ENTRYPOINT's check-out
     hack = _diff_at_base(repo, row["base_commit"], {
         "test/srt/test_sampler.py": "def test_top_p_keeps_at_least_one_token():\n    pass\n"}, tmp_path)
     hook = _diff_at_base(repo, row["base_commit"], {HOOK_PATH: HOOK}, tmp_path / "hook")

@@ -25,15 +25,18 @@ def register(sub, common) -> None:
 
 
 def _image_tags(bundles, args) -> dict[str, str]:
-    """Each task's image tag, computed without building anything (the tag hashes what the image is made of)."""
+    """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
+    the checked-out variant (images.checked_out_tag), whose /testbed is complete the moment it starts."""
     from sweserve.dataset.profiles import load_profile
-    from sweserve.environment.images import env_image_tag, read_ca_bundle, task_image_tag
+    from sweserve.environment.images import checked_out_tag, env_image_tag, read_ca_bundle, task_image_tag
 
     ca = read_ca_bundle(args.ca_bundle)
     tags = {}
     for b in bundles:
         profile = load_profile(b.task.profile)
-        tags[b.task.task_id] = task_image_tag(b.task, env_image_tag(profile, ca, b.task.dependencies))
+        task_tag = task_image_tag(b.task, env_image_tag(profile, ca, b.task.dependencies, b.task.lock),
+                                  profile.install, profile.history)
+        tags[b.task.task_id] = checked_out_tag(task_tag)
     return tags
 
 
@@ -66,7 +69,7 @@ def _build_images(bundles, args, console: Console) -> dict[str, str]:
 
     ctx = make_context(args, console)
     try:
-        return {b.task.task_id: ctx.task_image(b) for b in bundles}
+        return {b.task.task_id: ctx.builder.checked_out(ctx.task_image(b)) for b in bundles}
     finally:
         ctx.close()
 

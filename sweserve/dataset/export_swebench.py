@@ -10,9 +10,10 @@ Column mapping: `patch` is the oracle, `test_patch` the hidden tests, `problem_s
 `environment_setup_commit` the base commit (env images are built from the requirements declared there).
 
 The columns SWE-bench's evaluation harness (swebench >= 5) reads to grade a prediction are filled too:
-`image` (the sweserve task image, which must exist locally: `sweserve export --format harbor` or any run
-builds it), `eval_script` (restore the hidden test files, apply test_patch, run the tests with sweserve's
-outcome recorder and print each outcome as pytest's `-rA` summary does), `log_parser` = parse_log_pytest
+`image` (the sweserve task image with its tree checked out in the image, which must exist locally:
+`sweserve export --format swebench --build-images` builds it), `eval_script` (restore the hidden test files,
+apply test_patch, run the tests with sweserve's outcome recorder and print each outcome as pytest's `-rA`
+summary does), `log_parser` = parse_log_pytest
 and `eval_type` = pass_and_fail. So `python -m swebench.harness.run_evaluation -d DIR/test.jsonl -p
 PREDICTIONS` grades predictions against sweserve tasks with SWE-bench's own harness.
 """
