@@ -202,6 +202,10 @@ class AgentRun(Strict):
     wall_s: float = 0.0
     log_tail: str = ""
     transcript: str = ""
+    keystrokes: str = Field("", description="a human session: what was typed, recorded on the host (the "
+                            "authoritative transcript; bounded)")
+    screen: str = Field("", description="a human session: the end of what the terminal showed, recorded on the "
+                        "host, as plain text (bounded)")
     flags: list[str] = Field(default_factory=list, description="what the agent's own records noticed, e.g. "
                              "transcript_tampered")
 

@@ -301,7 +301,7 @@ def test_secret_written_into_the_submission_is_redacted_and_flagged(demo, tmp_pa
     assert r.status != "resolved"
 
 
-def test_human_cannot_rewrite_their_transcript(demo, tmp_path):
+def test_human_cannot_rewrite_or_stop_their_transcript(demo, tmp_path):
     import pexpect
 
     args = ["-m", "sweserve.cli", "session", DIST, "--candidate", "mallory", "--tasks", str(demo.tasks),
@@ -316,6 +316,8 @@ def test_human_cannot_rewrite_their_transcript(demo, tmp_path):
     time.sleep(2.5)  # the host has had time to copy the history
     child.sendline("history -c; : > /sweserve/history; rm -f /sweserve/history; export HISTFILE=/dev/null")
     child.expect(prompt)
+    child.sendline("set +o history; unset HISTFILE; echo unseen-$((6*7)) > /tmp/work  # after the history")
+    child.expect(prompt)
     child.sendline("exit")
     child.expect(pexpect.EOF, timeout=180)
     child.close()
@@ -323,6 +325,10 @@ def test_human_cannot_rewrite_their_transcript(demo, tmp_path):
     assert "# evidence" in r.agent_run.transcript
     assert "transcript_tampered" in r.flags
     assert r.status != "resolved"
+    # the host's own record of the terminal holds every command, those typed with history off included
+    typed = [line.split("s  ", 1)[1] for line in r.agent_run.keystrokes.splitlines()]
+    assert "set +o history; unset HISTFILE; echo unseen-$((6*7)) > /tmp/work  # after the history" in typed
+    assert typed[0] == "cat /sweserve/instruction.md | wc -l  # evidence" and typed[-1] == "exit"
 
 
 # --- honesty of the record: results shown without markup, one writer per file -----------------------------

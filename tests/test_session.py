@@ -47,9 +47,14 @@ def test_engineer_fixes_the_task_in_a_session(demo, tmp_path):
     assert run.candidate == "alice" and run.exit_reason == "finished" and 0 < run.wall_s < 600
     commands = [line.split("\t", 1)[1] for line in run.transcript.splitlines()]
     assert commands[0] == "grep -c shard_range /sweserve/instruction.md" and "git status --short" in commands
+    typed = [line.split("s  ", 1)[1] for line in run.keystrokes.splitlines()]  # recorded on the host
+    assert typed[0] == "grep -c shard_range /sweserve/instruction.md" and typed[-1] == "exit"
+    assert "M python/sglang/srt/distributed/parallel_state.py" in run.screen and "\x1b" not in run.screen
+    folder = __import__("pathlib").Path(r.trial_dir)
+    assert (folder / "keystrokes.txt").read_text() == run.keystrokes
     review = (tmp_path / f"review-alice-{DIST}.md").read_text()
     for part in ("## Instruction", "## Candidate diff", "## Oracle diff", "## Transcript", "git status --short",
-                 "✅ passed", "**resolved**"):
+                 "## Keystrokes", "## Terminal", "✅ passed", "**resolved**"):
         assert part in review
     html = subprocess.run([sys.executable, "-m", "sweserve.cli", "review", str(tmp_path / "human.jsonl"), DIST,
                            "--tasks", str(demo.tasks), "--html"], capture_output=True, text=True, check=True).stdout

@@ -1,13 +1,15 @@
 """A human engineer as an agent: a shell in the task sandbox with a countdown, graded like any other candidate.
 
-The transcript is the shell's history, which lives in the sandbox where the candidate can rewrite it. So the
-host copies it every second while the session runs (`HistoryKeeper`): the transcript is every command ever
-seen there, and a history that shrank, vanished or was rewritten flags the run `transcript_tampered`.
+Two records of the session. The authoritative one is made on the host: the terminal is relayed through a
+pseudo-terminal this process holds (`terminal.TerminalRecorder`), which keeps every keystroke with its time
+and the end of what was shown; nothing done in the sandbox can change or stop it. The second is the shell's
+timestamped history, which lives in the sandbox where the candidate can rewrite it, so the host copies it
+every second (`HistoryKeeper`): it keeps every command ever seen there, and a history that shrank, vanished
+or was rewritten flags the run `transcript_tampered`.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import threading
 import time
@@ -15,6 +17,7 @@ import time
 from rich.console import Console
 
 from sweserve.agents.base import IN_BOX, INSTRUCTION_PATH, TaskImageAgent
+from sweserve.agents.terminal import TerminalRecorder
 from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError
 from sweserve.models import AgentRun, TaskBundle
@@ -95,12 +98,11 @@ class HistoryKeeper:
 class HumanAgent(TaskImageAgent):
     """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
 
-    def __init__(self, candidate: str, time_limit: int, console: Console, run_shell=None):
+    def __init__(self, candidate: str, time_limit: int, console: Console):
         self.candidate = candidate
         self.name = f"human-{candidate}"
         self.time_limit = time_limit
         self.console = console
-        self._run_shell = run_shell or (lambda argv: subprocess.run(argv).returncode)
 
     def config_hash(self) -> str:
         return "human"
@@ -117,13 +119,17 @@ class HumanAgent(TaskImageAgent):
                           f"type `exit` when done (instruction: {INSTRUCTION_PATH})")
         shell = f"timeout --foreground -s KILL {limit} bash --rcfile {RCFILE} -i"
         t_shell = time.monotonic()
+        terminal = TerminalRecorder(sys.stdin.fileno(), sys.stdout.fileno())
         keeper = HistoryKeeper(box).start()
         try:
-            code = self._run_shell(box.interactive_argv(shell, tty=sys.stdin.isatty()))
+            sys.stdout.flush()
+            code = terminal.run(box.interactive_argv(shell, tty=True))  # the recorder's side is a terminal
         finally:
             transcript, flags = keeper.finish()
+        record = terminal.record
         used = round(time.monotonic() - t_shell, 3)
         timed_out = code == 137 and used >= limit - 1
         self.console.print("grading …")
         return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used,
-                        exit_reason="time_limit" if timed_out else "finished", transcript=transcript, flags=flags)
+                        exit_reason="time_limit" if timed_out else "finished", transcript=transcript,
+                        keystrokes=record.keystrokes(), screen=record.screen_text(), flags=flags)

@@ -169,6 +169,9 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
             folder.write("submission.patch", patch)
             if run.log_tail:
                 folder.write("agent.log", run.log_tail)
+            if run.keystrokes or run.screen:  # a human session's terminal, recorded on the host
+                folder.write("keystrokes.txt", run.keystrokes)
+                folder.write("terminal.txt", run.screen)
             if run.error:
                 fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
             elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
@@ -206,6 +209,7 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
     if run is not None:
         fields["agent_run"] = run.model_copy(update={
             "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
+            "keystrokes": redact(run.keystrokes), "screen": redact(run.screen),
             "error": redact(run.error) if run.error else run.error})
     fields["flags"] = sorted(set(fields.get("flags") or []))
     result = RunResult(
