@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from datetime import datetime, timezone
 
 from sweserve.models import RunResult, TaskBundle
@@ -11,7 +12,9 @@ ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"
 
 
 def _fence(text: str, lang: str = "") -> str:
-    ticks = "````" if "```" in text else "```"
+    """A code block no backtick run in text can close (diffs and terminals are the candidate's words)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
 
 
@@ -45,7 +48,14 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
             stamp, _, cmd = line.partition("\t")
             when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
             rows.append(f"{when}  {cmd}")
-        lines += ["## Transcript", "", _fence("\n".join(rows), "console")]
+        lines += ["## Transcript", "", "The shell's history, copied from the sandbox every second.", "",
+                  _fence("\n".join(rows), "console")]
+    if run and run.keystrokes:
+        lines += ["## Keystrokes", "", "What was typed, recorded on the host (seconds since the session started).",
+                  "", _fence(run.keystrokes, "text")]
+    if run and run.screen:
+        lines += ["## Terminal", "", "The end of what the terminal showed, recorded on the host.", "",
+                  _fence(run.screen, "text")]
     return "\n".join(lines) + "\n"
 
 
