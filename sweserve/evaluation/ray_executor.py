@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -171,8 +172,10 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = ray.get_runtime_context().get_node_id()
-        tracker = ray.remote(num_cpus=0)(Tracker).options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote()
+        # pinned to the driver's node, never placed elsewhere: a tracker on a worker node dies with it, and the
+        # driver could then name no lost node at all
+        tracker = ray.remote(num_cpus=0, max_restarts=0)(Tracker).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
         remote = ray.remote(run_on_worker)
         spec = self.ctx.spec()
         items = list(items)
@@ -196,7 +199,7 @@ class RayExecutor:
                 except ray.exceptions.RayTaskError as exc:  # fn itself raised: as LocalExecutor, it propagates
                     raise exc.as_instanceof_cause() from None
                 except ray.exceptions.RayError as exc:  # the worker or its node died under it
-                    where = ray.get(tracker.node_of.remote(key))
+                    where = _node_of(ray, tracker, key)
                     if tries[key] < SUBMISSIONS:
                         submit(key)
                         continue
@@ -227,6 +230,21 @@ class RayExecutor:
                 ray.get(ref)
             except ray.exceptions.RayError:
                 pass
+
+
+def _node_of(ray, tracker, key: int) -> tuple[str, str] | None:
+    """Where item `key` started, as the tracker heard it; None when the tracker cannot say (a busy or lost actor).
+
+    Naming the node is a courtesy to the reader of the error: it must never turn one lost task into a lost run.
+    """
+    for _ in range(3):
+        try:
+            return ray.get(tracker.node_of.remote(key), timeout=30)
+        except ray.exceptions.ActorUnavailableError:
+            time.sleep(1)
+        except (ray.exceptions.RayError, TimeoutError):
+            return None
+    return None
 
 
 def _resources_of(item: Any) -> Resources | None:
