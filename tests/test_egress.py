@@ -3,6 +3,7 @@
 import hashlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -187,6 +188,25 @@ def probe(url, proxy=True, tools=()):
 
 
 @pytest.mark.docker
+def test_the_proxy_image_is_built_when_absent(demo):
+    """Built from its recipe under a tag no machine has yet (a base of its own), not found left over from before.
+
+    The build step of `ImageBuilder.proxy` was once lost in a merge and nothing noticed: every machine that ran
+    the tests still had the image, so only a fresh one failed.
+    """
+    client = demo.ctx.client
+    base = f"sweserve-base:proxy-probe-{os.getpid()}"
+    client.images.get("sweserve-base:bookworm").tag(base)
+    try:
+        tag = demo.ctx.builder.proxy(base=base)
+        assert tag and client.images.get(tag).labels.get("sweserve") == "1"
+    finally:
+        for t in (locals().get("tag"), base):
+            if t:
+                client.images.remove(t, force=True)
+
+
+@pytest.mark.docker
 def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo, tmp_path, model_container):
     from sweserve.evaluation.evaluate import run_evaluation
     from sweserve.evaluation.results import read_results
@@ -206,6 +226,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
     out = tmp_path / "r.jsonl"
     run_evaluation(demo.ctx, [demo.bundle(DIST)], CommandAgent(c.command, cfg=c), out)
     (r,) = read_results(out)
+    assert r.agent_run is not None, (r.status, r.reason)
     log = r.agent_run.log_tail
     assert "proxy=http://" in log and log.count("PROBE 200") == 1, log
     assert log.count("PROBE-FAILED HTTP Error 403") == 3, log
@@ -261,6 +282,7 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     out = tmp_path / "mini.jsonl"
     run_evaluation(demo.ctx, [demo.bundle(DIST)], CommandAgent(cfg.command, cfg=cfg, env={}), out)
     (r,) = read_results(out)
+    assert r.agent_run is not None, (r.status, r.reason)
     seen = model.requests()
     assert r.status == "resolved", (r.reason, r.agent_run.log_tail[-2000:], len(seen))
     assert r.agent_run.exit_code == 0 and FIX_PATH in r.model_patch

@@ -501,3 +501,11 @@ class ImageBuilder:
         with self._lock(tag):
             if self._present(tag):
                 return tag
+            self._base(base)
+            log.info("building egress proxy image %s", tag)
+            with tempfile.TemporaryDirectory(prefix="sweserve-proxy-") as tmp:
+                ctx = Path(tmp)
+                for name, data in files.items():
+                    (ctx / name).write_bytes(data)
+                self._build(ctx, tag, {"BASE_IMAGE": base}, {"sweserve": "1"})
+        return tag
