@@ -47,6 +47,15 @@ class GitRepo:
         return self.git("rev-parse", "HEAD")
 
 
+@pytest.fixture(autouse=True)
+def no_package_index(tmp_path_factory, monkeypatch):
+    """The built-in sglang profiles lock requirements while mining: in tests uv stays offline with an empty
+    cache, so such a lock fails at once (a one-line note, requirements unpinned) and never reaches PyPI.
+    tests/test_locking.py serves its own index and lifts this."""
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "uv-cache-offline"))
+
+
 @pytest.fixture
 def make_repo(tmp_path):
     def make(name="repo"):

@@ -1,7 +1,8 @@
 """A GitHub REST API stand-in on 127.0.0.1: GET /repos/{o}/{r}/pulls/{n} and /issues/{n}, GitHub's JSON shapes.
 
 Served under a GitHub-Enterprise-style prefix (`/api/v3`) so PyGithub's base_url handling is exercised.
-Each route answers from a queue: a dict (200 JSON), ("status", code, json_body, headers), or ("raw", bytes);
+Each route answers from a queue: a dict (200 JSON), ("status", code, json_body, headers), ("raw", bytes), or
+("cut", bytes): a 200 whose Content-Length promises more than the bytes sent before the connection closes;
 the last entry repeats. Unknown routes answer GitHub's 404.
 """
 
@@ -57,6 +58,15 @@ def rate_limited(reset_epoch: int | None = None, retry_after: int | None = None,
                                "documentation_url": "https://docs.github.com/rest/rate-limit"}, headers)
 
 
+def secondary_rate_limited(retry_after: int | None = 60) -> tuple:
+    """GitHub's secondary (abuse) limit: a 403 with Retry-After (or no header at all), no X-RateLimit ones."""
+    headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+    return ("status", 403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before "
+                                       "you try again.",
+                            "documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-"
+                                                 "rest-api#about-secondary-rate-limits"}, headers)
+
+
 class FakeGitHub:
     def __init__(self, routes: dict[str, list | dict | tuple] | None = None):
         self.routes: dict[str, list] = {}
@@ -79,8 +89,11 @@ class FakeGitHub:
                 i = gh._served.get(path, 0)
                 gh._served[path] = i + 1
                 answer = queue[min(i, len(queue) - 1)]
-                status, headers = 200, {}
-                if isinstance(answer, tuple) and answer[0] == "status":
+                status, headers, length = 200, {}, None
+                if isinstance(answer, tuple) and answer[0] == "cut":
+                    payload, length = answer[1], len(answer[1]) + 1000
+                    self.close_connection = True
+                elif isinstance(answer, tuple) and answer[0] == "status":
                     _, status, body, headers = answer
                     payload = json.dumps(body).encode()
                 elif isinstance(answer, tuple) and answer[0] == "raw":
@@ -89,7 +102,7 @@ class FakeGitHub:
                     payload = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(length or len(payload)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()

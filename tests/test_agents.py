@@ -29,6 +29,15 @@ def test_shipped_configs_load():
     assert isinstance(cc, CommandAgent) and cc.cfg.env == ["ANTHROPIC_API_KEY"] and cc.cfg.install
 
 
+@pytest.mark.parametrize("name, api", [("claude-code", "https://api.anthropic.com:443"),
+                                       ("codex", "https://api.openai.com:443")])
+def test_shipped_cli_agents_reach_their_api_through_the_proxy(name, api):
+    agent = make_agent(name)
+    assert isinstance(agent, CommandAgent)
+    assert agent.cfg.egress == [api]  # the only origin the proxy lets through (a CONNECT tunnel)
+    assert not agent.cfg.closed_book  # needs plain http: the proxy cannot read TLS
+
+
 def test_bad_configs_name_file_and_field(tmp_path):
     bad = tmp_path / "a.yaml"
     bad.write_text("kind: command\nname: x\n")

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from fake_github import FakeGitHub, issue_json, pull_json, rate_limited
+from fake_github import FakeGitHub, issue_json, pull_json, rate_limited, secondary_rate_limited
 from sglang_bodies import BUG_ISSUE, EMPTY_TEMPLATE, FILLED_TEMPLATE, MOTIVATION_PART_OF, TRACKING_ISSUE
 
 from sweserve.dataset.github import GitHubClient, cache_key
@@ -106,6 +106,53 @@ def test_malformed_body_is_a_per_pr_note(tmp_path, answer, why):
         info, notes = client(tmp_path, gh).pull_request(REPO, 3)
     assert info is None and len(notes) == 1
     assert notes[0].startswith(f"GitHub: PR {REPO}#3: malformed response (") and why in notes[0]
+
+
+@pytest.mark.parametrize("bad, why", [
+    (("raw", b'{"number": 3, "title": "Trunc'), "response is not JSON"),
+    (("cut", b'{"number": 3, "title": "Trunc'), "response cut short (ChunkedEncodingError)"),
+    (dict(pull_json(REPO, 3, "Fix", None), body=["not", "text"]), "BadAttributeException"),
+])
+def test_malformed_answer_is_fetched_again_next_time_and_stands_only_offline(tmp_path, bad, why):
+    good = pull_json(REPO, 3, "Fix the radix cache", "Evictions skip pinned nodes.")
+    with FakeGitHub({f"/repos/{REPO}/pulls/3": [bad, good]}) as gh:
+        info, notes = client(tmp_path / "a", gh).pull_request(REPO, 3)
+        assert info is None and len(notes) == 1 and why in notes[0]
+        info, notes = client(tmp_path / "a", gh).pull_request(REPO, 3)  # fetched again, not served from the cache
+        assert gh.requests == [f"/api/v3/repos/{REPO}/pulls/3"] * 2
+    assert notes == [] and info.title == "Fix the radix cache"
+    assert client(tmp_path / "a", gh).pull_request(REPO, 3) == (info, [])  # now kept: the server is gone
+    with FakeGitHub({f"/repos/{REPO}/pulls/3": bad}) as gh:
+        first = client(tmp_path / "b", gh).pull_request(REPO, 3)
+    assert client(tmp_path / "b", gh).pull_request(REPO, 3) == first  # offline: last time's answer, no error
+
+
+def test_server_errors_are_not_kept(tmp_path):
+    with FakeGitHub({f"/repos/{REPO}/pulls/5": [("status", 502, {"message": "Server Error"}, {}),
+                                                pull_json(REPO, 5, "Fix", None)]}) as gh:
+        assert client(tmp_path, gh).pull_request(REPO, 5) == (None, [f"GitHub: PR {REPO}#5: HTTP 502 Server Error"])
+        info, notes = client(tmp_path, gh).pull_request(REPO, 5)
+    assert info.title == "Fix" and notes == []
+
+
+@pytest.mark.parametrize("retry_after, slept, reset", [(30, 31.0, "08:00:31"), (None, 60.0, "08:01:00")])
+def test_secondary_rate_limit_is_waited_out(tmp_path, retry_after, slept, reset):
+    clock, messages = FakeClock(), []
+    routes = {f"/repos/{REPO}/pulls/1": [secondary_rate_limited(retry_after), pull_json(REPO, 1, "Fix", None)]}
+    with FakeGitHub(routes) as gh:
+        info, notes = client(tmp_path, gh, clock, on_wait=messages.append).pull_request(REPO, 1)
+    assert info.title == "Fix" and notes == [] and clock.slept == [slept]
+    assert messages == [f"GitHub secondary rate limit reached (HTTP 403) fetching {REPO} pulls #1; waiting "
+                        f"{slept:.0f}s for the reset at {reset} UTC"]
+
+
+def test_a_wait_longer_than_the_bound_is_one_clear_error(tmp_path):
+    clock = FakeClock()
+    with FakeGitHub({f"/repos/{REPO}/pulls/1": secondary_rate_limited(86_400)}) as gh:
+        with pytest.raises(SweserveError, match=r"secondary rate limit reached \(HTTP 403\): it asks for a "
+                                                r"86401s wait, over the 3700s limit"):
+            client(tmp_path, gh, clock).pull_request(REPO, 1)
+    assert clock.slept == []
 
 
 def test_unreachable_server_and_bad_token_are_clear_errors(tmp_path):

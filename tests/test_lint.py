@@ -299,3 +299,90 @@ def test_family_override_in_task_json_wins_and_lint_relabels(task_repo):
     # mining again keeps the task (and its override) as it is
     report = mine(open_repo(repo.path), load_profile("sglang"), tasks)
     assert report.existing == [TASK] and load_bundle(d).task.family == "serving-api"
+
+
+ARGS = "python/sglang/srt/server_args.py"
+PENALTY = "python/sglang/srt/layers/penalty.py"
+BASE_ARGS = '''"""Server command-line arguments."""
+import argparse
+
+
+def parse_args(argv):
+    """Parse the server's command line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=30000, help="Port to listen on.")
+    return parser.parse_args(argv)
+'''
+ORACLE_ARGS = BASE_ARGS.replace(
+    '    return parser', '    parser.add_argument("--enable-foo", action="store_true", help="Sample with foo.")\n'
+    '    return parser')
+ORACLE_PENALTY = '''"""Penalties applied to logits before sampling."""
+
+
+class RepetitionPenalty:
+    """Scale down the logits of tokens already generated."""
+
+    def __init__(self, factor: float = 1.2):
+        self.factor = factor
+
+    def apply(self, logits: list[float], seen: set[int]) -> list[float]:
+        """Divide the logit of every seen token by the factor.
+
+        Logits of unseen tokens are left alone.
+        """
+        return [x / self.factor if i in seen else x for i, x in enumerate(logits)]
+'''
+ORACLE_SAMPLER = BASE_SRC + '''
+    def sample_top_p(self, logits, p: float = 0.9) -> int:
+        """Sample from the smallest set of tokens whose probability reaches p."""
+        return max(range(len(logits)), key=logits.__getitem__)
+'''
+NEW_NAMES_TEST = '''from sglang.srt.layers.penalty import RepetitionPenalty
+from sglang.srt.layers.sampler import Sampler
+from sglang.srt.server_args import parse_args
+
+
+def test_penalty():
+    penalty = RepetitionPenalty(2.0)
+    assert penalty.apply([2.0, 4.0], {1}) == [2.0, 2.0]
+
+
+def test_top_p():
+    sampler = Sampler(vocab_size=3)
+    assert sampler.sample_top_p([1, 3, 2], p=0.5) == 1
+
+
+def test_enable_foo():
+    assert parse_args(["--enable-foo"]).enable_foo
+'''
+
+
+def test_section_names_new_module_class_method_and_flag_with_signatures(make_repo, tmp_path):
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, ARGS: BASE_ARGS, TEST: BASE_TEST})
+    repo.commit(STATEMENT, {SRC: ORACLE_SAMPLER, ARGS: ORACLE_ARGS,
+                            PENALTY: ORACLE_PENALTY, TEST: BASE_TEST + "\n\n" + NEW_NAMES_TEST})
+    tasks = tmp_path / "tasks"
+    assert mine(open_repo(repo.path), load_profile("sglang"), tasks).written == [TASK]
+    set_fail_to_pass(tasks / TASK, [f"{TEST}::test_penalty", f"{TEST}::test_top_p", f"{TEST}::test_enable_foo"])
+    report = lint_task(tasks / TASK, repo.path, write=True)
+    mod = "sglang.srt.layers"
+    items = {(i.kind, i.name): i for i in report.quality.interface}
+    assert set(items) == {("module", f"{mod}.penalty"), ("class", f"{mod}.penalty.RepetitionPenalty"),
+                          ("method", f"{mod}.penalty.RepetitionPenalty.apply"),
+                          ("method", f"{mod}.sampler.Sampler.sample_top_p"), ("flag", "--enable-foo")}
+    section = (tasks / TASK / "instruction.md").read_text().split(OPEN_MARK)[1]
+    lines = {line for line in section.splitlines() if line.startswith("- ")}
+    assert lines == {
+        f"- module `{mod}.penalty` in `{PENALTY}` — Penalties applied to logits before sampling.",
+        f"- class `{mod}.penalty.RepetitionPenalty` in `{PENALTY}`: `class RepetitionPenalty; "
+        "RepetitionPenalty(factor: float=1.2)` — Scale down the logits of tokens already generated.",
+        f"- method `{mod}.penalty.RepetitionPenalty.apply` in `{PENALTY}`: "
+        "`apply(self, logits: list[float], seen: set[int]) -> list[float]` — "
+        "Divide the logit of every seen token by the factor.",
+        f"- method `{mod}.sampler.Sampler.sample_top_p` in `{SRC}`: `sample_top_p(self, logits, p: float=0.9) -> int`"
+        " — Sample from the smallest set of tokens whose probability reaches p.",
+        "- command-line flag `--enable-foo`: `parser.add_argument('--enable-foo', action='store_true', "
+        "help='Sample with foo.')` — Sample with foo.",
+    }, section
+    assert report.quality.unfair == {}  # every name the tests need is announced now

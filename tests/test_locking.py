@@ -5,6 +5,7 @@ import base64
 import hashlib
 import http.server
 import json
+import socket
 import threading
 import zipfile
 from datetime import datetime, timezone
@@ -92,8 +93,10 @@ def index(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def uv_cache(tmp_path, monkeypatch):
+def uv_cache(tmp_path, monkeypatch, request):
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    if "index" in request.fixturenames or "closed_index" in request.fixturenames:
+        monkeypatch.delenv("UV_OFFLINE", raising=False)  # conftest's: these tests name their own index
 
 
 def at(text):
@@ -206,3 +209,33 @@ def test_the_builder_asks_for_another_task_image_when_install_changes(make_repo,
     before = builder.task(task, profile, None)
     after = builder.task(task, profile.model_copy(update={"install": ["pip install -e python"]}), None)
     assert before != after and before.rsplit("-", 2)[0] == after.rsplit("-", 2)[0]
+
+
+@pytest.fixture
+def closed_index():
+    """An index URL nothing listens at: the index is unreachable."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["--index-url", f"http://127.0.0.1:{port}/simple"]
+
+
+def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves_them_unpinned(
+        make_repo, tmp_path, closed_index):
+    assert load_profile("sglang").lock and load_profile("sglang-jax").lock
+    assert not load_profile("sglang-demo").lock  # extends sglang; the demo stays offline
+    profile = load_profile("sglang-jax").model_copy(update={"index_options": closed_index})
+    repo = make_repo()
+    repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg>=1"'), CODE: "x = 0\n",
+                         TEST: "def test_a(): pass\n"})
+    repo.commit("Fix the value of x so callers get one (#1)\n\nCallers read x and expect one; it was zero.",
+                {CODE: "x = 1\n", TEST: "def test_a(): assert 1\n"})
+    report = mine(open_repo(repo.path), profile, tmp_path / "tasks")
+    assert report.written == ["sgl-project__sglang-jax-1"]
+    [note] = [n for n in report.notes if "locking failed" in n]
+    assert note.startswith("sgl-project__sglang-jax-1: locking failed, the env image installs the declared "
+                           "requirements unpinned: ") and "\n" not in note
+    task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
+    assert task.lock is None and "tinypkg>=1" in task.dependencies
+    text, _ = env_requirements(profile, task.dependencies, task.lock)
+    assert "tinypkg>=1" in text.splitlines()

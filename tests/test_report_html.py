@@ -1,6 +1,7 @@
 """`sweserve report A.jsonl B.jsonl --html`: one self-contained page, checked in headless Chromium against --json."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -107,6 +108,8 @@ class _Cells(HTMLParser):
 def _chromium():
     exe = shutil.which("chromium")
     if exe is None:
+        if os.environ.get("SWESERVE_REQUIRE_DOCKER") == "1":
+            pytest.fail("SWESERVE_REQUIRE_DOCKER=1 but chromium is not installed (scripts/setup.sh installs it)")
         pytest.skip("chromium is not installed (scripts/setup.sh installs it)")
     return exe
 

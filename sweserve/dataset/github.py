@@ -1,9 +1,12 @@
 """What GitHub knows about a mined PR: its title, description, labels, merge time and linked issues.
 
-`GitHubClient` fetches through PyGithub (base_url configurable for GitHub Enterprise) and keeps every
-answer on disk under the state dir — the raw JSON of a PR or issue, or a marker for a 404 or a malformed
-response — so mining again needs no network at all. Rate limits (403/429 with rate-limit headers) are
-waited out with a visible message; the clock and the sleep are injectable. Per-PR trouble (a deleted PR
+`GitHubClient` fetches through PyGithub (base_url configurable for GitHub Enterprise) and keeps final
+answers on disk under the state dir — the raw JSON of a PR or issue, or a marker for a 404 — so mining
+again needs no network. A malformed response (cut short, not JSON, not GitHub's shape) is fetched again
+next time; its marker is only the answer of last resort when the server cannot be reached. Other errors
+(5xx, a plain 403) are never kept. Rate limits — primary (403/429 with X-RateLimit headers) and secondary
+(403/429 with Retry-After, or a "secondary rate limit" message) — are waited out with a visible message,
+each wait at most `max_wait_s`; the clock and the sleep are injectable. Per-PR trouble (a deleted PR
 or issue, a body that is not what GitHub sends) becomes a note for the task's quality record, never a
 failure; an unreachable server or a rejected token is one clear error.
 """
@@ -27,6 +30,7 @@ from sweserve.errors import SweserveError
 DEFAULT_API_URL = "https://api.github.com"
 
 RefKind = Literal["closes", "part_of"]
+SECONDARY_WAIT_S = 60  # GitHub: without Retry-After, wait at least a minute after a secondary rate limit
 
 # GitHub's closing keywords (close/fix/resolve and their inflections) plus the informal "part of".
 _KEYWORD = r"(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?|part\s+of)"
@@ -120,6 +124,7 @@ class GitHubClient:
         min_interval_s: float | None = 0.25,
         timeout_s: int = 30,
         max_waits: int = 5,
+        max_wait_s: float = 3700,
         max_issues: int = 5,
     ):
         self.base_url = base_url.rstrip("/")
@@ -127,7 +132,7 @@ class GitHubClient:
         self.token = token
         self.sleep, self.clock, self.on_wait = sleep, clock, on_wait
         self.min_interval_s, self.timeout_s = min_interval_s, timeout_s
-        self.max_waits, self.max_issues = max_waits, max_issues
+        self.max_waits, self.max_wait_s, self.max_issues = max_waits, max_wait_s, max_issues
         self._gh = None
 
     @classmethod
@@ -153,18 +158,33 @@ class GitHubClient:
     def raw(self, repo: str, kind: Literal["pulls", "issues"], number: int) -> dict:
         """{"status": 200, "data": …} | {"status": 404} | {"status": "malformed", "detail": …} | other status."""
         path = self._cache_path(repo, kind, number)
+        cached = None
         if path.exists():
             try:
-                return json.loads(path.read_text())
+                cached = json.loads(path.read_text())
             except (OSError, ValueError):
                 pass  # a torn cache file is fetched again
-        entry = self._fetch(repo, kind, number)
-        if entry["status"] in (200, 404, "malformed"):  # answers that will not change; 5xx is retried next time
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(entry))
-            tmp.replace(path)
+        if isinstance(cached, dict) and cached.get("status") in (200, 404):  # final answers
+            return cached
+        try:
+            entry = self._fetch(repo, kind, number)
+        except _Unreachable:
+            if isinstance(cached, dict) and cached.get("status") == "malformed":
+                return cached  # offline: last time's malformed answer stands, and is fetched again next time
+            raise
+        if entry["status"] in (200, 404, "malformed"):  # 5xx and other errors are not kept at all
+            self._store(path, entry)
         return entry
+
+    def _store(self, path: Path, entry: dict) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entry))
+        tmp.replace(path)
+
+    def _malformed(self, repo: str, kind: str, number: int, why: str) -> None:
+        """A kept 200 that is not GitHub's shape becomes a malformed marker: fetched again next time."""
+        self._store(self._cache_path(repo, kind, number), {"status": "malformed", "detail": why})
 
     def _fetch(self, repo: str, kind: str, number: int) -> dict:
         import requests
@@ -175,41 +195,56 @@ class GitHubClient:
             try:
                 gh_repo = self.gh.get_repo(repo)
                 obj = gh_repo.get_pull(number) if kind == "pulls" else gh_repo.get_issue(number)
+                if not isinstance(obj.raw_data, dict):
+                    return {"status": "malformed", "detail": "response is not a JSON object"}
                 return {"status": 200, "data": obj.raw_data}
             except UnknownObjectException:
                 return {"status": 404}
             except GithubException as exc:
-                wait = self._rate_limit_wait(exc.status, exc.headers or {})
-                if wait is not None:
+                message = exc.data.get("message") if isinstance(exc.data, dict) else None
+                limit = self._rate_limit_wait(exc.status, exc.headers or {}, str(message or ""))
+                if limit is not None:
+                    which, wait = limit
                     if waits >= self.max_waits:
-                        raise SweserveError(f"GitHub rate limit still exceeded after {waits} waits; try again later") from None
+                        raise SweserveError(f"GitHub {which} still exceeded after {waits} waits; "
+                                            "try again later") from None
+                    if wait > self.max_wait_s:
+                        raise SweserveError(f"GitHub {which} reached (HTTP {exc.status}): it asks for a {wait:.0f}s "
+                                            f"wait, over the {self.max_wait_s:.0f}s limit; try again later") from None
                     waits += 1
                     reset = time.strftime("%H:%M:%S", time.gmtime(self.clock() + wait))
-                    self.on_wait(f"GitHub rate limit reached (HTTP {exc.status}) fetching {repo} {kind} #{number}; "
+                    self.on_wait(f"GitHub {which} reached (HTTP {exc.status}) fetching {repo} {kind} #{number}; "
                                  f"waiting {wait:.0f}s for the reset at {reset} UTC")
                     self.sleep(wait)
                     continue
                 if exc.status == 401:
                     raise SweserveError(f"GitHub at {self.base_url} rejected the credentials (401): check GITHUB_TOKEN") from None
-                message = exc.data.get("message") if isinstance(exc.data, dict) else None
                 return {"status": exc.status, "detail": str(message or exc.data)[:200]}
             except ValueError as exc:  # JSON that does not parse
                 return {"status": "malformed", "detail": f"response is not JSON ({exc.__class__.__name__})"}
+            except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError) as exc:
+                return {"status": "malformed", "detail": f"response cut short ({exc.__class__.__name__})"}
             except requests.RequestException as exc:
-                raise SweserveError(f"cannot reach the GitHub API at {self.base_url}: {exc.__class__.__name__}") from None
+                raise _Unreachable(f"cannot reach the GitHub API at {self.base_url}: "
+                                   f"{exc.__class__.__name__}") from None
 
-    def _rate_limit_wait(self, status: int, headers: dict) -> float | None:
-        """Seconds to wait when a 403/429 is a rate limit (GitHub sends these headers), else None."""
+    def _rate_limit_wait(self, status: int, headers: dict, message: str = "") -> tuple[str, float] | None:
+        """(which limit, seconds to wait) when a 403/429 is a rate limit, else None. Primary: X-RateLimit headers;
+        secondary: Retry-After, or GitHub's "secondary rate limit" message without any header (a minute)."""
         if status not in (403, 429):
             return None
         h = {str(k).lower(): str(v) for k, v in headers.items()}
+        primary = h.get("x-ratelimit-remaining") == "0"
+        which = "rate limit" if primary else "secondary rate limit"
         try:
             if "retry-after" in h:
-                return max(float(h["retry-after"]), 0.0) + 1
-            if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
-                return max(float(h["x-ratelimit-reset"]) - self.clock() + 1, 0.0)
+                return which, max(float(h["retry-after"]), 0.0) + 1
+            if primary and "x-ratelimit-reset" in h:
+                return which, max(float(h["x-ratelimit-reset"]) - self.clock() + 1, 0.0)
         except ValueError:
             return None
+        if re.search(r"secondary rate limit|abuse detection", message, re.IGNORECASE):
+            return which, float(SECONDARY_WAIT_S)
         return None
 
     # -- what we keep -----------------------------------------------------------------------------------
@@ -228,6 +263,7 @@ class GitHubClient:
                                    body=_text(obj.body), labels=_labels(obj.labels), merged_at=obj.merged_at,
                                    html_url=_text(obj.html_url))
         except Exception as exc:  # noqa: BLE001 - PyGithub's BadAttributeException, pydantic, type errors
+            self._malformed(repo, "pulls", number, _why(exc))
             return None, [f"GitHub: PR {repo}#{number}: malformed response ({_why(exc)}); not used"]
         for ref in linked_issue_refs(f"{info.title}\n{info.body}", repo, exclude=number, limit=self.max_issues):
             issue, note = self.issue(ref)
@@ -250,7 +286,12 @@ class GitHubClient:
                              body=_text(obj.body), labels=_labels(obj.labels), state=_text(obj.state),
                              is_pull_request=obj.pull_request is not None, html_url=_text(obj.html_url)), None
         except Exception as exc:  # noqa: BLE001
+            self._malformed(ref.repo, "issues", ref.number, _why(exc))
             return None, f"GitHub: issue {ref.label}: malformed response ({_why(exc)}); not used"
+
+
+class _Unreachable(SweserveError):
+    """The API cannot be reached at all (connection refused, DNS, time-out)."""
 
 
 def _problem(entry: dict, what: str) -> str | None:

@@ -7,10 +7,12 @@ written that the code under test could rewrite afterwards.
 """
 
 
-def _message(report):
-    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[-3:])[-500:]
+def _message(report, head=2048, tail=6144):
+    """The whole failure text, or its first `head` and last `tail` characters: a sign sits anywhere in it."""
+    text = str(getattr(report, "longreprtext", "") or report.longrepr or "").strip()
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
 
 
 class Recorder:

@@ -1,7 +1,7 @@
 """pytest plugin for exported tasks (SWE-bench, Harbor): writes {nodeid: outcome} as JSON to $SWESERVE_OUTCOMES.
 
 Outcomes: passed, failed, error (setup/teardown/collection), skipped. Skip reasons go
-under "skips" and the tail of each failure under "messages", so callers can tell tests
+under "skips" and each failure's text (bounded) under "messages", so callers can tell tests
 that need an accelerator.
 """
 
@@ -13,10 +13,12 @@ _skips = {}
 _messages = {}
 
 
-def _message(report):
-    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[-3:])[-500:]
+def _message(report, head=2048, tail=6144):
+    """The whole failure text, or its first `head` and last `tail` characters: a sign sits anywhere in it."""
+    text = str(getattr(report, "longreprtext", "") or report.longrepr or "").strip()
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
 
 
 def pytest_collectreport(report):

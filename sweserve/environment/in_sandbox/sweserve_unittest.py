@@ -11,9 +11,12 @@ import traceback
 import unittest
 
 
-def _tail(text):
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[-3:])[-500:]
+def _tail(text, head=2048, tail=6144):
+    """The whole failure text, or its first `head` and last `tail` characters: a sign sits anywhere in it."""
+    text = text.strip()
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
 
 
 class Recorder(unittest.TestResult):
