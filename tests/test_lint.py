@@ -386,3 +386,58 @@ def test_section_names_new_module_class_method_and_flag_with_signatures(make_rep
         "help='Sample with foo.')` — Sample with foo.",
     }, section
     assert report.quality.unfair == {}  # every name the tests need is announced now
+
+
+HELPERS = "python/sglang/srt/layers/helpers.py"
+DATA = "test/srt/data/clip.bin"
+
+
+def drop_object(repo, spec):
+    """Remove an object from the clone, as a partial clone lacks a blob: git reports it missing."""
+    sha = repo.git("rev-parse", spec)
+    (repo.path / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+    return sha
+
+
+def test_a_missing_blob_fails_only_the_task_that_reads_it(make_repo, tmp_path):
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, TEST: BASE_TEST, DATA: b"\0video\1" * 50,
+                         HELPERS: '"""Helpers."""\n\n\ndef clip(x):\n    return x\n'})
+    repo.commit(STATEMENT, {SRC: ORACLE_SRC, TEST: PR_TEST})
+    repo.commit(STATEMENT.replace("(#50)", "(#52)"), {  # the helper module stays as it is at base
+        SRC: ORACLE_SRC + "\n\ndef clamp(x, lo=0):\n    return max(x, lo)\n",
+        "test/srt/test_clamp.py": "from sglang.srt.layers.helpers import clip\n"
+                                  "from sglang.srt.layers.sampler import clamp\n\n\n"
+                                  "def test_clamp():\n    assert clamp(clip(-1), lo=0) == 0\n"})
+    tasks = tmp_path / "tasks"
+    assert sorted(mine(open_repo(repo.path), load_profile("sglang"), tasks).written) == [
+        TASK, "sgl-project__sglang-52"]
+    drop_object(repo, f"HEAD~2:{DATA}")  # in every base tree, read by no lint
+    lost = drop_object(repo, f"HEAD~1:{HELPERS}")  # #52's base version of the module its test calls
+
+    out = run_cli("tasks", "lint", "--tasks", str(tasks), "--state-dir", str(tmp_path / "state"),
+                  "--repo-path", str(repo.path), "--json", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr  # the tasks fail lint; the run itself goes on
+    reports = {r["task_id"]: r for r in json.loads(out.stdout)}
+    assert len(reports[TASK]["quality"]["interface"]) == 4  # the missing data blob changes nothing
+    assert not any("clone" in f for f in reports[TASK]["quality"]["findings"])
+    [finding] = [f for f in reports["sgl-project__sglang-52"]["quality"]["findings"] if "clone" in f]
+    assert finding.startswith(f"the clone cannot read 1 file lint reads: {HELPERS} at base") and lost in finding
+
+
+def test_a_patch_whose_preimage_is_missing_is_one_finding_and_no_rejection(task_repo):
+    repo, tasks = task_repo
+    d = tasks / TASK
+    set_fail_to_pass(d, [f"{TEST}::test_top_k_smallest"])
+    written = lint_task(d, repo.path, write=True)
+    instruction = (d / "instruction.md").read_text()
+    assert OPEN_MARK in instruction and written.passed
+    drop_object(repo, f"HEAD~1:{SRC}")  # the oracle patches it: its tree cannot be built
+    report = lint_task(d, repo.path, write=True, reject=True)
+    [finding] = report.quality.findings
+    assert finding.startswith("interface not computed: oracle.patch does not apply at ") and \
+        f"error: failed to read {SRC}" in finding, finding
+    assert (d / "instruction.md").read_text() == instruction  # the section it has is kept
+    task = load_bundle(d).task
+    assert task.quality.interface == written.quality.interface
+    assert not report.rejected and task.validation.status == "valid"  # the clone's fault, not the task's

@@ -86,5 +86,5 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
         console.print(f"[dim]lint {outcome.task_id}: {exc}[/]")
         return
     if report.rejected:
-        outcome.status, outcome.reason = "rejected", f"lint: {report.quality.findings[0]}"
+        outcome.status, outcome.reason = "rejected", f"lint: {report.task_findings[0]}"
         outcome.category = RejectionCategory.LINT

@@ -11,6 +11,11 @@ as the oracle defines it. A name missing in both is *unknown*: the tests need so
 reading can find (a dynamically created attribute, a keyword swallowed by ``**kwargs``), which no
 section can announce. The section is written into instruction.md between marker comments, so computing
 it again replaces it.
+
+A clone may lack objects (a partial clone, a lost blob): the states are built without reading blobs, so
+a missing object only matters when lint reads it. A file that cannot be read is ``unreadable`` in the
+report, with git's message; states that cannot be built at all (a patch whose preimage is missing, or
+that does not apply) raise ``Unreadable``, for that task alone.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from sweserve.dataset.gitio import last_line
 from sweserve.dataset.patches import touched_paths
 from sweserve.errors import SweserveError
 from sweserve.models import InterfaceItem, Task
@@ -42,6 +48,11 @@ RAISES = {"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
 MAX_DEPTH = 12
 
 
+class Unreadable(SweserveError):
+    """git cannot build or read one task's repository states: a patch does not apply, an object is missing or
+    corrupt. The message is git's own; lint records it for that task and goes on with the others."""
+
+
 # ---------------------------------------------------------------- repository states, read with git
 
 
@@ -50,18 +61,22 @@ class _Git:
 
     def __init__(self, repo: Path, tmp: Path):
         self.repo, self.tmp = repo, tmp
-        common = self.run("rev-parse", "--git-common-dir", env={}).decode().strip()
+        try:
+            common = self.run("rev-parse", "--git-common-dir", env={}).decode().strip()
+        except Unreadable as exc:
+            raise SweserveError(f"{repo} is not a git clone: {exc}") from None
         objects = (repo / common / "objects").resolve()
         (tmp / "objects").mkdir()
         self.env = {**os.environ, "GIT_OBJECT_DIRECTORY": str(tmp / "objects"),
                     "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
         self._blobs: dict[str, str] = {}
+        self.unreadable: dict[str, str] = {}  # "path at state" -> git's message
 
     def run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
         proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
                               env=self.env if env is None else {**os.environ, **env})
         if proc.returncode not in ok:
-            raise SweserveError(f"git {args[0]} in {self.repo}: {proc.stderr.decode(errors='replace').strip()}")
+            raise Unreadable(f"git {args[0]}: {last_line(proc.stderr, f'exited {proc.returncode}')}")
         return proc.stdout
 
     def tree(self, base: str, patches: list[tuple[str, str]], name: str) -> str:
@@ -74,9 +89,12 @@ class _Git:
             proc = subprocess.run(["git", "-C", str(self.repo), "apply", "--cached", "--whitespace=nowarn", "-"],
                                   input=patch.encode(), capture_output=True, env=env)
             if proc.returncode:
-                raise SweserveError(f"{label}.patch does not apply at {base[:10]}: "
-                                    f"{proc.stderr.decode(errors='replace').strip().splitlines()[0]}")
-        return self.run("write-tree", env=env).decode().strip()
+                errors = [ln.strip() for ln in proc.stderr.decode(errors="replace").splitlines()
+                          if ln.startswith(("error:", "fatal:"))]  # the first says why (a blob it cannot read)
+                raise Unreadable(f"{label}.patch does not apply at {base[:10]}: "
+                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {proc.returncode}"))
+        # --missing-ok: a blob the clone lacks stays in the tree by id; only reading it fails
+        return self.run("write-tree", "--missing-ok", env=env).decode().strip()
 
     def files(self, tree: str) -> dict[str, str]:
         out = self.run("ls-tree", "-r", "-z", tree).decode("utf-8", "surrogateescape")
@@ -93,8 +111,13 @@ class _Git:
             self._blobs[sha] = self.run("cat-file", "blob", sha).decode("utf-8", "replace")
         return self._blobs[sha]
 
-    def grep(self, tree: str, needle: str) -> list[str]:
-        out = self.run("grep", "-F", "-l", "-e", needle, tree, "--", "*.py", ok=(0, 1)).decode()
+    def grep(self, tree: str, needle: str, state: str) -> list[str]:
+        """The Python files of tree holding needle; none, recorded as unreadable, when git cannot read one."""
+        try:
+            out = self.run("grep", "-F", "-l", "-e", needle, tree, "--", "*.py", ok=(0, 1)).decode()
+        except Unreadable as exc:
+            self.unreadable.setdefault(f"*.py at {state} (searching {needle})", str(exc))
+            return []
         return [line.split(":", 1)[1] for line in out.splitlines() if ":" in line]
 
 
@@ -128,8 +151,8 @@ class Found:
 class SourceTree:
     """The Python sources of one repository state, parsed on demand."""
 
-    def __init__(self, git: _Git, tree: str, roots: list[str], parsed: dict):
-        self.git, self.tree, self.roots = git, tree, roots
+    def __init__(self, git: _Git, tree: str, roots: list[str], parsed: dict, state: str):
+        self.git, self.tree, self.roots, self.state = git, tree, roots, state
         self.files = git.files(tree)
         self._parsed = parsed  # blob sha -> ast.Module | None, shared between states
         self._modules: dict[tuple, Module | None] = {}
@@ -146,6 +169,9 @@ class SourceTree:
                 self._parsed[sha] = ast.parse(self.git.blob(sha))
             except (SyntaxError, ValueError):
                 self._parsed[sha] = None
+            except Unreadable as exc:  # read as a file that cannot be parsed: what it defines is opaque
+                self._parsed[sha] = None
+                self.git.unreadable.setdefault(f"{path} at {self.state}", str(exc))
         return self._parsed[sha]
 
     def module_path(self, name: str, roots: list[str] | None = None) -> str | None:
@@ -492,6 +518,8 @@ class InterfaceReport(BaseModel):
     tests: list[str] = Field(default_factory=list, description="test ids read")
     not_found: list[str] = Field(default_factory=list, description="test ids whose function was not found")
     needs: dict[str, list[Need]] = Field(default_factory=dict)
+    unreadable: dict[str, str] = Field(default_factory=dict, description="file read (path at base or at the oracle) "
+                                       "-> git's message: the clone cannot read it, so names there are not judged")
 
 
 def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: str):
@@ -656,12 +684,13 @@ def repository_states(repo_path: Path, task: Task, oracle_patch: str, tests_patc
         git = _Git(Path(repo_path), Path(tmp))
         try:
             git.run("cat-file", "-e", f"{task.base_commit}^{{commit}}")
-        except SweserveError:
+        except Unreadable:
             raise SweserveError(f"{repo_path} does not hold {task.task_id}'s base commit {task.base_commit[:10]}") from None
         parsed: dict = {}
-        before = SourceTree(git, git.tree(task.base_commit, [("tests", tests_patch)], "before"), roots, parsed)
+        before = SourceTree(git, git.tree(task.base_commit, [("tests", tests_patch)], "before"), roots, parsed,
+                            "base")
         after = SourceTree(git, git.tree(task.base_commit, [("oracle", oracle_patch), ("tests", tests_patch)],
-                                         "after"), roots, parsed)
+                                         "after"), roots, parsed, "the oracle")
         yield before, after
 
 
@@ -704,6 +733,7 @@ def compute_interface(before: SourceTree, after: SourceTree, task: Task, tests_p
         if needs:
             report.needs[test_id] = list(needs.values())
     report.items = list(items.values())
+    report.unreadable = dict(sorted(before.git.unreadable.items()))
     return report
 
 
@@ -766,8 +796,9 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
 def _judge_flag(before: SourceTree, after: SourceTree, flag: str, test_paths: set[str]):
     key = ("flag", flag)
     if key not in after.cache:
-        in_before = [p for p in before.git.grep(before.tree, flag) if p not in test_paths]
-        in_after = [] if in_before else [p for p in after.git.grep(after.tree, flag) if p not in test_paths]
+        in_before = [p for p in before.git.grep(before.tree, flag, before.state) if p not in test_paths]
+        in_after = [] if in_before else [p for p in after.git.grep(after.tree, flag, after.state)
+                                         if p not in test_paths]
         after.cache[key] = _flag_item(after, flag, in_after[0]) if in_after else None
     item = after.cache[key]
     if item is not None:

@@ -9,7 +9,10 @@ One task at a time, from its folder and the clone it was mined from (read with g
 - **unfair** — a FAIL_TO_PASS test needs a name that is not at base and that the instruction (statement
   and section) never mentions;
 - **statement** — where it came from and how long it is: too short fails;
-- **family** — what the profile's rules say now (lines per family), with the task's override winning.
+- **family** — what the profile's rules say now (lines per family), with the task's override winning;
+- **clone** — a file lint must read that the clone cannot (a missing or corrupt object), with git's message:
+  the task fails, since lint cannot vouch for it, but is not rejected for it, and the other tasks go on.
+  Where the states cannot be built at all the instruction keeps the section it has.
 
 The outcome is a ``QualityRecord`` (saved in task.json with ``write``); ``findings`` lists what fails.
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sweserve.dataset.interface import interface_for, statement_of, with_interface
+from sweserve.dataset.interface import InterfaceReport, Unreadable, interface_for, statement_of, with_interface
 from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
@@ -47,6 +50,11 @@ class LintReport(BaseModel):
     instruction: str  # as it is (or is now, with write)
     written: bool = False
     rejected: bool = False
+    clone_findings: list[str] = []  # the part of quality.findings about the clone, not the task
+
+    @property
+    def task_findings(self) -> list[str]:
+        return [f for f in self.quality.findings if f not in self.clone_findings]
 
     @property
     def passed(self) -> bool:
@@ -96,11 +104,26 @@ def _source(bundle: TaskBundle) -> str:
     return "pr_description" if len(body) > 1 and body[1].strip() else "title_only"
 
 
+def clone_findings(interface: InterfaceReport) -> list[str]:
+    if not interface.unreadable:
+        return []
+    (where, why), more = next(iter(interface.unreadable.items())), len(interface.unreadable) - 1
+    count = len(interface.unreadable)
+    return [f"the clone cannot read {count} file{'s' if count > 1 else ''} lint reads: {where}: {why}"
+            + (f" (and {more} more)" if more else "") + "; names there are not judged"]
+
+
 def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> LintReport:
     """The quality record of a task; with write, the instruction it should have (section regenerated)."""
     task = bundle.task
-    interface = interface_for(repo_path, task, bundle.oracle_patch, bundle.tests_patch)
-    instruction = with_interface(bundle.instruction, interface.items) if write else bundle.instruction
+    computed = True
+    try:
+        interface = interface_for(repo_path, task, bundle.oracle_patch, bundle.tests_patch)
+        broken = clone_findings(interface)
+    except Unreadable as exc:
+        computed, interface, broken = False, InterfaceReport(), [f"interface not computed: {exc}"]
+    regenerate = write and computed
+    instruction = with_interface(bundle.instruction, interface.items) if regenerate else bundle.instruction
     statement = statement_of(instruction)
     source = _source(bundle)
     unfair = {}
@@ -114,11 +137,12 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> Lin
                  + (f" and {len(names) - 4} more" if len(names) > 4 else "")
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
     findings += statement_findings(statement, source)
+    findings += broken
     notes = []
     if interface.not_found:
         notes.append(f"{len(interface.not_found)} FAIL_TO_PASS tests not found in the test files, "
                      f"e.g. {interface.not_found[0]}")
-    if not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
+    if computed and not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
         notes.append("instruction.md lacks the current 'New interfaces' section (lint --write adds it)")
     profile = load_profile(task.profile)
     classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number)
@@ -133,16 +157,18 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> Lin
     kept = [n for n in previous.notes if not n.startswith(NOTE_PREFIX)]
     quality = previous.model_copy(update=dict(
         statement_chars=len(statement.strip()), notes=kept + [NOTE_PREFIX + n for n in notes],
-        interface_from=interface.source, interface=interface.items, leaks=leaks, unfair=unfair,
-        findings=findings,
+        leaks=leaks, unfair=unfair, findings=findings,
+        **(dict(interface_from=interface.source, interface=interface.items) if computed else {}),
     ))
     return LintReport(task_id=task.task_id, family=family, family_confidence=confidence,
-                      classification=classification, quality=quality, instruction=instruction)
+                      classification=classification, quality=quality, instruction=instruction,
+                      clone_findings=broken)
 
 
 def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool = False) -> LintReport:
     """Lint one task folder. write: regenerate the section and record quality and family in task.json.
-    reject: a validated task that fails lint is marked rejected (reason 'lint: …')."""
+    reject: a validated task that fails lint for itself (not for what its clone cannot read) is marked
+    rejected (reason 'lint: …')."""
     bundle = load_bundle(task_dir)
     report = lint_bundle(bundle, repo_path, write=write)
     task = bundle.task
@@ -152,9 +178,9 @@ def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool
         task.quality = report.quality
         task.family, task.family_confidence = report.family, report.family_confidence
         report.written = True
-    if reject and not report.passed and task.validation is not None and task.validation.status == "valid":
+    if reject and report.task_findings and task.validation is not None and task.validation.status == "valid":
         task.validation.status = "rejected"
-        task.validation.reason = f"lint: {report.quality.findings[0]}"
+        task.validation.reason = f"lint: {report.task_findings[0]}"
         report.rejected = True
     if report.written or report.rejected:
         save_task(task_dir, task)
