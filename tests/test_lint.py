@@ -441,3 +441,21 @@ def test_a_patch_whose_preimage_is_missing_is_one_finding_and_no_rejection(task_
     task = load_bundle(d).task
     assert task.quality.interface == written.quality.interface
     assert not report.rejected and task.validation.status == "valid"  # the clone's fault, not the task's
+
+
+def test_lint_cli_finds_the_tasks_profile_in_the_state_dir(make_repo, tmp_path, monkeypatch):
+    monkeypatch.delenv("SWESERVE_CONFIG_DIR", raising=False)
+    state = tmp_path / "elsewhere" / "state"  # not the default .sweserve of the working folder
+    (state / "profiles").mkdir(parents=True)
+    spec = state / "profiles" / "myengine.json"
+    spec.write_text(json.dumps({"extends": "sglang"}))
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, TEST: BASE_TEST})
+    repo.commit(STATEMENT, {SRC: ORACLE_SRC, TEST: PR_TEST})
+    tasks = tmp_path / "tasks"
+    assert mine(open_repo(repo.path), load_profile(str(spec)), tasks).written == [TASK]
+    assert load_bundle(tasks / TASK).task.profile == "myengine"
+    out = run_cli("tasks", "lint", "--state-dir", str(state), "--tasks", str(tasks), "--repo-path", str(repo.path),
+                  "--json", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr  # linted (the decorator-made name is unfair), not an unknown profile
+    assert json.loads(out.stdout)[0]["family"] == "decoding"

@@ -45,12 +45,14 @@ def clone_of(args, repo: str) -> Path:
 
 
 def lint(args, console: Console) -> int:
+    from sweserve.config_search import ConfigSearch
     from sweserve.dataset.lint import lint_task
     from sweserve.dataset.taskstore import select
 
     tasks_dir = Path(args.tasks)
     bundles = select(tasks_dir, args.task_ids)
-    reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write)
+    search = ConfigSearch.for_project(args.state_dir)  # a task's profile by name, as mine and validate find it
+    reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write, search=search)
                for b in bundles]
     if args.json:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))

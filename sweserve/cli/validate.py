@@ -81,7 +81,8 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
     if clone is None:
         return
     try:
-        report = lint_task(tasks_dir / outcome.task_id, clone, write=True, reject=reject and outcome.status == "valid")
+        report = lint_task(tasks_dir / outcome.task_id, clone, write=True, reject=reject and outcome.status == "valid",
+                           search=ctx.search)
     except SweserveError as exc:
         console.print(f"[dim]lint {outcome.task_id}: {exc}[/]")
         return

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from sweserve.config_search import ConfigSearch
 from sweserve.dataset.interface import InterfaceReport, Unreadable, interface_for, statement_of, with_interface
 from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
@@ -113,8 +114,10 @@ def clone_findings(interface: InterfaceReport) -> list[str]:
             + (f" (and {more} more)" if more else "") + "; names there are not judged"]
 
 
-def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> LintReport:
-    """The quality record of a task; with write, the instruction it should have (section regenerated)."""
+def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
+                search: ConfigSearch | None = None) -> LintReport:
+    """The quality record of a task; with write, the instruction it should have (section regenerated).
+    search: where the task's profile is looked up by name (default: the current project's)."""
     task = bundle.task
     computed = True
     try:
@@ -144,7 +147,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> Lin
                      f"e.g. {interface.not_found[0]}")
     if computed and not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
         notes.append("instruction.md lacks the current 'New interfaces' section (lint --write adds it)")
-    profile = load_profile(task.profile)
+    profile = load_profile(task.profile, search)
     classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number)
     family = task.family_override or classification.family or task.family
     if family != task.family:
@@ -165,12 +168,13 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False) -> Lin
                       clone_findings=broken)
 
 
-def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool = False) -> LintReport:
+def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool = False,
+              search: ConfigSearch | None = None) -> LintReport:
     """Lint one task folder. write: regenerate the section and record quality and family in task.json.
     reject: a validated task that fails lint for itself (not for what its clone cannot read) is marked
     rejected (reason 'lint: …')."""
     bundle = load_bundle(task_dir)
-    report = lint_bundle(bundle, repo_path, write=write)
+    report = lint_bundle(bundle, repo_path, write=write, search=search)
     task = bundle.task
     if write:
         if report.instruction != bundle.instruction:
