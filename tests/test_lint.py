@@ -187,8 +187,8 @@ def test_fail_to_pass_ids_relative_to_pytest_rootdir(task_repo):
     set_fail_to_pass(d, ["srt/test_sampler.py::test_top_k_smallest",  # rootdir test/ (an ini file there)
                          "srt/test_sampler.py::TestSamplerAgain::test_temperature"])  # inherited
     report = lint_task(d, repo.path)
-    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "largest"),
-                                                                        ("keyword", "temperature")]
+    assert [(i.kind, i.keyword) for i in report.quality.interface] == [("keyword", "temperature"),  # Sampler.
+                                                                        ("keyword", "largest")]  # top_k
     assert not any("not found" in n for n in report.quality.notes)
 
 
@@ -459,3 +459,41 @@ def test_lint_cli_finds_the_tasks_profile_in_the_state_dir(make_repo, tmp_path, 
                   "--json", cwd=tmp_path)
     assert out.returncode == 1, out.stderr  # linted (the decorator-made name is unfair), not an unknown profile
     assert json.loads(out.stdout)[0]["family"] == "decoding"
+
+
+HELPERS_TEST = "from sglang.srt.layers import sampler\n\n" + "".join(
+    f"\ndef check_{n}():\n    assert sampler.{n}_filter([1.0]) == [1.0]\n\n" for n in
+    ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")) + \
+    "\ndef test_filters():\n" + "".join(f"    check_{n}()\n" for n in
+                                       ("hotel", "charlie", "alpha", "golf", "echo", "bravo", "foxtrot", "delta"))
+
+
+def test_section_is_the_same_under_any_hash_seed_and_write_then_lint_is_not_stale(make_repo, tmp_path):
+    import os
+    import shutil
+
+    repo = make_repo()
+    repo.commit("init", {SRC: BASE_SRC, TEST: BASE_TEST})
+    filters = "".join(f"\n\ndef {n}_filter(probs):\n    \"\"\"Filter {n}.\"\"\"\n    return probs\n"
+                      for n in ("hotel", "alpha", "golf", "bravo", "charlie", "foxtrot", "delta", "echo"))
+    repo.commit(STATEMENT, {SRC: BASE_SRC + filters, TEST: HELPERS_TEST})
+    tasks = tmp_path / "tasks"
+    assert mine(open_repo(repo.path), load_profile("sglang"), tasks).written == [TASK]
+    shutil.copytree(tasks, tmp_path / "tasks2")
+    common = ["--state-dir", str(tmp_path / "state"), "--repo-path", str(repo.path)]
+
+    def lint_cli(folder, seed, *more):
+        return subprocess.run([sys.executable, "-m", "sweserve.cli", "tasks", "lint", "--tasks", str(folder),
+                               *common, *more], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})
+
+    sections = []
+    for folder, seed in ((tasks, 1), (tmp_path / "tasks2", 2)):
+        assert lint_cli(folder, seed, "--write").returncode == 0
+        sections.append((folder / TASK / "instruction.md").read_bytes())
+    assert sections[0] == sections[1]
+    names = [line.split("`")[1] for line in sections[0].decode().splitlines() if line.startswith("- ")]
+    assert names == sorted(names) and len(names) == 8  # one kind (function): by name
+    again = lint_cli(tasks, 3, "--json")
+    assert again.returncode == 0 and not any("lacks the current" in n
+                                             for n in json.loads(again.stdout)[0]["quality"]["notes"])

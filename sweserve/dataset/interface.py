@@ -10,7 +10,8 @@ present after is new: it goes into the section with its signature and the first 
 as the oracle defines it. A name missing in both is *unknown*: the tests need something no static
 reading can find (a dynamically created attribute, a keyword swallowed by ``**kwargs``), which no
 section can announce. The section is written into instruction.md between marker comments, so computing
-it again replaces it.
+it again replaces it. Items are listed in one total order (kind, then name), whatever order the tests
+meet them in.
 
 A clone may lack objects (a partial clone, a lost blob): the states are built without reading blobs, so
 a missing object only matters when lint reads it. A file that cannot be read is ``unreadable`` in the
@@ -46,6 +47,7 @@ _SECTION = re.compile(rf"\n*{re.escape(OPEN_MARK)}(?:(?!{re.escape(OPEN_MARK)}).
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
 RAISES = {"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
 MAX_DEPTH = 12
+KIND_ORDER = ("module", "class", "exception", "function", "method", "attribute", "keyword", "flag")
 
 
 class Unreadable(SweserveError):
@@ -589,7 +591,7 @@ def _scope(tf: _TestFile, fn: ast.AST, cls: ast.ClassDef | None) -> list[ast.AST
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in helpers:
                 wanted.add(n.id)
-        for name in list(wanted - done):
+        for name in sorted(wanted - done):  # sorted: set order changes with the hash seed
             done.add(name)
             if name in helpers:
                 nodes.append(helpers[name])
@@ -731,10 +733,17 @@ def compute_interface(before: SourceTree, after: SourceTree, task: Task, tests_p
                 if need is not None:
                     needs.setdefault(need.name, need)
         if needs:
-            report.needs[test_id] = list(needs.values())
-    report.items = list(items.values())
+            report.needs[test_id] = sorted(needs.values(), key=lambda n: n.name)
+    report.items = sorted(items.values(), key=item_order)
     report.unreadable = dict(sorted(before.git.unreadable.items()))
     return report
+
+
+def item_order(item: InterfaceItem) -> tuple:
+    """A total order on items (kind, name, keyword: what tells them apart), so the section never depends on
+    the order the tests meet the names in."""
+    rank = KIND_ORDER.index(item.kind) if item.kind in KIND_ORDER else len(KIND_ORDER)
+    return rank, item.kind, item.name, item.keyword or ""
 
 
 def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], test_paths: set[str]):
