@@ -87,6 +87,22 @@ def test_export_leaves_out_unvalidated_tasks_unless_asked(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no validated tasks" in proc.stderr
 
 
+def test_export_finds_a_tasks_profile_in_the_state_dir(tmp_path):
+    """A profile written to <state-dir>/profiles/ (as `mine --profile FILE` does) is found by name, as validate finds it."""
+    tasks, state = tmp_path / "tasks", tmp_path / "state"
+    shutil.copytree(TASKS, tasks)
+    (state / "profiles").mkdir(parents=True)
+    (state / "profiles" / "myengine.json").write_text(json.dumps({"extends": "sglang-demo"}))
+    data = json.loads((tasks / DECODING / "task.json").read_text())
+    data["profile"] = "myengine"
+    (tasks / DECODING / "task.json").write_text(json.dumps(data))
+    proc = cli("export", DECODING, "--format", "swebench", "--out", str(tmp_path / "out"), "--tasks", str(tasks),
+               "--state-dir", str(state), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [json.loads(x) for x in (tmp_path / "out" / "test.jsonl").read_text().splitlines()]
+    assert row["profile"] == "myengine"
+
+
 def test_harbor_task_folder_layout(tmp_path):
     (bundle,) = [b for b in load_all(TASKS) if b.task.task_id == DECODING]
     bundle.task.resources.gpus = 2

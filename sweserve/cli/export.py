@@ -27,13 +27,15 @@ def register(sub, common) -> None:
 def _image_tags(bundles, args) -> dict[str, str]:
     """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
     the checked-out variant (images.checked_out_tag), whose /testbed is complete the moment it starts."""
+    from sweserve.config_search import ConfigSearch
     from sweserve.dataset.profiles import load_profile
     from sweserve.environment.images import checked_out_tag, env_image_tag, read_ca_bundle, task_image_tag
 
     ca = read_ca_bundle(args.ca_bundle)
+    search = ConfigSearch.for_project(args.state_dir)  # a task's profile by name, as mine and validate find it
     tags = {}
     for b in bundles:
-        profile = load_profile(b.task.profile)
+        profile = load_profile(b.task.profile, search)
         task_tag = task_image_tag(b.task, env_image_tag(profile, ca, b.task.dependencies, b.task.lock),
                                   profile.install, profile.history)
         tags[b.task.task_id] = checked_out_tag(task_tag)
