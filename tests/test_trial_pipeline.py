@@ -26,8 +26,9 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 class NoDockerContext(Context):
     """A Context whose image step is scripted; nothing reaches Docker."""
 
-    def __init__(self, tmp_path, image_step):
-        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1", host_gpus=[])
+    def __init__(self, tmp_path, image_step, host_gpus=()):
+        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1",
+                         host_gpus=list(host_gpus))
         self._image_step = image_step
 
     def task_image(self, bundle):
@@ -148,3 +149,25 @@ def test_unknown_agent_name_is_one_line(tmp_path):
     proc = cli("run", "--agent", "claud-code", "--tasks", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_session_goes_through_the_run_pipeline_with_the_contexts_gpus(tmp_path, monkeypatch, capsys):
+    """The GPUs are the Context's (not re-detected); the trial is run_trial_safely's, with a manifest."""
+    from sweserve.cli import main, session
+    from sweserve.dataset.taskstore import save_bundle
+
+    gpu_task = bundle()
+    gpu_task.task.resources.gpus = 1
+    save_bundle(tmp_path / "tasks", gpu_task)
+    contexts = [NoDockerContext(tmp_path, raise_(InfraError("docker", "daemon gone")), host_gpus=["0"]),
+                NoDockerContext(tmp_path, lambda: "img")]  # the second session: a host without GPUs
+    monkeypatch.setattr(session, "make_context", lambda args, console: contexts.pop(0))
+    out = tmp_path / "results" / "human.jsonl"
+    argv = ["session", "o__r-1", "--candidate", "alice", "--tasks", str(tmp_path / "tasks"), "--output", str(out)]
+    assert main(argv) == 0
+    (r,) = read_results(out)
+    assert (r.status, r.error_kind, r.attempt) == ("error", "docker", 1)
+    assert json.loads((out.parent / "runs" / "run1" / "manifest.json").read_text())["agent"] == "human-alice"
+    assert "error" in capsys.readouterr().out
+    assert main(argv) == 2 and "cannot run here: needs 1 GPUs (host has 0)" in capsys.readouterr().err
+    assert len(read_results(out)) == 1
