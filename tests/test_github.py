@@ -54,15 +54,15 @@ def test_pr_with_linked_issues_is_fetched_once_then_served_from_disk(tmp_path):
     assert again == info
 
 
-def test_rate_limit_waits_for_the_reset_then_goes_on(tmp_path):
+def test_rate_limit_waits_for_the_reset_then_goes_on(tmp_path, caplog):
     clock = FakeClock()
-    messages = []
     routes = {f"/repos/{REPO}/pulls/1": [rate_limited(reset_epoch=int(clock.now) + 30),
                                          rate_limited(retry_after=5, status=429),
                                          pull_json(REPO, 1, "Honor stop_token_ids", MOTIVATION_PART_OF)],
               f"/repos/{REPO}/issues/13808": issue_json(REPO, 13808, "[Tracking] OpenAI API gaps", TRACKING_ISSUE)}
     with FakeGitHub(routes) as gh:
-        info, notes = client(tmp_path, gh, clock, on_wait=messages.append).pull_request(REPO, 1)
+        info, notes = client(tmp_path, gh, clock).pull_request(REPO, 1)
+    messages = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
     assert clock.slept == [31.0, 6.0]
     assert len(messages) == 2 and "rate limit" in messages[0] and "waiting 31s" in messages[0]
     assert "HTTP 429" in messages[1]
@@ -172,7 +172,7 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
         proc = sweserve("mine", "--repo", str(repo.path), "--github", "--github-url", gh.base_url,
                         "--tasks", str(tmp_path / "t1"), "--state-dir", str(tmp_path / "state"), cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
-        assert "GitHub rate limit reached (HTTP 403)" in proc.stdout
+        assert "GitHub rate limit reached (HTTP 403)" in proc.stderr  # logged
         assert set(gh.auth) == {"token ghp_e2e"}
     first = load(tmp_path / "t1")
     assert len(first) == 5
