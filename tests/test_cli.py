@@ -72,6 +72,7 @@ def test_workers_with_the_ray_executor_is_refused(tasks):
 
 
 def test_a_bug_in_a_command_is_one_line_naming_its_saved_traceback(tasks, monkeypatch, capsys):
+    from sweserve import cli
     from sweserve.cli import main
     from sweserve.dataset import taskstore
 
@@ -79,6 +80,7 @@ def test_a_bug_in_a_command_is_one_line_naming_its_saved_traceback(tasks, monkey
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(taskstore, "select", bug)
+    monkeypatch.setattr(cli, "setup_logging", lambda err: None)  # the process's logging stays pytest's
     code = main(["validate", "--tasks", str(tasks / "tasks"), "--state-dir", str(tasks / "state")])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
