@@ -41,11 +41,14 @@ def test_wheel_holds_the_package_data(wheel):
 @pytest.mark.slow
 def test_installed_wheel_runs_the_demo_from_an_empty_folder(wheel, docker_client, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    # nothing of the checkout on the path: with PYTHONPATH on it, pip finds the checkout's sweserve.egg-info,
+    # calls sweserve "already installed" and installs no `sweserve` script
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True,
+                   env=env)
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     proc = subprocess.run([str(venv / "bin" / "sweserve"), "demo", "--runs", "1"], cwd=empty, env=env,
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
