@@ -1,11 +1,15 @@
 """The failures sweserve tells apart, so each ends where it belongs.
 
 - `SweserveError` — bad input or an unmet precondition: one line on stderr, exit 2.
-- `InfraError` — the machinery failed (Docker, an image build, git, the network), with its kind:
-  a trial records it as `error` naming the kind; a command that cannot go on reports it in one line.
+- `InfraError` — the machinery failed (Docker, an image build, git, the network, a cluster node), with its
+  kind: a trial or a validation records it as `error` naming the kind (never as a verdict on the task); a
+  command that cannot go on reports it in one line.
 - `TaskRejected` — validation found the task unusable, with a category from `RejectionCategory`.
 - `TrialSkipped` — the task cannot run on this host (e.g. it needs more GPUs than there are).
-- anything else is a bug: the trial saves its traceback in the trial's folder and the command says so.
+- anything else is a bug: the trial (or validation) saves its traceback and the command says where in one line.
+
+`ErrorKind` is every kind a result's `error_kind` can hold: the infrastructure's, plus `agent` (the agent
+failed), `task` (a precondition of the task, e.g. no clone to build its image from) and `internal` (a bug).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-InfraKind = Literal["docker", "image_build", "git", "network", "sandbox", "limit"]
+InfraKind = Literal["docker", "image_build", "git", "network", "sandbox", "limit", "node"]
+ErrorKind = Literal[InfraKind, "agent", "task", "internal"]
 
 
 class SweserveError(Exception):
@@ -21,7 +26,7 @@ class SweserveError(Exception):
 
 
 class InfraError(Exception):
-    """Docker, an image build, git or the network failed; `kind` says which."""
+    """Docker, an image build, git, the network, a sandbox's limit or a cluster node failed; `kind` says which."""
 
     def __init__(self, kind: InfraKind, message: str):
         super().__init__(message)
@@ -42,18 +47,16 @@ class LimitExceeded(InfraError):
 
 
 class RejectionCategory(str, Enum):
-    """Why validation rejected a task: the buckets summaries count."""
+    """Why validation rejected a task: the buckets summaries count. Infrastructure failing is never one of them
+    (a validation that hit an `InfraError` ends as `error` and leaves the task's record as it was)."""
 
     NEEDS_ACCELERATOR = "needs_accelerator"
     NO_FAIL_TO_PASS = "no_fail_to_pass"
     TIMEOUT = "timeout"
     RUNNER_CRASHED = "runner_crashed"
-    ENV_BUILD_FAILED = "env_build_failed"
-    TASK_BUILD_FAILED = "task_build_failed"
     ORACLE_DOES_NOT_APPLY = "oracle_does_not_apply"
     TESTS_DO_NOT_APPLY = "tests_do_not_apply"
     ORACLE_REGRESSED = "oracle_regressed"
-    INFRASTRUCTURE = "infrastructure"
     LINT = "lint"
 
 

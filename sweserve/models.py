@@ -9,6 +9,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sweserve.errors import ErrorKind
+
 Family = Literal[
     "model-support",
     "decoding",
@@ -220,8 +222,8 @@ class RunResult(Strict):
     attempt: int = Field(1, ge=1)
     status: Status
     reason: str | None = None
-    error_kind: str | None = Field(None, description="for status error: agent, docker, image_build, git, network, "
-                                   "sandbox, task or internal")
+    error_kind: ErrorKind | None = Field(None, description="for status error: agent, docker, image_build, git, "
+                                         "network, sandbox, limit, node, task or internal")
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
     flags: list[str] = Field(default_factory=list, description="what the tamper scan and the verifier's resets "

@@ -1,13 +1,43 @@
-"""The layout's rules, checked over every import in the package (see docs/architecture.md)."""
+"""The layout's rules, checked over every import in the package (see docs/architecture.md).
+
+Each rule is a function of a package root returning its offenders, so the probes below can show it catching a
+violation written into a scratch tree. An import is seen however it is spelled: `import a.b`, `from a import b`
+(recorded as `a.b` when b is a module of sweserve), and `importlib.import_module("a")` / `__import__("a")`
+with a literal name; a private name is caught imported (`from m import _x`) or reached through a module bound
+by an import (`import sweserve.m as m; m._x`).
+"""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sweserve"
 
 
+def is_sweserve_module(dotted: str) -> bool:
+    """`sweserve.x.y` names a module or package of the real package (what `from sweserve.x import y` imports)."""
+    parts = dotted.split(".")
+    if parts[0] != "sweserve":
+        return False
+    path = PACKAGE.joinpath(*parts[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def dynamic_import(node: ast.AST) -> str | None:
+    """The literal module name of an `importlib.import_module("x")` or `__import__("x")` call."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    arg = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    return None
+
+
 def imports(root: Path = PACKAGE):
-    """(module path relative to the package, imported module, imported names) for every import statement."""
+    """(module path relative to the package, imported module, imported names) for every import, however spelled."""
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
@@ -16,7 +46,37 @@ def imports(root: Path = PACKAGE):
                     yield rel, alias.name, []
             elif isinstance(node, ast.ImportFrom):
                 assert node.level == 0, f"{rel}: relative import (imports are absolute)"
-                yield rel, node.module or "", [a.name for a in node.names]
+                # from sweserve import environment: the module sweserve.environment; the names that are no module
+                # are imported from node.module itself
+                subs = [a.name for a in node.names if is_sweserve_module(f"{node.module}.{a.name}")]
+                names = [a.name for a in node.names if a.name not in subs]
+                if names or not subs:
+                    yield rel, node.module or "", names
+                yield from ((rel, f"{node.module}.{sub}", []) for sub in subs)
+            elif (name := dynamic_import(node)) is not None:
+                yield rel, name, []
+
+
+def module_bindings(tree: ast.AST) -> set[str]:
+    """Local names an import binds to a sweserve module: `import sweserve.x` (sweserve), `import sweserve.x as m`
+    and `from sweserve import x` (m, x)."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("sweserve")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sweserve"):
+            bound |= {a.asname or a.name for a in node.names if is_sweserve_module(f"{node.module}.{a.name}")}
+    return bound
+
+
+def root_name(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def stage(rel: str) -> str:
@@ -28,45 +88,108 @@ def docker_importers(root: Path = PACKAGE):
             if (mod == "docker" or mod.startswith("docker.")) and stage(rel) != "environment"]
 
 
+def dataset_offenders(root: Path = PACKAGE):
+    # of agents/, only the model client and the config models (for statement rewriting): no sandbox code
+    pure_agents = ("sweserve.agents.chat_client", "sweserve.agents.config")
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "dataset" and mod.startswith(("docker", "sweserve.environment", "sweserve.evaluation",
+                                                           "sweserve.agents")) and mod not in pure_agents]
+
+
+def agents_offenders(root: Path = PACKAGE):
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "agents" and mod.startswith(("docker", "sweserve.environment", "sweserve.evaluation"))
+            and mod != "sweserve.environment.sandbox"]
+
+
+def reporting_offenders(root: Path = PACKAGE):
+    allowed = ("sweserve.models", "sweserve.errors", "sweserve.evaluation.results", "sweserve.reporting")
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "reporting" and mod.startswith("sweserve") and not mod.startswith(allowed)]
+
+
+def private_offenders(root: Path = PACKAGE):
+    """Private names of sweserve modules, imported or reached as an attribute of an imported module."""
+    found = [(rel, mod, name) for rel, mod, names in imports(root) if mod.startswith("sweserve")
+             for name in names if private(name)]
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        bound = module_bindings(tree)
+        found += [(path.relative_to(root).as_posix(), ast.unparse(node.value), node.attr) for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and private(node.attr) and root_name(node.value) in bound]
+    return found
+
+
 def test_only_environment_imports_docker():
     assert docker_importers() == []
 
 
-def test_the_rules_see_a_violation(tmp_path):
-    (tmp_path / "dataset").mkdir()
-    (tmp_path / "dataset" / "sneaky.py").write_text("import docker.errors\n")
-    (tmp_path / "environment").mkdir()
-    (tmp_path / "environment" / "fine.py").write_text("import docker\n")
-    assert docker_importers(tmp_path) == [("dataset/sneaky.py", "docker.errors")]
-
-
 def test_dataset_never_touches_docker_or_sandboxes():
-    # of agents/, only the model client and the config models (for statement rewriting): no sandbox code
-    pure_agents = ("sweserve.agents.chat_client", "sweserve.agents.config")
-    offenders = [(rel, mod) for rel, mod, _ in imports()
-                 if stage(rel) == "dataset" and mod.startswith(("docker", "sweserve.environment", "sweserve.evaluation",
-                                                                "sweserve.agents")) and mod not in pure_agents]
-    assert offenders == []
+    assert dataset_offenders() == []
 
 
 def test_agents_see_only_the_sandbox_protocol():
-    offenders = [(rel, mod) for rel, mod, _ in imports()
-                 if stage(rel) == "agents" and mod.startswith(("docker", "sweserve.environment", "sweserve.evaluation"))
-                 and mod != "sweserve.environment.sandbox"]
-    assert offenders == []
+    assert agents_offenders() == []
 
 
 def test_reporting_reads_only_models_and_results():
-    allowed = ("sweserve.models", "sweserve.errors", "sweserve.evaluation.results", "sweserve.reporting")
-    offenders = [(rel, mod) for rel, mod, _ in imports()
-                 if stage(rel) == "reporting" and mod.startswith("sweserve") and not mod.startswith(allowed)]
-    assert offenders == []
+    assert reporting_offenders() == []
 
 
 def test_no_module_imports_another_modules_private_names():
-    offenders = [(rel, mod, name) for rel, mod, names in imports() if mod.startswith("sweserve")
-                 for name in names if name.startswith("_") and name != "__version__"]
-    assert offenders == []
+    assert private_offenders() == []
+
+
+def test_the_pure_stages_leave_docker_unimported():
+    """At run time too: every module of dataset/, agents/ and reporting/ imported in a fresh interpreter."""
+    modules = [f"sweserve.{p.relative_to(PACKAGE).with_suffix('').as_posix().replace('/', '.')}"
+               for folder in ("dataset", "agents", "reporting") for p in sorted((PACKAGE / folder).glob("*.py"))]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}:\n    importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m == 'docker' or m.startswith('docker.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+# --- probes: each rule catches a violation written into a scratch tree --------------------------------------
+
+def probe(tmp_path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def test_the_docker_rule_sees_every_spelling(tmp_path):
+    root = probe(tmp_path, {"dataset/sneaky.py": "import docker.errors\n",
+                            "reporting/lazy.py": "import importlib\nclient = importlib.import_module('docker')\n",
+                            "agents/dunder.py": "d = __import__('docker')\n",
+                            "environment/fine.py": "import docker\n"})
+    assert sorted(docker_importers(root)) == [("agents/dunder.py", "docker"),
+                                              ("dataset/sneaky.py", "docker.errors"), ("reporting/lazy.py", "docker")]
+
+
+def test_the_stage_rules_see_a_package_imported_from_its_parent(tmp_path):
+    root = probe(tmp_path, {"dataset/a.py": "from sweserve import environment\n",
+                            "agents/b.py": "from sweserve import evaluation\n"
+                                           "from sweserve.environment import sandbox\n",
+                            "reporting/c.py": "from sweserve.evaluation import trial\nfrom sweserve import models\n"})
+    assert dataset_offenders(root) == [("dataset/a.py", "sweserve.environment")]
+    assert agents_offenders(root) == [("agents/b.py", "sweserve.evaluation")]
+    assert reporting_offenders(root) == [("reporting/c.py", "sweserve.evaluation.trial")]
+
+
+def test_the_private_rule_sees_names_reached_through_a_module(tmp_path):
+    root = probe(tmp_path, {"cli/a.py": "import sweserve.evaluation.trial as t\nt._graded()\n",
+                            "cli/b.py": "from sweserve.evaluation import trial\ntrial._graded()\n",
+                            "cli/c.py": "import sweserve.evaluation.trial\nsweserve.evaluation.trial._record()\n",
+                            "cli/d.py": "from sweserve.evaluation.trial import _graded\n",
+                            "cli/fine.py": "import sweserve\nfrom sweserve.models import Task\n"
+                                           "print(sweserve.__version__, Task._private_of_a_class)\n"})
+    assert sorted(private_offenders(root)) == [("cli/a.py", "t", "_graded"), ("cli/b.py", "trial", "_graded"),
+                                               ("cli/c.py", "sweserve.evaluation.trial", "_record"),
+                                               ("cli/d.py", "sweserve.evaluation.trial", "_graded")]
 
 
 def test_no_folder_holds_a_single_module():

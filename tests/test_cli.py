@@ -61,3 +61,29 @@ def test_missing_repo_and_profile(tmp_path):
 def test_missing_results_and_bad_numbers(tasks):
     one_line_error(run("report", "missing.jsonl", cwd=tasks), "no such results file")
     one_line_error(run("validate", "--runs", "0", cwd=tasks), "--runs and --workers must be at least 1")
+
+
+def test_workers_with_the_ray_executor_is_refused(tasks):
+    one_line_error(run("validate", "--executor", "ray", "--workers", "2", cwd=tasks),
+                   "--workers is for --executor local")
+    one_line_error(run("run", "--agent", "null", "--executor", "ray", "--workers", "4", cwd=tasks),
+                   "--workers is for --executor local")
+    one_line_error(run("run", "--agent", "null", "--workers", "0", cwd=tasks), "--workers must be at least 1")
+
+
+def test_a_bug_in_a_command_is_one_line_naming_its_saved_traceback(tasks, monkeypatch, capsys):
+    from sweserve import cli
+    from sweserve.cli import main
+    from sweserve.dataset import taskstore
+
+    def bug(*_):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(taskstore, "select", bug)
+    monkeypatch.setattr(cli, "setup_logging", lambda err: None)  # the process's logging stays pytest's
+    code = main(["validate", "--tasks", str(tasks / "tasks"), "--state-dir", str(tasks / "state")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "internal error: ZeroDivisionError: division by zero" in err
+    (saved,) = (tasks / "state" / "logs").glob("crash-*.txt")
+    assert str(saved) in err.replace("\n", "") and "raise ZeroDivisionError" in saved.read_text()

@@ -54,15 +54,15 @@ def test_pr_with_linked_issues_is_fetched_once_then_served_from_disk(tmp_path):
     assert again == info
 
 
-def test_rate_limit_waits_for_the_reset_then_goes_on(tmp_path):
+def test_rate_limit_waits_for_the_reset_then_goes_on(tmp_path, caplog):
     clock = FakeClock()
-    messages = []
     routes = {f"/repos/{REPO}/pulls/1": [rate_limited(reset_epoch=int(clock.now) + 30),
                                          rate_limited(retry_after=5, status=429),
                                          pull_json(REPO, 1, "Honor stop_token_ids", MOTIVATION_PART_OF)],
               f"/repos/{REPO}/issues/13808": issue_json(REPO, 13808, "[Tracking] OpenAI API gaps", TRACKING_ISSUE)}
     with FakeGitHub(routes) as gh:
-        info, notes = client(tmp_path, gh, clock, on_wait=messages.append).pull_request(REPO, 1)
+        info, notes = client(tmp_path, gh, clock).pull_request(REPO, 1)
+    messages = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
     assert clock.slept == [31.0, 6.0]
     assert len(messages) == 2 and "rate limit" in messages[0] and "waiting 31s" in messages[0]
     assert "HTTP 429" in messages[1]
@@ -136,11 +136,12 @@ def test_server_errors_are_not_kept(tmp_path):
 
 
 @pytest.mark.parametrize("retry_after, slept, reset", [(30, 31.0, "08:00:31"), (None, 60.0, "08:01:00")])
-def test_secondary_rate_limit_is_waited_out(tmp_path, retry_after, slept, reset):
-    clock, messages = FakeClock(), []
+def test_secondary_rate_limit_is_waited_out(tmp_path, caplog, retry_after, slept, reset):
+    clock = FakeClock()
     routes = {f"/repos/{REPO}/pulls/1": [secondary_rate_limited(retry_after), pull_json(REPO, 1, "Fix", None)]}
     with FakeGitHub(routes) as gh:
-        info, notes = client(tmp_path, gh, clock, on_wait=messages.append).pull_request(REPO, 1)
+        info, notes = client(tmp_path, gh, clock).pull_request(REPO, 1)
+    messages = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
     assert info.title == "Fix" and notes == [] and clock.slept == [slept]
     assert messages == [f"GitHub secondary rate limit reached (HTTP 403) fetching {REPO} pulls #1; waiting "
                         f"{slept:.0f}s for the reset at {reset} UTC"]
@@ -219,7 +220,7 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
         proc = sweserve("mine", "--repo", str(repo.path), "--github", "--github-url", gh.base_url,
                         "--tasks", str(tmp_path / "t1"), "--state-dir", str(tmp_path / "state"), cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
-        assert "GitHub rate limit reached (HTTP 403)" in proc.stdout
+        assert "GitHub rate limit reached (HTTP 403)" in proc.stderr  # logged
         assert set(gh.auth) == {"token ghp_e2e"}
     first = load(tmp_path / "t1")
     assert len(first) == 5

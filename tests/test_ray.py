@@ -22,7 +22,7 @@ from sweserve.dataset.taskstore import load_all, save_bundle
 from sweserve.environment.context import Context
 from sweserve.environment.docker_sandbox import LABEL
 from sweserve.evaluation.evaluate import run_evaluation
-from sweserve.evaluation.ray_executor import RayExecutor, ray_options
+from sweserve.evaluation.ray_executor import RayExecutor, ray_options, unschedulable
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.validation import validate_all
 from sweserve.models import Resources
@@ -35,9 +35,25 @@ MB = 1_000_000
 def test_ray_options_ask_for_what_the_task_needs():
     opts = ray_options(Resources(gpus=2, cpus=8, memory_gb=32))
     assert opts == {"num_cpus": 8, "num_gpus": 2, "memory": 32 * 2**30, "max_retries": 0}
-    hw = SimpleNamespace(gpus=2, cpus=8, memory_gb=32, hardware="h100")  # Resources.hardware, once merged
-    assert ray_options(hw)["resources"] == {"h100": 2}
-    assert ray_options(SimpleNamespace(gpus=0, cpus=1, memory_gb=1, hardware="tpu-v5e"))["resources"] == {"tpu-v5e": 0.01}
+    assert ray_options(Resources(gpus=2, cpus=8, memory_gb=32, hardware="h100"))["resources"] == {"h100": 2}
+    assert ray_options(Resources(gpus=0, cpus=1, memory_gb=1, hardware="tpu-v5e"))["resources"] == {"tpu-v5e": 0.01}
+
+
+def test_a_task_no_node_can_run_is_skipped_with_the_local_wording():
+    gb = 2**30
+    nodes = [{"CPU": 2, "memory": 8 * gb}, {"CPU": 4, "GPU": 2, "h100": 2, "memory": 16 * gb}]
+    assert unschedulable(Resources(gpus=2, hardware="h100"), nodes) is None
+    assert unschedulable(Resources(cpus=4, memory_gb=16), nodes) is None
+    assert unschedulable(Resources(gpus=1, hardware="h200"), nodes) == \
+        "needs h200 hardware (no node of the cluster declares it)"
+    assert unschedulable(Resources(gpus=8), nodes) == "needs 8 GPUs (the cluster's largest node has 2)"
+    cpu_only = [{"CPU": 8, "memory": 64 * gb}]
+    assert unschedulable(Resources(gpus=1), cpu_only) == "needs 1 GPUs (the cluster's largest node has 0)"
+    assert unschedulable(Resources(cpus=6), nodes) == "needs 6 CPUs (the cluster's largest node has 4)"
+    assert unschedulable(Resources(memory_gb=32), nodes).startswith("needs 32 GB of memory")
+    # enough GPUs on one node and enough CPUs on another is not enough: one node must hold all of it
+    assert unschedulable(Resources(gpus=1, cpus=3, memory_gb=12), [{"CPU": 4, "memory": 16 * gb}, {"GPU": 1, "CPU": 1,
+                         "memory": 16 * gb}]).startswith("needs 1 GPUs, 3 CPUs and 12 GB on one node")
 
 
 def _recording_hook(record: str):

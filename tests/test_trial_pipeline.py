@@ -18,7 +18,7 @@ from sweserve.errors import InfraError, SweserveError
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.trial import evaluate_task
-from sweserve.models import Resources, Task, TaskBundle, TestSpec, ValidationRecord
+from sweserve.models import Resources, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -26,8 +26,9 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 class NoDockerContext(Context):
     """A Context whose image step is scripted; nothing reaches Docker."""
 
-    def __init__(self, tmp_path, image_step):
-        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1", host_gpus=[])
+    def __init__(self, tmp_path, image_step, host_gpus=()):
+        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1",
+                         host_gpus=list(host_gpus))
         self._image_step = image_step
 
     def task_image(self, bundle):
@@ -148,3 +149,43 @@ def test_unknown_agent_name_is_one_line(tmp_path):
     proc = cli("run", "--agent", "claud-code", "--tasks", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_session_goes_through_the_run_pipeline_with_the_contexts_gpus(tmp_path, monkeypatch, capsys):
+    """The GPUs are the Context's (not re-detected); the trial is run_trial_safely's, with a manifest."""
+    from sweserve import cli
+    from sweserve.cli import main, session
+    from sweserve.dataset.taskstore import save_bundle
+
+    gpu_task = bundle()
+    gpu_task.task.resources.gpus = 1
+    save_bundle(tmp_path / "tasks", gpu_task)
+    contexts = [NoDockerContext(tmp_path, raise_(InfraError("docker", "daemon gone")), host_gpus=["0"]),
+                NoDockerContext(tmp_path, lambda: "img")]  # the second session: a host without GPUs
+    monkeypatch.setattr(session, "make_context", lambda args, console: contexts.pop(0))
+    monkeypatch.setattr(cli, "setup_logging", lambda err: None)  # the process's logging stays pytest's
+    out = tmp_path / "results" / "human.jsonl"
+    argv = ["session", "o__r-1", "--candidate", "alice", "--tasks", str(tmp_path / "tasks"), "--output", str(out)]
+    assert main(argv) == 0
+    (r,) = read_results(out)
+    assert (r.status, r.error_kind, r.attempt) == ("error", "docker", 1)
+    assert json.loads((out.parent / "runs" / "run1" / "manifest.json").read_text())["agent"] == "human-alice"
+    assert "error" in capsys.readouterr().out
+    assert main(argv) == 2 and "cannot run here: needs 1 GPUs (host has 0)" in capsys.readouterr().err
+    assert len(read_results(out)) == 1
+
+
+def test_error_kinds_are_a_closed_set_holding_every_infra_kind():
+    from typing import get_args
+
+    from pydantic import ValidationError
+
+    from sweserve.errors import ErrorKind, InfraKind
+
+    assert set(get_args(InfraKind)) < set(get_args(ErrorKind)) and "node" in get_args(InfraKind)
+    at = {"run_id": "r", "task_id": "o__r-1", "family": "decoding", "agent": "a", "status": "error",
+          "started_at": T0, "finished_at": T0, "duration_s": 0}
+    for kind in get_args(ErrorKind):
+        RunResult(**at, error_kind=kind)
+    with pytest.raises(ValidationError):
+        RunResult(**at, error_kind="Docker hiccup")

@@ -9,18 +9,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = [
-    "sweserve/environment/dockerfiles/env/Dockerfile",
-    "sweserve/environment/dockerfiles/task/Dockerfile",
-    "sweserve/environment/dockerfiles/agent/Dockerfile",
-    "sweserve/environment/dockerfiles/proxy/Dockerfile",
-    "sweserve/environment/dockerfiles/proxy/egress_addon.py",
-    "sweserve/environment/in_sandbox/sweserve_outcomes.py",
-    "sweserve/environment/in_sandbox/sweserve_unittest.py",
-    "sweserve/dataset/builtin_profiles/sglang.json",
-    "sweserve/dataset/builtin_profiles/sglang-demo.json",
-    "sweserve/agents/configs/claude-code.yaml",
-]
+DATA_DIRS = ("sweserve/environment/in_sandbox/", "sweserve/environment/dockerfiles/")
+
+
+def package_data() -> list[str]:
+    """Every tracked file of the package that is data: not a .py module, or a script copied into sandboxes and
+    images (in_sandbox/, dockerfiles/). Built from git, so a file added later is checked too."""
+    tracked = subprocess.run(["git", "ls-files", "sweserve"], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout.split()
+    data = [f for f in tracked if not f.endswith(".py") or f.startswith(DATA_DIRS)]
+    assert "sweserve/environment/dockerfiles/task/sweserve-tree" in data and len(data) > 20
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +33,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_holds_the_package_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    missing = [d for d in DATA if d not in names]
+    missing = [d for d in package_data() if d not in names]
     assert missing == []
 
 
@@ -42,11 +41,14 @@ def test_wheel_holds_the_package_data(wheel):
 @pytest.mark.slow
 def test_installed_wheel_runs_the_demo_from_an_empty_folder(wheel, docker_client, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    # nothing of the checkout on the path: with PYTHONPATH on it, pip finds the checkout's sweserve.egg-info,
+    # calls sweserve "already installed" and installs no `sweserve` script
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True,
+                   env=env)
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     proc = subprocess.run([str(venv / "bin" / "sweserve"), "demo", "--runs", "1"], cwd=empty, env=env,
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

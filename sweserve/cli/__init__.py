@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -72,6 +77,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted; containers of this run were removed, finished results are kept")
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: its traceback saved, one line said, never a user error
+        where = save_crash(Path(getattr(args, "state_dir", ".sweserve")), traceback.format_exc())
+        err.print(f"[red]internal error:[/] {escape(f'{exc.__class__.__name__}: {exc}'[:300])} "
+                  f"(a bug in sweserve; traceback: {escape(where)})", highlight=False, soft_wrap=True)
+        return 1
+
+
+def save_crash(state_dir: Path, text: str) -> str:
+    """Write a command's traceback under the state dir's logs (else the temp dir); where it went."""
+    name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    for folder in (state_dir / "logs", Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+            return str(folder / name)
+        except OSError:
+            continue
+    return "not written"
 
 
 if __name__ == "__main__":

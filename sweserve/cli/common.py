@@ -155,6 +155,19 @@ def add_registry_arg(parser) -> None:
                              "layers built here are pushed to it (default: each node builds what it lacks)")
 
 
+def workers_of(args) -> int:
+    """--workers, checked: threads of the local executor only (Ray sizes each task by its resources)."""
+    from sweserve.errors import SweserveError
+
+    if args.workers is not None and args.executor == "ray":
+        raise SweserveError("--workers is for --executor local: Ray runs as many tasks at once as the cluster's "
+                            "resources allow")
+    workers = 1 if args.workers is None else args.workers
+    if workers < 1:
+        raise SweserveError("--workers must be at least 1")
+    return workers
+
+
 def make_executor(args, ctx):
     """The executor --executor names; None lets the caller use threads (--workers)."""
     if args.executor != "ray":

@@ -102,8 +102,7 @@ def statement_maker(args, repo: str, console: Console):
 
     github = None
     if args.github or args.github_url:
-        github = GitHubClient.from_env(Path(args.state_dir), base_url=args.github_url,
-                                       on_wait=lambda msg: console.print(f"[yellow]{msg}[/]"))
+        github = GitHubClient.from_env(Path(args.state_dir), base_url=args.github_url)  # waits are logged
         if github.token is None:
             console.print("[yellow]GITHUB_TOKEN is not set: unauthenticated requests (60 an hour)[/]")
     rewriter = None

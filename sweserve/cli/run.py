@@ -7,7 +7,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from sweserve.cli.common import add_executor_args, default_output, make_context, make_executor, progress_bar
+from sweserve.cli.common import (
+    add_executor_args,
+    default_output,
+    make_context,
+    make_executor,
+    progress_bar,
+    workers_of,
+)
 from sweserve.errors import SweserveError
 
 
@@ -22,7 +29,8 @@ def register(sub, common) -> None:
     r.add_argument("--agent-name", default=None, help="name in results for a command agent or a one-model predictions file")
     r.add_argument("--output", default=None, help="results JSONL (default: results/<agent>.jsonl)")
     r.add_argument("--attempts", type=int, default=1, help="attempts per task, for pass@k (default: 1)")
-    r.add_argument("--workers", type=int, default=1, help="tasks run at once (default: 1)")
+    r.add_argument("--workers", type=int, default=None, help="tasks run at once (default: 1; not with --executor "
+                   "ray, which sizes each trial by its task's resources)")
     add_executor_args(r)
     r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error'")
     r.add_argument("--force", action="store_true",
@@ -38,8 +46,9 @@ def run(args, console: Console) -> int:
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.taskstore import select
 
-    if args.attempts < 1 or args.workers < 1:
+    if args.attempts < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
+    workers_of(args)  # checked before anything starts
     if not 0 < args.max_submission_mb <= 8:
         raise SweserveError("--max-submission-mb must be more than 0 and at most 8")
     if args.predictions:
@@ -109,7 +118,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
                                    + (f" ({escape(result.reason)})" if result.reason else ""), soft_wrap=True)
             progress.update(bar, completed=done, total=total)
 
-        finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=args.workers,
+        finished = run_evaluation(ctx, bundles, agent, output, attempts=args.attempts, workers=workers_of(args),
                                   retry_errors=args.retry_errors, force=args.force, writer=writer,
                                   max_submission_bytes=int(args.max_submission_mb * 2**20), on_result=on_result,
                                   executor=executor)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -25,9 +24,7 @@ def register(sub, common) -> None:
 def run(args, console: Console) -> int:
     from sweserve.agents.human import HumanAgent
     from sweserve.dataset.taskstore import select
-    from sweserve.environment.gpus import detect_gpus, skip_reason
     from sweserve.evaluation.results import ResultsWriter, read_results
-    from sweserve.evaluation.trial import TrialRequest, run_trial, trial_folder
     from sweserve.reporting.review import review_markdown
 
     bundle = select(Path(args.tasks), [args.task_id])[0]
@@ -37,22 +34,12 @@ def run(args, console: Console) -> int:
     limit = args.time_limit or task.resources.timeout_s
     if limit < 1:
         raise SweserveError("--time-limit must be at least 1 second")
-    if not task.validated:
-        raise SweserveError(f"{task.task_id} is not validated: run `sweserve validate` first")
-    if (why := skip_reason(task.resources.gpus, detect_gpus(os.environ))):
-        raise SweserveError(f"{task.task_id} cannot run here: {why}")
     agent = HumanAgent(args.candidate, limit, console)
     output = Path(args.output) if args.output else default_output(agent.name)
     with ResultsWriter(output) as writer:  # locked first: two sessions never share a results file
         attempt = 1 + max((r.attempt for r in read_results(output)
                            if r.task_id == task.task_id and r.agent == agent.name), default=0)
-        ctx = make_context(args, console)
-        try:
-            result = run_trial(ctx, TrialRequest(bundle, agent, attempt,
-                                                 trial_folder(output, ctx.run_id, agent, bundle, attempt)))
-        finally:
-            ctx.close()
-        writer.write(result)
+        result = _session(args, console, bundle, agent, output, writer, attempt)
     review = output.with_name(f"review-{args.candidate}-{task.task_id}.md")
     review.write_text(review_markdown(bundle, result))
     wall = f" in {result.agent_run.wall_s:.0f}s" if result.agent_run else ""
@@ -61,3 +48,22 @@ def run(args, console: Console) -> int:
                   + (f" ({escape(result.reason)})" if result.status == "error" and result.reason else "")
                   + (f" [yellow]flags: {escape(', '.join(result.flags))}[/]" if result.flags else ""))
     return 0
+
+
+def _session(args, console: Console, bundle, agent, output: Path, writer, attempt: int):
+    """The new attempt through the pipeline `run` uses (manifest, `run_trial_safely`, the results writer); a
+    task the trial would skip is refused before a person sits down at it."""
+    from sweserve.evaluation.evaluate import run_evaluation
+    from sweserve.evaluation.trial import NOT_VALIDATED, cannot_run
+
+    task = bundle.task
+    if not task.validated:  # before Docker is asked anything
+        raise SweserveError(f"{task.task_id} is {NOT_VALIDATED}")
+    ctx = make_context(args, console)
+    if (why := cannot_run(ctx, task)):
+        ctx.close()
+        raise SweserveError(f"{task.task_id} cannot run here: {why}")
+    # force: each session is a new attempt graded on its own, never a resume of earlier ones
+    (result,) = run_evaluation(ctx, [bundle], agent, output, attempts=attempt, first_attempt=attempt, force=True,
+                               writer=writer)
+    return result

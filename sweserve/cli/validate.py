@@ -1,4 +1,5 @@
-"""`sweserve validate`: derive FAIL_TO_PASS/PASS_TO_PASS; exit 1 when an oracle fails."""
+"""`sweserve validate`: derive FAIL_TO_PASS/PASS_TO_PASS; exit 1 when an oracle fails or a task could not be
+validated (an error of the machinery or a bug: printed and counted, its task.json left as it was)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sweserve.cli.common import add_executor_args, make_context, make_executor, progress_bar
+from sweserve.cli.common import add_executor_args, make_context, make_executor, progress_bar, workers_of
 from sweserve.errors import SweserveError
 
 
@@ -18,7 +19,8 @@ def register(sub, common) -> None:
     v.add_argument("task_ids", nargs="*", help="tasks to validate (default: all)")
     v.add_argument("--runs", type=int, default=3, help="runs per state; a test must hold in all (default: 3)")
     v.add_argument("--repo-path", default=None, help="clone to build task images from")
-    v.add_argument("--workers", type=int, default=1, help="tasks validated at once (default: 1)")
+    v.add_argument("--workers", type=int, default=None, help="tasks validated at once (default: 1; not with "
+                   "--executor ray, which sizes each task by its resources)")
     v.add_argument("--json", default=None, metavar="FILE", help="also write the outcomes as JSON")
     add_executor_args(v)
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
@@ -27,15 +29,14 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from collections import Counter
-
     from sweserve.dataset.taskstore import select
-    from sweserve.evaluation.validation import reason_category, validate_all
+    from sweserve.evaluation.validation import validate_all
 
     tasks_dir = Path(args.tasks)
     bundles = select(tasks_dir, args.task_ids)
-    if args.runs < 1 or args.workers < 1:
+    if args.runs < 1:
         raise SweserveError("--runs and --workers must be at least 1")
+    workers = workers_of(args)
     repos = {b.task.task_id: b.task.repo for b in bundles}
     ctx = make_context(args, console)
     executor = make_executor(args, ctx)
@@ -44,8 +45,8 @@ def run(args, console: Console) -> int:
         with progress_bar(console) as progress:
             bar = progress.add_task("validating", total=len(bundles))
             for outcome in validate_all(ctx, tasks_dir, bundles, runs=args.runs, record=not args.no_record,
-                                        workers=args.workers, executor=executor):
-                if not args.no_record:  # the interface section needs FAIL_TO_PASS: regenerate it now
+                                        workers=workers, executor=executor):
+                if not args.no_record and outcome.status != "error":  # the interface needs FAIL_TO_PASS: now
                     lint_after_validation(ctx, tasks_dir, repos[outcome.task_id], outcome, args.reject_lint, console)
                 outcomes.append(outcome)
                 progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}")
@@ -58,18 +59,35 @@ def run(args, console: Console) -> int:
     for name in ("family", "status", "F2P", "P2P", "flaky"):
         table.add_column(name, no_wrap=True)
     table.add_column("reason", overflow="fold")
-    style = {"valid": "green", "rejected": "red", "skipped": "dim"}
+    style = {"valid": "green", "rejected": "red", "skipped": "dim", "error": "yellow"}
     for o in outcomes:
         table.add_row(escape(o.task_id), o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
                       str(o.pass_to_pass), str(len(o.flaky)), escape(o.reason or ""))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")
+    return summarize(outcomes, console)
+
+
+def summarize(outcomes, console: Console) -> int:
+    """The closing line; exit 1 when a task was rejected or could not be validated (an `error`: not recorded)."""
+    from collections import Counter
+
+    from sweserve.evaluation.validation import reason_category
+
+    count = Counter(o.status for o in outcomes)
     bad = [o for o in outcomes if o.status == "rejected"]
-    valid = sum(o.status == "valid" for o in outcomes)
-    console.print(f"{valid} valid, {len(bad)} rejected, {len(outcomes) - valid - len(bad)} skipped"
-                  + (f"; rejected by reason: {dict(Counter(reason_category(o) for o in bad).most_common())}" if bad else ""))
-    return 1 if bad else 0
+    errors = [o for o in outcomes if o.status == "error"]
+    console.print(f"{count['valid']} valid, {count['rejected']} rejected, {count['skipped']} skipped, "
+                  f"{count['error']} errors"
+                  + (f"; rejected by reason: {dict(Counter(map(reason_category, bad)).most_common())}" if bad else "")
+                  + (f"; errors by kind: {dict(Counter(o.error_kind for o in errors).most_common())} "
+                     "(task.json left as it was)" if errors else ""))
+    bugs = [o for o in errors if o.error_kind == "internal"]
+    if bugs:
+        console.print(f"[red]{len(bugs)} validations hit an internal sweserve error[/]: "
+                      + "; ".join(escape(o.reason or "") for o in bugs[:3]), soft_wrap=True)
+    return 1 if bad or errors else 0
 
 
 def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool, console: Console) -> None:

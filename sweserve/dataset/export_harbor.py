@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.resources import files
 from pathlib import Path
 
 import tomli_w
@@ -28,7 +29,6 @@ from sweserve.dataset.in_image import HARBOR_VERIFIER, harness_sources, hidden_t
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.models import TaskBundle
 
-PATCHES_MODULE = Path(__file__).resolve().parent / "patches.py"
 ARTIFACT_PATCH = "/logs/artifacts/model.patch"
 GRADE_PY = "sweserve_grade.py"
 
@@ -115,7 +115,7 @@ def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str,
     _write(tests / GRADE_PY, HARBOR_VERIFIER.read_text(encoding="utf-8"))
     _write(tests / "config.json", json.dumps(grade_config(bundle, profile), indent=2) + "\n")
     _write(tests / "tests.patch", bundle.tests_patch)
-    _write(tests / "sweserve_patches.py", PATCHES_MODULE.read_text())
+    _write(tests / "sweserve_patches.py", files("sweserve.dataset").joinpath("patches.py").read_text())
     for name, source in harness_sources().items():
         _write(tests / name, source)
     _write(dest / "solution" / "solve.sh", SOLVE_SH, executable=True)

@@ -14,6 +14,7 @@ failure; an unreachable server or a rejected token is one clear error.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -26,6 +27,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field
 
 from sweserve.errors import SweserveError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.github.com"
 
@@ -120,7 +123,6 @@ class GitHubClient:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
-        on_wait: Callable[[str], None] = lambda msg: None,
         min_interval_s: float | None = 0.25,
         timeout_s: int = 30,
         max_waits: int = 5,
@@ -130,7 +132,7 @@ class GitHubClient:
         self.base_url = base_url.rstrip("/")
         self.cache_dir = Path(cache_dir) / cache_key(self.base_url)
         self.token = token
-        self.sleep, self.clock, self.on_wait = sleep, clock, on_wait
+        self.sleep, self.clock = sleep, clock
         self.min_interval_s, self.timeout_s = min_interval_s, timeout_s
         self.max_waits, self.max_wait_s, self.max_issues = max_waits, max_wait_s, max_issues
         self._gh = None
@@ -213,8 +215,8 @@ class GitHubClient:
                                             f"wait, over the {self.max_wait_s:.0f}s limit; try again later") from None
                     waits += 1
                     reset = time.strftime("%H:%M:%S", time.gmtime(self.clock() + wait))
-                    self.on_wait(f"GitHub {which} reached (HTTP {exc.status}) fetching {repo} {kind} #{number}; "
-                                 f"waiting {wait:.0f}s for the reset at {reset} UTC")
+                    log.warning("GitHub %s reached (HTTP %s) fetching %s %s #%s; waiting %.0fs for the reset at %s UTC",
+                                which, exc.status, repo, kind, number, wait, reset)
                     self.sleep(wait)
                     continue
                 if exc.status == 401:

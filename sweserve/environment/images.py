@@ -381,7 +381,8 @@ class ImageBuilder:
         return True
 
     def _publish(self, tag: str) -> None:
-        """Push a layer just built, so other nodes pull it instead of building it again."""
+        """Push a layer just built, so other nodes pull it instead of building it again. A failed push is a
+        warning: the image is built and used here; other nodes build it themselves."""
         if not self.registry:
             return
         repo, version = f"{self.registry}/{tag}".rsplit(":", 1)
@@ -389,9 +390,11 @@ class ImageBuilder:
             self.client.images.get(tag).tag(repo, version)
             for line in self.client.images.push(repo, tag=version, stream=True, decode=True):
                 if "error" in line:
-                    raise InfraError("image_build", f"pushing {repo}:{version}: {line['error']}")
+                    log.warning("cannot push %s:%s (%s); using it here only", repo, version, line["error"])
+                    return
         except docker.errors.APIError as exc:
-            raise InfraError("image_build", f"pushing {repo}:{version}: {exc.explanation or exc}") from None
+            log.warning("cannot push %s:%s (%s); using it here only", repo, version, exc.explanation or exc)
+            return
         log.info("pushed %s to %s", tag, self.registry)
 
     def _build(self, context: Path, tag: str, buildargs: dict, labels: dict) -> None:

@@ -30,12 +30,12 @@ from sweserve.models import RunResult, TaskBundle, now
 
 
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
-            retry_errors: bool = False) -> list[tuple[TaskBundle, int]]:
+            retry_errors: bool = False, first_attempt: int = 1) -> list[tuple[TaskBundle, int]]:
     """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do."""
     done = latest(read_results(results_path))
     todo = []
     for bundle in bundles:
-        for attempt in range(1, attempts + 1):
+        for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
             if prior is None or (retry_errors and prior.status == "error"):
                 todo.append((bundle, attempt))
@@ -70,11 +70,13 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
 
 
 def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,
-                   attempts: int = 1, workers: int = 1, retry_errors: bool = False, force: bool = False,
+                   attempts: int = 1, first_attempt: int = 1, workers: int = 1, retry_errors: bool = False,
+                   force: bool = False,
                    executor: Executor | None = None, writer: ResultsWriter | None = None,
                    max_submission_bytes: int = MAX_SUBMISSION_BYTES,
                    on_result: Callable[[RunResult, int, int], None] | None = None) -> list[RunResult]:
-    """Evaluate every unfinished (task, attempt); each result is appended to results_path as it ends.
+    """Evaluate every unfinished (task, attempt) from first_attempt to attempts; each result is appended to
+    results_path as it ends. `run` and `session` (one new attempt of a human) both go through here.
 
     `writer` is the results file's writer when the caller already holds its lock (the CLI takes it before
     contacting Docker); otherwise the lock is taken here, and a second run on the same file refuses.
@@ -84,7 +86,7 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
     try:
         if not force and (why := resume_conflict(bundles, agent, results_path)):
             raise SweserveError(f"{results_path}: {why}; use another --output, or --force to resume anyway")
-        todo = pending(bundles, agent, attempts, results_path, retry_errors)
+        todo = pending(bundles, agent, attempts, results_path, retry_errors, first_attempt)
         write_manifest(results_path, ctx.run_id, agent, bundles, attempts)
         requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a), max_submission_bytes)
                     for b, a in todo]

@@ -9,8 +9,11 @@ that declared such GPUs. The worker rebuilds the Context from `ctx.spec()` with 
 What only the driver may do stays on the driver: the worker writes its trial folder (or task.json) into a
 scratch directory and ships the files back; the driver writes them where they belong and is the only writer
 of the results file, so resuming works from any machine that holds it. A task whose worker or node is lost
-is submitted once more; lost again, it is recorded as an error naming the node. On Ctrl-C the remote tasks
-are cancelled and a reaper task on every node removes the run's containers (they carry the run id).
+is submitted once more; lost again, it is recorded as an error (kind `node`) naming the node. A task no live
+node could ever run (more GPUs than any node has, a hardware class none declares) is never submitted, where
+Ray would keep it pending forever: it is `skipped` with the reason, as the local executor skips a task needing
+more GPUs than the host has. On Ctrl-C the remote tasks are cancelled and a reaper task on every node removes
+the run's containers (they carry the run id).
 
 Ray is imported lazily: sweserve works without it unless `--executor ray` is asked for.
 """
@@ -26,10 +29,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sweserve.environment.context import Context, ContextSpec
-from sweserve.errors import InfraError, RejectionCategory, SweserveError
+from sweserve.errors import InfraError, SweserveError
 from sweserve.evaluation.trial import TrialRequest
 from sweserve.evaluation.trial_folder import TrialFolder
-from sweserve.evaluation.validation import ValidateOutcome, ValidateRequest
+from sweserve.evaluation.validation import TRACEBACK_FILE, ValidateOutcome, ValidateRequest
 from sweserve.models import Resources, RunResult, now
 
 Item = TypeVar("Item")
@@ -54,9 +57,8 @@ def ray_options(resources: Resources) -> dict[str, Any]:
         "memory": int(resources.memory_gb * 2**30),
         "max_retries": 0,  # node loss is retried here, where the node it happened on can be named
     }
-    hardware = getattr(resources, "hardware", None)
-    if hardware:
-        opts["resources"] = {hardware: resources.gpus or 0.01}
+    if resources.hardware:
+        opts["resources"] = {resources.hardware: resources.gpus or 0.01}
     return opts
 
 
@@ -67,7 +69,7 @@ def _stage(item: Any, scratch: Path) -> Any:
     if isinstance(item, TrialRequest):
         return dataclasses.replace(item, folder=TrialFolder(scratch))
     if isinstance(item, ValidateRequest):
-        return dataclasses.replace(item, task_dir=scratch)
+        return dataclasses.replace(item, task_dir=scratch, log_dir=scratch)
     return item
 
 
@@ -87,29 +89,68 @@ def _land(item: Any, out: Any, files: dict[str, str], scratch: str) -> Any:
                 "reason": out.reason.replace(scratch, str(item.folder.path)) if out.reason else out.reason,
             })
             item.folder.write_result(out)
-    elif isinstance(item, ValidateRequest) and TASK_FILE in files:
-        item.task_dir.mkdir(parents=True, exist_ok=True)
-        TrialFolder(item.task_dir).write(TASK_FILE, files[TASK_FILE])
+    elif isinstance(item, ValidateRequest):
+        if TASK_FILE in files:
+            item.task_dir.mkdir(parents=True, exist_ok=True)
+            TrialFolder(item.task_dir).write(TASK_FILE, files[TASK_FILE])
+        if TRACEBACK_FILE in files and item.log_dir is not None:  # a bug on the worker: its traceback
+            TrialFolder(item.log_dir).write(TRACEBACK_FILE, files[TRACEBACK_FILE])
+            if isinstance(out, ValidateOutcome) and out.reason:
+                out = out.model_copy(update={"reason": out.reason.replace(scratch, str(item.log_dir))})
     return out
 
 
 def _lost(ctx: Context, item: Any, why: str) -> Any:
-    """The result of an item whose node was lost on every submission."""
+    """The result of an item whose node was lost on every submission: an error of kind `node`."""
+    return _unrun(ctx, item, "error", why)
+
+
+def _unrun(ctx: Context, item: Any, status: str, why: str) -> Any:
+    """The result of an item that never ran to its end: `error` (its node was lost) or `skipped` (no node can)."""
+    kind = "node" if status == "error" else None
     if isinstance(item, TrialRequest):
         task, at = item.bundle.task, now()
         result = RunResult(
             run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=item.agent.name,
-            attempt=item.attempt, started_at=at, finished_at=at, duration_s=0.0, status="error",
-            error_kind="node", reason=why[:500], trial_dir=str(item.folder.path),
+            attempt=item.attempt, started_at=at, finished_at=at, duration_s=0.0, status=status,
+            error_kind=kind, reason=why[:500], trial_dir=str(item.folder.path),
             agent_config_hash=item.agent.config_hash(), task_hash=item.bundle.content_hash(),
         )
         item.folder.write_result(result)
         return result
     if isinstance(item, ValidateRequest):
         task = item.bundle.task
-        return ValidateOutcome(task_id=task.task_id, family=task.family, status="rejected",
-                               category=RejectionCategory.INFRASTRUCTURE, reason=why)
-    raise InfraError("sandbox", why)
+        return ValidateOutcome(task_id=task.task_id, family=task.family, status=status, error_kind=kind, reason=why)
+    raise InfraError("node", why)
+
+
+def unschedulable(resources: Resources, nodes: list[dict[str, float]]) -> str | None:
+    """Why no node of the cluster (each node's total resources, as `ray.nodes()` gives them) can ever run a task
+    asking for `resources`, worded as the local executor's skip (`needs 2 GPUs (host has 0)`); None if one can.
+
+    Ray would keep such a task pending forever; it is skipped instead, as on a host without the GPUs."""
+    ask = ray_options(resources)
+    need = {"CPU": ask["num_cpus"], "GPU": ask["num_gpus"], "memory": ask["memory"], **ask.get("resources", {})}
+    if any(all(node.get(name, 0) >= amount for name, amount in need.items() if amount) for node in nodes):
+        return None
+    most = {name: max((node.get(name, 0) for node in nodes), default=0) for name in need}
+    if resources.hardware and not most[resources.hardware]:
+        return f"needs {resources.hardware} hardware (no node of the cluster declares it)"
+    if resources.gpus > most["GPU"]:
+        return f"needs {resources.gpus} GPUs (the cluster's largest node has {most['GPU']:g})"
+    if resources.hardware and need[resources.hardware] > most[resources.hardware]:
+        return f"needs {resources.gpus} GPUs of {resources.hardware} (no node has that many)"
+    if resources.cpus > most["CPU"]:
+        return f"needs {resources.cpus:g} CPUs (the cluster's largest node has {most['CPU']:g})"
+    if need["memory"] > most["memory"]:
+        return f"needs {resources.memory_gb:g} GB of memory (the largest node has {most['memory'] / 2**30:.1f})"
+    return (f"needs {resources.gpus} GPUs, {resources.cpus:g} CPUs and {resources.memory_gb:g} GB on one node "
+            "(none has all)")
+
+
+def node_totals(ray) -> list[dict[str, float]]:
+    """Each live node's total resources."""
+    return [dict(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")]
 
 
 def run_on_worker(fn: Callable, item: Any, spec: ContextSpec, key: int, tracker) -> tuple[Any, dict[str, str], str]:
@@ -189,7 +230,12 @@ class RayExecutor:
             refs[remote.options(**opts).remote(fn, items[key], spec, key, tracker)] = key
 
         try:
+            nodes = node_totals(ray)
             for key in range(len(items)):
+                resources = _resources_of(items[key])
+                if resources and (why := unschedulable(resources, nodes)):
+                    yield _unrun(self.ctx, items[key], "skipped", why)  # Ray would wait for it forever
+                    continue
                 submit(key)
             while refs:
                 (ref,), _ = ray.wait(list(refs), num_returns=1)

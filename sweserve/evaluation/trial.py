@@ -44,6 +44,17 @@ MAX_SUBMISSION_BYTES = 5 * 2**20  # default; `sweserve run --max-submission-mb`
 MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
 
 
+NOT_VALIDATED = "not validated: run `sweserve validate` first"
+
+
+def cannot_run(ctx: Context, task: Task) -> str | None:
+    """Why a trial of the task is skipped here before anything starts (not validated, more GPUs than the host
+    has), or None: what `run_trial` skips on, and what `session` refuses on before a person sits down."""
+    if not task.validated:
+        return NOT_VALIDATED
+    return skip_reason(task.resources.gpus, ctx.host_gpus) if ctx.assigned_gpus is None else None
+
+
 @contextmanager
 def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
     """The GPUs a task needs, held for the trial and given back whatever happens; TrialSkipped if never.
@@ -153,8 +164,8 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     folder = RedactedFolder(req.folder, redact)
     fields: dict = {"agent_run": None, "model_patch": "", "flags": []}
     try:
-        if not task.validated:
-            raise TrialSkipped("not validated: run `sweserve validate` first")
+        if (why := cannot_run(ctx, task)):
+            raise TrialSkipped(why)
         with reservation(ctx, task) as gpu_ids:
             image = ctx.task_image(bundle)
             run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)

@@ -3,19 +3,28 @@
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
 A task already validated is rechecked against its recorded ids. Every rejection carries a
 `RejectionCategory` set where it is decided, never read back out of a message.
+
+Only a verdict on the task is recorded in task.json. When the machinery fails instead (an `InfraError`: Docker,
+an image build, a registry, a node) or a precondition is unmet (a `SweserveError`, e.g. no clone to build from),
+the outcome is `error` with its kind and the task's validation record is left as it was: a Docker hiccup never
+un-validates a good task. A bug is `error` (kind `internal`) with its traceback saved under the state dir
+(`validate_task_safely`); the other tasks go on.
 """
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from sweserve.dataset.taskstore import save_task
 from sweserve.environment.context import Context
-from sweserve.errors import InfraError, RejectionCategory, TaskRejected, TrialSkipped
+from sweserve.errors import ErrorKind, InfraError, RejectionCategory, SweserveError, TaskRejected, TrialSkipped
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
@@ -23,12 +32,16 @@ from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
 from sweserve.evaluation.trial import grade_submission, reservation
 from sweserve.models import TaskBundle, ValidationRecord
 
+log = logging.getLogger(__name__)
+TRACEBACK_FILE = "traceback.txt"
+
 
 class ValidateOutcome(BaseModel):
     task_id: str
     family: str
-    status: str  # valid, rejected, skipped
+    status: Literal["valid", "rejected", "skipped", "error"]  # error: not a verdict, task.json left untouched
     category: RejectionCategory | None = None
+    error_kind: ErrorKind | None = None
     reason: str | None = None
     fail_to_pass: int = 0
     pass_to_pass: int = 0
@@ -45,21 +58,17 @@ def reason_category(outcome: ValidateOutcome) -> str:
 
 @dataclass
 class ValidateRequest:
+    """One task to validate; `log_dir` is where a bug's traceback goes (default: the state dir's logs)."""
+
     task_dir: Path
     bundle: TaskBundle
     runs: int = 3
     record: bool = True
+    log_dir: Path | None = None
 
 
-def _images(ctx: Context, bundle: TaskBundle) -> str:
-    try:
-        ctx.env_image(bundle)
-    except InfraError as exc:
-        raise TaskRejected(RejectionCategory.ENV_BUILD_FAILED, str(exc)) from None
-    try:
-        return ctx.task_image(bundle)
-    except InfraError as exc:
-        raise TaskRejected(RejectionCategory.TASK_BUILD_FAILED, str(exc)) from None
+def log_dir_for(ctx: Context, task_id: str) -> Path:
+    return ctx.state_dir / "logs" / ctx.run_id / "validate" / task_id
 
 
 def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, runs: int,
@@ -108,7 +117,9 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     image = ""
     try:
         with reservation(ctx, task) as gpu_ids:
-            image = _images(ctx, bundle)
+            # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
+            # reliably from the task's own requirements failing to install, so it is never a verdict
+            image = ctx.task_image(bundle)
             before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids)
             after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids)
         f2p, p2p = _verdict(bundle, before, after, result)
@@ -119,8 +130,10 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         return result
     except TaskRejected as exc:
         result.category, result.reason = exc.category, str(exc)
-    except InfraError as exc:
-        result.category, result.reason = RejectionCategory.INFRASTRUCTURE, str(exc)
+    except InfraError as exc:  # the machinery failed, not the task: nothing is recorded
+        return result.model_copy(update={"status": "error", "error_kind": exc.kind, "reason": str(exc)})
+    except SweserveError as exc:  # a precondition of this task (e.g. no clone known to build its image from)
+        return result.model_copy(update={"status": "error", "error_kind": "task", "reason": str(exc)})
     if not req.record:
         return result
     task.validation = ValidationRecord(
@@ -137,8 +150,35 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     return result
 
 
+def validate_task_safely(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
+    """`validate_task`, and for a bug an `error` outcome (kind `internal`) whose traceback is saved in the
+    request's log folder: every task handed to `validate` ends in one outcome. Only Ctrl-C goes through."""
+    task = req.bundle.task
+    try:
+        return validate_task(ctx, req)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
+        where = _save_traceback(req.log_dir or log_dir_for(ctx, task.task_id), traceback.format_exc())
+        log.error("internal error validating %s: %s: %s (traceback: %s)", task.task_id, exc.__class__.__name__,
+                  str(exc)[:300], where)
+        why = f"internal error: {exc.__class__.__name__}: {str(exc)[:300]} (traceback: {where})"
+        return ValidateOutcome(task_id=task.task_id, family=task.family, status="error", error_kind="internal",
+                               reason=why)
+
+
+def _save_traceback(folder: Path, text: str) -> str:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / TRACEBACK_FILE).write_text(text)
+    except OSError as exc:
+        return f"not written: {exc.strerror}"
+    return str(folder / TRACEBACK_FILE)
+
+
 def validate_all(ctx: Context, tasks_dir: Path, bundles: list[TaskBundle], runs: int = 3, record: bool = True,
                  workers: int = 1, executor: Executor | None = None) -> Iterator[ValidateOutcome]:
     """Validate tasks, `workers` at a time, yielding each outcome as it is decided."""
-    requests = [ValidateRequest(tasks_dir / b.task.task_id, b, runs, record) for b in bundles]
-    yield from (executor or LocalExecutor(ctx, workers)).map_unordered(validate_task, requests)
+    requests = [ValidateRequest(tasks_dir / b.task.task_id, b, runs, record, log_dir_for(ctx, b.task.task_id))
+                for b in bundles]
+    yield from (executor or LocalExecutor(ctx, workers)).map_unordered(validate_task_safely, requests)
