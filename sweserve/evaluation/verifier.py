@@ -163,12 +163,12 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
     manifest, changed, tests_paths, packages = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, changed, tests_paths, packages)
     plan = canary_tests.plan(task, sources)
-    planted = {f"{WORKDIR[1:]}/{f}": (sources[f] + text).encode("utf-8") for f, text in plan.texts.items()}
+    planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
         run = run_tests(box, task, task.resources.test_timeout_s, manifest, profile.pytest_plugins, planted)
         planted = {}
-        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes)
+        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes, run.exit_status)
         for mapping in (run.skips, run.messages):
             for test_id in [t for t in mapping if t not in run.outcomes]:
                 del mapping[test_id]
