@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from attack_payloads import STEAL_CHANNEL
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
@@ -71,32 +72,6 @@ _pytest.Function.runtest = _runtest
 '''
 
 # --- 2: the stream's head pushed out of what the verifier keeps, then a forged run ---------------------------
-
-STEAL_CHANNEL = '''
-import json as _json
-import os as _os
-import sys as _sys
-
-
-def _steal():
-    f = _sys._getframe()
-    while f is not None:
-        if "nonce" in f.f_locals and "emit" in f.f_locals:
-            emit = f.f_locals["emit"]
-            cells = dict(zip(emit.__code__.co_freevars, (c.cell_contents for c in emit.__closure__)))
-            return f.f_locals["nonce"], cells["fd"], f.f_globals
-        f = f.f_back
-    return None, None, None
-
-
-_NONCE, _FD, _BOOT = _steal()
-
-
-def _frame(event):
-    data = ("\\n@@sweserve:" + _NONCE + ":" + _json.dumps(event) + "\\n").encode()
-    while data:
-        data = data[_os.write(_FD, data):]
-'''
 
 FLOOD_THEN_REPLAY = STEAL_CHANNEL + '''
 import atexit as _atexit
