@@ -298,7 +298,8 @@ def test_a_profile_can_fail_flagged_submissions(demo, oracle_ok):
     original = demo.ctx.profile(name)
     demo.ctx._profiles[name] = original.model_copy(update={"fail_on_flags": True})
     try:
-        r = evaluate_task(demo.ctx, b, CommandAgent(ATTACKS["atexit-forged-frames"], name="flagged"))
+        harmless = write("python/sglang/__init__.py", "import atexit\natexit.register(print)", append=True)
+        r = evaluate_task(demo.ctx, b, CommandAgent(harmless, name="flagged"))  # nothing but the flag says tampered
     finally:
         demo.ctx._profiles[name] = original
     assert r.status == "tampered" and "exit-time hook (python/sglang/__init__.py)" in r.flags
