@@ -193,7 +193,9 @@ def _start(node: ast.stmt) -> int:
 def _parametrized(nodes: list[ast.stmt], text: str) -> bool:
     """A `pytestmark` parametrize there applies to every test: canaries would lack its arguments."""
     for node in nodes:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+        marks = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                     for t in node.targets)
+        if marks:
             if "parametrize" in (ast.get_source_segment(text, node) or "parametrize"):
                 return True
     return False
