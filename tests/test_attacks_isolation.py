@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from attack_payloads import STEAL_CHANNEL
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
@@ -206,30 +207,33 @@ def test_grading_code_cannot_broadcast_hidden_tests_to_a_concurrent_candidate(de
 
 # --- class 6: dishonest denominators: grading that crashes the harness -------------------------------------
 
-OUTCOMES_ATTACKS = {
-    "list": "open(p, 'w').write('[1, 2, 3]')",
-    "invalid": "open(p, 'w').write('{\"outcomes\": ')",
-    "symlink": "os.remove(p); os.symlink('/etc/passwd', p)",
-    "directory": "os.remove(p); os.mkdir(p); open(p + '/x', 'w').write('x')",
-    "sparse-500mb": "f = open(p, 'w'); f.truncate(500 * 2**20); f.close()",
+# outcomes stream over a nonce'd channel (no file is left to mangle): the channel itself is mangled, its nonce
+# stolen by frame walking while the hidden tests are collected; the submission does not fix the bug
+CHANNEL_ATTACKS = {
+    "list": "_raw('[1, 2, 3]')",
+    "invalid": "_raw('{\"id\": ')",
+    "binary": "_raw(_os.urandom(4096).decode('latin-1'))",
+    "huge-line": "_raw('{\"id\": \"' + 'x' * (12 * 2**20) + '\"}')",
+    "closed": "_os.close(_FD)",
 }
 
 
-@pytest.mark.parametrize("how", sorted(OUTCOMES_ATTACKS))
-def test_mangled_outcomes_file_is_one_unresolved_result(demo, tmp_path, how):
-    evil = ("import atexit, os\n"
-            "def _mangle(p=os.environ.get('SWESERVE_OUTCOMES', '/sweserve/outcomes.json')):\n"
+@pytest.mark.parametrize("how", sorted(CHANNEL_ATTACKS))
+def test_mangled_channel_is_one_unresolved_result(demo, tmp_path, how):
+    evil = (STEAL_CHANNEL + "import atexit as _atexit\n"
+            "def _mangle():\n"
             "    try:\n"
-            f"        {OUTCOMES_ATTACKS[how]}\n"
+            f"        {CHANNEL_ATTACKS[how]}\n"
             "    except OSError:\n"
             "        pass\n"
-            "atexit.register(_mangle)\n")
+            + ("_mangle()\n" if how == "closed" else "_atexit.register(_mangle)\n"))
+    agent = CommandAgent(write_file_cmd(SRC, files.INIT[SRC] + "\n" + evil), name=f"channel-{how}")
     bundles = [demo.bundle(DIST), demo.bundle(QUANT)]  # the second task must not be lost
-    results, out = run_one(demo, tmp_path, grading_time_agent(f"outcomes-{how}", evil), bundles=bundles)
+    results, out = run_one(demo, tmp_path, agent, bundles=bundles)
     (r,) = [x for x in results if x.task_id == DIST]
-    # outcomes now stream over a nonce'd channel, so there is no file left to mangle: the real fix beside the
-    # hook may pass, but never unnoticed, and the other task still has its one result (run_one checks)
-    assert r.status != "resolved" or any(f.startswith("exit-time hook") for f in r.flags), r
+    assert r.status != "resolved", r
+    if how == "huge-line":  # past what the verifier keeps of the output: the stream cannot be trusted
+        assert r.status == "tampered" and "output" in r.reason, r.reason
     assert out.stat().st_size < 200_000
 
 
@@ -250,13 +254,19 @@ def test_stdout_flood_keeps_harness_memory_bounded(demo, tmp_path):
 
 
 def test_grading_time_stdout_flood_is_bounded(demo, tmp_path):
+    """At exit pytest's capture is gone: the flood reaches the real stdout, the harness keeps its tail only."""
     before = peak_rss_mb()
-    evil = "import os\nfor _ in range(300):\n    os.write(1, b'x' * 2**20)\n"
+    evil = ("import atexit, os\n"
+            "def _flood():\n"
+            "    for _ in range(300):\n"
+            "        os.write(1, b'x' * (2**20 - 1) + b'\\n')\n"
+            "atexit.register(_flood)\n")
     (r,), out = run_one(demo, tmp_path, grading_time_agent("grade-flood", evil))
     assert peak_rss_mb() - before < 250
     assert out.stat().st_size < 100_000
-    assert (os.path.getsize(os.path.join(r.trial_dir, "tests.log")) if os.path.exists(
-        os.path.join(r.trial_dir, "tests.log")) else 0) < 20 * 2**20
+    log = os.path.join(r.trial_dir, "tests.log")
+    assert (os.path.getsize(log) if os.path.exists(log) else 0) < 20 * 2**20
+    assert r.status == "tampered" and "output" in r.reason, (r.status, r.reason)  # the real fix beside it is moot
 
 
 def test_huge_submission_is_an_error_and_the_record_stays_small(demo, tmp_path):

@@ -32,7 +32,7 @@ def test_tree_with_links_modes_binaries_deletions_and_ignored_files(demo):
     assert "diff --git a/README.md b/README.md\ndeleted file mode" in patch
     assert "a/.gitignore" in patch and "debug.log" not in patch.replace("+*.log", "")
     assert "vendor/lib/mod.py" in patch and ".git/HEAD" not in patch and "__pycache__" not in patch
-    assert r.flags == [] and r.resets == []
+    assert r.flags == ["binary or compiled module (python/sglang/blob.bin)"] and r.resets == []  # flagged, not failed
 
 
 def test_an_oversized_tree_is_not_a_submission(demo, monkeypatch):

@@ -95,15 +95,16 @@ def _run_file(tmp_path, text, runner="pytest"):
 
 
 def test_canaries_look_like_the_files_tests_and_behave(tmp_path):
-    source = "def test_alpha_beta():\n    assert True\n"
+    source = "def test_alpha_beta():\n    assert True\n\n\ndef test_gamma_delta():\n    assert True\n"
     plan = canaries.plan(_task(), {"test/t.py": source, "test/other.py": "def test_z(): pass\n"})
-    assert [c.file for c in plan.canaries] == ["test/t.py", "test/t.py"]  # only files with graded tests
-    fail, ok = plan.canaries
-    assert not fail.must_pass and ok.must_pass and fail.name != ok.name
-    assert fail.name.startswith("test_alpha_beta_") and "canary" not in plan.texts["test/t.py"]
-    proc = _run_file(tmp_path, source + plan.texts["test/t.py"])
-    assert f"FAILED test_canary_run.py::{fail.name}" in proc.stdout
-    assert f"PASSED test_canary_run.py::{ok.name}" in proc.stdout
+    assert {c.file for c in plan.canaries} == {"test/t.py"}  # only files with graded tests
+    assert 2 <= sum(not c.must_pass for c in plan.canaries) <= 3 and 2 <= sum(c.must_pass for c in plan.canaries) <= 3
+    assert len({c.name for c in plan.canaries}) == len(plan.canaries)
+    assert all(set(c.name.split("_")[1:]) <= {"alpha", "beta", "gamma", "delta"} for c in plan.canaries)
+    assert "canary" not in plan.texts["test/t.py"]
+    proc = _run_file(tmp_path, plan.texts["test/t.py"])
+    for c in plan.canaries:
+        assert f"{'PASSED' if c.must_pass else 'FAILED'} test_canary_run.py::{c.name}" in proc.stdout, proc.stdout
 
 
 def test_unittest_canaries_are_methods_of_the_files_test_case(tmp_path):
@@ -111,17 +112,19 @@ def test_unittest_canaries_are_methods_of_the_files_test_case(tmp_path):
     task = _task("unittest", f2p=("test/t.py::TestPool::test_alloc_free",))
     plan = canaries.plan(task, {"test/t.py": source})
     assert {c.cls for c in plan.canaries} == {"TestPool"}
-    proc = _run_file(tmp_path, source + plan.texts["test/t.py"], runner="unittest")
-    fail, ok = plan.canaries
-    assert f"{fail.name} (test_canary_run.TestPool" in proc.stderr and "FAILED (failures=1)" in proc.stderr
-    assert f"{ok.name} (test_canary_run.TestPool.{ok.name}) ... ok" in proc.stderr
+    proc = _run_file(tmp_path, plan.texts["test/t.py"], runner="unittest")
+    failing = sum(not c.must_pass for c in plan.canaries)
+    assert f"FAILED (failures={failing})" in proc.stderr, proc.stderr
+    for c in plan.canaries:
+        line = f"{c.name} (test_canary_run.TestPool.{c.name}) ... {'ok' if c.must_pass else 'FAIL'}"
+        assert line in proc.stderr, proc.stderr
 
 
 def test_canary_check_strips_canaries_and_names_forgery():
     plan = canaries.plan(_task(), {"test/t.py": "def test_alpha_beta():\n    pass\n"})
-    fail, ok = plan.canaries
-    honest = {"test/t.py::test_alpha_beta": "failed", f"test/t.py::{fail.name}": "failed",
-              f"test/t.py::{ok.name}": "passed"}
+    fail = next(c for c in plan.canaries if not c.must_pass)
+    honest = {"test/t.py::test_alpha_beta": "failed",
+              **{f"test/t.py::{c.name}": "passed" if c.must_pass else "failed" for c in plan.canaries}}
     assert canaries.check(plan.canaries, honest) == ({"test/t.py::test_alpha_beta": "failed"}, [])
     forged = {**honest, f"test/t.py::{fail.name}": "passed"}
     assert canaries.check(plan.canaries, forged)[1] == ["a must-fail canary test passed"]
@@ -129,6 +132,10 @@ def test_canary_check_strips_canaries_and_names_forgery():
     assert canaries.check(plan.canaries, dropped)[1] == ["a canary test is missing from the outcomes"]
     # a file that never ran (collection error) is no evidence of forging
     assert canaries.check(plan.canaries, {"test/t.py": "error"})[1] == []
+    # pytest cannot exit 0 while a must-fail canary failed
+    assert canaries.check(plan.canaries, honest, exit_status=0)[1] == [
+        "the test runner exited 0 although a must-fail canary failed"]
+    assert canaries.check(plan.canaries, honest, exit_status=1)[1] == []
 
 
 def test_stream_is_parsed_behind_the_nonce_only_and_the_worst_report_wins():

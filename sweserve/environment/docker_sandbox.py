@@ -133,6 +133,11 @@ class OutputTail:
     def bytes(self) -> bytes:
         return bytes(self.buf[-self.limit:])
 
+    @property
+    def truncated(self) -> bool:
+        """Whether `bytes()` lost any of the stream's head (the buffer may hold up to twice the limit)."""
+        return self.total > self.limit
+
 
 class DiskLimitExceeded(LimitExceeded):
     def __init__(self, limit_gb: float):
@@ -387,7 +392,7 @@ class DockerSandbox:
         code = 137 if code is None else code
         text = tail.bytes().decode("utf-8", "replace")
         timed_out = code == 137 and elapsed >= int(timeout) - 0.5
-        return ExecResult(code, text, timed_out, round(elapsed, 3), truncated=tail.total > len(tail.buf),
+        return ExecResult(code, text, timed_out, round(elapsed, 3), truncated=tail.truncated,
                           output_bytes=tail.total)
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:

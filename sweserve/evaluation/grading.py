@@ -156,15 +156,38 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     events, output = parse_stream(res.output, nonce)
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
+    if res.truncated:  # the stream's head (its `start`, maybe real failures) is gone: nothing left can be trusted
+        outcomes, skips, messages = merge_events(events)
+        return TestRun(outcomes, skips, messages, output, [f"the test output overflowed what the verifier keeps "
+                                                          f"({res.output_bytes / 2**20:.0f} MB)"])
     starts = [e["start"] for e in events if "start" in e]
     if not starts or not any("end" in e for e in events):
         hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
         raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes "
                            f"(output in the trial's tests.log)", output=output)
     outcomes, skips, messages = merge_events(events)
-    tampered = [] if starts == [manifest] else ["pytest's installed files or the harness changed before the run"]
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
+    tampered = stream_problems(events, manifest, res.exit_code)
     return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
+
+
+def stream_problems(events: list[dict], manifest: str, exit_code: int) -> list[str]:
+    """What is wrong with a complete stream's shape: one `start` (the digest taken before the submission)
+    first, one `end` last, and the process's exit status the one `end` reported. Any of these broken means
+    something in the test process wrote events of its own."""
+    problems = []
+    starts = [i for i, e in enumerate(events) if "start" in e]
+    ends = [i for i, e in enumerate(events) if "end" in e]
+    if starts[0] != 0 or len(starts) > 1:
+        problems.append("the outcome stream has events before or a second start")
+    elif events[0]["start"] != manifest:
+        problems.append("pytest's installed files or the harness changed before the run")
+    if len(ends) > 1 or ends[0] != len(events) - 1:
+        problems.append("the outcome stream has events after its end")
+    reported = events[ends[-1]].get("end")
+    if exit_code < 128 and reported != exit_code:  # killed by a signal after its end: no forgery in that
+        problems.append("the test runner's exit status is not the one its stream reported")
+    return problems
 
 
 def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:

@@ -7,13 +7,15 @@ when it is:
 - a test path of the profile, a hidden test file, or a path `tests.patch` touches (that patch then
   applies to base content; `tests.patch` itself is applied after this);
 - a `conftest.py` anywhere (only base's and tests.patch's conftests are honoured);
-- pytest configuration: `pytest.ini`/`.pytest.ini` anywhere, and `tox.ini`/`setup.cfg`/`pyproject.toml`
-  when the candidate changed their pytest section (`changed_pytest_config` decides from both texts);
+- pytest configuration: `pytest.ini`/`.pytest.ini`/`pytest.toml`/`.pytest.toml` anywhere (pytest 9 reads
+  the toml ones first; their `pythonpath` puts a directory first on sys.path), and
+  `tox.ini`/`setup.cfg`/`pyproject.toml` when the candidate changed their pytest section (`changed_pytest_config` decides from both texts);
 - interpreter start-up hooks: `sitecustomize.py`, `usercustomize.py`, any `*.pth`;
 - package metadata: anything under a `*.dist-info` or `*.egg-info` directory (entry points, e.g. `pytest11`);
 - a module that can be imported under a top-level name (it sits in a directory without `__init__.py`, or
-  is the package directly under one) shadowing the standard library, pytest and its dependencies, or the
-  harness (`sweserve_*`).
+  is the package directly under one) shadowing the standard library, pytest and its dependencies, the
+  harness (`sweserve_*`), or any top-level name installed in the task image (`installed`: listed in the
+  grade sandbox before the submission is applied, less the names the base repository itself provides).
 
 The first group is ordinary (candidates may edit tests; their edits just do not count); every other reset
 is also a flag.
@@ -32,7 +34,7 @@ from pathlib import PurePosixPath
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup",
                             "tomli", "conftest", "sitecustomize", "usercustomize"})
 PROTECTED_MODULES = frozenset(sys.stdlib_module_names) | RUNNER_MODULES
-PYTEST_INI = frozenset({"pytest.ini", ".pytest.ini"})
+PYTEST_INI = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml"})
 MAYBE_PYTEST_CONFIG = frozenset({"tox.ini", "setup.cfg", "pyproject.toml"})
 MODULE_SUFFIXES = tuple(sorted(set(all_suffixes()) | {".pyc", ".py"}, key=len, reverse=True))
 
@@ -58,15 +60,16 @@ def _module_stem(name: str) -> str | None:
     return None
 
 
-def shadowed_name(path: str, packages: set[str]) -> str | None:
-    """The protected top-level module name `path` could be imported as, if any.
+def importable_names(path: str, packages: set[str]) -> list[str]:
+    """The top-level module names `path` could be imported as.
 
-    `packages` holds the directories that have an `__init__.py` after the submission. A file is importable
-    top-level when its directory is not a package (any such directory may be on sys.path: the test's own
-    directory under pytest's rootdir insertion, the workdir, PYTHONPATH); a regular package directly
-    under a non-package directory is importable by its directory name.
+    `packages` holds the directories that have an `__init__.py`. A file is importable top-level when its
+    directory is not a package (any such directory may be on sys.path: the test's own directory under
+    pytest's rootdir insertion, the workdir, PYTHONPATH); a regular package directly under a non-package
+    directory is importable by its directory name.
     """
     parts = PurePosixPath(path).parts
+    names = []
     for i, part in enumerate(parts):
         parent = "/".join(parts[:i])
         if parent in packages:
@@ -75,14 +78,27 @@ def shadowed_name(path: str, packages: set[str]) -> str | None:
         prefix = "/".join(parts[: i + 1])
         is_package = prefix in packages or _module_stem(parts[-1]) == "__init__" and i == len(parts) - 2
         name = _module_stem(part) if is_file else (part if is_package else None)
-        if name == "__init__":
-            continue
-        if name and (name in PROTECTED_MODULES or name.startswith("sweserve")):
+        if name and name != "__init__":
+            names.append(name)
+    return names
+
+
+def shadowed_name(path: str, packages: set[str], installed: frozenset[str] = frozenset()) -> str | None:
+    """The protected top-level module name `path` could be imported as, if any (see `importable_names`)."""
+    for name in importable_names(path, packages):
+        if name in PROTECTED_MODULES or name in installed or name.startswith("sweserve"):
             return name
     return None
 
 
-def _why(path: str, is_test: Callable[[str], bool], packages: set[str]) -> str | None:
+def repo_names(files: set[str]) -> set[str]:
+    """The top-level names a tree's own files (`git ls-files` of base) can be imported as."""
+    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in files if f == "__init__.py"
+                or f.endswith("/__init__.py")}
+    return {n for f in files for n in importable_names(f, packages)}
+
+
+def _why(path: str, is_test: Callable[[str], bool], packages: set[str], installed: frozenset[str]) -> str | None:
     p = PurePosixPath(path)
     if is_test(path):
         return "test file"
@@ -94,18 +110,21 @@ def _why(path: str, is_test: Callable[[str], bool], packages: set[str]) -> str |
         return "interpreter start-up hook"
     if any(part.endswith((".dist-info", ".egg-info")) for part in p.parts[:-1]):
         return "package metadata (entry points)"
-    if (name := shadowed_name(path, packages)):
+    if (name := shadowed_name(path, packages, installed)):
         return f"shadows module {name}"
     return None
 
 
 def plan_resets(changed: dict[str, str], is_test: Callable[[str], bool], packages: set[str],
-                pytest_config_changed: Callable[[str], bool] = lambda p: True) -> list[Reset]:
+                pytest_config_changed: Callable[[str], bool] = lambda p: True,
+                installed: frozenset[str] = frozenset()) -> list[Reset]:
     """The resets for `changed` ({path: git status letter A/M/D/T}); a `MAYBE_PYTEST_CONFIG` file is reset
-    when `pytest_config_changed(path)` says its pytest section differs from base (always, when it is new)."""
+    when `pytest_config_changed(path)` says its pytest section differs from base (always, when it is new).
+    `installed` are the task image's top-level module names (not the repository's own) a new file must not
+    shadow."""
     resets = []
     for path, status in sorted(changed.items()):
-        why = _why(path, is_test, packages)
+        why = _why(path, is_test, packages, installed)
         name = PurePosixPath(path).name
         if why is None and name in MAYBE_PYTEST_CONFIG and (status == "A" or pytest_config_changed(path)):
             why = "pytest configuration"

@@ -222,7 +222,9 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
             "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
             "keystrokes": redact(run.keystrokes), "screen": redact(run.screen),
             "error": redact(run.error) if run.error else run.error})
-    fields["flags"] = sorted(set(fields.get("flags") or []))
+    fields["flags"] = sorted({redact(f) for f in fields.get("flags") or []})  # they name the candidate's files
+    if fields.get("resets"):
+        fields["resets"] = [redact(r) for r in fields["resets"]]
     result = RunResult(
         run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
         started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3),

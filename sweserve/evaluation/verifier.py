@@ -1,9 +1,9 @@
 """The verifier: one grade sandbox (no network, fresh from the task image) from submission to outcomes.
 
-    harness in (and a digest of pytest's files, before anything else)
+    harness in (and a digest of pytest's files and the image's installed module names, before anything else)
       → submission applied with `git apply --index` (git names every path it touched)
       → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
-        metadata and shadowing modules back to base
+        metadata and modules shadowing the stdlib, the runner or anything installed, back to base
       → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
         (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
 
@@ -13,6 +13,7 @@ what they mean (`tampered` for canaries, and for flags when the profile says so)
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ from sweserve.evaluation.grading import (
     in_sandbox_script,
     run_tests,
 )
-from sweserve.evaluation.resets import Reset, plan_resets, pytest_section
+from sweserve.evaluation.resets import Reset, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.models import TaskBundle
@@ -77,13 +78,20 @@ def _numstat_paths(raw: str) -> set[str]:
     return paths
 
 
-def first_look(box: Sandbox, bundle: TaskBundle, patch: str,
-               name: str) -> tuple[str, dict[str, str], set[str], set[str]]:
-    """Harness in, runner digest taken, submission applied with `git apply --index`: one copy, one exec.
+@dataclass
+class FirstLook:
+    """What the grade sandbox says before anything is reset: taken in one exec."""
 
-    Returns the digest, what the submission changed ({path: A/M/D/T}), the paths tests.patch touches and
-    the package directories (those holding an `__init__.py`) after the submission.
-    """
+    manifest: str  # the digest of pytest's installed files and the harness, before the submission
+    changed: dict[str, str]  # what the submission changed: {path: A/M/D/T}
+    tests_paths: set[str]  # the paths tests.patch touches
+    packages: set[str]  # the directories holding an `__init__.py` after the submission
+    installed: frozenset[str]  # the image's top-level module names the base repository does not provide
+
+
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
+    """Harness in, runner digest and installed names taken, submission applied with `git apply --index`:
+    one copy, one exec."""
     base = shlex.quote(bundle.task.base_commit)
     files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
     files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
@@ -94,22 +102,31 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str,
                  f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     put_tree(box, "/", tar_of(files))
-    res = _git(box, f"python -I {HARNESS}/{BOOT}.py --manifest > {IN_BOX}/manifest || exit 20; {apply} && "
-                    f"cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && "
+    boot = f"python -I {HARNESS}/{BOOT}.py"
+    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed || exit 20; "
+                    f"{apply} && cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && cat {IN_BOX}/installed && "
+                    f"printf '{SEP_PRINTF}' && "
                     f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
                     f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
     if res.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=res.output)
     if res.exit_code == 21:
         raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 3:
+    if res.exit_code != 0 or res.output.count(SEP) != 4:
         raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    manifest, names, numstat_out, listed = res.output.split(SEP)
+    manifest, installed, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in _split_z(listed)
+    files = set(_split_z(listed))
+    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in files
                 if f == "__init__.py" or f.endswith("/__init__.py")}
-    return manifest.strip(), changed, _numstat_paths(numstat_out), packages
+    base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    try:
+        image_names = {n for n in json.loads(installed) if isinstance(n, str)}
+    except ValueError:
+        raise TestRunError("the test runner cannot list the task image's modules", output=installed) from None
+    return FirstLook(manifest.strip(), changed, _numstat_paths(numstat_out), packages,
+                     frozenset(image_names - repo_names(base_files)))
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -123,14 +140,14 @@ def _pytest_config_changed(box: Sandbox, base: str):
     return changed
 
 
-def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, changed: dict[str, str],
-                   tests_paths: set[str], packages: set[str]) -> tuple[list[Reset], dict[str, str]]:
+def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
+                   look: FirstLook) -> tuple[list[Reset], dict[str, str]]:
     """The resets done, tests.patch applied, and the hidden test files' texts read back: one exec (two copies
     in when something is reset)."""
     task = bundle.task
-    hidden = tests_paths | set(task.test.files)
-    resets = plan_resets(changed, lambda p: profile.is_test_path(p) or p in hidden, packages,
-                         _pytest_config_changed(box, task.base_commit))
+    hidden = look.tests_paths | set(task.test.files)
+    resets = plan_resets(look.changed, lambda p: profile.is_test_path(p) or p in hidden, look.packages,
+                         _pytest_config_changed(box, task.base_commit), look.installed)
     restore = [r.path for r in resets if r.existed]
     delete = [r.path for r in resets if not r.existed]
     steps = []
@@ -160,15 +177,15 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, chang
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
     task = bundle.task
-    manifest, changed, tests_paths, packages = first_look(box, bundle, patch, name)
-    resets, sources = reset_and_read(box, bundle, profile, changed, tests_paths, packages)
+    look = first_look(box, bundle, patch, name)
+    resets, sources = reset_and_read(box, bundle, profile, look)
     plan = canary_tests.plan(task, sources)
-    planted = {f"{WORKDIR[1:]}/{f}": (sources[f] + text).encode("utf-8") for f, text in plan.texts.items()}
+    planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
-        run = run_tests(box, task, task.resources.test_timeout_s, manifest, profile.pytest_plugins, planted)
+        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, profile.pytest_plugins, planted)
         planted = {}
-        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes)
+        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes, run.exit_status)
         for mapping in (run.skips, run.messages):
             for test_id in [t for t in mapping if t not in run.outcomes]:
                 del mapping[test_id]

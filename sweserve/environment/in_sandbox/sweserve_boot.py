@@ -11,6 +11,10 @@ prefixed with a per-run nonce read from a file that is deleted before any repo c
 harness parses them from the `docker exec` stream as they arrive, so nothing the tests do at exit, or to
 a file, can rewrite an outcome already sent. The first line carries a digest of pytest's installed files
 (and this harness), which the harness compares with the one taken before the submission was applied.
+
+`--manifest` prints that digest alone; `--installed` the top-level module names the interpreter's own paths
+(standard library, site-packages) provide, which a submission's new files must not shadow. Both run before
+the submission is applied.
 """
 
 import hashlib
@@ -50,6 +54,29 @@ def manifest_digest():
     return h.hexdigest()
 
 
+def installed_names(workdir="/testbed"):
+    """Top-level names importable from sys.path (as `python -I` starts: no repo directory but what a `.pth`
+    added, which is left out with everything else under the workdir), and those distributions declare."""
+    from importlib import machinery, metadata
+
+    suffixes = tuple(machinery.all_suffixes()) + (".pyc",)
+    names = set()
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry).startswith(workdir.rstrip("/") + "/"):
+            continue
+        try:
+            listing = os.listdir(entry)
+        except OSError:
+            continue
+        for name in listing:
+            stem = name.split(".")[0]
+            if os.path.isdir(os.path.join(entry, name)) or name.endswith(suffixes):
+                names.add(stem)
+    for dist in metadata.distributions():
+        names.update((dist.read_text("top_level.txt") or "").split())
+    return sorted(n for n in names if n.isidentifier() and not n.startswith("__"))
+
+
 def _emitter(nonce, fd):
     write, dumps = os.write, json.dumps  # bound now: later patches of os.write or json do not reach them
     prefix = ("\n@@sweserve:" + nonce + ":").encode()
@@ -64,6 +91,9 @@ def _emitter(nonce, fd):
 def main(argv):
     if argv[1:2] == ["--manifest"]:
         print(manifest_digest())
+        return 0
+    if argv[1:2] == ["--installed"]:
+        print(json.dumps(installed_names()))
         return 0
     with open(argv[1]) as fh:
         config = json.load(fh)
