@@ -132,12 +132,11 @@ def test_every_trial_ends_in_exactly_one_result_even_when_the_pipeline_itself_di
 # --- hidden tests never in reasons; reasons are one bounded, printable line -------------------------------
 
 def test_reasons_never_carry_test_output():
-    leaky = TestRunError("test runner exited 1 without outcomes: assert shards == [(0, 3), (3, 6)]  # hidden")
-    assert hidden_tests_reason(leaky) == "test runner exited 1 without outcomes"
-    killed = TestRunError("test runner exited 137 (killed: over the 4 GB memory limit?) without outcomes: Killed")
-    assert hidden_tests_reason(killed) == "test runner exited 137 (killed: over the 4 GB memory limit?) without outcomes"
+    leaky = TestRunError("test runner exited 1 before reporting all outcomes",
+                         detail="assert shards == [(0, 3), (3, 6)]  # hidden", output="assert shards # hidden")
+    assert hidden_tests_reason(leaky) == "test runner exited 1 before reporting all outcomes"
+    assert "hidden" in str(leaky)  # the detail is for logs
     assert hidden_tests_reason(TestRunError("hidden tests timed out after 5s", True)) == "hidden tests timed out after 5s"
-    assert hidden_tests_reason(TestRunError("something new: with test text")) == "hidden tests produced no usable outcomes"
     line = clean_reason("a\nb\x1b[31m" + "x" * 1000)
     assert "\n" not in line and "\x1b" not in line and len(line) <= 300
 

@@ -44,13 +44,15 @@ class PatchError(Exception):
 class TestRunError(Exception):
     """The test runner produced no usable outcomes (crash, time-out, broken environment).
 
-    The message never quotes test output (hidden tests could be in it); `output` holds it for tests.log.
+    `reason` is the raiser's fixed phrasing, the only part a result may show; `detail` (which may name hidden
+    tests) joins it in the message for logs only, and `output` holds the runner's output for tests.log.
     """
 
     __test__ = False
 
-    def __init__(self, message: str, timed_out: bool = False, output: str = ""):
-        super().__init__(message)
+    def __init__(self, reason: str, timed_out: bool = False, output: str = "", detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
         self.timed_out = timed_out
         self.output = output
 
@@ -163,8 +165,7 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     starts = [e["start"] for e in events if "start" in e]
     if not starts or not any("end" in e for e in events):
         hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
-        raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes "
-                           f"(output in the trial's tests.log)", output=output)
+        raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes", output=output)
     outcomes, skips, messages = merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
     tampered = stream_problems(events, manifest, res.exit_code)

@@ -103,7 +103,8 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
         graded = verify(box, bundle, ctx.profile(task.profile), patch, name, runs)
     if name != "candidate" and graded.tampered:
-        raise TestRunError(f"the verifier's canaries failed on the {name} submission: {'; '.join(graded.tampered)}")
+        raise TestRunError(f"the verifier's canaries failed on the {name} submission",
+                           detail="; ".join(graded.tampered))
     return graded
 
 
@@ -296,15 +297,8 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
 
 
 def hidden_tests_reason(exc: TestRunError) -> str:
-    """Why the hidden tests gave no outcomes, from a fixed set of phrasings: never any of their output."""
-    message = str(exc)
-    if exc.timed_out:
-        return message.split(":")[0]
-    if " without outcomes" in message:
-        return message.split(" without outcomes")[0] + " without outcomes"
-    if message.startswith("the outcomes file") and ":" not in message:
-        return message
-    return "hidden tests produced no usable outcomes"
+    """Why the hidden tests gave no outcomes: the raiser's fixed phrasing, never any of their output."""
+    return exc.reason
 
 
 def trial_folder(results_path: Path, run_id: str, agent: Agent, bundle: TaskBundle, attempt: int) -> TrialFolder:
