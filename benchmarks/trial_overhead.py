@@ -6,7 +6,8 @@
    the floor of `docker run --rm IMAGE true`, as a ratio. With --baseline, the same measurement is run on
    that revision's code (a `git archive` of it, in a subprocess) and both ratios are printed.
 2. Peak RSS of the sweserve process (a fresh subprocess per flood, `ru_maxrss`) while a candidate floods it:
-   1.2 GB on stdout, a 60 MB submission, and a sparse 500 MB outcomes file plus 300 MB on stdout at grading.
+   1.2 GB on stdout, a 60 MB submission, and, at grading, 300 MB written to the test process's real stdout at
+   exit as one line (past pytest's capture, into the stream the verifier reads).
 
 Uses the demo tasks committed in tasks/ (the demo repository is rebuilt in a temporary folder).
 """
@@ -68,7 +69,7 @@ def measure_overhead(n: int) -> dict:
 FLOODS = {
     "stdout 1.2 GB": "head -c 1200000000 /dev/zero | tr '\\0' a",
     "submission 60 MB": "head -c 60000000 /dev/urandom > blob.bin",
-    "grading: outcomes sparse 500 MB + stdout 300 MB": None,  # built in flood_agent
+    "grading: 300 MB on stdout at exit, one line": None,  # built in flood_agent
 }
 
 
@@ -80,9 +81,9 @@ def flood_agent(name: str):
 
     command = FLOODS[name]
     if command is None:
-        evil = ("\nimport atexit, os\nfor _ in range(300):\n    os.write(1, b'x' * 2**20)\n"
-                "def _grow(p=os.environ.get('SWESERVE_OUTCOMES', '/sweserve/outcomes.json')):\n"
-                "    f = open(p, 'w'); f.truncate(500 * 2**20); f.close()\natexit.register(_grow)\n")
+        # at exit pytest has given fd 1 back: the flood reaches the exec stream the verifier parses
+        evil = ("\nimport atexit, os\ndef _flood():\n    for _ in range(300):\n        os.write(1, b'x' * 2**20)\n"
+                "atexit.register(_flood)\n")
         data = base64.b64encode((files.PR_DISTRIBUTED[SRC] + evil).encode()).decode()
         command = f"echo {data} | base64 -d > {SRC}"
     return CommandAgent(command, name="flood")
