@@ -356,6 +356,37 @@ def test_a_must_pass_canary_that_fails_is_forgery():
     assert canaries.check(plan.canaries, broken)[1] == []
 
 
+def test_a_canary_never_claims_a_test_of_another_hidden_file():
+    """Sibling files share words: a canary of one named like a real test of the other would strip that test out
+    of the outcomes (graded missing) or, failing, brand an honest candidate tampered."""
+    sibling = "def test_even_split_single():\n    assert 1\n\n\ndef test_merge_order_ranges():\n    assert 1\n"
+    task = _task(p2p=("test/t.py::TestMergeRanges::test_merge_keeps_order", "test/u.py::test_even_split_single"))
+    for _ in range(30):
+        plan = canaries.plan(task, {"test/t.py": SOURCE, "test/u.py": sibling})
+        real = {"test/u.py::test_even_split_single", "test/u.py::test_merge_order_ranges",
+                "test/t.py::test_even_split", "test/t.py::TestMergeRanges::test_merge_keeps_order"}
+        for c in plan.canaries:
+            assert c.name not in {"test_even_split_single", "test_merge_order_ranges", "test_even_split"}, c
+            assert not [t for t in real if c.matches(t)], c
+    c = canaries.Canary("test/t.py", "test_even_split_single", False)
+    assert not c.matches("test/u.py::test_even_split_single")  # the name alone is not enough
+    assert c.matches("t.py::test_even_split_single") and c.matches("repo/test/t.py::test_even_split_single")
+    assert not c.matches("best/t.py::test_even_split_single") and not c.matches("xt.py::test_even_split_single")
+
+
+def test_canaries_land_between_tests_in_a_file_with_form_feeds(tmp_path):
+    """str.splitlines also breaks on a form feed, ast does not: positions taken from one must not be used on
+    the other, or a canary lands inside a test's body."""
+    source = "\x0c\n\x0c\n\x0c\n" + SOURCE.replace("\n\ndef test_single_rank", "\n\x0c\ndef test_single_rank")
+    for _ in range(12):
+        plan = canaries.plan(_task(), {"test/t.py": source})
+        tree = ast.parse(plan.texts["test/t.py"])  # planted text still parses
+        bodies = {n.name: [ast.unparse(b) for b in n.body] for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert bodies["test_single_rank_gets_all"] == ["assert shard_range(5, 1, 0) == (0, 5)"]
+        assert bodies["test_even_split"] == ["assert shard_range(8, 4, 0) == (0, 2)"]
+        assert all(c.name in bodies for c in plan.canaries)
+
+
 def test_output_tail_says_truncated_as_soon_as_any_head_is_lost():
     tail = OutputTail(10)
     tail.add(b"x" * 15)  # under twice the limit: kept in the buffer, but only the last 10 bytes are returned

@@ -105,3 +105,21 @@ def test_recorded_messages_show_signs_anywhere_and_stay_bounded(work, how, runne
     huge = run.messages[ID + "test_huge"]
     assert 8192 <= len(huge) <= BOUND, len(huge)
     assert "ValueError" in huge
+
+
+def test_installed_names_leave_out_the_repository_itself(tmp_path, monkeypatch):
+    """An editable install's .pth puts the workdir itself on sys.path: its untracked leftovers (build/, a stray
+    module) are the repository's, not installed packages the verifier should protect from the submission."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("boot_under_test", IN_SANDBOX / "sweserve_boot.py")
+    boot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(boot)
+    work, site = tmp_path / "testbed", tmp_path / "site"
+    for d in (work / "build", work / "sub" / "leftover", site / "realpkg"):
+        d.mkdir(parents=True)
+    (site / "othermod.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(site), str(work), str(work / "sub")])
+    names = set(boot.installed_names(workdir=str(work) + "/"))
+    assert {"realpkg", "othermod"} <= names
+    assert not {"build", "sub", "leftover"} & names

@@ -45,9 +45,27 @@ class Canary:
     cls: str | None = None
 
     def matches(self, test_id: str) -> bool:
+        """Whether a reported id is this canary: its name (and class) in its own file, whose path the id may
+        give from another rootdir (`sgl_jax/test/x.py` for `python/sgl_jax/test/x.py`), never another file's."""
         test_id = _PARAMS.sub("", test_id)  # an autouse fixture with params makes ids like `name[1]`
         tail = f"::{self.cls}::{self.name}" if self.cls else f"::{self.name}"
-        return test_id.endswith(tail) and "::" not in test_id[: -len(tail)]
+        if not test_id.endswith(tail):
+            return False
+        path = test_id[: -len(tail)]
+        return "::" not in path and _same_path(path, self.file)
+
+
+def _same_path(a: str, b: str) -> bool:
+    """One file named from two rootdirs: equal, or one a whole-component suffix of the other."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _lines(text: str, keepends: bool = False) -> list[str]:
+    """text split on newlines only, as `ast` counts lines (str.splitlines also splits on form feeds and others)."""
+    parts = text.split("\n")
+    if not keepends:
+        return parts
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 @dataclass
@@ -259,7 +277,7 @@ def _code(name: str, indent: str, body: list[str], method: bool) -> str:
 
 
 def _plant(text: str, inserts: list[tuple[int, str]]) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text, keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     # at one place, methods go before top-level code (a class ending the file, then the file's end)
@@ -274,6 +292,13 @@ def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
     """Canaries for the hidden test files whose text is in `sources` (file -> text)."""
     graded = {t.split("::")[0] for t in task.FAIL_TO_PASS + task.PASS_TO_PASS}
     out = CanaryPlan()
+    everywhere = set()  # no canary takes the name of a function in any hidden file, its own or a sibling's
+    for text in sources.values():
+        try:
+            everywhere |= {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef,
+                                                                                       ast.AsyncFunctionDef))}
+        except (SyntaxError, ValueError):
+            pass
     for file, text in sorted(sources.items()):
         if graded and file not in graded:
             continue
@@ -281,13 +306,13 @@ def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue  # it cannot run at all: its tests (and canaries) would be collection errors
-        lines = text.splitlines()
+        lines = _lines(text)
         homes = _homes(task, file, text, tree, lines)
         if not homes:
             continue
         names = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         words = _vocabulary([n for n in names if _TEST_NAME.match(n)])
-        taken = set(names)
+        taken = everywhere | {c.name for c in out.canaries}
         inserts = []
         kinds = [False] * _RNG.randint(2, 3) + [True] * _RNG.randint(2, 3)
         _RNG.shuffle(kinds)
@@ -318,7 +343,7 @@ def check(canaries: list[Canary], outcomes: dict[str, Outcome],
             found[hit] = outcome
 
     def same_file(c: Canary, test_id: str) -> bool:
-        return "::" in test_id and test_id.split("::")[0].endswith(c.file.rsplit("/", 1)[-1])
+        return "::" in test_id and _same_path(test_id.split("::")[0], c.file)
 
     def home_passed(c: Canary) -> bool:
         return any(o == "passed" and same_file(c, t) and (t.split("::")[1] == c.cls if c.cls else t.count("::") == 1)

@@ -62,7 +62,8 @@ def installed_names(workdir="/testbed"):
     suffixes = tuple(machinery.all_suffixes()) + (".pyc",)
     names = set()
     for entry in sys.path:
-        if not entry or os.path.abspath(entry).startswith(workdir.rstrip("/") + "/"):
+        where, repo = os.path.abspath(entry), workdir.rstrip("/")
+        if not entry or where == repo or where.startswith(repo + "/"):
             continue
         try:
             listing = os.listdir(entry)
