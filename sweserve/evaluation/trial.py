@@ -203,7 +203,7 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     except SweserveError as exc:  # a precondition of this task, e.g. no clone known to build its image from
         fields.update(status="error", error_kind="task", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = _write_quietly(folder, "traceback.txt", traceback.format_exc())
+        where = write_quietly(folder, "traceback.txt", traceback.format_exc())
         log.error("internal error in %s #%d: %s: %s (traceback: %s)", task.task_id, req.attempt,
                   exc.__class__.__name__, redact(str(exc))[:REASON_CHARS], where)
         fields.update(status="error", error_kind="internal",
@@ -246,7 +246,8 @@ def clean_reason(text: str) -> str:
     return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
 
 
-def _write_quietly(folder, name: str, text: str) -> str:
+def write_quietly(folder, name: str, text: str) -> str:
+    """Write name into a (possibly redacting) trial folder: its path, or why it could not be written; never raises."""
     try:
         return str(folder.write(name, text))
     except OSError as exc:

@@ -29,7 +29,8 @@ from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
-from sweserve.evaluation.trial import grade_submission, reservation
+from sweserve.evaluation.trial import grade_submission, reservation, write_quietly
+from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import TaskBundle, ValidationRecord
 
 log = logging.getLogger(__name__)
@@ -159,21 +160,13 @@ def validate_task_safely(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = _save_traceback(req.log_dir or log_dir_for(ctx, task.task_id), traceback.format_exc())
+        where = write_quietly(TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id)), TRACEBACK_FILE,
+                              traceback.format_exc())
         log.error("internal error validating %s: %s: %s (traceback: %s)", task.task_id, exc.__class__.__name__,
                   str(exc)[:300], where)
         why = f"internal error: {exc.__class__.__name__}: {str(exc)[:300]} (traceback: {where})"
         return ValidateOutcome(task_id=task.task_id, family=task.family, status="error", error_kind="internal",
                                reason=why)
-
-
-def _save_traceback(folder: Path, text: str) -> str:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / TRACEBACK_FILE).write_text(text)
-    except OSError as exc:
-        return f"not written: {exc.strerror}"
-    return str(folder / TRACEBACK_FILE)
 
 
 def validate_all(ctx: Context, tasks_dir: Path, bundles: list[TaskBundle], runs: int = 3, record: bool = True,
