@@ -91,10 +91,15 @@ def shadowed_name(path: str, packages: set[str], installed: frozenset[str] = fro
     return None
 
 
+def package_dirs(files: set[str]) -> set[str]:
+    """The directories of a tree (`git ls-files`) that hold an `__init__.py` ("" for the top)."""
+    return {f.rsplit("/", 1)[0] if "/" in f else "" for f in files if f == "__init__.py"
+            or f.endswith("/__init__.py")}
+
+
 def repo_names(files: set[str]) -> set[str]:
     """The top-level names a tree's own files (`git ls-files` of base) can be imported as."""
-    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in files if f == "__init__.py"
-                or f.endswith("/__init__.py")}
+    packages = package_dirs(files)
     return {n for f in files for n in importable_names(f, packages)}
 
 

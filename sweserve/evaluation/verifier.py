@@ -32,7 +32,7 @@ from sweserve.evaluation.grading import (
     in_sandbox_script,
     run_tests,
 )
-from sweserve.evaluation.resets import Reset, plan_resets, pytest_section, repo_names
+from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.models import TaskBundle
@@ -118,8 +118,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
     files = set(_split_z(listed))
-    packages = {f.rsplit("/", 1)[0] if "/" in f else "" for f in files
-                if f == "__init__.py" or f.endswith("/__init__.py")}
+    packages = package_dirs(files)
     base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
