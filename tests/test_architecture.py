@@ -120,6 +120,16 @@ def private_offenders(root: Path = PACKAGE):
     return found
 
 
+def transfer_offenders(root: Path = PACKAGE):
+    """transfer.py is a private part of the Docker backend: everything else copies trees through `Sandbox`."""
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if mod == "sweserve.environment.transfer" and rel != "environment/docker_sandbox.py"]
+
+
+def test_trees_are_copied_through_the_sandbox_protocol_only():
+    assert transfer_offenders() == []
+
+
 def test_only_environment_imports_docker():
     assert docker_importers() == []
 

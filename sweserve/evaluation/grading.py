@@ -18,8 +18,7 @@ from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX
-from sweserve.environment.sandbox import WORKDIR, Sandbox
-from sweserve.environment.transfer import put_tree, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
 from sweserve.models import Outcome, Task, TestResults
 
@@ -87,7 +86,7 @@ def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index
 
 def install_harness(box: Sandbox) -> str:
     """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
-    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
+    box.copy_tree_in(HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
     lines = res.output.strip().splitlines()
     if res.exit_code != 0 or not lines:
@@ -151,7 +150,7 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     nonce = secrets.token_hex(16)
     config = run_config(task, list(plugins), NONCE_FILE)
     own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
-    put_tree(box, "/", tar_of({**(files or {}), **own}, 0o644))
+    box.copy_tree_in("/", tar_of({**(files or {}), **own}, 0o644))
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from sweserve.agents.base import Agent
 from sweserve.environment.context import Context
-from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
+from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
@@ -85,10 +85,22 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
     task = bundle.task
     audit = folder.path / "egress.log" if folder else None
     with (ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box,
-          egress_for(ctx, box, agent, audit) as agent_box):
+          agent_sandbox(box, agent, audit) as agent_box):
         run = agent.solve(agent_box, bundle)
         patch = take_submission(ctx, box, task, image)  # diffed outside the candidate's reach
     return run, patch
+
+
+@contextmanager
+def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sandbox]:
+    """The sandbox the agent works in: `box` itself, or behind an egress proxy when its config names model
+    endpoints (`egress`; `closed_book` strips hosted tools)."""
+    allow = list(getattr(agent, "egress", None) or [])
+    if not allow:
+        yield box
+        return
+    with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit) as proxied:
+        yield proxied
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
