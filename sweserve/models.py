@@ -99,6 +99,35 @@ class EnvironmentLock(Strict):
                                 "cannot install ('requirement: why'), left out of the lock")
 
 
+class EnvSpec(Strict):
+    """Everything one env image is built from, computed by `dataset/` (`dataset/image_spec.py`) from a profile and
+    a task's requirements: `environment/` builds from this alone and never reads a profile."""
+
+    profile: str = Field(description="the profile's name: the env image's tag starts with it")
+    base_image: str
+    python: str = Field(description="least Python the env image must have")
+    requirements: str = Field(description="requirements.txt: index options first, then the pins (or the declared "
+                              "requirements the build can install), one a line")
+    left_out: list[str] = Field(default_factory=list, description="requirements the build cannot install, with why")
+    index_url: str | None = None
+    constraints: list[str] = Field(default_factory=list, description="lines of a pip constraints file")
+
+
+class ImageSpec(Strict):
+    """Everything a task image is built from: its env (and the shared layer under it), the repository at the base
+    commit, the profile's install steps, the test env and how much git history the image keeps."""
+
+    task_id: str
+    repo: str
+    base_commit: str
+    env: EnvSpec
+    shared: EnvSpec | None = Field(None, description="the layer of what all the profile's tasks declare, which env "
+                                   "is built over as a thin layer (None: env is built whole)")
+    install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
+    test_env: dict[str, str] = Field(default_factory=dict)
+    history: Literal["none", "ancestors"] = "ancestors"
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 

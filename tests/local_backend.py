@@ -27,9 +27,14 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from sweserve.config_search import ConfigSearch
+from sweserve.dataset.project import Project
 from sweserve.environment.gpus import GpuPool
+from sweserve.environment.host import HostSpec
 from sweserve.environment.sandbox import WORKDIR, ExecResult, TreeTooLarge
-from sweserve.errors import InfraError, LimitExceeded
+from sweserve.errors import InfraError, LimitExceeded, SweserveError
+from sweserve.evaluation.context import Context
+from sweserve.models import ImageSpec
 
 ROOTS = re.compile(r"(?<![\w./-])/(testbed|sweserve)(?=/|\b|$)")
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
@@ -239,17 +244,30 @@ class LocalImages:
 
 
 class LocalHost:
-    """What a trial needs of a machine, on local processes: images, GPUs (none), sandboxes. NOT ISOLATED."""
+    """The `Host` protocol on local processes: images (a clone at a commit), GPUs (none unless told), sandboxes.
+    NOT ISOLATED. `image_step`, when given, replaces the image step (tests script its failures with it)."""
 
-    def __init__(self, run_id: str = "run1", host_gpus: list[str] | None = None):
+    def __init__(self, run_id: str = "run1", host_gpus: list[str] | None = None,
+                 image_step: Callable[[ImageSpec], str] | None = None):
         self.run_id = run_id
         self.host_gpus = list(host_gpus or [])
         self.assigned_gpus: list[str] | None = None
         self.gpu_pool = GpuPool(self.host_gpus)
         self.builder = LocalImages()
+        self.image_step = image_step
         self.sandboxes: list[LocalSandbox] = []  # every sandbox handed out, with its role
         self.roles: list[str] = []
         self._cancelled = threading.Event()
+
+    def task_image(self, spec: ImageSpec, clone: Path | None) -> str:
+        if self.image_step is not None:
+            return self.image_step(spec)
+        if clone is None:
+            raise SweserveError(f"task image for {spec.task_id} is not built and no clone of {spec.repo} is known")
+        return self.builder.add(f"local:{spec.task_id}", clone, spec.base_commit)
+
+    def spec(self) -> HostSpec:
+        return HostSpec(run_id=self.run_id, assigned_gpus=self.assigned_gpus)
 
     def sandbox(self, image: str, task_id: str, role: str, resources, gpu_ids: list[str]) -> LocalSandbox:
         if self._cancelled.is_set():
@@ -268,3 +286,16 @@ class LocalHost:
     def close(self) -> None:
         for box in self.sandboxes:
             box.remove()
+
+    def __enter__(self) -> "LocalHost":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def local_context(state_dir: Path, image_step: Callable[[ImageSpec], str] | None = None, host_gpus=(),
+                  search: ConfigSearch | None = None, repo_path: Path | None = None, run_id: str = "run1") -> Context:
+    """A Context whose host is a LocalHost: the project's configuration as in production, the machine local."""
+    project = Project(state_dir, search or ConfigSearch.for_project(state_dir), repo_path)
+    return Context(LocalHost(run_id, list(host_gpus), image_step), project)

@@ -156,7 +156,7 @@ def numpy_task(demo, request):
     bundle.tests_patch = bundle.tests_patch.replace(
         line, "+    __import__('numpy.testing').testing.assert_allclose(shards, [(0, 3), (3, 6), (6, 8), (8, 10)])\n")
     image = demo.ctx.task_image(demo.bundle(DIST))
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     box = client.containers.create(image, command=["sleep", "60"], labels={"sweserve.test": "numpy"})
     try:
         buf = io.BytesIO()
@@ -171,12 +171,12 @@ def numpy_task(demo, request):
         box.commit(*tag.split(":"))
     finally:
         box.remove(force=True)
-    original = demo.ctx.task_image
-    demo.ctx.task_image = lambda b: tag if b.task.task_id == DIST else original(b)
+    original = demo.ctx.image
+    demo.ctx.image = lambda inputs: tag if inputs.image.task_id == DIST else original(inputs)
     try:
         yield bundle
     finally:
-        demo.ctx.task_image = original
+        demo.ctx.image = original
         client.images.remove(tag, force=True)
 
 

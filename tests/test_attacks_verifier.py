@@ -296,11 +296,11 @@ def test_a_profile_can_fail_flagged_submissions(demo, oracle_ok):
     b = demo.bundle(DIST)
     name = b.task.profile
     original = demo.ctx.profile(name)
-    demo.ctx._profiles[name] = original.model_copy(update={"fail_on_flags": True})
+    demo.ctx.project._profiles[name] = original.model_copy(update={"fail_on_flags": True})
     try:
         harmless = write("python/sglang/__init__.py", "import atexit\natexit.register(print)", append=True)
         r = evaluate_task(demo.ctx, b, CommandAgent(harmless, name="flagged"))  # nothing but the flag says tampered
     finally:
-        demo.ctx._profiles[name] = original
+        demo.ctx.project._profiles[name] = original
     assert r.status == "tampered" and "exit-time hook (python/sglang/__init__.py)" in r.flags
     assert r.reason.startswith("flagged")

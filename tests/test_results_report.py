@@ -2,8 +2,11 @@ from datetime import datetime, timezone
 
 import pytest
 
+from local_backend import LocalHost
+
 from sweserve.agents.reference import NullAgent
-from sweserve.environment.context import Context
+from sweserve.dataset.project import Project
+from sweserve.evaluation.context import Context
 from sweserve.errors import SweserveError
 from sweserve.evaluation.evaluate import pending
 from sweserve.evaluation.results import ResultsWriter, read_results
@@ -97,7 +100,7 @@ def test_pass_at_k():
 
 
 def test_gpu_and_unvalidated_tasks_are_skipped_without_docker(tmp_path):
-    ctx = Context(client=None, builder=None, state_dir=tmp_path, run_id="r", host_gpus=[])
+    ctx = Context(LocalHost("r"), Project(tmp_path))
     r = evaluate_task(ctx, bundle("o__r-1", gpus=2), NullAgent())
     assert (r.status, r.reason) == ("skipped", "needs 2 GPUs (host has 0)")
     r = evaluate_task(ctx, bundle("o__r-1", validated=False), NullAgent())

@@ -13,7 +13,7 @@ from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent
 from sweserve.agents.resolve import make_agent
 from sweserve.config_search import ConfigSearch
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 from sweserve.errors import InfraError, SweserveError
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
@@ -21,29 +21,19 @@ from sweserve.evaluation.trial import evaluate_task
 from sweserve.models import Resources, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
 from local_backend import LocalHost
 
+from sweserve.dataset.project import Project
+
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 class NoDockerContext(Context):
-    """A Context on the local test backend (tests/local_backend.py) whose image step is scripted; nothing reaches
-    Docker. An image the step returns that the backend knows (`host.builder.add`) gets local sandboxes."""
+    """A Context on the local test backend (tests/local_backend.py); nothing reaches Docker. With an image step,
+    the image step is scripted; without one, task images are the clone at repo_path."""
 
-    def __init__(self, tmp_path, image_step, host_gpus=(), search=None):
-        self.host = LocalHost("run1", list(host_gpus))
-        super().__init__(client=None, builder=self.host.builder, state_dir=tmp_path / "state", run_id="run1",
-                         host_gpus=list(host_gpus), search=search or ConfigSearch.for_project(tmp_path / "state"))
-        self._image_step = image_step
-
-    def task_image(self, bundle):
-        return self._image_step()
-
-    def sandbox(self, image, task_id, role, resources, gpu_ids):
-        if self._cancelled.is_set():
-            raise InfraError("sandbox", "run cancelled")
-        return self.host.sandbox(image, task_id, role, resources, gpu_ids)
-
-    def close(self):
-        self.host.close()
+    def __init__(self, tmp_path, image_step, host_gpus=(), search=None, repo_path=None):
+        step = (lambda spec: image_step()) if image_step is not None else None
+        project = Project(tmp_path / "state", search or ConfigSearch.for_project(tmp_path / "state"), repo_path)
+        super().__init__(LocalHost("run1", list(host_gpus), step), project)
 
 
 def bundle(task_id="o__r-1", validated=True, instruction="i"):
@@ -234,8 +224,7 @@ def local_task(make_repo, tmp_path):
                 test=TestSpec(files=["tests/test_calc.py"]), FAIL_TO_PASS=["tests/test_calc.py::test_add"],
                 PASS_TO_PASS=["tests/test_calc.py::test_neg"], validation=ValidationRecord(status="valid", runs=1))
     b = TaskBundle(task=task, instruction="make add add", oracle_patch=oracle, tests_patch=tests)
-    ctx = NoDockerContext(tmp_path, lambda: "local-img", search=ConfigSearch(tmp_path / "config"))
-    ctx.host.builder.add("local-img", repo.path, base)
+    ctx = NoDockerContext(tmp_path, None, search=ConfigSearch(tmp_path / "config"), repo_path=repo.path)
     yield b, ctx
     ctx.close()
 

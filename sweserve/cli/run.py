@@ -106,11 +106,10 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
     from sweserve.evaluation.results import read_results
     from sweserve.reporting.summary import Selection, build_reports, render
 
-    ctx = make_context(args, console)
-    executor = make_executor(args, ctx)
-    console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
-                  f"{escape(str(output))}")
-    with progress_bar(console) as progress:
+    with make_context(args, console) as ctx, progress_bar(console) as progress:  # closing reaps what is left
+        executor = make_executor(args, ctx)
+        console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
+                      f"{escape(str(output))}")
         bar = progress.add_task(f"{agent.name}", total=None)
 
         def on_result(result, done, total):

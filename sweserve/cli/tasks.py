@@ -30,7 +30,7 @@ def register(sub, common) -> None:
 
 
 def clone_of(args, repo: str) -> Path:
-    from sweserve.environment.context import known_clone
+    from sweserve.dataset.clones import known_clone
     from sweserve.errors import SweserveError
 
     if args.repo_path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
 from sweserve.errors import InfraError, LimitExceeded
 from sweserve.models import Task

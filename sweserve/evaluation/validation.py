@@ -1,4 +1,5 @@
-"""Validation: grade the null submission and the oracle's through the trial pipeline, k runs each.
+"""Validation: the null and oracle agents through the trial pipeline (`trial.solve_and_grade`, as `run` takes any
+candidate: a candidate sandbox, the submission taken from it, graded in a fresh one), k runs each.
 
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
 A task already validated is rechecked against its recorded ids. Every rejection carries a
@@ -8,13 +9,12 @@ Only a verdict on the task is recorded in task.json. When the machinery fails in
 an image build, a registry, a node) or a precondition is unmet (a `SweserveError`, e.g. no clone to build from),
 the outcome is `error` with its kind and the task's validation record is left as it was: a Docker hiccup never
 un-validates a good task. A bug is `error` (kind `internal`) with its traceback saved under the state dir
-(`validate_task_safely`); the other tasks go on.
+(`validate_task_safely`, through the trial's one `internal_error` path); the other tasks go on.
 """
 
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,19 +22,32 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from sweserve.agents.base import Agent
+from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.project import TaskInputs
 from sweserve.dataset.taskstore import save_task
-from sweserve.environment.context import Context
-from sweserve.errors import ErrorKind, InfraError, RejectionCategory, SweserveError, TaskRejected, TrialSkipped
+from sweserve.errors import (
+    ErrorKind,
+    InfraError,
+    LimitExceeded,
+    RejectionCategory,
+    SweserveError,
+    TaskRejected,
+    TrialSkipped,
+)
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
-from sweserve.evaluation.trial import grade_submission, reservation, write_quietly
+from sweserve.evaluation.submission import SubmissionRejected
+from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import TaskBundle, ValidationRecord
 
 log = logging.getLogger(__name__)
-TRACEBACK_FILE = "traceback.txt"
+__all__ = ["TRACEBACK_FILE", "ValidateOutcome", "ValidateRequest", "validate_all", "validate_task",
+           "validate_task_safely"]
 
 
 class ValidateOutcome(BaseModel):
@@ -72,10 +85,13 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
     return ctx.state_dir / "logs" / ctx.run_id / "validate" / task_id
 
 
-def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, runs: int,
+def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
            gpu_ids: list[str]) -> list[TestRun]:
+    """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline."""
     try:
-        return grade_submission(ctx, bundle, image, patch, gpu_ids, runs=runs, name=name).runs
+        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=agent.name)
+    except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
+        raise LimitExceeded(f"the {agent.name} submission: {exc}") from None
     except PatchError as exc:
         category = (RejectionCategory.ORACLE_DOES_NOT_APPLY if exc.which == "oracle"
                     else RejectionCategory.TESTS_DO_NOT_APPLY)
@@ -83,6 +99,10 @@ def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, 
     except TestRunError as exc:
         category = RejectionCategory.TIMEOUT if exc.timed_out else RejectionCategory.RUNNER_CRASHED
         raise TaskRejected(category, str(exc)) from None
+    if solved.graded is None:  # the reference agent failed in its sandbox: the oracle did not apply
+        raise TaskRejected(RejectionCategory.ORACLE_DOES_NOT_APPLY,
+                           solved.run.error or f"the {agent.name} agent ended with {solved.run.exit_reason}")
+    return solved.graded.runs
 
 
 def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], result: ValidateOutcome):
@@ -120,9 +140,10 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         with reservation(ctx, task) as gpu_ids:
             # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
             # reliably from the task's own requirements failing to install, so it is never a verdict
-            image = ctx.task_image(bundle)
-            before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids)
-            after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids)
+            inputs = ctx.inputs(bundle)
+            image = ctx.image(inputs)
+            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids)
+            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids)
         f2p, p2p = _verdict(bundle, before, after, result)
         result.status = "valid"
         task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
@@ -160,11 +181,8 @@ def validate_task_safely(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = write_quietly(TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id)), TRACEBACK_FILE,
-                              traceback.format_exc())
-        log.error("internal error validating %s: %s: %s (traceback: %s)", task.task_id, exc.__class__.__name__,
-                  str(exc)[:300], where)
-        why = f"internal error: {exc.__class__.__name__}: {str(exc)[:300]} (traceback: {where})"
+        why = internal_error(TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id)),
+                             f"validating {task.task_id}", exc)
         return ValidateOutcome(task_id=task.task_id, family=task.family, status="error", error_kind="internal",
                                reason=why)
 
