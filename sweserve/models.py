@@ -255,8 +255,9 @@ class RunResult(Strict):
                                          "network, sandbox, limit, node, task or internal")
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
-    flags: list[str] = Field(default_factory=list, description="what the tamper scan and the verifier's resets "
-                             "found suspicious in the submission")
+    flags: list[str] = Field(default_factory=list, description="what a reviewer must look at: what the tamper "
+                             "scan and the verifier's resets found suspicious in the submission, and what the trial "
+                             "saw (e.g. secret_in_submission, transcript_tampered)")
     resets: list[str] = Field(default_factory=list, description="paths the verifier put back to base, with why")
     agent_run: AgentRun | None = None
     started_at: datetime
@@ -265,8 +266,6 @@ class RunResult(Strict):
     trial_dir: str | None = Field(None, description="the trial's folder: logs, full test output, submission")
     agent_config_hash: str | None = None
     task_hash: str | None = None
-    flags: list[str] = Field(default_factory=list, description="what a reviewer must look at, e.g. "
-                             "secret_in_submission, transcript_tampered")
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -105,3 +105,16 @@ def test_gpu_and_unvalidated_tasks_are_skipped_without_docker(tmp_path):
     assert (r.status, r.reason) == ("skipped", "needs 2 GPUs (host has 0)")
     r = evaluate_task(ctx, bundle("o__r-1", validated=False), NullAgent())
     assert r.status == "skipped" and r.reason.startswith("not validated")
+
+
+def test_every_field_of_a_result_is_declared_once():
+    """A second declaration silently replaces the first (RunResult.flags once had two descriptions)."""
+    import ast
+    from pathlib import Path
+
+    import sweserve.models as models
+
+    tree = ast.parse(Path(models.__file__).read_text())
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        names = [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        assert len(names) == len(set(names)), (cls.name, sorted(n for n in names if names.count(n) > 1))
