@@ -255,6 +255,12 @@ def test_the_private_rule_sees_names_reached_through_a_module(tmp_path):
                                                ("cli/d.py", "sweserve.evaluation.trial", "_graded")]
 
 
+def test_each_stage_package_states_its_rule():
+    for stage_dir in ("agents", "dataset", "environment", "evaluation", "reporting", "cli"):
+        doc = ast.get_docstring(ast.parse((PACKAGE / stage_dir / "__init__.py").read_text()))
+        assert doc and "Rule:" in doc, f"sweserve/{stage_dir}/__init__.py states no rule"
+
+
 def test_no_folder_holds_a_single_module():
     for folder in [p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"]:
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
