@@ -1,8 +1,9 @@
+from tag_helpers import env_tag
+
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.requirements import dependency_set
 from sweserve.dataset.taskstore import load_all
-from tag_helpers import env_tag
 
 PYPROJECT = '''[project]
 name = "pkg"

@@ -13,11 +13,11 @@ import pytest
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.image_spec import env_spec
+from sweserve.dataset.project import Project
 from sweserve.dataset.taskstore import load_all, load_bundle, save_bundle
 from sweserve.demo import files
 from sweserve.demo.fixture import PROFILE
-from sweserve.dataset.image_spec import env_spec
-from sweserve.dataset.project import Project
 from sweserve.environment.docker_host import DockerHost
 from sweserve.environment.docker_sandbox import LABEL, gc, labels
 from sweserve.evaluation.context import Context

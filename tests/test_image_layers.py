@@ -5,12 +5,12 @@ import subprocess
 from types import SimpleNamespace
 
 import pytest
+from tag_helpers import env_tag
 
 from sweserve.dataset.image_spec import env_spec, shared_dependencies
 from sweserve.dataset.profiles import load_profile
 from sweserve.environment.images import export_repo_at, layered_env_tag, task_image_tag
 from sweserve.models import ImageSpec
-from tag_helpers import env_tag
 
 
 def _task(profile, deps):

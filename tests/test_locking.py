@@ -12,14 +12,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from tag_helpers import env_tag, task_tag
 
+from sweserve.dataset.image_spec import env_requirements, image_spec
 from sweserve.dataset.locking import LockError, installable, lock, requirements_text
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_bundle
-from sweserve.dataset.image_spec import env_requirements, image_spec
 from sweserve.models import EnvironmentLock
-from tag_helpers import env_tag, task_tag
 
 # name → [(version, upload time, requires)]
 PACKAGES = {

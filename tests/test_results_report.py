@@ -1,13 +1,12 @@
 from datetime import datetime, timezone
 
 import pytest
-
 from local_backend import LocalHost
 
 from sweserve.agents.reference import NullAgent
 from sweserve.dataset.project import Project
-from sweserve.evaluation.context import Context
 from sweserve.errors import SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import pending
 from sweserve.evaluation.results import ResultsWriter, read_results
 from sweserve.evaluation.trial import evaluate_task

@@ -8,20 +8,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from local_backend import LocalHost
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent
 from sweserve.agents.resolve import make_agent
 from sweserve.config_search import ConfigSearch
-from sweserve.evaluation.context import Context
+from sweserve.dataset.project import Project
 from sweserve.errors import InfraError, SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.trial import evaluate_task
-from sweserve.models import Resources, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
-from local_backend import LocalHost
-
-from sweserve.dataset.project import Project
+from sweserve.models import (
+    Resources,
+    RunResult,
+    Task,
+    TaskBundle,
+    TestSpec,
+    ValidationRecord,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -2,18 +2,21 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
-
-from sweserve.dataset.taskstore import load_bundle, save_bundle
 from local_backend import LocalHost
 
 from sweserve.dataset.project import Project
-from sweserve.evaluation.context import Context
+from sweserve.dataset.taskstore import load_bundle, save_bundle
 from sweserve.environment.images import ImageBuilder
 from sweserve.errors import InfraError, RejectionCategory, SweserveError
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive
 from sweserve.evaluation.grading import TestRun
-from sweserve.evaluation.validation import ValidateOutcome, reason_category, validate_all
+from sweserve.evaluation.validation import (
+    ValidateOutcome,
+    reason_category,
+    validate_all,
+)
 from sweserve.models import Task, TaskBundle, TestSpec, ValidationRecord
 
 

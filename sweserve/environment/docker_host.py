@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker

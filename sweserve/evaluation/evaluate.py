@@ -15,8 +15,8 @@ from pathlib import Path
 
 from sweserve import __version__
 from sweserve.agents.base import Agent
-from sweserve.evaluation.context import Context
 from sweserve.errors import SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.results import ResultsWriter, latest, read_results
 from sweserve.evaluation.trial import (

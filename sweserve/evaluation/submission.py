@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import shlex
 
-from sweserve.evaluation.context import Context
 from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
 from sweserve.errors import InfraError, LimitExceeded
+from sweserve.evaluation.context import Context
 from sweserve.models import Task
 
 MAX_TREE_BYTES = 2 << 30

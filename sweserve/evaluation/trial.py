@@ -39,8 +39,8 @@ from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipp
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
-from sweserve.evaluation.verifier import Graded, verify
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
+from sweserve.evaluation.verifier import Graded, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
 
 
 def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
-                    gpu_ids: list[str], folder: TrialFolder | None = None) -> tuple[AgentRun, str]:
+                    gpu_ids: list[str], folder: "TrialFolder | RedactedFolder | None" = None) -> tuple[AgentRun, str]:
     """The agent works in a sandbox of the task image; its submission is taken when it stops.
 
     An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
