@@ -239,8 +239,8 @@ class LocalImages:
             raise InfraError("image_build", "the local test backend installs no agents")
         return task_image
 
-    def proxy(self) -> str:
-        raise InfraError("network", "the local test backend has no egress proxy")
+    def checked_out(self, task_image: str) -> str:
+        return task_image  # a local sandbox's tree is always checked out
 
 
 class LocalHost:

@@ -35,8 +35,13 @@ class HostSpec(BaseModel):
 
 
 class AgentImages(Protocol):
+    """The images a host builds on top of a task image."""
+
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
         """The task image with an agent's install steps on top."""
+
+    def checked_out(self, task_image: str) -> str:
+        """The task image with its tracked files in the image, for other harnesses (exports)."""
 
 
 class Host(Protocol):
@@ -47,7 +52,7 @@ class Host(Protocol):
 
     @property
     def builder(self) -> AgentImages:
-        """What agents build their images with (`Agent.prepare`)."""
+        """What agents build their images with (`Agent.prepare`), and exports theirs."""
 
     def task_image(self, spec: ImageSpec, clone: Path | None) -> str:
         """The task image of `spec`, built (from `clone`, the repository) when it is not there yet."""
