@@ -268,3 +268,21 @@ def test_validation_grades_on_the_local_backend(local_task, tmp_path):
     outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=False))
     assert (outcome.status, outcome.fail_to_pass, outcome.pass_to_pass) == ("valid", 1, 1), outcome.reason
     assert b.task.FAIL_TO_PASS == ["tests/test_calc.py::test_add"]
+
+
+def test_a_trial_that_never_ran_is_recorded_like_every_other(tmp_path):
+    """A Ray item whose node was lost (or that no node can run) gets its result from the one place results are
+    built: redacted, and its reason one line capped as every reason is (it used to skip both, at 500 chars)."""
+    from sweserve.agents.config import CommandAgentConfig
+    from sweserve.evaluation.ray_executor import _unrun
+    from sweserve.evaluation.trial import REASON_CHARS, TrialRequest, trial_folder
+
+    ctx = NoDockerContext(tmp_path, lambda: "img")
+    cfg = CommandAgentConfig(kind="command", name="leaky", command="true", env=["TOKEN"])
+    agent = CommandAgent(cfg.command, cfg=cfg, env={"TOKEN": "s3cr3t-token-value"})
+    b = bundle()
+    req = TrialRequest(b, agent, 1, trial_folder(tmp_path / "r.jsonl", ctx.run_id, agent, b, 1))
+    r = _unrun(ctx, req, "error", "lost on node s3cr3t-token-value\n" + "x" * 600)
+    assert (r.status, r.error_kind) == ("error", "node")
+    assert "s3cr3t-token-value" not in r.reason and "\n" not in r.reason and len(r.reason) <= REASON_CHARS
+    assert json.loads((Path(r.trial_dir) / "result.json").read_text())["reason"] == r.reason
