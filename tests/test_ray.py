@@ -284,6 +284,7 @@ def registry(tmp_path_factory):
 def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(demo, registry, monkeypatch):
     import urllib.request
 
+    from sweserve.dataset.image_spec import image_spec
     from sweserve.environment import images
     from sweserve.environment.images import ImageBuilder, read_ca_bundle
 
@@ -292,7 +293,7 @@ def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(dem
     b.task.task_id = f"sweserve-demo__registry-probe-{os.getpid()}"  # a task image no node has yet
     profile = demo.ctx.profile(b.task.profile)
     first = ImageBuilder(client, read_ca_bundle(None), registry=registry)
-    tag = first.task(b.task, profile, demo.repo)
+    tag = first.task(image_spec(b.task, profile), demo.repo)
     built_id = client.images.get(tag).id
     catalog = json.load(urllib.request.urlopen(f"http://{registry}/v2/_catalog"))["repositories"]
     assert "sweserve-task" in catalog
@@ -306,7 +307,7 @@ def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(dem
 
         monkeypatch.setattr(images, "_docker_build", no_build)
         second = ImageBuilder(client, read_ca_bundle(None), registry=registry)
-        assert second.task(b.task, profile, None) == tag  # no clone needed: nothing is built
+        assert second.task(image_spec(b.task, profile), None) == tag  # no clone needed: nothing is built
         assert client.images.get(tag).id == built_id
     finally:
         for t in (tag, f"{registry}/{tag}"):

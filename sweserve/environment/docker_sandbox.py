@@ -74,7 +74,7 @@ def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict
         "mem_limit": f"{int(resources.memory_gb * 1024)}m",
         "nano_cpus": int(cpus * 1e9),
         "pids_limit": 4096,
-        "device_requests": device_requests(gpu_ids),
+        "device_requests": device_requests(gpu_ids) if gpu_ids else [],  # a CPU-only sandbox asks for no device
         "security_opt": ["no-new-privileges"],
         "init": True,
         "environment": {"PYTHONDONTWRITEBYTECODE": "1"},
