@@ -1,0 +1,255 @@
+"""The candidate's terminal, held and recorded by the server: a pseudo-terminal relaying a sandbox shell.
+
+The server forks the sandbox's interactive command (`Sandbox.interactive_argv`, e.g. `docker exec -it … bash`)
+on a pseudo-terminal it holds. Every byte typed (from the websocket) and every byte shown (from the shell) passes
+through `BrowserTerminal` in this process, which writes it, with its time, to an asciinema v2 cast on the host
+(`CastWriter`) before relaying it. Nothing in the sandbox can reach that file or the relay: what a program there
+prints lands in an output ("o") event as JSON-escaped text, never as an input ("i") event, so the commands a
+reviewer sees (`commands_from_cast`, from input events only) are what the candidate typed. The keystroke and
+screen summaries a `RunResult` carries are agents/terminal.py's `TerminalRecord`, fed from the same relay.
+
+Several browser tabs may watch one terminal; a tab that reconnects is sent the recent output first, so it
+resumes the same shell where it was.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import termios
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sweserve.agents.terminal import TerminalRecord
+
+CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input always is); a marker says so
+REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
+
+
+class CastWriter:
+    """An asciinema v2 cast: a header line, then one JSON array per event: [seconds, code, text]."""
+
+    def __init__(self, path: Path, width: int, height: int, title: str = ""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh = path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self.bytes = 0
+        self.capped = False
+        self._dec = {"o": codecs.getincrementaldecoder("utf-8")("replace"),
+                     "i": codecs.getincrementaldecoder("utf-8")("replace")}
+        header = {"version": 2, "width": width, "height": height, "timestamp": int(time.time()),
+                  "env": {"TERM": "xterm-256color", "SHELL": "/bin/bash"}, "title": title}
+        self._line(json.dumps(header))
+
+    def _line(self, line: str) -> None:
+        self._fh.write(line + "\n")
+        self._fh.flush()
+        self.bytes += len(line) + 1
+
+    def event(self, code: str, data: bytes | str) -> None:
+        with self._lock:
+            if self._fh.closed:
+                return
+            text = self._dec[code].decode(data) if isinstance(data, bytes) else data
+            if not text:
+                return
+            if code == "o" and self.bytes > CAST_MAX_BYTES:
+                if not self.capped:
+                    self.capped = True
+                    self._line(json.dumps([self.elapsed(), "m", "output over the recording limit not kept"]))
+                return
+            self._line(json.dumps([self.elapsed(), code, text]))
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self._t0, 6)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                os.fsync(self._fh.fileno())
+                self._fh.close()
+
+
+def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
+    """A cast's header and events; a torn last line (a killed server) is ignored."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    header = json.loads(lines[0]) if lines else {}
+    events = []
+    for line in lines[1:]:
+        try:
+            t, code, data = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        events.append((float(t), str(code), str(data)))
+    return header, events
+
+
+def commands_from_cast(path: Path) -> list[tuple[float, str]]:
+    """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from input events
+    only (backspace and ^U edit the line; escape sequences such as arrow keys are shown as ⟨…⟩, since what
+    they recalled is the shell's business)."""
+    _, events = read_cast(path)
+    out: list[tuple[float, str]] = []
+    line: list[str] = []
+    start: float | None = None
+    for t, code, data in events:
+        if code != "i":
+            continue
+        i = 0
+        while i < len(data):
+            ch = data[i]
+            if start is None and ch not in "\r\n":
+                start = t
+            if ch in "\r\n":
+                if line or start is not None:
+                    out.append((start if start is not None else t, "".join(line)))
+                line, start = [], None
+            elif ch in "\x7f\x08":
+                if line:
+                    line.pop()
+            elif ch == "\x15":
+                line.clear()
+            elif ch == "\x1b":  # an escape sequence: ESC [ params final
+                j = i + 1
+                if j < len(data) and data[j] in "[O":
+                    j += 1
+                    while j < len(data) and not ("@" <= data[j] <= "~"):
+                        j += 1
+                line.append("⟨" + {"[A": "↑", "[B": "↓", "[C": "→", "[D": "←"}.get(data[i + 1:j + 1], "esc") + "⟩")
+                i = j
+            elif ch == "\x03":
+                line.append("^C")
+                out.append((start if start is not None else t, "".join(line)))
+                line, start = [], None
+            elif ch == "\t":
+                line.append("⇥")
+            elif ch.isprintable():
+                line.append(ch)
+            i += 1
+    if line:
+        out.append((start if start is not None else 0.0, "".join(line)))
+    return out
+
+
+class BrowserTerminal:
+    """argv on a pseudo-terminal this process holds; input from `write`, output to subscribers and the cast."""
+
+    def __init__(self, argv: list[str], cast_path: Path, cols: int = 120, rows: int = 32, title: str = ""):
+        self.argv = argv
+        self.cast = CastWriter(cast_path, cols, rows, title)
+        self.record = TerminalRecord()
+        self.cols, self.rows = cols, rows
+        self._subscribers: list[Callable[[bytes], None]] = []
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self.exited = threading.Event()
+        self.exit_code: int | None = None
+        self.pid = 0
+        self.master = -1
+
+    def start(self) -> "BrowserTerminal":
+        pid, master = pty.fork()
+        if pid == 0:  # the child: exec at once (this process holds threads)
+            try:
+                os.execvp(self.argv[0], self.argv)
+            finally:
+                os._exit(127)
+        self.pid, self.master = pid, master
+        self._set_size()
+        threading.Thread(target=self._pump, name=f"terminal-{pid}", daemon=True).start()
+        return self
+
+    def _set_size(self) -> None:
+        try:
+            fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.cols, 0, 0))
+        except OSError:
+            pass
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError as exc:
+                if exc.errno not in (errno.EIO, errno.EBADF):
+                    raise
+                data = b""
+            if not data:
+                break
+            self.cast.event("o", data)  # recorded before anyone sees it
+            self.record.shown(data)
+            with self._lock:
+                self._tail += data
+                if len(self._tail) > 2 * REPLAY_TAIL_BYTES:
+                    del self._tail[:-REPLAY_TAIL_BYTES]
+                subscribers = list(self._subscribers)
+            for send in subscribers:
+                send(data)
+        _, status = os.waitpid(self.pid, 0)
+        self.exit_code = os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
+        self.cast.close()
+        self.exited.set()
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for send in subscribers:
+            send(b"")  # the end
+
+    def write(self, data: bytes) -> None:
+        """Keys typed in a browser tab: recorded, then passed to the shell."""
+        if self.exited.is_set() or not data:
+            return
+        self.cast.event("i", data)
+        self.record.typed(time.monotonic() - self._t0, data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.master, view):]
+        except OSError:
+            pass
+
+    def resize(self, cols: int, rows: int) -> None:
+        cols, rows = max(20, min(cols, 500)), max(5, min(rows, 200))
+        if (cols, rows) != (self.cols, self.rows):
+            self.cols, self.rows = cols, rows
+            self._set_size()
+            self.cast.event("r", f"{cols}x{rows}")
+
+    def subscribe(self, send: Callable[[bytes], None]) -> bytes:
+        """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect)."""
+        with self._lock:
+            self._subscribers.append(send)
+            return bytes(self._tail[-REPLAY_TAIL_BYTES:])
+
+    def unsubscribe(self, send: Callable[[bytes], None]) -> None:
+        with self._lock:
+            if send in self._subscribers:
+                self._subscribers.remove(send)
+
+    def stop(self, grace_s: float = 3.0) -> int | None:
+        """End the relay: hang up the terminal, then kill the client if it lingers; the exit code."""
+        if self.pid and not self.exited.is_set():
+            for sig in (signal.SIGHUP, signal.SIGKILL):
+                try:
+                    os.kill(self.pid, sig)
+                except ProcessLookupError:
+                    break
+                if self.exited.wait(grace_s):
+                    break
+        if self.exited.wait(grace_s) and self.master >= 0:  # the pump is done with it
+            try:
+                os.close(self.master)
+            except OSError:
+                pass
+            self.master = -1
+        self.cast.close()
+        return self.exit_code

@@ -1,0 +1,331 @@
+"""`sweserve assess serve`: the candidate's side of an assessment, an ASGI app (starlette) on uvicorn.
+
+    GET  /i/{token}   the invite: a Start button (a link preview cannot spend the token); refused pages say why
+    POST /i/{token}   redeems the token once, sets the session cookie, starts the pack's trials
+    GET  /s           the candidate's page: instruction, terminal (xterm.js), time left, Submit
+    GET  /api/state   what the page polls: task, time left, status
+    POST /api/submit  submit the task in progress
+    WS   /ws          the terminal: keys in, output out, relayed by `recorder.BrowserTerminal`
+    GET  /vendor/…    xterm.js and its fit add-on, from node_modules (installed by `make setup`)
+
+Each redeemed invite is an `Assessment`: a thread that runs the pack's tasks one after another through
+`run_evaluation` (the pipeline `run` and `session` use), each in a sandbox of its own from the command's host,
+with results in `<output>/<pack>/<candidate>.jsonl`. The session cookie is random, HttpOnly and SameSite=Strict,
+kept only as its hash; the websocket also checks its Origin. A tab that reconnects gets the same shell and timer
+(the terminal and the deadline live here, not in the tab). Reviewer pages are not served here: `assess report`
+writes them to files, so a candidate reaches nothing of other candidates through this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import json
+import logging
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markdown_it import MarkdownIt
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
+from sweserve.assess.invites import Invite, InviteStore, Refused
+from sweserve.assess.packs import Pack, check_pack, load_pack
+from sweserve.errors import SweserveError
+from sweserve.evaluation.context import Context
+from sweserve.evaluation.evaluate import run_evaluation
+from sweserve.evaluation.results import read_results
+from sweserve.evaluation.trial_folder import TrialFolder
+from sweserve.models import RunResult, TaskBundle
+
+log = logging.getLogger(__name__)
+COOKIE = "sweserve_session"
+MAX_INPUT_BYTES = 64 * 1024
+VENDOR = {  # what the pages load, and nothing else of node_modules
+    "xterm.js": "@xterm/xterm/lib/xterm.js",
+    "xterm.css": "@xterm/xterm/css/xterm.css",
+    "addon-fit.js": "@xterm/addon-fit/lib/addon-fit.js",
+}
+
+
+def find_node_modules(given: str | None = None) -> Path:
+    """node_modules holding the front-end packages: given, ./node_modules, or the checkout's."""
+    candidates = [Path(given)] if given else [Path.cwd() / "node_modules",
+                                              Path(__file__).resolve().parents[2] / "node_modules"]
+    for nm in candidates:
+        if all((nm / rel).is_file() for rel in VENDOR.values()):
+            return nm
+    raise SweserveError("the front-end packages are not installed: run `make setup` (npm ci) in the checkout, "
+                        "or pass --node-modules")
+
+
+def results_file(output: Path, pack: Pack, candidate: str) -> Path:
+    return output / pack.name / f"{candidate}.jsonl"
+
+
+@dataclass
+class Assessment:
+    invite: Invite
+    pack: Pack
+    bundles: list[TaskBundle]
+    results_path: Path
+    seat: Seat
+    status: str = "starting"  # starting, running, grading, done, error
+    index: int = 0
+    results: list[RunResult] = field(default_factory=list)
+
+    def run(self, ctx: Context) -> None:
+        try:
+            for i, (bundle, item) in enumerate(zip(self.bundles, self.pack.tasks, strict=True)):
+                self.index, self.status = i, "running"
+                attempt = 1 + max((r.attempt for r in read_results(self.results_path)
+                                   if r.task_id == bundle.task.task_id and r.agent == f"human-{self.seat.candidate}"),
+                                  default=0)
+                agent = BrowserAgent(self.seat.candidate, self.seat, item.time_budget_s,
+                                     lambda b, a=attempt: self._cast(ctx, b, a))
+                results = run_evaluation(ctx, [bundle], agent, self.results_path, attempts=attempt,
+                                         first_attempt=attempt, force=True)
+                self.results += results
+            self.status = "done"
+        except Exception:  # noqa: BLE001 - logged with its traceback; the page says the session ended
+            log.exception("assessment of %s stopped", self.seat.candidate)
+            self.status = "error"
+
+    def _cast(self, ctx: Context, bundle: TaskBundle, attempt: int) -> Path:
+        """Where the trial's folder will be (`trial.trial_folder`'s layout): the cast is written beside its files."""
+        return TrialFolder.for_trial(self.results_path, ctx.run_id, f"human-{self.seat.candidate}",
+                                     bundle.task.task_id, attempt).path / CAST_FILE
+
+    def state(self, md: MarkdownIt) -> dict[str, Any]:
+        bundle = self.bundles[min(self.index, len(self.bundles) - 1)]
+        term = self.seat.terminal
+        status = self.status
+        if status == "running" and term is None:
+            status = "starting" if self.seat.task_id != bundle.task.task_id else "grading"
+        return {"status": status, "candidate": self.seat.candidate, "index": self.index + 1,
+                "count": len(self.bundles), "task_id": bundle.task.task_id, "title": bundle.task.title,
+                "left_s": self.seat.left_s() if term is not None else None,
+                "instruction_html": md.render(bundle.instruction)}
+
+
+class AssessServer:
+    def __init__(self, ctx: Context, tasks: dict[str, TaskBundle], store: InviteStore, output: Path,
+                 node_modules: Path):
+        self.ctx, self.tasks, self.store, self.output, self.node_modules = ctx, tasks, store, output, node_modules
+        self.sessions: dict[str, Assessment] = {}
+        self.lock = threading.Lock()
+        self.md = MarkdownIt("commonmark", {"html": False})
+
+    # ---- sessions
+
+    def assessment(self, request: Request | WebSocket) -> Assessment | None:
+        key = request.cookies.get(COOKIE)
+        if not key:
+            return None
+        return self.sessions.get(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
+
+    def begin(self, invite: Invite) -> str:
+        pack = load_pack(Path(invite.pack))
+        if pack.version != invite.pack_version:
+            raise SweserveError("the assessment pack changed after this invitation was made")
+        bundles = check_pack(pack, self.tasks)
+        a = Assessment(invite, pack, bundles, results_file(self.output, pack, invite.candidate), Seat(invite.candidate))
+        key = secrets.token_urlsafe(32)
+        with self.lock:
+            self.sessions[hashlib.sha256(key.encode()).hexdigest()] = a
+        threading.Thread(target=a.run, args=(self.ctx,), name=f"assess-{invite.candidate}", daemon=True).start()
+        return key
+
+    # ---- pages
+
+    async def invite_page(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        if request.method == "POST":
+            try:
+                invite = await asyncio.to_thread(self.store.redeem, token)
+                key = await asyncio.to_thread(self.begin, invite)
+            except Refused as exc:
+                return message_page("Invitation refused", exc.why, 410)
+            except SweserveError as exc:
+                return message_page("Assessment unavailable", str(exc), 409)
+            resp = RedirectResponse("/s", status_code=303)
+            resp.set_cookie(COOKIE, key, max_age=7 * 86400, httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https")
+            return resp
+        try:
+            invite = await asyncio.to_thread(self.store.peek, token)
+        except Refused as exc:
+            return message_page("Invitation refused", exc.why, 410)
+        body = (f"<p>Hello {html.escape(invite.candidate)}. When you press Start, your timed assessment begins: "
+                f"a task statement, and a terminal in a sandbox holding the repository. The clock runs on the "
+                f"server; closing the tab does not stop it, and reopening this browser resumes your session. "
+                f"When the time is up your work is submitted as it stands.</p>"
+                f"<form method=post><button id=start type=submit>Start</button></form>")
+        return message_page("Your assessment", body, 200, raw=True)
+
+    async def session_page(self, request: Request) -> Response:
+        if self.assessment(request) is None:
+            return message_page("No session", "Open the invitation link you were sent to start.", 403)
+        return HTMLResponse(SESSION_PAGE)
+
+    async def state(self, request: Request) -> Response:
+        a = self.assessment(request)
+        if a is None:
+            return JSONResponse({"status": "none"}, status_code=403)
+        return JSONResponse(a.state(self.md))
+
+    async def submit(self, request: Request) -> Response:
+        a = self.assessment(request)
+        if a is None:
+            return JSONResponse({"ok": False}, status_code=403)
+        a.seat.submitted.set()
+        return JSONResponse({"ok": True})
+
+    async def vendor(self, request: Request) -> Response:
+        rel = VENDOR.get(request.path_params["name"])
+        if rel is None:
+            return message_page("Not found", "There is nothing here.", 404)
+        return FileResponse(self.node_modules / rel)
+
+    async def terminal(self, ws: WebSocket) -> None:
+        a = self.assessment(ws)
+        origin = ws.headers.get("origin")
+        if a is None or (origin is not None and origin.split("://", 1)[-1] != ws.headers.get("host")):
+            await ws.close(code=4403)
+            return
+        term = a.seat.terminal
+        await ws.accept()
+        if term is None or term.exited.is_set():
+            await ws.close(code=4000)  # no terminal right now (starting, grading): the page tries again
+            return
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+        def send(data: bytes) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, data)
+
+        tail = term.subscribe(send)
+
+        async def pump() -> None:
+            if tail:
+                await ws.send_bytes(tail)
+            while (data := await queue.get()):
+                await ws.send_bytes(data)
+            await ws.close(code=1000)
+
+        out = asyncio.create_task(pump())
+        try:
+            while True:
+                msg = await ws.receive_text()
+                try:
+                    event = json.loads(msg)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                if event.get("type") == "input" and isinstance(event.get("data"), str):
+                    term.write(event["data"].encode("utf-8", "replace")[:MAX_INPUT_BYTES])
+                elif event.get("type") == "resize":
+                    cols, rows = event.get("cols"), event.get("rows")
+                    if isinstance(cols, int) and isinstance(rows, int):
+                        term.resize(cols, rows)
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            term.unsubscribe(send)
+            out.cancel()
+
+    def app(self) -> Starlette:
+        async def not_found(request: Request, exc: Exception) -> Response:
+            return message_page("Not found", "There is nothing here.", 404)
+
+        async def broken(request: Request, exc: Exception) -> Response:
+            log.error("assess server: %s: %s", type(exc).__name__, exc)
+            return message_page("Something went wrong", "The server could not do that. Try again, or tell the "
+                                "hiring team.", 500)
+
+        return Starlette(routes=[
+            Route("/i/{token}", self.invite_page, methods=["GET", "POST"]),
+            Route("/s", self.session_page),
+            Route("/api/state", self.state),
+            Route("/api/submit", self.submit, methods=["POST"]),
+            Route("/vendor/{name}", self.vendor),
+            WebSocketRoute("/ws", self.terminal),
+        ], exception_handlers={404: not_found, 405: not_found, 500: broken, Exception: broken})
+
+
+def message_page(title: str, body: str, status: int, raw: bool = False) -> HTMLResponse:
+    text = body if raw else f"<p id=message>{html.escape(body)}</p>"
+    return HTMLResponse(f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+                        f"<style>body{{font-family:system-ui,sans-serif;max-width:40em;margin:4em auto}}</style>"
+                        f"</head><body><h1>{html.escape(title)}</h1>{text}</body></html>", status_code=status)
+
+
+SESSION_PAGE = """<!doctype html><html><head><meta charset=utf-8><title>sweserve assessment</title>
+<link rel=stylesheet href=/vendor/xterm.css>
+<script src=/vendor/xterm.js></script><script src=/vendor/addon-fit.js></script>
+<style>
+body{margin:0;font-family:system-ui,sans-serif;display:flex;flex-direction:column;height:100vh}
+#bar{display:flex;gap:1em;align-items:center;padding:.5em 1em;background:#222;color:#eee}
+#bar .grow{flex:1} #left{font-variant-numeric:tabular-nums;font-weight:bold}
+#submit{font-size:1em;padding:.3em 1.2em}
+#main{flex:1;display:flex;min-height:0}
+#instr{width:38%;overflow:auto;padding:0 1em;border-right:1px solid #ccc}
+#term{flex:1;background:#000;padding:4px;min-width:0}
+#done{display:none;padding:2em}
+</style></head><body>
+<div id=bar><span id=task class=grow>preparing…</span><span>time left: <span id=left>—</span></span>
+<button id=submit disabled>Submit</button></div>
+<div id=main><div id=instr></div><div id=term></div></div>
+<div id=done><h1>Submitted</h1><p id=donemsg>Your work has been submitted. Thank you; you may close this tab.</p></div>
+<script>
+const term = new Terminal({cursorBlink: true, fontSize: 14, scrollback: 5000});
+const fit = new FitAddon.FitAddon(); term.loadAddon(fit); term.open(document.getElementById('term')); fit.fit();
+let ws = null, current = null, state = null, left = null;
+function connect() {
+  if (ws) return;
+  ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+  ws.binaryType = 'arraybuffer';
+  ws.onopen = () => ws.send(JSON.stringify({type: 'resize', cols: term.cols, rows: term.rows}));
+  ws.onmessage = (e) => term.write(new Uint8Array(e.data));
+  ws.onclose = () => { ws = null; };
+}
+term.onData((d) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify({type: 'input', data: d})); });
+term.onResize((s) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify({type: 'resize', cols: s.cols, rows: s.rows})); });
+window.addEventListener('resize', () => fit.fit());
+async function poll() {
+  let r;
+  try { r = await fetch('/api/state'); state = await r.json(); } catch (e) { return; }
+  const submit = document.getElementById('submit');
+  if (state.status === 'done' || state.status === 'error' || state.status === 'none') {
+    document.getElementById('main').style.display = 'none'; document.getElementById('bar').style.display = 'none';
+    document.getElementById('done').style.display = 'block';
+    if (state.status === 'error') document.getElementById('donemsg').textContent = 'The session ended early; the hiring team has been told.';
+    if (ws) ws.close();
+    return;
+  }
+  document.getElementById('task').textContent = 'Task ' + state.index + ' of ' + state.count + ': ' + state.title +
+    (state.status === 'running' ? '' : ' (' + state.status + '…)');
+  if (state.task_id !== current) {
+    current = state.task_id; document.getElementById('instr').innerHTML = state.instruction_html;
+  }
+  submit.disabled = state.status !== 'running';
+  if (state.status === 'running') { left = state.left_s; connect(); } else { left = null; }
+  document.getElementById('left').textContent = left === null ? '—' :
+    Math.floor(left / 60) + 'm' + String(left % 60).padStart(2, '0') + 's';
+}
+document.getElementById('submit').onclick = async () => {
+  document.getElementById('submit').disabled = true;
+  await fetch('/api/submit', {method: 'POST'}); term.reset();
+};
+setInterval(poll, 1000); poll(); term.focus();
+</script></body></html>
+"""
