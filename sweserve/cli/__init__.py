@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from sweserve import __version__
 from sweserve.cli import (
+    assess,
     demo,
     export,
     gc,
@@ -36,7 +37,7 @@ from sweserve.cli import (
 from sweserve.cli.common import make_console
 from sweserve.errors import InfraError, SweserveError
 
-COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images)
+COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images, assess)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,8 @@ def register(sub, common) -> None:
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.add_argument("--html", default=None, metavar="FILE",
                      help="also write a self-contained HTML page, with reviewer pages in FILE's folder/reviews/")
+    rep.add_argument("--difficulty", action="store_true",
+                     help="each task's calibrated difficulty (Rasch), solve rate and median time to solve")
     rep.set_defaults(func=run)
 
 
@@ -39,6 +41,15 @@ def run(args, console: Console) -> int:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
     results = [r for path in paths for r in read_results(path)]
+    if getattr(args, "difficulty", False):
+        from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
+
+        cal = calibrate(results)
+        if args.json:
+            print(json.dumps(difficulty_json(cal), indent=2))
+        else:
+            render_difficulty(cal, console)
+        return 0
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     selected: dict[str, Selection] = {}

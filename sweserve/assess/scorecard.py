@@ -1,0 +1,170 @@
+"""Scorecards of a pack: one HTML page per candidate, a replay page per task they worked, and a CSV of all.
+
+A scorecard shows, per task, whether it was resolved, the time used, the hidden tests passed, and the task's
+calibrated difficulty; then the candidate's ability (with its standard error) beside the agents' and the other
+candidates' (one Rasch fit over the pack's results and any agents' results given), and a reviewer-notes field.
+A replay page plays the host-recorded cast with asciinema-player (its files copied from node_modules into the
+report's folder, so the pages open from disk) beside the diff, the hidden-test outcomes and the commands typed.
+Everything a candidate produced is escaped: a submission or a terminal cannot script a reviewer's page.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweserve.assess.agent import CAST_FILE
+from sweserve.assess.difficulty import Calibration, calibrate, is_human
+from sweserve.assess.packs import Pack
+from sweserve.assess.recorder import commands_from_cast
+from sweserve.evaluation.results import read_results
+from sweserve.models import RunResult
+
+PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
+          "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
+CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "status", "time_used_s", "time_budget_s",
+               "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se"]
+
+
+def pack_results(results_dir: Path) -> list[RunResult]:
+    """The last attempt of each (candidate, task) in a pack's results folder."""
+    last: dict[tuple[str, str], RunResult] = {}
+    for path in sorted(results_dir.glob("*.jsonl")):
+        for r in read_results(path):
+            if (r.agent, r.task_id) not in last or r.attempt >= last[(r.agent, r.task_id)].attempt:
+                last[(r.agent, r.task_id)] = r
+    return list(last.values())
+
+
+def tests_passed(r: RunResult) -> tuple[int, int]:
+    outcomes = list(r.tests.fail_to_pass.values()) + list(r.tests.pass_to_pass.values())
+    return sum(o == "passed" for o in outcomes), len(outcomes)
+
+
+@dataclass
+class Scorecards:
+    pages: dict[str, Path]
+    csv: Path
+
+
+def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Path | None,
+                     others: list[RunResult]) -> Scorecards:
+    """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit."""
+    mine = pack_results(results_dir)
+    cal = calibrate(mine + others)
+    out.mkdir(parents=True, exist_ok=True)
+    if node_modules is not None:
+        (out / "vendor").mkdir(exist_ok=True)
+        for name, rel in PLAYER.items():
+            shutil.copyfile(node_modules / rel, out / "vendor" / name)
+    budgets = {t.task_id: t.time_budget_s for t in pack.tasks}
+    candidates = sorted({r.agent for r in mine if is_human(r.agent)})
+    rows, pages = [], {}
+    for agent in candidates:
+        name = agent.removeprefix("human-")
+        results = {r.task_id: r for r in mine if r.agent == agent}
+        for t in pack.tasks:
+            r = results.get(t.task_id)
+            if r is None:
+                continue
+            passed, total = tests_passed(r)
+            rows.append({"candidate": name, "pack": pack.name, "pack_version": pack.version, "task_id": t.task_id,
+                         "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
+                         "time_budget_s": budgets[t.task_id], "tests_passed": passed, "tests_total": total,
+                         "task_difficulty": _num(cal.fit.difficulty.get(t.task_id)),
+                         "task_difficulty_se": _num(cal.fit.difficulty_se.get(t.task_id)),
+                         "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent))})
+            (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r))
+        pages[name] = out / f"scorecard-{name}.html"
+        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    csv_path = out / f"{pack.name}.csv"
+    csv_path.write_text(buf.getvalue())
+    return Scorecards(pages, csv_path)
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
+STYLE = """<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
+.resolved{color:#070;font-weight:bold}.failed,.patch_failed,.tampered,.error{color:#a00;font-weight:bold}
+pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
+.me{background:#ffd}.grid{display:grid;grid-template-columns:3fr 2fr;gap:1.5em}
+textarea{width:100%;min-height:8em}</style>"""
+
+
+def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
+                   budgets: dict[str, int]) -> str:
+    e = html.escape
+    fit = cal.fit
+    rows = []
+    for t in pack.tasks:
+        r = results.get(t.task_id)
+        if r is None:
+            rows.append(f"<tr><td>{e(t.task_id)}</td><td colspan=5>not attempted</td></tr>")
+            continue
+        passed, total = tests_passed(r)
+        used = f"{r.agent_run.wall_s / 60:.1f} of {budgets[t.task_id] / 60:.0f} min" if r.agent_run else "—"
+        diff = (f"{fit.difficulty[t.task_id]:+.2f} ± {fit.difficulty_se[t.task_id]:.2f}"
+                if t.task_id in fit.difficulty else "—")
+        rows.append(f"<tr><td>{e(t.task_id)}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
+                    f"<td>{passed} / {total}</td><td>{diff}</td>"
+                    f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
+    standing = []
+    for who, theta in sorted(fit.ability.items(), key=lambda kv: -kv[1]):
+        kind = "candidate" if is_human(who) else "agent"
+        label = who.removeprefix("human-") if is_human(who) else who
+        standing.append(f"<tr class={'me' if who == agent else 'x'}><td>{e(label)}</td><td>{kind}</td>"
+                        f"<td>{theta:+.2f} ± {fit.ability_se[who]:.2f}</td></tr>")
+    me = fit.ability.get(agent)
+    summary = (f"ability {me:+.2f} ± {fit.ability_se[agent]:.2f} logits (95% interval "
+               f"{me - 1.96 * fit.ability_se[agent]:+.2f} to {me + 1.96 * fit.ability_se[agent]:+.2f})"
+               if me is not None else "no graded attempt")
+    return f"""<!doctype html><html><head><meta charset=utf-8><title>Scorecard: {e(name)}</title>{STYLE}</head><body>
+<h1>Scorecard: <span id=candidate>{e(name)}</span></h1>
+<p>Pack <b>{e(pack.name)}</b> (version {e(pack.version)}), {len(pack.tasks)} tasks, {pack.time_budget_s // 60} minutes.
+Resolved {sum(r.status == 'resolved' for r in results.values())} of {len(pack.tasks)}; <span id=ability>{summary}</span>.</p>
+<table id=tasks><tr><th>task</th><th>result</th><th>time used</th><th>hidden tests passed</th>
+<th>difficulty (logits)</th><th>replay</th></tr>{''.join(rows)}</table>
+<h2>Against agents and other candidates</h2>
+<p>Rasch fit over every graded attempt on these tasks; higher is stronger; ± one standard error.</p>
+<table id=standing><tr><th>who</th><th>kind</th><th>ability</th></tr>{''.join(standing)}</table>
+<h2>Reviewer notes</h2>
+<textarea id=notes placeholder="notes for the hiring panel (kept in this browser)"></textarea>
+<script>const k='sweserve-notes-{e(pack.name)}-{e(name)}', n=document.getElementById('notes');
+n.value=localStorage.getItem(k)||''; n.oninput=()=>localStorage.setItem(k,n.value);</script>
+</body></html>"""
+
+
+def replay_page(name: str, r: RunResult) -> str:
+    e = html.escape
+    cast = Path(r.trial_dir or "") / CAST_FILE
+    cast_text = cast.read_text(encoding="utf-8", errors="replace") if cast.is_file() else ""
+    commands = commands_from_cast(cast) if cast.is_file() else []
+    cmd_rows = "".join(f"<tr><td>{t:.1f}s</td><td><code>{e(c)}</code></td></tr>" for t, c in commands)
+    tests = "".join(f"<tr><td>{e(kind)}</td><td>{e(tid)}</td><td class={'resolved' if o == 'passed' else 'failed'}>"
+                    f"{e(o)}</td></tr>"
+                    for kind, outcomes in (("fail→pass", r.tests.fail_to_pass), ("pass→pass", r.tests.pass_to_pass))
+                    for tid, o in outcomes.items())
+    # the cast goes into a script as JSON; '</' is escaped so no recorded text can close the script element
+    data = json.dumps(cast_text).replace("</", "<\\/")
+    player = ("<div id=player></div><script>AsciinemaPlayer.create({data: " + data + "}, "
+              "document.getElementById('player'), {fit: 'width', idleTimeLimit: 2});</script>"
+              if cast_text else "<p>No recording.</p>")
+    return f"""<!doctype html><html><head><meta charset=utf-8><title>Replay: {e(name)} / {e(r.task_id)}</title>
+<link rel=stylesheet href=vendor/asciinema-player.css><script src=vendor/asciinema-player.min.js></script>{STYLE}</head>
+<body><h1>{e(name)} — {e(r.task_id)}: <span class={e(r.status)}>{e(r.status)}</span></h1>
+<div class=grid><div><h2>Terminal</h2>{player}<h2>Commands typed</h2>
+<table id=commands><tr><th>at</th><th>command</th></tr>{cmd_rows}</table></div>
+<div><h2>Hidden tests</h2><table id=outcomes><tr><th>kind</th><th>test</th><th>outcome</th></tr>{tests}</table>
+<h2>Diff</h2><pre id=diff>{e(r.model_patch) or '(no change)'}</pre></div></div></body></html>"""
