@@ -148,6 +148,26 @@ def evaluation_offenders(root: Path = PACKAGE):
             if stage(rel) == "evaluation" and any(mod == m or mod.startswith(m + ".") for m in DOCKER_SIDE)]
 
 
+def assess_offenders(root: Path = PACKAGE):
+    """assess/ runs candidates through the trial pipeline and sandboxes through their protocols: nothing
+    Docker-side, and nothing of the commands above it."""
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "assess" and (any(mod == m or mod.startswith(m + ".") for m in DOCKER_SIDE)
+                                           or mod.startswith("sweserve.cli"))]
+
+
+def test_assess_sees_only_the_pipeline_and_the_protocols():
+    assert assess_offenders() == []
+
+
+def test_assess_rule_sees_a_docker_side_import(tmp_path):
+    root = probe(tmp_path, {"assess/a.py": "from sweserve.environment import docker_sandbox\n",
+                            "assess/b.py": "from sweserve.cli import common\n",
+                            "assess/fine.py": "from sweserve.environment.sandbox import Sandbox\n"})
+    assert sorted(assess_offenders(root)) == [("assess/a.py", "sweserve.environment.docker_sandbox"),
+                                              ("assess/b.py", "sweserve.cli.common")]
+
+
 def test_environment_reads_nothing_of_the_stages_above_it():
     assert environment_offenders() == []
 
@@ -157,8 +177,10 @@ def test_evaluation_sees_only_the_sandbox_and_host_protocols():
 
 
 def test_evaluation_leaves_docker_unimported_at_run_time():
-    """Every module of evaluation/ imported in a fresh interpreter: neither docker nor the Docker backend loads."""
-    modules = [f"sweserve.evaluation.{p.stem}" for p in sorted((PACKAGE / "evaluation").glob("*.py"))]
+    """Every module of evaluation/ and assess/ imported in a fresh interpreter: neither docker nor the Docker
+    backend loads."""
+    modules = [f"sweserve.{folder}.{p.stem}" for folder in ("evaluation", "assess")
+               for p in sorted((PACKAGE / folder).glob("*.py"))]
     code = ("import importlib, sys\n"
             f"for m in {modules!r}:\n    importlib.import_module(m)\n"
             f"print(sorted(m for m in sys.modules if m.startswith({DOCKER_SIDE!r})))")
@@ -256,7 +278,7 @@ def test_the_private_rule_sees_names_reached_through_a_module(tmp_path):
 
 
 def test_each_stage_package_states_its_rule():
-    for stage_dir in ("agents", "dataset", "environment", "evaluation", "reporting", "cli"):
+    for stage_dir in ("agents", "dataset", "environment", "evaluation", "reporting", "cli", "assess"):
         doc = ast.get_docstring(ast.parse((PACKAGE / stage_dir / "__init__.py").read_text()))
         assert doc and "Rule:" in doc, f"sweserve/{stage_dir}/__init__.py states no rule"
 

@@ -1,0 +1,306 @@
+"""Assessments without Docker: packs, invites (and their pages on a real server), the host-side recorder
+(attacked from the shell it records), and the Rasch fit recovering known parameters."""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sweserve.assess.difficulty import calibrate, fit_rasch
+from sweserve.assess.invites import InviteStore, Refused, parse_duration
+from sweserve.assess.packs import (
+    DEFAULT_BUDGET_S,
+    check_pack,
+    choose_pack,
+    load_pack,
+    save_pack,
+    task_budget_s,
+)
+from sweserve.assess.recorder import BrowserTerminal, commands_from_cast, read_cast
+from sweserve.errors import SweserveError
+from sweserve.models import RunResult, Task, TaskBundle, TestSpec, ValidationRecord
+
+T0 = "2026-01-01T00:00:00Z"
+
+
+def bundle(n, family="decoding", validated=True, instruction="i"):
+    task = Task(task_id=f"o__r-{n}", repo="o/r", profile="sglang", pr_number=n, title=f"t{n}",
+                base_commit="a" * 40, merge_commit="b" * 40, family=family, created_at=T0,
+                test=TestSpec(files=["test/test_a.py"]), FAIL_TO_PASS=["test/test_a.py::t"] if validated else [],
+                validation=ValidationRecord(status="valid", runs=1) if validated else None)
+    return TaskBundle(task=task, instruction=instruction, oracle_patch="o", tests_patch="t")
+
+
+# ---- packs
+
+def test_budget_follows_difficulty_with_a_default_when_uncalibrated():
+    assert task_budget_s(None) == DEFAULT_BUDGET_S
+    assert task_budget_s(-1.0) < task_budget_s(0.0) == DEFAULT_BUDGET_S < task_budget_s(1.5) == 2 * DEFAULT_BUDGET_S
+    assert task_budget_s(-20) == 600 and task_budget_s(20) == 7200
+
+
+def test_a_pack_takes_ready_tasks_in_the_band_and_budget_spread_over_families(tmp_path):
+    bundles = [bundle(1), bundle(2), bundle(3, "serving-api"), bundle(4, validated=False), bundle(5, "kernels-quant"),
+               bundle(6, "serving-api")]
+    diff = {"o__r-1": 0.0, "o__r-2": 3.0, "o__r-3": 0.5, "o__r-6": -0.5, "o__r-5": -4.0}
+    pack = choose_pack("p", bundles, 2, 3600, ["decoding", "serving-api"], (-1, 1), diff)
+    ids = [t.task_id for t in pack.tasks]
+    assert sorted(ids) == ["o__r-1", "o__r-6"]  # one per family, easier first; -2 out of band, -4 never ready
+    assert pack.time_budget_s <= 3600
+    path = tmp_path / "p.yaml"
+    save_pack(path, pack)
+    again = load_pack(path)
+    assert again == pack and "content_hash" in path.read_text()
+    assert check_pack(again, {b.task.task_id: b for b in bundles})[0].task.task_id == ids[0]
+    with pytest.raises(SweserveError, match="only 2 ready"):
+        choose_pack("p", bundles, 3, 3600, ["decoding", "serving-api"], (-1, 1), diff)
+    with pytest.raises(SweserveError, match="only 0 ready"):
+        choose_pack("p", [bundle(4, validated=False)], 1, 3600)
+
+
+def test_a_pack_is_versioned_by_content_and_refuses_a_changed_task(tmp_path):
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    changed = bundle(1, instruction="another statement")
+    with pytest.raises(SweserveError, match="changed since the pack"):
+        check_pack(pack, {"o__r-1": changed})
+    path = tmp_path / "p.yaml"
+    save_pack(path, pack)
+    path.write_text(path.read_text().replace(pack.tasks[0].content_hash, changed.content_hash()))
+    with pytest.raises(SweserveError, match="does not match its tasks"):
+        load_pack(path)
+    path.write_text("tasks: [1, 2\n")
+    with pytest.raises(SweserveError, match="not a YAML pack"):
+        load_pack(path)
+    path.write_text("name: p\nversion: x\ntasks: []\n")
+    with pytest.raises(SweserveError, match="p.yaml"):
+        load_pack(path)
+
+
+# ---- invites
+
+def test_a_token_is_stored_hashed_works_once_and_expires(tmp_path):
+    store = InviteStore(tmp_path / "invites.json")
+    invite, token = store.create("alice", "p.yaml", "0" * 16, timedelta(hours=1))
+    assert token not in (tmp_path / "invites.json").read_text() and invite.token_sha256 in (tmp_path / "invites.json").read_text()
+    assert oct(os.stat(tmp_path / "invites.json").st_mode & 0o777) == "0o600"
+    assert store.peek(token).candidate == "alice"
+    assert store.redeem(token).candidate == "alice"
+    with pytest.raises(Refused, match="already been used"):
+        store.redeem(token)
+    with pytest.raises(Refused, match="not valid"):
+        store.redeem(token[:-1])
+    _, old = store.create("bob", "p.yaml", "0" * 16, timedelta(seconds=1))
+    time.sleep(1.1)
+    with pytest.raises(Refused, match="expired"):
+        store.redeem(old)
+    assert parse_duration("90m") == timedelta(minutes=90)
+    for bad in ("", "5", "h", "-1h", "1y"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_two_tabs_racing_on_one_link_get_one_session(tmp_path):
+    store = InviteStore(tmp_path / "invites.json")
+    _, token = store.create("alice", "p.yaml", "0" * 16, timedelta(hours=1))
+    wins, losses = [], []
+
+    def go():
+        try:
+            wins.append(store.redeem(token))
+        except Refused:
+            losses.append(1)
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1 and len(losses) == 7
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_used_expired_and_wrong_tokens_get_a_clear_page_never_a_trace(tmp_path):
+    import uvicorn
+
+    from sweserve.assess.server import AssessServer
+
+    store = InviteStore(tmp_path / "invites.json")
+    _, used = store.create("alice", str(tmp_path / "missing.yaml"), "0" * 16, timedelta(hours=1))
+    _, expired = store.create("bob", "p.yaml", "0" * 16, timedelta(seconds=1))
+    _, broken = store.create("carol", str(tmp_path / "missing.yaml"), "0" * 16, timedelta(hours=1))
+    store.redeem(used)
+    time.sleep(1.1)
+    server = AssessServer(None, {}, store, tmp_path / "out", tmp_path)  # type: ignore[arg-type]
+    port = free_port()
+    uv = uvicorn.Server(uvicorn.Config(server.app(), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if uv.started:
+            break
+        time.sleep(0.05)
+
+    def get(path, method="GET"):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=b"" if method == "POST" else None)
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    try:
+        for path, status, words in ((f"/i/{used}", 410, "already been used"), (f"/i/{expired}", 410, "expired"),
+                                    ("/i/not-a-token", 410, "not valid"), (f"/i/{used}", 410, "already"),
+                                    ("/s", 403, "Open the invitation link"), ("/nowhere", 404, "nothing here"),
+                                    ("/vendor/../../etc/passwd", 404, "nothing here")):
+            code, body = get(path, "POST" if path == f"/i/{used}" and words == "already" else "GET")
+            assert code == status and words in body and "Traceback" not in body, (path, code, body)
+        code, body = get(f"/i/{broken}", "POST")  # its pack file is gone: a sentence, not a trace
+        assert code == 409 and "no such pack file" in body and "Traceback" not in body
+        code, body = get(f"/i/{broken}")  # and the token is spent
+        assert code == 410
+    finally:
+        uv.should_exit = True
+        thread.join(10)
+
+
+# ---- the recorder
+
+def test_the_recorder_keeps_what_was_typed_and_a_shell_cannot_forge_it(tmp_path):
+    """A candidate in the shell prints text shaped like cast events, rewrites and clears history, writes to
+    the cast's path inside its own filesystem view: the cast's input events still hold exactly what was typed."""
+    cast = tmp_path / "trial" / "terminal.cast"
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], cast, cols=100, rows=30).start()
+    seen = bytearray()
+    tail = term.subscribe(seen.extend)
+    forged = '[0.5, "i", "rm -rf /  # forged\\r"]'
+    keys = [
+        "echo hello\r",
+        f"printf '%s\\n' '\"]' '{forged}'\r",
+        "history -c; unset HISTFILE\r",
+        f"printf '\\033[2J\\033[H' >/dev/null; echo '{forged}' >> {cast} 2>/dev/null; true\r",
+        "ech\x7fho fixed\r",
+        "exit\r",
+    ]
+    for k in keys:
+        term.write(k.encode())
+        time.sleep(0.3)
+    assert term.exited.wait(10)
+    term.stop()
+    header, events = read_cast(cast)
+    assert header["version"] == 2 and header["width"] == 100
+    typed = "".join(d for _, c, d in events if c == "i")
+    assert typed == "".join(keys)
+    commands = [c for _, c in commands_from_cast(cast)]
+    assert commands[0] == "echo hello" and "echo fixed" in commands and commands[-1] == "exit"
+    assert not any(c.startswith("rm -rf") for c in commands)
+    # the shell wrote to the cast file it could see (the host's here, since this test has no sandbox): even
+    # so the forged line is no input event, it is appended after the cast's own end — and in a sandbox the
+    # path does not exist at all
+    shown = "".join(d for _, c, d in events if c == "o")
+    assert "hello" in shown and "fixed" in shown
+    assert bytes(seen) and isinstance(tail, bytes)
+    times = [t for t, _, _ in events]
+    assert times == sorted(times)
+    assert "echo hello" in term.record.keystrokes()
+
+
+def test_a_reconnecting_tab_is_sent_the_screen_so_far(tmp_path):
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    term.write(b"echo first-tab\r")
+    time.sleep(0.5)
+    later = bytearray()
+    tail = term.subscribe(later.extend)
+    assert b"first-tab" in tail
+    term.resize(90, 20)
+    term.write(b"exit\r")
+    assert term.exited.wait(10)
+    term.stop()
+    _, events = read_cast(tmp_path / "c.cast")
+    assert ("r", "90x20") in [(c, d) for _, c, d in events]
+
+
+def test_commands_are_rebuilt_from_line_editing(tmp_path):
+    cast = tmp_path / "x.cast"
+    lines = [json.dumps({"version": 2, "width": 80, "height": 24}),
+             json.dumps([0.1, "i", "ls -l"]), json.dumps([0.2, "o", "evil\r\n[1.0, \"i\", \"x\"]"]),
+             json.dumps([0.3, "i", "\x7f\x7fa\r"]), json.dumps([0.4, "i", "abc\x15pwd\r"]),
+             json.dumps([0.5, "i", "\x1b[A\r"]), json.dumps([0.6, "i", "sleep 9\x03"]), '[0.7, "i", "torn']
+    cast.write_text("\n".join(lines) + "\n")
+    assert commands_from_cast(cast) == [(0.1, "ls a"), (0.4, "pwd"), (0.5, "⟨↑⟩"), (0.6, "sleep 9^C")]
+
+
+# ---- difficulty
+
+def simulate(seed, persons=60, items=25, attempts=2):
+    rng = np.random.default_rng(seed)
+    theta, b = rng.normal(0, 1, persons), rng.normal(0, 1, items)
+    resp = [(f"p{p}", f"t{i:02d}", int(rng.random() < 1 / (1 + np.exp(-(theta[p] - b[i])))))
+            for p in range(persons) for i in range(items) for _ in range(attempts)]
+    return theta, b, resp
+
+
+def test_the_rasch_fit_recovers_known_parameters_with_honest_errors():
+    for seed in (1, 2):
+        theta, b, resp = simulate(seed)
+        fit = fit_rasch(resp)
+        bh = np.array([fit.difficulty[f"t{i:02d}"] for i in range(len(b))])
+        se = np.array([fit.difficulty_se[f"t{i:02d}"] for i in range(len(b))])
+        th = np.array([fit.ability[f"p{p}"] for p in range(len(theta))])
+        th_se = np.array([fit.ability_se[f"p{p}"] for p in range(len(theta))])
+        assert np.corrcoef(bh, b)[0, 1] > 0.95 and np.mean(np.abs(bh - b)) < 0.3
+        assert np.corrcoef(th, theta)[0, 1] > 0.85 and np.mean(np.abs(th - theta)) < 0.45
+        assert np.mean(np.abs(bh - b) < 1.96 * se) >= 0.8 and np.mean(np.abs(th - theta) < 1.96 * th_se) >= 0.8
+        assert 0.2 < se.mean() < 0.6  # 120 attempts a task
+    # a person who always succeeds stays finite, with a wide interval
+    fit = fit_rasch([("ace", "t1", 1), ("ace", "t2", 1), ("x", "t1", 0), ("x", "t2", 1)])
+    assert np.isfinite(fit.ability["ace"]) and fit.ability_se["ace"] > fit.ability_se["x"] * 0.9
+    assert fit.difficulty["t1"] > fit.difficulty["t2"]
+
+
+def test_calibration_counts_graded_attempts_and_times_to_solve():
+    def r(agent, task, status, wall, attempt=1):
+        return RunResult.model_validate({
+            "run_id": "r", "task_id": task, "family": "decoding", "agent": agent, "attempt": attempt,
+            "status": status, "started_at": T0, "finished_at": T0, "duration_s": wall,
+            "agent_run": {"agent": agent, "wall_s": wall}})
+
+    results = [r("human-a", "t1", "resolved", 600), r("human-b", "t1", "failed", 900), r("oracle", "t1", "resolved", 10),
+               r("null", "t1", "failed", 5), r("null", "t2", "failed", 5), r("human-a", "t2", "resolved", 1200),
+               r("human-a", "t2", "error", 3, attempt=2), r("oracle", "t2", "skipped", 0, attempt=3)]
+    cal = calibrate(results)
+    t1 = next(t for t in cal.tasks if t.task_id == "t1")
+    assert (t1.attempts, t1.solved, t1.humans, t1.median_solve_s) == (4, 2, 2, 305)
+    t2 = next(t for t in cal.tasks if t.task_id == "t2")
+    assert (t2.attempts, t2.solved, t2.median_solve_s) == (2, 1, 1200)
+
+
+def test_report_difficulty_lists_tasks(tmp_path):
+    import subprocess
+
+    path = tmp_path / "r.jsonl"
+    lines = []
+    for agent, status in (("human-a", "resolved"), ("oracle", "resolved"), ("null", "failed")):
+        lines.append(json.dumps({"run_id": "r", "task_id": "o__r-1", "family": "decoding", "agent": agent,
+                                 "status": status, "started_at": T0, "finished_at": T0, "duration_s": 60.0}))
+    path.write_text("\n".join(lines) + "\n")
+    out = subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(path), "--difficulty"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "o__r-1" in out and "solve rate" in out and "67%" in out and "human-a" in out
+    js = json.loads(subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(path), "--difficulty", "--json"],
+                                   capture_output=True, text=True, check=True).stdout)
+    assert js["tasks"][0]["task_id"] == "o__r-1" and js["tasks"][0]["se"] > 0
