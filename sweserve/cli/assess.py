@@ -112,8 +112,10 @@ def run_invite(args, console: Console) -> int:
     path = Path(args.pack).resolve()
     pack = load_pack(path)
     invite, token = _invites(args).create(args.candidate, str(path), pack.version, valid)
-    print(f"{args.url.rstrip('/')}/i/{token}")
-    console.print(f"invite {invite.invite_id} for {args.candidate}: pack {pack.name}, "
+    from sweserve.cli.common import make_console
+
+    print(f"{args.url.rstrip('/')}/i/{token}")  # alone on stdout, for scripts; the rest on stderr
+    make_console(stderr=True).print(f"invite {invite.invite_id} for {args.candidate}: pack {pack.name}, "
                   f"{pack.time_budget_s // 60} minutes, link valid until {invite.expires_at:%Y-%m-%d %H:%M} UTC "
                   f"(one use)", markup=False, style="dim")
     return 0
