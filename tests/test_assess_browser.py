@@ -151,13 +151,21 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
     finally:
         server.terminate()
         server.wait(30)
-    rep = cli("assess", "report", str(tmp_path / "interview.yaml"), "--output", str(out), *common, cwd=ROOT)
+    agents = []
+    for agent in ("oracle", "null"):  # agents on the same task, to stand the candidates against
+        agents += ["--results", str(tmp_path / f"{agent}.jsonl")]
+        ran = cli("run", DIST, "--agent", agent, "--output", agents[-1], "--repo-path", str(demo.repo), *common)
+        assert ran.returncode == 0, ran.stderr
+    agents += ["--results", str(out / "interview-short" / "bob.jsonl")]
+    rep = cli("assess", "report", str(tmp_path / "interview.yaml"), "--output", str(out), *agents, *common, cwd=ROOT)
     assert rep.returncode == 0, rep.stderr
     card = out / "interview" / "report" / "scorecard-alice.html"
     replay = out / "interview" / "report" / f"replay-alice-{DIST}.html"
     viewer = browser_factory()
     viewer.get(card.as_uri())
     assert "resolved" in viewer.find_element(By.ID, "tasks").text and "ability" in viewer.find_element(By.ID, "ability").text
+    standing = viewer.find_element(By.ID, "standing").text
+    assert all(who in standing for who in ("alice", "bob", "oracle", "null"))
     shot(viewer, "assess-scorecard.png")
     viewer.get(replay.as_uri())
     commands = viewer.find_element(By.ID, "commands").text

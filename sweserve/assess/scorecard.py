@@ -21,7 +21,7 @@ from pathlib import Path
 from sweserve.assess.agent import CAST_FILE
 from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
-from sweserve.assess.recorder import commands_from_cast
+from sweserve.assess.recorder import commands_from_cast, read_cast
 from sweserve.evaluation.results import read_results
 from sweserve.models import RunResult
 
@@ -99,7 +99,7 @@ STYLE = """<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80e
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
 .resolved{color:#070;font-weight:bold}.failed,.patch_failed,.tampered,.error{color:#a00;font-weight:bold}
 pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
-.me{background:#ffd}.grid{display:grid;grid-template-columns:3fr 2fr;gap:1.5em}
+.me{background:#ffd}.grid{display:grid;grid-template-columns:2fr 3fr;gap:1.5em}.grid>div{min-width:0}
 textarea{width:100%;min-height:8em}</style>"""
 
 
@@ -158,13 +158,17 @@ def replay_page(name: str, r: RunResult) -> str:
                     for tid, o in outcomes.items())
     # the cast goes into a script as JSON; '</' is escaped so no recorded text can close the script element
     data = json.dumps(cast_text).replace("</", "<\\/")
+    end = max((t for t, _, _ in read_cast(cast)[1]), default=0.0) if cast_text else 0.0
+    # the poster is the last frame: the page opens on the terminal as the candidate left it
     player = ("<div id=player></div><script>AsciinemaPlayer.create({data: " + data + "}, "
-              "document.getElementById('player'), {fit: 'width', idleTimeLimit: 2});</script>"
+              "document.getElementById('player'), {fit: 'width', idleTimeLimit: 2, terminalFontSize: '13px', "
+              f"poster: 'npt:{max(0.0, end - 0.01):.2f}'}});</script>"
               if cast_text else "<p>No recording.</p>")
     return f"""<!doctype html><html><head><meta charset=utf-8><title>Replay: {e(name)} / {e(r.task_id)}</title>
 <link rel=stylesheet href=vendor/asciinema-player.css><script src=vendor/asciinema-player.min.js></script>{STYLE}</head>
 <body><h1>{e(name)} — {e(r.task_id)}: <span class={e(r.status)}>{e(r.status)}</span></h1>
-<div class=grid><div><h2>Terminal</h2>{player}<h2>Commands typed</h2>
+<h2>Terminal (recorded on the server)</h2><div style="max-width:70em">{player}</div>
+<div class=grid><div><h2>Commands typed</h2>
 <table id=commands><tr><th>at</th><th>command</th></tr>{cmd_rows}</table></div>
 <div><h2>Hidden tests</h2><table id=outcomes><tr><th>kind</th><th>test</th><th>outcome</th></tr>{tests}</table>
 <h2>Diff</h2><pre id=diff>{e(r.model_patch) or '(no change)'}</pre></div></div></body></html>"""
