@@ -74,3 +74,26 @@ if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -
   rm -rf "$apt_tmp"
   docker compose version
 fi
+
+# ---- assess (issue 20): the browser terminal's front-end packages, and the browser its end-to-end test drives ----
+# @xterm/xterm, @xterm/addon-fit and asciinema-player come from npm at the versions package-lock.json pins; they are
+# served from node_modules (`sweserve assess serve`) and copied into report folders, never into the repository.
+assess_apt=()
+command -v npm >/dev/null 2>&1 || assess_apt+=(nodejs npm)
+command -v chromedriver >/dev/null 2>&1 || assess_apt+=(chromium chromium-driver)
+if [ ${#assess_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${assess_apt[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${assess_apt[@]}" >/dev/null
+  else
+    echo "setup: missing ${assess_apt[*]}; install them (apt-get install -y ${assess_apt[*]}) or run as root" >&2
+  fi
+fi
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -d node_modules/@xterm/xterm ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    echo "setup: npm ci (front-end packages of sweserve assess)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+fi
+# ---- end assess ----
