@@ -304,3 +304,99 @@ def test_report_difficulty_lists_tasks(tmp_path):
     js = json.loads(subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(path), "--difficulty", "--json"],
                                    capture_output=True, text=True, check=True).stdout)
     assert js["tasks"][0]["task_id"] == "o__r-1" and js["tasks"][0]["se"] > 0
+
+
+# ---- the server's websocket, with a local shell standing in for the sandbox's
+
+def test_the_websocket_serves_only_its_own_session_and_resumes_it(tmp_path):
+    import hashlib
+
+    import uvicorn
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    from sweserve.assess.agent import Seat
+    from sweserve.assess.invites import Invite
+    from sweserve.assess.server import COOKIE, Assessment, AssessServer
+
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version, token_sha256="0" * 64,
+                    created_at=T0, expires_at=T0)
+    seat = Seat("alice")
+    a = Assessment(invite, pack, [bundle(1)], tmp_path / "r.jsonl", seat, status="running")
+    server = AssessServer(None, {}, InviteStore(tmp_path / "i.json"), tmp_path, tmp_path)  # type: ignore[arg-type]
+    server.sessions[hashlib.sha256(b"alice-key").hexdigest()] = a
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    seat.take("o__r-1", term, time.time() + 600)
+    port = free_port()
+    uv = uvicorn.Server(uvicorn.Config(server.app(), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    wait = time.monotonic() + 10
+    while not uv.started and time.monotonic() < wait:
+        time.sleep(0.05)
+    origin = f"http://127.0.0.1:{port}"
+
+    def ws(cookie="alice-key", origin=origin):
+        headers = {"Origin": origin}
+        if cookie:
+            headers["Cookie"] = f"{COOKIE}={cookie}"
+        return connect(f"ws://127.0.0.1:{port}/ws", additional_headers=headers, open_timeout=5)
+
+    def read_until(conn, text, timeout=10):
+        got = b""
+        end = time.monotonic() + timeout
+        while text.encode() not in got and time.monotonic() < end:
+            try:
+                got += conn.recv(timeout=max(0.1, end - time.monotonic()))
+            except TimeoutError:
+                break
+        return got.decode(errors="replace")
+
+    try:
+        for bad in ({"cookie": None}, {"cookie": "guessed"}, {"origin": "http://evil.example"}):
+            with pytest.raises(InvalidStatus) as refused:  # refused at the handshake, before any byte
+                ws(**bad)
+            assert refused.value.response.status_code == 403
+        with ws() as conn:
+            conn.send(json.dumps({"type": "input", "data": "echo one-$((40+2))\r"}))
+            assert "one-42" in read_until(conn, "one-42")
+            conn.send("not json")
+            conn.send(json.dumps(["input", "x"]))
+            conn.send(json.dumps({"type": "resize", "cols": "wide", "rows": 1}))
+        with ws() as conn:  # a new tab: the screen so far, then the same shell
+            assert "one-42" in read_until(conn, "one-42")
+            conn.send(json.dumps({"type": "input", "data": "echo two-$((1+1))\r"}))
+            assert "two-2" in read_until(conn, "two-2")
+        state = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"{origin}/api/state", headers={"Cookie": f"{COOKIE}=alice-key"})).read())
+        assert state["status"] == "running" and 590 <= state["left_s"] <= 600 and state["task_id"] == "o__r-1"
+        urllib.request.urlopen(urllib.request.Request(f"{origin}/api/submit", method="POST", data=b"",
+                                                      headers={"Cookie": f"{COOKIE}=alice-key"}))
+        assert seat.submitted.is_set()
+        with pytest.raises(urllib.error.HTTPError):  # another's submit needs their cookie
+            urllib.request.urlopen(urllib.request.Request(f"{origin}/api/submit", method="POST", data=b""))
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(10)
+        term.stop()
+        uv.should_exit = True
+        thread.join(10)
+    typed = [c for _, c in commands_from_cast(tmp_path / "c.cast")]
+    assert typed == ["echo one-$((40+2))", "echo two-$((1+1))", "exit"]
+
+
+def test_reviewer_pages_escape_what_the_candidate_produced(tmp_path):
+    from sweserve.assess.scorecard import replay_page
+
+    folder = tmp_path / "trial"
+    folder.mkdir()
+    evil = "</script><script>alert(1)</script>"
+    (folder / "terminal.cast").write_text("\n".join([json.dumps({"version": 2, "width": 80, "height": 24}),
+                                                     json.dumps([0.1, "o", evil]), json.dumps([0.2, "i", evil + "\r"])]) + "\n")
+    r = RunResult.model_validate({"run_id": "r", "task_id": "o__r-1", "family": "decoding", "agent": "human-a",
+                                  "status": "failed", "started_at": T0, "finished_at": T0, "duration_s": 1.0,
+                                  "model_patch": f"+{evil}\n", "trial_dir": str(folder),
+                                  "tests": {"fail_to_pass": {evil: "failed"}}})
+    page = replay_page("a", r)
+    assert "<script>alert(1)" not in page and page.count("</script>") == 2  # the player: its file, its call

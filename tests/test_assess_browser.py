@@ -122,6 +122,9 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         alice, bob = browser_factory(), browser_factory()
         start(alice, links["alice"])
         start(bob, links["bob"])  # two candidates at once, each in a sandbox of their own
+        # a job meant to change the tree once the session is over: stopped before the submission is taken
+        type_in(bob, "(while [ $(date +%s) -le $((SWESERVE_DEADLINE + 1)) ]; do sleep 0.1; done; "
+                     "while :; do echo late >> /testbed/late.txt; sleep 0.05; done) &\n")
         type_in(bob, "sleep 300\n")
         type_in(alice, "grep -c shard_range /sweserve/instruction.md\n")
         fixed = base64.b64encode(files.PR_DISTRIBUTED[PATH].encode()).decode()
@@ -141,6 +144,7 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         wait_for(lambda: bob.find_element(By.ID, "done").is_displayed(), timeout=400)  # the deadline submits
         (b,) = read_results(out / "interview-short" / "bob.jsonl")
         assert b.status == "failed" and b.agent_run.exit_reason == "time_limit" and 35 <= b.agent_run.wall_s < 60
+        assert "late.txt" not in b.model_patch
         alice.get(links["alice"])  # the link again: refused, with a sentence
         assert "already been used" in alice.find_element(By.ID, "message").text
         assert "Traceback" not in alice.page_source

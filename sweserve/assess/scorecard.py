@@ -156,8 +156,8 @@ def replay_page(name: str, r: RunResult) -> str:
                     f"{e(o)}</td></tr>"
                     for kind, outcomes in (("fail→pass", r.tests.fail_to_pass), ("pass→pass", r.tests.pass_to_pass))
                     for tid, o in outcomes.items())
-    # the cast goes into a script as JSON; '</' is escaped so no recorded text can close the script element
-    data = json.dumps(cast_text).replace("</", "<\\/")
+    # the cast goes into a script as JSON with every '<' escaped: no recorded text can end the script element
+    data = json.dumps(cast_text).replace("<", "\\u003c")
     end = max((t for t, _, _ in read_cast(cast)[1]), default=0.0) if cast_text else 0.0
     # the poster is the last frame: the page opens on the terminal as the candidate left it
     player = ("<div id=player></div><script>AsciinemaPlayer.create({data: " + data + "}, "
