@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest

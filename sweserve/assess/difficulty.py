@@ -51,7 +51,8 @@ def fit_rasch(responses: list[tuple[str, str, int]], prior_sd: float = PRIOR_SD,
     x = np.zeros(n)
     precision = np.eye(n) / prior_sd**2
     it = 0
-    for it in range(1, max_iter + 1):
+    while it < max_iter:
+        it += 1
         prob = 1.0 / (1.0 + np.exp(-(design @ x)))
         grad = design.T @ (y - prob) - precision @ x
         info = design.T @ (design * (prob * (1 - prob))[:, None]) + precision

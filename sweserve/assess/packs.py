@@ -86,13 +86,13 @@ def choose_pack(name: str, bundles: list[TaskBundle], n: int, total_s: int, fami
             if len(chosen) >= n or not pool[fam]:
                 continue
             b = pool[fam].pop(0)
-            d = difficulty.get(b.task.task_id)
-            budget = task_budget_s(d)
+            known = difficulty.get(b.task.task_id)
+            budget = task_budget_s(known)
             if used + budget > total_s:
                 continue
             used += budget
             chosen.append(PackTask(task_id=b.task.task_id, content_hash=b.content_hash(), family=b.task.family,
-                                   time_budget_s=budget, difficulty=None if d is None else round(d, 3)))
+                                   time_budget_s=budget, difficulty=None if known is None else round(known, 3)))
     if len(chosen) < n:
         raise SweserveError(f"only {len(chosen)} ready task(s) fit the families, difficulty band and "
                             f"{total_s // 60} minutes; asked for {n}")

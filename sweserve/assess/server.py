@@ -19,6 +19,7 @@ writes them to files, so a candidate reaches nothing of other candidates through
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import html
 import json
@@ -90,7 +91,7 @@ class Assessment:
                                    if r.task_id == bundle.task.task_id and r.agent == f"human-{self.seat.candidate}"),
                                   default=0)
                 agent = BrowserAgent(self.seat.candidate, self.seat, item.time_budget_s,
-                                     lambda b, a=attempt: self._cast(ctx, b, a))
+                                     functools.partial(self._cast, ctx, attempt=attempt))
                 results = run_evaluation(ctx, [bundle], agent, self.results_path, attempts=attempt,
                                          first_attempt=attempt, force=True)
                 self.results += results
@@ -99,7 +100,7 @@ class Assessment:
             log.exception("assessment of %s stopped", self.seat.candidate)
             self.status = "error"
 
-    def _cast(self, ctx: Context, bundle: TaskBundle, attempt: int) -> Path:
+    def _cast(self, ctx: Context, bundle: TaskBundle, *, attempt: int) -> Path:
         """Where the trial's folder will be (`trial.trial_folder`'s layout): the cast is written beside its files."""
         return TrialFolder.for_trial(self.results_path, ctx.run_id, f"human-{self.seat.candidate}",
                                      bundle.task.task_id, attempt).path / CAST_FILE
