@@ -399,3 +399,31 @@ def test_reviewer_pages_escape_what_the_candidate_produced(tmp_path):
                                   "tests": {"fail_to_pass": {evil: "failed"}}})
     page = replay_page("a", r)
     assert "<script>alert(1)" not in page and page.count("</script>") == 2  # the player: its file, its call
+
+
+def test_bad_input_to_assess_is_one_line(tmp_path):
+    import subprocess
+
+    from sweserve.dataset.taskstore import save_bundle
+
+    tasks = tmp_path / "tasks"
+    save_bundle(tasks, bundle(1))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "sweserve.cli", "assess", *args], capture_output=True, text=True,
+                              cwd=tmp_path)
+
+    common = ["--tasks", str(tasks), "--state-dir", str(tmp_path / "state")]
+    ok = cli("pack", "--name", "p", "--count", "1", "--minutes", "30", "--out", str(tmp_path / "p.yaml"), *common)
+    assert ok.returncode == 0, ok.stderr
+    for args, words in ((("pack", "--name", "p", "--count", "1", "--minutes", "30", "--band", "x"), "--band x"),
+                        (("pack", "--name", "p", "--count", "2", "--minutes", "30"), "only 1 ready"),
+                        (("pack", "--name", "p", "--count", "1", "--minutes", "30", "--family", "web"), "--family web"),
+                        (("invite", "nope.yaml", "--candidate", "a"), "no such pack file"),
+                        (("invite", str(tmp_path / "p.yaml"), "--candidate", "a b"), "--candidate"),
+                        (("invite", str(tmp_path / "p.yaml"), "--candidate", "a", "--expires-in", "5y"), "--expires-in"),
+                        (("serve", "--node-modules", str(tmp_path)), "make setup"),
+                        (("report", str(tmp_path / "p.yaml"), "--output", str(tmp_path / "none")), "no results")):
+        got = cli(*args, *common)
+        assert got.returncode == 2 and words in got.stderr and "Traceback" not in got.stderr, (args, got.stderr)
+        assert len(got.stderr.strip().splitlines()) == 1, got.stderr
