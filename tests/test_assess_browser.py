@@ -152,6 +152,8 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         header, events = read_cast(cast)
         typed = "".join(d for _, c, d in events if c == "i")
         assert "git status --short\r" in typed and header["version"] == 2
+        commands = [line.split("\t", 1)[1] for line in r.agent_run.transcript.splitlines()]
+        assert commands[:2] == ["grep -c shard_range /sweserve/instruction.md", f"echo {fixed} | base64 -d > {PATH}"]
     finally:
         server.terminate()
         server.wait(30)

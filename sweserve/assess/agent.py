@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sweserve.agents.base import INSTRUCTION_PATH, TaskImageAgent
 from sweserve.agents.human import HISTORY, RCFILE, rcfile
-from sweserve.assess.recorder import BrowserTerminal
+from sweserve.assess.recorder import BrowserTerminal, commands_from_cast, read_cast
 from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError
 from sweserve.models import AgentRun, TaskBundle
@@ -76,7 +76,8 @@ class BrowserAgent(TaskImageAgent):
         box.put_file(HISTORY, b"", mode=0o666)
         # the shell dies at the deadline in the sandbox too; the server stops waiting then whatever it does
         shell = f"timeout --foreground -s KILL {limit + 5} bash --rcfile {RCFILE} -i"
-        term = BrowserTerminal(box.interactive_argv(shell, tty=True), self.cast_path(bundle),
+        cast = self.cast_path(bundle)
+        term = BrowserTerminal(box.interactive_argv(shell, tty=True), cast,
                                title=f"{bundle.task.task_id} — {self.candidate}")
         t0 = time.monotonic()
         term.start()
@@ -96,5 +97,9 @@ class BrowserAgent(TaskImageAgent):
             stop_everything(box)  # first: nothing the candidate left running writes after the deadline
             code = term.stop()
         used = round(time.monotonic() - t0, 3)
+        # the transcript ("<epoch>\t<command>", as `session`'s) is the commands typed, from the host's cast: the
+        # sandbox's own history is never asked
+        began = int(read_cast(cast)[0].get("timestamp", 0))
+        transcript = "\n".join(f"{began + int(at)}\t{command}" for at, command in commands_from_cast(cast))
         return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used, exit_reason=reason,
-                        keystrokes=term.record.keystrokes(), screen=term.record.screen_text())
+                        transcript=transcript, keystrokes=term.record.keystrokes(), screen=term.record.screen_text())
