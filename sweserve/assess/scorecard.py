@@ -100,7 +100,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 .resolved{color:#070;font-weight:bold}.failed,.patch_failed,.tampered,.error{color:#a00;font-weight:bold}
 pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
 .me{background:#ffd}.grid{display:grid;grid-template-columns:2fr 3fr;gap:1.5em}.grid>div{min-width:0}
-textarea{width:100%;min-height:8em}</style>"""
+textarea{width:100%;min-height:8em}#commands code{word-break:break-all}</style>"""
 
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
@@ -167,7 +167,7 @@ def replay_page(name: str, r: RunResult) -> str:
     return f"""<!doctype html><html><head><meta charset=utf-8><title>Replay: {e(name)} / {e(r.task_id)}</title>
 <link rel=stylesheet href=vendor/asciinema-player.css><script src=vendor/asciinema-player.min.js></script>{STYLE}</head>
 <body><h1>{e(name)} — {e(r.task_id)}: <span class={e(r.status)}>{e(r.status)}</span></h1>
-<h2>Terminal (recorded on the server)</h2><div style="max-width:70em">{player}</div>
+<h2>Terminal (recorded on the server)</h2><div style="max-width:56em">{player}</div>
 <div class=grid><div><h2>Commands typed</h2>
 <table id=commands><tr><th>at</th><th>command</th></tr>{cmd_rows}</table></div>
 <div><h2>Hidden tests</h2><table id=outcomes><tr><th>kind</th><th>test</th><th>outcome</th></tr>{tests}</table>
