@@ -103,7 +103,7 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
                "distributed", "--out", str(tmp_path / "interview.yaml"), *common)
     assert made.returncode == 0, made.stderr
     short = yaml.safe_load((tmp_path / "interview.yaml").read_text())
-    short["name"], short["tasks"][0]["time_budget_s"] = "interview-short", 40
+    short["name"], short["tasks"][0]["time_budget_s"] = "interview-short", 60
     (tmp_path / "short.yaml").write_text(yaml.safe_dump(short))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -113,7 +113,9 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         assert inv.returncode == 0, inv.stderr
         links[name] = inv.stdout.strip()
     assert links["alice"].startswith(f"{url}/i/")
-    server = subprocess.Popen([sys.executable, "-m", "sweserve.cli", "assess", "serve", "--port", str(port),
+    # opened to every address of this machine: still the sandboxes cannot reach it (they have no route to the host)
+    server = subprocess.Popen([sys.executable, "-m", "sweserve.cli", "assess", "serve", "--host", "0.0.0.0",
+                               "--port", str(port),
                                "--repo-path", str(demo.repo), "--output", str(out), *common],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
@@ -122,6 +124,12 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         alice, bob = browser_factory(), browser_factory()
         start(alice, links["alice"])
         start(bob, links["bob"])  # two candidates at once, each in a sandbox of their own
+        hosts = " ".join(["127.0.0.1", "172.17.0.1", *subprocess.run(["hostname", "-I"], capture_output=True,
+                                                                       text=True).stdout.split()])
+        type_in(bob, f"for h in {hosts}; do timeout 3 bash -c \"exec 3<>/dev/tcp/$h/{port}\" 2>/dev/null && "
+                     f"echo RE''ACHED-$h; done; echo probe-''done\n")
+        wait_for(lambda: "probe-done" in screen(bob), timeout=90)
+        assert "REACHED-" not in screen(bob)
         # a job meant to change the tree once the session is over: stopped before the submission is taken
         type_in(bob, "(while [ $(date +%s) -le $((SWESERVE_DEADLINE + 1)) ]; do sleep 0.1; done; "
                      "while :; do echo late >> /testbed/late.txt; sleep 0.05; done) &\n")
@@ -143,7 +151,7 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
         assert r.status == "resolved" and r.agent == "human-alice" and r.agent_run.exit_reason == "submitted"
         wait_for(lambda: bob.find_element(By.ID, "done").is_displayed(), timeout=400)  # the deadline submits
         (b,) = read_results(out / "interview-short" / "bob.jsonl")
-        assert b.status == "failed" and b.agent_run.exit_reason == "time_limit" and 35 <= b.agent_run.wall_s < 60
+        assert b.status == "failed" and b.agent_run.exit_reason == "time_limit" and 55 <= b.agent_run.wall_s < 80
         assert "late.txt" not in b.model_patch
         alice.get(links["alice"])  # the link again: refused, with a sentence
         assert "already been used" in alice.find_element(By.ID, "message").text
