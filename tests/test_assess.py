@@ -427,3 +427,79 @@ def test_bad_input_to_assess_is_one_line(tmp_path):
         got = cli(*args, *common)
         assert got.returncode == 2 and words in got.stderr and "Traceback" not in got.stderr, (args, got.stderr)
         assert len(got.stderr.strip().splitlines()) == 1, got.stderr
+
+
+
+class QuietBox:
+    """A local folder standing in for a sandbox: files written with their /sweserve and /testbed paths mapped
+    into it, and the session's end-of-session kill recorded, never run (here it would reach the whole host)."""
+
+    def __init__(self, root):
+        from local_backend import LocalSandbox
+
+        self.box = LocalSandbox(root)
+        (root / "testbed").mkdir(parents=True)
+        self.killed = False
+
+    def put_file(self, path, data, mode=0o644):
+        self.box.put_file(path, self.box._text(data.decode()).encode(), mode)
+
+    def exec(self, command, timeout, workdir="/testbed", env=None, user=None):
+        assert "kill -KILL -1" in command
+        self.killed = True
+
+    def interactive_argv(self, shell, tty):
+        return self.box.interactive_argv(shell, tty)
+
+
+def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
+    """The assessment's sequencing and the page's state, with the pipeline replaced by a local shell (the
+    Docker e2e test runs the real one)."""
+    from markdown_it import MarkdownIt
+
+    import sweserve.assess.server as server_mod
+    from sweserve.assess.agent import Seat
+    from sweserve.assess.invites import Invite
+    from sweserve.assess.server import Assessment
+
+    boxes = []
+
+    def fake_run_evaluation(ctx, bundles, agent, results_path, **kw):
+        box = QuietBox(tmp_path / f"box{len(boxes)}")
+        boxes.append(box)
+        run = agent.solve(box, bundles[0])
+        return [RunResult.model_validate({
+            "run_id": "r", "task_id": bundles[0].task.task_id, "family": "decoding", "agent": agent.name,
+            "status": "failed", "started_at": T0, "finished_at": T0, "duration_s": 1.0,
+            "agent_run": run.model_dump()})]
+
+    class Ctx:
+        run_id = "r"
+
+    monkeypatch.setattr(server_mod, "run_evaluation", fake_run_evaluation)
+    bundles = [bundle(1, instruction="# First\n<script>x</script>"), bundle(2, "serving-api", instruction="Second")]
+    pack = choose_pack("p", bundles, 2, 7200)
+    invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version, token_sha256="0" * 64,
+                    created_at=T0, expires_at=T0)
+    a = Assessment(invite, pack, check_pack(pack, {b.task.task_id: b for b in bundles}), tmp_path / "r.jsonl",
+                   Seat("alice"))
+    md = MarkdownIt("commonmark", {"html": False})
+    thread = threading.Thread(target=a.run, args=(Ctx(),), daemon=True)
+    thread.start()
+    for n in (1, 2):
+        deadline = time.monotonic() + 20
+        while (a.seat.terminal is None or a.seat.task_id != a.bundles[n - 1].task.task_id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        state = a.state(md)
+        assert state["status"] == "running" and state["index"] == n and state["count"] == 2
+        assert state["left_s"] > 1700 and "<script>" not in state["instruction_html"]
+        a.seat.terminal.write(f"echo task-{n}\r".encode())
+        time.sleep(0.5)
+        a.seat.submitted.set()
+    thread.join(20)
+    assert a.status == "done" and len(a.results) == 2 and all(b.killed for b in boxes)
+    assert [r.agent_run.exit_reason for r in a.results] == ["submitted", "submitted"]
+    for r, b in zip(a.results, a.bundles):
+        cast = tmp_path / "runs" / "r" / "human-alice" / b.task.task_id / "1" / "terminal.cast"
+        assert ("echo task-" in "".join(d for _, c, d in read_cast(cast)[1] if c == "i"))
+        assert "echo task-" in r.agent_run.transcript
