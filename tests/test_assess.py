@@ -186,6 +186,9 @@ def test_the_recorder_keeps_what_was_typed_and_a_shell_cannot_forge_it(tmp_path)
     term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], cast, cols=100, rows=30).start()
     seen = bytearray()
     tail = term.subscribe(seen.extend)
+    for _ in range(3):
+        assert term.subscribe(lambda d: None) is not None
+    assert term.subscribe(lambda d: None) is None  # a fifth tab is refused
     forged = '[0.5, "i", "rm -rf /  # forged\\r"]'
     keys = [
         "echo hello\r",

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from sweserve.agents.terminal import TerminalRecord
 
-CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input always is); a marker says so
+CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input past twice this); a marker says so
+MAX_WATCHERS = 4  # browser tabs on one terminal at once
 REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
 
 
@@ -63,10 +64,11 @@ class CastWriter:
             text = self._dec[code].decode(data) if isinstance(data, bytes) else data
             if not text:
                 return
-            if code == "o" and self.bytes > CAST_MAX_BYTES:
+            # output past the limit is dropped; input only past twice that (a paste flood, never typing)
+            if self.bytes > (CAST_MAX_BYTES if code == "o" else 2 * CAST_MAX_BYTES):
                 if not self.capped:
                     self.capped = True
-                    self._line(json.dumps([self.elapsed(), "m", "output over the recording limit not kept"]))
+                    self._line(json.dumps([self.elapsed(), "m", "over the recording limit: the rest not kept"]))
                 return
             self._line(json.dumps([self.elapsed(), code, text]))
 
@@ -224,9 +226,12 @@ class BrowserTerminal:
             self._set_size()
             self.cast.event("r", f"{cols}x{rows}")
 
-    def subscribe(self, send: Callable[[bytes], None]) -> bytes:
-        """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect)."""
+    def subscribe(self, send: Callable[[bytes], None]) -> bytes | None:
+        """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect), or None when
+        MAX_WATCHERS tabs already watch."""
         with self._lock:
+            if len(self._subscribers) >= MAX_WATCHERS:
+                return None
             self._subscribers.append(send)
             return bytes(self._tail[-REPLAY_TAIL_BYTES:])
 

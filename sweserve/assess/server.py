@@ -168,7 +168,8 @@ class AssessServer:
         body = (f"<p>Hello {html.escape(invite.candidate)}. When you press Start, your timed assessment begins: "
                 f"a task statement, and a terminal in a sandbox holding the repository. The clock runs on the "
                 f"server; closing the tab does not stop it, and reopening this browser resumes your session. "
-                f"When the time is up your work is submitted as it stands.</p>"
+                f"When the time is up your work is submitted as it stands; typing <code>exit</code> in the terminal "
+                f"submits the task too.</p>"
                 f"<form method=post><button id=start type=submit>Start</button></form>")
         return message_page("Your assessment", body, 200, raw=True)
 
@@ -214,6 +215,9 @@ class AssessServer:
             loop.call_soon_threadsafe(queue.put_nowait, data)
 
         tail = term.subscribe(send)
+        if tail is None:
+            await ws.close(code=4429)  # too many tabs on this terminal
+            return
 
         async def pump() -> None:
             if tail:
