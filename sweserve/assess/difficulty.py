@@ -4,7 +4,10 @@ P(attempt of person p on task i resolves) = sigmoid(ability_p − difficulty_i),
 The fit is a joint MAP estimate with a weak normal prior on both (sd `PRIOR_SD` logits), which keeps a person
 or task that always (or never) succeeds finite and pins the scale's origin at 0; Newton's method on the exact
 Hessian, whose inverse gives the standard errors. Small enough to be checked here (tests recover known
-parameters from simulated data) rather than taken from an IRT package.
+parameters from simulated data). The IRT packages were weighed: girth's estimators take a complete
+persons × items matrix with one response a cell and give standard errors only by bootstrap, and py-irt fits
+by variational inference on torch; results here are sparse (each agent or candidate tries a few tasks) with
+repeated attempts, which the likelihood above takes as they are.
 
 Counted: resolved (1) and failed, patch_failed, tampered (0). Errors and skips say nothing of the task.
 """
