@@ -506,3 +506,38 @@ def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
         cast = tmp_path / "runs" / "r" / "human-alice" / b.task.task_id / "1" / "terminal.cast"
         assert ("echo task-" in "".join(d for _, c, d in read_cast(cast)[1] if c == "i"))
         assert "echo task-" in r.agent_run.transcript
+
+
+def test_scorecards_and_csv_of_a_pack(tmp_path):
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.results import ResultsWriter
+
+    b1, b2 = bundle(1), bundle(2, "serving-api")
+    pack = choose_pack("p", [b1, b2], 2, 7200)
+    results_dir = tmp_path / "out" / "p"
+
+    def res(agent, b, status, wall, task_hash=None, attempt=1):
+        return RunResult.model_validate({
+            "run_id": "r", "task_id": b.task.task_id, "family": b.task.family, "agent": agent, "attempt": attempt,
+            "status": status, "started_at": T0, "finished_at": T0, "duration_s": wall,
+            "task_hash": task_hash or b.content_hash(), "tests": {"fail_to_pass": {"t::a": "passed" if status == "resolved" else "failed"},
+                                                                  "pass_to_pass": {"t::b": "passed"}},
+            "agent_run": {"agent": agent, "wall_s": wall}, "trial_dir": str(tmp_path / "nowhere")})
+
+    for name, rows in (("alice", [res("human-alice", b1, "failed", 100), res("human-alice", b1, "resolved", 900, attempt=2),
+                                  res("human-alice", b2, "resolved", 1200)]),
+                       ("bob", [res("human-bob", b1, "failed", 1800), res("human-bob", b2, "failed", 1800, "f" * 16)])):
+        with ResultsWriter(results_dir / f"{name}.jsonl") as w:
+            for r in rows:
+                w.write(r)
+    agents = [res("oracle", b1, "resolved", 10), res("oracle", b2, "resolved", 10), res("null", b1, "failed", 5),
+              res("null", b2, "failed", 5)]
+    cards = write_scorecards(pack, results_dir, tmp_path / "report", None, agents)
+    assert sorted(cards.pages) == ["alice", "bob"]
+    alice = cards.pages["alice"].read_text()
+    assert "Resolved 2 of 2" in alice and "15.0 of 30 min" in alice and "2 / 2" in alice and "oracle" in alice
+    assert "another version" in cards.pages["bob"].read_text()
+    rows = cards.csv.read_text().splitlines()
+    assert rows[0].split(",")[:6] == ["candidate", "pack", "pack_version", "task_id", "same_task", "status"]
+    assert len(rows) == 5 and any(r.startswith("bob,p,") and ",no,failed," in r for r in rows)
+    assert (tmp_path / "report" / "replay-alice-o__r-1.html").read_text().count("No recording") == 1

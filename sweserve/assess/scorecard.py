@@ -27,8 +27,13 @@ from sweserve.models import RunResult
 
 PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
           "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
-CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "status", "time_used_s", "time_budget_s",
+CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "same_task", "status", "time_used_s", "time_budget_s",
                "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se"]
+
+
+def same_task(pack: Pack, r: RunResult) -> bool:
+    """Whether r was graded against the task content the pack names (a result of another version is shown, marked)."""
+    return any(t.task_id == r.task_id and t.content_hash == r.task_hash for t in pack.tasks)
 
 
 def pack_results(results_dir: Path) -> list[RunResult]:
@@ -74,7 +79,7 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                 continue
             passed, total = tests_passed(r)
             rows.append({"candidate": name, "pack": pack.name, "pack_version": pack.version, "task_id": t.task_id,
-                         "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
+                         "same_task": "yes" if same_task(pack, r) else "no", "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
                          "time_budget_s": budgets[t.task_id], "tests_passed": passed, "tests_total": total,
                          "task_difficulty": _num(cal.fit.difficulty.get(t.task_id)),
                          "task_difficulty_se": _num(cal.fit.difficulty_se.get(t.task_id)),
@@ -117,7 +122,8 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
         used = f"{r.agent_run.wall_s / 60:.1f} of {budgets[t.task_id] / 60:.0f} min" if r.agent_run else "—"
         diff = (f"{fit.difficulty[t.task_id]:+.2f} ± {fit.difficulty_se[t.task_id]:.2f}"
                 if t.task_id in fit.difficulty else "—")
-        rows.append(f"<tr><td>{e(t.task_id)}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
+        other = "" if same_task(pack, r) else " <b>(graded against another version of the task)</b>"
+        rows.append(f"<tr><td>{e(t.task_id)}{other}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
                     f"<td>{passed} / {total}</td><td>{diff}</td>"
                     f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
     standing = []
