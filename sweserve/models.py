@@ -106,6 +106,7 @@ class QualityRecord(Strict):
     statement_chars: int = Field(0, ge=0)
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
     linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")
+    labels: list[str] = Field(default_factory=list, description="the PR's GitHub labels (with --github)")
     rewritten_from: str | None = Field(None, description="the source a rewritten statement was made from")
     interface_from: Literal["fail_to_pass", "tests_patch"] | None = Field(
         None, description="which tests the interface was read from: FAIL_TO_PASS, or every test of tests.patch")
@@ -134,6 +135,10 @@ class Task(Strict):
     family_confidence: float | None = Field(None, ge=0, le=1, description="share of the oracle's changed lines "
                                             "under the family's paths")
     family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
+    family_scores: dict[str, float] = Field(default_factory=dict, description="family -> score in [0, 1] from "
+                                            "every signal (paths, roles, tests, title, labels), highest first")
+    family_confident: bool | None = Field(None, description="the classifier's verdict: the top score is high and "
+                                          "clear of the runner-up; true when family_override settles it")
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
     dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "
