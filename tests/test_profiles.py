@@ -125,7 +125,8 @@ def test_roles_tests_title_and_labels_are_signals():
     assert p.family_of_role("python/sgl_jax/srt/kernels/fused_moe/v1/kernel.py") == "kernels-quant"
     assert p.family_of_role("README.md") is None
     # labels count when GitHub gave them; lines split between two families are not confident
-    split = [FileChange("M", front[0], added=30, deleted=0), FileChange("M", "python/sgl_jax/srt/mem_cache/radix_cache.py", added=30, deleted=0)]
+    split = [FileChange("M", front[0], added=30, deleted=0),
+             FileChange("M", "python/sgl_jax/srt/mem_cache/radix_cache.py", added=30, deleted=0)]
     plain = p.classification("Refactor", split)
     assert not plain.confident
     labelled = p.classification("Refactor", split, labels=["OpenAI API", "frontend"])

@@ -63,7 +63,8 @@ def lint(args, console: Console) -> int:
         for r in reports:
             q = r.quality
             scores = " ".join(f"{f.split('-')[0][:5]} {v:.2f}" for f, v in list(r.family_scores.items())[:2])
-            table.add_row(r.task_id, r.family + ("" if r.family_confident else " ?"), scores, f"{q.statement_chars} {q.statement_source}",
+            family = r.family + ("" if r.family_confident else " ?")  # ?: not confident, see the notes
+            table.add_row(r.task_id, family, scores, f"{q.statement_chars} {q.statement_source}",
                           str(len(q.interface)), str(len(q.leaks)), str(len(q.unfair)),
                           "[green]ok[/]" if r.passed else "[red]FAIL[/]")
         console.print(table)

@@ -133,8 +133,12 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     statement = statement_of(instruction)
     source = _source(bundle)
     unfair = {}
+    unknown: set[str] = set()
     for test_id, needs in interface.needs.items():
-        missing = [n.name for n in needs if not mentioned(n.word, instruction)]
+        # a name nobody defines (made at run time, or never there) is no fault of the instruction: only what the
+        # oracle visibly adds or changes must be announced
+        missing = [n.name for n in needs if n.status != "unknown" and not mentioned(n.word, instruction)]
+        unknown.update(n.name for n in needs if n.status == "unknown")
         if missing:
             unfair[test_id] = missing
     leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
@@ -145,6 +149,11 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     findings += statement_findings(statement, source)
     findings += broken
     notes = []
+    if unknown:
+        names = sorted(unknown)
+        notes.append(f"tests use {len(names)} name{'s' if len(names) > 1 else ''} neither base nor the oracle visibly "
+                     f"defines (not judged unfair): " + ", ".join(f"`{n}`" for n in names[:4])
+                     + (f" and {len(names) - 4} more" if len(names) > 4 else ""))
     if interface.not_found:
         notes.append(f"{len(interface.not_found)} FAIL_TO_PASS tests not found in the test files, "
                      f"e.g. {interface.not_found[0]}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import git
@@ -233,8 +233,9 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         dependencies=dependencies,
         test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
     )
-    statement = (statements or StatementMaker(profile.repo))(unit.first.number, unit.first.title, unit.first.body,
-                                                             oracle, tests)
+    maker = replace(statements, min_chars=profile.min_statement_chars) if statements else \
+        StatementMaker(profile.repo, min_chars=profile.min_statement_chars)
+    statement = maker(unit.first.number, unit.first.title, unit.first.body, oracle, tests)
     task.quality = statement.quality
     if statement.quality.labels:  # GitHub's labels are one more signal
         family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files,

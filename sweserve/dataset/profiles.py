@@ -113,7 +113,8 @@ class RepoProfile(BaseModel):
         - ``title``: other words of the title that name a role or a tag;
         - ``labels``: GitHub labels naming a rule's labels, tags or roles.
 
-        A family's score is the weighted sum of its shares over the weights of the signals that had evidence.
+        Test names alone classify nothing. A family's score is the weighted sum of its shares over the weights
+        of the signals that had evidence.
         The profile's ``family_overrides`` for the PR wins outright. ``confident``: the top score is at least
         ``family_min_score`` and leads the runner-up by ``family_min_margin`` (always true for an override).
         ``confidence`` stays what it was: the winning family's share of all changed lines.
@@ -172,7 +173,7 @@ class RepoProfile(BaseModel):
 
         if pr_number is not None and pr_number in self.family_overrides:
             return result(self.family_overrides[pr_number], "override", True)
-        if not ranked:
+        if not ranked or set(signals) <= {"tests"}:  # test names alone do not make a family
             return result(None, "none", False)
         best = ranked[0]
         top, second = scores[best], (scores[ranked[1]] if len(ranked) > 1 else 0.0)
