@@ -77,13 +77,16 @@ _LINK_ONLY = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:(?:likely|partially|partly
                         re.IGNORECASE)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|<video\b[^>]*>(?:.*?</video>)?", re.IGNORECASE | re.DOTALL)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"(\[])")
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bcf\.)(?<=[.!?])\s+(?=\S)")
 
 # What a sentence or item is, judged by its words.
 _CREDIT = re.compile(r"\b(credits?|thanks|thank you|kudos|shout[- ]?out|inspired by|co-?authored|courtesy of)\b",
                      re.IGNORECASE)
 _PROCESS = re.compile(
-    r"\b(draft|wip|rebas(e|ed|ing)|depends on|merge (it )?(after|before|once)|follow[- ]?up prs?|split (from|out of)|"
+    r"(?:^\W*rebas(?:e|ed|ing)\b|\brebased? (?:on|onto) (?:top of )?(?:the )?(?:latest )?(?:main|master|upstream)\b|"
+    r"\bneeds? (?:a )?rebase|\bafter (?:a |the )?rebase)|\bdraft (?:pr|for|version)\b|"
+    r"\b(?:this is|still|marked as|opened as) (?:a )?draft\b|\[draft\]|"
+    r"\b(wip|depends on|merge (it )?(after|before|once)|follow[- ]?up prs?|split (from|out of)|"
     r"cherry[- ]?pick(ed)?|ready for review|early (interface )?review|do not merge|ptal|please review|"
     r"adapted from (pr|#)|make prs? small|will (send|open|submit) (a |another )?(separate |follow[- ]?up )?pr|"
     r"in a (separate|later|follow[- ]?up) pr|this pr (is|was) (split|stacked)|stacked on|ci (is )?(green|red|passing)|"
@@ -91,7 +94,6 @@ _PROCESS = re.compile(
 _MEASURE_WORD = re.compile(
     r"\b(gsm8k|mmlu|aime\d*|accuracy|throughput|tok(en)?s?/s|ttft|itl|tpot|latency|wer|cer|speed-?up|qps|rps|"
     r"benchmark(ed|s)?|bench_\w+|score|p50|p90|p99|ms|sec(onds)?|x faster|%)\b", re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:%|x|ms|s|k)?(?![\w.])")
 _SOLUTION_VERB = (r"(?:add|adds|added|adding|introduc\w*|implement\w*|refactor\w*|mov(?:e|es|ed|ing)|renam\w*|"
                   r"replac\w*|updat\w*|chang(?:e|es|ed|ing)|remov\w*|delet\w*|extract\w*|wir(?:e|es|ed|ing)|"
                   r"pass(?:es|ed|ing)?|us(?:e|es|ed|ing)|call(?:s|ed|ing)?|mak(?:e|es|ing)|made|switch\w*|split\w*|"
@@ -107,11 +109,36 @@ _NARRATION = re.compile(r"^(?:(?:this|the) (?:pr|change|patch|commit)|(?:here,?\
 _SOLUTION_START = re.compile(rf"^(?:now\s+|also\s+|then\s+|and\s+)?{_SOLUTION_VERB}\b", re.IGNORECASE)
 # Verbs of how, not what: with a code name after them, a sentence in prose prescribes the implementation.
 # ("Register `Qwen2ForCausalLM`" or "Return all of them" say what must hold, and stay.)
-_IMPL_START = re.compile(
-    r"^(?:now\s+|also\s+|then\s+|and\s+)?(?:replac|refactor|mov|extract|wir|pass|us|call|switch|split|hoist|thread|"
-    r"subtract|reserv|mirror|plumb|propagat|forward|guard|convert|wrap|rewr|restructur|consolidat|unif|simplif|"
-    r"inlin|swap|cach|gat|rout|defer|reus|port|bump|tun|modif|chang|updat|stor|insert|append|comput|"
-    r"delet|remov|drop|set|cap)[a-z]*\b", re.IGNORECASE)
+_IMPL_STEMS = ("replace refactor move extract wire pass use call switch split hoist thread subtract reserve mirror plumb "
+               "propagate forward guard convert wrap rewrite restructure consolidate inline swap cache gate route "
+               "defer reuse port bump tune change update store insert append compute delete remove drop set cap "
+               "unify simplify modify").split()
+
+
+def _verb_forms(stems) -> str:
+    forms = set()
+    for stem in stems:
+        forms.add(stem)
+        if stem.endswith("y"):
+            forms |= {stem[:-1] + "ies", stem[:-1] + "ied"}
+        elif stem.endswith("e"):
+            forms |= {stem + "s", stem + "d"}
+        else:
+            forms |= {stem + "s", stem + "es", stem + "ed", stem + stem[-1] + "ed"}
+    return "|".join(sorted(forms, key=len, reverse=True))
+
+
+_IMPL_START = re.compile(rf"^(?:now\s+|also\s+|then\s+|and\s+)?(?:{_verb_forms(_IMPL_STEMS)})\b", re.IGNORECASE)
+# Any verb a change list starts its items with (goal verbs included: in a list they enumerate the change).
+_STEP_STEMS = _IMPL_STEMS + ("add introduce implement register expose create build insert extend export import "
+                             "restore track let keep release free allocate check validate reject retry clear reset "
+                             "fix support enable disable allow ensure avoid prevent handle document refresh default "
+                             "make rename raise return accept emit log align adopt apply bypass skip fall").split()
+_STEP_START = re.compile(rf"^(?:now\s+|also\s+|then\s+|and\s+)?(?:{_verb_forms(_STEP_STEMS)}|made|built|kept|"
+                         rf"let|set|fell|wrote|rewrote)\b", re.IGNORECASE)
+_FIX_LABEL = re.compile(r"^\W*(?:fix|solution|the fix|change|changes|implementation|approach|after|now|with this "
+                        r"(?:pr|change|patch))\W*:", re.IGNORECASE)
+_CODE_LABEL = re.compile(r"^\s*(?:\*\*)?`[^`]+`(?:\*\*)?\s*(?::|—|–|-|→|->)\s")
 
 
 def _verb_first(text: str, pattern: re.Pattern) -> bool:
@@ -159,6 +186,7 @@ class _Judge:
     hidden: list[str] = field(default_factory=list)  # hidden test names a kept part must not name
     oracle: str = ""
     tests: str = ""
+    cut_next: bool = False
 
     def record(self, section: str, kept: bool, why: str, text: str) -> None:
         self.parts.append(StatementPart(source=self.source, section=section, kept=kept, why=why,
@@ -197,6 +225,8 @@ class _Judge:
             return None, "describes the fix"
         if _verb_first(bare, _IMPL_START) and _CODE_WORD.search(plain):
             return None, "describes the fix"
+        if _CODE_LABEL.match(plain) and _IMPL_START.search(plain.split(":", 1)[-1].strip()):
+            return None, "describes the fix"
         by = _BY_CLAUSE.search(plain)
         if by and _CODE_WORD.search(by[0]):
             return plain[:by.start()].rstrip(" ,;:") + ".", "problem prose (the fix's 'by …' clause cut)"
@@ -208,13 +238,19 @@ class _Judge:
             return None, "file list"
         bare = body.lstrip("*_` ")
         narrated = _NARRATION.match(bare)
-        if self.mode != SOURCE_ISSUE and _verb_first(bare[narrated.end():] if narrated else bare, _SOLUTION_START):
+        if self.mode != SOURCE_ISSUE and _verb_first(bare[narrated.end():] if narrated else bare, _STEP_START):
             return None, "solution step"
+        if self.mode != SOURCE_ISSUE and _CODE_LABEL.match(body):
+            return None, "change to a named piece of code"
         kept, why = self.sentence(body)
         return (text if kept == body else kept), why
 
     def paragraph(self, section: str, lines: list[str]) -> list[str]:
         text = " ".join(ln.strip() for ln in lines)
+        if self.mode != SOURCE_ISSUE and _FIX_LABEL.match(text):
+            self.record(section, False, "describes the fix", text)
+            self.cut_next = len(text.split()) <= 4  # a bare label ("After:"): the list under it goes too
+            return []
         kept: list[str] = []
         whole = True
         for sentence in _SENTENCE_END.split(text):
@@ -233,6 +269,11 @@ class _Judge:
 
     def block(self, section: str, kind: str, lines: list[str]) -> list[str]:
         text = "\n".join(lines)
+        if self.cut_next:
+            self.cut_next = False
+            if kind in ("list", "code", "paragraph"):
+                self.record(section, False, "describes the fix (under a fix label)", text)
+                return []
         if kind == "code":
             if self.mode == SOURCE_ISSUE and len(lines) - 2 <= MAX_ISSUE_CODE_LINES and not self.leak(text):
                 self.record(section, True, "reproduction or error output", text)
@@ -243,11 +284,18 @@ class _Judge:
             self.record(section, False, "table (benchmark, accuracy or file list)", text)
             return []
         if kind == "list":
-            kept = []
+            judged = []
             for item in _items(lines):
                 out, why = self.item(" ".join(ln.strip() for ln in item))
                 if out is not None and (leak := self.leak(out)):
                     out, why = None, leak
+                judged.append((item, out, why))
+            steps = sum(why in ("solution step", "change to a named piece of code") for _, _, why in judged)
+            change_list = self.mode != SOURCE_ISSUE and steps * 2 >= len(judged)
+            kept = []
+            for item, out, why in judged:
+                if out is not None and change_list:  # most items are steps of the change: so is the rest
+                    out, why = None, "in a list of the change's steps"
                 self.record(section, out is not None, why, " ".join(item))
                 if out is not None:
                     kept.append(out if _LIST_ITEM.match(out) else f"- {out}")
@@ -271,12 +319,21 @@ def _items(lines: list[str]) -> list[list[str]]:
     return items
 
 
+_METRIC = re.compile(r"(?<![\w.-])(?:\d+\.\d+(?![.\d])|\d+(?:\.\d+)?\s?(?:%|x(?!\d)|ms|s|us|GB|MB|GiB|tok/s|tokens/s)"
+                     r"(?![\w/]))")
+
+
 def _is_measurement(text: str) -> bool:
-    numbers = _NUMBER.findall(text)
-    if len(numbers) >= 4:
+    """Benchmark or accuracy numbers: metric values (decimals, percentages, times, ratios) outside code spans,
+    with a word of measurement or several of them; any number next to a benchmark's name."""
+    plain = re.sub(r"`[^`]*`", " ", text)
+    metrics = _METRIC.findall(plain)
+    if re.search(r"\d", plain) and re.search(r"(?i)\b(gsm8k|mmlu|aime\d*|wer|cer|ttft|itl|tpot|tok/s|throughput|"
+                                           r"qps|p50|p90|p99|hit_rate)\b", plain):
         return True
-    return bool(numbers) and bool(_MEASURE_WORD.search(text)) and len(numbers) >= 2 or (
-        bool(re.search(r"\d", text)) and bool(re.search(r"(?i)\b(gsm8k|mmlu|wer|ttft|itl|tok/s|throughput)\b", text)))
+    if len(re.findall(r"=\s*\d", plain)) >= 2:  # "c64 = 0.955; c8 = 0.955"
+        return True
+    return len(metrics) >= 3 or (len(metrics) >= 2 and bool(_MEASURE_WORD.search(plain)))
 
 
 def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
