@@ -185,6 +185,9 @@ def test_an_empty_issue_does_not_beat_a_substantive_pr_text():
     assert "greedy outputs diverge" in st.text
     assert f"This change addresses {JAX}#1317: {EMPTY_ISSUE_TITLE}" in st.text
     assert any("no substance" in n for n in st.quality.notes)
+    # a short PR text (no substance either) still beats the title alone
+    short = build_statement("t", "", jax_pr("Outputs differ at high concurrency.", [empty]))
+    assert short.quality.statement_source == "pr_description" and "Outputs differ" in short.text
     # an issue with substance still comes first
     bug = IssueInfo(repo=JAX, number=1317, kind="closes", title="[Bug] radix locks leak", body=BUG_ISSUE)
     assert build_statement("t", "", jax_pr(SUMMARY_WHAT_BODY, [bug])).quality.statement_source == "issue"

@@ -790,6 +790,8 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
                 issue, text = rel[0]
                 notes.append(f"{issue.label} only relates to this PR; its text is used, the PR gives none")
                 problem.append(f"# {issue.title.strip()}\n\n{_cap(text, notes, f'issue {issue.label}')}".strip())
+            elif pr and is_informative(description):  # a short PR text still beats the title alone
+                source, body_text = "pr_description", _cap(description, notes, "PR description")
         if source != "issue":
             problem.append(f"# {title}\n\n{body_text}".strip())
             if issue_parts:
