@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -98,8 +99,8 @@ class RepoProfile(BaseModel):
         name = path.rsplit("/", 1)[-1]
         return self.is_test_path(path) and any(fnmatch.fnmatchcase(name, p) for p in self.test_file_patterns)
 
-    def classification(self, title: str, changes: list, pr_number: int | None = None, tests: list[str] = (),
-                       labels: list[str] = ()) -> "Classification":
+    def classification(self, title: str, changes: list, pr_number: int | None = None, tests: Sequence[str] = (),
+                       labels: Sequence[str] = ()) -> "Classification":
         """The family of a PR from several signals, with per-family scores and a verdict.
 
         changes: the oracle's files, each a path (one line) or an object with ``path``, ``added`` and
@@ -153,16 +154,18 @@ class RepoProfile(BaseModel):
                     for label, lw in zip(labels, label_words))
             if n:
                 label_hits[rule.family] = label_hits.get(rule.family, 0) + n
-        signals = {name: _shares(d) for name, d in (("paths", lines), ("roles", role_lines), ("tests", test_hits),
-                                                       ("tags", tags), ("title", words), ("labels", label_hits)) if d}
+        counts: list[tuple[str, dict[str, float]]] = [
+            ("paths", {k: float(v) for k, v in lines.items()}), ("roles", role_lines), ("tests", test_hits),
+            ("tags", tags), ("title", words), ("labels", label_hits)]
+        signals = {name: _shares(d) for name, d in counts if d}
         weights = {**DEFAULT_FAMILY_WEIGHTS, **self.family_weights}
         fired = sum(weights.get(name, 0) for name in signals)
         scores: dict[str, float] = {}
         for name, dist in signals.items():
-            for family, share in dist.items():
-                scores[family] = scores.get(family, 0) + weights.get(name, 0) * share / (fired or 1)
+            for fam, share in dist.items():
+                scores[fam] = scores.get(fam, 0) + weights.get(name, 0) * share / (fired or 1)
         scores = {f: round(v, 3) for f, v in scores.items() if v > 0}
-        order = {r.family: i for i, r in reversed(list(enumerate(self.family_rules)))}
+        order: dict[str, int] = {r.family: i for i, r in reversed(list(enumerate(self.family_rules)))}
         ranked = sorted(scores, key=lambda fam: (-scores[fam], order.get(fam, len(order))))
 
         def result(family, source, confident):

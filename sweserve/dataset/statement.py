@@ -144,7 +144,7 @@ _CODE_LABEL = re.compile(r"^\s*(?:\*\*)?`[^`]+`(?:\*\*)?\s*(?::|—|–|-|→|->
 def _verb_first(text: str, pattern: re.Pattern) -> bool:
     """The text starts with one of pattern's verbs, not a gerund used as a subject ("Inserting a sequence …")."""
     m = pattern.match(text)
-    return bool(m) and not re.search(r"ing\b", m[0].split()[-1], re.IGNORECASE)
+    return m is not None and not re.search(r"ing\b", m[0].split()[-1], re.IGNORECASE)
 
 
 _CODE_WORD = re.compile(r"`[^`]+`|\b\w+\.\w+\(|\b\w+\(\)|\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b|"
@@ -570,12 +570,12 @@ def _module_of(path: str) -> str:
 def _renamed_modules(patch: str) -> list[tuple[str, str]]:
     """(old, new) module paths the oracle renames, by file and, where every file of a package moves with it,
     by package (models/wan2_1/x.py -> models/wan/x.py gives models/wan2_1 -> models/wan)."""
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for section in split_sections(patch):
-        old = re.search(r"^rename from (.+\.py)$", section, re.MULTILINE)
-        new = re.search(r"^rename to (.+\.py)$", section, re.MULTILINE)
-        if old and new:
-            pairs.append((old[1], new[1]))
+        old_m = re.search(r"^rename from (.+\.py)$", section, re.MULTILINE)
+        new_m = re.search(r"^rename to (.+\.py)$", section, re.MULTILINE)
+        if old_m and new_m:
+            pairs.append((old_m[1], new_m[1]))
     folders: dict[tuple[str, str], int] = {}
     for old, new in pairs:
         o, n = old.split("/"), new.split("/")
