@@ -93,11 +93,11 @@ def mentioned(word: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
 
 
-def statement_findings(statement: str, source: str) -> list[str]:
+def statement_findings(statement: str, source: str, min_chars: int = MIN_STATEMENT_CHARS) -> list[str]:
     body = statement.strip()
-    if source == "title_only" or len(body) < MIN_STATEMENT_CHARS:
+    if source == "title_only" or len(body) < min_chars:
         what = "is the PR title only" if source == "title_only" else f"has {len(body)} characters"
-        return [f"statement {what} (source {source}; at least {MIN_STATEMENT_CHARS} characters wanted)"]
+        return [f"statement {what} (source {source}; at least {min_chars} characters wanted)"]
     return []
 
 
@@ -146,7 +146,8 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     findings += [f"unfair: {t} needs {', '.join(f'`{n}`' for n in names[:4])}"
                  + (f" and {len(names) - 4} more" if len(names) > 4 else "")
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
-    findings += statement_findings(statement, source)
+    profile = load_profile(task.profile, search)
+    findings += statement_findings(statement, source, profile.min_statement_chars)
     findings += broken
     notes = []
     if unknown:
@@ -159,7 +160,6 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
                      f"e.g. {interface.not_found[0]}")
     if computed and not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
         notes.append("instruction.md lacks the current 'New interfaces' section (lint --write adds it)")
-    profile = load_profile(task.profile, search)
     labels = task.quality.labels if task.quality else []
     classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number,
                                             tests=task.test.files, labels=labels)
