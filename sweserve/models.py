@@ -75,11 +75,12 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
 
 
-InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag"]
+InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag", "changed"]
 
 
 class InterfaceItem(Strict):
-    """A name the hidden tests use that is missing at base_commit and that the oracle introduces."""
+    """A name the hidden tests use that is missing at base_commit and that the oracle introduces, or (kind
+    'changed') an existing callable or attribute whose signature or type the oracle changes and a test relies on."""
 
     kind: InterfaceKind
     name: str = Field(description="dotted import path (module.Class.method); for a keyword, its callable; for a flag, '--flag'")
@@ -87,6 +88,8 @@ class InterfaceItem(Strict):
     signature: str = Field("", description="as the oracle defines it: 'name(args) -> ret', 'class Name(Base)'")
     doc: str = Field("", description="first line of its docstring (a flag's help text)")
     path: str = Field("", description="file defining it after the oracle")
+    was: str = Field("", description="for kind 'changed': its signature or type at base_commit")
+    change: str = Field("", description="for kind 'changed': what changed, in words")
 
 
 class EnvironmentLock(Strict):
@@ -99,6 +102,16 @@ class EnvironmentLock(Strict):
                                 "cannot install ('requirement: why'), left out of the lock")
 
 
+class StatementPart(Strict):
+    """One piece of a source text and what became of it in the statement."""
+
+    source: str = Field(description="where it was: 'issue o/r#N', 'PR description', 'commit message', 'patches'")
+    section: str = Field("", description="the heading it sat under")
+    kept: bool
+    why: str = Field(description="the reason it was kept or cut")
+    excerpt: str = Field("", description="its first words")
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
@@ -106,7 +119,15 @@ class QualityRecord(Strict):
     statement_chars: int = Field(0, ge=0)
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
     linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")
+    labels: list[str] = Field(default_factory=list, description="the PR's GitHub labels (with --github)")
     rewritten_from: str | None = Field(None, description="the source a rewritten statement was made from")
+    parts: list[StatementPart] = Field(default_factory=list, description="why each part of the source texts was "
+                                       "kept in the statement or cut")
+    requirements: list[str] = Field(default_factory=list, description="facts the tests need that the problem "
+                                    "text does not state, drawn from the oracle's public surface")
+    statement_eligible: bool = Field(True, description="the statement can make the task ready: not the title "
+                                     "alone, not shorter than the profile's minimum, no leak at mining")
+    statement_blockers: list[str] = Field(default_factory=list, description="why statement_eligible is false")
     interface_from: Literal["fail_to_pass", "tests_patch"] | None = Field(
         None, description="which tests the interface was read from: FAIL_TO_PASS, or every test of tests.patch")
     interface: list[InterfaceItem] = Field(default_factory=list, description="written into instruction.md too")
@@ -134,6 +155,10 @@ class Task(Strict):
     family_confidence: float | None = Field(None, ge=0, le=1, description="share of the oracle's changed lines "
                                             "under the family's paths")
     family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
+    family_scores: dict[str, float] = Field(default_factory=dict, description="family -> score in [0, 1] from "
+                                            "every signal (paths, roles, tests, title, labels), highest first")
+    family_confident: bool | None = Field(None, description="the classifier's verdict: the top score is high and "
+                                          "clear of the runner-up; true when family_override settles it")
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
     dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "

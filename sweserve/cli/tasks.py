@@ -58,11 +58,13 @@ def lint(args, console: Console) -> int:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
     else:
         table = Table(title=f"lint {tasks_dir}")
-        for name in ("task", "family", "conf", "statement", "names", "leaks", "unfair", "result"):
+        for name in ("task", "family", "scores", "statement", "names", "leaks", "unfair", "result"):
             table.add_column(name, no_wrap=name in ("task", "result"))
         for r in reports:
             q = r.quality
-            table.add_row(r.task_id, r.family, f"{r.family_confidence:.0%}", f"{q.statement_chars} {q.statement_source}",
+            scores = " ".join(f"{f.split('-')[0][:5]} {v:.2f}" for f, v in list(r.family_scores.items())[:2])
+            family = r.family + ("" if r.family_confident else " ?")  # ?: not confident, see the notes
+            table.add_row(r.task_id, family, scores, f"{q.statement_chars} {q.statement_source}",
                           str(len(q.interface)), str(len(q.leaks)), str(len(q.unfair)),
                           "[green]ok[/]" if r.passed else "[red]FAIL[/]")
         console.print(table)

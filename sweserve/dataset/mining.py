@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import git
@@ -201,7 +201,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
     paths = sorted({p for c in changes for p in c.paths})
     if len(unit.members) > 1 and (why := leak(unit, set(paths))):
         return "cluster_interleaved", why
-    family = profile.classification(unit.first.title, split.code, unit.first.number)
+    family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files)
     if family.family is None:
         return "unclassified", None
     try:
@@ -226,14 +226,23 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         merge_commit=head,
         family=family.family,
         family_confidence=family.confidence,
+        family_scores=family.scores,
+        family_confident=family.confident,
         created_at=unit.last.commit.committed_datetime,
         resources=resources,
         dependencies=dependencies,
         test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
     )
-    statement = (statements or StatementMaker(profile.repo))(unit.first.number, unit.first.title, unit.first.body,
-                                                             oracle, tests)
+    maker = replace(statements, min_chars=profile.min_statement_chars) if statements else \
+        StatementMaker(profile.repo, min_chars=profile.min_statement_chars)
+    statement = maker(unit.first.number, unit.first.title, unit.first.body, oracle, tests)
     task.quality = statement.quality
+    if statement.quality.labels:  # GitHub's labels are one more signal
+        family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files,
+                                        labels=statement.quality.labels)
+        if family.family is not None:
+            task.family, task.family_confidence = family.family, family.confidence
+            task.family_scores, task.family_confident = family.scores, family.confident
     return TaskBundle(task=task, instruction=statement.text + unit_instruction(unit, first=False), oracle_patch=oracle,
                       tests_patch=tests)
 
@@ -265,7 +274,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
 
 
 # Fields of a task that come from the profile and the repo, and may change when either does.
-DERIVED = ("family", "family_confidence", "resources", "test", "dependencies", "lock", "prs", "title")
+DERIVED = ("family", "family_confidence", "family_scores", "family_confident", "resources", "test", "dependencies", "lock", "prs", "title")
 
 
 @dataclass
@@ -332,6 +341,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
     new = bundle.task
     if old.task.family_override:  # a family set by hand stays, whatever the rules say now
         new.family, new.family_confidence = old.task.family_override, old.task.family_confidence
+        new.family_confident = True
     # what validation learnt about the hardware stays
     if old.task.resources.needs_accelerator:
         new.resources.needs_accelerator = old.task.resources.needs_accelerator
