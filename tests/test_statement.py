@@ -1,6 +1,13 @@
 """Problem statements: which source wins, what is cut from SGLang-shaped PR, issue and squash texts, leak checks."""
 
-from sglang_bodies import BUG_ISSUE, EMPTY_TEMPLATE, FILLED_TEMPLATE, MOTIVATION_PART_OF, SQUASH_SUBCOMMITS, TRACKING_ISSUE
+from sglang_bodies import (
+    BUG_ISSUE,
+    EMPTY_TEMPLATE,
+    FILLED_TEMPLATE,
+    MOTIVATION_PART_OF,
+    SQUASH_SUBCOMMITS,
+    TRACKING_ISSUE,
+)
 
 from sweserve.dataset.github import IssueInfo, PullRequestInfo, linked_issue_refs
 from sweserve.dataset.leaks import leak_findings

@@ -6,7 +6,7 @@ Found by path, or by name in the project's `.sweserve/agents/` and then the buil
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -89,7 +89,7 @@ class ApiAgentConfig(_Config):
     system_prompt: str | None = None
 
 
-AgentConfig = Annotated[Union[CommandAgentConfig, ApiAgentConfig], Field(discriminator="kind")]
+AgentConfig = Annotated[CommandAgentConfig | ApiAgentConfig, Field(discriminator="kind")]
 _ADAPTER = TypeAdapter(AgentConfig)
 
 

@@ -727,7 +727,7 @@ def compute_interface(before: SourceTree, after: SourceTree, task: Task, tests_p
         report.tests.append(test_id)
         needs: dict[str, Need] = {}
         for ref in dict.fromkeys(_refs(tf, _scope(tf, fn, cls))):
-            for status, item, need in _judge(before, after, ref, tf.roots, test_paths):
+            for _status, item, need in _judge(before, after, ref, tf.roots, test_paths):
                 if item is not None:
                     items.setdefault((item.kind, item.name, item.keyword), item)
                 if need is not None:

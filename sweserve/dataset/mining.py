@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
+from sweserve.dataset.locking import LockError, image_python, lock, packages_for
 from sweserve.dataset.patches import section_paths, split_sections
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.dataset.locking import LockError, image_python, lock, packages_for
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task

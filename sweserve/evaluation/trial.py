@@ -34,8 +34,8 @@ from sweserve.environment.gpus import skip_reason
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
-from sweserve.evaluation.verifier import Graded, verify
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
+from sweserve.evaluation.verifier import Graded, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
