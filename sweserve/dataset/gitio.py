@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 _SEP_COMMIT, _SEP_FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = "%x1e%H%x1f%P%x1f%ct%x1f%B"
@@ -71,8 +72,8 @@ class Git:
     """A clone read through a few long-lived or batched git processes."""
 
     path: Path
-    _cat: subprocess.Popen | None = field(default=None, repr=False)
-    _cat_errors: object = field(default=None, repr=False)
+    _cat: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _cat_errors: IO[bytes] | None = field(default=None, repr=False)
 
     def _cmd(self, *args: str) -> list[str]:
         return ["git", "-C", str(self.path), "-c", "core.quotepath=off", *args]
@@ -121,7 +122,7 @@ class Git:
         for commit, err in self._per_commit(pending, args, keep):
             commit.changes, commit.error = None, err
 
-    def patches(self, commits: Iterable[CommitInfo], exclude: list[str] = ()) -> dict[str, bytes]:
+    def patches(self, commits: Iterable[CommitInfo], exclude: Sequence[str] = ()) -> dict[str, bytes]:
         """Each commit's patch against its first parent (binary hunks in), paths matching exclude left out;
         a commit git cannot diff is left out too."""
         out: dict[str, bytes] = {}
@@ -229,6 +230,7 @@ class Git:
     def close(self) -> None:
         if self._cat is not None:
             cat, self._cat = self._cat, None
+            assert cat.stdin is not None and cat.stdout is not None  # both pipes, opened by _cat_process
             try:
                 cat.stdin.close()
             except OSError:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from sweserve.dataset.gitio import last_line
 from sweserve.dataset.patches import touched_paths
 from sweserve.errors import SweserveError
-from sweserve.models import InterfaceItem, Task
+from sweserve.models import InterfaceItem, InterfaceKind, Task
 
 OPEN_MARK = "<!-- sweserve:interface -->"
 CLOSE_MARK = "<!-- /sweserve:interface -->"
@@ -129,7 +129,7 @@ class Module:
     path: str
     package: str
     tree: ast.Module | None
-    defs: dict[str, object] = field(default_factory=dict)
+    defs: dict[str, ast.AST | tuple[str, ...]] = field(default_factory=dict)  # a node, or where it is imported from
     stars: list[str] = field(default_factory=list)
     dynamic: bool = False
 
@@ -322,9 +322,9 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.AST]:
             for n in ast.walk(fn):
                 if isinstance(n, (ast.Assign, ast.AnnAssign)):
                     for target in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                        for t in ast.walk(target):  # self.a, self.b = ...
-                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                                members.setdefault(t.attr, n)
+                        for w in ast.walk(target):  # self.a, self.b = ...
+                            if isinstance(w, ast.Attribute) and isinstance(w.value, ast.Name) and w.value.id == "self":
+                                members.setdefault(w.attr, n)
     return members
 
 
@@ -390,6 +390,7 @@ def _is_dataclass_like(cls: ast.ClassDef) -> bool:
 
 
 def _fields(cls: ast.ClassDef) -> list[ast.AnnAssign]:
+    """The annotated names of a class body that are fields (a ClassVar is not); each target an ast.Name."""
     return [st for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
             and (_chain(st.annotation.value if isinstance(st.annotation, ast.Subscript) else st.annotation)
                  or [""])[-1] != "ClassVar"]
@@ -418,7 +419,7 @@ def signature(found: Found) -> str:
     return ""
 
 
-def _kind(found: Found, exception: bool) -> str:
+def _kind(found: Found, exception: bool) -> InterfaceKind:
     node = found.node
     if node is None:
         return "attribute" if found.qual else "module"
@@ -456,7 +457,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
         return Params({x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}, a.kwarg is not None)
-    if isinstance(node, ast.ClassDef):
+    if isinstance(node, ast.ClassDef) and found.module is not None:
         init = _in_class(tree, found.module, node, found.qual, ("__init__",), 0)
         if init is not None and not init.opaque:
             return params(tree, init)
@@ -467,7 +468,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
 
 def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: int) -> Params | None:
     """Fields of a dataclass-like class and of its bases in the repository; None if a base is outside."""
-    names = {f.target.id for f in _fields(cls)}
+    names = {f.target.id for f in _fields(cls) if isinstance(f.target, ast.Name)}
     for base in cls.bases:
         chain = _chain(base)
         last = (chain or [""])[-1]
@@ -476,7 +477,7 @@ def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: i
         if not chain or chain[0] not in mod.defs or depth > MAX_DEPTH:
             return None
         found = _in_module(tree, mod, tuple(chain), depth + 1)
-        if found is None or found.opaque or not isinstance(found.node, ast.ClassDef):
+        if found is None or found.opaque or found.module is None or not isinstance(found.node, ast.ClassDef):
             return None
         inner = _dataclass_params(tree, found.module, found.node, depth + 1)
         if inner is None:
@@ -526,7 +527,9 @@ class InterfaceReport(BaseModel):
 
 def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: str):
     """(test id, file, function, class) for FAIL_TO_PASS ids, or for every test function in the files."""
-    targets, not_found = [], []
+    targets: list[tuple[str, _TestFile, ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]] = []
+    not_found: list[str] = []
+    tf: _TestFile | None
     if ids is None:
         for path, tf in sorted(files.items()):
             for node in tf.tree.body:

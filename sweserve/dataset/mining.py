@@ -118,7 +118,8 @@ def split_changes(profile: RepoProfile, changes: list[FileChange]) -> Split:
 
 def split_patch(patch: str, test_paths: set[str]) -> tuple[str, str]:
     """(code, tests): the sections of one diff touching a test path go to tests, the rest to code."""
-    code, tests = [], []
+    code: list[str] = []
+    tests: list[str] = []
     for section in split_sections(patch):
         (tests if section_paths(section) & test_paths else code).append(section)
     return "".join(code), "".join(tests)
@@ -205,7 +206,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
     if family.family is None:
         return "unclassified", None
     try:
-        patch = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
+        text = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
         resources = resources_for(profile, lambda p: g.read(head, p), test_files)
         dependencies = pr_dependencies(g, base, head, profile.dependency_files, profile.dependency_extras)
     except UnicodeDecodeError:
@@ -214,7 +215,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         return "git_error", str(exc)
     if isinstance(resources, str):
         return "unsupported_hardware", resources
-    oracle, tests = split_patch(patch, {p for c in split.tests for p in c.paths})
+    oracle, tests = split_patch(text, {p for c in split.tests for p in c.paths})
     task = Task(
         task_id=task_id_for(profile.repo, unit.first.number),
         repo=profile.repo,

@@ -109,7 +109,7 @@ class RepoProfile(BaseModel):
         for rule in self.family_rules:
             if tags & {t.lower() for t in rule.title_tags}:
                 return result(rule.family, "title_tag")
-        order = {r.family: i for i, r in reversed(list(enumerate(self.family_rules)))}
+        order: dict[str, int] = {r.family: i for i, r in reversed(list(enumerate(self.family_rules)))}
         best = max(lines, key=lambda fam: (lines[fam], -order[fam]), default=None)
         if best is None or lines[best] == 0:
             return result(None, "none")

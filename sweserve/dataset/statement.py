@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from sweserve.dataset.github import GitHubClient, PullRequestInfo
 from sweserve.dataset.rewrite import Rewriter
-from sweserve.models import QualityRecord
+from sweserve.models import QualityRecord, StatementSource
 
 MAX_PART_CHARS = 6000  # one issue or description; longer ones are cut (environment dumps, logs)
 MIN_SUBCOMMIT_BODY_CHARS = 80  # a squash sub-commit's body shorter than this is a fix-up note, not a description
@@ -178,7 +178,7 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
     linked = [i.label for i in (pr.issues if pr else [])]
 
     parts: list[str] = []
-    source = "title_only"
+    source: StatementSource = "title_only"
     if closing:
         source = "issue"
         for issue in closing:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ class PR:
     number: int
     title: str
     body: str
-    changes: dict[str, str | None]
+    changes: Mapping[str, str | None]
     merge_style: bool = False
 
 
@@ -68,7 +69,7 @@ def _git(repo: Path, *args: str, step: int) -> str:
     return proc.stdout.strip()
 
 
-def _write(repo: Path, changes: dict[str, str | None]) -> None:
+def _write(repo: Path, changes: Mapping[str, str | None]) -> None:
     for rel, text in changes.items():
         path = repo / rel
         if text is None:

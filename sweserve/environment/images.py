@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -137,6 +137,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
                 ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
+            assert proc.stdout is not None  # a pipe
             for line in proc.stdout:
                 out.line(line)
             proc.wait()
@@ -145,6 +146,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         log.info("docker import → %s", tag)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None  # a pipe
         imp = subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         tar.wait()
@@ -167,7 +169,7 @@ def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
     return packages_for(profile.env_packages, list(dependencies))
 
 
-def env_requirements(profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None
+def env_requirements(profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None
                      ) -> tuple[str, list[str]]:
     """The env image's requirements.txt (index options, then the task's pins or its declared requirements)
     and the declared requirements left out because the sandbox build cannot install them."""
@@ -194,7 +196,7 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:12]
 
 
-def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = (),
+def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: Sequence[str] = (),
                   lock: EnvironmentLock | None = None) -> str:
     """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle): every input of
     the image is in the tag, and tasks with the same inputs share it."""
@@ -219,7 +221,7 @@ def layered_env_tag(full_tag: str, common_tag: str) -> str:
     return f"{full_tag.rsplit('-', 1)[0]}-{h}"
 
 
-def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: str = "ancestors") -> str:
+def task_image_tag(task: Task, env_tag: str, install: Sequence[str] = (), history: str = "ancestors") -> str:
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
@@ -413,8 +415,8 @@ class ImageBuilder:
                 self._publish(tag)
         return tag
 
-    def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None,
-            shared: list[str] = ()) -> str:
+    def env(self, profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None,
+            shared: Sequence[str] = ()) -> str:
         """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
         repository's tasks declare) and no lock, a thin layer over the shared env image of `shared`."""
         dependencies = list(dependencies)
@@ -447,7 +449,7 @@ class ImageBuilder:
             self._build(ctx, tag, {**buildargs, "PYTHON_MIN": profile.python, "INDEX_URL": profile.index_url or ""},
                         {"sweserve": "1", "sweserve.profile": profile.name})
 
-    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: list[str] = ()) -> str:
+    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: Sequence[str] = ()) -> str:
         env_tag = self.env(profile, task.dependencies, task.lock, shared)
         tag = task_image_tag(task, env_tag, profile.install, profile.history)
         with self._lock(tag):
