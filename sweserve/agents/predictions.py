@@ -14,11 +14,12 @@ import re
 import shlex
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sweserve.agents.base import IN_BOX, TaskImageAgent
 from sweserve.environment.sandbox import Sandbox
-from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError
+from sweserve.loading import read_text, validate
 from sweserve.models import AgentRun, TaskBundle
 
 NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -37,12 +38,7 @@ def agent_name(model_name_or_path: str) -> str:
 
 
 def _records(path: Path) -> list:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweserveError(f"{path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
+    text = read_text(path, "predictions file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -68,10 +64,7 @@ def _records(path: Path) -> list:
 def load_predictions(path: Path) -> list[Prediction]:
     predictions = []
     for index, record in enumerate(_records(path), 1):
-        try:
-            predictions.append(Prediction.model_validate(record))
-        except ValidationError as exc:
-            raise SweserveError(describe_validation_error(f"{path}: prediction {index}", exc)) from None
+        predictions.append(validate(Prediction, record, f"{path}: prediction {index}"))
     if not predictions:
         raise SweserveError(f"{path}: no predictions")
     return predictions
