@@ -6,13 +6,36 @@ submission is taken from the sandbox by the trial, not by the agent.
 
 from __future__ import annotations
 
+import shlex
 from typing import Protocol
 
+from sweserve.dataset.patches import apply_command
 from sweserve.environment.sandbox import Sandbox
 from sweserve.models import AgentRun, TaskBundle
 
 IN_BOX = "/sweserve"  # where instructions and patches are put inside a sandbox
 INSTRUCTION_PATH = f"{IN_BOX}/instruction.md"
+
+
+class PatchError(Exception):
+    """A patch did not apply; `which` names it (candidate, oracle, tests), the message is git's output."""
+
+    def __init__(self, which: str, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.which = which
+        self.exit_code = exit_code
+
+
+def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index: bool = False) -> None:
+    """git apply in /testbed, through a file IN_BOX/<name>.patch removed afterwards; with index, the index
+    records what it touched (new files included). An empty patch is nothing to do."""
+    if not patch.strip():
+        return
+    path = f"{IN_BOX}/{name}.patch"
+    box.put_file(path, patch.encode("utf-8"))
+    res = box.exec(f"{apply_command(path, index)}; s=$?; rm -f {shlex.quote(path)}; exit $s", timeout)
+    if res.exit_code != 0:
+        raise PatchError(name, res.tail(1000).strip() or f"git apply exited {res.exit_code}", res.exit_code)
 
 
 class ImageBuilder(Protocol):

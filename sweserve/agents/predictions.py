@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sweserve.agents.base import IN_BOX, TaskImageAgent
+from sweserve.agents.base import PatchError, TaskImageAgent, apply_patch
 from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import SweserveError
 from sweserve.loading import read_text, validate
@@ -84,13 +83,11 @@ class PredictionsAgent(TaskImageAgent):
         run = AgentRun(agent=self.name, model=self.model, exit_code=0)
         if not patch.strip():
             return run  # nothing to apply: the empty submission fails as "empty patch"
-        path = f"{IN_BOX}/prediction.patch"
-        box.put_file(path, patch.encode("utf-8"))
-        res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)}; s=$?; rm -f {shlex.quote(path)};"
-                       " exit $s", 120)
-        if res.exit_code != 0:
-            return run.model_copy(update={"exit_code": res.exit_code, "exit_reason": "patch_failed",
-                                          "log_tail": res.tail(2000)})
+        try:
+            apply_patch(box, patch, "prediction")
+        except PatchError as exc:
+            return run.model_copy(update={"exit_code": exc.exit_code, "exit_reason": "patch_failed",
+                                          "log_tail": str(exc)})
         return run
 
 
