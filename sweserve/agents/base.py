@@ -17,6 +17,29 @@ IN_BOX = "/sweserve"  # where instructions and patches are put inside a sandbox
 INSTRUCTION_PATH = f"{IN_BOX}/instruction.md"
 
 
+MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
+
+
+class Redactor:
+    """Replaces an agent's secrets (values it was given through `env:`, its API key) in everything recorded:
+    the one redactor, used by the trial for every field and file it writes, and by agents for their logs."""
+
+    def __init__(self, secrets: list[str]):
+        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+
+    def holds_secret(self, text: str) -> bool:
+        return any(s in text for s in self.secrets)
+
+    def __call__(self, text: str) -> str:
+        for value in self.secrets:
+            text = text.replace(value, "***")
+        return text
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    return Redactor(secrets)(text)
+
+
 class PatchError(Exception):
     """A patch did not apply; `which` names it (candidate, oracle, tests), the message is git's output."""
 
