@@ -30,6 +30,7 @@ from sweserve.dataset.gitio import last_line
 from sweserve.dataset.locking import installable, packages_for, requirements_text
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.errors import InfraError, SweserveError
+from sweserve.heartbeat import Heartbeat, clock
 from sweserve.models import EnvironmentLock, Task
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,6 @@ PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}:{s:02d}"
-
-
 class BuildLog:
     """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
     heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
@@ -52,24 +48,17 @@ class BuildLog:
 
     def __init__(self, what: str, log, interval: float | None = None):
         self.what, self.log = what, log
-        if interval is None:
-            try:
-                interval = max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
-            except ValueError:
-                interval = 30.0
-        self.interval = interval
         self.start = self.last = time.monotonic()
         self.tail: deque[str] = deque(maxlen=4)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name="sweserve-build-heartbeat")
+        self._heartbeat = Heartbeat(self._beat, interval, name="sweserve-build-heartbeat")
+        self.interval = self._heartbeat.interval
 
     def __enter__(self) -> "BuildLog":
-        self._thread.start()
+        self._heartbeat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        self._heartbeat.__exit__(*exc)
 
     def line(self, text: str) -> None:
         text = text.rstrip()
@@ -77,13 +66,12 @@ class BuildLog:
             return
         self.tail.append(text.strip())
         self.last = time.monotonic()
-        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+        self.log(f"  [{clock(self.last - self.start, hours=False)}] {self.what}: {text}")
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.interval):
-            now = time.monotonic()
-            if now - self.last >= self.interval * 0.99:
-                self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
+        now = time.monotonic()
+        if now - self.last >= self.interval * 0.99:  # silent for a whole interval
+            self.log(f"  [{clock(now - self.start, hours=False)}] {self.what}: still running")
 
 
 TREE_SCRIPT = "sweserve-tree"  # checks a task image's tracked files out when its container starts (task/)
@@ -252,7 +240,7 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
             raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
     if not image_exists(client, tag):
         raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail) or 'no image was produced'}")
-    log.info("built %s in %s", tag, _clock(time.monotonic() - out.start))
+    log.info("built %s in %s", tag, clock(time.monotonic() - out.start, hours=False))
 
 
 def built_layers(log_lines: list[str]) -> list[str]:
