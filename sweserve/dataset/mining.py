@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, Field
 
 from sweserve.dataset import ci_registration
@@ -38,7 +37,7 @@ class PRCommit:
     number: int
     title: str
     body: str
-    commit: CommitInfo  # or a GitPython Commit: both have hexsha, parents, message, committed_datetime
+    commit: CommitInfo
 
     @property
     def base(self) -> str:
@@ -79,9 +78,10 @@ class MineReport(BaseModel):
         self.rejected.setdefault(reason, []).append(entry)
 
 
-def parse_pr(commit) -> PRCommit | None:
-    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit."""
-    if not commit.parents:
+def parse_pr(commit, shallow: set[str] | frozenset[str] = frozenset()) -> PRCommit | None:
+    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit; a
+    root commit is none (it has no base), unless it only looks like one at a shallow clone's boundary."""
+    if not commit.parents and commit.hexsha not in shallow:
         return None
     return _parse_message(commit)
 
@@ -239,11 +239,15 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
                       tests_patch=tests)
 
 
-def open_repo(path: str | Path) -> git.Repo:
+def open_repo(path: str | Path) -> Git:
+    """The clone whose work tree is at path; one line when there is none."""
     try:
-        return git.Repo(path)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        top = Git(Path(path)).run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+    except (GitError, OSError):
         raise SweserveError(f"not a git repository: {path}") from None
+    if Path(top).resolve() != Path(path).resolve():
+        raise SweserveError(f"not a git repository: {path} (it is inside {top})")
+    return Git(Path(top))
 
 
 def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | None, on_progress) -> Iterator[PRCommit]:
@@ -253,7 +257,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
         report.scanned += 1
         if on_progress:
             on_progress(report)
-        pr = _parse_message(commit) if commit.parents or commit.hexsha in shallow else None
+        pr = parse_pr(commit, shallow)
         if pr is None:
             continue
         if limit is not None and report.candidates >= limit:
@@ -347,7 +351,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
 
 
 def mine(
-    repo: git.Repo,
+    repo: Git,
     profile: RepoProfile,
     tasks_dir: Path,
     rev: str = "HEAD",
@@ -361,7 +365,7 @@ def mine(
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
     locker = Locker(profile, tasks_dir, report) if profile.lock else None
-    with Git(Path(repo.working_dir)) as g:
+    with Git(repo.path) as g:  # its own processes, closed here
         commits, stopped = g.walk(rev, since)
         if stopped and not commits:
             raise SweserveError(f"cannot read history of {rev}: {stopped}")
