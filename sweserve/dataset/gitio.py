@@ -21,20 +21,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+from sweserve.gitcmd import GitError, last_line, run_git
+
+__all__ = ["CommitInfo", "FileChange", "Git", "GitError", "count_lines", "last_line"]
+
 _SEP_COMMIT, _SEP_FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = "%x1e%H%x1f%P%x1f%ct%x1f%B"
 
 
-class GitError(Exception):
-    """A git command failed; the message is git's own last line."""
-
-
-def last_line(stderr: str | bytes, fallback: str = "") -> str:
-    if isinstance(stderr, bytes):
-        stderr = stderr.decode("utf-8", "replace")
-    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
-    return (fatal or lines or [fallback])[-1]
 
 
 @dataclass
@@ -79,10 +73,7 @@ class Git:
         return ["git", "-C", str(self.path), "-c", "core.quotepath=off", *args]
 
     def run(self, *args: str, input: bytes | None = None) -> bytes:
-        proc = subprocess.run(self._cmd(*args), input=input, capture_output=True)
-        if proc.returncode != 0:
-            raise GitError(last_line(proc.stderr, f"git {args[0]} exited {proc.returncode}"))
-        return proc.stdout
+        return run_git("-c", "core.quotepath=off", *args, repo=self.path, input=input)
 
     def shallow_commits(self) -> set[str]:
         """Commits at a shallow clone's boundary: their parents are not in the clone."""

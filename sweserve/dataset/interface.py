@@ -25,7 +25,6 @@ import ast
 import os
 import posixpath
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,9 +33,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from sweserve.dataset.gitio import last_line
-from sweserve.dataset.patches import touched_paths
+from sweserve.dataset.patches import APPLY, touched_paths
 from sweserve.errors import SweserveError
+from sweserve.gitcmd import GitError, last_line, run_git
 from sweserve.models import InterfaceItem, InterfaceKind, Task
 
 OPEN_MARK = "<!-- sweserve:interface -->"
@@ -75,11 +74,10 @@ class _Git:
         self.unreadable: dict[str, str] = {}  # "path at state" -> git's message
 
     def run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
-        proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
-                              env=self.env if env is None else {**os.environ, **env})
-        if proc.returncode not in ok:
-            raise Unreadable(f"git {args[0]}: {last_line(proc.stderr, f'exited {proc.returncode}')}")
-        return proc.stdout
+        try:
+            return run_git(*args, repo=self.repo, env=self.env if env is None else env, input=input, ok=ok)
+        except GitError as exc:
+            raise Unreadable(f"git {exc.subcommand}: {last_line(exc.stderr, f'exited {exc.returncode}')}") from None
 
     def tree(self, base: str, patches: list[tuple[str, str]], name: str) -> str:
         """The tree of base with these patches applied (in a temporary index), written to the private objects."""
@@ -88,13 +86,13 @@ class _Git:
         for label, patch in patches:
             if not patch.strip():
                 continue
-            proc = subprocess.run(["git", "-C", str(self.repo), "apply", "--cached", "--whitespace=nowarn", "-"],
-                                  input=patch.encode(), capture_output=True, env=env)
-            if proc.returncode:
-                errors = [ln.strip() for ln in proc.stderr.decode(errors="replace").splitlines()
+            try:
+                run_git(*APPLY[1:], "--cached", "-", repo=self.repo, env=env, input=patch.encode())
+            except GitError as exc:
+                errors = [ln.strip() for ln in exc.stderr.decode(errors="replace").splitlines()
                           if ln.startswith(("error:", "fatal:"))]  # the first says why (a blob it cannot read)
                 raise Unreadable(f"{label}.patch does not apply at {base[:10]}: "
-                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {proc.returncode}"))
+                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {exc.returncode}")) from None
         # --missing-ok: a blob the clone lacks stays in the tree by id; only reading it fails
         return self.run("write-tree", "--missing-ok", env=env).decode().strip()
 

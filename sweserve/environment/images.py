@@ -26,10 +26,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sweserve.dataset.gitio import last_line
 from sweserve.dataset.locking import installable, packages_for, requirements_text
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.errors import InfraError, SweserveError
+from sweserve.gitcmd import GitError, reason, run_git
+from sweserve.gitcmd import subcommand as git_subcommand  # noqa: F401  (its old name here)
 from sweserve.heartbeat import Heartbeat, clock
 from sweserve.models import EnvironmentLock, Task
 
@@ -265,40 +266,18 @@ def _remove_layers(client: docker.DockerClient, ids: list[str]) -> None:
             pass
 
 
-def git_subcommand(args) -> str:
-    """The git command in an argument list: `fetch` in `-c k=v fetch -q …`."""
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in ("-c", "-C"):
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return "git"
-
-
-def git_message(stderr: str, returncode: int) -> str:
-    """git's own reason: the first fatal line (a remote's too: a corrupt object in the clone), else its last
-    error line, not the generic last line ("aborting due to possible repository corruption …")."""
-    lines = [ln.strip().removeprefix("remote:").strip() for ln in stderr.splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if ln.startswith("fatal:")]
-    if fatal:
-        return fatal[0]
-    return last_line("\n".join(lines), f"exit code {returncode}")
-
-
 def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors") -> None:
     """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog.
 
     history="none" keeps the commit alone: a shallow repository (`.git/shallow` names it) whose HEAD is still
     `commit`, so diffs against the base commit work, but none of the repository's history is copied.
     """
-    def git(*args: str, cwd: Path = dest) -> None:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise InfraError("git", f"git {git_subcommand(args)} of {commit[:12]} from {clone} failed: "
-                                        f"{git_message(proc.stderr, proc.returncode)}")
+    def git(*args: str) -> None:
+        try:
+            run_git(*args, repo=dest)
+        except GitError as exc:
+            raise InfraError("git", f"git {exc.subcommand} of {commit[:12]} from {clone} failed: "
+                                    f"{reason(exc.stderr, exc.returncode)}") from None
 
     dest.mkdir(parents=True)
     git("init", "-q")
