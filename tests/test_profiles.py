@@ -22,17 +22,17 @@ def test_sglang_layout_families():
         "python/sglang/srt/managers/scheduler.py": "scheduling-memory",
     }
     for path, family in cases.items():
-        assert p.classify("Some change", [path]) == family, path
-    assert p.classify("Touch docs", ["docs/index.md"]) is None
+        assert p.classification("Some change", [path]).family == family, path
+    assert p.classification("Touch docs", ["docs/index.md"]).family is None
 
 
 def test_title_tag_wins_then_majority():
     p = load_profile("sglang")
     paths = ["python/sglang/srt/managers/scheduler.py", "python/sglang/srt/managers/io.py",
              "python/sglang/srt/models/llama.py"]
-    assert p.classify("Refactor", paths) == "scheduling-memory"
-    assert p.classify("[Model] Refactor", paths) == "model-support"
-    assert p.classify("[Unrelated] Refactor", paths) == "scheduling-memory"
+    assert p.classification("Refactor", paths).family == "scheduling-memory"
+    assert p.classification("[Model] Refactor", paths).family == "model-support"
+    assert p.classification("[Unrelated] Refactor", paths).family == "scheduling-memory"
 
 
 def test_test_paths():
@@ -74,7 +74,7 @@ def test_families_weighted_by_changed_lines_with_confidence():
     assert (c.family, c.source) == ("decoding", "paths")
     assert c.lines == {"scheduling-memory": 12, "decoding": 88} and c.total == 101
     assert c.confidence == round(88 / 101, 3)
-    assert p.classify("Fix min-p", changes) == "decoding"
+    assert p.classification("Fix min-p", changes).family == "decoding"
     # a title tag still wins; its confidence says how little of the change is under its paths
     tagged = p.classification("[Scheduler] Fix min-p", changes)
     assert (tagged.family, tagged.confidence, tagged.source) == ("scheduling-memory", round(12 / 101, 3), "title_tag")
@@ -98,4 +98,4 @@ def test_per_pr_override_in_the_profile_wins(tmp_path):
     paths = ["python/sgl_jax/srt/speculative/eagle.py"]
     assert p.classification("[Spec] Eagle", paths, pr_number=1534).model_dump() == {
         "family": "serving-api", "confidence": 0.0, "lines": {"decoding": 1}, "total": 1, "source": "override"}
-    assert p.classify("[Spec] Eagle", paths) == "decoding"  # other PRs: rules as usual
+    assert p.classification("[Spec] Eagle", paths).family == "decoding"  # other PRs: rules as usual

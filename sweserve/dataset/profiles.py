@@ -113,10 +113,6 @@ class RepoProfile(Strict):
             return result(None, "none")
         return result(best, "paths")
 
-    def classify(self, title: str, changes: list) -> Family | None:
-        """The family of a PR (see classification)."""
-        return self.classification(title, changes).family
-
     def family_of_path(self, path: str) -> Family | None:
         """The family of the rule glob that matches this path most specifically (first rule on a tie)."""
         best, best_score = None, -1
