@@ -436,30 +436,25 @@ class ImageBuilder:
 
     def checked_out(self, task_image: str) -> str:
         """The task image with its tracked files in the image (dockerfiles/checked-out/), for other harnesses."""
-        tag = checked_out_tag(task_image)
-        with self._lock(tag):
-            if self._present(tag):
-                return tag
-            log.info("building checked-out image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-checked-out-") as tmp:
-                ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("checked-out"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image}, {"sweserve": "1"})
-        return tag
+        return self._dockerfile_layer(checked_out_tag(task_image), "checked-out", {"TASK_IMAGE": task_image}, {})
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
         """The task image plus an agent's install steps (run with network at build time, never in the sandbox)."""
         h = hashlib.sha256("\0".join([task_image, *install]).encode()).hexdigest()[:12]
-        tag = f"sweserve-agent:{agent_name.lower()}-{h}"
+        return self._dockerfile_layer(f"sweserve-agent:{agent_name.lower()}-{h}", "agent",
+                                      {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
+                                      {"sweserve.agent": agent_name})
+
+    def _dockerfile_layer(self, tag: str, layer: str, buildargs: dict, labels: dict) -> str:
+        """tag, built once (under the host lock) from the layer's Dockerfile alone unless it is present."""
         with self._lock(tag):
             if self._present(tag):
                 return tag
-            log.info("building agent image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
+            log.info("building %s image %s", layer, tag)
+            with tempfile.TemporaryDirectory(prefix=f"sweserve-{layer}-") as tmp:
                 ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("agent"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
-                            {"sweserve": "1", "sweserve.agent": agent_name})
+                (ctx / "Dockerfile").write_bytes(dockerfile(layer))
+                self._build(ctx, tag, buildargs, {"sweserve": "1", **labels})
         return tag
 
     def proxy(self, base: str = PROXY_BASE) -> str:
