@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
@@ -123,7 +124,7 @@ def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str]
     return outcomes, skips, messages
 
 
-def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = (),
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
               files: dict[str, bytes] | None = None) -> TestRun:
     """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
     runner never finished."""

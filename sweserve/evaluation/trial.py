@@ -249,7 +249,7 @@ def run_trial_safely(ctx: Context, req: TrialRequest) -> RunResult:
     except BaseException as exc:  # noqa: BLE001 - recorded, never lost
         log.error("trial %s #%d failed outside its pipeline: %s", req.bundle.task.task_id, req.attempt,
                   exc.__class__.__name__)
-        fields = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
+        fields: dict = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
                   "reason": f"internal error: {exc.__class__.__name__} outside the trial pipeline"}
         return _record(ctx, req, fields, started, t0, Redactor(agent_secrets(req.agent)),
                        RedactedFolder(req.folder, Redactor([])))

@@ -118,9 +118,9 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     manifest, installed, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    files = set(_split_z(listed))
-    packages = package_dirs(files)
-    base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    tracked = set(_split_z(listed))
+    packages = package_dirs(tracked)
+    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
     except ValueError:
