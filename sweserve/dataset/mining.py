@@ -240,14 +240,17 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
 
 
 def open_repo(path: str | Path) -> Git:
-    """The clone whose work tree is at path; one line when there is none."""
+    """The clone at path (its work tree's top folder, or a bare clone); one line when there is none."""
+    g = Git(Path(path))
     try:
-        top = Git(Path(path)).run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+        if g.run("rev-parse", "--is-bare-repository").strip() == b"true":
+            return g
+        top = g.run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
     except (GitError, OSError):
         raise SweserveError(f"not a git repository: {path}") from None
     if Path(top).resolve() != Path(path).resolve():
         raise SweserveError(f"not a git repository: {path} (it is inside {top})")
-    return Git(Path(top))
+    return g
 
 
 def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | None, on_progress) -> Iterator[PRCommit]:
