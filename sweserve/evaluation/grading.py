@@ -65,17 +65,6 @@ def in_sandbox_script(name: str) -> bytes:
     return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
 
 
-def install_harness(box: Sandbox) -> str:
-    """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
-    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
-    res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
-    lines = res.output.strip().splitlines()
-    if res.exit_code != 0 or not lines:
-        raise TestRunError(f"the test runner cannot start in the task image (exit {res.exit_code})",
-                           output=res.output)
-    return lines[-1].strip()
-
-
 def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
     workdir = PurePosixPath(WORKDIR) / task.test.workdir
     paths = [str(workdir)] + [str(workdir / p) for p in task.test.env.get("PYTHONPATH", "").split(":") if p]
