@@ -34,7 +34,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,lint]'
 
 if docker info >/dev/null 2>&1; then
   .venv/bin/sweserve images base --profile sglang

@@ -75,6 +75,7 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
 
 
+StatementSource = Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"]
 InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag", "changed"]
 
 
@@ -115,7 +116,7 @@ class StatementPart(Strict):
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
-    statement_source: Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"] = "title_only"
+    statement_source: StatementSource = "title_only"
     statement_chars: int = Field(0, ge=0)
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
     linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")

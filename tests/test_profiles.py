@@ -2,9 +2,8 @@ import json
 
 import pytest
 
-from sweserve.dataset.gitio import FileChange
-
 from sweserve.config_search import ConfigSearch
+from sweserve.dataset.gitio import FileChange
 from sweserve.dataset.profiles import load_profile
 from sweserve.errors import SweserveError
 
@@ -24,17 +23,17 @@ def test_sglang_layout_families():
         "python/sglang/srt/managers/scheduler.py": "scheduling-memory",
     }
     for path, family in cases.items():
-        assert p.classify("Some change", [path]) == family, path
-    assert p.classify("Touch docs", ["docs/index.md"]) is None
+        assert p.classification("Some change", [path]).family == family, path
+    assert p.classification("Touch docs", ["docs/index.md"]).family is None
 
 
 def test_title_tag_wins_then_majority():
     p = load_profile("sglang")
     paths = ["python/sglang/srt/managers/scheduler.py", "python/sglang/srt/managers/io.py",
              "python/sglang/srt/models/llama.py"]
-    assert p.classify("Refactor", paths) == "scheduling-memory"
-    assert p.classify("[Model] Refactor", paths) == "model-support"
-    assert p.classify("[Unrelated] Refactor", paths) == "scheduling-memory"
+    assert p.classification("Refactor", paths).family == "scheduling-memory"
+    assert p.classification("[Model] Refactor", paths).family == "model-support"
+    assert p.classification("[Unrelated] Refactor", paths).family == "scheduling-memory"
 
 
 def test_test_paths():
@@ -76,7 +75,7 @@ def test_families_weighted_by_changed_lines_with_confidence():
     assert (c.family, c.source) == ("decoding", "paths")
     assert c.lines == {"scheduling-memory": 12, "decoding": 88} and c.total == 101
     assert c.confidence == round(88 / 101, 3)
-    assert p.classify("Fix min-p", changes) == "decoding"
+    assert p.classification("Fix min-p", changes).family == "decoding"
     assert c.confident and c.scores["decoding"] > 0.8
     # a title tag is one signal among several: against 88% of the lines it makes the family uncertain
     tagged = p.classification("[Scheduler] Fix min-p", changes)
@@ -105,7 +104,7 @@ def test_per_pr_override_in_the_profile_wins(tmp_path):
         "family": "serving-api", "confidence": 0.0, "lines": {"decoding": 1}, "total": 1, "source": "override",
         "confident": True}
     assert c.scores == {"decoding": 1.0}  # what the signals said, kept for the record
-    assert p.classify("[Spec] Eagle", paths) == "decoding"  # other PRs: rules as usual
+    assert p.classification("[Spec] Eagle", paths).family == "decoding"  # other PRs: rules as usual
 
 
 def test_roles_tests_title_and_labels_are_signals():

@@ -1,7 +1,17 @@
 """Problem statements: which source wins, what is cut from SGLang-shaped PR, issue and squash texts, leak checks."""
 
-from sglang_bodies import (BUG_ISSUE, EMPTY_ISSUE_TITLE, EMPTY_TEMPLATE, FILLED_TEMPLATE, MOTIVATION_PART_OF,
-                           PROCESS_ONLY_BODY, RFC_ISSUE, SQUASH_SUBCOMMITS, SUMMARY_WHAT_BODY, TRACKING_ISSUE)
+from sglang_bodies import (
+    BUG_ISSUE,
+    EMPTY_ISSUE_TITLE,
+    EMPTY_TEMPLATE,
+    FILLED_TEMPLATE,
+    MOTIVATION_PART_OF,
+    PROCESS_ONLY_BODY,
+    RFC_ISSUE,
+    SQUASH_SUBCOMMITS,
+    SUMMARY_WHAT_BODY,
+    TRACKING_ISSUE,
+)
 
 from sweserve.dataset.github import IssueInfo, PullRequestInfo, linked_issue_refs
 from sweserve.dataset.leaks import leak_findings

@@ -6,17 +6,10 @@ import hashlib
 import os
 import time
 
-from sweserve.agents.base import INSTRUCTION_PATH, ImageBuilder
+from sweserve.agents.base import INSTRUCTION_PATH, ImageBuilder, redact
 from sweserve.agents.config import CommandAgentConfig
 from sweserve.environment.sandbox import Sandbox
 from sweserve.models import AgentRun, TaskBundle
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for value in secrets:
-        if value:
-            text = text.replace(value, "***")
-    return text
 
 
 class CommandAgent:

@@ -6,20 +6,20 @@ Found by path, or by name in the project's `.sweserve/agents/` and then the buil
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, field_validator, model_validator
 
 from sweserve.config_search import ConfigSearch, looks_like_path
-from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError
+from sweserve.loading import read_data, validate_as
+from sweserve.models import Strict
 
 SUFFIXES = (".yaml", ".yml")
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Config(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     version: str = ""
 
@@ -65,8 +65,7 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{host}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
-class Price(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Price(Strict):
     prompt_per_mtok: float = Field(ge=0)
     completion_per_mtok: float = Field(ge=0)
 
@@ -89,25 +88,15 @@ class ApiAgentConfig(_Config):
     system_prompt: str | None = None
 
 
-AgentConfig = Annotated[Union[CommandAgentConfig, ApiAgentConfig], Field(discriminator="kind")]
+AgentConfig = Annotated[CommandAgentConfig | ApiAgentConfig, Field(discriminator="kind")]
 _ADAPTER = TypeAdapter(AgentConfig)
 
 
 def load_agent_config(path) -> CommandAgentConfig | ApiAgentConfig:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SweserveError(f"{path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        raise SweserveError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = read_data(path, "YAML", "agent config")
     if not isinstance(data, dict):
         raise SweserveError(f"{path}: an agent config must be a mapping")
-    try:
-        return _ADAPTER.validate_python(data)
-    except ValidationError as exc:
-        raise SweserveError(describe_validation_error(str(path), exc)) from None
+    return validate_as(_ADAPTER, data, path)
 
 
 def find_agent_config(spec: str, search: ConfigSearch):

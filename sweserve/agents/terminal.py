@@ -61,7 +61,9 @@ class TerminalRecord:
 
     def keystrokes(self) -> str:
         """What was typed, one line per Enter, each with its time: control keys spelled out (^C, <ESC>...)."""
-        lines, line, start = [], [], None
+        lines: list[str] = []
+        line: list[str] = []
+        start: float | None = None
         for at, data in self.keys:
             for ch in data.decode("utf-8", "replace"):
                 if start is None:

@@ -22,6 +22,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from sweserve import heartbeat
+
 WIDE = 1000  # columns when not writing to a terminal: nothing is cut, long cells stay on one line
 
 
@@ -33,19 +35,6 @@ def make_console(stderr: bool = False, file=None) -> Console:
     return console
 
 
-def elapsed(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}"
-
-
-def heartbeat_interval() -> float:
-    try:
-        return max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
-    except ValueError:
-        return 30.0
-
-
 class LineProgress:
     """rich.progress.Progress's subset the commands use, printed as lines (for consoles that are not terminals).
 
@@ -55,26 +44,24 @@ class LineProgress:
 
     def __init__(self, console: Console, interval: float | None = None, clock=time.monotonic):
         self.console = console
-        self.interval = heartbeat_interval() if interval is None else interval
+        self.interval = heartbeat.interval_s() if interval is None else interval
         self.clock = clock
         self._tasks: dict[int, dict] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat: heartbeat.Heartbeat | None = None
 
     def __enter__(self) -> "LineProgress":
-        self._thread = threading.Thread(target=self._beat_loop, name="sweserve-heartbeat", daemon=True)
-        self._thread.start()
+        self._heartbeat = heartbeat.Heartbeat(self.beat, self.interval)
+        self._heartbeat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
+        if self._heartbeat:
+            self._heartbeat.__exit__(*exc)
 
     def _line(self, t: dict, note: str = "") -> None:
         done = f" ({t['completed']}/{t['total']})" if t["total"] is not None else ""
-        self.console.print(f"[{elapsed(self.clock() - t['start'])}] {t['description']}{done}{note}",
+        self.console.print(f"[{heartbeat.clock(self.clock() - t['start'])}] {t['description']}{done}{note}",
                            markup=False, highlight=False, soft_wrap=True)
 
     def add_task(self, description: str, total: float | None = None, **_) -> int:
@@ -113,10 +100,6 @@ class LineProgress:
             for t in self._tasks.values():
                 if t["total"] is None or t["completed"] < t["total"]:
                     self._line(t, " … still running")
-
-    def _beat_loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.beat()
 
 
 def progress_bar(console: Console):

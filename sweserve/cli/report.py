@@ -98,7 +98,7 @@ def _write_html(reports, results, paths: list[Path], args) -> Path:
         "results files": ", ".join(str(p) for p in paths),
         "tasks folder": f"{tasks_dir} ({len(bundles)} of {len(wanted)} tasks found; reviewer pages for those)",
         "records": str(len(results)),
-        "first started": min((r.started_at for r in results), default=None).isoformat() if results else "—",
-        "last finished": max((r.finished_at for r in results), default=None).isoformat() if results else "—",
+        "first started": min(r.started_at for r in results).isoformat() if results else "—",
+        "last finished": max(r.finished_at for r in results).isoformat() if results else "—",
     }
     return write_html_report(reports, results, bundles, Path(args.html), config)

@@ -38,10 +38,10 @@ def clone_of(args, repo: str) -> Path:
         if not path.exists():
             raise SweserveError(f"--repo-path {path}: no such folder")
         return path
-    path = known_clone(Path(args.state_dir), repo)
-    if path is None:
+    known = known_clone(Path(args.state_dir), repo)
+    if known is None:
         raise SweserveError(f"no clone of {repo} recorded in {args.state_dir}: pass --repo-path")
-    return path
+    return known
 
 
 def lint(args, console: Console) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 import tomli_w
 
 from sweserve.dataset.in_image import HARBOR_VERIFIER, harness_sources, hidden_test_command
+from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.models import TaskBundle
 
@@ -39,11 +40,11 @@ echo 0 > /logs/verifier/reward.txt
 exec /usr/bin/python3 -I /tests/{GRADE_PY}
 """
 
-SOLVE_SH = """#!/bin/bash
+SOLVE_SH = f"""#!/bin/bash
 # The oracle: the merged PR's non-test changes.
 set -euo pipefail
 cd /testbed
-git apply --binary --whitespace=nowarn /solution/oracle.patch
+{apply_command("/solution/oracle.patch")}
 """
 
 def task_config(bundle: TaskBundle, image_tag: str) -> dict:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sweserve.dataset.in_image import PYTEST_WORDS, harness_sources, hidden_test_command, test_env
-from sweserve.dataset.patches import INTERPRETER_HOOKS, touched_paths
+from sweserve.dataset.patches import INTERPRETER_HOOKS, apply_command, touched_paths
 from sweserve.models import TaskBundle
 
 SWEBENCH_COLUMNS = (
@@ -70,7 +70,7 @@ def eval_script(bundle: TaskBundle) -> str:
         "git -c core.quotepath=off ls-files --others --exclude-standard)",
         f"mkdir -p {IN_BOX}",
         _heredoc(bundle.tests_patch, f"{IN_BOX}/tests.patch", "SWESERVE_TESTS_PATCH"),
-        f"git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch",
+        apply_command(f"{IN_BOX}/tests.patch"),
         *(_heredoc(src, f"{IN_BOX}/{name}", "SWESERVE_HARNESS") for name, src in harness_sources().items()),
         f"cd {shlex.quote(str(Path('/testbed') / task.test.workdir))}",
         f"rm -f {IN_BOX}/outcomes.json",

@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
 from sweserve.errors import SweserveError
+
+if TYPE_CHECKING:
+    from github import Github
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +148,7 @@ class GitHubClient:
         self.sleep, self.clock = sleep, clock
         self.min_interval_s, self.timeout_s = min_interval_s, timeout_s
         self.max_waits, self.max_wait_s, self.max_issues = max_waits, max_wait_s, max_issues
-        self._gh = None
+        self._gh: Github | None = None
 
     @classmethod
     def from_env(cls, state_dir: Path, base_url: str | None = None, env=os.environ, **kwargs) -> GitHubClient:

@@ -1,7 +1,8 @@
 """What an exported task runs inside its task image to grade: the hidden-test command and sweserve's recorders.
 
 Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder): the pytest plugin
-or unittest runner from environment/in_sandbox/ (`*_file.py`) writes every test's outcome to $SWESERVE_OUTCOMES.
+or unittest runner from environment/in_sandbox/ (`*_file.py`, over the recorders grading uses) writes every
+test's outcome to $SWESERVE_OUTCOMES.
 These graders run inside other harnesses, so they use that file, not sweserve's own verifier (isolated
 interpreter, streamed nonce'd outcomes, canaries): an exported task is only as hard to forge as the harness
 that grades it.
@@ -15,7 +16,7 @@ from pathlib import Path
 from sweserve.models import Task
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
-HARNESS_FILES = ("sweserve_outcomes_file.py", "sweserve_unittest_file.py")
+HARNESS_FILES = ("sweserve_outcomes.py", "sweserve_unittest.py", "sweserve_outcomes_file.py", "sweserve_unittest_file.py")
 HARBOR_VERIFIER = HARNESS_DIR / "sweserve_harbor_verifier.py"
 VENV_PYTHON = "/opt/venv/bin/python"
 

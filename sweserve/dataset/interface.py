@@ -25,7 +25,6 @@ import ast
 import os
 import posixpath
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,10 +33,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from sweserve.dataset.gitio import last_line
-from sweserve.dataset.patches import touched_paths
+from sweserve.dataset.patches import APPLY, touched_paths
 from sweserve.errors import SweserveError
-from sweserve.models import InterfaceItem, Task
+from sweserve.gitcmd import GitError, last_line, run_git
+from sweserve.models import InterfaceItem, InterfaceKind, Task
 
 OPEN_MARK = "<!-- sweserve:interface -->"
 CLOSE_MARK = "<!-- /sweserve:interface -->"
@@ -80,11 +79,10 @@ class _Git:
         self.unreadable: dict[str, str] = {}  # "path at state" -> git's message
 
     def run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
-        proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
-                              env=self.env if env is None else {**os.environ, **env})
-        if proc.returncode not in ok:
-            raise Unreadable(f"git {args[0]}: {last_line(proc.stderr, f'exited {proc.returncode}')}")
-        return proc.stdout
+        try:
+            return run_git(*args, repo=self.repo, env=self.env if env is None else env, input=input, ok=ok)
+        except GitError as exc:
+            raise Unreadable(f"git {exc.subcommand}: {last_line(exc.stderr, f'exited {exc.returncode}')}") from None
 
     def tree(self, base: str, patches: list[tuple[str, str]], name: str) -> str:
         """The tree of base with these patches applied (in a temporary index), written to the private objects."""
@@ -93,13 +91,13 @@ class _Git:
         for label, patch in patches:
             if not patch.strip():
                 continue
-            proc = subprocess.run(["git", "-C", str(self.repo), "apply", "--cached", "--whitespace=nowarn", "-"],
-                                  input=patch.encode(), capture_output=True, env=env)
-            if proc.returncode:
-                errors = [ln.strip() for ln in proc.stderr.decode(errors="replace").splitlines()
+            try:
+                run_git(*APPLY[1:], "--cached", "-", repo=self.repo, env=env, input=patch.encode())
+            except GitError as exc:
+                errors = [ln.strip() for ln in exc.stderr.decode(errors="replace").splitlines()
                           if ln.startswith(("error:", "fatal:"))]  # the first says why (a blob it cannot read)
                 raise Unreadable(f"{label}.patch does not apply at {base[:10]}: "
-                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {proc.returncode}"))
+                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {exc.returncode}")) from None
         # --missing-ok: a blob the clone lacks stays in the tree by id; only reading it fails
         return self.run("write-tree", "--missing-ok", env=env).decode().strip()
 
@@ -134,7 +132,7 @@ class Module:
     path: str
     package: str
     tree: ast.Module | None
-    defs: dict[str, object] = field(default_factory=dict)
+    defs: dict[str, ast.AST | tuple[str, ...]] = field(default_factory=dict)  # a node, or where it is imported from
     stars: list[str] = field(default_factory=list)
     dynamic: bool = False
 
@@ -327,9 +325,9 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.AST]:
             for n in ast.walk(fn):
                 if isinstance(n, (ast.Assign, ast.AnnAssign)):
                     for target in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                        for t in ast.walk(target):  # self.a, self.b = ...
-                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                                members.setdefault(t.attr, n)
+                        for w in ast.walk(target):  # self.a, self.b = ...
+                            if isinstance(w, ast.Attribute) and isinstance(w.value, ast.Name) and w.value.id == "self":
+                                members.setdefault(w.attr, n)
     return members
 
 
@@ -395,6 +393,7 @@ def _is_dataclass_like(cls: ast.ClassDef) -> bool:
 
 
 def _fields(cls: ast.ClassDef) -> list[ast.AnnAssign]:
+    """The annotated names of a class body that are fields (a ClassVar is not); each target an ast.Name."""
     return [st for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
             and (_chain(st.annotation.value if isinstance(st.annotation, ast.Subscript) else st.annotation)
                  or [""])[-1] != "ClassVar"]
@@ -423,7 +422,7 @@ def signature(found: Found) -> str:
     return ""
 
 
-def _kind(found: Found, exception: bool) -> str:
+def _kind(found: Found, exception: bool) -> InterfaceKind:
     node = found.node
     if node is None:
         return "attribute" if found.qual else "module"
@@ -461,7 +460,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
         return Params({x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}, a.kwarg is not None)
-    if isinstance(node, ast.ClassDef):
+    if isinstance(node, ast.ClassDef) and found.module is not None:
         init = _in_class(tree, found.module, node, found.qual, ("__init__",), 0)
         if init is not None and not init.opaque:
             return params(tree, init)
@@ -472,7 +471,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
 
 def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: int) -> Params | None:
     """Fields of a dataclass-like class and of its bases in the repository; None if a base is outside."""
-    names = {f.target.id for f in _fields(cls)}
+    names = {f.target.id for f in _fields(cls) if isinstance(f.target, ast.Name)}
     for base in cls.bases:
         chain = _chain(base)
         last = (chain or [""])[-1]
@@ -481,7 +480,7 @@ def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: i
         if not chain or chain[0] not in mod.defs or depth > MAX_DEPTH:
             return None
         found = _in_module(tree, mod, tuple(chain), depth + 1)
-        if found is None or found.opaque or not isinstance(found.node, ast.ClassDef):
+        if found is None or found.opaque or found.module is None or not isinstance(found.node, ast.ClassDef):
             return None
         inner = _dataclass_params(tree, found.module, found.node, depth + 1)
         if inner is None:
@@ -533,7 +532,9 @@ class InterfaceReport(BaseModel):
 
 def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: str):
     """(test id, file, function, class) for FAIL_TO_PASS ids, or for every test function in the files."""
-    targets, not_found = [], []
+    targets: list[tuple[str, _TestFile, ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]] = []
+    not_found: list[str] = []
+    tf: _TestFile | None
     if ids is None:
         for path, tf in sorted(files.items()):
             for node in tf.tree.body:
@@ -783,7 +784,7 @@ def compute_interface(before: SourceTree, after: SourceTree, task: Task, tests_p
         report.tests.append(test_id)
         needs: dict[str, Need] = {}
         for ref in dict.fromkeys(_refs(tf, _scope(tf, fn, cls))):
-            for status, item, need in _judge(before, after, ref, tf.roots, test_paths):
+            for _status, item, need in _judge(before, after, ref, tf.roots, test_paths):
                 if item is not None:
                     items.setdefault((item.kind, item.name, item.keyword), item)
                 if need is not None:

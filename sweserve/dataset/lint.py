@@ -31,7 +31,7 @@ from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
 from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
-from sweserve.models import QualityRecord, TaskBundle
+from sweserve.models import Family, QualityRecord, StatementSource, TaskBundle
 
 MIN_STATEMENT_CHARS = 150  # a title and one sentence; anything shorter leaves the change to be guessed
 NOTE_PREFIX = "lint: "  # lint's own notes, replaced on each run; others (mining's) are kept
@@ -45,7 +45,7 @@ class FileLines(BaseModel):
 
 class LintReport(BaseModel):
     task_id: str
-    family: str
+    family: Family
     family_confidence: float | None = None
     family_scores: dict[str, float] = {}
     family_confident: bool = False
@@ -101,7 +101,7 @@ def statement_findings(statement: str, source: str, min_chars: int = MIN_STATEME
     return []
 
 
-def _source(bundle: TaskBundle) -> str:
+def _source(bundle: TaskBundle) -> StatementSource:
     if bundle.task.quality is not None:
         return bundle.task.quality.statement_source
     body = statement_of(bundle.instruction).strip().split("\n", 1)

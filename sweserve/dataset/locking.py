@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from sweserve.models import EnvironmentLock
@@ -74,7 +75,7 @@ def _one_line(text: str) -> str:
     return " ".join(ln for ln in lines if ln)[:400] or "uv failed"
 
 
-def lock(requirements: list[str], python: str, as_of: datetime, index_options: list[str] = (),
+def lock(requirements: list[str], python: str, as_of: datetime, index_options: Sequence[str] = (),
          timeout: float = 300) -> EnvironmentLock:
     """Resolve requirements for Linux and python with the versions the index had at as_of."""
     keep, left_out = installable(requirements)
@@ -96,7 +97,7 @@ def lock(requirements: list[str], python: str, as_of: datetime, index_options: l
                            left_out=left_out)
 
 
-def requirements_text(packages: list[str], index_options: list[str] = ()) -> str:
+def requirements_text(packages: list[str], index_options: Sequence[str] = ()) -> str:
     """A pip requirements file: index options first (pip reads them there), then one requirement a line."""
     lines, opts = [], list(index_options)
     while opts:

@@ -13,15 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, Field
 
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
+from sweserve.dataset.locking import LockError, image_python, lock, packages_for
 from sweserve.dataset.patches import section_paths, split_sections
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.dataset.locking import LockError, image_python, lock, packages_for
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
@@ -38,7 +37,7 @@ class PRCommit:
     number: int
     title: str
     body: str
-    commit: CommitInfo  # or a GitPython Commit: both have hexsha, parents, message, committed_datetime
+    commit: CommitInfo
 
     @property
     def base(self) -> str:
@@ -79,9 +78,10 @@ class MineReport(BaseModel):
         self.rejected.setdefault(reason, []).append(entry)
 
 
-def parse_pr(commit) -> PRCommit | None:
-    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit."""
-    if not commit.parents:
+def parse_pr(commit, shallow: set[str] | frozenset[str] = frozenset()) -> PRCommit | None:
+    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit; a
+    root commit is none (it has no base), unless it only looks like one at a shallow clone's boundary."""
+    if not commit.parents and commit.hexsha not in shallow:
         return None
     return _parse_message(commit)
 
@@ -118,7 +118,8 @@ def split_changes(profile: RepoProfile, changes: list[FileChange]) -> Split:
 
 def split_patch(patch: str, test_paths: set[str]) -> tuple[str, str]:
     """(code, tests): the sections of one diff touching a test path go to tests, the rest to code."""
-    code, tests = [], []
+    code: list[str] = []
+    tests: list[str] = []
     for section in split_sections(patch):
         (tests if section_paths(section) & test_paths else code).append(section)
     return "".join(code), "".join(tests)
@@ -205,7 +206,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
     if family.family is None:
         return "unclassified", None
     try:
-        patch = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
+        text = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
         resources = resources_for(profile, lambda p: g.read(head, p), test_files)
         dependencies = pr_dependencies(g, base, head, profile.dependency_files, profile.dependency_extras)
     except UnicodeDecodeError:
@@ -214,7 +215,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         return "git_error", str(exc)
     if isinstance(resources, str):
         return "unsupported_hardware", resources
-    oracle, tests = split_patch(patch, {p for c in split.tests for p in c.paths})
+    oracle, tests = split_patch(text, {p for c in split.tests for p in c.paths})
     task = Task(
         task_id=task_id_for(profile.repo, unit.first.number),
         repo=profile.repo,
@@ -247,11 +248,18 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
                       tests_patch=tests)
 
 
-def open_repo(path: str | Path) -> git.Repo:
+def open_repo(path: str | Path) -> Git:
+    """The clone at path (its work tree's top folder, or a bare clone); one line when there is none."""
+    g = Git(Path(path))
     try:
-        return git.Repo(path)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        if g.run("rev-parse", "--is-bare-repository").strip() == b"true":
+            return g
+        top = g.run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+    except (GitError, OSError):
         raise SweserveError(f"not a git repository: {path}") from None
+    if Path(top).resolve() != Path(path).resolve():
+        raise SweserveError(f"not a git repository: {path} (it is inside {top})")
+    return g
 
 
 def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | None, on_progress) -> Iterator[PRCommit]:
@@ -261,7 +269,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
         report.scanned += 1
         if on_progress:
             on_progress(report)
-        pr = _parse_message(commit) if commit.parents or commit.hexsha in shallow else None
+        pr = parse_pr(commit, shallow)
         if pr is None:
             continue
         if limit is not None and report.candidates >= limit:
@@ -356,7 +364,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
 
 
 def mine(
-    repo: git.Repo,
+    repo: Git,
     profile: RepoProfile,
     tasks_dir: Path,
     rev: str = "HEAD",
@@ -370,7 +378,7 @@ def mine(
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
     locker = Locker(profile, tasks_dir, report) if profile.lock else None
-    with Git(Path(repo.working_dir)) as g:
+    with Git(repo.path) as g:  # its own processes, closed here
         commits, stopped = g.walk(rev, since)
         if stopped and not commits:
             raise SweserveError(f"cannot read history of {rev}: {stopped}")

@@ -8,23 +8,22 @@ name another in ``extends``; its own keys then replace the parent's.
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from sweserve.config_search import ConfigSearch, looks_like_path
-from sweserve.errors import SweserveError, describe_validation_error
-from sweserve.models import Family
+from sweserve.errors import SweserveError
+from sweserve.loading import read_data, validate
+from sweserve.models import Family, Strict
 
 SUFFIXES = (".json",)
 
 
-class FamilyRule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FamilyRule(Strict):
     family: Family
     paths: list[str] = Field(default_factory=list, description="fnmatch globs; '*' crosses '/'")
     title_tags: list[str] = Field(default_factory=list, description="words in a '[tag]' or 'type(scope):' of the "
@@ -40,8 +39,7 @@ DEFAULT_FAMILY_WEIGHTS = {"paths": 3.0, "roles": 2.0, "tests": 1.5, "tags": 3.0,
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
-class RepoProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RepoProfile(Strict):
     name: str
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     base_image: str = Field("sweserve-base:bookworm", description="image the env image builds FROM; "
@@ -184,10 +182,6 @@ class RepoProfile(BaseModel):
         source = max(signals, key=lambda name: weights.get(name, 0) * signals[name].get(best, 0))
         return result(best, {"tags": "title_tag"}.get(source, source), confident)
 
-    def classify(self, title: str, changes: list) -> Family | None:
-        """The family of a PR (see classification)."""
-        return self.classification(title, changes).family
-
     def family_of_path(self, path: str) -> Family | None:
         """The family of the rule glob that matches this path most specifically (first rule on a tie)."""
         best, best_score = None, -1
@@ -265,8 +259,7 @@ def _shares(counts: dict[str, float]) -> dict[str, float]:
     return {k: round(v / total, 3) for k, v in counts.items() if v > 0} if total else {}
 
 
-class Classification(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Classification(Strict):
     family: Family | None
     confidence: float = Field(ge=0, le=1)
     lines: dict[str, int] = Field(default_factory=dict, description="changed lines per family")
@@ -310,11 +303,7 @@ def _raw(spec: str, search: ConfigSearch, seen: tuple[str, ...] = ()) -> tuple[d
     name = source.name.rsplit(".", 1)[0]
     if name in seen:
         raise SweserveError(f"{source}: 'extends' loops back to {name}")
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise SweserveError(f"{source}: not valid JSON: {why}") from None
+    data = read_data(source, "JSON", "profile")
     if not isinstance(data, dict):
         raise SweserveError(f"{source}: a profile must be a JSON object")
     parent = data.pop("extends", None)
@@ -330,10 +319,7 @@ def load_profile(spec: str, search: ConfigSearch | None = None) -> RepoProfile:
     search = search or ConfigSearch.for_project()
     data, source = _raw(spec, search)
     data["name"] = Path(source).stem
-    try:
-        return RepoProfile.model_validate(data)
-    except ValidationError as exc:
-        raise SweserveError(describe_validation_error(source, exc)) from None
+    return validate(RepoProfile, data, source)
 
 
 def keep_profile_file(spec: str, search: ConfigSearch) -> Path | None:

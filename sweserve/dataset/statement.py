@@ -31,7 +31,7 @@ from sweserve.dataset.github import GitHubClient, IssueInfo, PullRequestInfo
 from sweserve.dataset.leaks import hidden_test_names, leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.rewrite import Rewriter
-from sweserve.models import QualityRecord, StatementPart
+from sweserve.models import QualityRecord, StatementPart, StatementSource
 
 MAX_PART_CHARS = 6000  # one issue or description; longer ones are cut (environment dumps, logs)
 MIN_SUBCOMMIT_BODY_CHARS = 80  # a squash sub-commit's body shorter than this is a fix-up note, not a description
@@ -767,14 +767,14 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
         issue_parts.append((issue, body))
     description = judged(pr.body, "PR description", SOURCE_PR) if pr else ""
     body_text = ""
-    source = "title_only"
+    source: StatementSource = "title_only"
     problem: list[str] = []
     if any(has_substance(body) for _, body in issue_parts):
         source = "issue"
         for issue, body in issue_parts:
             problem.append(f"# {issue.title.strip()}\n\n{_cap(body, notes, f'issue {issue.label}')}".strip())
     else:
-        for issue, body in issue_parts:
+        for issue, _body in issue_parts:
             notes.append(f"closing issue {issue.label} has no substance beyond its title; the PR text is used")
         if pr and is_informative(description) and (has_substance(description) or not issue_parts):
             source = "pr_description"

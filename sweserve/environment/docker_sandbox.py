@@ -86,7 +86,7 @@ def sandbox_network(client: docker.DockerClient, run_id: str, task_id: str, role
     other sandbox is on it. Another container (e.g. an allow-listed egress proxy) can be attached to it.
     """
     base, bits = SUBNET_POOL
-    last = None
+    last: Exception = RuntimeError("no free subnet")
     for _ in range(8):  # a random /28: a clash with another network is retried with another one
         block = base + (random.randrange(2**bits) << 4)
         subnet = f"{socket.inet_ntoa(block.to_bytes(4, 'big'))}/28"
@@ -308,7 +308,7 @@ class DockerSandbox:
                     **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
                 )
         except BaseException:
-            if own:
+            if own and network:
                 _remove_network(client, network)
             raise
         box = cls(container, network if own else None)
@@ -498,7 +498,7 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
 
     everything=True removes all of them; run_id limits it to one run's.
     """
-    filters = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
+    filters: dict[str, str | list[str] | bool] = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
     removed = []
     # sparse: no inspect per container, so one that vanishes, or that the daemon holds busy for another
     # process, cannot fail or stall every sweserve start

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,10 +26,12 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sweserve.dataset.gitio import last_line
 from sweserve.dataset.locking import installable, packages_for, requirements_text
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.errors import InfraError, SweserveError
+from sweserve.gitcmd import GitError, reason, run_git
+from sweserve.gitcmd import subcommand as git_subcommand  # noqa: F401  (its old name here)
+from sweserve.heartbeat import Heartbeat, clock
 from sweserve.models import EnvironmentLock, Task
 
 log = logging.getLogger(__name__)
@@ -40,11 +42,6 @@ PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}:{s:02d}"
-
-
 class BuildLog:
     """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
     heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
@@ -52,24 +49,17 @@ class BuildLog:
 
     def __init__(self, what: str, log, interval: float | None = None):
         self.what, self.log = what, log
-        if interval is None:
-            try:
-                interval = max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
-            except ValueError:
-                interval = 30.0
-        self.interval = interval
         self.start = self.last = time.monotonic()
         self.tail: deque[str] = deque(maxlen=4)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name="sweserve-build-heartbeat")
+        self._heartbeat = Heartbeat(self._beat, interval, name="sweserve-build-heartbeat")
+        self.interval = self._heartbeat.interval
 
     def __enter__(self) -> "BuildLog":
-        self._thread.start()
+        self._heartbeat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        self._heartbeat.__exit__(*exc)
 
     def line(self, text: str) -> None:
         text = text.rstrip()
@@ -77,13 +67,12 @@ class BuildLog:
             return
         self.tail.append(text.strip())
         self.last = time.monotonic()
-        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+        self.log(f"  [{clock(self.last - self.start, hours=False)}] {self.what}: {text}")
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.interval):
-            now = time.monotonic()
-            if now - self.last >= self.interval * 0.99:
-                self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
+        now = time.monotonic()
+        if now - self.last >= self.interval * 0.99:  # silent for a whole interval
+            self.log(f"  [{clock(now - self.start, hours=False)}] {self.what}: still running")
 
 
 TREE_SCRIPT = "sweserve-tree"  # checks a task image's tracked files out when its container starts (task/)
@@ -137,6 +126,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
                 ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
+            assert proc.stdout is not None  # a pipe
             for line in proc.stdout:
                 out.line(line)
             proc.wait()
@@ -145,6 +135,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         log.info("docker import → %s", tag)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None  # a pipe
         imp = subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         tar.wait()
@@ -167,7 +158,7 @@ def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
     return packages_for(profile.env_packages, list(dependencies))
 
 
-def env_requirements(profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None
+def env_requirements(profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None
                      ) -> tuple[str, list[str]]:
     """The env image's requirements.txt (index options, then the task's pins or its declared requirements)
     and the declared requirements left out because the sandbox build cannot install them."""
@@ -194,7 +185,7 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:12]
 
 
-def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str] = (),
+def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: Sequence[str] = (),
                   lock: EnvironmentLock | None = None) -> str:
     """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle): every input of
     the image is in the tag, and tasks with the same inputs share it."""
@@ -219,7 +210,7 @@ def layered_env_tag(full_tag: str, common_tag: str) -> str:
     return f"{full_tag.rsplit('-', 1)[0]}-{h}"
 
 
-def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: str = "ancestors") -> str:
+def task_image_tag(task: Task, env_tag: str, install: Sequence[str] = (), history: str = "ancestors") -> str:
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
@@ -250,7 +241,7 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
             raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
     if not image_exists(client, tag):
         raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail) or 'no image was produced'}")
-    log.info("built %s in %s", tag, _clock(time.monotonic() - out.start))
+    log.info("built %s in %s", tag, clock(time.monotonic() - out.start, hours=False))
 
 
 def built_layers(log_lines: list[str]) -> list[str]:
@@ -275,40 +266,18 @@ def _remove_layers(client: docker.DockerClient, ids: list[str]) -> None:
             pass
 
 
-def git_subcommand(args) -> str:
-    """The git command in an argument list: `fetch` in `-c k=v fetch -q …`."""
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in ("-c", "-C"):
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return "git"
-
-
-def git_message(stderr: str, returncode: int) -> str:
-    """git's own reason: the first fatal line (a remote's too: a corrupt object in the clone), else its last
-    error line, not the generic last line ("aborting due to possible repository corruption …")."""
-    lines = [ln.strip().removeprefix("remote:").strip() for ln in stderr.splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if ln.startswith("fatal:")]
-    if fatal:
-        return fatal[0]
-    return last_line("\n".join(lines), f"exit code {returncode}")
-
-
 def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors") -> None:
     """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog.
 
     history="none" keeps the commit alone: a shallow repository (`.git/shallow` names it) whose HEAD is still
     `commit`, so diffs against the base commit work, but none of the repository's history is copied.
     """
-    def git(*args: str, cwd: Path = dest) -> None:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise InfraError("git", f"git {git_subcommand(args)} of {commit[:12]} from {clone} failed: "
-                                        f"{git_message(proc.stderr, proc.returncode)}")
+    def git(*args: str) -> None:
+        try:
+            run_git(*args, repo=dest)
+        except GitError as exc:
+            raise InfraError("git", f"git {exc.subcommand} of {commit[:12]} from {clone} failed: "
+                                    f"{reason(exc.stderr, exc.returncode)}") from None
 
     dest.mkdir(parents=True)
     git("init", "-q")
@@ -413,8 +382,8 @@ class ImageBuilder:
                 self._publish(tag)
         return tag
 
-    def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None,
-            shared: list[str] = ()) -> str:
+    def env(self, profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None,
+            shared: Sequence[str] = ()) -> str:
         """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
         repository's tasks declare) and no lock, a thin layer over the shared env image of `shared`."""
         dependencies = list(dependencies)
@@ -447,7 +416,7 @@ class ImageBuilder:
             self._build(ctx, tag, {**buildargs, "PYTHON_MIN": profile.python, "INDEX_URL": profile.index_url or ""},
                         {"sweserve": "1", "sweserve.profile": profile.name})
 
-    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: list[str] = ()) -> str:
+    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: Sequence[str] = ()) -> str:
         env_tag = self.env(profile, task.dependencies, task.lock, shared)
         tag = task_image_tag(task, env_tag, profile.install, profile.history)
         with self._lock(tag):
@@ -467,30 +436,25 @@ class ImageBuilder:
 
     def checked_out(self, task_image: str) -> str:
         """The task image with its tracked files in the image (dockerfiles/checked-out/), for other harnesses."""
-        tag = checked_out_tag(task_image)
-        with self._lock(tag):
-            if self._present(tag):
-                return tag
-            log.info("building checked-out image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-checked-out-") as tmp:
-                ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("checked-out"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image}, {"sweserve": "1"})
-        return tag
+        return self._dockerfile_layer(checked_out_tag(task_image), "checked-out", {"TASK_IMAGE": task_image}, {})
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
         """The task image plus an agent's install steps (run with network at build time, never in the sandbox)."""
         h = hashlib.sha256("\0".join([task_image, *install]).encode()).hexdigest()[:12]
-        tag = f"sweserve-agent:{agent_name.lower()}-{h}"
+        return self._dockerfile_layer(f"sweserve-agent:{agent_name.lower()}-{h}", "agent",
+                                      {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
+                                      {"sweserve.agent": agent_name})
+
+    def _dockerfile_layer(self, tag: str, layer: str, buildargs: dict, labels: dict) -> str:
+        """tag, built once (under the host lock) from the layer's Dockerfile alone unless it is present."""
         with self._lock(tag):
             if self._present(tag):
                 return tag
-            log.info("building agent image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
+            log.info("building %s image %s", layer, tag)
+            with tempfile.TemporaryDirectory(prefix=f"sweserve-{layer}-") as tmp:
                 ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("agent"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
-                            {"sweserve": "1", "sweserve.agent": agent_name})
+                (ctx / "Dockerfile").write_bytes(dockerfile(layer))
+                self._build(ctx, tag, buildargs, {"sweserve": "1", **labels})
         return tag
 
     def proxy(self, base: str = PROXY_BASE) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
 
-from sweserve.agents.base import IN_BOX
+from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
 from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
@@ -31,14 +31,6 @@ RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
 HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-
-
-class PatchError(Exception):
-    """A patch did not apply; `which` names it (candidate, oracle, tests), the message is git's output."""
-
-    def __init__(self, which: str, message: str):
-        super().__init__(message)
-        self.which = which
 
 
 class TestRunError(Exception):
@@ -71,29 +63,6 @@ class TestRun:
 
 def in_sandbox_script(name: str) -> bytes:
     return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
-
-
-def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index: bool = False) -> None:
-    """git apply in /testbed; with index, the index records what it touched (new files included)."""
-    if not patch.strip():
-        return
-    path = f"{IN_BOX}/{name}.patch"
-    box.put_file(path, patch.encode("utf-8"))
-    flags = "--index " if index else ""
-    res = box.exec(f"git apply {flags}--binary --whitespace=nowarn {shlex.quote(path)}", timeout)
-    if res.exit_code != 0:
-        raise PatchError(name, res.tail(1000).strip() or f"git apply exited {res.exit_code}")
-
-
-def install_harness(box: Sandbox) -> str:
-    """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
-    put_tree(box, HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
-    res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
-    lines = res.output.strip().splitlines()
-    if res.exit_code != 0 or not lines:
-        raise TestRunError(f"the test runner cannot start in the task image (exit {res.exit_code})",
-                           output=res.output)
-    return lines[-1].strip()
 
 
 def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
@@ -144,7 +113,7 @@ def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str]
     return outcomes, skips, messages
 
 
-def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = (),
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
               files: dict[str, bytes] | None = None) -> TestRun:
     """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
     runner never finished."""

@@ -83,8 +83,10 @@ def _tree_flags(tree: ast.AST) -> set[str]:
         targets = []
         if isinstance(node, ast.Assign):
             targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = getattr(node, "targets", None) or [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
         for target in targets:
             if isinstance(target, ast.Attribute) and _runner_object(_dotted(target, aliases)):
                 found.add("test runner patched")

@@ -27,21 +27,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweserve.agents.base import Agent
+from sweserve.agents.base import Agent, Redactor
 from sweserve.environment.context import Context
 from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
-from sweserve.evaluation.verifier import Graded, verify
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
+from sweserve.evaluation.verifier import Graded, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
 REASON_CHARS = 300
 MAX_SUBMISSION_BYTES = 5 * 2**20  # default; `sweserve run --max-submission-mb`
-MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
 
 
 NOT_VALIDATED = "not validated: run `sweserve validate` first"
@@ -117,21 +116,6 @@ class TrialRequest:
     attempt: int
     folder: TrialFolder
     max_submission_bytes: int = MAX_SUBMISSION_BYTES
-
-
-class Redactor:
-    """Replaces an agent's secrets (values it was given through `env:`, its API key) in everything recorded."""
-
-    def __init__(self, secrets: list[str]):
-        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-
-    def holds_secret(self, text: str) -> bool:
-        return any(s in text for s in self.secrets)
-
-    def __call__(self, text: str) -> str:
-        for value in self.secrets:
-            text = text.replace(value, "***")
-        return text
 
 
 @dataclass(frozen=True)
@@ -265,7 +249,7 @@ def run_trial_safely(ctx: Context, req: TrialRequest) -> RunResult:
     except BaseException as exc:  # noqa: BLE001 - recorded, never lost
         log.error("trial %s #%d failed outside its pipeline: %s", req.bundle.task.task_id, req.attempt,
                   exc.__class__.__name__)
-        fields = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
+        fields: dict = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
                   "reason": f"internal error: {exc.__class__.__name__} outside the trial pipeline"}
         return _record(ctx, req, fields, started, t0, Redactor(agent_secrets(req.agent)),
                        RedactedFolder(req.folder, Redactor([])))

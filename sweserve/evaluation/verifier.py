@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from sweserve.agents.base import IN_BOX
+from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
@@ -98,7 +99,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     apply = "true"
     if patch.strip():
         files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
-        apply = (f"{{ git apply --index --binary --whitespace=nowarn {IN_BOX}/{name}.patch 2>{IN_BOX}/apply.err "
+        apply = (f"{{ {apply_command(f'{IN_BOX}/{name}.patch', index=True)} 2>{IN_BOX}/apply.err "
                  f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     put_tree(box, "/", tar_of(files))
@@ -117,9 +118,9 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     manifest, installed, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    files = set(_split_z(listed))
-    packages = package_dirs(files)
-    base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    tracked = set(_split_z(listed))
+    packages = package_dirs(tracked)
+    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
     except ValueError:
@@ -160,7 +161,7 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     if delete:
         steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit 22; }}")
     if bundle.tests_patch.strip():
-        steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
+        steps.append(f"{{ {apply_command(f'{IN_BOX}/tests.patch')} 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")

@@ -174,9 +174,9 @@ def write_html_report(reports: list[AgentReport], results: list[RunResult], bund
         bundle = bundles.get(task_id)
         if bundle is None:
             continue
-        page = out.parent / review_path(agent, task_id)
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(review_html(bundle, result), encoding="utf-8")
+        review = out.parent / review_path(agent, task_id)
+        review.parent.mkdir(parents=True, exist_ok=True)
+        review.write_text(review_html(bundle, result), encoding="utf-8")
         linked.add((agent, task_id))
     charts = ""
     if reports:

@@ -30,7 +30,7 @@ def _dist_files():
     """The installed files of the runner's distributions, from their RECORD, plus this harness."""
     from importlib import metadata
 
-    files = []
+    files: list[str] = []
     for name in RUNNER_DISTS:
         try:
             dist = metadata.distribution(name)

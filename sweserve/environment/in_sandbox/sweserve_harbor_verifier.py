@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, "/tests")
-from sweserve_patches import drop_paths, is_interpreter_hook, touched_paths  # noqa: E402
+from sweserve_patches import APPLY, drop_paths, is_interpreter_hook, touched_paths  # noqa: E402
 
 HERE = Path("/tests")
 VERIFIER = Path("/logs/verifier")
@@ -50,10 +50,10 @@ def main():
     kept, dropped = drop_paths(patch, is_test)
     if kept.strip():
         Path("/tmp/sweserve-model.patch").write_text(kept, encoding="utf-8", errors="surrogateescape")
-        proc = git("apply", "--binary", "--whitespace=nowarn", "/tmp/sweserve-model.patch", check=False)
+        proc = git(*APPLY[1:], "/tmp/sweserve-model.patch", check=False)
         if proc.returncode != 0:
             finish("patch_failed", proc.stderr.strip()[-1000:], dropped_test_edits=dropped)
-    proc = git("apply", "--binary", "--whitespace=nowarn", str(HERE / "tests.patch"), check=False)
+    proc = git(*APPLY[1:], str(HERE / "tests.patch"), check=False)
     if proc.returncode != 0:
         finish("error", "tests.patch did not apply: " + proc.stderr.strip()[-1000:], dropped_test_edits=dropped)
     env = dict(os.environ)
