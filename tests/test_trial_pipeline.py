@@ -99,6 +99,9 @@ def test_manifest_and_resume_refuses_changed_tasks_or_configs(tmp_path):
     assert run_evaluation(ctx, changed, NullAgent(), out, force=True) == []
 
     one = CommandAgent("echo one", name="cmd")
+    with pytest.raises(SweserveError, match="run id run1 is already used by agent null"):
+        run_evaluation(ctx, tasks, one, out)  # a run id is one agent's: its manifest names only that agent
+    ctx.run_id = "run2"
     run_evaluation(ctx, tasks, one, out)
     with pytest.raises(SweserveError, match="agent cmd's config changed"):
         run_evaluation(ctx, tasks, CommandAgent("echo two", name="cmd"), out)

@@ -38,12 +38,14 @@ def run(args, console: Console) -> int:
     for path in paths:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
-    results = [r for path in paths for r in read_results(path)]
+    per_file = {path: read_results(path) for path in paths}
+    results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     selected: dict[str, Selection] = {}
-    for path in paths:
-        for agent, sel in read_manifests(runs_root(path)).items():
+    for path in paths:  # each file's own runs: other results files in its folder are not reported
+        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
+        for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     if args.tasks:
         from sweserve.dataset.taskstore import load_all

@@ -58,11 +58,21 @@ def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path)
 
 def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle],
                    attempts: int = 1) -> Path:
+    """`runs/<run_id>/manifest.json`: one run is one agent on one results file; a run id already used by
+    another agent or file is refused (one manifest would otherwise speak for two runs)."""
     path = runs_root(results_path) / run_id / "manifest.json"
+    try:
+        prior = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        prior = None
+    if isinstance(prior, dict) and (prior.get("agent") != agent.name
+                                    or prior.get("results", results_path.name) != results_path.name):
+        raise SweserveError(f"run id {run_id} is already used by agent {prior.get('agent')} in {path.parent}; "
+                            "choose another --run-id")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
-        "agent": agent.name, "agent_config_hash": agent.config_hash(), "attempts": attempts,
+        "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(), "attempts": attempts,
         "tasks": {b.task.task_id: b.content_hash() for b in bundles},
         "families": {b.task.task_id: b.task.family for b in bundles},
     }, indent=2) + "\n")

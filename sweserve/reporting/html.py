@@ -15,10 +15,11 @@ from pathlib import Path
 from sweserve.evaluation.results import latest
 from sweserve.models import RunResult, TaskBundle
 from sweserve.reporting.review import review_html
-from sweserve.reporting.summary import AgentReport
+from sweserve.reporting.summary import MISSING, AgentReport
 
 STATUS_COLOR = {"resolved": "#1a7f37", "failed": "#cf222e", "patch_failed": "#8250df", "error": "#bf8700",
-                "skipped": "#8c959f"}
+                "skipped": "#8c959f", "tampered": "#a40e26", MISSING: "#cf222e"}
+OTHER_COLOR = "#1f2328"  # a status this page does not know yet still renders
 PLOT_CONFIG = {"displayModeBar": False, "responsive": False}
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px 32px;color:#1f2328}
@@ -141,7 +142,7 @@ def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
             if (rep.agent, task_id) in linked:
                 body = f'<a href="{html.escape(review_path(rep.agent, task_id))}">{body}</a>'
             cells.append(f'<td class="cell" id="cell-{safe_name(rep.agent)}-{html.escape(task_id)}" '
-                         f'style="color:{STATUS_COLOR[row.status]}" title="{title}">{body}</td>')
+                         f'style="color:{STATUS_COLOR.get(row.status, OTHER_COLOR)}" title="{title}">{body}</td>')
         out.append(f"<tr><td class='task'>{html.escape(task_id)}</td><td>{families[task_id]}</td>{''.join(cells)}</tr>")
     return "".join(out) + "</table>"
 
