@@ -12,6 +12,7 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # an image registry on 127.0.0.1 for the tests of images shared between cluster nodes
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # renders `sweserve report --html` in tests
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)  # selenium drives it there
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_apt[*]}"
