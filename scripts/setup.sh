@@ -58,6 +58,13 @@ if [ ! -x .sweserve/harbor/bin/harbor ]; then
     echo "setup: no Python >= 3.12 found; Harbor tests will be skipped" >&2
   fi
 fi
+# mini-swe-agent, the version the shipped config installs in sandboxes, in a venv of its own: the test that runs the
+# real `mini` against the scripted model (tests/test_trajectories.py) finds it there.
+if [ ! -x .sweserve/mini/bin/mini ]; then
+  echo "setup: installing mini-swe-agent into .sweserve/mini"
+  python3 -m venv .sweserve/mini
+  .sweserve/mini/bin/python -m pip install -q 'mini-swe-agent==2.4.6' || echo "setup: mini-swe-agent not installed; its test will be skipped" >&2
+fi
 if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   # bookworm's docker-compose is v1; trixie's package ships the v2 plugin binary (static Go, runs on bookworm)
   echo "setup: installing the docker compose v2 plugin from Debian trixie's docker-compose package"

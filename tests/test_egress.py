@@ -36,8 +36,8 @@ def test_egress_endpoints_become_origins():
     agent = CommandAgent(c.command, cfg=c)
     assert agent.egress == c.egress and agent.closed_book is False
     assert agent.config_hash() != CommandAgent(c.command, cfg=cfg()).config_hash()
-    # without egress the hash is what it was before the field existed: earlier results still resume
-    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book"})
+    # without egress (or trajectory) the hash is what it was before the fields existed: earlier results resume
+    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book", "trajectory"})
     assert CommandAgent("true", cfg=cfg()).config_hash() == hashlib.sha256(before.encode()).hexdigest()[:16]
 
 
