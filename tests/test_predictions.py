@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,15 @@ def test_other_shapes_grade_the_same(demo, tmp_path, shape):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (r,) = read_results(out)
     assert (r.agent, r.status, r.agent_run.model) == ("renamed", "resolved", "m") and r.model_patch
+
+
+def test_predictions_naming_no_known_task_exit_non_zero_in_one_line(tmp_path):
+    """Nothing would be graded: that is a mistake (a wrong --tasks, another dataset's file), not a pass."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"instance_id": f"django__django-{i}", "model_name_or_path": "m",
+                                         "model_patch": "diff"}) + "\n" for i in range(5)))
+    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    proc = cli("run", "--predictions", str(preds), "--tasks", str(tasks), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "none of its 5 instance ids names a task in" in proc.stderr and "django__django-0" in proc.stderr
+    assert not (tmp_path / "results").exists()

@@ -72,6 +72,9 @@ def _run_predictions(args, console: Console) -> int:
         preds.agents[0].name = args.agent_name
     if len(preds.agents) > 1 and args.output:
         console.print(f"{len(preds.agents)} models: their results share {escape(args.output)} under their own names")
+    if len(preds.unknown) == len({p.instance_id for p in predictions}):
+        raise SweserveError(f"{args.predictions}: none of its {len(preds.unknown)} instance ids names a task in "
+                            f"{args.tasks} (e.g. {', '.join(preds.unknown[:3])})")
     if preds.unknown:
         console.print(f"[yellow]{len(preds.unknown)} predictions name no task in {escape(args.tasks)} (not graded):[/] "
                       + escape(", ".join(preds.unknown)))
