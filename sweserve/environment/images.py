@@ -45,6 +45,9 @@ def _clock(seconds: float) -> str:
     return f"{m}:{s:02d}"
 
 
+LOG_LINE_CHARS = 200  # of each line of build output shown in the log (the tail kept for errors is whole)
+
+
 class BuildLog:
     """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
     heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
@@ -77,7 +80,8 @@ class BuildLog:
             return
         self.tail.append(text.strip())
         self.last = time.monotonic()
-        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+        shown = text if len(text) <= LOG_LINE_CHARS else text[:LOG_LINE_CHARS - 1] + "…"  # a RUN line can be huge
+        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {shown}")
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval):
