@@ -136,11 +136,13 @@ def _evaluate(args, console: Console, agent, bundles, run_id: str | None, label:
 
 
 def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, report_path, submitted) -> int:
-    from sweserve.evaluation.evaluate import run_evaluation
+    from sweserve.evaluation.evaluate import run_evaluation, run_id_taken
     from sweserve.evaluation.results import read_results
     from sweserve.reporting.summary import Selection, build_reports, render
     from sweserve.reporting.swebench_report import run_report
 
+    if run_id and (owner := run_id_taken(output, run_id, agent.name)):
+        raise SweserveError(f"--run-id {run_id} is already the run of {owner} beside {output}; choose another")
     ctx = make_context(args, console, run_id=run_id)
     executor = make_executor(args, ctx)
     console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "

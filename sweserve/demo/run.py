@@ -47,9 +47,8 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
                           + (f" {o.reason}" if o.reason else ""))
         console.print(f"[bold]3/5[/] validated {sum(o.status == 'valid' for o in outcomes)}/{len(outcomes)} tasks")
         bundles = load_all(tasks_dir)
-        for agent in (OracleAgent(), NullAgent()):  # each agent's run has a run id (and manifest) of its own
-            run_ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir)
-            run_evaluation(run_ctx, bundles, agent, results_dir / f"{agent.name}.jsonl",
+        for agent in (OracleAgent(), NullAgent()):
+            run_evaluation(ctx, bundles, agent, results_dir / f"{agent.name}.jsonl",
                            on_result=lambda r, n, t: console.print(f"  {r.agent} {r.task_id}: {r.status}"))
         console.print("[bold]4/5[/] ran the oracle and null agents")
     finally:
