@@ -184,5 +184,6 @@ def test_demo_written_to_a_file_reads_as_plain_lines(docker_client, tmp_path, no
                  "5/5 demo OK"):
         assert any(ln.startswith(step) for ln in lines), step
     assert sum(" oracle sweserve-demo__" in ln for ln in lines) == 6 and sum(" null " in ln for ln in lines) == 6
-    manifests = [json.loads(p.read_text()) for p in (tmp_path / "state" / "demo" / "results" / "runs").glob("*/manifest.json")]
+    runs = tmp_path / "state" / "demo" / "results" / "runs"
+    manifests = [json.loads(p.read_text()) for p in runs.glob("*/manifest.json")]
     assert sorted(m["agent"] for m in manifests) == ["null", "oracle"]  # one run id per agent

@@ -191,7 +191,8 @@ def test_board_in_headless_chromium_matches_json(results_files, tmp_path):
             browser.find_element(By.ID, "oracle-diff").location["y"]  # side by side
         steps = browser.find_elements(By.CSS_SELECTOR, "#trajectory details.step")
         assert [st.find_element(By.TAG_NAME, "summary").text for st in steps] == [
-            "step 1: grep -rn _MODELS python/", "step 2: cat > python/x.py <<'EOF'", "step 3: Done: the model is registered."]
+            "step 1: grep -rn _MODELS python/", "step 2: cat > python/x.py <<'EOF'",
+            "step 3: Done: the model is registered."]
         assert not steps[0].get_attribute("open")  # folded until clicked
         steps[0].find_element(By.TAG_NAME, "summary").click()
         assert "registry.py:5" in steps[0].text

@@ -58,7 +58,7 @@ def test_report_has_swebench_keys_and_sorts_ids_as_swebench_does(tmp_path, monke
                 "schema_version"):
         assert ours[key] == theirs[key], key
     assert ours["resolved_ids"] == ["o__r-1"] and ours["unresolved_ids"] == ["o__r-2", "o__r-3"]
-    for value, same in zip(ours.values(), theirs.values()):
+    for value, same in zip(ours.values(), theirs.values(), strict=True):
         assert type(value) is type(same)
 
 

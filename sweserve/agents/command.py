@@ -73,7 +73,8 @@ class CommandAgent:
         secrets = list(self._passed.values())
         log = res.output
         if res.truncated:
-            log = f"[sweserve: the first {res.output_bytes - len(res.output.encode())} bytes of this log were cut]\n" + log
+            cut = res.output_bytes - len(res.output.encode())
+            log = f"[sweserve: the first {cut} bytes of this log were cut]\n" + log
         run = AgentRun(
             agent=self.name, version=self.cfg.version, model=self.cfg.model, exit_code=res.exit_code,
             exit_reason="timed_out" if res.timed_out else "finished", wall_s=round(time.monotonic() - t0, 3),
@@ -84,7 +85,7 @@ class CommandAgent:
 
     def _read_trajectory(self, box: Sandbox, run: AgentRun, stdout: str) -> AgentRun:
         """Copy the framework's record into the run's records and take steps, tokens and cost from it."""
-        fmt = self.cfg.trajectory
+        fmt = self.cfg.trajectory or ""
         if fmt == "mini-swe-agent":
             try:
                 raw = box.read_file(TRAJECTORY_PATH, max_bytes=TRAJECTORY_MAX_BYTES)

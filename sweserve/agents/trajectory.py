@@ -160,9 +160,9 @@ def parse_claude_code(text: str) -> Trajectory:
                     by_tool[str(block.get("id"))] = step
         elif kind == "user":
             for block in [_dict(b) for b in _list(message.get("content"))]:
-                step = by_tool.get(str(block.get("tool_use_id")))
-                if block.get("type") == "tool_result" and step is not None:
-                    step.output = _cap(_text_of(block.get("content")))
+                called = by_tool.get(str(block.get("tool_use_id")))
+                if block.get("type") == "tool_result" and called is not None:
+                    called.output = _cap(_text_of(block.get("content")))
         elif kind == "result":
             result = event
     if thought:  # the closing words after the last tool call

@@ -83,7 +83,8 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
-        "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(), "attempts": attempts,
+        "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),
+        "attempts": attempts,
         "tasks": {b.task.task_id: b.content_hash() for b in bundles},
         "families": {b.task.task_id: b.task.family for b in bundles},
     }, indent=2) + "\n")

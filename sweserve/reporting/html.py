@@ -29,7 +29,8 @@ h1{margin:0 0 4px} h2{margin-top:32px;border-bottom:1px solid #d0d7de;padding-bo
 .sub{color:#656d76;margin:0 0 16px}
 table{border-collapse:collapse;font-size:14px} th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left}
 th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.cell a{color:inherit;text-decoration:none} .se{color:#656d76;font-size:12px} td.cell{font-weight:600;white-space:nowrap}
+td.cell a{color:inherit;text-decoration:none} .se{color:#656d76;font-size:12px}
+td.cell{font-weight:600;white-space:nowrap}
 td.task{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;white-space:nowrap}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 """
@@ -125,7 +126,8 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
         se = f' <span class="se" id="lb-{a}-pass_at_1_stderr">{_pp(o.pass_at_1_stderr)}</span>' \
             if o.pass_at_1_stderr is not None else ""
         cells = [
-            ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)), ("", "model", html.escape(rep.model or "—")),
+            ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)),
+            ("", "model", html.escape(rep.model or "—")),
             ("num", "tasks", str(o.tasks)), ("num", "scored", str(o.scored)),
             ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}'),
         ]
@@ -208,9 +210,9 @@ def write_html_report(reports: list[AgentReport], results: list[RunResult], bund
         bundle = bundles.get(task_id)
         if bundle is None:
             continue
-        page = out.parent / review_path(agent, task_id)
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(review_html(bundle, result, board=f"../../{out.name}"), encoding="utf-8")
+        review = out.parent / review_path(agent, task_id)
+        review.parent.mkdir(parents=True, exist_ok=True)
+        review.write_text(review_html(bundle, result, board=f"../../{out.name}"), encoding="utf-8")
         linked.add((agent, task_id))
     charts = script = ""
     if reports:

@@ -127,6 +127,11 @@ def _trajectory_html(steps: list[TrajectoryStep]) -> str:
     return "".join(out)
 
 
+def _folded(title: str, summary: str, text: str) -> str:
+    return (f"<h2>{html.escape(title)}</h2><details><summary>{html.escape(summary)}</summary>"
+            f"<pre>{html.escape(text)}</pre></details>")
+
+
 def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None) -> str:
     """A reviewer page: the instruction rendered, candidate and oracle diffs side by side, the hidden tests'
     outcomes, the agent's trajectory step by step (folded), flags, and a link back to the board."""
@@ -162,11 +167,11 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
             stamp, _, cmd = line.partition("\t")
             when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
             rows.append(f"{when}  {cmd}")
-        human += f"<h2>Transcript</h2><details><summary>the shell's history</summary><pre>{e(chr(10).join(rows))}</pre></details>"
+        human += _folded("Transcript", "the shell's history", "\n".join(rows))
     if run and run.keystrokes:
-        human += f"<h2>Keystrokes</h2><details><summary>what was typed</summary><pre>{e(run.keystrokes)}</pre></details>"
+        human += _folded("Keystrokes", "what was typed", run.keystrokes)
     if run and run.screen:
-        human += f"<h2>Terminal</h2><details><summary>the end of the screen</summary><pre>{e(run.screen)}</pre></details>"
+        human += _folded("Terminal", "the end of what the terminal showed", run.screen)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Review {e(task.task_id)} — {e(who)}</title>
 <style>{REVIEW_CSS}</style></head><body>
@@ -180,7 +185,8 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
 <h2>Flags</h2>
 <section id="flags"><ul>{"".join(flags) or '<li class="none">the tamper scan flagged nothing</li>'}</ul></section>
 <h2>Diffs</h2>
-<div class="diffs"><div><h3>Candidate</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
+<div class="diffs">
+<div><h3>Candidate</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
 <div><h3>Oracle</h3><div class="diff" id="oracle-diff">{_diff_html(bundle.oracle_patch)}</div></div></div>
 <h2>Trajectory</h2>
 <section id="trajectory">{_trajectory_html(read_steps(result))}</section>
