@@ -140,3 +140,23 @@ def test_a_run_id_names_one_agent_and_one_results_file(tmp_path):
     write_manifest(out, "run1", OracleAgent(), [])  # the same run resumed
     with pytest.raises(SweserveError, match="run id run1 is already used by agent oracle"):
         write_manifest(tmp_path / "results" / "null.jsonl", "run1", NullAgent(), [])
+
+
+def test_reviewer_pages_find_trial_folders_beside_the_results_file(tmp_path):
+    """A run records its trial folders relative to where it ran; the board is often made elsewhere."""
+    results = tmp_path / "results"
+    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    task = sorted(p.name for p in tasks.iterdir() if (p / "task.json").is_file())[0]
+    r = record(task, "failed", "cmd", run_id="r9")
+    r.trial_dir = f"results/runs/r9/cmd/{task}/1"  # relative to a folder the report is not run from
+    folder = results / "runs" / "r9" / "cmd" / task / "1"
+    folder.mkdir(parents=True)
+    (folder / "steps.json").write_text(json.dumps([{"thought": "look", "command": "ls /testbed", "output": "x"}]))
+    (results / "cmd.jsonl").write_text(r.model_dump_json() + "\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(results / "cmd.jsonl"), "--tasks",
+                           str(tasks), "--html", "board.html"], capture_output=True, text=True, cwd=site)
+    assert proc.returncode == 0, proc.stderr
+    page = (site / "reviews" / "cmd" / f"{task}.html").read_text()
+    assert "step 1: ls /testbed" in page
