@@ -186,8 +186,8 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
 <section id="flags"><ul>{"".join(flags) or '<li class="none">the tamper scan flagged nothing</li>'}</ul></section>
 <h2>Diffs</h2>
 <div class="diffs">
-<div><h3>Candidate</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
-<div><h3>Oracle</h3><div class="diff" id="oracle-diff">{_diff_html(bundle.oracle_patch)}</div></div></div>
+<div><h3>Candidate diff</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
+<div><h3>Oracle diff</h3><div class="diff" id="oracle-diff">{_diff_html(bundle.oracle_patch)}</div></div></div>
 <h2>Trajectory</h2>
 <section id="trajectory">{_trajectory_html(read_steps(result))}</section>
 {human}
