@@ -160,3 +160,18 @@ def test_reviewer_pages_find_trial_folders_beside_the_results_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     page = (site / "reviews" / "cmd" / f"{task}.html").read_text()
     assert "step 1: ls /testbed" in page
+
+
+def test_reviewer_page_renders_the_instruction_and_escapes_what_the_candidate_wrote(tmp_path):
+    from sweserve.dataset.taskstore import load_all
+    from sweserve.reporting.review import review_html
+
+    bundle = load_all(Path(__file__).resolve().parent.parent / "tasks")[0]
+    bundle = bundle.model_copy(update={"instruction": "# Title\n\nUse `x`.\n<!-- sweserve:interface -->\n"
+                                                      "<script>alert(1)</script>\n<!-- /sweserve:interface -->\n"})
+    r = record(bundle.task.task_id, "tampered", flags=("secret_in_submission",))
+    r.model_patch = "diff --git a/x b/x\n+<img src=x onerror=alert(1)>\n"
+    page = review_html(bundle, r, board="../../board.html")
+    assert "<h1>Title</h1>" in page and "<code>x</code>" in page and "sweserve:interface" not in page
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert '<a id="back" href="../../board.html">' in page and "flagged: secret_in_submission" in page

@@ -94,6 +94,7 @@ def _markdown_html(text: str) -> str:
     """The instruction rendered (CommonMark, raw HTML in it escaped: the statement is data)."""
     from markdown_it import MarkdownIt
 
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # sweserve's own markers (the interface section's)
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
