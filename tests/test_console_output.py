@@ -185,7 +185,8 @@ def test_demo_written_to_a_file_reads_as_plain_lines(docker_client, tmp_path, no
     for step in ("1/5 built demo repository", "2/5 mined", "3/5 validated 6/6 tasks", "4/5 ran the oracle and null",
                  "5/5 demo OK"):
         assert any(ln.startswith(step) for ln in lines), step
-    assert sum(" oracle sweserve-demo__" in ln for ln in lines) == 6 and sum(" null " in ln for ln in lines) == 6
+    assert sum(ln.startswith("  oracle sweserve-demo__") for ln in lines) == 6
+    assert sum(ln.startswith("  null sweserve-demo__") for ln in lines) == 6
     runs = tmp_path / "state" / "demo" / "results" / "runs"
     manifests = [json.loads(p.read_text()) for p in runs.glob("*/manifest.json")]
     assert sorted(m["agent"] for m in manifests) == ["null", "oracle"]  # one run id per agent
