@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sweserve.models import TRAJECTORY_STEPS_FILE, RunResult, TaskBundle, TrajectoryStep
 
+MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
 
 
@@ -113,7 +114,8 @@ def _trajectory_html(steps: list[TrajectoryStep]) -> str:
     if not steps:
         return "<p>No trajectory was recorded for this run.</p>"
     out = []
-    for n, step in enumerate(steps, 1):
+    shown, more = steps[:MAX_STEPS_SHOWN], len(steps) - MAX_STEPS_SHOWN
+    for n, step in enumerate(shown, 1):
         head = (step.command or step.thought).strip().splitlines()[0] if (step.command or step.thought).strip() else ""
         head = head if len(head) <= 140 else head[:139] + "…"
         body = ""
@@ -125,6 +127,8 @@ def _trajectory_html(steps: list[TrajectoryStep]) -> str:
             body += f"<pre class='out'>{html.escape(step.output)}</pre>"
         out.append(f'<details class="step" id="step-{n}"><summary>step {n}: {html.escape(head)}</summary>{body}'
                    "</details>")
+    if more > 0:
+        out.append(f"<p>… {more} more steps in the trial folder's steps.json</p>")
     return "".join(out)
 
 
