@@ -175,3 +175,11 @@ def test_reviewer_page_renders_the_instruction_and_escapes_what_the_candidate_wr
     assert "<h1>Title</h1>" in page and "<code>x</code>" in page and "sweserve:interface" not in page
     assert "<script>alert" not in page and "<img src=x" not in page
     assert '<a id="back" href="../../board.html">' in page and "flagged: secret_in_submission" in page
+
+
+def test_a_huge_trajectory_is_shown_in_part():
+    from sweserve.models import TrajectoryStep
+    from sweserve.reporting.review import MAX_STEPS_SHOWN, trajectory_html
+
+    page = trajectory_html([TrajectoryStep(command=f"echo {i}") for i in range(MAX_STEPS_SHOWN + 100)])
+    assert page.count("<details") == MAX_STEPS_SHOWN and "100 more steps" in page

@@ -110,7 +110,7 @@ def read_steps(result: RunResult) -> list[TrajectoryStep]:
         return []
 
 
-def _trajectory_html(steps: list[TrajectoryStep]) -> str:
+def trajectory_html(steps: list[TrajectoryStep]) -> str:
     if not steps:
         return "<p>No trajectory was recorded for this run.</p>"
     out = []
@@ -194,7 +194,7 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
 <div><h3>Candidate diff</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
 <div><h3>Oracle diff</h3><div class="diff" id="oracle-diff">{_diff_html(bundle.oracle_patch)}</div></div></div>
 <h2>Trajectory</h2>
-<section id="trajectory">{_trajectory_html(read_steps(result))}</section>
+<section id="trajectory">{trajectory_html(read_steps(result))}</section>
 {human}
 </body></html>
 """
