@@ -40,13 +40,17 @@ def _observation(call_id, output, code):
 
 
 MINI = {
-    "info": {"model_stats": {"instance_cost": 0.0123, "api_calls": 3}, "mini_version": "2.4.6",
+    "info": {"model_stats": {"instance_cost": 0.0133, "api_calls": 4}, "mini_version": "2.4.6",
              "exit_status": "Submitted", "submission": "", "config": {"agent": {}, "model": {}}},
     "messages": [
         {"role": "system", "content": "You are a helpful assistant."},
         {"role": "user", "content": "Please solve this issue: shard ranges"},
         _assistant("Let me read the file.", "cat parallel_state.py", "c1", 1000, 50, 0.004),
         _observation("c1", "def shard_range(n, world, rank):\n    ...\n", 0),
+        {"role": "user", "content": "No tool calls found in the response. Every response MUST include at least one "
+                                    "tool call.",  # a billed call mini-swe-agent could not parse
+         "extra": {"interrupt_type": "FormatError", "cost": 0.001,
+                   "response": {"id": "r", "usage": {"prompt_tokens": 1200, "completion_tokens": 5}}}},
         _assistant("Now fix it.", "sed -i 's/a/b/' parallel_state.py", "c2", 1500, 80, 0.005),
         _observation("c2", "", 0),
         _assistant("Done.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "c3", 1800, 10, 0.0033),
@@ -116,8 +120,8 @@ def jsonl(events):
 
 def test_mini_swe_agent_trajectory():
     traj = parse_trajectory("mini-swe-agent", json.dumps(MINI))
-    assert (traj.calls, traj.prompt_tokens, traj.completion_tokens) == (3, 4300, 140)
-    assert traj.cost_usd == pytest.approx(0.0123)
+    assert (traj.calls, traj.prompt_tokens, traj.completion_tokens) == (4, 5500, 145)
+    assert traj.cost_usd == pytest.approx(0.0133)
     first = traj.steps[0]
     assert first.thought == "Let me read the file." and first.command == "cat parallel_state.py"
     assert first.output == "[exit code: 0]\ndef shard_range(n, world, rank):\n    ...\n"
@@ -200,14 +204,14 @@ def test_command_agent_keeps_the_whole_log_and_its_trajectory_out_of_the_index()
     box = ScriptedBox(noise, {TRAJECTORY_PATH: json.dumps(MINI).encode()})
     run = agent("mini-swe-agent").solve(box, bundle())
     assert box.env["SWESERVE_TRAJECTORY"] == TRAJECTORY_PATH
-    assert (run.steps, run.prompt_tokens, run.completion_tokens, run.cost_usd) == (3, 4300, 140, 0.0123)
+    assert (run.steps, run.prompt_tokens, run.completion_tokens, run.cost_usd) == (4, 5500, 145, 0.0133)
     assert set(run.records) == {"agent.log", "trajectory.json", "steps.json"}
     assert run.records["agent.log"].startswith("line 0 of") and len(run.records["agent.log"]) > 50_000
     assert "sk-secret-value" not in run.records["agent.log"] and "key ***" in run.records["agent.log"]
     assert 3900 < len(run.log_tail) <= 4000 and run.log_tail.endswith("key ***\n")
     assert json.loads(run.records["steps.json"])[0]["command"] == "cat parallel_state.py"
     index_line = json.loads(run.model_dump_json())
-    assert "records" not in index_line and AgentRun.model_validate(index_line).steps == 3
+    assert "records" not in index_line and AgentRun.model_validate(index_line).steps == 4
 
 
 def test_stream_formats_are_the_agents_stdout_and_a_cut_log_says_so():

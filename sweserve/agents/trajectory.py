@@ -100,14 +100,16 @@ def parse_mini_swe_agent(text: str) -> Trajectory:
     cost = 0.0
     priced = False
     for i, msg in enumerate(messages):
-        if msg.get("role") != "assistant":
-            continue
         extra = _dict(msg.get("extra"))
+        # every billed call left its response: an assistant message, or the format-error message that
+        # replaced one (mini-swe-agent keeps the response and cost of a call it could not parse)
         usage = _dict(_dict(extra.get("response")).get("usage"))
         traj.prompt_tokens += _int(usage.get("prompt_tokens"))
         traj.completion_tokens += _int(usage.get("completion_tokens"))
         if (c := _num(extra.get("cost"))) is not None:
             cost, priced = cost + c, True
+        if msg.get("role") != "assistant":
+            continue
         actions = [_dict(a) for a in _list(extra.get("actions"))]
         ids = {a.get("tool_call_id") for a in actions if a.get("tool_call_id")}
         outputs = []
