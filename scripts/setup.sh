@@ -12,6 +12,7 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # an image registry on 127.0.0.1 for the tests of images shared between cluster nodes
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # renders `sweserve report --html` in tests
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)  # selenium drives it there
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_apt[*]}"
@@ -56,6 +57,13 @@ if [ ! -x .sweserve/harbor/bin/harbor ]; then
   else
     echo "setup: no Python >= 3.12 found; Harbor tests will be skipped" >&2
   fi
+fi
+# mini-swe-agent, the version the shipped config installs in sandboxes, in a venv of its own: the test that runs the
+# real `mini` against the scripted model (tests/test_trajectories.py) finds it there.
+if [ ! -x .sweserve/mini/bin/mini ]; then
+  echo "setup: installing mini-swe-agent into .sweserve/mini"
+  python3 -m venv .sweserve/mini
+  .sweserve/mini/bin/python -m pip install -q 'mini-swe-agent==2.4.6' || echo "setup: mini-swe-agent not installed; its test will be skipped" >&2
 fi
 if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   # bookworm's docker-compose is v1; trixie's package ships the v2 plugin binary (static Go, runs on bookworm)

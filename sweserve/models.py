@@ -213,6 +213,17 @@ class TestResults(Strict):
         )
 
 
+class TrajectoryStep(Strict):
+    """One step of a command agent's own trajectory, read from its framework's record (`steps.json`)."""
+
+    thought: str = ""
+    command: str = ""
+    output: str = ""
+
+
+TRAJECTORY_STEPS_FILE = "steps.json"  # a trial folder's steps, as a JSON list of TrajectoryStep
+
+
 class AgentRun(Strict):
     """What the candidate phase recorded: who ran, how long, how many steps and tokens, and why it stopped."""
 
@@ -236,6 +247,9 @@ class AgentRun(Strict):
                         "host, as plain text (bounded)")
     flags: list[str] = Field(default_factory=list, description="what the agent's own records noticed, e.g. "
                              "transcript_tampered")
+    records: dict[str, str] = Field(default_factory=dict, exclude=True, description="files for the trial's "
+                                    "folder (the full agent.log, its framework's trajectory, steps.json); never "
+                                    "in the results index")
 
 
 class RunResult(Strict):

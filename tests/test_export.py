@@ -284,3 +284,27 @@ def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
     assert HOOK_PATH in r.model_patch
     assert r.status == "failed" and HOOK_PATH in (r.reason or ""), r
     assert r.tests.fail_to_pass == {bundle.task.FAIL_TO_PASS[0]: "failed"}
+
+
+def test_plain_swebench_export_warns_that_its_images_must_be_built(tmp_path):
+    """The `image` column names images no registry holds: without --build-images the user is told, with the
+    command that builds them."""
+    proc = cli("export", DECODING, "--format", "swebench", "--out", str(tmp_path / "out"), "--tasks", str(TASKS),
+               "--split", "dev", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("warning:")]
+    assert "no registry holds" in line and "Docker Hub" in line
+    command = line.split(" with: ", 1)[1]
+    assert command == (f"sweserve export --format swebench --out {tmp_path / 'out'} --build-images --tasks {TASKS} "
+                       f"--split dev {DECODING}")
+
+
+@pytest.mark.docker
+def test_swebench_export_with_build_images_checks_they_exist(docker_client, decoding_image, tmp_path):
+    repo, _ = decoding_image
+    proc = cli("export", DECODING, "--format", "swebench", "--out", str(tmp_path / "out"), "--tasks", str(TASKS),
+               "--build-images", "--repo-path", str(repo), "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "warning:" not in proc.stdout and "images the `image` column names are built and present" in proc.stdout
+    (row,) = [json.loads(x) for x in (tmp_path / "out" / "test.jsonl").read_text().splitlines()]
+    docker_client.images.get(row["image"])

@@ -36,6 +36,10 @@ class CommandAgentConfig(_Config):
                               "egress proxy, as http(s)://host:port (a path is ignored); nothing else is reachable")
     closed_book: bool = Field(False, description="strip hosted tools (web search, code execution) from requests "
                               "to the egress endpoints")
+    trajectory: Literal["mini-swe-agent", "claude-code", "codex"] | None = Field(
+        None, description="the format of the agent's own record, copied into the trial folder and read for steps, "
+        "tokens and cost: mini-swe-agent's trajectory JSON (written to $SWESERVE_TRAJECTORY), Claude Code's "
+        "stream-json or Codex's --json events (its stdout)")
 
     @field_validator("egress")
     @classmethod

@@ -110,14 +110,14 @@ def progress_bar(console: Console):
                     console=console, transient=False)
 
 
-def make_context(args, console: Console):
+def make_context(args, console: Console, run_id: str | None = None):
     from sweserve.dataset.taskstore import readable_tasks
     from sweserve.environment.context import Context
 
     ctx = Context.create(
         state_dir=Path(args.state_dir), ca_bundle=args.ca_bundle,
         repo_path=Path(args.repo_path) if getattr(args, "repo_path", None) else None,
-        registry=getattr(args, "registry", None),
+        registry=getattr(args, "registry", None), run_id=run_id,
     )
     if getattr(args, "tasks", None) and Path(args.tasks).is_dir():
         ctx.share_env_layers(readable_tasks(Path(args.tasks)))  # all the project's tasks: the shared layer stays put

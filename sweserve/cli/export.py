@@ -58,7 +58,15 @@ def run(args, console: Console) -> int:
 
         tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
         paths = export_swebench(bundles, out, tags, split=args.split)
-        console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True)
+        console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
+                      markup=False)
+        if args.build_images:
+            console.print(f"the {len(set(tags.values()))} images the `image` column names are built and present "
+                          "in this Docker daemon", soft_wrap=True, markup=False)
+        else:
+            console.print("warning: the `image` column names task images that no registry holds: build them on "
+                          "the machine that runs swebench (else swebench tries to pull them from Docker Hub) with: "
+                          + _build_command(args), soft_wrap=True, markup=False, highlight=False)
     else:
         _export_harbor(bundles, out, args, console)
     if skipped and not args.include_unvalidated:
@@ -66,12 +74,34 @@ def run(args, console: Console) -> int:
     return 0
 
 
+def _build_command(args) -> str:
+    """The same export with --build-images, as a shell command line."""
+    import shlex
+
+    argv = ["sweserve", "export", "--format", "swebench", "--out", args.out, "--build-images"]
+    for flag, value, default in (("--tasks", args.tasks, "tasks"), ("--state-dir", args.state_dir, ".sweserve"),
+                                 ("--split", args.split, "test"), ("--repo-path", args.repo_path, None),
+                                 ("--ca-bundle", args.ca_bundle, None)):
+        if value is not None and value != default:
+            argv += [flag, str(value)]
+    if args.include_unvalidated:
+        argv.append("--include-unvalidated")
+    return shlex.join(argv + list(args.task_ids))
+
+
 def _build_images(bundles, args, console: Console) -> dict[str, str]:
     from sweserve.cli.common import make_context
+    from sweserve.environment.images import image_exists
+    from sweserve.errors import InfraError
 
     ctx = make_context(args, console)
     try:
-        return {b.task.task_id: ctx.builder.checked_out(ctx.task_image(b)) for b in bundles}
+        tags = {b.task.task_id: ctx.builder.checked_out(ctx.task_image(b)) for b in bundles}
+        missing = sorted({t for t in tags.values() if not image_exists(ctx.client, t)})
+        if missing:  # what the dataset names must be here, or swebench goes to Docker Hub for it
+            raise InfraError("image_build", f"{len(missing)} images the export names are not in the Docker daemon "
+                             f"after building: {', '.join(missing)}")
+        return tags
     finally:
         ctx.close()
 

@@ -38,12 +38,14 @@ def run(args, console: Console) -> int:
     for path in paths:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
-    results = [r for path in paths for r in read_results(path)]
+    per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
+    results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     selected: dict[str, Selection] = {}
-    for path in paths:
-        for agent, sel in read_manifests(runs_root(path)).items():
+    for path in paths:  # each file's own runs: other results files in its folder are not reported
+        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
+        for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
@@ -62,6 +64,18 @@ def run(args, console: Console) -> int:
             console.print("no results yet")
         render(reports, console)
     return 0
+
+
+def _with_trial_folders(path: Path, results):
+    """Each result's trial folder found beside its results file (a run records it relative to where it ran),
+    so reviewer pages find the agent's steps whatever the current folder."""
+    from sweserve.evaluation.trial_folder import TrialFolder
+
+    for r in results:
+        folder = TrialFolder.for_trial(path, r.run_id, r.agent, r.task_id, r.attempt).path
+        if folder.is_dir():
+            r.trial_dir = str(folder)
+    return results
 
 
 def _regraded(paths: list[Path], tasks_dir: Path, console: Console, quiet: bool):

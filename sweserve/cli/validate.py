@@ -49,8 +49,8 @@ def run(args, console: Console) -> int:
                 if not args.no_record and outcome.status != "error":  # the interface needs FAIL_TO_PASS: now
                     lint_after_validation(ctx, tasks_dir, repos[outcome.task_id], outcome, args.reject_lint, console)
                 outcomes.append(outcome)
-                progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}")
-                progress.advance(bar)
+                # one update: the line that names the task counts it (it was printed before the advance)
+                progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}", advance=1)
     finally:
         ctx.close()
     outcomes.sort(key=lambda o: o.task_id)

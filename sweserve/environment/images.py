@@ -42,6 +42,9 @@ PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
+LOG_LINE_CHARS = 200  # of each line of build output shown in the log (the tail kept for errors is whole)
+
+
 class BuildLog:
     """Lines of a long step (a docker build, debootstrap) passed to `log` with the time so far, plus a
     heartbeat line whenever the step has been silent for SWESERVE_HEARTBEAT_S seconds (default 30),
@@ -67,7 +70,8 @@ class BuildLog:
             return
         self.tail.append(text.strip())
         self.last = time.monotonic()
-        self.log(f"  [{clock(self.last - self.start, hours=False)}] {self.what}: {text}")
+        shown = text if len(text) <= LOG_LINE_CHARS else text[:LOG_LINE_CHARS - 1] + "…"  # a RUN line can be huge
+        self.log(f"  [{clock(self.last - self.start, hours=False)}] {self.what}: {shown}")
 
     def _beat(self) -> None:
         now = time.monotonic()

@@ -163,8 +163,9 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
                 fields["flags"].append("secret_in_submission")
             fields.update(model_patch=redact(patch))
             folder.write("submission.patch", patch)
-            if run.log_tail:
-                folder.write("agent.log", run.log_tail)
+            for name, text in {"agent.log": run.log_tail, **run.records}.items():  # the agent's own files
+                if text:
+                    folder.write(name, text)
             if run.keystrokes or run.screen:  # a human session's terminal, recorded on the host
                 folder.write("keystrokes.txt", run.keystrokes)
                 folder.write("terminal.txt", run.screen)
