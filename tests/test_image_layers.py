@@ -2,11 +2,13 @@
 
 import json
 import subprocess
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
 
 from sweserve.dataset.profiles import load_profile
+from sweserve.models import EnvironmentLock
 from sweserve.environment.images import (
     env_image_tag,
     export_repo_at,
@@ -16,8 +18,9 @@ from sweserve.environment.images import (
 )
 
 
-def _task(profile, deps):
-    return SimpleNamespace(profile=profile, dependencies=deps)
+def _task(profile, deps, pins=None):
+    lock = SimpleNamespace(requirements=pins) if pins is not None else None
+    return SimpleNamespace(profile=profile, dependencies=deps, lock=lock)
 
 
 def test_shared_dependencies_are_what_every_task_of_a_profile_declares():
@@ -73,6 +76,15 @@ def test_export_without_history_keeps_the_base_commit_alone_under_its_own_id(mak
     assert "+x = 42" in diff
 
 
+def test_locked_tasks_share_the_pins_all_their_locks_have():
+    """Monthly locks of one repository differ in a few pins; the heavy ones they share go in one layer."""
+    jan = ["jax==0.6.2", "jaxlib==0.6.2", "numpy==2.2.0", "pytest==8.3.4"]
+    feb = ["jax==0.6.2", "jaxlib==0.6.2", "numpy==2.2.1", "pytest==8.3.4"]
+    tasks = [_task("jax", ["jax"], jan), _task("jax", ["jax"], jan), _task("jax", ["jax", "x"], feb),
+             _task("one-lock", ["a"], ["a==1"]), _task("one-lock", ["a"], ["a==1"])]
+    assert shared_dependencies(tasks) == {"jax": ["jax==0.6.2", "jaxlib==0.6.2", "pytest==8.3.4"]}
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_client):
@@ -85,6 +97,13 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     shared = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
     assert shared == ["six==1.16.0"]
     tags = [builder.env(profile, s, shared=shared) for s in sets]
+    # locked tasks too: each lock a thin layer over the pins all locks share
+    locks = [EnvironmentLock(resolved_at=datetime(2024, m, 28, tzinfo=timezone.utc), python="3.11",
+                             requirements=["six==1.16.0", pin]) for m, pin in ((1, "idna==3.6"), (2, "idna==3.7"))]
+    assert shared_dependencies([_task("layers-test", ["six", "idna"], lk.requirements) for lk in locks]) == \
+        {"layers-test": ["six==1.16.0"]}
+    tags += [builder.env(profile, ["six", "idna"], lk, shared=shared) for lk in locks]
+    sets += [lk.requirements for lk in locks]
     common = builder.env(profile, shared)
     layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
     size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731

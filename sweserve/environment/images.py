@@ -205,10 +205,11 @@ def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str
 
 
 def shared_dependencies(tasks: list[Task]) -> dict[str, list[str]]:
-    """Per profile, the dependencies every one of its tasks declares (profiles with one dependency set: none)."""
+    """Per profile, what every one of its tasks installs: the pins all its locks share (locked tasks), or the
+    dependencies all of them declare; none for a profile whose tasks all install the same."""
     sets: dict[str, list[set[str]]] = {}
     for task in tasks:
-        sets.setdefault(task.profile, []).append(set(task.dependencies))
+        sets.setdefault(task.profile, []).append(set(task.lock.requirements if task.lock else task.dependencies))
     return {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
             if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
 
@@ -416,11 +417,13 @@ class ImageBuilder:
     def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None,
             shared: list[str] = ()) -> str:
         """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
-        repository's tasks declare) and no lock, a thin layer over the shared env image of `shared`."""
+        repository's tasks install: declared requirements, or the pins their locks share), a thin layer over
+        the shared env image of `shared`, so the heavy common wheels (jax, torch) are on disk once."""
         dependencies = list(dependencies)
-        shared = [d for d in shared if d in dependencies] if lock is None else []
+        installs = lock.requirements if lock is not None else dependencies
+        shared = [d for d in shared if d in installs]
         full_tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
-        if not shared or set(shared) == set(dependencies):
+        if not shared or set(shared) == set(installs):
             with self._lock(full_tag):
                 if not self._present(full_tag):
                     self._build_env(profile, dependencies, lock, full_tag, "env", {"BASE_IMAGE": self.base(profile)})
@@ -429,7 +432,7 @@ class ImageBuilder:
         tag = layered_env_tag(full_tag, common)
         with self._lock(tag):
             if not self._present(tag):
-                self._build_env(profile, dependencies, None, tag, "env-delta", {"COMMON_IMAGE": common})
+                self._build_env(profile, dependencies, lock, tag, "env-delta", {"COMMON_IMAGE": common})
         return tag
 
     def _build_env(self, profile: RepoProfile, dependencies: list[str], lock: EnvironmentLock | None, tag: str,
