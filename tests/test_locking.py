@@ -260,7 +260,7 @@ class Resolver:
         self.calls: list[tuple] = []
         self.fail_before, self.transient = fail_before, transient
 
-    def __call__(self, packages, python, as_of, index_options):
+    def __call__(self, packages, python, as_of, index_options, platform="linux"):
         self.calls.append((tuple(packages), as_of))
         if self.transient:
             raise LockError("uv pip compile took more than 300s")
@@ -336,7 +336,7 @@ def test_distinct_locks_resolve_concurrently_within_the_bound(tmp_path):
     running, peak = [0], [0]
     guard = threading.Lock()
 
-    def slow(packages, python, as_of, index_options):
+    def slow(packages, python, as_of, index_options, platform="linux"):
         with guard:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -368,3 +368,18 @@ def test_re_mining_with_a_warm_lock_cache_needs_no_index(make_repo, tmp_path, in
     warm = mine(open_repo(repo.path), profile, tmp_path / "fresh-tasks", lock_cache=cache)  # a new tasks folder
     assert warm.locks.resolved == 0 and warm.locks.cached == 1
     assert {load_bundle(tmp_path / "fresh-tasks" / t).task.lock.model_dump_json() for t in warm.written} == locks
+
+
+def test_locks_resolve_for_the_wheels_the_base_images_glibc_loads():
+    """uv's plain 'linux' is manylinux_2_28: it refused libtpu's wheels for 28 of sglang-jax's 164 tasks."""
+    from sweserve.dataset.locking import image_platform
+
+    assert image_platform("sweserve-base:trixie") == "x86_64-manylinux_2_40"
+    assert image_platform("sweserve-base:bookworm") == "x86_64-manylinux_2_36"
+    assert image_platform("nvcr.io/nvidia/pytorch:24.05") == "linux"
+    seen = []
+    locker = Locker([], "3.13", [], "month", None, "x86_64-manylinux_2_40",
+                    resolve=lambda p, py, when, idx, platform: seen.append(platform) or EnvironmentLock(
+                        resolved_at=when, python=py, requirements=list(p)))
+    locker.lock_all([_task(1, "2024-01-05T00:00:00")], lambda t: False, at("2024-02-01"))
+    assert seen == ["x86_64-manylinux_2_40"]

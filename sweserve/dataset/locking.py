@@ -41,6 +41,10 @@ _URL = re.compile(r"@\s*(https?|file|ftp)://|^\s*(https?|file|ftp)://", re.IGNOR
 _PATH = re.compile(r"^\s*(\.{1,2}/|/|~)|\s@\s*\.{0,2}/")
 # Python of the sweserve-base images, by Debian suite: what a lock must resolve for.
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
+# the wheels their glibc can load (trixie's 2.41 is past uv's newest target): 'linux' alone means manylinux_2_28
+# to uv, which refuses wheels like libtpu's that a newer glibc installs
+SUITE_PLATFORM = {"bullseye": "x86_64-manylinux_2_31", "bookworm": "x86_64-manylinux_2_36",
+                  "trixie": "x86_64-manylinux_2_40"}
 
 
 class LockError(Exception):
@@ -82,6 +86,13 @@ def image_python(base_image: str, fallback: str) -> str:
     return fallback
 
 
+def image_platform(base_image: str) -> str:
+    """uv's --python-platform for what a sweserve-base:<suite> image can install; plain 'linux' for others."""
+    if base_image.startswith("sweserve-base:"):
+        return SUITE_PLATFORM.get(base_image.split(":", 1)[1], "linux")
+    return "linux"
+
+
 def uv_bin() -> str:
     from uv import find_uv_bin
 
@@ -95,12 +106,12 @@ def _one_line(text: str) -> str:
 
 
 def lock(requirements: list[str], python: str, as_of: datetime, index_options: list[str] = (),
-         timeout: float = 300) -> EnvironmentLock:
+         timeout: float = 300, platform: str = "linux") -> EnvironmentLock:
     """Resolve requirements for Linux and python with the versions the index had at as_of."""
     keep, left_out = installable(requirements)
     when = as_of.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     cmd = [uv_bin(), "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--exclude-newer", when,
-           "--python-version", python, "--python-platform", "linux", *index_options,
+           "--python-version", python, "--python-platform", platform, *index_options,
            # resolve for `python` without looking for that interpreter here (a slow search, or a download)
            "--python", sys.executable, "--no-python-downloads"]
     try:
@@ -156,11 +167,13 @@ class LockStats(BaseModel):
 class _Key:
     packages: tuple[str, ...]
     python: str
+    platform: str
     index_options: tuple[str, ...]
     cutoff: datetime
 
     def digest(self) -> str:
-        blob = json.dumps([list(self.packages), self.python, list(self.index_options), self.cutoff.isoformat()])
+        blob = json.dumps([list(self.packages), self.python, self.platform, list(self.index_options),
+                           self.cutoff.isoformat()])
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -181,6 +194,7 @@ class Locker:
     index_options: list[str]
     epoch: LockEpoch = "month"
     cache_dir: Path | None = None
+    platform: str = "linux"
     stored: Callable[[str], EnvironmentLock | None] = lambda _task_id: None
     workers: int = 4
     resolve: Callable[..., EnvironmentLock] = field(default=lambda *a, **k: lock(*a, **k))
@@ -240,7 +254,7 @@ class Locker:
         return out
 
     def _key(self, packages: tuple[str, ...], cutoff: datetime) -> _Key:
-        return _Key(packages, self.python, tuple(self.index_options), cutoff.astimezone(timezone.utc))
+        return _Key(packages, self.python, self.platform, tuple(self.index_options), cutoff.astimezone(timezone.utc))
 
     @staticmethod
     def _matches(old: EnvironmentLock, key: _Key) -> bool:
@@ -267,7 +281,7 @@ class Locker:
     def _run(self, key: _Key) -> EnvironmentLock | str:
         try:
             answer: EnvironmentLock | str = self.resolve(list(key.packages), key.python, key.cutoff,
-                                                         list(key.index_options))
+                                                         list(key.index_options), platform=key.platform)
         except LockError as exc:
             answer = str(exc)
             if not any(word in answer.lower() for word in _FINAL):

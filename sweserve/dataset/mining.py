@@ -21,7 +21,7 @@ from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
 from sweserve.dataset.patches import section_paths, split_sections, touched_paths
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.dataset.locking import Locker, LockStats, image_python
+from sweserve.dataset.locking import Locker, LockStats, image_platform, image_python
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
@@ -381,7 +381,7 @@ def lock_tasks(profile: RepoProfile, tasks_dir: Path, bundles: list[TaskBundle],
     patches = {b.task.task_id: b.oracle_patch + b.tests_patch for b in bundles}
     deps = set(profile.dependency_files)
     locker = Locker(profile.env_packages, image_python(profile.base_image, profile.python), profile.index_options,
-                    profile.lock_epoch, cache, stored)
+                    profile.lock_epoch, cache, image_platform(profile.base_image), stored)
     locks = locker.lock_all([b.task for b in bundles], lambda t: bool(touched_paths(patches[t.task_id]) & deps),
                             newest)
     for bundle in bundles:
