@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+from collections import Counter
 import json
 import logging
 import os
@@ -205,13 +206,22 @@ def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: list[str
 
 
 def shared_dependencies(tasks: list[Task]) -> dict[str, list[str]]:
-    """Per profile, what every one of its tasks installs: the pins all its locks share (locked tasks), or the
-    dependencies all of them declare; none for a profile whose tasks all install the same."""
+    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
+    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
+    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
     sets: dict[str, list[set[str]]] = {}
+    locks: dict[str, Counter] = {}
     for task in tasks:
-        sets.setdefault(task.profile, []).append(set(task.lock.requirements if task.lock else task.dependencies))
-    return {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
-            if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+        sets.setdefault(task.profile, []).append(set(task.dependencies))
+        if task.lock is not None:
+            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
+    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
+              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+    for profile, counts in locks.items():
+        shared.pop(profile, None)
+        if len(counts) > 1:
+            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
+    return shared
 
 
 def layered_env_tag(full_tag: str, common_tag: str) -> str:
@@ -416,19 +426,22 @@ class ImageBuilder:
 
     def env(self, profile: RepoProfile, dependencies: list[str] = (), lock: EnvironmentLock | None = None,
             shared: list[str] = ()) -> str:
-        """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
-        repository's tasks install: declared requirements, or the pins their locks share), a thin layer over
-        the shared env image of `shared`, so the heavy common wheels (jax, torch) are on disk once."""
+        """The env image of a dependency set (or of a task's pinned lock); with `shared` (see
+        shared_dependencies: what all the repository's tasks declare, or the pins of its most common lock), a
+        thin layer over the shared env image, so the heavy common wheels (jax, torch) are on disk once."""
         dependencies = list(dependencies)
         installs = lock.requirements if lock is not None else dependencies
-        shared = [d for d in shared if d in installs]
+        if lock is None:
+            shared = [d for d in shared if d in dependencies]
         full_tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
         if not shared or set(shared) == set(installs):
             with self._lock(full_tag):
                 if not self._present(full_tag):
                     self._build_env(profile, dependencies, lock, full_tag, "env", {"BASE_IMAGE": self.base(profile)})
             return full_tag
-        common = self.env(profile, shared)
+        # a lock builds on the shared lock's own image (its pins, as a lock); declared sets on their intersection
+        common = self.env(profile, [], lock.model_copy(update={"requirements": list(shared), "left_out": []})) \
+            if lock is not None else self.env(profile, shared)
         tag = layered_env_tag(full_tag, common)
         with self._lock(tag):
             if not self._present(tag):
