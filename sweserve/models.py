@@ -96,8 +96,11 @@ class InterfaceItem(Strict):
 class EnvironmentLock(Strict):
     """A task's requirements resolved as of its PR's date: the env image installs exactly these pins."""
 
-    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date")
+    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date, or the end of "
+                                  "its lock epoch when the lock is shared")
     python: str = Field(description="the Python the pins were resolved for")
+    packages: list[str] = Field(default_factory=list, description="what was resolved: the profile's packages, then "
+                                "the task's declared requirements")
     requirements: list[str] = Field(default_factory=list, description="pinned requirements, one per entry")
     left_out: list[str] = Field(default_factory=list, description="declared requirements the sandbox build "
                                 "cannot install ('requirement: why'), left out of the lock")

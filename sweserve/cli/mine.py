@@ -58,7 +58,7 @@ def run(args, console: Console) -> int:
     with console.status("scanning history …") as status:
         report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit, clusters=clusters,
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
-                      statements=statements)
+                      statements=statements, lock_cache=Path(args.state_dir) / "locks")
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
     if args.json:
         print(report.model_dump_json(indent=2))
@@ -67,6 +67,11 @@ def run(args, console: Console) -> int:
                   f"wrote {len(report.written)} tasks, {len(report.existing)} already present, "
                   f"{len(report.updated) + len(report.replaced)} updated, "
                   f"rejected {sum(len(v) for v in report.rejected.values())} in {report.duration_s:.2f}s")
+    if report.locks is not None:
+        ls = report.locks
+        console.print(f"locks: {ls.shared} tasks on their epoch's shared lock, {ls.own} on their own; "
+                      f"{ls.resolved} resolved, {ls.cached} from the cache, {ls.fallback} fell back to the epoch's "
+                      f"cutoff, {ls.unpinned} unpinned, in {ls.duration_s:.1f}s")
     if report.statement_sources:
         console.print("statements from: " + ", ".join(f"{k} {v}" for k, v in sorted(report.statement_sources.items())))
     for note in report.notes:

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
-from sweserve.dataset.locking import LockError, image_python, lock, packages_for
-from sweserve.dataset.patches import section_paths, split_sections
+from sweserve.dataset.locking import Locker, LockStats, image_platform, image_python
+from sweserve.dataset.patches import section_paths, split_sections, touched_paths
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
@@ -71,6 +71,7 @@ class MineReport(BaseModel):
     rejected: dict[str, list[str]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list, description="what stopped or limited the walk, one line each")
     statement_sources: dict[str, int] = Field(default_factory=dict, description="written tasks per statement source")
+    locks: LockStats | None = Field(None, description="profiles with lock: shared, own, resolved and cached locks")
     duration_s: float = 0.0
 
     def reject(self, reason: str, pr: PRCommit, detail: str | None = None) -> None:
@@ -285,48 +286,6 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
 DERIVED = ("family", "family_confidence", "family_scores", "family_confident", "resources", "test", "dependencies", "lock", "prs", "title")
 
 
-@dataclass
-class Locker:
-    """Resolves tasks' requirements as of their PR's date (profiles with lock), once per distinct input."""
-
-    profile: RepoProfile
-    tasks_dir: Path
-    report: MineReport
-    _done: dict = field(default_factory=dict)
-
-    def __call__(self, task: Task) -> EnvironmentLock | None:
-        packages = packages_for(self.profile.env_packages, task.dependencies)
-        python = image_python(self.profile.base_image, self.profile.python)
-        key = (tuple(packages), task.created_at, python, tuple(self.profile.index_options))
-        if key not in self._done:
-            self._done[key] = self._previous(task, python) or self._resolve(task, packages, python)
-        return self._done[key]
-
-    def _previous(self, task: Task, python: str) -> EnvironmentLock | None:
-        """The lock already stored for this task, when its inputs are the same (re-mining needs no index)."""
-        try:
-            old = load_task(self.tasks_dir / task.task_id)
-        except SweserveError:
-            return None
-        if old.lock and old.dependencies == task.dependencies and old.lock.python == python \
-                and old.lock.resolved_at == task.created_at:
-            return old.lock
-        return None
-
-    def _resolve(self, task: Task, packages: list[str], python: str) -> EnvironmentLock | None:
-        try:
-            pinned = lock(packages, python, task.created_at, self.profile.index_options)
-        except LockError as exc:
-            self.report.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
-                                     f"requirements unpinned: {exc}")
-            return None
-        for line in pinned.left_out:
-            note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
-            if note not in self.report.notes:
-                self.report.notes.append(note)
-        return pinned
-
-
 def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
     """Write a new task; re-mined, update what changed, keeping validation while the patches are the same."""
     task_id = bundle.task.task_id
@@ -373,11 +332,12 @@ def mine(
     on_progress=None,
     clusters: ClusterOptions | None = None,
     statements: StatementMaker | None = None,
+    lock_cache: Path | None = None,
 ) -> MineReport:
     """Write a candidate task for every PR (or cluster of PRs) on rev's first-parent history that passes the filters."""
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
-    locker = Locker(profile, tasks_dir, report) if profile.lock else None
+    bundles: list[TaskBundle] = []
     with Git(repo.path) as g:  # its own processes, closed here
         commits, stopped = g.walk(rev, since)
         if stopped and not commits:
@@ -413,14 +373,39 @@ def mine(
                     reason = reason if reason.startswith("cluster_") else f"cluster_{reason}"
                 report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
                 continue
-            if locker is not None:
-                outcome.task.lock = locker(outcome.task)
-            store(tasks_dir, outcome, report)
-            if report.written and report.written[-1] == outcome.task.task_id:
-                source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
-                report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
+            bundles.append(outcome)
+        newest = commits[0].committed_datetime if commits else None
+    if profile.lock and bundles and newest is not None:
+        lock_tasks(profile, tasks_dir, bundles, newest, lock_cache, report)
+    for bundle in bundles:
+        store(tasks_dir, bundle, report)
+        if report.written and report.written[-1] == bundle.task.task_id:
+            source = bundle.task.quality.statement_source if bundle.task.quality else "title_only"
+            report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def lock_tasks(profile: RepoProfile, tasks_dir: Path, bundles: list[TaskBundle], newest, cache: Path | None,
+               report: MineReport) -> None:
+    """Give each bundle its environment lock: shared per epoch, own for a PR that changes its dependencies."""
+
+    def stored(task_id: str) -> EnvironmentLock | None:
+        try:
+            return load_task(tasks_dir / task_id).lock
+        except SweserveError:
+            return None
+
+    patches = {b.task.task_id: b.oracle_patch + b.tests_patch for b in bundles}
+    deps = set(profile.dependency_files)
+    locker = Locker(profile.env_packages, image_python(profile.base_image, profile.python), profile.index_options,
+                    profile.lock_epoch, cache, image_platform(profile.base_image), stored)
+    locks = locker.lock_all([b.task for b in bundles], lambda t: bool(touched_paths(patches[t.task_id]) & deps),
+                            newest)
+    for bundle in bundles:
+        bundle.task.lock = locks[bundle.task.task_id]
+    report.notes.extend(locker.notes)
+    report.locks = locker.stats
 
 
 def _may_be_task(profile: RepoProfile, unit: Unit) -> bool:

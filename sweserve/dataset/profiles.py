@@ -51,6 +51,9 @@ class RepoProfile(Strict):
     env_packages: list[str] = Field(default_factory=lambda: ["pytest"])
     lock: bool = Field(False, description="resolve each task's requirements as of its PR's date with uv "
                        "(needs the package index while mining); the env image installs the pins")
+    lock_epoch: Literal["pr", "week", "month", "quarter"] = Field(
+        "month", description="tasks with the same requirements share one lock (and env image) per epoch, resolved "
+        "as of its end; a PR that changes a dependency file is locked as of its own merge; 'pr': every task its own")
     index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
                                      "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")

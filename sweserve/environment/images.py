@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -200,12 +200,22 @@ def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: Sequence
 
 
 def shared_dependencies(tasks: list[Task]) -> dict[str, list[str]]:
-    """Per profile, the dependencies every one of its tasks declares (profiles with one dependency set: none)."""
+    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
+    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
+    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
     sets: dict[str, list[set[str]]] = {}
+    locks: dict[str, Counter] = {}
     for task in tasks:
         sets.setdefault(task.profile, []).append(set(task.dependencies))
-    return {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
-            if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+        if task.lock is not None:
+            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
+    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
+              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+    for profile, counts in locks.items():
+        shared.pop(profile, None)
+        if len(counts) > 1:
+            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
+    return shared
 
 
 def layered_env_tag(full_tag: str, common_tag: str) -> str:
@@ -388,21 +398,26 @@ class ImageBuilder:
 
     def env(self, profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None,
             shared: Sequence[str] = ()) -> str:
-        """The env image of a dependency set (or of a task's pinned lock); with `shared` (what all the
-        repository's tasks declare) and no lock, a thin layer over the shared env image of `shared`."""
+        """The env image of a dependency set (or of a task's pinned lock); with `shared` (see
+        shared_dependencies: what all the repository's tasks declare, or the pins of its most common lock), a
+        thin layer over the shared env image, so the heavy common wheels (jax, torch) are on disk once."""
         dependencies = list(dependencies)
-        shared = [d for d in shared if d in dependencies] if lock is None else []
+        installs = lock.requirements if lock is not None else dependencies
+        if lock is None:
+            shared = [d for d in shared if d in dependencies]
         full_tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
-        if not shared or set(shared) == set(dependencies):
+        if not shared or set(shared) == set(installs):
             with self._lock(full_tag):
                 if not self._present(full_tag):
                     self._build_env(profile, dependencies, lock, full_tag, "env", {"BASE_IMAGE": self.base(profile)})
             return full_tag
-        common = self.env(profile, shared)
+        # a lock builds on the shared lock's own image (its pins, as a lock); declared sets on their intersection
+        common = self.env(profile, [], lock.model_copy(update={"requirements": list(shared), "left_out": []})) \
+            if lock is not None else self.env(profile, shared)
         tag = layered_env_tag(full_tag, common)
         with self._lock(tag):
             if not self._present(tag):
-                self._build_env(profile, dependencies, None, tag, "env-delta", {"COMMON_IMAGE": common})
+                self._build_env(profile, dependencies, lock, tag, "env-delta", {"COMMON_IMAGE": common})
         return tag
 
     def _build_env(self, profile: RepoProfile, dependencies: list[str], lock: EnvironmentLock | None, tag: str,
