@@ -180,3 +180,30 @@ def make_executor(args, ctx):
 
 def default_output(agent_name: str) -> Path:
     return Path("results") / f"{agent_name}.jsonl"
+
+
+def add_unready_arg(parser, what: str) -> None:
+    parser.add_argument("--include-unready", action="store_true",
+                        help=f"also {what} tasks that are not ready (not valid, lint findings, family not settled, "
+                             "a signal check fired; see `sweserve tasks funnel`)")
+
+
+def ready_only(bundles: list, include_unready: bool, console: Console, what: str) -> list:
+    """The ready tasks of a selection (all of them with include_unready), and one line naming the rest."""
+    if include_unready:
+        return bundles
+    ready = [b for b in bundles if b.task.ready]
+    left = [b.task for b in bundles if not b.task.ready]
+    if left:
+        first = left[0]
+        why = (first.readiness.reasons[0].detail if first.readiness and first.readiness.reasons
+               else "not validated" if not first.validated else "readiness never assessed "
+               "(sweserve validate, or sweserve tasks funnel --write)")
+        console.print(f"left out {len(left)} tasks not ready (e.g. {first.task_id}: {why}); "
+                      f"--include-unready {what}s them too", markup=False, highlight=False, soft_wrap=True)
+    if bundles and not ready:
+        from sweserve.errors import SweserveError
+
+        raise SweserveError(f"no ready task to {what} among the {len(bundles)} selected (--include-unready takes "
+                            "the others; `sweserve tasks funnel` says why each is not ready)")
+    return ready

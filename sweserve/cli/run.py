@@ -9,10 +9,12 @@ from rich.markup import escape
 
 from sweserve.cli.common import (
     add_executor_args,
+    add_unready_arg,
     default_output,
     make_context,
     make_executor,
     progress_bar,
+    ready_only,
     workers_of,
 )
 from sweserve.errors import SweserveError
@@ -36,6 +38,7 @@ def register(sub, common) -> None:
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
     r.add_argument("--repo-path", default=None, help="clone to build task images from")
+    add_unready_arg(r, "run")
     r.add_argument("--max-submission-mb", type=float, default=5,
                    help="a bigger submission is an error, not graded or kept (default: 5, at most 8)")
     r.set_defaults(func=run)
@@ -106,6 +109,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
     from sweserve.evaluation.results import read_results
     from sweserve.reporting.summary import Selection, build_reports, render
 
+    bundles = ready_only(bundles, args.include_unready, console, "run")
     ctx = make_context(args, console)
     executor = make_executor(args, ctx)
     console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "

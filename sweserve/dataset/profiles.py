@@ -68,6 +68,11 @@ class RepoProfile(BaseModel):
     ci_registration: bool = Field(False, description="read resources and test time limits from SGLang-style "
                                   "CI registration (register_*_ci calls, run_suite.py suite lists)")
     max_oracle_lines: int = Field(2000, gt=0)
+    ready_family_confidence: float = Field(0.5, ge=0, le=1, description="readiness: the least score (or share of "
+                                           "changed lines) of a task's family; below it the task waits for "
+                                           "family_override")
+    ready_family_margin: float = Field(0.15, ge=0, le=1, description="readiness: the least lead of the top "
+                                       "family's score over the next (with per-family scores)")
     allow_binary: bool = True
 
     def is_test_path(self, path: str) -> bool:
