@@ -247,8 +247,16 @@ def relax_only(tests_patch: str) -> str | None:
                     return None  # new assertions or tests
                 extra = [a for a in add if SKIP_RE.match(a)]
                 add = [a for a in add if not SKIP_RE.match(a)]
-                if len(rem) != len(add) or not all(_looser_line(r, a) for r, a in zip(rem, add)):
+                if len(add) > len(rem):
                     return None
+                # each added line must be a removed one loosened (in order); removed lines left over are removals
+                pos = 0
+                for a in add:
+                    while pos < len(rem) and not _looser_line(rem[pos], a):
+                        pos += 1
+                    if pos == len(rem):
+                        return None
+                    pos += 1
                 loosened += len(rem) + len(extra)
     if not loosened:
         return None
@@ -280,7 +288,7 @@ def _is_logging_call(node: ast.AST) -> bool:
 class _Strip(ast.NodeTransformer):
     """Docstrings, logging statements and the logging module's imports and loggers out of a tree."""
 
-    def _body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+    def _body(self, body: list[ast.stmt], empty: list[ast.stmt] | None = None) -> list[ast.stmt]:
         out = []
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
@@ -293,13 +301,13 @@ class _Strip(ast.NodeTransformer):
                     re.search(r"(getLogger|get_logger|init_logger)$", ast.unparse(stmt.value.func)):
                 continue
             out.append(self.visit(stmt))
-        return out or [ast.Pass()]
+        return out or (empty if empty is not None else [ast.Pass()])
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         for name in ("body", "orelse", "finalbody"):
             value = getattr(node, name, None)
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                setattr(node, name, self._body(value))
+                setattr(node, name, self._body(value, None if name == "body" else []))
         for name, value in ast.iter_fields(node):
             if name in ("body", "orelse", "finalbody"):
                 continue
