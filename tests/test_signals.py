@@ -85,6 +85,11 @@ def test_relax_only_fires_when_existing_tests_are_only_loosened(make_repo):
     repo, base, head = two_commits(make_repo, {"test/test_acc.py": TEST_BASE}, {"test/test_acc.py": loosened})
     why = relax_only(diff(repo, base, head))
     assert why is not None and "only loosens" in why
+    # an assert that checks nothing is no new signal
+    padded = loosened.replace("    err = compute()\n", "    err = compute()\n    assert True\n")
+    repo, base, head = two_commits(lambda: make_repo("padded"), {"test/test_acc.py": TEST_BASE},
+                                   {"test/test_acc.py": padded})
+    assert relax_only(diff(repo, base, head)) is not None
 
 
 def test_relax_only_is_quiet_when_a_test_gains_signal(make_repo):
