@@ -139,7 +139,7 @@ def run(args, console: Console) -> int:
             return 0
         console.print_json(bundle.task.model_dump_json(exclude={"validation", "quality", "readiness"}))
         console.rule("readiness")
-        console.print(readiness_lines(bundle.task), markup=False, highlight=False)
+        console.print(readiness_lines(bundle.task), markup=False, highlight=False, soft_wrap=True)
         console.rule("quality")
         console.print(quality_lines(bundle.task), markup=False, highlight=False)
         console.rule("instruction")

@@ -6,8 +6,8 @@ base commit wastes both. So `validate` and `run` first check, in seconds and wit
 - the host's resources: more CPUs than the host has is a skip (Docker refuses such a container anyway);
 - the repository export: the base commit and its trees readable in the clone, and every file's object. A
   file git cannot read is left out of the task (recorded in `task.unreadable`, built as a sparse checkout)
-  when no test needs it: not a test path, not touched by the oracle or tests.patch, not a file the
-  interpreter loads by itself. Otherwise the task fails (an `InfraError` of kind git) naming the file and
+  when no test needs it: not a hidden test file, not touched by the oracle or tests.patch, not a file the
+  interpreter loads by itself (conftest.py, …), not named by the hidden test files (`named_by`). Otherwise the task fails (an `InfraError` of kind git) naming the file and
   the `exclude_paths` line that would leave it out.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from sweserve.dataset.gitio import Git, GitError
 from sweserve.dataset.patches import is_interpreter_hook, touched_paths
@@ -49,11 +50,12 @@ def check_export(ctx: Context, bundle: TaskBundle) -> None:
     try:
         with Git(clone) as g:
             unreadable = g.unreadable_blobs(task.base_commit)
+            texts = _test_texts(g, task) if unreadable else []
     except GitError as exc:
         raise InfraError("git", f"cannot export {task.base_commit[:12]} from {clone}: {exc}") from None
     needed = set(task.test.files) | touched_paths(bundle.oracle_patch) | touched_paths(bundle.tests_patch)
     blocking = sorted(p for p in unreadable if not profile.is_excluded(p)
-                      and (p in needed or profile.is_test_path(p) or is_interpreter_hook(p)))
+                      and (p in needed or is_interpreter_hook(p) or named_by(p, task.test.files, texts)))
     if blocking:
         path = blocking[0]
         more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
@@ -62,6 +64,30 @@ def check_export(ctx: Context, bundle: TaskBundle) -> None:
                                 f"task without it, add to profile {profile.name}: "
                                 f'"exclude_paths": [{json.dumps(path)}]')
     task.unreadable = sorted(unreadable)
+
+
+def _test_texts(g: Git, task) -> list[str]:
+    """The hidden test files as the tests run them (at the merge commit); an unreadable one is left out."""
+    texts = []
+    for path in task.test.files:
+        try:
+            text = g.read(task.merge_commit, path)
+        except GitError:
+            continue
+        if text is not None:
+            texts.append(text)
+    return texts
+
+
+def named_by(path: str, test_files: list[str], texts: list[str]) -> bool:
+    """Whether a hidden test file may read path: its name, stem, or a folder of it that the test files do not
+    share (four characters or more) appears in their text. Generous on purpose: a file a test may need is
+    never silently left out."""
+    shared = {part for f in test_files for part in f.split("/")[:-1]}
+    name = path.rsplit("/", 1)[-1]
+    words = {name, name.rsplit(".", 1)[0]} | {part for part in path.split("/")[:-1]
+                                              if len(part) >= 4 and part not in shared}
+    return any(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", text) for w in words if w for text in texts)
 
 
 def check_prerequisites(ctx: Context, bundle: TaskBundle) -> None:
