@@ -136,14 +136,15 @@ def test_funnel_cli_prints_a_table_and_json(tmp_path):
 def test_run_and_export_take_ready_tasks_unless_asked(tmp_path):
     tasks = folder(tmp_path)
     compute(tasks, lambda name: PROFILE, write=True)
-    for n in (1,):  # no task ready: run says so in one line, before Docker
-        t = load_task(tasks / f"o__r-{n}")
-        t.validation.signals = None
-        t.readiness = assess(t, PROFILE)
-        save_task(tasks / f"o__r-{n}", t)
+    # the one ready task, edited since its readiness was recorded: assessed again, it is not ready
+    t = load_task(tasks / "o__r-1")
+    assert t.ready
+    t.family_confidence = 0.1
+    save_task(tasks / "o__r-1", t)
     proc = cli("run", "--agent", "null", "--tasks", str(tasks), "--output", str(tmp_path / "r.jsonl"), cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no ready task to run" in proc.stderr
-    assert "left out 5 tasks not ready" in proc.stdout
+    assert "left out 5 tasks not ready (e.g. o__r-1: family not settled" in proc.stdout
+    assert "assessed now" in proc.stdout
     proc = cli("export", "--format", "swebench", "--out", str(tmp_path / "x"), "--tasks", str(tasks), cwd=tmp_path)
     assert proc.returncode == 2 and "no ready task to export" in proc.stderr
 

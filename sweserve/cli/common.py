@@ -188,22 +188,46 @@ def add_unready_arg(parser, what: str) -> None:
                              "a signal check fired; see `sweserve tasks funnel`)")
 
 
-def ready_only(bundles: list, include_unready: bool, console: Console, what: str) -> list:
-    """The ready tasks of a selection (all of them with include_unready), and one line naming the rest."""
+def ready_only(bundles: list, include_unready: bool, console: Console, what: str, state_dir: str | None = None) -> list:
+    """The ready tasks of a selection (all of them with include_unready), and one line naming the rest.
+
+    Ready means recorded ready (`readiness` in task.json) and still ready when assessed now against the
+    profile's thresholds: a stale record never lets a task through."""
     if include_unready:
         return bundles
-    ready = [b for b in bundles if b.task.ready]
-    left = [b.task for b in bundles if not b.task.ready]
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.dataset.readiness import assess
+    from sweserve.errors import SweserveError
+
+    search = ConfigSearch.for_project(state_dir or ".sweserve")
+    profiles: dict = {}
+
+    def why_not(task) -> str | None:
+        if not task.ready:
+            if task.readiness and task.readiness.reasons:
+                return task.readiness.reasons[0].detail
+            return "not validated" if not task.validated else ("readiness never assessed (sweserve validate, or "
+                                                               "sweserve tasks funnel --write)")
+        if task.profile not in profiles:
+            try:
+                profiles[task.profile] = load_profile(task.profile, search)
+            except SweserveError:
+                profiles[task.profile] = None
+        now = assess(task, profiles[task.profile])
+        if not now.ready:
+            return f"{now.reasons[0].detail} (assessed now; `sweserve tasks funnel --write` records it)"
+        return None
+
+    ready, left = [], []
+    for b in bundles:
+        why = why_not(b.task)
+        (left if why else ready).append((b, why))
     if left:
-        first = left[0]
-        why = (first.readiness.reasons[0].detail if first.readiness and first.readiness.reasons
-               else "not validated" if not first.validated else "readiness never assessed "
-               "(sweserve validate, or sweserve tasks funnel --write)")
-        console.print(f"left out {len(left)} tasks not ready (e.g. {first.task_id}: {why}); "
+        (first, why) = left[0]
+        console.print(f"left out {len(left)} tasks not ready (e.g. {first.task.task_id}: {why}); "
                       f"--include-unready {what}s them too", markup=False, highlight=False, soft_wrap=True)
     if bundles and not ready:
-        from sweserve.errors import SweserveError
-
         raise SweserveError(f"no ready task to {what} among the {len(bundles)} selected (--include-unready takes "
                             "the others; `sweserve tasks funnel` says why each is not ready)")
-    return ready
+    return [b for b, _ in ready]

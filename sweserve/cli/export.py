@@ -57,7 +57,7 @@ def run(args, console: Console) -> int:
     if not (args.include_unready or args.include_unvalidated):
         from sweserve.cli.common import ready_only
 
-        bundles = ready_only(bundles, False, console, "export")
+        bundles = ready_only(bundles, False, console, "export", args.state_dir)
     out = Path(args.out)
     if args.format == "swebench":
         from sweserve.dataset.export_swebench import export_swebench

@@ -109,7 +109,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer) -> int:
     from sweserve.evaluation.results import read_results
     from sweserve.reporting.summary import Selection, build_reports, render
 
-    bundles = ready_only(bundles, args.include_unready, console, "run")
+    bundles = ready_only(bundles, args.include_unready, console, "run", args.state_dir)
     ctx = make_context(args, console)
     executor = make_executor(args, ctx)
     console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
