@@ -45,7 +45,8 @@ def bundle(base: str, tests_patch="diff --git a/test/srt/test_x.py b/test/srt/te
     task = Task(task_id="o__r-1", repo="o/r", profile="sglang-demo", pr_number=1, title="t", base_commit=base,
                 merge_commit="b" * 40, family="decoding", created_at="2026-01-01T00:00:00Z",
                 test=TestSpec(files=["test/srt/test_x.py"]), resources=resources or Resources())
-    return TaskBundle(task=task, instruction="# t\n", oracle_patch="diff --git a/python/sglang/x.py b/python/sglang/x.py\n",
+    return TaskBundle(task=task, instruction="# t\n",
+                      oracle_patch="diff --git a/python/sglang/x.py b/python/sglang/x.py\n",
                       tests_patch=tests_patch)
 
 

@@ -39,8 +39,10 @@ DEFECTS = [
     (201, "[Model] Rename wan2_1 to wan and add its VAE", "structure_only", {
         "python/sglang/srt/models/wan2_1/__init__.py": None, "python/sglang/srt/models/wan2_1/model.py": None,
         "python/sglang/srt/models/wan/__init__.py": "from sglang.srt.models.wan.model import WanModel\n",
-        "python/sglang/srt/models/wan/model.py": "class WanModel:\n    def frames(self, n):\n        return 4 * n + 1\n",
-        "python/sglang/srt/models/wan/vae.py": "import math\n\n\ndef decode(z):\n    return [math.tanh(v) for v in z]\n",
+        "python/sglang/srt/models/wan/model.py":
+            "class WanModel:\n    def frames(self, n):\n        return 4 * n + 1\n",
+        "python/sglang/srt/models/wan/vae.py":
+            "import math\n\n\ndef decode(z):\n    return [math.tanh(v) for v in z]\n",
         "test/srt/test_wan.py": "def test_wan_model_importable():\n    from sglang.srt.models.wan import WanModel\n"
                                 "    assert WanModel\n\n\ndef test_vae_module():\n"
                                 "    import sglang.srt.models.wan.vae  # noqa: F401\n",
@@ -64,7 +66,8 @@ DEFECTS = [
     # accelerator only: the tests skip without a GPU (today's handling: rejected needs_accelerator)
     (204, "[Quant] fp8 e5m2 range", "needs_accelerator", {
         "python/sglang/srt/layers/quantization/fp8.py": "def fp8_max(e5m2=False):\n    return 57344 if e5m2 else 448\n",
-        "test/srt/test_fp8.py": "import os\n\nimport pytest\n\nfrom sglang.srt.layers.quantization.fp8 import fp8_max\n\n\n"
+        "test/srt/test_fp8.py": "import os\n\nimport pytest\n\n"
+                                "from sglang.srt.layers.quantization.fp8 import fp8_max\n\n\n"
                                 "@pytest.mark.skipif(not os.path.exists('/dev/nvidia0'), reason='needs a CUDA GPU')\n"
                                 "def test_fp8_on_gpu():\n    assert fp8_max(e5m2=True) == 57344\n",
     }),
@@ -158,7 +161,8 @@ def test_a_rejected_task_keeps_the_logs_of_why_its_tests_failed(docker_client, t
     task_dir = tmp_path / "tasks" / f"{PREFIX}-102"
     # an oracle that breaks the tested function: no test passes after it, so no FAIL_TO_PASS
     oracle = (task_dir / "oracle.patch").read_text()
-    (task_dir / "oracle.patch").write_text(oracle.replace("+        kept.append(i)", "+        raise RuntimeError('broken oracle')", 1))
+    broken = oracle.replace("+        kept.append(i)", "+        raise RuntimeError('broken oracle')", 1)
+    (task_dir / "oracle.patch").write_text(broken)
     proc = cli("validate", "--runs", "1", "--repo-path", str(repo), f"{PREFIX}-102", *common, cwd=tmp_path)
     assert proc.returncode == 1
     task = load_task(task_dir)
@@ -199,9 +203,9 @@ def test_a_failing_repository_export_is_reported_in_seconds_before_any_image(doc
     data["exclude_paths"] = ["test/srt/test_radix_cache.py"]
     (profiles / "sglang-demo.json").write_text(json.dumps(data))
     from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.taskstore import load_bundle
     from sweserve.environment.context import Context
     from sweserve.evaluation.prerequisites import check_export
-    from sweserve.dataset.taskstore import load_bundle
 
     ctx = Context.create(tmp_path / "state", repo_path=repo, search=ConfigSearch.for_project(tmp_path / "state"))
     try:

@@ -54,7 +54,8 @@ def test_structure_patch_keeps_renames_deletions_and_imports_of_new_files(make_r
 
 
 def test_structure_patch_is_empty_when_the_oracle_only_edits(make_repo):
-    repo, base, head = two_commits(make_repo, {"a.py": "def f():\n    return 1\n"}, {"a.py": "def f():\n    return 2\n"})
+    repo, base, head = two_commits(make_repo, {"a.py": "def f():\n    return 1\n"},
+                                   {"a.py": "def f():\n    return 2\n"})
     assert structure_patch(diff(repo, base, head)) == ""
 
 
@@ -106,7 +107,8 @@ def test_relax_only_is_quiet_when_a_test_gains_signal(make_repo):
 
 
 def test_relax_only_is_quiet_for_a_new_test_file(make_repo):
-    repo, base, head = two_commits(make_repo, {"a.py": "x = 1\n"}, {"test/test_new.py": "def test_a():\n    assert 1\n"})
+    repo, base, head = two_commits(make_repo, {"a.py": "x = 1\n"},
+                                   {"test/test_new.py": "def test_a():\n    assert 1\n"})
     assert relax_only(diff(repo, base, head, "test")) is None
 
 

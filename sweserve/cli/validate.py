@@ -70,7 +70,7 @@ def run(args, console: Console) -> int:
     if not args.no_record:
         from sweserve.cli.tasks import funnel_of, print_funnel
 
-        print_funnel(funnel_of(tasks_dir, args.state_dir), console)
+        print_funnel(funnel_of(tasks_dir, args.state_dir), console, details=False)
     return summarize(outcomes, console)
 
 

@@ -295,7 +295,8 @@ class _Strip(ast.NodeTransformer):
     def _body(self, body: list[ast.stmt], empty: list[ast.stmt] | None = None) -> list[ast.stmt]:
         out = []
         for i, stmt in enumerate(body):
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                    and isinstance(stmt.value.value, str):
                 continue  # a docstring, or a bare string used as a comment
             if isinstance(stmt, ast.Expr) and _is_logging_call(stmt.value):
                 continue

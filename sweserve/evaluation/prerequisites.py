@@ -7,8 +7,9 @@ base commit wastes both. So `validate` and `run` first check, in seconds and wit
 - the repository export: the base commit and its trees readable in the clone, and every file's object. A
   file git cannot read is left out of the task (recorded in `task.unreadable`, built as a sparse checkout)
   when no test needs it: not a hidden test file, not touched by the oracle or tests.patch, not a file the
-  interpreter loads by itself (conftest.py, …), not named by the hidden test files (`named_by`). Otherwise the task fails (an `InfraError` of kind git) naming the file and
-  the `exclude_paths` line that would leave it out.
+  interpreter loads by itself (conftest.py, …), not named by the hidden test files (`named_by`). Otherwise
+  the task fails (an `InfraError` of kind git) naming the file and the `exclude_paths` line that would leave
+  it out.
 """
 
 from __future__ import annotations
