@@ -21,7 +21,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sweserve.dataset.patches import split_sections
+from sweserve.dataset.patches import section_paths, split_sections
 
 Reader = Callable[[str], "str | None"]  # path -> text, None when absent
 
@@ -48,9 +48,7 @@ def _path(text: str) -> str | None:
     text = text.split("\t")[0].strip()
     if text == "/dev/null":
         return None
-    if text.startswith('"'):
-        from sweserve.dataset.patches import section_paths  # quoted names: the one unquoting rule
-
+    if text.startswith('"'):  # a quoted name: the one unquoting rule
         return next(iter(section_paths(f"diff --git x x\n--- {text}\n")), None)
     return text[2:] if text[:2] in ("a/", "b/") else text
 
