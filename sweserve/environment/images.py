@@ -225,8 +225,9 @@ def task_image_tag(task: Task, env_tag: str, install: list[str] = (), history: s
     env_hash = env_tag.rsplit("-", 1)[-1]
     parts = [dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(install).encode(),
              json.dumps(task.test.env, sort_keys=True).encode()]
-    if task.unreadable:  # built without them: another image than a full one
-        parts.append("\0".join(sorted(task.unreadable)).encode())
+    unreadable = getattr(task, "unreadable", None)
+    if unreadable:  # built without them: another image than a full one
+        parts.append("\0".join(sorted(unreadable)).encode())
     steps = _digest(*parts)[:8]
     lean = "-lean" if history == "none" else ""
     return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}{lean}"
@@ -502,7 +503,7 @@ class ImageBuilder:
             log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                write_task_context(ctx, clone, task.base_commit, profile.history, task.unreadable)
+                write_task_context(ctx, clone, task.base_commit, profile.history, getattr(task, "unreadable", []))
                 self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
                             {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit})
         return tag
