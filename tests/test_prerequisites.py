@@ -108,3 +108,14 @@ def test_export_leaves_the_file_out_and_a_submission_diff_never_reads_it(make_re
     git(tree, "add", "-A", **env)
     patch = git(tree, "diff", "--cached", "--binary", "--full-index", "--no-renames", base, **env)
     assert "python/sglang/x.py" in patch and "w.bin" not in patch
+
+
+def test_a_file_a_hidden_test_names_counts_as_needed():
+    from sweserve.evaluation.prerequisites import named_by
+
+    tests = ["tests/test_video.py"]
+    assert named_by("tests/data/draw.mp4", tests, ["VIDEO = DATA / 'draw.mp4'"])
+    assert named_by("test/srt/lora/lora_data/hf/out.json", ["test/srt/lora/test_lora.py"],
+                    ["ROOT = Path(__file__).parent / 'lora_data'"])
+    # a generic folder name, or a word inside another, says nothing
+    assert not named_by("tests/data/draw.mp4", tests, ["data = load()", "redraw()", "drawing = 1"])

@@ -80,14 +80,19 @@ def _test_texts(g: Git, task) -> list[str]:
     return texts
 
 
+# folder names too common in test code to say that a test reads the file beneath them
+GENERIC_FOLDERS = {"data", "test", "tests", "testing", "testdata", "test_data", "fixtures", "assets", "resources",
+                   "files", "samples", "examples", "python", "src", "inputs", "outputs"}
+
+
 def named_by(path: str, test_files: list[str], texts: list[str]) -> bool:
     """Whether a hidden test file may read path: its name, stem, or a folder of it that the test files do not
     share (four characters or more) appears in their text. Generous on purpose: a file a test may need is
     never silently left out."""
-    shared = {part for f in test_files for part in f.split("/")[:-1]}
+    shared = {part for f in test_files for part in f.split("/")[:-1]} | GENERIC_FOLDERS
     name = path.rsplit("/", 1)[-1]
     words = {name, name.rsplit(".", 1)[0]} | {part for part in path.split("/")[:-1]
-                                              if len(part) >= 4 and part not in shared}
+                                              if len(part) >= 4 and part.lower() not in shared}
     return any(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", text) for w in words if w for text in texts)
 
 
