@@ -63,7 +63,7 @@ def run(args, console: Console) -> int:
     for o in outcomes:
         table.add_row(escape(o.task_id), o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
                       str(o.pass_to_pass), str(len(o.flaky)), "-" if o.ready is None else "yes" if o.ready else "no",
-                      escape(o.reason or ", ".join(f"signal {s}" for s in o.signals)))
+                      escape(o.reason or (f"not ready: {o.not_ready[0]}" if o.not_ready else "")))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")
@@ -119,3 +119,4 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
     except SweserveError:
         return
     outcome.ready = task.ready if task.readiness is not None else None
+    outcome.not_ready = [r.detail for r in task.readiness.reasons] if task.readiness else []

@@ -53,6 +53,7 @@ class ValidateOutcome(BaseModel):
     accelerator_tests: dict[str, str] = Field(default_factory=dict)
     signals: list[str] = Field(default_factory=list, description="signal checks that fired (the task is not ready)")
     ready: bool | None = Field(None, description="the readiness recorded with the verdict")
+    not_ready: list[str] = Field(default_factory=list, description="why the task is not ready, one line each")
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -172,6 +173,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     )
     task.readiness = assess(task, _profile_or_none(ctx, task.profile))
     result.ready = task.readiness.ready
+    result.not_ready = [r.detail for r in task.readiness.reasons]
     save_task(req.task_dir, task)
     return result
 
