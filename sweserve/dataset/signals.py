@@ -4,8 +4,9 @@ Pure functions of patch text and file contents (validation grades what needs a s
 `evaluation/signals.py`):
 
 - ``structure_patch`` — the *structure-only control*: just the oracle's renames, copies and deletions
-  (`git diff -M` statuses R/C/D) and its new files cut to their imports. Graded like any submission; if it
-  passes every FAIL_TO_PASS test, the tests check layout, not behaviour.
+  (`git diff -M` statuses R/C/D) and its new files cut to their imports (plus stubs of their functions and
+  classes that raise NotImplementedError: a test that passes on a name alone checks layout too). Graded like
+  any submission; if it passes every FAIL_TO_PASS test, the tests check layout, not behaviour.
 - ``relax_only`` — a tests.patch whose changes to existing tests only loosen them (numeric literals of
   tolerances and bounds, comparison operators, removed asserts or tests, added skips) gives no signal.
 - ``cosmetic`` — an oracle whose non-test change is only logging, comments, docstrings or formatting (the
@@ -106,6 +107,43 @@ def imports_of(source: str) -> str:
     return "".join(k + "\n" for k in keep)
 
 
+def _stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+    """A function's signature with a body that raises: the name exists, the behaviour does not."""
+    args = node.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    args.defaults = [ast.Constant(None) for _ in args.defaults]
+    args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+    node.body = [ast.Raise(exc=ast.Name("NotImplementedError", ast.Load()), cause=None)]
+    node.decorator_list, node.returns = [], None
+    return node
+
+
+def skeleton_of(source: str) -> str:
+    """A new module cut to its skeleton: its imports, and its top-level functions and classes as names only
+    (functions and methods raise NotImplementedError, class bodies hold nothing else). Tests that pass on
+    this check that names exist, not what they do. Unparsable text keeps its import lines only."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return "".join(ln + "\n" for ln in source.splitlines() if re.match(r"(from\s+\S+\s+)?import\s", ln))
+    keep: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            keep.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            keep.append(_stub(node))
+        elif isinstance(node, ast.ClassDef):
+            methods: list[ast.stmt] = [_stub(n) for n in node.body if isinstance(n, (ast.FunctionDef,
+                                                                                    ast.AsyncFunctionDef))]
+            node.body, node.decorator_list = methods or [ast.Pass()], []
+            keep.append(node)
+    if not keep:
+        return ""
+    return ast.unparse(ast.fix_missing_locations(ast.Module(body=keep, type_ignores=[]))) + "\n"
+
+
 def _new_file_section(path: str, text: str, mode: str) -> str:
     quoted = path if re.fullmatch(r"[\w./@+-]+", path) else None
     if quoted is None:
@@ -119,8 +157,9 @@ def _new_file_section(path: str, text: str, mode: str) -> str:
 
 
 def structure_patch(oracle_patch: str) -> str:
-    """The oracle's renames, copies and deletions, and its new files cut to their imports (new non-Python
-    files empty): what moving the code around, without writing any of it, submits."""
+    """The oracle's renames, copies and deletions, and its new files cut to their skeleton (imports, and
+    functions and classes that raise NotImplementedError; new non-Python files empty): what moving the code
+    around and naming the new parts, without writing any of them, submits."""
     out = []
     for sec, raw in zip(parse_sections(oracle_patch), split_sections(oracle_patch)):
         if sec.status == "D":
@@ -135,7 +174,7 @@ def structure_patch(oracle_patch: str) -> str:
             if mode == "120000" or any(ln.startswith("GIT binary patch") for ln in sec.header):
                 continue
             text = "\n".join(sec.added)
-            body = imports_of(text) if sec.new.endswith(".py") else ""
+            body = skeleton_of(text) if sec.new.endswith(".py") else ""
             out.append(_new_file_section(sec.new, body, mode))
     return "".join(out)
 
