@@ -59,7 +59,8 @@ def test_skeleton_keeps_names_and_signatures_without_behaviour():
     from sweserve.dataset.signals import skeleton_of
 
     source = ("import os\nfrom typing import Any\n\nLIMIT = 3\n\n\n@cache\n"
-              "def f(a: int, b=os.sep, *, c: Any = None) -> int:\n    return a\n\n\nclass C(Base):\n    x = 1\n\n    def m(self):\n        return 2\n")
+              "def f(a: int, b=os.sep, *, c: Any = None) -> int:\n    return a\n\n\n"
+              "class C(Base):\n    x = 1\n\n    def m(self):\n        return 2\n")
     skeleton = skeleton_of(source)
     namespace: dict = {"Base": object}
     exec(compile(skeleton, "s", "exec"), namespace)
