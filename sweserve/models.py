@@ -63,9 +63,25 @@ class TestSpec(Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+SignalName = Literal["structure_only", "relax_only_tests", "cosmetic_oracle"]
+SIGNALS: tuple[str, ...] = get_args(SignalName)
+
+
+class SignalCheck(Strict):
+    """A control beyond the null submission (`evaluation/signals.py`): when it fires, passing the hidden tests
+    says little about the behaviour being built, and the task is not ready."""
+
+    name: SignalName
+    fired: bool = False
+    ran: bool = Field(True, description="false when the check could not run (e.g. no clone to read): it does not "
+                      "fire, and detail says why")
+    detail: str = ""
+
+
 class ValidationRecord(Strict):
     status: Literal["valid", "rejected"]
     reason: str | None = None
+    category: str | None = Field(None, description="the rejection's category (RejectionCategory), for the funnel")
     validated_at: datetime = Field(default_factory=now)
     runs: int = Field(ge=1)
     flaky: list[str] = Field(default_factory=list)
@@ -73,6 +89,8 @@ class ValidationRecord(Strict):
     before: dict[str, Outcome] = Field(default_factory=dict, description="base + tests.patch")
     after: dict[str, Outcome] = Field(default_factory=dict, description="base + oracle + tests.patch")
     image: str = Field("", description="task image the tests ran in")
+    signals: list[SignalCheck] | None = Field(None, description="the signal checks of a valid task; None: not run")
+    logs: str | None = Field(None, description="folder holding each run's test output (null-N.log, oracle-N.log)")
 
 
 StatementSource = Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"]
@@ -145,6 +163,28 @@ class QualityRecord(Strict):
         return not self.findings
 
 
+ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal"]
+
+
+class ReadinessReason(Strict):
+    """One reason a task is not ready: its kind, a key the funnel counts it by, and a line saying why."""
+
+    kind: ReadinessKind
+    key: str = Field(description="what the funnel counts: e.g. 'rejected:no_fail_to_pass', 'signal:structure_only'")
+    detail: str = ""
+
+
+class Readiness(Strict):
+    """Whether a demanding reviewer would keep the task: valid, lint clean, family confident, every signal check
+    passed (`dataset/readiness.py`). Only ready tasks are run, exported and reported by default."""
+
+    ready: bool
+    reasons: list[ReadinessReason] = Field(default_factory=list, description="why not, one per failed check")
+    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals")
+    family_from: str = Field("", description="which recorded verdict the family check read")
+    assessed_at: datetime = Field(default_factory=now)
+
+
 class Task(Strict):
     task_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+$")
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -173,6 +213,13 @@ class Task(Strict):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     validation: ValidationRecord | None = None
     quality: QualityRecord | None = None
+    readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
+    unreadable: list[str] = Field(default_factory=list, description="files of base_commit git cannot read in the "
+                                  "clone, left out of the task image (no test path needs them)")
+
+    @property
+    def ready(self) -> bool:
+        return self.readiness is not None and self.readiness.ready and self.validated
 
     @property
     def validated(self) -> bool:
@@ -277,6 +324,8 @@ class RunResult(Strict):
     finished_at: datetime
     duration_s: float
     trial_dir: str | None = Field(None, description="the trial's folder: logs, full test output, submission")
+    task_ready: bool | None = Field(None, description="whether the task was ready when run (false: taken with "
+                                    "--include-unready); None in results from before readiness")
     agent_config_hash: str | None = None
     task_hash: str | None = None
     flags: list[str] = Field(default_factory=list, description="what a reviewer must look at, e.g. "

@@ -163,3 +163,45 @@ def make_executor(args, ctx):
 
 def default_output(agent_name: str) -> Path:
     return Path("results") / f"{agent_name}.jsonl"
+
+
+def add_unready_arg(parser, what: str) -> None:
+    parser.add_argument("--include-unready", action="store_true",
+                        help=f"also {what} tasks that are not ready (not valid, lint findings, family not settled, "
+                             "a signal check fired; see `sweserve tasks funnel`)")
+
+
+def ready_only(bundles: list, include_unready: bool, console: Console, what: str, state_dir: str | None = None) -> list:
+    """The ready tasks of a selection (all of them with include_unready), and one line naming the rest.
+
+    Ready means recorded ready (`readiness` in task.json) and still ready when assessed now against the
+    profile's thresholds: a stale record never lets a task through."""
+    if include_unready:
+        return bundles
+    from sweserve.dataset.readiness import assess
+    from sweserve.errors import SweserveError
+
+    def why_not(task) -> str | None:
+        if not task.ready:
+            if task.readiness and task.readiness.reasons:
+                return task.readiness.reasons[0].detail
+            return "not validated" if not task.validated else ("readiness never assessed (sweserve validate, or "
+                                                               "sweserve tasks funnel --write)")
+        now = assess(task)
+        if not now.ready:
+            return f"{now.reasons[0].detail} (assessed now; `sweserve tasks funnel --write` records it)"
+        return None
+
+    ready: list = []
+    left: list = []
+    for b in bundles:
+        why = why_not(b.task)
+        (left if why else ready).append((b, why))
+    if left:
+        (first, why) = left[0]
+        console.print(f"left out {len(left)} tasks not ready (e.g. {first.task.task_id}: {why}); "
+                      f"--include-unready {what}s them too", markup=False, highlight=False, soft_wrap=True)
+    if bundles and not ready:
+        raise SweserveError(f"no ready task to {what} among the {len(bundles)} selected (--include-unready takes "
+                            "the others; `sweserve tasks funnel` says why each is not ready)")
+    return [b for b, _ in ready]

@@ -12,12 +12,14 @@ from sweserve.errors import SweserveError
 def register(sub, common) -> None:
     e = sub.add_parser("export", parents=[common],
                        help="write tasks as a SWE-bench dataset (JSONL + Parquet) or as Harbor task folders")
-    e.add_argument("task_ids", nargs="*", help="tasks to export (default: all validated ones)")
+    e.add_argument("task_ids", nargs="*", help="tasks to export (default: all ready ones)")
     e.add_argument("--format", required=True, choices=["swebench", "harbor"])
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--split", default="test", help="swebench: split name, the files' stem (default: test)")
     e.add_argument("--include-unvalidated", action="store_true",
                    help="also export tasks without a valid validation record")
+    e.add_argument("--include-unready", action="store_true",
+                   help="also export valid tasks that are not ready (see `sweserve tasks funnel`)")
     e.add_argument("--build-images", action="store_true",
                    help="swebench: also build the task images the `image` column names (harbor always does)")
     e.add_argument("--repo-path", default=None, help="clone to build task images from")
@@ -52,6 +54,10 @@ def run(args, console: Console) -> int:
     if not bundles:
         raise SweserveError(f"no validated tasks to export in {args.tasks} (run `sweserve validate` first, "
                             "or pass --include-unvalidated)")
+    if not (args.include_unready or args.include_unvalidated):
+        from sweserve.cli.common import ready_only
+
+        bundles = ready_only(bundles, False, console, "export", args.state_dir)
     out = Path(args.out)
     if args.format == "swebench":
         from sweserve.dataset.export_swebench import export_swebench

@@ -60,6 +60,10 @@ def run(args, console: Console) -> int:
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
                       statements=statements, lock_cache=Path(args.state_dir) / "locks")
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
+    from sweserve.dataset.funnel import save_mine_record
+
+    save_mine_record(tasks_dir, profile.repo, report.candidates,
+                     report.written + report.existing + report.updated + report.replaced, report.rejected)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0
@@ -83,6 +87,9 @@ def run(args, console: Console) -> int:
         for reason, prs in sorted(report.rejected.items()):
             table.add_row(escape(str(reason)), str(len(prs)), escape("; ".join(prs[:3])))
         console.print(table)
+    from sweserve.cli.tasks import funnel_of, print_funnel
+
+    print_funnel(funnel_of(tasks_dir, args.state_dir), console, details=False)
     return 0
 
 

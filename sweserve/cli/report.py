@@ -24,6 +24,9 @@ def register(sub, common) -> None:
                      help="grade again, without Docker, from each trial's saved outcomes against the tasks in "
                           "--tasks (default ./tasks) as they are now")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    rep.add_argument("--include-unready", action="store_true",
+                     help="also count results of tasks that were not ready when run, and (with --tasks) tasks "
+                          "that are not ready now")
     rep.add_argument("--html", default=None, metavar="FILE",
                      help="also write a self-contained HTML page, with reviewer pages in FILE's folder/reviews/")
     rep.set_defaults(func=run)
@@ -42,6 +45,12 @@ def run(args, console: Console) -> int:
     results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
+    if not args.include_unready:
+        unready = {r.task_id for r in results if r.task_ready is False}
+        results = [r for r in results if r.task_ready is not False]
+        if unready and not args.json:
+            console.print(f"left out the results of {len(unready)} tasks run while not ready "
+                          "(--include-unready counts them)", markup=False)
     selected: dict[str, Selection] = {}
     for path in paths:  # each file's own runs: other results files in its folder are not reported
         found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
@@ -50,7 +59,8 @@ def run(args, console: Console) -> int:
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 
-        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))})
+        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))
+                                 if args.include_unready or b.task.ready})
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
     reports = build_reports(results, selected)

@@ -11,10 +11,12 @@ from rich.markup import escape
 
 from sweserve.cli.common import (
     add_executor_args,
+    add_unready_arg,
     default_output,
     make_context,
     make_executor,
     progress_bar,
+    ready_only,
     workers_of,
 )
 from sweserve.errors import SweserveError
@@ -48,6 +50,7 @@ def register(sub, common) -> None:
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
     r.add_argument("--repo-path", default=None, help="clone to build task images from")
+    add_unready_arg(r, "run")
     r.add_argument("--max-submission-mb", type=float, default=5,
                    help="a bigger submission is an error, not graded or kept (default: 5, at most 8)")
     r.set_defaults(func=run)
@@ -141,6 +144,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, r
     from sweserve.reporting.summary import Selection, build_reports, render
     from sweserve.reporting.swebench_report import run_report
 
+    bundles = ready_only(bundles, args.include_unready, console, "run", args.state_dir)
     if run_id and (owner := run_id_taken(output, run_id, agent.name)):
         raise SweserveError(f"--run-id {run_id} is already the run of {owner} beside {output}; choose another")
     ctx = make_context(args, console, run_id=run_id)

@@ -168,6 +168,42 @@ class Git:
             args += ["--", *paths]
         return self.run(*args).decode("utf-8")  # UnicodeDecodeError is the caller's to handle
 
+    # -- whole trees ------------------------------------------------------------------------------------
+
+    def tree_blobs(self, commit: str) -> dict[str, str]:
+        """{path: blob id} of every file in commit's tree (submodules left out); GitError when git cannot
+        read the commit or one of its trees."""
+        raw = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit).decode("utf-8", "replace")
+        blobs = {}
+        for entry in raw.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                blobs[path] = parts[2]
+        return blobs
+
+    def unreadable_blobs(self, commit: str) -> dict[str, str]:
+        """{path: why} for the files of commit's tree whose objects git cannot read (missing, or corrupt
+        beyond reading their header): one `git cat-file --batch-check` over the whole tree."""
+        blobs = self.tree_blobs(commit)
+        ids = sorted(set(blobs.values()))
+        if not ids:
+            return {}
+        proc = subprocess.run(self._cmd("cat-file", "--batch-check"), input="".join(f"{i}\n" for i in ids).encode(),
+                              capture_output=True)
+        if proc.returncode != 0:
+            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
+        bad = {line.split()[0] for line in proc.stdout.decode().splitlines() if line.endswith(" missing")}
+        if not bad:
+            return {}
+        errors = proc.stderr.decode("utf-8", "replace")
+        why = {}
+        for path, blob in blobs.items():
+            if blob in bad:
+                said = [ln for ln in errors.splitlines() if blob in ln]
+                why[path] = last_line("\n".join(said)) if said else f"object {blob[:12]} is missing"
+        return why
+
     # -- file contents ----------------------------------------------------------------------------------
 
     def read(self, commit: str, path: str) -> str | None:

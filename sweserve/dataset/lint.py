@@ -30,6 +30,7 @@ from sweserve.dataset.interface import InterfaceReport, Unreadable, interface_fo
 from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
+from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
 from sweserve.models import Family, QualityRecord, StatementSource, TaskBundle
 
@@ -203,7 +204,10 @@ def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool
     if reject and report.task_findings and task.validation is not None and task.validation.status == "valid":
         task.validation.status = "rejected"
         task.validation.reason = f"lint: {report.task_findings[0]}"
+        task.validation.category = "lint"
         report.rejected = True
     if report.written or report.rejected:
+        if task.readiness is not None or task.validation is not None:  # what lint found changes readiness
+            task.readiness = assess(task)
         save_task(task_dir, task)
     return report

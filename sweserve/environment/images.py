@@ -93,12 +93,12 @@ def checked_out_tag(task_image: str) -> str:
     return f"{task_image}-tree{digest}"
 
 
-def write_task_context(dest: Path, clone: Path, commit: str, history: str) -> None:
+def write_task_context(dest: Path, clone: Path, commit: str, history: str, leave_out: Sequence[str] = ()) -> None:
     """A task image's build context: its Dockerfile, the sweserve-tree script and the repository at commit."""
     (dest / "Dockerfile").write_bytes(dockerfile("task"))
     (dest / TREE_SCRIPT).write_bytes(dockerfile("task", TREE_SCRIPT))
     (dest / TREE_SCRIPT).chmod(0o755)
-    export_repo_at(clone, commit, dest / "repo", history)
+    export_repo_at(clone, commit, dest / "repo", history, leave_out)
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -228,8 +228,12 @@ def task_image_tag(task: Task, env_tag: str, install: Sequence[str] = (), histor
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
-    steps = _digest(dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(install).encode(),
-                    json.dumps(task.test.env, sort_keys=True).encode())[:8]
+    parts = [dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(install).encode(),
+             json.dumps(task.test.env, sort_keys=True).encode()]
+    unreadable = getattr(task, "unreadable", None)
+    if unreadable:  # built without them: another image than a full one
+        parts.append("\0".join(sorted(unreadable)).encode())
+    steps = _digest(*parts)[:8]
     lean = "-lean" if history == "none" else ""
     return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}{lean}"
 
@@ -280,32 +284,70 @@ def _remove_layers(client: docker.DockerClient, ids: list[str]) -> None:
             pass
 
 
-def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors") -> None:
+def sparse_pattern(path: str) -> str:
+    """A sparse-checkout line leaving out exactly this path (gitignore syntax, special characters escaped)."""
+    escaped = "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
+    return f"!/{escaped}"
+
+
+def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors",
+                   leave_out: Sequence[str] = ()) -> None:
     """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog.
 
     history="none" keeps the commit alone: a shallow repository (`.git/shallow` names it) whose HEAD is still
     `commit`, so diffs against the base commit work, but none of the repository's history is copied.
+
+    leave_out: files of commit the clone cannot read (the task records them in `unreadable`). Their objects
+    are not copied, and the repository is a sparse checkout without them: HEAD is still `commit`, the index
+    keeps their entries (skip-worktree), so neither a checkout nor a submission's diff ever reads them.
     """
-    def git(*args: str) -> None:
+    def git(*args: str, input: bytes | None = None) -> bytes:
         try:
-            run_git(*args, repo=dest)
+            return run_git(*args, repo=dest, input=input)
         except GitError as exc:
             raise InfraError("git", f"git {exc.subcommand} of {commit[:12]} from {clone} failed: "
                                     f"{reason(exc.stderr, exc.returncode)}") from None
 
     dest.mkdir(parents=True)
     git("init", "-q")
-    depth = ["--depth=1"] if history == "none" else []
-    git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head", *depth,
-        str(clone.resolve()), commit)
+    if leave_out:
+        _copy_objects_without(clone, commit, dest, history, set(leave_out), git)
+    else:
+        depth = ["--depth=1"] if history == "none" else []
+        git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head", *depth,
+            str(clone.resolve()), commit)
     git("update-ref", "refs/heads/main", commit)
     git("symbolic-ref", "HEAD", "refs/heads/main")
-    git("reset", "-q", "--hard", commit)
-    git("reflog", "expire", "--expire=now", "--all")
-    git("gc", "-q", "--prune=now")
+    if leave_out:
+        git("config", "core.sparseCheckout", "true")
+        (dest / ".git" / "info").mkdir(exist_ok=True)
+        (dest / ".git" / "info" / "sparse-checkout").write_text(
+            "/*\n" + "".join(sparse_pattern(p) + "\n" for p in sorted(leave_out)))
+        git("read-tree", "--reset", "-u", "HEAD")
+    else:
+        git("reset", "-q", "--hard", commit)
+        git("reflog", "expire", "--expire=now", "--all")
+        git("gc", "-q", "--prune=now")
     (dest / ".git" / "ORIG_HEAD").unlink(missing_ok=True)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(REPO_EXCLUDES)
+
+
+def _copy_objects_without(clone: Path, commit: str, dest: Path, history: str, leave_out: set[str], git) -> None:
+    """Copy commit's objects (and its ancestors' with history "ancestors") from clone into dest as one pack,
+    without the blobs of the left-out paths and any object the clone lacks."""
+    source = ["-C", str(clone.resolve())]
+    blobs = git(*source, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *sorted(leave_out)).decode(
+        "utf-8", "replace")
+    skip = {e.split("\t")[0].split()[2] for e in blobs.split("\0") if e.count(" ") >= 2 and "\t" in e}
+    walk = ["--no-walk"] if history == "none" else []
+    listed = git(*source, "rev-list", "--objects", "--missing=print", *walk, commit).decode("utf-8", "replace")
+    ids = [ln.split(" ", 1)[0] for ln in listed.splitlines() if ln and not ln.startswith("?")]
+    wanted = "".join(f"{i}\n" for i in ids if i not in skip).encode()
+    pack = git(*source, "pack-objects", "-q", "--stdout", input=wanted)
+    git("index-pack", "--stdin", input=pack)
+    if history == "none":
+        (dest / ".git" / "shallow").write_text(commit + "\n")
 
 
 @contextmanager
@@ -448,7 +490,7 @@ class ImageBuilder:
             log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                write_task_context(ctx, clone, task.base_commit, profile.history)
+                write_task_context(ctx, clone, task.base_commit, profile.history, getattr(task, "unreadable", []))
                 self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
                             {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit})
         return tag

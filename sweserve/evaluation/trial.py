@@ -33,6 +33,7 @@ from sweserve.environment.egress import egress_for
 from sweserve.environment.gpus import skip_reason
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
+from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
 from sweserve.evaluation.verifier import Graded, verify
@@ -151,6 +152,7 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     try:
         if (why := cannot_run(ctx, task)):
             raise TrialSkipped(why)
+        check_prerequisites(ctx, bundle)  # seconds, no disk: before any image is built
         with reservation(ctx, task) as gpu_ids:
             image = ctx.task_image(bundle)
             run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
@@ -215,7 +217,7 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
         run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
         started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3),
         trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
-        **fields,
+        task_ready=task.ready, **fields,
     )
     try:
         folder.write_result(result)
