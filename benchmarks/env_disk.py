@@ -52,13 +52,12 @@ def main() -> int:
     tasks = [b.task for b in bundles]
     locks = {tuple(t.lock.requirements) for t in tasks}
     shared = shared_dependencies(tasks).get(profile.name, [])
-    print(f"{len(tasks)} tasks of {args.quarter}: {len(locks)} distinct locks, {len(shared)} pins shared by all")
+    print(f"{len(tasks)} tasks of {args.quarter}: {len(locks)} distinct locks; the shared layer holds {len(shared)} pins")
     client = docker_client()
     builder = ImageBuilder(client, read_ca_bundle(None))
     started = time.monotonic()
+    # the shared layer is the most common lock's own image, so the tasks' tags name every env image they need
     tags = {builder.env(profile, t.dependencies, t.lock, shared) for t in tasks}
-    if shared:
-        tags.add(builder.env(profile, shared))
     built = time.monotonic() - started
     every = sweserve_images(client)
     ours = {i.id for i in every if set(i.tags) & tags}

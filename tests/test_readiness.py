@@ -135,7 +135,7 @@ def test_run_and_export_take_ready_tasks_unless_asked(tmp_path):
     # the one ready task, edited since its readiness was recorded: assessed again, it is not ready
     t = load_task(tasks / "o__r-1")
     assert t.ready
-    t.family_confidence = 0.1
+    t.family_confident = False
     save_task(tasks / "o__r-1", t)
     proc = cli("run", "--agent", "null", "--tasks", str(tasks), "--output", str(tmp_path / "r.jsonl"), cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no ready task to run" in proc.stderr
