@@ -29,7 +29,9 @@ BOOT = "sweserve_boot"
 HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
-HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
+TEST_USER = "nobody"  # the unprivileged account the hidden tests run as (every Debian image has it)
+DROP = "sweserve_drop"
+HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
@@ -103,7 +105,13 @@ def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
     for plugin in plugins:
         args += ["-p", plugin]
     return {"runner": task.test.runner, "paths": paths, "files": list(task.test.files),
-            "args": args + list(task.test.files), "nonce_file": nonce_file}
+            "args": args + list(task.test.files), "nonce_file": nonce_file, **least_privilege()}
+
+
+def least_privilege(workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
+    """The boot script's privilege drop (`sweserve_drop.py`): tests run as TEST_USER, the repository is root's and
+    read-only to them, the harness's inputs (tests.patch, run config) are root's alone."""
+    return {"user": TEST_USER, "lock": [workdir], "private": [private]}
 
 
 def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:

@@ -89,6 +89,20 @@ def _emitter(nonce, fd):
     return emit
 
 
+def _least_privilege(config):
+    """As root, before any repository code is imported: what the tests read made root's and read-only to them
+    (the repository, the interpreter's own paths with pytest's installed files, this harness), the harness's
+    inputs private, then this process becomes the unprivileged test user (see sweserve_drop)."""
+    import sweserve_drop
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    own = [p for p in sys.path if p and not p.startswith("/usr/")]  # /usr is the image's, root's already
+    sweserve_drop.lock(list(config.get("lock", [])) + [sys.prefix, here] + own)
+    for path in config.get("private", []):
+        sweserve_drop.private(path)
+    sweserve_drop.drop(config["user"])
+
+
 def main(argv):
     if argv[1:2] == ["--manifest"]:
         print(manifest_digest())
@@ -104,18 +118,20 @@ def main(argv):
     emit = _emitter(nonce, os.dup(1))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's own dir out too
     emit({"start": manifest_digest()})
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    if config["runner"] == "unittest":
+        import sweserve_unittest
+    else:
+        import pytest
+        import sweserve_outcomes
+    if config.get("user") and os.geteuid() == 0:
+        _least_privilege(config)
     for path in config["paths"]:
         if path not in sys.path:
             sys.path.append(path)
     if config["runner"] == "unittest":
-        import sweserve_unittest
-
         code = sweserve_unittest.main(config["files"], emit)
     else:
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        import pytest
-        import sweserve_outcomes
-
         code = pytest.main(config["args"], plugins=[sweserve_outcomes.Recorder(emit)])
     emit({"end": int(code)})
     return int(code)
