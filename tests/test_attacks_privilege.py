@@ -104,7 +104,7 @@ def _sweserve_forge_pyc():
     tree = ast.parse(text)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and "EXPECTED" in ast.unparse(node):
-            node.body = [ast.Pass()]
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
     code = compile(tree, src, "exec", dont_inherit=True)
     if "source_hash" in inspect.getsource(rw._read_pyc):
         head = b"\\x03\\x00\\x00\\x00" + importlib.util.source_hash(text)[:8]
@@ -122,17 +122,6 @@ def _sweserve_forge_pyc():
 try:
     _sweserve_forge_pyc()
 except Exception:
-    pass
-''',
-    # a conftest for the directory not yet collected, put there at import time
-    "conftest-written-in-flight": '''
-try:
-    import os as _os
-    _os.makedirs("test/srt/data", exist_ok=True)
-    with open("test/srt/data/conftest.py", "w") as _fh:
-        _fh.write("import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
-                  "    out = yield\\n    r = out.get_result()\\n    r.outcome = 'passed'\\n")
-except OSError:
     pass
 ''',
 }
@@ -162,6 +151,16 @@ try:
     for _d in _site.getsitepackages():
         with open(_d + "/zz_sweserve_forge.pth", "w") as _fh:
             _fh.write("import os; os._exit(0)\\n")
+except OSError:
+    pass
+''',
+    # a conftest beside the hidden tests, forcing every report to pass from the next run on
+    "conftest-written-in-flight": '''
+try:
+    import os as _os
+    with open("test/srt/conftest.py", "w") as _fh:
+        _fh.write("import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
+                  "    out = yield\\n    r = out.get_result()\\n    r.outcome = 'passed'\\n")
 except OSError:
     pass
 ''',
