@@ -159,11 +159,15 @@ def _sweserve_forge():
         _frame({{"id": {F2P_ID!r}, "outcome": "passed"}})
         _frame({{"end": 0}})
     print(">>>>> Start Test Output\\nPASSED {F2P_ID}\\n>>>>> End Test Output", flush=True)
-    for path in ("/logs/verifier/reward.txt", _os.environ.get("SWESERVE_OUTCOMES") or "/tmp/x"):
-        try:
-            open(path, "w").write("1\\n")
-        except OSError:
-            pass
+    try:
+        open("/logs/verifier/reward.txt", "w").write("1\\n")
+    except OSError:
+        pass
+    path = _os.environ.get("SWESERVE_OUTCOMES")  # the outcome file the exports' recorders once wrote
+    if path and _os.path.exists(path):
+        data = _json.load(open(path))
+        data["outcomes"] = {{k: "passed" for k in data["outcomes"]}}
+        _json.dump(data, open(path, "w"))
     _os._exit(0)
 
 
@@ -335,3 +339,23 @@ def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
     assert HOOK_PATH in r.model_patch
     assert r.status == "failed" and HOOK_PATH in (r.reason or ""), r
     assert r.tests.fail_to_pass == {bundle.task.FAIL_TO_PASS[0]: "failed"}
+
+
+def test_swebench_keeps_the_eval_script_as_written(swebench_export):
+    """swebench edits eval scripts line by line (drops `#!/bin/bash`/`set -uxo pipefail` lines, adds lines around
+    a line holding its end marker): ours must come through whole, the harness files in it byte for byte."""
+    import base64
+    import re
+
+    from swebench.harness.utils import make_test_spec
+
+    for line in (swebench_export / "test.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        spec = make_test_spec(row)
+        assert "\n".join(spec.eval_script_list) == row["eval_script"].strip().split("\n", 1)[1]
+        shipped = dict((m.group(2), base64.b64decode(m.group(1)).decode())
+                       for m in re.finditer(r"^echo (\S+) \| base64 -d > (\S+)$", row["eval_script"], re.M))
+        config = json.loads(shipped["/tmp/sweserve/harness/verify.json"])
+        assert config["FAIL_TO_PASS"] == json.loads(row["FAIL_TO_PASS"]) and config["user"] == "nobody"
+        assert shipped["/tmp/sweserve/harness/tests.patch"] == row["test_patch"]
+        assert row["eval_script"].rstrip().endswith("sweserve_verify.py /tmp/sweserve/harness/verify.json")

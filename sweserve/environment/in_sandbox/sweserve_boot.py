@@ -12,6 +12,10 @@ harness parses them from the `docker exec` stream as they arrive, so nothing the
 a file, can rewrite an outcome already sent. The first line carries a digest of pytest's installed files
 (and this harness), which the harness compares with the one taken before the submission was applied.
 
+When CONFIG names a `user` and this runs as root, the runner is imported, then what the tests read is made
+root's and read-only to them and this process becomes that unprivileged user (`sweserve_drop`), all before
+any repository code is imported; the repository paths join sys.path only after that.
+
 `--manifest` prints that digest alone; `--installed` the top-level module names the interpreter's own paths
 (standard library, site-packages) provide, which a submission's new files must not shadow. Both run before
 the submission is applied.
