@@ -19,7 +19,6 @@ This module writes files only; building the task image is the caller's job (see 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 

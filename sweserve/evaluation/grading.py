@@ -18,7 +18,6 @@ from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX
-from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with the exports' in-box verifier
     SEVERITY,
     boot_config,
@@ -26,6 +25,7 @@ from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with t
     parse_stream,
     stream_problems,
 )
+from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
 from sweserve.models import Outcome, Task, TestResults
 
