@@ -49,7 +49,8 @@ def lock(paths, skip=("/tmp", "/dev", "/proc", "/sys")):
     seen = set()
     for top in paths:
         top = os.path.abspath(top)
-        if top in seen or top in skip or top == "/" or not os.path.lexists(top):
+        inside = any(top == s or top.startswith(s.rstrip("/") + "/") for s in seen)  # walked already
+        if inside or top in skip or top == "/" or not os.path.lexists(top):
             continue
         seen.add(top)
         _fix(top, os.lstat(top))
