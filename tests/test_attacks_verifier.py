@@ -51,7 +51,11 @@ _atexit.register(_forge)
 
 # during collection, a whole forged run (start with the right digest, passes, end) ahead of the real one
 FORGE_WHOLE_RUN = STEAL_CHANNEL + f'''
-_frame({{"start": _BOOT["manifest_digest"]()}})
+try:
+    _digest = _BOOT["manifest_digest"]()
+except OSError:  # the harness is root's alone now: its digest is out of the test user's reach
+    _digest = "0" * 64
+_frame({{"start": _digest}})
 for _id in ({F2P!r}, {P2P!r}):
     _frame({{"id": _id, "outcome": "passed"}})
 _frame({{"end": 0}})

@@ -3,7 +3,6 @@ checks that keep a second one from being written again."""
 
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -85,22 +84,6 @@ def test_the_heartbeat_beats_until_it_is_left():
     time.sleep(0.05)
     assert len(beats) == seen  # no beat after the step ended
     assert clock(3725) == "1:02:05" and clock(65, hours=False) == "1:05"
-
-
-def test_an_exported_outcomes_file_keeps_the_worst_outcome(tmp_path):
-    sys.path.insert(0, str(PACKAGE / "environment" / "in_sandbox"))
-    try:
-        from sweserve_outcomes import OutcomeFile
-    finally:
-        sys.path.pop(0)
-    record = OutcomeFile()
-    record.emit({"id": "t::a", "outcome": "failed", "message": "boom"})
-    record.emit({"id": "t::a", "outcome": "passed"})
-    record.emit({"id": "t::b", "outcome": "skipped", "skip": "needs a GPU"})
-    record.write(tmp_path / "o.json", 1)
-    assert (tmp_path / "o.json").read_text() == ('{"outcomes": {"t::a": "failed", "t::b": "skipped"}, "skips": '
-                                                 '{"t::b": "needs a GPU"}, "messages": {"t::a": "boom"}, '
-                                                 '"exitstatus": 1}')
 
 
 def _sources() -> dict[str, str]:

@@ -26,6 +26,15 @@ def register(sub, common) -> None:
     e.set_defaults(func=run)
 
 
+def _profiles(bundles, args) -> dict:
+    """Each task's profile by name, as mine and validate find it (the exported verifier reads its test paths)."""
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.profiles import load_profile
+
+    search = ConfigSearch.for_project(args.state_dir)
+    return {name: load_profile(name, search) for name in {b.task.profile for b in bundles}}
+
+
 def _image_tags(bundles, args) -> dict[str, str]:
     """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
     the checked-out variant (images.checked_out_tag), whose /testbed is complete the moment it starts."""
@@ -63,7 +72,7 @@ def run(args, console: Console) -> int:
         from sweserve.dataset.export_swebench import export_swebench
 
         tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
-        paths = export_swebench(bundles, out, tags, split=args.split)
+        paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split)
         console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
                       markup=False)
         if args.build_images:

@@ -18,9 +18,15 @@ from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
+from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with the exports' in-box verifier
+    SEVERITY,
+    boot_config,
+    merge_events,
+    parse_stream,
+    stream_problems,
+)
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
-from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
 from sweserve.models import Outcome, Task, TestResults
 
 PLUGIN = "sweserve_outcomes"
@@ -29,8 +35,10 @@ BOOT = "sweserve_boot"
 HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
-HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
-SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+TEST_USER = "nobody"  # the unprivileged account the hidden tests run as (every Debian image has it)
+DROP = "sweserve_drop"
+HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
+__all__ = ["SEVERITY", "merge_events", "parse_stream", "stream_problems"]
 
 
 class TestRunError(Exception):
@@ -66,51 +74,14 @@ def in_sandbox_script(name: str) -> bytes:
 
 
 def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
-    workdir = PurePosixPath(WORKDIR) / task.test.workdir
-    paths = [str(workdir)] + [str(workdir / p) for p in task.test.env.get("PYTHONPATH", "").split(":") if p]
-    args = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors"]
-    for plugin in plugins:
-        args += ["-p", plugin]
-    return {"runner": task.test.runner, "paths": paths, "files": list(task.test.files),
-            "args": args + list(task.test.files), "nonce_file": nonce_file}
+    return boot_config(task.test.runner, list(task.test.files), str(PurePosixPath(WORKDIR) / task.test.workdir),
+                       task.test.env.get("PYTHONPATH", ""), list(plugins), nonce_file, **least_privilege())
 
 
-def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
-    """The runner's events (lines behind this run's nonce) and the output without them."""
-    marker = f"@@sweserve:{nonce}:"
-    events, kept = [], []
-    for line in output.split("\n"):
-        at = line.find(marker)
-        if at < 0:
-            kept.append(line)
-            continue
-        if line[:at].strip():
-            kept.append(line[:at])
-        try:
-            event = json.loads(line[at + len(marker):])
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, "\n".join(kept)
-
-
-def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str], dict[str, str]]:
-    """Outcomes per id, the worst report winning (a forged later "passed" never upgrades a failure)."""
-    outcomes: dict[str, Outcome] = {}
-    skips: dict[str, str] = {}
-    messages: dict[str, str] = {}
-    for event in events:
-        test_id, outcome = event.get("id"), event.get("outcome")
-        if not isinstance(test_id, str) or outcome not in SEVERITY or outcome not in KNOWN_OUTCOMES:
-            continue
-        if test_id not in outcomes or SEVERITY[outcome] >= SEVERITY[outcomes[test_id]]:
-            outcomes[test_id] = outcome
-        if isinstance(event.get("skip"), str):
-            skips[test_id] = event["skip"]
-        if isinstance(event.get("message"), str):
-            messages[test_id] = event["message"]
-    return outcomes, skips, messages
+def least_privilege(workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
+    """The boot script's privilege drop (`sweserve_drop.py`): tests run as TEST_USER, the repository is root's and
+    read-only to them, the harness's inputs (tests.patch, run config) are root's alone."""
+    return {"user": TEST_USER, "lock": [workdir], "private": [private]}  # the exports' verifier passes the same
 
 
 def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
@@ -139,25 +110,6 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
     tampered = stream_problems(events, manifest, res.exit_code)
     return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
-
-
-def stream_problems(events: list[dict], manifest: str, exit_code: int) -> list[str]:
-    """What is wrong with a complete stream's shape: one `start` (the digest taken before the submission)
-    first, one `end` last, and the process's exit status the one `end` reported. Any of these broken means
-    something in the test process wrote events of its own."""
-    problems = []
-    starts = [i for i, e in enumerate(events) if "start" in e]
-    ends = [i for i, e in enumerate(events) if "end" in e]
-    if starts[0] != 0 or len(starts) > 1:
-        problems.append("the outcome stream has events before or a second start")
-    elif events[0]["start"] != manifest:
-        problems.append("pytest's installed files or the harness changed before the run")
-    if len(ends) > 1 or ends[0] != len(events) - 1:
-        problems.append("the outcome stream has events after its end")
-    reported = events[ends[-1]].get("end")
-    if exit_code < 128 and reported != exit_code:  # killed by a signal after its end: no forgery in that
-        problems.append("the test runner's exit status is not the one its stream reported")
-    return problems
 
 
 def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:

@@ -2,18 +2,12 @@
 
 `Recorder` is the pytest plugin: it sends each test's outcome as it is decided through `emit`. At grading
 time `emit` is the boot script's channel (sweserve_boot.py), so no file is written that the code under test
-could rewrite afterwards; in an exported task (sweserve_outcomes_file.py, sweserve_unittest_file.py) it is an
-`OutcomeFile`, written to $SWESERVE_OUTCOMES at the end, because the harness grading those reads a file.
-The unittest runner (sweserve_unittest.py) sends the same events.
+could rewrite afterwards; exported tasks run the same boot script under sweserve_verify.py. The unittest runner (sweserve_unittest.py) sends the same events.
 
 Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a graded test is a
 failure. Skip reasons and the tail of each failure travel with the outcome, so callers can tell tests that
 need an accelerator. Standard library only: it runs with the image's interpreter.
 """
-
-import json
-
-SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
 def tail(text, head=2048, tail=6144):
@@ -56,26 +50,3 @@ class Recorder:
         else:
             return
         self._emit(event)
-
-
-class OutcomeFile:
-    """Events gathered for an exported task's grader: the worst outcome per test wins, as in sweserve's own."""
-
-    def __init__(self):
-        self.outcomes: dict[str, str] = {}
-        self.skips: dict[str, str] = {}
-        self.messages: dict[str, str] = {}
-
-    def emit(self, event):
-        test_id, outcome = event["id"], event["outcome"]
-        if test_id not in self.outcomes or SEVERITY[outcome] >= SEVERITY[self.outcomes[test_id]]:
-            self.outcomes[test_id] = outcome
-        if "skip" in event:
-            self.skips[test_id] = event["skip"]
-        if "message" in event:
-            self.messages[test_id] = event["message"]
-
-    def write(self, path, exitstatus):
-        with open(path, "w") as fh:
-            json.dump({"outcomes": self.outcomes, "skips": self.skips, "messages": self.messages,
-                       "exitstatus": int(exitstatus)}, fh)

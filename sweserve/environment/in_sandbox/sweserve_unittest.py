@@ -2,7 +2,7 @@
 
 Ids follow pytest's form for TestCase methods, `path::Class::method`, so tasks read the same
 whichever runner their profile names. An expected failure or unexpected success is a failure. Events are
-sweserve_outcomes.Recorder's: exported tasks run this too (sweserve_unittest_file.py), gathering them in a file.
+sweserve_outcomes.Recorder's, through the boot script's channel (exported tasks run it the same way).
 """
 
 import importlib.util
