@@ -96,7 +96,8 @@ class HistoryKeeper:
 
 
 class HumanAgent(TaskImageAgent):
-    """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
+    """The engineer types in the sandbox through `docker exec`; the time limit kills the shell, and the host
+    kills the sandbox a few seconds later if the shell outlived it (its `timeout` stopped from inside)."""
 
     def __init__(self, candidate: str, time_limit: int, console: Console):
         self.candidate = candidate
@@ -123,12 +124,14 @@ class HumanAgent(TaskImageAgent):
         keeper = HistoryKeeper(box).start()
         try:
             sys.stdout.flush()
-            code = terminal.run(box.interactive_argv(shell, tty=True))  # the recorder's side is a terminal
+            # the shell's own `timeout` is a process the candidate can stop: the host's clock kills the sandbox
+            with box.deadline(limit) as clock:
+                code = terminal.run(box.interactive_argv(shell, tty=True))  # the recorder's side is a terminal
         finally:
             transcript, flags = keeper.finish()
         record = terminal.record
         used = round(time.monotonic() - t_shell, 3)
-        timed_out = code == 137 and used >= limit - 1
+        timed_out = clock.fired or (code == 137 and used >= limit - 1)
         self.console.print("grading …")
         return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used,
                         exit_reason="time_limit" if timed_out else "finished", transcript=transcript,
