@@ -1,7 +1,7 @@
 """A scan of every submission for the tools of reward hacking: flags, recorded in the result and shown.
 
-Flags say where a reviewer should look; they are not proof (a profile's `fail_on_flags` turns them into
-status `tampered`). The scan reads the lines a submission adds, per file: the text through line patterns,
+Flags say where a reviewer should look; they are not proof, and no grade depends on them (an encoding the
+patterns miss passes the scan: the defences are the verifier's, this is a reviewer's aid). The scan reads the lines a submission adds, per file: the text through line patterns,
 and Python (added files, or added lines that parse on their own) through its syntax tree, which no string
 building hides: attributes set on pytest's, unittest's or `_pytest`'s objects (`Function.runtest`,
 `TestCase.run`), frame and closure introspection, imports and code built from strings, exit and signal
