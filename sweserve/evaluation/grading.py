@@ -16,6 +16,9 @@ import shlex
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sweserve.agents.base import IN_BOX
 from sweserve.environment.sandbox import WORKDIR, Sandbox
@@ -39,6 +42,7 @@ class PatchError(Exception):
     def __init__(self, which: str, message: str):
         super().__init__(message)
         self.which = which
+        self.flags: list[str] = []  # the tamper scan's, set by the verifier: they outlive the failure
 
 
 class TestRunError(Exception):
@@ -55,6 +59,7 @@ class TestRunError(Exception):
         self.reason = reason
         self.timed_out = timed_out
         self.output = output
+        self.flags: list[str] = []  # the tamper scan's, set by the verifier: a runner that dies keeps them
 
 
 @dataclass
@@ -106,10 +111,54 @@ def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
             "args": args + list(task.test.files), "nonce_file": nonce_file}
 
 
-def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
-    """The runner's events (lines behind this run's nonce) and the output without them."""
+class _Event(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class StartEvent(_Event):
+    start: str  # the digest of pytest's installed files and the harness, taken by this run
+
+
+class OutcomeEvent(_Event):
+    id: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str | None = None
+    skip: str | None = None
+
+
+class EndEvent(_Event):
+    end: int  # the runner's exit status (strict: `true` is no int here)
+
+
+EVENT_KINDS: tuple[type[_Event], ...] = (StartEvent, EndEvent, OutcomeEvent)
+
+
+def event_of(value: object) -> StartEvent | OutcomeEvent | EndEvent | None:
+    """A stream event checked against the runner's schema (strict types, no other keys); None if it is not
+    one: the runner writes nothing else, so such an event was written by something else."""
+    if not isinstance(value, dict):
+        return None
+    kind = StartEvent if "start" in value else EndEvent if "end" in value else OutcomeEvent
+    try:
+        return kind.model_validate(value)
+    except ValidationError:
+        return None
+
+
+@dataclass
+class Stream:
+    """What one run sent behind its nonce: the events that fit the schema, as dicts, and how many did not."""
+
+    events: list[dict]
+    malformed: int
+    output: str  # the runner's output without the stream's lines
+
+
+def read_stream(output: str, nonce: str) -> Stream:
+    """The runner's events (lines behind this run's nonce), each validated; the output without them."""
     marker = f"@@sweserve:{nonce}:"
-    events, kept = [], []
+    events: list[dict] = []
+    kept, malformed = [], 0
     for line in output.split("\n"):
         at = line.find(marker)
         if at < 0:
@@ -118,29 +167,39 @@ def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
         if line[:at].strip():
             kept.append(line[:at])
         try:
-            event = json.loads(line[at + len(marker):])
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, "\n".join(kept)
+            event = event_of(json.loads(line[at + len(marker):]))
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
+            event = None
+        if event is None:
+            malformed += 1
+        else:
+            events.append(event.model_dump(exclude_none=True))
+    return Stream(events, malformed, "\n".join(kept))
+
+
+def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
+    """The runner's well-formed events and the output without the stream (`read_stream` counts the rest)."""
+    stream = read_stream(output, nonce)
+    return stream.events, stream.output
 
 
 def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str], dict[str, str]]:
-    """Outcomes per id, the worst report winning (a forged later "passed" never upgrades a failure)."""
+    """Outcomes per id, the worst report winning (a forged later "passed" never upgrades a failure); events
+    that are not outcome events of the schema are passed over."""
     outcomes: dict[str, Outcome] = {}
     skips: dict[str, str] = {}
     messages: dict[str, str] = {}
-    for event in events:
-        test_id, outcome = event.get("id"), event.get("outcome")
-        if not isinstance(test_id, str) or outcome not in SEVERITY or outcome not in KNOWN_OUTCOMES:
+    for raw in events:
+        event = event_of(raw)
+        if not isinstance(event, OutcomeEvent) or event.outcome not in KNOWN_OUTCOMES:
             continue
+        test_id, outcome = event.id, event.outcome
         if test_id not in outcomes or SEVERITY[outcome] >= SEVERITY[outcomes[test_id]]:
             outcomes[test_id] = outcome
-        if isinstance(event.get("skip"), str):
-            skips[test_id] = event["skip"]
-        if isinstance(event.get("message"), str):
-            messages[test_id] = event["message"]
+        if event.skip is not None:
+            skips[test_id] = event.skip
+        if event.message is not None:
+            messages[test_id] = event.message
     return outcomes, skips, messages
 
 
@@ -155,7 +214,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)
-    events, output = parse_stream(res.output, nonce)
+    stream = read_stream(res.output, nonce)
+    events, output = stream.events, stream.output
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
     if res.truncated:  # the stream's head (its `start`, maybe real failures) is gone: nothing left can be trusted
@@ -169,6 +229,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     outcomes, skips, messages = merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
     tampered = stream_problems(events, manifest, res.exit_code)
+    if stream.malformed:
+        tampered.append(f"the outcome stream has {stream.malformed} malformed events")
     return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
 
 
