@@ -222,6 +222,7 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
         fields["agent_run"] = run.model_copy(update={
             "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
             "keystrokes": redact(run.keystrokes), "screen": redact(run.screen),
+            "untyped_history": [redact(c) for c in run.untyped_history],
             "error": redact(run.error) if run.error else run.error})
     fields["flags"] = sorted({redact(f) for f in fields.get("flags") or []})  # they name the candidate's files
     if fields.get("resets"):
