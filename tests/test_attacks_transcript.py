@@ -70,7 +70,7 @@ def test_the_review_records_the_hosts_transcript_and_flags_a_forged_history():
     record = _section(review, "Transcript")
     assert "echo real-work" in record and FORGED not in record and "recorded on the host" in record
     shown = _section(review, "Shell history")
-    assert "disagrees" in shown and f"!" in next(line for line in shown.splitlines() if FORGED in line)
+    assert "disagrees" in shown and "!" in next(line for line in shown.splitlines() if FORGED in line)
     # a history that agrees with the host's record is not shown at all
     honest = run.model_copy(update={"transcript": "1700000000\tset +o history; echo real-work",
                                     "untyped_history": [], "flags": []})

@@ -36,7 +36,7 @@ class Deadline:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> "Deadline":
+    def start(self) -> Deadline:
         self._thread.start()
         return self
 
@@ -51,7 +51,7 @@ class Deadline:
         if self.close is not None and not self._done.wait(self.close_after):
             _quietly(self.close, "closing the stream of a killed sandbox")
 
-    def __enter__(self) -> "Deadline":
+    def __enter__(self) -> Deadline:
         return self.start()
 
     def __exit__(self, *exc) -> None:

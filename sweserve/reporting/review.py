@@ -56,9 +56,9 @@ def _session(run: AgentRun) -> list[str]:
     the sandbox only when a flag says it disagrees with that record, marked as the candidate's to write."""
     lines: list[str] = []
     if run.keystrokes:
-        lines += ["## Transcript", "", "What was typed, recorded on the host (seconds since the session started): "
-                  "the record of the session; nothing done in the sandbox can change it.", "",
-                  _fence(run.keystrokes, "text")]
+        lines += ["## Transcript", "", ("What was typed, recorded on the host (seconds since the session "
+                                        "started): the record of the session; nothing done in the sandbox can "
+                                        "change it."), "", _fence(run.keystrokes, "text")]
     if run.screen:
         lines += ["## Terminal", "", "The end of what the terminal showed, recorded on the host.", "",
                   _fence(run.screen, "text")]
@@ -71,9 +71,9 @@ def _session(run: AgentRun) -> list[str]:
             when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
             rows.append(f"{'!' if cmd in untyped else ' '} {when}  {cmd}")
         lines += ["## Shell history (from inside the sandbox: ⚠ disagrees with the host's record)", "",
-                  f"Flagged {', '.join(flagged)}. The candidate can write this history, so it is not the record; "
-                  "lines marked ! were never typed in the host's record (forged, or finished by completion or "
-                  "history recall).", "", _fence("\n".join(rows), "console")]
+                  (f"Flagged {', '.join(flagged)}. The candidate can write this history, so it is not the "
+                   "record; lines marked ! were never typed in the host's record (forged, or finished by "
+                   "completion or history recall)."), "", _fence("\n".join(rows), "console")]
     return lines
 
 
