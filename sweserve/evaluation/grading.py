@@ -130,7 +130,6 @@ class EndEvent(_Event):
     end: int  # the runner's exit status (strict: `true` is no int here)
 
 
-
 def event_of(value: object) -> StartEvent | OutcomeEvent | EndEvent | None:
     """A stream event checked against the runner's schema (strict types, no other keys); None if it is not
     one: the runner writes nothing else, so such an event was written by something else."""
