@@ -315,13 +315,15 @@ def test_sigstop_in_a_human_session_ends_at_the_limit(demo, tmp_path):
             "--output", str(tmp_path / "human.jsonl"), "--time-limit", str(limit)]
     child = pexpect.spawn(sys.executable, args, cwd=str(tmp_path), encoding="utf-8", timeout=120,
                           dimensions=(50, 200))
-    child.expect(r"s left\] /testbed# ")
-    t0 = time.monotonic()
-    child.sendline("kill -STOP -1; kill -STOP $$")
-    child.expect("grading", timeout=limit + BOUND_S)
-    assert time.monotonic() - t0 < limit + BOUND_S
-    child.expect(pexpect.EOF, timeout=240)
-    child.close()
+    try:
+        child.expect(r"s left\] /testbed# ")
+        t0 = time.monotonic()
+        child.sendline("kill -STOP -1; kill -STOP $$")
+        child.expect("grading", timeout=limit + BOUND_S)
+        assert time.monotonic() - t0 < limit + BOUND_S
+        child.expect(pexpect.EOF, timeout=240)
+    finally:
+        child.close(force=True)  # a hung session must not outlive the test (gc reaps its container)
     (r,) = read_results(tmp_path / "human.jsonl")
     assert r.agent_run.exit_reason == "time_limit", r.agent_run
     assert r.status == "failed", (r.status, r.reason)
