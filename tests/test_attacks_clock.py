@@ -1,10 +1,10 @@
 """Attacks on the clock and on the verdict's channel (issue #15, point 2).
 
 - Stopping the clock: a SIGSTOP from inside the container to every process, the `timeout` that keeps the
-  limit included, in the candidate phase (a command agent, a human session) and at grading (code the hidden
-  tests import). The host's deadline (`environment/watchdog.py`) must end each in bounded time with a
-  `failed`/timed-out result. Each trial runs in a thread joined with a bound, so a regression fails the
-  test instead of hanging it.
+  limit included, in the candidate phase (a command agent, the API agent's tool server, a human session) and
+  at grading (code the hidden tests import). The host's deadline (`environment/watchdog.py`) must end each in
+  bounded time with a `failed`/timed-out result. Each trial runs in a thread joined with a bound, so a
+  regression fails the test instead of hanging it.
 - A malformed outcome stream: events of any shape behind the run's nonce must give `tampered` (or a fail-closed
   `TestRunError`), never an internal error. Fuzzed with a seeded generator of random and adversarial events.
 """
@@ -271,6 +271,26 @@ def test_sigstop_in_the_candidate_phase_ends_at_the_limit(demo, attack):
     assert r.agent_run is not None and r.agent_run.exit_reason == "timed_out", r
     assert r.agent_run.wall_s < 8 + BOUND_S, r.agent_run.wall_s
     assert r.status == "failed", (r.status, r.reason)  # graded on what the tree held: nothing was fixed
+
+
+@pytest.mark.docker
+def test_sigstop_of_the_api_agents_tool_server_ends_at_the_limit(demo):
+    """The API agent's loop is on the host, but a step waits on the swe-rex server in the sandbox: stopped from
+    inside, it held the step for aiohttp's 5 minutes. The host's clock ends it at the limit."""
+    from fake_model import FakeModel, tool_call
+
+    from sweserve.agents.api import ApiAgent
+    from sweserve.agents.config import ApiAgentConfig
+
+    bundle = demo.bundle(DIST).model_copy(deep=True)
+    bundle.task.resources.timeout_s = 10
+    with FakeModel([tool_call("bash", {"command": "kill -STOP -1; kill -STOP $$"})]) as fake:
+        cfg = ApiAgentConfig(kind="api", name="stop-tools", model="fake-1", base_url=fake.base_url,
+                             request_timeout_s=5, request_retries=0, command_timeout_s=60)
+        r, _ = _in_thread(lambda: _trial(demo, ApiAgent(cfg, env={}), bundle), 300)
+    assert r.agent_run.exit_reason == "time_limit" and r.agent_run.error is None, r.agent_run
+    assert r.agent_run.wall_s < 10 + BOUND_S, r.agent_run.wall_s
+    assert r.status == "failed", (r.status, r.reason)
 
 
 STOP_ALL = """
