@@ -262,6 +262,10 @@ class PortForward:
         except OSError:
             pass
         finally:
+            try:  # a close alone waits for `up`'s recv: the client would never hear the sandbox is gone
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             conn.close()
             try:
                 hijacked.close()
