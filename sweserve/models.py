@@ -290,9 +290,13 @@ class AgentRun(Strict):
     cost_usd: float | None = None
     wall_s: float = 0.0
     log_tail: str = ""
-    transcript: str = ""
+    transcript: str = Field("", description="a human session: the shell's history, copied from the sandbox "
+                            "(secondary: the candidate can write it)")
     keystrokes: str = Field("", description="a human session: what was typed, recorded on the host (the "
                             "authoritative transcript; bounded)")
+    untyped_history: list[str] = Field(default_factory=list, description="a human session: commands in the "
+                                       "shell's history that the host's record never saw typed (forged, or "
+                                       "finished by completion or history recall)")
     screen: str = Field("", description="a human session: the end of what the terminal showed, recorded on the "
                         "host, as plain text (bounded)")
     flags: list[str] = Field(default_factory=list, description="what the agent's own records noticed, e.g. "

@@ -47,6 +47,7 @@ class PatchError(Exception):
         super().__init__(message)
         self.which = which
         self.exit_code = exit_code
+        self.flags: list[str] = []  # the tamper scan's, set by the verifier: they outlive the failure
 
 
 def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index: bool = False) -> None:

@@ -19,8 +19,13 @@ from sweserve.models import Strict
 SUFFIXES = (".yaml", ".yml")
 
 
+# a name in results and a folder name in runs/: no '/', not '.' or '..', never read as an option
+AGENT_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"
+AGENT_NAME_RULE = "letters, digits, '_', '.' and '-' (not first), at most 100"
+
+
 class _Config(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=AGENT_NAME)
     version: str = ""
 
 

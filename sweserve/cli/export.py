@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -56,6 +57,10 @@ def _image_tags(bundles, args) -> dict[str, str]:
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import select
 
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", args.split):  # the files' stem: no '/', not empty
+        raise SweserveError(f"--split {args.split!r}: a split name is letters, digits, '_', '.' and '-'")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SweserveError(f"--out {args.out}: not a folder")
     bundles = select(Path(args.tasks), args.task_ids)
     skipped = [b.task.task_id for b in bundles if not b.task.validated]
     if not args.include_unvalidated:

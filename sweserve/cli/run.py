@@ -57,10 +57,12 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.agents.resolve import make_agent
+    from sweserve.agents.resolve import checked_name, make_agent
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.taskstore import select
 
+    if args.agent_name is not None:
+        checked_name(args.agent_name)  # one line, before anything reads the tasks
     if args.attempts < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
     workers_of(args)  # checked before anything starts

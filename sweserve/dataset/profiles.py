@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sweserve.config_search import ConfigSearch, looks_like_path
 from sweserve.errors import SweserveError
@@ -71,7 +71,6 @@ class RepoProfile(Strict):
     test_env: dict[str, str] = Field(default_factory=dict)
     pytest_plugins: list[str] = Field(default_factory=list, description="plugin modules of the env image loaded "
                                       "with -p when grading; autoloading is off, so no other plugin loads")
-    fail_on_flags: bool = Field(False, description="a submission the tamper scan flags is graded `tampered`")
     family_rules: list[FamilyRule]
     family_overrides: dict[int, Family] = Field(default_factory=dict, description="PR number -> family; wins "
                                                 "over rules and title tags")
@@ -88,6 +87,14 @@ class RepoProfile(Strict):
                                      "ready-eligible unless --github or --rewrite-with enriches it")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_fail_on_flags(cls, data):
+        if isinstance(data, dict) and "fail_on_flags" in data:
+            raise ValueError("fail_on_flags was removed: the tamper scan's flags are a reviewer's aid and no grade "
+                             "depends on them (see the README's 'Grading and its defences'); delete the key")
+        return data
 
     def is_test_path(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pat) for pat in self.test_paths)

@@ -5,6 +5,7 @@ Agents and the evaluation code see only this; `docker_sandbox.DockerSandbox` is 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +25,13 @@ class ExecResult:
         return self.output[-n:]
 
 
+class Clock(Protocol):
+    """A host-side deadline (`environment/watchdog.Deadline`): `fired` once it killed the sandbox."""
+
+    @property
+    def fired(self) -> bool: ...
+
+
 class Sandbox(Protocol):
     @property
     def name(self) -> str:
@@ -39,7 +47,16 @@ class Sandbox(Protocol):
 
     def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
              user: str | None = None) -> ExecResult:
-        """Run `bash -c command`; the whole process group is killed after timeout seconds."""
+        """Run `bash -c command`; the whole process group is killed after timeout seconds, and the sandbox by the
+        host a few seconds later if the command is still running (`timed_out` either way)."""
+
+    def kill(self) -> None:
+        """Stop every process in the sandbox now, from the host: nothing inside can delay or refuse it. Its files
+        can still be read out; nothing more runs in it."""
+
+    def deadline(self, limit: float) -> AbstractContextManager[Clock]:
+        """A host-side clock for a block: the sandbox is killed if the block still runs a few seconds after
+        `limit` (for what runs inside without `exec`, e.g. an interactive session)."""
 
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
         """Start a long-running process (e.g. a tool server) and return at once."""

@@ -21,10 +21,12 @@ from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  
 from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with the exports' in-box verifier
     SEVERITY,
     boot_config,
+    event_of,
     merge_events,
     parse_stream,
     stream_problems,
 )
+from sweserve.environment.in_sandbox.sweserve_protocol import read_stream as _read_stream
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
 from sweserve.models import Outcome, Task, TestResults
@@ -38,7 +40,7 @@ NONCE_FILE = f"{HARNESS}/.nonce"
 TEST_USER = "nobody"  # the unprivileged account the hidden tests run as (every Debian image has it)
 DROP = "sweserve_drop"
 HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
-__all__ = ["SEVERITY", "merge_events", "parse_stream", "stream_problems"]
+__all__ = ["SEVERITY", "event_of", "merge_events", "parse_stream", "stream_problems"]
 
 
 class TestRunError(Exception):
@@ -55,6 +57,7 @@ class TestRunError(Exception):
         self.reason = reason
         self.timed_out = timed_out
         self.output = output
+        self.flags: list[str] = []  # the tamper scan's, set by the verifier: a runner that dies keeps them
 
 
 @dataclass
@@ -84,6 +87,20 @@ def least_privilege(workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
     return {"user": TEST_USER, "lock": [workdir], "private": [private]}  # the exports' verifier passes the same
 
 
+@dataclass
+class Stream:
+    """What one run sent behind its nonce: the events that fit the schema (sweserve_protocol.event_of), how many
+    did not, and the runner's output without the stream's lines."""
+
+    events: list[dict]
+    malformed: int
+    output: str
+
+
+def read_stream(output: str, nonce: str) -> Stream:
+    return Stream(*_read_stream(output, nonce))
+
+
 def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
               files: dict[str, bytes] | None = None) -> TestRun:
     """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
@@ -95,7 +112,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)
-    events, output = parse_stream(res.output, nonce)
+    stream = read_stream(res.output, nonce)
+    events, output = stream.events, stream.output
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
     if res.truncated:  # the stream's head (its `start`, maybe real failures) is gone: nothing left can be trusted
@@ -108,7 +126,7 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
         raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes", output=output)
     outcomes, skips, messages = merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
-    tampered = stream_problems(events, manifest, res.exit_code)
+    tampered = stream_problems(events, manifest, res.exit_code, stream.malformed)
     return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
 
 

@@ -209,6 +209,7 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
         fields["agent_run"] = run.model_copy(update={
             "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
             "keystrokes": redact(run.keystrokes), "screen": redact(run.screen),
+            "untyped_history": [redact(c) for c in run.untyped_history],
             "error": redact(run.error) if run.error else run.error})
     fields["flags"] = sorted({redact(f) for f in fields.get("flags") or []})  # they name the candidate's files
     if fields.get("resets"):
@@ -265,12 +266,13 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
         graded = grade_submission(ctx, bundle, image, patch, gpu_ids)
     except PatchError as exc:
         if exc.which != "candidate":
-            return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
-        return {"status": "patch_failed", "reason": str(exc)}
+            return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}",
+                    "flags": exc.flags}
+        return {"status": "patch_failed", "reason": str(exc), "flags": exc.flags}
     except TestRunError as exc:
         if exc.output:
             folder.write("tests.log", exc.output)
-        return {"status": "failed", "reason": hidden_tests_reason(exc)}
+        return {"status": "failed", "reason": hidden_tests_reason(exc), "flags": exc.flags}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
     folder.write(OUTCOMES_FILE, json.dumps({"outcomes": tests.outcomes}, indent=1) + "\n")  # for `report --regrade`
@@ -278,8 +280,6 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
     out = {"tests": results, "flags": graded.flags, "resets": [r.describe() for r in graded.resets]}
     if graded.tampered:
         return {**out, "status": "tampered", "reason": f"tampered: {'; '.join(graded.tampered)}"}
-    if graded.flags and ctx.profile(bundle.task.profile).fail_on_flags:
-        return {**out, "status": "tampered", "reason": f"flagged (the profile fails on flags): {graded.flags[0]}"}
     note = f"reset to base: {', '.join(r.describe() for r in graded.resets)}" if graded.resets else None
     return {**out, "status": "resolved" if results.resolved else "failed", "reason": note}
 

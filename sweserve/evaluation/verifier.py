@@ -7,8 +7,8 @@
       → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
         (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
 
-A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded`, the caller decides
-what they mean (`tampered` for canaries, and for flags when the profile says so).
+A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded` (and in the errors
+raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them.
 """
 
 from __future__ import annotations
@@ -175,10 +175,22 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
-    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
+    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
+    scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer."""
+    flags = scan(patch)  # the patch's own text: known before anything runs
+    try:
+        return _verify(box, bundle, profile, patch, name, runs, flags)
+    except (PatchError, TestRunError) as exc:
+        exc.flags = sorted(set(flags))
+        raise
+
+
+def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
+            flags: list[str]) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
+    flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     plan = canary_tests.plan(task, sources)
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
@@ -191,5 +203,4 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
                 del mapping[test_id]
         run.tampered = sorted(set(run.tampered) | set(problems))
         results.append(run)
-    flags = scan(patch) + [f"reset: {r.describe()}" for r in resets if r.suspicious]
     return Graded(results, resets, sorted(set(flags)))

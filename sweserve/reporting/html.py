@@ -172,7 +172,10 @@ def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
             text = row.status
             if row.attempts > 1 and row.status != "skipped":
                 text = f"{row.status} {row.resolved_attempts}/{row.attempts}"
-            title = html.escape(row.reason or row.status, quote=True)
+            title = row.reason or row.status
+            if row.flags:  # the tamper scan's: a reviewer's aid, never part of the grade
+                title += f" [flags: {', '.join(row.flags)}]"
+            title = html.escape(title, quote=True)
             body = html.escape(text)
             if (rep.agent, task_id) in linked:
                 body = f'<a href="{html.escape(review_path(rep.agent, task_id))}">{body}</a>'

@@ -1,4 +1,6 @@
-"""Reviewer reports: instruction, candidate diff beside the oracle diff, test results, trajectory, transcript."""
+"""Reviewer reports: instruction, candidate diff beside the oracle diff, test results, the scan's flags, the agent's
+trajectory and, for a human session, the transcript recorded on the host (the in-sandbox shell history only when
+it disagrees)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sweserve.models import TRAJECTORY_STEPS_FILE, RunResult, TaskBundle, TrajectoryStep
+from sweserve.models import TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
 
 MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
@@ -40,26 +42,54 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
     for kind, outcomes in (("FAIL_TO_PASS", result.tests.fail_to_pass), ("PASS_TO_PASS", result.tests.pass_to_pass)):
         for test_id, outcome in outcomes.items():
             lines.append(f"| `{test_id}` | {kind} | {ICON.get(outcome, '')} {outcome} |")
-    lines += ["", "## Verifier", ""]
+    lines += ["", "## Verifier", "", "The tamper scan's flags say where to look; no grade depends on them.", ""]
     lines += [f"- flagged: {flag}" for flag in result.flags] or ["- the tamper scan flagged nothing"]
     lines += [f"- reset to base: {reset}" for reset in result.resets]
     lines += ["", "## Candidate diff", "", _fence(result.model_patch or "(no changes)", "diff"),
               "## Oracle diff", "", _fence(bundle.oracle_patch, "diff")]
-    if run and run.transcript:
-        rows = []
-        for line in run.transcript.splitlines():
-            stamp, _, cmd = line.partition("\t")
-            when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
-            rows.append(f"{when}  {cmd}")
-        lines += ["## Transcript", "", "The shell's history, copied from the sandbox every second.", "",
-                  _fence("\n".join(rows), "console")]
-    if run and run.keystrokes:
-        lines += ["## Keystrokes", "", "What was typed, recorded on the host (seconds since the session started).",
-                  "", _fence(run.keystrokes, "text")]
-    if run and run.screen:
+    if run:
+        lines += _session(run)
+    return "\n".join(lines) + "\n"
+
+
+HISTORY_FLAGS = ("transcript_tampered", "history_disagrees")
+
+
+def _history(run: AgentRun) -> tuple[list[str], str]:
+    """(the flags that say the in-sandbox shell history disagrees with the host's record, the history's lines
+    with the time and a ! on each line nobody typed); no flag: none shown."""
+    flagged = [f for f in run.flags if f in HISTORY_FLAGS]
+    if not (run.transcript and flagged):
+        return [], ""
+    untyped = set(run.untyped_history)
+    rows = []
+    for line in run.transcript.splitlines():
+        stamp, _, cmd = line.partition("\t")
+        when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
+        rows.append(f"{'!' if cmd in untyped else ' '} {when}  {cmd}")
+    return flagged, "\n".join(rows)
+
+
+HISTORY_NOTE = ("The candidate can write this history, so it is not the record; lines marked ! were never typed in "
+                "the host's record (forged, or finished by completion or history recall).")
+TRANSCRIPT_NOTE = ("What was typed, recorded on the host (seconds since the session started): the record of the "
+                   "session; nothing done in the sandbox can change it.")
+
+
+def _session(run: AgentRun) -> list[str]:
+    """A human session's record: what the host recorded (keystrokes, screen); the shell history from inside
+    the sandbox only when a flag says it disagrees with that record, marked as the candidate's to write."""
+    lines: list[str] = []
+    if run.keystrokes:
+        lines += ["## Transcript", "", TRANSCRIPT_NOTE, "", _fence(run.keystrokes, "text")]
+    if run.screen:
         lines += ["## Terminal", "", "The end of what the terminal showed, recorded on the host.", "",
                   _fence(run.screen, "text")]
-    return "\n".join(lines) + "\n"
+    flagged, history = _history(run)
+    if flagged:
+        lines += ["## Shell history (from inside the sandbox: ⚠ disagrees with the host's record)", "",
+                  f"Flagged {', '.join(flagged)}. {HISTORY_NOTE}", "", _fence(history, "console")]
+    return lines
 
 
 REVIEW_CSS = """
@@ -166,17 +196,13 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
     flags = [f"<li>flagged: {e(f)}</li>" for f in result.flags] + [f"<li>reset to base: {e(r)}</li>"
                                                                     for r in result.resets]
     human = ""
-    if run and run.transcript:
-        rows = []
-        for line in run.transcript.splitlines():
-            stamp, _, cmd = line.partition("\t")
-            when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
-            rows.append(f"{when}  {cmd}")
-        human += _folded("Transcript", "the shell's history", "\n".join(rows))
     if run and run.keystrokes:
-        human += _folded("Keystrokes", "what was typed", run.keystrokes)
+        human += _folded("Transcript", "what was typed, recorded on the host: the record", run.keystrokes)
     if run and run.screen:
-        human += _folded("Terminal", "the end of what the terminal showed", run.screen)
+        human += _folded("Terminal", "the end of what the terminal showed, recorded on the host", run.screen)
+    flagged, history = _history(run) if run else ([], "")
+    if flagged:
+        human += _folded("Shell history", f"from inside the sandbox: ⚠ {', '.join(flagged)}. {HISTORY_NOTE}", history)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Review {e(task.task_id)} — {e(who)}</title>
 <style>{REVIEW_CSS}</style></head><body>
@@ -188,7 +214,7 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
 <h2>Hidden tests</h2>
 <table id="outcomes"><tr><th>test</th><th>kind</th><th>outcome</th></tr>{"".join(outcomes)}</table>
 <h2>Flags</h2>
-<section id="flags"><ul>{"".join(flags) or '<li class="none">the tamper scan flagged nothing</li>'}</ul></section>
+<section id="flags"><p>The tamper scan's flags say where to look; no grade depends on them.</p><ul>{"".join(flags) or '<li class="none">the tamper scan flagged nothing</li>'}</ul></section>
 <h2>Diffs</h2>
 <div class="diffs">
 <div><h3>Candidate diff</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>

@@ -266,14 +266,14 @@ def grade(cfg):
             fh.write(text)
     details = {"resets": [r.describe() for r in resets]}
     output, code, timed_out, truncated = run_boot(cfg, run_config_path, cfg["timeout_s"])
-    events, output = sweserve_protocol.parse_stream(output, nonce)
+    events, malformed, output = sweserve_protocol.read_stream(output, nonce)
     if timed_out:
         raise Verdict("error", f"hidden tests timed out after {int(cfg['timeout_s'])}s")
     if truncated:
         return "tampered", "the test output overflowed what the verifier keeps", {}, details, output
     if not any("start" in e for e in events) or not any("end" in e for e in events):
         return "error", f"test runner exited {code} before reporting all outcomes", {}, details, output
-    problems = sweserve_protocol.stream_problems(events, manifest, code)
+    problems = sweserve_protocol.stream_problems(events, manifest, code, malformed)
     outcomes, _, _ = sweserve_protocol.merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
     outcomes, forged = check(outcomes, ends[-1] if ends else None)
