@@ -20,12 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sweserve.dataset.image_spec import image_spec, shared_dependencies  # noqa: E402
 from sweserve.dataset.patches import touched_paths  # noqa: E402
 from sweserve.dataset.profiles import load_profile  # noqa: E402
 from sweserve.dataset.taskstore import load_bundle, task_dirs  # noqa: E402
-from sweserve.environment.context import docker_client  # noqa: E402
 from sweserve.environment.disk import sweserve_images, usage  # noqa: E402
-from sweserve.environment.images import ImageBuilder, read_ca_bundle, shared_dependencies  # noqa: E402
+from sweserve.environment.docker_host import docker_client  # noqa: E402
+from sweserve.environment.images import ImageBuilder, read_ca_bundle  # noqa: E402
 
 GB = 1e9
 
@@ -57,7 +58,7 @@ def main() -> int:
     builder = ImageBuilder(client, read_ca_bundle(None))
     started = time.monotonic()
     # the shared layer is the most common lock's own image, so the tasks' tags name every env image they need
-    tags = {builder.env(profile, t.dependencies, t.lock, shared) for t in tasks}
+    tags = {builder.env(spec.env, spec.shared) for spec in (image_spec(t, profile, shared) for t in tasks)}
     built = time.monotonic() - started
     every = sweserve_images(client)
     ours = {i.id for i in every if set(i.tags) & tags}

@@ -20,7 +20,7 @@ from pathlib import Path
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_task, save_task
 from sweserve.demo.fixture import PROFILE, REPO, build_demo_repo
-from sweserve.environment.context import docker_client
+from sweserve.environment.docker_host import docker_client
 from sweserve.environment.images import env_image_tag, read_ca_bundle
 
 TARGET_S = 10.0

@@ -134,6 +134,37 @@ class StatementPart(Strict):
     excerpt: str = Field("", description="its first words")
 
 
+class EnvSpec(Strict):
+    """Everything one env image is built from, computed by `dataset/` (`dataset/image_spec.py`) from a profile and
+    a task's requirements: `environment/` builds from this alone and never reads a profile."""
+
+    profile: str = Field(description="the profile's name: the env image's tag starts with it")
+    base_image: str
+    python: str = Field(description="least Python the env image must have")
+    requirements: str = Field(description="requirements.txt: index options first, then the pins (or the declared "
+                              "requirements the build can install), one a line")
+    left_out: list[str] = Field(default_factory=list, description="requirements the build cannot install, with why")
+    index_url: str | None = None
+    constraints: list[str] = Field(default_factory=list, description="lines of a pip constraints file")
+
+
+class ImageSpec(Strict):
+    """Everything a task image is built from: its env (and the shared layer under it), the repository at the base
+    commit, the profile's install steps, the test env and how much git history the image keeps."""
+
+    task_id: str
+    repo: str
+    base_commit: str
+    env: EnvSpec
+    shared: EnvSpec | None = Field(None, description="the layer of what all the profile's tasks declare, which env "
+                                   "is built over as a thin layer (None: env is built whole)")
+    install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
+    test_env: dict[str, str] = Field(default_factory=dict)
+    history: Literal["none", "ancestors"] = "ancestors"
+    leave_out: list[str] = Field(default_factory=list, description="files of the base tree git cannot read, left "
+                                 "out of the image (the task's `unreadable`; no hidden test needs them)")
+
+
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
@@ -320,8 +351,9 @@ class RunResult(Strict):
                                          "network, sandbox, limit, node, task or internal")
     model_patch: str = ""
     tests: TestResults = Field(default_factory=TestResults)
-    flags: list[str] = Field(default_factory=list, description="what the tamper scan and the verifier's resets "
-                             "found suspicious in the submission")
+    flags: list[str] = Field(default_factory=list, description="what a reviewer must look at: what the tamper "
+                             "scan and the verifier's resets found suspicious in the submission, and what the trial "
+                             "saw (e.g. secret_in_submission, transcript_tampered)")
     resets: list[str] = Field(default_factory=list, description="paths the verifier put back to base, with why")
     agent_run: AgentRun | None = None
     started_at: datetime
@@ -332,8 +364,6 @@ class RunResult(Strict):
                                     "--include-unready); None in results from before readiness")
     agent_config_hash: str | None = None
     task_hash: str | None = None
-    flags: list[str] = Field(default_factory=list, description="what a reviewer must look at, e.g. "
-                             "secret_in_submission, transcript_tampered")
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -109,7 +109,7 @@ def demo(docker_client, tmp_path_factory):
     from sweserve.dataset.profiles import load_profile
     from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import PROFILE, build_demo_repo
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
     from sweserve.evaluation.validation import validate_all
 
     root = tmp_path_factory.mktemp("demo")

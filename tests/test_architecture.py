@@ -120,6 +120,53 @@ def private_offenders(root: Path = PACKAGE):
     return found
 
 
+def transfer_offenders(root: Path = PACKAGE):
+    """transfer.py is a private part of the Docker backend: everything else copies trees through `Sandbox`."""
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if mod == "sweserve.environment.transfer" and rel != "environment/docker_sandbox.py"]
+
+
+def test_trees_are_copied_through_the_sandbox_protocol_only():
+    assert transfer_offenders() == []
+
+
+def environment_offenders(root: Path = PACKAGE):
+    """environment/ takes plain values (an ImageSpec, a Sandbox's arguments): it reads no profile, task store or
+    clone registry, and knows nothing of the trial or of agents."""
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "environment" and mod.startswith(("sweserve.dataset", "sweserve.evaluation",
+                                                               "sweserve.agents"))]
+
+
+# the Docker side of environment/: evaluation/ sees sandboxes and hosts only through their protocols
+DOCKER_SIDE = ("docker", "sweserve.environment.docker_sandbox", "sweserve.environment.docker_host",
+               "sweserve.environment.transfer", "sweserve.environment.egress", "sweserve.environment.images")
+
+
+def evaluation_offenders(root: Path = PACKAGE):
+    return [(rel, mod) for rel, mod, _ in imports(root)
+            if stage(rel) == "evaluation" and any(mod == m or mod.startswith(m + ".") for m in DOCKER_SIDE)]
+
+
+def test_environment_reads_nothing_of_the_stages_above_it():
+    assert environment_offenders() == []
+
+
+def test_evaluation_sees_only_the_sandbox_and_host_protocols():
+    assert evaluation_offenders() == []
+
+
+def test_evaluation_leaves_docker_unimported_at_run_time():
+    """Every module of evaluation/ imported in a fresh interpreter: neither docker nor the Docker backend loads."""
+    modules = [f"sweserve.evaluation.{p.stem}" for p in sorted((PACKAGE / "evaluation").glob("*.py"))]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}:\n    importlib.import_module(m)\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({DOCKER_SIDE!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_only_environment_imports_docker():
     assert docker_importers() == []
 
@@ -180,6 +227,22 @@ def test_the_stage_rules_see_a_package_imported_from_its_parent(tmp_path):
     assert reporting_offenders(root) == [("reporting/c.py", "sweserve.evaluation.trial")]
 
 
+def test_the_seam_rules_see_both_directions(tmp_path):
+    root = probe(tmp_path, {"environment/a.py": "from sweserve.dataset.profiles import RepoProfile\n",
+                            "environment/b.py": "from sweserve import evaluation\nimport sweserve.agents.base\n",
+                            "environment/fine.py": "from sweserve.models import ImageSpec\n",
+                            "evaluation/c.py": "from sweserve.environment.docker_sandbox import DockerSandbox\n",
+                            "evaluation/d.py": "import importlib\nt = importlib.import_module("
+                                               "'sweserve.environment.transfer')\n",
+                            "evaluation/fine.py": "from sweserve.environment.sandbox import Sandbox\n"
+                                                  "from sweserve.environment.host import Host\n"})
+    assert sorted(environment_offenders(root)) == [("environment/a.py", "sweserve.dataset.profiles"),
+                                                   ("environment/b.py", "sweserve.agents.base"),
+                                                   ("environment/b.py", "sweserve.evaluation")]
+    assert sorted(evaluation_offenders(root)) == [("evaluation/c.py", "sweserve.environment.docker_sandbox"),
+                                                  ("evaluation/d.py", "sweserve.environment.transfer")]
+
+
 def test_the_private_rule_sees_names_reached_through_a_module(tmp_path):
     root = probe(tmp_path, {"cli/a.py": "import sweserve.evaluation.trial as t\nt._graded()\n",
                             "cli/b.py": "from sweserve.evaluation import trial\ntrial._graded()\n",
@@ -190,6 +253,12 @@ def test_the_private_rule_sees_names_reached_through_a_module(tmp_path):
     assert sorted(private_offenders(root)) == [("cli/a.py", "t", "_graded"), ("cli/b.py", "trial", "_graded"),
                                                ("cli/c.py", "sweserve.evaluation.trial", "_record"),
                                                ("cli/d.py", "sweserve.evaluation.trial", "_graded")]
+
+
+def test_each_stage_package_states_its_rule():
+    for stage_dir in ("agents", "dataset", "environment", "evaluation", "reporting", "cli"):
+        doc = ast.get_docstring(ast.parse((PACKAGE / stage_dir / "__init__.py").read_text()))
+        assert doc and "Rule:" in doc, f"sweserve/{stage_dir}/__init__.py states no rule"
 
 
 def test_no_folder_holds_a_single_module():

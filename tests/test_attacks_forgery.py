@@ -156,7 +156,7 @@ def numpy_task(demo, request):
     bundle.tests_patch = bundle.tests_patch.replace(
         line, "+    __import__('numpy.testing').testing.assert_allclose(shards, [(0, 3), (3, 6), (6, 8), (8, 10)])\n")
     image = demo.ctx.task_image(demo.bundle(DIST))
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     box = client.containers.create(image, command=["sleep", "60"], labels={"sweserve.test": "numpy"})
     try:
         buf = io.BytesIO()
@@ -171,12 +171,12 @@ def numpy_task(demo, request):
         box.commit(*tag.split(":"))
     finally:
         box.remove(force=True)
-    original = demo.ctx.task_image
-    demo.ctx.task_image = lambda b: tag if b.task.task_id == DIST else original(b)
+    original = demo.ctx.image
+    demo.ctx.image = lambda inputs: tag if inputs.image.task_id == DIST else original(inputs)
     try:
         yield bundle
     finally:
-        demo.ctx.task_image = original
+        demo.ctx.image = original
         client.images.remove(tag, force=True)
 
 
@@ -398,6 +398,7 @@ def test_output_tail_says_truncated_as_soon_as_any_head_is_lost():
 
 class _Box:
     """A grade sandbox that answers the test run with a given output."""
+    test_user = "nobody"
 
     def __init__(self, output, truncated=False, exit_code=1):
         self.output, self.truncated, self.exit_code = output, truncated, exit_code
@@ -423,9 +424,7 @@ def _stream(*events):
 
 @pytest.fixture
 def fake_put_tree(monkeypatch):
-    from sweserve.evaluation import grading
-
-    monkeypatch.setattr(grading, "put_tree", lambda box, path, data: box.put_archive(path, data))
+    monkeypatch.setattr(_Box, "copy_tree_in", _Box.put_archive, raising=False)  # Sandbox.copy_tree_in
 
 
 HONEST = ({"start": "d"}, {"id": F2P, "outcome": "passed"}, {"id": P2P, "outcome": "passed"})

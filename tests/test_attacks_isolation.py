@@ -152,10 +152,10 @@ def test_concurrent_sandboxes_cannot_reach_each_other(demo):
         nets = [one.network, two.network]
         assert len(set(nets)) == 2 and list(target) == [one.network]
         for name in nets:
-            attrs = demo.ctx.client.networks.get(name).attrs
+            attrs = demo.ctx.host.client.networks.get(name).attrs
             assert attrs["Internal"] is True and attrs["Options"]["com.docker.network.bridge.inhibit_ipv4"] == "true"
     for name in nets:  # a sandbox's network goes with it
-        assert demo.ctx.client.networks.list(names=[name]) == []
+        assert demo.ctx.host.client.networks.list(names=[name]) == []
 
 
 LEAK_LISTENER = """

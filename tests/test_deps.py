@@ -1,8 +1,9 @@
+from tag_helpers import env_tag
+
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.requirements import dependency_set
 from sweserve.dataset.taskstore import load_all
-from sweserve.environment.images import env_image_tag
 
 PYPROJECT = '''[project]
 name = "pkg"
@@ -36,6 +37,6 @@ def test_same_dependencies_share_one_env_image(make_repo, tmp_path):
     mine(open_repo(repo.path), profile, tmp_path / "tasks")
     tasks = {b.task.pr_number: b.task for b in load_all(tmp_path / "tasks")}
     assert "jax[cpu]==0.10.2" in tasks[1].dependencies and tasks[1].test.runner == "pytest"
-    tags = {n: env_image_tag(profile, b"", t.dependencies) for n, t in tasks.items()}
+    tags = {n: env_tag(profile, b"", t.dependencies) for n, t in tasks.items()}
     assert tags[1] == tags[2] != tags[3]
-    assert env_image_tag(profile, b"", tasks[1].dependencies) != env_image_tag(profile, b"extra-ca", tasks[1].dependencies)
+    assert env_tag(profile, b"", tasks[1].dependencies) != env_tag(profile, b"extra-ca", tasks[1].dependencies)

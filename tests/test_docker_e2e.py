@@ -13,11 +13,14 @@ import pytest
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.image_spec import env_spec
+from sweserve.dataset.project import Project
 from sweserve.dataset.taskstore import load_all, load_bundle, save_bundle
 from sweserve.demo import files
 from sweserve.demo.fixture import PROFILE
-from sweserve.environment.context import Context
+from sweserve.environment.docker_host import DockerHost
 from sweserve.environment.docker_sandbox import LABEL, gc, labels
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.grading import PatchError, apply_patch
 from sweserve.evaluation.results import read_results
@@ -94,7 +97,7 @@ def test_sandbox_has_no_future_history_and_no_hidden_files(demo):
         container.reload()
         assert container.labels[f"{LABEL}.run"] == demo.ctx.run_id and container.labels[f"{LABEL}.role"] == "candidate"
         (net,) = container.attrs["NetworkSettings"]["Networks"]
-        assert demo.ctx.client.networks.get(net).attrs["Internal"] is True
+        assert demo.ctx.host.client.networks.get(net).attrs["Internal"] is True
         assert container.attrs["HostConfig"]["Memory"] == 4096 * 1024 * 1024
 
 
@@ -137,11 +140,11 @@ def test_gpu_task_is_skipped_or_errors_never_graded(demo):
     r = evaluate_task(demo.ctx, b, OracleAgent())
     assert (r.status, r.reason) == ("skipped", "needs 1 GPUs (host has 0)")
     # a host that claims a GPU but has no NVIDIA runtime: docker refuses the device request
-    fake = Context(client=demo.ctx.client, builder=demo.ctx.builder, state_dir=demo.ctx.state_dir,
-                   run_id=demo.ctx.run_id, host_gpus=["0"], repo_path=demo.repo)
+    fake = Context(DockerHost(client=demo.ctx.host.client, builder=demo.ctx.host.builder, run_id=demo.ctx.run_id,
+                              host_gpus=["0"]), Project(demo.ctx.state_dir, repo_path=demo.repo))
     r = evaluate_task(fake, b, OracleAgent())
     assert r.status == "error" and "gpu" in r.reason.lower(), r.reason
-    assert demo.ctx.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
+    assert demo.ctx.host.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
 
 
 def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
@@ -186,7 +189,7 @@ def test_killed_run_resumes_without_loss_or_duplicates(demo, tmp_path):
     proc.wait()
     first = read_results(out)
     assert 2 <= len(first) < 6
-    left = demo.ctx.client.containers.list(all=True, filters={"label": f"{LABEL}.owner"}, ignore_removed=True)
+    left = demo.ctx.host.client.containers.list(all=True, filters={"label": f"{LABEL}.owner"}, ignore_removed=True)
     stale = [c for c in left if c.labels[f"{LABEL}.owner"].endswith(f":{proc.pid}")]
     done = cli(*args[3:], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -205,7 +208,7 @@ def test_gc_reaps_only_dead_owners(demo):
     mine_labels = labels("gc-test", "t", "candidate")
     dead_labels = {**mine_labels, f"{LABEL}.owner": mine_labels[f"{LABEL}.owner"].rsplit(":", 1)[0] + f":{dead.pid}"}
     image = demo.ctx.task_image(demo.bundle(QUANT))
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     live = client.containers.run(image, ["sleep", "infinity"], detach=True, labels=mine_labels)
     orphan = client.containers.run(image, ["sleep", "infinity"], detach=True, labels=dead_labels)
     try:
@@ -226,8 +229,8 @@ def test_images_are_cached_and_layered(demo):
     t0 = time.monotonic()
     tag1, tag2 = demo.ctx.task_image(b1), demo.ctx.task_image(b2)
     assert time.monotonic() - t0 < 5
-    client = demo.ctx.client
-    env_tag = demo.ctx.builder.env(demo.ctx.profile(PROFILE))
+    client = demo.ctx.host.client
+    env_tag = demo.ctx.host.builder.env(env_spec(demo.ctx.profile(PROFILE)))
     env_layers = client.images.get(env_tag).attrs["RootFS"]["Layers"]
     for tag in (tag1, tag2):
         assert client.images.get(tag).attrs["RootFS"]["Layers"][:len(env_layers)] == env_layers
@@ -239,7 +242,7 @@ def test_ctrl_c_leaves_no_container_behind(demo, tmp_path):
             "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
             "--output", str(tmp_path / "i.jsonl"), "--workers", "2"]
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     owner = {"label": f"{LABEL}.owner={labels('x', 'x', 'x')[f'{LABEL}.owner'].rsplit(':', 1)[0]}:{proc.pid}"}
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(client.containers.list(filters=owner)) < 2:
@@ -263,5 +266,5 @@ def test_candidate_limits_and_process_tree_kill(demo):
     r = evaluate_task(demo.ctx, b, probe)
     assert time.monotonic() - t0 < 40 and r.agent_run.exit_reason == "timed_out"
     assert "4096" in r.agent_run.log_tail
-    leftovers = demo.ctx.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]})
+    leftovers = demo.ctx.host.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]})
     assert leftovers == []  # the sandbox, and every process in it, is gone

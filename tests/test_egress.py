@@ -194,11 +194,11 @@ def test_the_proxy_image_is_built_when_absent(demo):
     The build step of `ImageBuilder.proxy` was once lost in a merge and nothing noticed: every machine that ran
     the tests still had the image, so only a fresh one failed.
     """
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     base = f"sweserve-base:proxy-probe-{os.getpid()}"
     client.images.get("sweserve-base:bookworm").tag(base)
     try:
-        tag = demo.ctx.builder.proxy(base=base)
+        tag = demo.ctx.host.builder.proxy(base=base)
         assert tag and client.images.get(tag).labels.get("sweserve") == "1"
     finally:
         for t in (locals().get("tag"), base):
@@ -237,7 +237,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
     assert [(a["url"], a["allowed"]) for a in audit] == [
         (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False)]
     assert audit[0]["stripped"] == ["web_search"]
-    left = demo.ctx.client.containers.list(all=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
+    left = demo.ctx.host.client.containers.list(all=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
     assert [x for x in left if x.labels.get("sweserve.role") == "egress"] == []
 
 

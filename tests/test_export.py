@@ -253,7 +253,7 @@ def test_harbor_runs_exported_task_oracle_1_nop_0_attack_0(docker_client, tmp_pa
 def decoding_image(docker_client, tmp_path_factory):
     """The demo repository and the task image of DECODING, built locally as sweserve builds it."""
     from sweserve.demo.fixture import build_demo_repo
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
 
     root = tmp_path_factory.mktemp("image")
     repo = build_demo_repo(root / "repo")
@@ -325,7 +325,7 @@ def test_swebench_harness_grades_predictions_on_the_export(docker_client, decodi
 def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
     """The same hook through `sweserve run`'s own grading: dropped like a test edit, so the task stays failed."""
     from sweserve.agents.command import CommandAgent
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
     from sweserve.evaluation.trial import evaluate_task
 
     repo, _ = decoding_image

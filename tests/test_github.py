@@ -209,8 +209,10 @@ def e2e_routes(now):
 
 
 def load(tasks):
+    from sweserve.dataset.taskstore import task_dirs
+
     return {d.name: (json.loads((d / "task.json").read_text()), (d / "instruction.md").read_text())
-            for d in sorted(tasks.iterdir())}
+            for d in task_dirs(tasks)}
 
 
 def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):

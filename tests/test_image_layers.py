@@ -6,16 +6,17 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
+from tag_helpers import env_tag
 
+from sweserve.dataset.image_spec import env_spec, image_spec, shared_dependencies
 from sweserve.dataset.profiles import load_profile
-from sweserve.environment.images import (
-    env_image_tag,
-    export_repo_at,
-    layered_env_tag,
-    shared_dependencies,
-    task_image_tag,
-)
-from sweserve.models import EnvironmentLock
+from sweserve.environment.images import env_image_tag, export_repo_at, layered_env_tag, task_image_tag
+from sweserve.models import EnvironmentLock, ImageSpec
+
+
+def _locked_task(lock):
+    return SimpleNamespace(task_id="o__r-1", repo="o/r", base_commit="a" * 40, dependencies=["six", "idna"], lock=lock,
+                           test=SimpleNamespace(env={}), unreadable=[])
 
 
 def _task(profile, deps, pins=None):
@@ -33,24 +34,25 @@ def test_shared_dependencies_are_what_every_task_of_a_profile_declares():
 
 def test_env_tags_follow_every_input_and_stay_put_without_index_settings():
     profile = load_profile("sglang-demo")
-    tag = env_image_tag(profile, b"", ["torch==2.5"])
-    assert env_image_tag(profile.model_copy(update={"index_url": None, "constraints": []}), b"", ["torch==2.5"]) == tag
+    tag = env_tag(profile, b"", ["torch==2.5"])
+    assert env_tag(profile.model_copy(update={"index_url": None, "constraints": []}), b"", ["torch==2.5"]) == tag
     cpu = profile.model_copy(update={"index_url": "https://download.pytorch.org/whl/cpu"})
     pinned = profile.model_copy(update={"constraints": ["numpy<2"]})
-    assert len({tag, env_image_tag(cpu, b"", ["torch==2.5"]), env_image_tag(pinned, b"", ["torch==2.5"])}) == 3
-    common = env_image_tag(profile, b"", ["torch==2.5"])
-    full = env_image_tag(profile, b"", ["torch==2.5", "a==1"])
+    assert len({tag, env_tag(cpu, b"", ["torch==2.5"]), env_tag(pinned, b"", ["torch==2.5"])}) == 3
+    common = env_tag(profile, b"", ["torch==2.5"])
+    full = env_tag(profile, b"", ["torch==2.5", "a==1"])
     layered = layered_env_tag(full, common)
     assert layered.startswith("sweserve-env:sglang-demo-") and layered not in (full, common)
-    assert layered != layered_env_tag(full, env_image_tag(profile, b"", ["torch==2.6"]))
+    assert layered != layered_env_tag(full, env_tag(profile, b"", ["torch==2.6"]))
 
 
 def test_history_is_a_profile_setting_lean_by_default_and_in_the_task_tag():
     assert load_profile("sglang").history == "none" and load_profile("sglang-jax").history == "none"
     assert load_profile("sglang-demo").history == "ancestors"  # its tests check the ancestry is all there
-    task = SimpleNamespace(task_id="o__r-1", base_commit="a" * 40, test=SimpleNamespace(env={}))
-    assert task_image_tag(task, "sweserve-env:x-123", [], "none") != task_image_tag(task, "sweserve-env:x-123", [],
-                                                                                    "ancestors")
+    env = env_spec(load_profile("sglang-demo"))
+    task = lambda history: ImageSpec(task_id="o__r-1", repo="o/r", base_commit="a" * 40, env=env,  # noqa: E731
+                                     history=history)
+    assert task_image_tag(task("none"), "sweserve-env:x-123") != task_image_tag(task("ancestors"), "sweserve-env:x-123")
 
 
 def test_export_without_history_keeps_the_base_commit_alone_under_its_own_id(make_repo, tmp_path):
@@ -99,19 +101,20 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     assert shared == ["six==1.16.0"]
     layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
     size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731
-    tags = [builder.env(profile, s, shared=shared) for s in sets]
+    tags = [builder.env(env_spec(profile, s), env_spec(profile, shared)) for s in sets]
     # locked tasks: the most common lock's image is the shared layer, each other lock a thin layer over it
     locks = [EnvironmentLock(resolved_at=datetime(2024, m, 28, tzinfo=timezone.utc), python="3.11",
                              requirements=["six==1.16.0", pin]) for m, pin in ((1, "idna==3.6"), (2, "idna==3.7"))]
     on = shared_dependencies([_task("layers-test", ["six", "idna"], lk.requirements) for lk in locks])["layers-test"]
     assert on == locks[1].requirements  # a tie: the newer pins
-    anchor, thin = builder.env(profile, ["six", "idna"], locks[1], shared=on), builder.env(profile, ["six", "idna"],
-                                                                                          locks[0], shared=on)
-    assert anchor == env_image_tag(profile, builder.ca_bundle, [], locks[1])  # the shared lock's own image
+    specs = [image_spec(_locked_task(lk), profile, on) for lk in (locks[1], locks[0])]
+    assert specs[0].shared is None  # the shared lock's own task: its full image is the shared layer
+    anchor, thin = (builder.env(spec.env, spec.shared) for spec in specs)
+    assert anchor == env_image_tag(specs[1].shared, builder.ca_bundle)  # the thin layer's base: that same image
     assert layers(thin)[:len(layers(anchor))] == layers(anchor) and size(thin) - size(anchor) < 2 * 1024 * 1024
     tags += [anchor, thin]
     sets += [lk.requirements for lk in (locks[1], locks[0])]
-    common = builder.env(profile, shared)
+    common = builder.env(env_spec(profile, shared))
     try:
         for n, (tag, deps) in enumerate(zip(tags, sets)):
             if n < 2:  # the declared sets; the locks were checked against their anchor above
@@ -135,13 +138,15 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
 def test_a_lean_task_image_grades_like_a_full_one(demo, tmp_path):
     """history none: the sandbox sees the base commit alone, under its own id, and grading is unchanged."""
     from sweserve.agents.reference import OracleAgent
-    from sweserve.environment.context import Context
+    from sweserve.dataset.project import Project
+    from sweserve.environment.docker_host import DockerHost
+    from sweserve.evaluation.context import Context
     from sweserve.evaluation.trial import evaluate_task
 
-    ctx = Context(client=demo.ctx.client, builder=demo.ctx.builder, state_dir=demo.ctx.state_dir,
-                  run_id=demo.ctx.run_id, host_gpus=[], repo_path=demo.repo)
+    ctx = Context(DockerHost(client=demo.ctx.host.client, builder=demo.ctx.host.builder, run_id=demo.ctx.run_id,
+                             host_gpus=[]), Project(demo.ctx.state_dir, repo_path=demo.repo))
     profile = demo.ctx.profile("sglang-demo")
-    ctx._profiles["sglang-demo"] = profile.model_copy(update={"history": "none"})
+    ctx.project._profiles["sglang-demo"] = profile.model_copy(update={"history": "none"})
     b = demo.bundle("sweserve-demo__sglang-mini-103")
     image = ctx.task_image(b)
     assert image.endswith("-lean") and image != demo.ctx.task_image(b)
@@ -159,7 +164,7 @@ def test_a_task_image_keeps_its_sources_in_git_alone_and_a_sandbox_checks_them_o
     starts sees them all, clean; a second check-out never overwrites what was edited since."""
     b = demo.bundle("sweserve-demo__sglang-mini-103")
     image = demo.ctx.task_image(b)
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     assert client.images.get(image).labels["sweserve.tree"] == "checkout-at-start"
     present = client.containers.run(image, ["-c", 'cd /testbed && git ls-files | while IFS= read -r f; do '
                                                '[ -e "$f" ] && echo "$f"; done; echo end'],

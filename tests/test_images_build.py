@@ -68,6 +68,7 @@ def test_a_failed_build_leaves_no_image_behind(docker_client, tmp_path, monkeypa
 
 @pytest.mark.docker
 def test_a_failed_env_build_reports_and_cleans_up(docker_client, monkeypatch):
+    from sweserve.dataset.image_spec import env_spec
     from sweserve.dataset.profiles import load_profile
 
     made: list[str] = []
@@ -78,7 +79,7 @@ def test_a_failed_env_build_reports_and_cleans_up(docker_client, monkeypatch):
     profile = load_profile("sglang-demo").model_copy(update={"index_options": ["--no-index"]})
     builder = ImageBuilder(docker_client, uuid.uuid4().hex.encode())  # a CA bundle no one has
     with pytest.raises(InfraError, match="building sweserve-env:sglang-demo-"):
-        builder.env(profile, ["six"])
+        builder.env(env_spec(profile, ["six"]))
     assert made
     for layer in made:
         with pytest.raises(Exception):

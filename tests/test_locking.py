@@ -12,12 +12,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from tag_helpers import env_tag, task_tag
 
+from sweserve.dataset.image_spec import env_requirements, image_spec
 from sweserve.dataset.locking import LockError, installable, lock, requirements_text
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_bundle
-from sweserve.environment.images import env_image_tag, env_requirements, task_image_tag
 from sweserve.models import EnvironmentLock
 
 # name → [(version, upload time, requires)]
@@ -156,8 +157,8 @@ def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index):
     assert failed.startswith("sgl-project__sglang-jax-3: locking failed") and "\n" not in failed
 
     # tasks with the same pins share an env image; the pins, not the declarations, key it
-    assert env_image_tag(profile, b"", t1.dependencies, t1.lock) == env_image_tag(profile, b"", t2.dependencies, t2.lock)
-    assert env_image_tag(profile, b"", t1.dependencies, t1.lock) != env_image_tag(profile, b"", t1.dependencies)
+    assert env_tag(profile, b"", t1.dependencies, t1.lock) == env_tag(profile, b"", t2.dependencies, t2.lock)
+    assert env_tag(profile, b"", t1.dependencies, t1.lock) != env_tag(profile, b"", t1.dependencies)
     text, left_out = env_requirements(profile, t1.dependencies, t1.lock)
     assert text.splitlines() == [f"--index-url {index[1]}", "tinydep==0.3", "tinypkg==1.0"] and left_out == []
 
@@ -175,17 +176,17 @@ def test_every_input_of_an_image_is_in_its_tag(make_repo, tmp_path):
     repo.commit("Fix (#1)", {CODE: "x = 1\n", TEST: "def test_a(): assert 1\n"})
     mine(open_repo(repo.path), profile, tmp_path / "tasks")
     task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
-    env = env_image_tag(profile, b"", task.dependencies)
+    env = env_tag(profile, b"", task.dependencies)
     # a changed install step must build another task image, not reuse the old one
-    assert task_image_tag(task, env, ["pip install -e python"]) != task_image_tag(task, env, ["pip install -e 'python[cpu]'"])
-    assert task_image_tag(task, env, []) != task_image_tag(task, env, ["true"])
+    assert task_tag(task, env, ["pip install -e python"]) != task_tag(task, env, ["pip install -e 'python[cpu]'"])
+    assert task_tag(task, env, []) != task_tag(task, env, ["true"])
     other_env = task.model_copy(update={"test": task.test.model_copy(update={"env": {"JAX_PLATFORMS": "tpu"}})})
-    assert task_image_tag(task, env, []) != task_image_tag(other_env, env, [])
+    assert task_tag(task, env, []) != task_tag(other_env, env, [])
     # index options and the lock are inputs of the env image
     indexed = profile.model_copy(update={"index_options": ["--extra-index-url", "https://download.pytorch.org/whl/cpu"]})
-    assert env_image_tag(indexed, b"", task.dependencies) != env
+    assert env_tag(indexed, b"", task.dependencies) != env
     pins = EnvironmentLock(resolved_at=task.created_at, python="3.13", requirements=["pytest==8.3.4"])
-    assert env_image_tag(profile, b"", task.dependencies, pins) != env
+    assert env_tag(profile, b"", task.dependencies, pins) != env
     # what the sandbox build cannot install is left out of requirements.txt and said so
     text, left_out = env_requirements(profile, ["six", "dep @ git+https://github.com/a/dep"])
     assert text == "pytest\nsix\n" and left_out[0].startswith("dep @ git+https://github.com/a/dep: a version-control URL")
@@ -206,8 +207,8 @@ def test_the_builder_asks_for_another_task_image_when_install_changes(make_repo,
     repo.commit("Fix (#1)", {CODE: "x = 1\n", TEST: "def test_a(): assert 1\n"})
     mine(open_repo(repo.path), profile, tmp_path / "tasks")
     task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
-    before = builder.task(task, profile, None)
-    after = builder.task(task, profile.model_copy(update={"install": ["pip install -e python"]}), None)
+    before = builder.task(image_spec(task, profile), None)
+    after = builder.task(image_spec(task, profile.model_copy(update={"install": ["pip install -e python"]})), None)
     assert before != after and before.rsplit("-", 2)[0] == after.rsplit("-", 2)[0]
 
 

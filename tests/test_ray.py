@@ -19,8 +19,8 @@ import pytest
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.taskstore import load_all, save_bundle
-from sweserve.environment.context import Context
 from sweserve.environment.docker_sandbox import LABEL
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.ray_executor import RayExecutor, ray_options, unschedulable
 from sweserve.evaluation.results import read_results
@@ -129,7 +129,7 @@ def test_runs_on_both_nodes_driver_writes_results_and_resume_is_a_no_op(demo, cl
     nodes = {x["node"] for x in _records(cluster, since)}
     assert nodes == {cluster.head.node_id, cluster.gpu_node.node_id}, "CPU tasks run on both nodes"
     assert all(x["ids"] == [] for x in _records(cluster, since)), "a CPU task asks Docker for no GPU"
-    assert _run_containers(demo.ctx.client, ctx.run_id) == []
+    assert _run_containers(demo.ctx.host.client, ctx.run_id) == []
     # resuming from the results file: nothing left to do, nothing written twice
     again = run_evaluation(ctx, bundles, OracleAgent(), out, executor=RayExecutor(ctx))
     assert again == [] and len(read_results(out)) == len(bundles)
@@ -149,7 +149,7 @@ def test_gpu_tasks_land_on_the_gpu_node_with_rays_ids(demo, cluster, tmp_path):
         save_bundle(tasks, b)
         bundles.append(b)
     ctx = Context.create(demo.root / "state", repo_path=demo.repo)
-    assert ctx.host_gpus == []  # this machine has none: only Ray's ids can reach Docker
+    assert ctx.host.host_gpus == []  # this machine has none: only Ray's ids can reach Docker
     since = len(_records(cluster))
     outcomes = {o.task_id: o for o in validate_all(ctx, tasks, bundles, runs=1, executor=RayExecutor(ctx))}
     assert {o.status for o in outcomes.values()} == {"valid"}, outcomes
@@ -177,7 +177,7 @@ def test_a_lost_node_is_retried_once_then_recorded_as_an_error_naming_it(demo, c
     b = demo.bundle(DIST).model_copy(deep=True)
     object.__setattr__(b.task.resources, "hardware", "victim")  # only the doomed nodes offer it
     ctx = Context.create(demo.root / "state", repo_path=demo.repo)
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     out = tmp_path / "lost.jsonl"
     box: dict = {}
     runner = threading.Thread(target=lambda: box.update(r=run_evaluation(
@@ -229,7 +229,7 @@ def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_pat
     first = proc.stdout.readline()
     assert first.startswith("run "), first
     run_id = first.split()[1].rstrip(":")
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and len(_run_containers(client, run_id)) < 2:
         time.sleep(0.5)
@@ -284,15 +284,16 @@ def registry(tmp_path_factory):
 def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(demo, registry, monkeypatch):
     import urllib.request
 
+    from sweserve.dataset.image_spec import image_spec
     from sweserve.environment import images
     from sweserve.environment.images import ImageBuilder, read_ca_bundle
 
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     b = demo.bundle(DIST).model_copy(deep=True)
     b.task.task_id = f"sweserve-demo__registry-probe-{os.getpid()}"  # a task image no node has yet
     profile = demo.ctx.profile(b.task.profile)
     first = ImageBuilder(client, read_ca_bundle(None), registry=registry)
-    tag = first.task(b.task, profile, demo.repo)
+    tag = first.task(image_spec(b.task, profile), demo.repo)
     built_id = client.images.get(tag).id
     catalog = json.load(urllib.request.urlopen(f"http://{registry}/v2/_catalog"))["repositories"]
     assert "sweserve-task" in catalog
@@ -306,7 +307,7 @@ def test_a_layer_built_on_one_node_is_pulled_by_another_through_the_registry(dem
 
         monkeypatch.setattr(images, "_docker_build", no_build)
         second = ImageBuilder(client, read_ca_bundle(None), registry=registry)
-        assert second.task(b.task, profile, None) == tag  # no clone needed: nothing is built
+        assert second.task(image_spec(b.task, profile), None) == tag  # no clone needed: nothing is built
         assert client.images.get(tag).id == built_id
     finally:
         for t in (tag, f"{registry}/{tag}"):

@@ -189,10 +189,12 @@ def test_a_failing_repository_export_is_reported_in_seconds_before_any_image(doc
     assert outcome["status"] == "error" and outcome["error_kind"] == "git"
     text = outcome["reason"]
     assert "test/srt/test_radix_cache.py" in text and '"exclude_paths": ["test/srt/test_radix_cache.py"]' in text
-    from sweserve.dataset.profiles import load_profile
-    from sweserve.environment.images import env_image_tag, read_ca_bundle
+    from tag_helpers import env_tag as env_tag_of
 
-    env_tag = env_image_tag(load_profile(PROFILE), read_ca_bundle(None), task.dependencies)
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.environment.images import read_ca_bundle
+
+    env_tag = env_tag_of(load_profile(PROFILE), read_ca_bundle(None), task.dependencies)
     assert docker_client.images.list(name=env_tag) == []  # no env image was built for it
     assert load_task(tmp_path / "tasks" / task_id).validation is None  # an error of the clone: nothing recorded
     # with the exclude_paths line the profile asks for, the export check passes (the file is left out)
@@ -204,7 +206,7 @@ def test_a_failing_repository_export_is_reported_in_seconds_before_any_image(doc
     (profiles / "sglang-demo.json").write_text(json.dumps(data))
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.taskstore import load_bundle
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
     from sweserve.evaluation.prerequisites import check_export
 
     ctx = Context.create(tmp_path / "state", repo_path=repo, search=ConfigSearch.for_project(tmp_path / "state"))

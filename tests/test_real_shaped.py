@@ -9,7 +9,7 @@ from sweserve.config_search import ConfigSearch
 from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all, load_bundle
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.validation import validate_all
 
 pytestmark = pytest.mark.docker

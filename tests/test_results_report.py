@@ -1,10 +1,12 @@
 from datetime import datetime, timezone
 
 import pytest
+from local_backend import LocalHost
 
 from sweserve.agents.reference import NullAgent
-from sweserve.environment.context import Context
+from sweserve.dataset.project import Project
 from sweserve.errors import SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import pending
 from sweserve.evaluation.results import ResultsWriter, read_results
 from sweserve.evaluation.trial import evaluate_task
@@ -97,8 +99,21 @@ def test_pass_at_k():
 
 
 def test_gpu_and_unvalidated_tasks_are_skipped_without_docker(tmp_path):
-    ctx = Context(client=None, builder=None, state_dir=tmp_path, run_id="r", host_gpus=[])
+    ctx = Context(LocalHost("r"), Project(tmp_path))
     r = evaluate_task(ctx, bundle("o__r-1", gpus=2), NullAgent())
     assert (r.status, r.reason) == ("skipped", "needs 2 GPUs (host has 0)")
     r = evaluate_task(ctx, bundle("o__r-1", validated=False), NullAgent())
     assert r.status == "skipped" and r.reason.startswith("not validated")
+
+
+def test_every_field_of_a_result_is_declared_once():
+    """A second declaration silently replaces the first (RunResult.flags once had two descriptions)."""
+    import ast
+    from pathlib import Path
+
+    import sweserve.models as models
+
+    tree = ast.parse(Path(models.__file__).read_text())
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        names = [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        assert len(names) == len(set(names)), (cls.name, sorted(n for n in names if names.count(n) > 1))

@@ -8,34 +8,38 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from local_backend import LocalHost
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent
 from sweserve.agents.resolve import make_agent
 from sweserve.config_search import ConfigSearch
-from sweserve.environment.context import Context
+from sweserve.dataset.project import Project
 from sweserve.errors import InfraError, SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.trial import evaluate_task
-from sweserve.models import Resources, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
+from sweserve.models import (
+    Resources,
+    RunResult,
+    Task,
+    TaskBundle,
+    TestSpec,
+    ValidationRecord,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 class NoDockerContext(Context):
-    """A Context whose image step is scripted; nothing reaches Docker."""
+    """A Context on the local test backend (tests/local_backend.py); nothing reaches Docker. With an image step,
+    the image step is scripted; without one, task images are the clone at repo_path."""
 
-    def __init__(self, tmp_path, image_step, host_gpus=()):
-        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1",
-                         host_gpus=list(host_gpus))
-        self._image_step = image_step
-
-    def task_image(self, bundle):
-        return self._image_step()
-
-    def close(self):
-        pass
+    def __init__(self, tmp_path, image_step, host_gpus=(), search=None, repo_path=None):
+        step = (lambda spec: image_step()) if image_step is not None else None
+        project = Project(tmp_path / "state", search or ConfigSearch.for_project(tmp_path / "state"), repo_path)
+        super().__init__(LocalHost("run1", list(host_gpus), step), project)
 
 
 def bundle(task_id="o__r-1", validated=True, instruction="i"):
@@ -192,3 +196,96 @@ def test_error_kinds_are_a_closed_set_holding_every_infra_kind():
         RunResult(**at, error_kind=kind)
     with pytest.raises(ValidationError):
         RunResult(**at, error_kind="Docker hiccup")
+
+
+# --- the whole trial on the second backend: the seam holds ---------------------------------------------------
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n"
+FIXED = "def add(a, b):\n    return a + b\n\n\ndef neg(a):\n    return -a\n"
+TESTS = ("from calc import add, neg\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+         "def test_neg():\n    assert neg(2) == -2\n")
+LOCAL_PROFILE = {"repo": "o/calc", "test_paths": ["tests/*"], "env_packages": [],
+                 "family_rules": [{"family": "decoding", "paths": ["*"]}]}
+
+
+def _diff(repo, commit, path, text):
+    """The patch that turns path at commit into text (written by git, as mining writes one)."""
+    repo.git("checkout", "-q", commit)
+    repo.write({path: text})
+    repo.git("add", "-A")
+    patch = repo.git("diff", "--cached", "--binary")
+    repo.git("reset", "-q", "--hard")
+    repo.git("clean", "-qfd")
+    return patch + "\n"
+
+
+@pytest.fixture
+def local_task(make_repo, tmp_path):
+    """A task of a small repository with its profile, and a Context whose sandboxes are local processes."""
+    repo = make_repo("calc")
+    base = repo.commit("init", {"calc.py": CALC, "tests/__init__.py": "", "conftest.py": ""})
+    oracle = _diff(repo, base, "calc.py", FIXED)
+    tests = _diff(repo, base, "tests/test_calc.py", TESTS)
+    (tmp_path / "config" / "profiles").mkdir(parents=True)
+    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(LOCAL_PROFILE))
+    task = Task(task_id="o__calc-1", repo="o/calc", profile="local", pr_number=1, title="t", base_commit=base,
+                merge_commit=base, family="decoding", created_at=T0, resources=Resources(test_timeout_s=120),
+                test=TestSpec(files=["tests/test_calc.py"]), FAIL_TO_PASS=["tests/test_calc.py::test_add"],
+                PASS_TO_PASS=["tests/test_calc.py::test_neg"], validation=ValidationRecord(status="valid", runs=1))
+    b = TaskBundle(task=task, instruction="make add add", oracle_patch=oracle, tests_patch=tests)
+    ctx = NoDockerContext(tmp_path, None, search=ConfigSearch(tmp_path / "config"), repo_path=repo.path)
+    yield b, ctx
+    ctx.close()
+
+
+def test_a_whole_trial_runs_on_the_local_backend(local_task, tmp_path):
+    """Candidate phase, submission (copied out, diffed in a fresh sandbox) and the verifier, all through the
+    `Sandbox` protocol: the oracle resolves, null fails, and a candidate that rewrites the hidden tests is reset."""
+    from sweserve.agents.reference import OracleAgent
+
+    b, ctx = local_task
+    oracle = evaluate_task(ctx, b, OracleAgent(), results_path=tmp_path / "r.jsonl")
+    assert oracle.status == "resolved", oracle.reason
+    assert oracle.tests.fail_to_pass == {"tests/test_calc.py::test_add": "passed"}
+    assert "return a + b" in oracle.model_patch
+    assert ctx.host.roles == ["candidate", "submission", "grade"]  # a fresh sandbox for each step
+    assert all(not box.root.exists() for box in ctx.host.sandboxes)  # every one removed
+
+    null = evaluate_task(ctx, b, NullAgent(), results_path=tmp_path / "r.jsonl")
+    assert (null.status, null.reason) == ("failed", "empty patch")
+    assert null.tests.fail_to_pass == {"tests/test_calc.py::test_add": "failed"}
+
+    cheat = CommandAgent("mkdir -p tests && printf 'def test_add():\\n    pass\\n' > tests/test_calc.py",
+                         name="cheat")
+    r = evaluate_task(ctx, b, cheat, results_path=tmp_path / "r.jsonl")
+    assert r.status == "failed" and "tests/test_calc.py" in r.model_patch
+    assert any("tests/test_calc.py" in reset for reset in r.resets)
+
+
+def test_validation_grades_on_the_local_backend(local_task, tmp_path):
+    """Validation's null and oracle runs go through the same sandboxes: F2P and P2P come out of them."""
+    from sweserve.evaluation.validation import ValidateRequest, validate_task
+
+    b, ctx = local_task
+    b.task.FAIL_TO_PASS, b.task.PASS_TO_PASS, b.task.validation = [], [], None
+    outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=False))
+    assert (outcome.status, outcome.fail_to_pass, outcome.pass_to_pass) == ("valid", 1, 1), outcome.reason
+    assert b.task.FAIL_TO_PASS == ["tests/test_calc.py::test_add"]
+
+
+def test_a_trial_that_never_ran_is_recorded_like_every_other(tmp_path):
+    """A Ray item whose node was lost (or that no node can run) gets its result from the one place results are
+    built: redacted, and its reason one line capped as every reason is (it used to skip both, at 500 chars)."""
+    from sweserve.agents.config import CommandAgentConfig
+    from sweserve.evaluation.ray_executor import _unrun
+    from sweserve.evaluation.trial import REASON_CHARS, TrialRequest, trial_folder
+
+    ctx = NoDockerContext(tmp_path, lambda: "img")
+    cfg = CommandAgentConfig(kind="command", name="leaky", command="true", env=["TOKEN"])
+    agent = CommandAgent(cfg.command, cfg=cfg, env={"TOKEN": "s3cr3t-token-value"})
+    b = bundle()
+    req = TrialRequest(b, agent, 1, trial_folder(tmp_path / "r.jsonl", ctx.run_id, agent, b, 1))
+    r = _unrun(ctx, req, "error", "lost on node s3cr3t-token-value\n" + "x" * 600)
+    assert (r.status, r.error_kind) == ("error", "node")
+    assert "s3cr3t-token-value" not in r.reason and "\n" not in r.reason and len(r.reason) <= REASON_CHARS
+    assert json.loads((Path(r.trial_dir) / "result.json").read_text())["reason"] == r.reason

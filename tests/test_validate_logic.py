@@ -2,15 +2,21 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
+from local_backend import LocalHost
 
+from sweserve.dataset.project import Project
 from sweserve.dataset.taskstore import load_bundle, save_bundle
-from sweserve.environment.context import Context
 from sweserve.environment.images import ImageBuilder
 from sweserve.errors import InfraError, RejectionCategory, SweserveError
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive
 from sweserve.evaluation.grading import TestRun
-from sweserve.evaluation.validation import ValidateOutcome, reason_category, validate_all
+from sweserve.evaluation.validation import (
+    ValidateOutcome,
+    reason_category,
+    validate_all,
+)
 from sweserve.models import Task, TaskBundle, TestSpec, ValidationRecord
 
 
@@ -55,17 +61,14 @@ def test_reason_categories_come_from_the_rejection_not_its_message():
 # --- what validation records when something other than the task fails ------------------------------------------
 
 class ScriptedImages(Context):
-    """A Context whose task image step is scripted per task; nothing reaches Docker."""
+    """A Context on the local test backend whose task image step is scripted per task; nothing reaches Docker."""
 
     def __init__(self, tmp_path, steps):
-        super().__init__(client=None, builder=None, state_dir=tmp_path / "state", run_id="run1", host_gpus=[])
+        super().__init__(LocalHost("run1", [], self.image_step), Project(tmp_path / "state"))
         self.steps = steps
 
-    def task_image(self, bundle):
-        raise self.steps[bundle.task.task_id]
-
-    def close(self):
-        pass
+    def image_step(self, spec):
+        raise self.steps[spec.task_id]
 
 
 def stored(tmp_path, task_id):

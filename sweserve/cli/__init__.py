@@ -1,4 +1,8 @@
-"""The `sweserve` command: one module per subcommand, each with register(sub, common) and run(args, console)."""
+"""The `sweserve` command: one module per subcommand, each with register(sub, common) and run(args, console).
+
+Rule: bad input is one line and a non-zero exit, never a traceback; a command makes the Context it uses
+(`common.make_context`) and closes it.
+"""
 
 from __future__ import annotations
 

@@ -110,18 +110,27 @@ def progress_bar(console: Console):
                     console=console, transient=False)
 
 
-def make_context(args, console: Console, run_id: str | None = None):
+def make_project(args):
+    """The project's configuration as the command's arguments give it."""
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.project import Project
     from sweserve.dataset.taskstore import readable_tasks
-    from sweserve.environment.context import Context
 
-    ctx = Context.create(
-        state_dir=Path(args.state_dir), ca_bundle=args.ca_bundle,
-        repo_path=Path(args.repo_path) if getattr(args, "repo_path", None) else None,
-        registry=getattr(args, "registry", None), run_id=run_id,
-    )
+    project = Project(Path(args.state_dir), ConfigSearch.for_project(Path(args.state_dir)),
+                      Path(args.repo_path) if getattr(args, "repo_path", None) else None)
     if getattr(args, "tasks", None) and Path(args.tasks).is_dir():
-        ctx.share_env_layers(readable_tasks(Path(args.tasks)))  # all the project's tasks: the shared layer stays put
-    return ctx
+        project.share_env_layers(readable_tasks(Path(args.tasks)))  # all the project's tasks: the shared layer stays
+    return project
+
+
+def make_context(args, console: Console, run_id: str | None = None):
+    """The command's Context; the command owns it: `with make_context(args, console) as ctx:`."""
+    from sweserve.environment.host import HostSpec, new_run_id, open_host
+    from sweserve.evaluation.context import Context
+
+    project = make_project(args)  # bad input (a profile, a task) is said before Docker is asked anything
+    host = open_host(HostSpec(run_id=run_id or new_run_id(), ca_bundle=args.ca_bundle, registry=getattr(args, "registry", None)))
+    return Context(host, project)
 
 
 def add_executor_args(parser) -> None:

@@ -38,20 +38,14 @@ def _profiles(bundles, args) -> dict:
 
 def _image_tags(bundles, args) -> dict[str, str]:
     """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
-    the checked-out variant (images.checked_out_tag), whose /testbed is complete the moment it starts."""
-    from sweserve.config_search import ConfigSearch
-    from sweserve.dataset.profiles import load_profile
-    from sweserve.environment.images import checked_out_tag, env_image_tag, read_ca_bundle, task_image_tag
+    the checked-out variant, whose /testbed is complete the moment it starts. The tags are derived as the
+    builder derives them (`images.image_tags`), from the same spec: the project's tasks decide the shared layer."""
+    from sweserve.cli.common import make_project
+    from sweserve.environment.images import image_tags, read_ca_bundle
 
     ca = read_ca_bundle(args.ca_bundle)
-    search = ConfigSearch.for_project(args.state_dir)  # a task's profile by name, as mine and validate find it
-    tags = {}
-    for b in bundles:
-        profile = load_profile(b.task.profile, search)
-        task_tag = task_image_tag(b.task, env_image_tag(profile, ca, b.task.dependencies, b.task.lock),
-                                  profile.install, profile.history)
-        tags[b.task.task_id] = checked_out_tag(task_tag)
-    return tags
+    project = make_project(args)  # profiles found as mine and validate find them; the shared layer as run has it
+    return {b.task.task_id: image_tags(project.image_spec(b.task), ca).checked_out for b in bundles}
 
 
 def run(args, console: Console) -> int:
@@ -111,32 +105,26 @@ def _build_command(args) -> str:
 
 def _build_images(bundles, args, console: Console) -> dict[str, str]:
     from sweserve.cli.common import make_context
-    from sweserve.environment.images import image_exists
     from sweserve.errors import InfraError
 
-    ctx = make_context(args, console)
-    try:
-        tags = {b.task.task_id: ctx.builder.checked_out(ctx.task_image(b)) for b in bundles}
-        missing = sorted({t for t in tags.values() if not image_exists(ctx.client, t)})
+    with make_context(args, console) as ctx:
+        tags = {b.task.task_id: ctx.host.builder.checked_out(ctx.task_image(b)) for b in bundles}
+        missing = sorted({t for t in tags.values() if not ctx.host.has_image(t)})
         if missing:  # what the dataset names must be here, or swebench goes to Docker Hub for it
             raise InfraError("image_build", f"{len(missing)} images the export names are not in the Docker daemon "
                              f"after building: {', '.join(missing)}")
         return tags
-    finally:
-        ctx.close()
 
 
 def _export_harbor(bundles, out: Path, args, console: Console) -> None:
     from sweserve.cli.common import make_context
     from sweserve.dataset.export_harbor import export_harbor_task
 
-    ctx = make_context(args, console)
-    try:
+    with make_context(args, console) as ctx:
         for b in bundles:
-            image = ctx.task_image(b)  # built locally when missing; Harbor's build is then FROM a local image
-            dest = export_harbor_task(b, ctx.profile(b.task.profile), image, out)
+            inputs = ctx.inputs(b)
+            image = ctx.image(inputs)  # built locally when missing; Harbor's build is then FROM a local image
+            dest = export_harbor_task(b, inputs.profile, image, out)
             console.print(f"  {b.task.task_id} → {dest} (FROM {image})", soft_wrap=True)
-    finally:
-        ctx.close()
     console.print(f"wrote {len(bundles)} Harbor tasks under {out}; run one with: "
                   f"harbor run -p {out / bundles[0].task.task_id} -a oracle -e docker", soft_wrap=True)

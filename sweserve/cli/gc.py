@@ -16,7 +16,7 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.environment.context import docker_client
+    from sweserve.environment.docker_host import docker_client
     from sweserve.environment.docker_sandbox import gc
 
     client = docker_client()

@@ -21,8 +21,9 @@ def register(sub, common) -> None:
 
 def run(args, console: Console) -> int:
     from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.image_spec import env_spec
     from sweserve.dataset.profiles import load_profile
-    from sweserve.environment.context import docker_client
+    from sweserve.environment.docker_host import docker_client
     from sweserve.environment.images import ImageBuilder, image_exists, read_ca_bundle
 
     client = docker_client()
@@ -32,10 +33,10 @@ def run(args, console: Console) -> int:
     builder = ImageBuilder(client, read_ca_bundle(args.ca_bundle), registry=args.registry)
     if args.images_cmd == "base":
         existed = image_exists(client, profile.base_image)
-        tag = builder.base(profile)
+        tag = builder.base(profile.base_image)
     else:
         existed = False
-        tag = builder.env(profile)
+        tag = builder.env(env_spec(profile))
     console.print(f"{tag}" + (" (already built)" if existed else ""), markup=False)
     return 0
 

@@ -59,11 +59,10 @@ def _session(args, console: Console, bundle, agent, output: Path, writer, attemp
     task = bundle.task
     if not task.validated:  # before Docker is asked anything
         raise SweserveError(f"{task.task_id} is {NOT_VALIDATED}")
-    ctx = make_context(args, console)
-    if (why := cannot_run(ctx, task)):
-        ctx.close()
-        raise SweserveError(f"{task.task_id} cannot run here: {why}")
-    # force: each session is a new attempt graded on its own, never a resume of earlier ones
-    (result,) = run_evaluation(ctx, [bundle], agent, output, attempts=attempt, first_attempt=attempt, force=True,
-                               writer=writer)
+    with make_context(args, console) as ctx:
+        if (why := cannot_run(ctx, task)):
+            raise SweserveError(f"{task.task_id} cannot run here: {why}")
+        # force: each session is a new attempt graded on its own, never a resume of earlier ones
+        (result,) = run_evaluation(ctx, [bundle], agent, output, attempts=attempt, first_attempt=attempt,
+                                   force=True, writer=writer)
     return result

@@ -66,7 +66,7 @@ def funnel(args, console: Console) -> int:
 
 
 def clone_of(args, repo: str) -> Path:
-    from sweserve.environment.context import known_clone
+    from sweserve.dataset.clones import known_clone
     from sweserve.errors import SweserveError
 
     if args.repo_path:

@@ -38,10 +38,9 @@ def run(args, console: Console) -> int:
         raise SweserveError("--runs and --workers must be at least 1")
     workers = workers_of(args)
     repos = {b.task.task_id: b.task.repo for b in bundles}
-    ctx = make_context(args, console)
-    executor = make_executor(args, ctx)
     outcomes = []
-    try:
+    with make_context(args, console) as ctx:
+        executor = make_executor(args, ctx)
         with progress_bar(console) as progress:
             bar = progress.add_task("validating", total=len(bundles))
             for outcome in validate_all(ctx, tasks_dir, bundles, runs=args.runs, record=not args.no_record,
@@ -51,8 +50,6 @@ def run(args, console: Console) -> int:
                 outcomes.append(outcome)
                 # one update: the line that names the task counts it (it was printed before the advance)
                 progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}", advance=1)
-    finally:
-        ctx.close()
     outcomes.sort(key=lambda o: o.task_id)
     table = Table(title="validation")
     table.add_column("task", no_wrap=True)

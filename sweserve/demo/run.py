@@ -15,7 +15,7 @@ from sweserve.dataset.mining import mine, open_repo
 from sweserve.dataset.profiles import load_profile
 from sweserve.dataset.taskstore import load_all
 from sweserve.demo.fixture import PROFILE, build_demo_repo
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.validation import validate_all
@@ -36,8 +36,7 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
     rejected = {k: len(v) for k, v in report.rejected.items()}
     console.print(f"[bold]2/5[/] mined {report.scanned} commits: {len(report.written)} tasks, rejected {rejected}")
 
-    ctx = Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir)
-    try:
+    with Context.create(state_dir, ca_bundle=ca_bundle, repo_path=repo_dir) as ctx:
         bundles = load_all(tasks_dir)
         outcomes = []
         for o in validate_all(ctx, tasks_dir, bundles, runs=runs):
@@ -51,8 +50,6 @@ def run_demo(state_dir: Path, ca_bundle: str | None, console: Console, runs: int
             run_evaluation(ctx, bundles, agent, results_dir / f"{agent.name}.jsonl",
                            on_result=lambda r, n, t: console.print(f"  {r.agent} {r.task_id}: {r.status}"))
         console.print("[bold]4/5[/] ran the oracle and null agents")
-    finally:
-        ctx.close()
 
     reports = {r.agent: r for path in sorted(results_dir.glob("*.jsonl")) for r in build_reports(read_results(path))}
     render(list(reports.values()), console)

@@ -23,7 +23,10 @@ import socket
 import tarfile
 import threading
 import time
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import IO, Any
 
 import docker
 import docker.errors
@@ -74,7 +77,7 @@ def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict
         "mem_limit": f"{int(resources.memory_gb * 1024)}m",
         "nano_cpus": int(cpus * 1e9),
         "pids_limit": 4096,
-        "device_requests": device_requests(gpu_ids),
+        "device_requests": device_requests(gpu_ids) if gpu_ids else [],  # a CPU-only sandbox asks for no device
         "security_opt": ["no-new-privileges"],
         "init": True,
         "environment": {"PYTHONDONTWRITEBYTECODE": "1"},
@@ -278,12 +281,20 @@ class PortForward:
 
 
 class DockerSandbox:
+    """The `Sandbox` protocol on a Docker container (see the module's docstring for what it isolates).
+
+    `host` is what started it (a `docker_host.DockerHost`): its egress proxies are built and labelled from it.
+    """
+
+    test_user: str | None = "nobody"  # every Debian image has it; the hidden tests run as it
+
     def __init__(self, container, network: str | None = None, watchdog: DiskWatchdog | None = None,
-                 output_tail: int = OUTPUT_TAIL_BYTES):
+                 output_tail: int = OUTPUT_TAIL_BYTES, host: Any = None):
         self.container = container
         self.network = network
         self.watchdog = watchdog
         self.output_tail = output_tail
+        self.host = host
         self._forwards: list[PortForward] = []
 
     @classmethod
@@ -298,6 +309,7 @@ class DockerSandbox:
         resources: Resources,
         gpu_ids: list[str] | None = None,
         network: str | None = None,
+        host: Any = None,
     ) -> "DockerSandbox":
         """A container on `network` (default: a network of its own, removed with it) with the task's limits."""
         own = network is None
@@ -318,7 +330,7 @@ class DockerSandbox:
             if own and network:
                 _remove_network(client, network)
             raise
-        box = cls(container, network if own else None)
+        box = cls(container, network if own else None, host=host)
         try:
             with docker_errors(f"starting a {role} container from {image}"):
                 container.start()
@@ -390,12 +402,14 @@ class DockerSandbox:
         workdir: str = WORKDIR,
         env: dict[str, str] | None = None,
         user: str | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ExecResult:
         """Run `bash -c command`; the whole process group is killed after timeout seconds, and the whole sandbox
         by the host a few seconds later if the command has not ended by then (its `timeout` stopped, a process
         holding the output open): `timed_out` either way.
 
-        Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so).
+        Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so), and
+        each chunk also goes to on_output as it arrives.
         """
         self._check_limits()
         started = time.monotonic()
@@ -409,6 +423,8 @@ class DockerSandbox:
             with Deadline(max(1, int(timeout)), self.kill, stream.close, name=f"exec-{self.name}") as clock:
                 for chunk in stream:
                     tail.add(chunk)
+                    if on_output is not None:
+                        on_output(chunk)
             code = None if clock.fired else api.exec_inspect(exec_id).get("ExitCode")
         elapsed = time.monotonic() - started
         self._check_limits()
@@ -417,6 +433,31 @@ class DockerSandbox:
         timed_out = clock.fired or (code == 137 and elapsed >= int(timeout) - 0.5)
         return ExecResult(code, text, timed_out, round(elapsed, 3), truncated=tail.truncated,
                           output_bytes=tail.total)
+
+    def exec_stream(self, command: str, timeout: float, on_output: Callable[[bytes], None], workdir: str = WORKDIR,
+                    env: dict[str, str] | None = None, user: str | None = None) -> ExecResult:
+        """`exec`, with each chunk of output passed to on_output as it arrives."""
+        return self.exec(command, timeout, workdir=workdir, env=env, user=user, on_output=on_output)
+
+    def copy_tree_out(self, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
+        """The tree at path as a filtered tar, read through the Docker API (`transfer.export_tree`)."""
+        from sweserve.environment import transfer
+
+        return transfer.export_tree(self, path, max_bytes, prefix)
+
+    def copy_tree_in(self, dest: str, tar: bytes | IO[bytes]) -> None:
+        from sweserve.environment import transfer
+
+        transfer.put_tree(self, dest, tar)
+
+    def attach_egress(self, allow: list[str], closed_book: bool,
+                      audit_path: Path | None) -> AbstractContextManager[Any]:
+        """This sandbox behind an egress proxy sidecar on its network (`egress.egress_for`)."""
+        from sweserve.environment.egress import egress_for
+
+        if self.host is None and allow:
+            raise InfraError("network", f"{self.name} was started without a host to build its egress proxy from")
+        return egress_for(self.host, self, allow, closed_book, audit_path)
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         directory, name = os.path.split(path)

@@ -12,13 +12,11 @@ container, so `gc` reaps it if the harness dies first.
 from __future__ import annotations
 
 import io
-import ipaddress
 import json
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
 
 import docker
 import docker.errors
@@ -33,24 +31,10 @@ STATE_DIR = "/tmp/sweserve-egress"
 READY_TIMEOUT_S = 60
 
 
-class EgressPolicy(Protocol):
-    """What an agent config says about egress: the allowed origins ("scheme://host:port") and closed book."""
-
-    egress: list[str]
-    closed_book: bool
-
-
 def proxy_env(url: str) -> dict[str, str]:
     """The variables HTTP clients (curl, requests, httpx, litellm, pip) read their proxy from."""
     return {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")} | {
         "NO_PROXY": "", "no_proxy": ""}
-
-
-def host_address(client: docker.DockerClient) -> str:
-    """The host as the proxy sees it: the gateway of Docker's default bridge (where a host model server listens)."""
-    with docker_errors("reading the default bridge"):
-        (config, *_) = client.networks.get(OUTSIDE).attrs["IPAM"]["Config"]
-    return config.get("Gateway") or str(ipaddress.ip_network(config["Subnet"])[1])
 
 
 class EgressProxy:
@@ -120,6 +104,11 @@ class ProxiedSandbox:
              user: str | None = None) -> ExecResult:
         return self._box.exec(command, timeout, workdir=workdir, env={**self._env, **(env or {})}, user=user)
 
+    def exec_stream(self, command: str, timeout: float, on_output: Callable[[bytes], None], workdir: str = WORKDIR,
+                    env: dict[str, str] | None = None, user: str | None = None) -> ExecResult:
+        return self._box.exec_stream(command, timeout, on_output, workdir=workdir, env={**self._env, **(env or {})},
+                                     user=user)
+
 
 def sandbox_networks(box) -> list[str]:
     """The sweserve networks a sandbox container is on (one per run today, one per sandbox later)."""
@@ -130,19 +119,19 @@ def sandbox_networks(box) -> list[str]:
 
 
 @contextmanager
-def egress_for(ctx, box, policy: EgressPolicy | None, audit_path: Path | None) -> Iterator[Sandbox]:
-    """The sandbox the agent works in: `box` itself, or with `policy.egress` set, `box` behind a proxy.
+def egress_for(host, box, allow: list[str], closed_book: bool, audit_path: Path | None) -> Iterator[Sandbox]:
+    """`box` (a DockerSandbox that `host`, a DockerHost, started) as the agent works in it: itself when nothing
+    is allowed, else behind a proxy letting exactly `allow` through (`DockerSandbox.attach_egress`).
 
     The audit log is written to audit_path when the phase ends, whatever happened in it.
     """
-    allow = list(getattr(policy, "egress", None) or [])
     if not allow:
         yield box
         return
-    image = ctx.builder.proxy()
+    image = host.builder.proxy()
     (network, *_) = sandbox_networks(box)
-    proxy = EgressProxy.start(ctx.client, image, network, allow, bool(getattr(policy, "closed_book", False)),
-                              run_id=ctx.run_id, task_id=box.container.labels.get(f"{LABEL}.task", ""))
+    proxy = EgressProxy.start(host.client, image, network, list(allow), closed_book,
+                              run_id=host.run_id, task_id=box.container.labels.get(f"{LABEL}.task", ""))
     try:
         yield ProxiedSandbox(box, proxy_env(proxy.url))
     finally:

@@ -1,12 +1,17 @@
-"""GPU requirements: what the host has, pinning devices to sandboxes, and docker device requests."""
+"""GPU requirements: what the host has, pinning devices to sandboxes, and docker device requests.
+
+Docker is imported only to make a device request: the GPU pool and the skip rule serve any backend.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import docker.types
+if TYPE_CHECKING:
+    import docker.types
 
 
 def detect_gpus(env: Mapping[str, str], nvidia_smi: str = "nvidia-smi") -> list[str]:
@@ -36,6 +41,8 @@ def device_requests(device_ids: list[str]) -> list[docker.types.DeviceRequest]:
     """What `docker run --gpus '"device=0,1"'` sends; nothing for a CPU-only sandbox."""
     if not device_ids:
         return []
+    import docker.types
+
     return [docker.types.DeviceRequest(device_ids=list(device_ids), capabilities=[["gpu"]])]
 
 

@@ -1,6 +1,9 @@
 """Building the image layers: base (debootstrap | docker import), env per dependency set, task per task.
 
-The Dockerfiles are package data (`environment/dockerfiles/`), read with importlib.resources.
+Images are built from an `ImageSpec` (`sweserve/models.py`, computed by `dataset/image_spec.py`): plain values,
+never a profile. `image_tags` is the one function that derives an image's tags from its spec; the builder and
+`sweserve export` both use it. The Dockerfiles are package data (`environment/dockerfiles/`), read with
+importlib.resources.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,13 +29,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sweserve.dataset.locking import installable, packages_for, requirements_text
-from sweserve.dataset.profiles import RepoProfile
 from sweserve.errors import InfraError, SweserveError
 from sweserve.gitcmd import GitError, reason, run_git
 from sweserve.gitcmd import subcommand as git_subcommand  # noqa: F401  (its old name here)
 from sweserve.heartbeat import Heartbeat, clock
-from sweserve.models import EnvironmentLock, Task
+from sweserve.models import EnvSpec, ImageSpec
 
 log = logging.getLogger(__name__)
 BASE_PACKAGES = ["python3", "python3-venv", "git", "ca-certificates", "patch", "procps"]
@@ -158,27 +159,13 @@ def read_ca_bundle(path: str | None) -> bytes:
     return default.read_bytes() if default.exists() else b""
 
 
-def env_packages(profile: RepoProfile, dependencies: list[str]) -> list[str]:
-    return packages_for(profile.env_packages, list(dependencies))
-
-
-def env_requirements(profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None
-                     ) -> tuple[str, list[str]]:
-    """The env image's requirements.txt (index options, then the task's pins or its declared requirements)
-    and the declared requirements left out because the sandbox build cannot install them."""
-    if lock is not None:
-        return requirements_text(lock.requirements, profile.index_options), list(lock.left_out)
-    keep, left_out = installable(env_packages(profile, list(dependencies)))
-    return requirements_text(keep, profile.index_options), left_out
-
-
-def index_parts(profile: RepoProfile) -> list[bytes]:
+def index_parts(env: EnvSpec) -> list[bytes]:
     """What of the package index an env image depends on (nothing when the profile names none)."""
     parts = []
-    if profile.index_url:
-        parts.append(b"index_url=" + profile.index_url.encode())
-    if profile.constraints:
-        parts.append(b"constraints=" + "\n".join(profile.constraints).encode())
+    if env.index_url:
+        parts.append(b"index_url=" + env.index_url.encode())
+    if env.constraints:
+        parts.append(b"constraints=" + "\n".join(env.constraints).encode())
     return parts
 
 
@@ -189,33 +176,12 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:12]
 
 
-def env_image_tag(profile: RepoProfile, ca_bundle: bytes, dependencies: Sequence[str] = (),
-                  lock: EnvironmentLock | None = None) -> str:
+def env_image_tag(env: EnvSpec, ca_bundle: bytes) -> str:
     """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle): every input of
     the image is in the tag, and tasks with the same inputs share it."""
-    requirements, _ = env_requirements(profile, dependencies, lock)
-    digest = _digest(dockerfile("env"), profile.base_image.encode(), profile.python.encode(), requirements.encode(),
-                     ca_bundle, *index_parts(profile))
-    return f"sweserve-env:{profile.name}-{digest}"
-
-
-def shared_dependencies(tasks: list[Task]) -> dict[str, list[str]]:
-    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
-    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
-    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
-    sets: dict[str, list[set[str]]] = {}
-    locks: dict[str, Counter] = {}
-    for task in tasks:
-        sets.setdefault(task.profile, []).append(set(task.dependencies))
-        if task.lock is not None:
-            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
-    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
-              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
-    for profile, counts in locks.items():
-        shared.pop(profile, None)
-        if len(counts) > 1:
-            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
-    return shared
+    digest = _digest(dockerfile("env"), env.base_image.encode(), env.python.encode(), env.requirements.encode(),
+                     ca_bundle, *index_parts(env))
+    return f"sweserve-env:{env.profile}-{digest}"
 
 
 def layered_env_tag(full_tag: str, common_tag: str) -> str:
@@ -224,18 +190,36 @@ def layered_env_tag(full_tag: str, common_tag: str) -> str:
     return f"{full_tag.rsplit('-', 1)[0]}-{h}"
 
 
-def task_image_tag(task: Task, env_tag: str, install: Sequence[str] = (), history: str = "ancestors") -> str:
+def task_image_tag(spec: ImageSpec, env_tag: str) -> str:
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
-    parts = [dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(install).encode(),
-             json.dumps(task.test.env, sort_keys=True).encode()]
-    unreadable = getattr(task, "unreadable", None)
-    if unreadable:  # built without them: another image than a full one
-        parts.append("\0".join(sorted(unreadable)).encode())
+    parts = [dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(spec.install).encode(),
+             json.dumps(spec.test_env, sort_keys=True).encode()]
+    if spec.leave_out:  # built without them: another image than a full one
+        parts.append("\0".join(sorted(spec.leave_out)).encode())
     steps = _digest(*parts)[:8]
-    lean = "-lean" if history == "none" else ""
-    return f"sweserve-task:{task.task_id.lower()}-{task.base_commit[:10]}-{env_hash}-{steps}{lean}"
+    lean = "-lean" if spec.history == "none" else ""
+    return f"sweserve-task:{spec.task_id.lower()}-{spec.base_commit[:10]}-{env_hash}-{steps}{lean}"
+
+
+@dataclass(frozen=True)
+class ImageTags:
+    """Every tag of one task's images."""
+
+    env: str  # the env image the task image is built on (the thin layer over `shared` when there is one)
+    shared: str | None  # the shared layer's env image
+    task: str
+    checked_out: str  # the task image with its tracked files in the image, for other harnesses
+
+
+def image_tags(spec: ImageSpec, ca_bundle: bytes) -> ImageTags:
+    """The one derivation of a task's image tags from its spec: what the builder builds and what export names."""
+    full = env_image_tag(spec.env, ca_bundle)
+    shared = env_image_tag(spec.shared, ca_bundle) if spec.shared is not None else None
+    env = layered_env_tag(full, shared) if shared is not None else full
+    task = task_image_tag(spec, env)
+    return ImageTags(env=env, shared=shared, task=task, checked_out=checked_out_tag(task))
 
 
 def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, buildargs: dict, labels: dict,
@@ -426,8 +410,9 @@ class ImageBuilder:
         _docker_build(self.client, context, "Dockerfile", tag, buildargs, labels, self.build_network)
         self._publish(tag)
 
-    def base(self, profile: RepoProfile) -> str:
-        return self._base(profile.base_image)
+    def base(self, tag: str) -> str:
+        """The base image `tag`, built with debootstrap when it is a sweserve-base:<suite> image not here yet."""
+        return self._base(tag)
 
     def _base(self, tag: str) -> str:
         with self._lock(tag):
@@ -438,61 +423,52 @@ class ImageBuilder:
                 self._publish(tag)
         return tag
 
-    def env(self, profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None,
-            shared: Sequence[str] = ()) -> str:
-        """The env image of a dependency set (or of a task's pinned lock); with `shared` (see
-        shared_dependencies: what all the repository's tasks declare, or the pins of its most common lock), a
-        thin layer over the shared env image, so the heavy common wheels (jax, torch) are on disk once."""
-        dependencies = list(dependencies)
-        installs = lock.requirements if lock is not None else dependencies
-        if lock is None:
-            shared = [d for d in shared if d in dependencies]
-        full_tag = env_image_tag(profile, self.ca_bundle, dependencies, lock)
-        if not shared or set(shared) == set(installs):
+    def env(self, env: EnvSpec, shared: EnvSpec | None = None) -> str:
+        """The env image of `env`; with `shared` (the layer of what all the repository's tasks declare), a thin
+        layer over the shared env image."""
+        full_tag = env_image_tag(env, self.ca_bundle)
+        if shared is None:
             with self._lock(full_tag):
                 if not self._present(full_tag):
-                    self._build_env(profile, dependencies, lock, full_tag, "env", {"BASE_IMAGE": self.base(profile)})
+                    self._build_env(env, full_tag, "env", {"BASE_IMAGE": self.base(env.base_image)})
             return full_tag
-        # a lock builds on the shared lock's own image (its pins, as a lock); declared sets on their intersection
-        common = self.env(profile, [], lock.model_copy(update={"requirements": list(shared), "left_out": []})) \
-            if lock is not None else self.env(profile, shared)
+        common = self.env(shared)
         tag = layered_env_tag(full_tag, common)
         with self._lock(tag):
             if not self._present(tag):
-                self._build_env(profile, dependencies, lock, tag, "env-delta", {"COMMON_IMAGE": common})
+                self._build_env(env, tag, "env-delta", {"COMMON_IMAGE": common})
         return tag
 
-    def _build_env(self, profile: RepoProfile, dependencies: list[str], lock: EnvironmentLock | None, tag: str,
-                   layer: str, buildargs: dict) -> None:
-        requirements, left_out = env_requirements(profile, dependencies, lock)
+    def _build_env(self, env: EnvSpec, tag: str, layer: str, buildargs: dict) -> None:
         log.info("building env image %s", tag)
-        for line in left_out:
+        for line in env.left_out:
             log.warning("left out of %s (cannot be installed in the sandbox build): %s", tag, line)
         with tempfile.TemporaryDirectory(prefix="sweserve-env-") as tmp:
             ctx = Path(tmp)
             (ctx / "Dockerfile").write_bytes(dockerfile(layer))
             (ctx / "ca-bundle.crt").write_bytes(self.ca_bundle)
-            (ctx / "requirements.txt").write_text(requirements)
-            (ctx / "constraints.txt").write_text("".join(f"{c}\n" for c in profile.constraints))
-            self._build(ctx, tag, {**buildargs, "PYTHON_MIN": profile.python, "INDEX_URL": profile.index_url or ""},
-                        {"sweserve": "1", "sweserve.profile": profile.name})
+            (ctx / "requirements.txt").write_text(env.requirements)
+            (ctx / "constraints.txt").write_text("".join(f"{c}\n" for c in env.constraints))
+            self._build(ctx, tag, {**buildargs, "PYTHON_MIN": env.python, "INDEX_URL": env.index_url or ""},
+                        {"sweserve": "1", "sweserve.profile": env.profile})
 
-    def task(self, task: Task, profile: RepoProfile, clone: Path | None, shared: Sequence[str] = ()) -> str:
-        env_tag = self.env(profile, task.dependencies, task.lock, shared)
-        tag = task_image_tag(task, env_tag, profile.install, profile.history)
+    def task(self, spec: ImageSpec, clone: Path | None) -> str:
+        """The task image of `spec` (its env image first), built from `clone` when it is not here yet."""
+        env_tag = self.env(spec.env, spec.shared)
+        tag = image_tags(spec, self.ca_bundle).task
         with self._lock(tag):
             if self._present(tag):
                 return tag
             if clone is None:
                 raise SweserveError(
-                    f"task image for {task.task_id} is not built and no clone of {task.repo} is known: pass --repo-path"
+                    f"task image for {spec.task_id} is not built and no clone of {spec.repo} is known: pass --repo-path"
                 )
             log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                write_task_context(ctx, clone, task.base_commit, profile.history, getattr(task, "unreadable", []))
-                self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(profile.install)},
-                            {"sweserve": "1", "sweserve.task": task.task_id, "sweserve.base_commit": task.base_commit})
+                write_task_context(ctx, clone, spec.base_commit, spec.history, spec.leave_out)
+                self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(spec.install)},
+                            {"sweserve": "1", "sweserve.task": spec.task_id, "sweserve.base_commit": spec.base_commit})
         return tag
 
     def checked_out(self, task_image: str) -> str:

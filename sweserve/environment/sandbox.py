@@ -1,13 +1,21 @@
 """What agents and graders may do with a sandbox: the `Sandbox` protocol, free of any container engine.
 
-Agents and the evaluation code see only this; `docker_sandbox.DockerSandbox` is the implementation.
+Agents and the evaluation code see only this (and `host.Host`, which hands sandboxes out);
+`docker_sandbox.DockerSandbox` is the implementation, and the only one that is an isolation boundary.
+Everything a trial does with a sandbox is here: run a command (whole, or streamed as it runs), put and read
+single files, copy a tree out (bounded) and in, reach a service in it, attach an egress proxy, and remove it.
 """
 
 from __future__ import annotations
 
+import io
+import tarfile
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import IO, Protocol
 
 WORKDIR = "/testbed"
 
@@ -32,10 +40,38 @@ class Clock(Protocol):
     def fired(self) -> bool: ...
 
 
+class TreeTooLarge(Exception):
+    """A tree copied out of a sandbox is over its byte limit: the submission cannot be taken."""
+
+
+def tar_of(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    """Several files (relative path -> content) as one tar, for one `Sandbox.copy_tree_in`."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 class Sandbox(Protocol):
+    """One sandbox of a task image: /testbed holds the repository at its base commit.
+
+    The candidate may be root in it and may have changed anything inside, so nothing a method returns is
+    trusted more than the command that produced it: outputs and files come back bounded, and trees are
+    copied out by the backend, never by a program running inside.
+    """
+
     @property
     def name(self) -> str:
         """A name the operator can find the sandbox by (the container's)."""
+
+    @property
+    def test_user(self) -> str | None:
+        """The unprivileged account hidden tests run as here (the boot script drops to it, see sweserve_drop), or
+        None where the backend cannot take the machine's root away from them (a backend of local processes,
+        which is no isolation boundary, must never lock and drop on the machine that runs sweserve)."""
 
     @property
     def address(self) -> str:
@@ -48,7 +84,16 @@ class Sandbox(Protocol):
     def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
              user: str | None = None) -> ExecResult:
         """Run `bash -c command`; the whole process group is killed after timeout seconds, and the sandbox by the
-        host a few seconds later if the command is still running (`timed_out` either way)."""
+        host a few seconds later if the command is still running (`timed_out` either way).
+
+        Only the end of the output is kept (`ExecResult.truncated` says when some was lost); a limit the sandbox
+        broke meanwhile (disk) raises `LimitExceeded`, a backend failure `InfraError`."""
+
+    def exec_stream(self, command: str, timeout: float, on_output: Callable[[bytes], None],
+                    workdir: str = WORKDIR, env: dict[str, str] | None = None,
+                    user: str | None = None) -> ExecResult:
+        """`exec`, with every chunk of output also passed to on_output as it arrives (in order, unbounded:
+        the callback decides what to keep), under the same host-side clock."""
 
     def kill(self) -> None:
         """Stop every process in the sandbox now, from the host: nothing inside can delay or refuse it. Its files
@@ -64,7 +109,34 @@ class Sandbox(Protocol):
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
         """The host command that attaches a terminal to `bash -c shell` in the sandbox."""
 
-    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Write one file (its folder made when missing)."""
 
     def read_file(self, path: str, max_bytes: int = ...) -> bytes | None:
-        """A regular file's bytes, None if absent; raises LimitExceeded past max_bytes."""
+        """A regular file's bytes, None if absent (or a link, a folder, a device); raises LimitExceeded past
+        max_bytes."""
+
+    def copy_tree_out(self, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
+        """The tree at `path` as a tar (positioned at 0), its paths relative to `path` behind `prefix`.
+
+        Copied by the backend, never by a program in the sandbox. Only directories, regular files, symlinks
+        (as links, never followed) and hard links to kept files are kept; `.git` (anywhere), `__pycache__`
+        and `.pytest_cache` are left out. Raises TreeTooLarge past max_bytes of file content."""
+
+    def copy_tree_in(self, dest: str, tar: bytes | IO[bytes]) -> None:
+        """Unpack a tar (from `copy_tree_out` or `tar_of`) into dest ("/": the tar's own paths make the
+        directories)."""
+
+    def attach_egress(self, allow: list[str], closed_book: bool,
+                      audit_path: Path | None) -> AbstractContextManager[Sandbox]:
+        """The sandbox with egress to exactly the `allow`ed origins ("scheme://host:port") through a proxy,
+        for the life of the returned context; hosted tools stripped from model requests with closed_book.
+        Every request, allowed or refused, goes to audit_path when the context ends."""
+
+    def remove(self) -> None:
+        """Tear the sandbox down, whatever state it is in (idempotent)."""
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None:
+        """`remove()`."""

@@ -1,6 +1,7 @@
-"""Trees and files in and out of Docker sandboxes as tar streams (the trial's tools, not the agents').
+"""Trees in and out of Docker sandboxes as tar streams: a private part of the Docker backend.
 
-`export_tree` copies a directory out of a container with the Docker API (`get_archive`), so no program
+Only `docker_sandbox.DockerSandbox` uses this (as `copy_tree_out` / `copy_tree_in` of the `Sandbox` protocol);
+everything else copies trees through the protocol. `export_tree` copies a directory out of a container with the Docker API (`get_archive`), so no program
 inside the container — which the candidate controlled — takes part. Only directories, regular files,
 symlinks (as links, never followed) and hard links to kept files are kept; `.git` (anywhere),
 `__pycache__` and `.pytest_cache` are left out, and the total size is bounded. The result is a tar whose
@@ -12,18 +13,19 @@ from __future__ import annotations
 import io
 import tarfile
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from typing import IO, TYPE_CHECKING
 
-from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors
+from sweserve.environment.docker_sandbox import docker_errors
+from sweserve.environment.sandbox import TreeTooLarge, tar_of
 
+if TYPE_CHECKING:
+    from sweserve.environment.docker_sandbox import DockerSandbox
+
+__all__ = ["TreeTooLarge", "export_tree", "put_tree", "tar_of"]
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 SPOOL_BYTES = 64 << 20
-
-
-class TreeTooLarge(Exception):
-    """The exported tree is over the byte limit: the submission cannot be taken."""
 
 
 class _ChunkReader(io.RawIOBase):
@@ -54,7 +56,7 @@ def _relative(name: str, root: str) -> str | None:
     return "/".join(rel) if rel else "."
 
 
-def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> tempfile.SpooledTemporaryFile:
+def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
     """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
     behind `prefix`; TreeTooLarge over max_bytes."""
     root = PurePosixPath(path).name
@@ -96,7 +98,7 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
     return out
 
 
-def put_tree(box: DockerSandbox, dest: str, tar) -> None:
+def put_tree(box: DockerSandbox, dest: str, tar: bytes | IO[bytes]) -> None:
     """Unpack a tar (from `export_tree` or `tar_of`) into dest in the container ("/": one call, the tar's
     own paths make the directories)."""
     with docker_errors(f"copying a tree into {dest} in the sandbox"):
@@ -104,13 +106,3 @@ def put_tree(box: DockerSandbox, dest: str, tar) -> None:
             box.container.exec_run(["mkdir", "-p", dest])
         box.container.put_archive(dest, tar)
 
-
-def tar_of(files: dict[str, bytes], mode: int = 0o644) -> bytes:
-    """Several files (relative path -> content) as one tar, for one `put_tree`."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()

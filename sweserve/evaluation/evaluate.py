@@ -15,8 +15,9 @@ from pathlib import Path
 
 from sweserve import __version__
 from sweserve.agents.base import Agent
-from sweserve.environment.context import Context, new_run_id
+from sweserve.environment.host import new_run_id
 from sweserve.errors import SweserveError
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.results import ResultsWriter, latest, read_results
 from sweserve.evaluation.trial import (
@@ -101,7 +102,8 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
     results_path as it ends. `run` and `session` (one new attempt of a human) both go through here.
 
     `writer` is the results file's writer when the caller already holds its lock (the CLI takes it before
-    contacting Docker); otherwise the lock is taken here, and a second run on the same file refuses.
+    contacting Docker); otherwise the lock is taken here, and a second run on the same file refuses. `ctx` is
+    the caller's: it stays open (its owner closes it, which reaps what an interrupted run left).
     """
     owned = writer is None
     writer = writer or ResultsWriter(results_path)
@@ -115,14 +117,11 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
         requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a), max_submission_bytes)
                     for b, a in todo]
         finished = []
-        try:
-            for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial_safely, requests):
-                writer.write(result)
-                finished.append(result)
-                if on_result:
-                    on_result(result, len(finished), len(todo))
-        finally:
-            ctx.close()
+        for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial_safely, requests):
+            writer.write(result)
+            finished.append(result)
+            if on_result:
+                on_result(result, len(finished), len(todo))
         return finished
     finally:
         if owned:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Protocol, TypeVar
 
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")

@@ -27,8 +27,7 @@ from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with t
     stream_problems,
 )
 from sweserve.environment.in_sandbox.sweserve_protocol import read_stream as _read_stream
-from sweserve.environment.sandbox import WORKDIR, Sandbox
-from sweserve.environment.transfer import put_tree, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.models import Outcome, Task, TestResults
 
 PLUGIN = "sweserve_outcomes"
@@ -37,7 +36,6 @@ BOOT = "sweserve_boot"
 HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
-TEST_USER = "nobody"  # the unprivileged account the hidden tests run as (every Debian image has it)
 DROP = "sweserve_drop"
 HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
 __all__ = ["SEVERITY", "event_of", "merge_events", "parse_stream", "stream_problems"]
@@ -76,15 +74,18 @@ def in_sandbox_script(name: str) -> bytes:
     return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
 
 
-def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
+def run_config(task: Task, plugins: list[str], nonce_file: str, user: str | None) -> dict:
     return boot_config(task.test.runner, list(task.test.files), str(PurePosixPath(WORKDIR) / task.test.workdir),
-                       task.test.env.get("PYTHONPATH", ""), list(plugins), nonce_file, **least_privilege())
+                       task.test.env.get("PYTHONPATH", ""), list(plugins), nonce_file, **least_privilege(user))
 
 
-def least_privilege(workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
-    """The boot script's privilege drop (`sweserve_drop.py`): tests run as TEST_USER, the repository is root's and
-    read-only to them, the harness's inputs (tests.patch, run config) are root's alone."""
-    return {"user": TEST_USER, "lock": [workdir], "private": [private]}  # the exports' verifier passes the same
+def least_privilege(user: str | None, workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
+    """The boot script's privilege drop (`sweserve_drop.py`): tests run as `user`, the repository is root's and
+    read-only to them, the harness's inputs (tests.patch, run config) are root's alone. No user: no drop (the
+    sandbox's backend cannot give one, see `Sandbox.test_user`)."""
+    if user is None:
+        return {}
+    return {"user": user, "lock": [workdir], "private": [private]}  # the exports' verifier passes the same
 
 
 @dataclass
@@ -106,9 +107,9 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
     runner never finished."""
     nonce = secrets.token_hex(16)
-    config = run_config(task, list(plugins), NONCE_FILE)
+    config = run_config(task, list(plugins), NONCE_FILE, box.test_user)
     own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
-    put_tree(box, "/", tar_of({**(files or {}), **own}, 0o644))
+    box.copy_tree_in("/", tar_of({**(files or {}), **own}, 0o644))
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)

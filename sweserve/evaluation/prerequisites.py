@@ -20,8 +20,8 @@ import re
 
 from sweserve.dataset.gitio import Git, GitError
 from sweserve.dataset.patches import is_interpreter_hook, touched_paths
-from sweserve.environment.context import Context
 from sweserve.errors import InfraError, TrialSkipped
+from sweserve.evaluation.context import Context
 from sweserve.models import TaskBundle
 
 

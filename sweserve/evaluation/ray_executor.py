@@ -4,7 +4,8 @@
 `TrialRequest` or `ValidateRequest`) becomes a Ray task asking for the task's CPUs, GPUs and memory, plus a
 custom resource named after its hardware class when it has one (``h100``), so a GPU task lands only on a node
 that declared such GPUs. The worker rebuilds the Context from `ctx.spec()` with the GPU ids Ray assigned it
-(`ray.get_gpu_ids()`), and those ids, never the node's own pool, go into Docker's device request.
+(`ray.get_gpu_ids()`), and those ids, never the node's own pool, go into Docker's device request; it owns that
+Context (its host) and closes it, which removes the sandboxes it started and never another worker's.
 
 What only the driver may do stays on the driver: the worker writes its trial folder (or task.json) into a
 scratch directory and ships the files back; the driver writes them where they belong and is the only writer
@@ -26,14 +27,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from sweserve.environment.context import Context, ContextSpec
-from sweserve.errors import InfraError, SweserveError
-from sweserve.evaluation.trial import TrialRequest
+from sweserve.environment.host import reap_run
+from sweserve.errors import ErrorKind, InfraError, SweserveError
+from sweserve.evaluation.context import Context, ContextSpec
+from sweserve.evaluation.trial import TRACEBACK_FILE, TrialRequest, record_result
 from sweserve.evaluation.trial_folder import TrialFolder
-from sweserve.evaluation.validation import TRACEBACK_FILE, ValidateOutcome, ValidateRequest
-from sweserve.models import Resources, RunResult, now
+from sweserve.evaluation.validation import ValidateOutcome, ValidateRequest
+from sweserve.models import Resources, RunResult
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")
@@ -105,19 +107,11 @@ def _lost(ctx: Context, item: Any, why: str) -> Any:
     return _unrun(ctx, item, "error", why)
 
 
-def _unrun(ctx: Context, item: Any, status: str, why: str) -> Any:
+def _unrun(ctx: Context, item: Any, status: Literal["error", "skipped"], why: str) -> Any:
     """The result of an item that never ran to its end: `error` (its node was lost) or `skipped` (no node can)."""
-    kind = "node" if status == "error" else None
-    if isinstance(item, TrialRequest):
-        task, at = item.bundle.task, now()
-        result = RunResult(
-            run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=item.agent.name,
-            attempt=item.attempt, started_at=at, finished_at=at, duration_s=0.0, status=status,
-            error_kind=kind, reason=why[:500], trial_dir=str(item.folder.path),
-            agent_config_hash=item.agent.config_hash(), task_hash=item.bundle.content_hash(),
-        )
-        item.folder.write_result(result)
-        return result
+    kind: ErrorKind | None = "node" if status == "error" else None
+    if isinstance(item, TrialRequest):  # built where every result is: redacted and capped the same way
+        return record_result(ctx.run_id, item, {"status": status, "error_kind": kind, "reason": why})
     if isinstance(item, ValidateRequest):
         task = item.bundle.task
         return ValidateOutcome(task_id=task.task_id, family=task.family, status=status, error_kind=kind, reason=why)
@@ -162,18 +156,16 @@ def run_on_worker(fn: Callable, item: Any, spec: ContextSpec, key: int, tracker)
     tracker.started.remote(key, ray.get_runtime_context().get_node_id(), socket.gethostname())
     # a fresh Context per task: nothing (a cancelled flag, a cache) outlives the task; each sandbox makes its own
     # network (docker_sandbox.sandbox_network), so workers on one node share none
-    ctx = Context.from_spec(spec.model_copy(update={"assigned_gpus": [str(g) for g in ray.get_gpu_ids()]}))
-    with tempfile.TemporaryDirectory(prefix="sweserve-ray-") as scratch:
+    gpus = [str(g) for g in ray.get_gpu_ids()]
+    spec = spec.model_copy(update={"host": spec.host.model_copy(update={"assigned_gpus": gpus})})
+    with Context.from_spec(spec) as ctx, tempfile.TemporaryDirectory(prefix="sweserve-ray-") as scratch:
         out = fn(ctx, _stage(item, Path(scratch)))
         return out, _harvest(Path(scratch)), scratch
 
 
 def reap_node(run_id: str) -> list[str]:
     """Remove every container and network of the run on this node (a reaper task runs this on each node)."""
-    from sweserve.environment.context import docker_client
-    from sweserve.environment.docker_sandbox import gc
-
-    return gc(docker_client(), run_id=run_id)
+    return reap_run(run_id)
 
 
 class Tracker:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from sweserve.dataset.gitio import Git, GitError
 from sweserve.dataset.signals import cosmetic, relax_only, structure_patch
-from sweserve.environment.context import Context
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError
 from sweserve.evaluation.trial import grade_submission
 from sweserve.models import SignalCheck, TaskBundle

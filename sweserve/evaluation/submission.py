@@ -1,8 +1,8 @@
 """Taking a candidate's submission: its working tree, diffed by nothing it controlled.
 
 The candidate is root in its sandbox: a diff computed there (its `git`, its `.git/config`, its PATH) is
-whatever it wants. So the tree under /testbed is copied out through the Docker API (`.git` left out,
-size bounded: `environment/transfer.py`), put into a fresh sandbox of the task image — no network, the
+whatever it wants. So the tree under /testbed is copied out by the sandbox's backend (`.git` left out,
+size bounded: `Sandbox.copy_tree_out`, the Docker API for Docker sandboxes), put into a fresh sandbox of the task image — no network, the
 candidate never ran in it — and diffed there against base_commit with that image's own git and
 repository: a temporary index over the copied tree, no system/global/candidate config, no hooks, no
 fsmonitor, no external diff or textconv, no replace objects. Files the task image or the candidate's
@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import shlex
 
-from sweserve.environment.context import Context
-from sweserve.environment.docker_sandbox import DockerSandbox
-from sweserve.environment.sandbox import WORKDIR
-from sweserve.environment.transfer import TreeTooLarge, export_tree, put_tree
+from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
 from sweserve.errors import InfraError, LimitExceeded
+from sweserve.evaluation.context import Context
 from sweserve.models import Task
 
 MAX_TREE_BYTES = 2 << 30
@@ -49,10 +47,10 @@ def diff_command(base_commit: str) -> str:
             f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}")
 
 
-def diff_tree(box: DockerSandbox, tree, base_commit: str) -> str:
+def diff_tree(box: Sandbox, tree, base_commit: str) -> str:
     """The diff of `tree` (a tar of a working tree, paths under SUBMITTED) against base_commit, computed in a
     pristine `box`; git's errors go to a file, so the output is the patch alone."""
-    put_tree(box, "/", tree)
+    box.copy_tree_in("/", tree)
     env = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": "/sweserve/submission.index"}
     res = box.exec(diff_command(base_commit), 300, env=env)
     if res.exit_code != 0:
@@ -62,10 +60,10 @@ def diff_tree(box: DockerSandbox, tree, base_commit: str) -> str:
     return res.output
 
 
-def take_submission(ctx: Context, candidate: DockerSandbox, task: Task, image: str) -> str:
+def take_submission(ctx: Context, candidate: Sandbox, task: Task, image: str) -> str:
     """The candidate's working tree as a patch against base_commit, diffed in a fresh sandbox of `image`."""
     try:
-        tree = export_tree(candidate, WORKDIR, MAX_TREE_BYTES, prefix=SUBMITTED.lstrip("/") + "/")
+        tree = candidate.copy_tree_out(WORKDIR, MAX_TREE_BYTES, prefix=SUBMITTED.lstrip("/") + "/")
     except TreeTooLarge as exc:
         raise SubmissionRejected(str(exc)) from None
     with tree, ctx.sandbox(image, task.task_id, "submission", task.resources, []) as clean:

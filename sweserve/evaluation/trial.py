@@ -1,14 +1,16 @@
 """The one trial pipeline behind `validate`, `run` and `session`.
 
-    reserve (host can run it? GPUs) → image → candidate phase (agent in a sandbox)
+    reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
+      → candidate phase (agent in a sandbox)
       → submission (its tree diffed in a fresh offline sandbox, never by the candidate's own git)
       → grading (fresh offline sandbox: submission applied, test paths and runner hooks reset to base,
         tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
 
-`reservation` is the one place that takes and gives back what a trial needs; `candidate_phase` and
-`grade_submission` are the two halves every caller shares (validation grades the oracle's and the null
-submission directly); `run_trial` turns every way a trial can end into exactly one result.
+`reservation` is the one place that takes and gives back what a trial needs; `solve_and_grade` (the candidate
+phase, then `grade_submission`) is the pipeline every candidate goes through: run, session, predictions and
+validation's null and oracle alike; `run_trial` turns every way a trial can end into exactly one result, built
+in one place (`record_result`), and every bug into one error through one path (`internal_error`).
 
 What `run_trial` records is bounded and clean whatever the candidate does: a submission over
 `max_submission_bytes` is an error (`submission too large`) and is not kept; reasons come from fixed
@@ -22,16 +24,19 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from sweserve.agents.base import Agent, Redactor
-from sweserve.environment.context import Context
-from sweserve.environment.egress import egress_for
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.dataset.project import TaskInputs
 from sweserve.environment.gpus import skip_reason
+from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
@@ -41,6 +46,7 @@ from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
 REASON_CHARS = 300
+TRACEBACK_FILE = "traceback.txt"
 MAX_SUBMISSION_BYTES = 5 * 2**20  # default; `sweserve run --max-submission-mb`
 
 
@@ -52,31 +58,33 @@ def cannot_run(ctx: Context, task: Task) -> str | None:
     has), or None: what `run_trial` skips on, and what `session` refuses on before a person sits down."""
     if not task.validated:
         return NOT_VALIDATED
-    return skip_reason(task.resources.gpus, ctx.host_gpus) if ctx.assigned_gpus is None else None
+    host = ctx.host
+    return skip_reason(task.resources.gpus, host.host_gpus) if host.assigned_gpus is None else None
 
 
 @contextmanager
 def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
     """The GPUs a task needs, held for the trial and given back whatever happens; TrialSkipped if never.
 
-    When a scheduler assigned this worker its devices (`ctx.assigned_gpus`, e.g. Ray's), those are used as they
+    When a scheduler assigned this worker its devices (`host.assigned_gpus`, e.g. Ray's), those are used as they
     are, never the host's pool."""
-    if ctx.assigned_gpus is not None:
-        if task.resources.gpus > len(ctx.assigned_gpus):
-            raise InfraError("docker", f"needs {task.resources.gpus} GPUs, scheduler assigned {ctx.assigned_gpus}")
-        yield ctx.assigned_gpus[:task.resources.gpus]
+    host = ctx.host
+    if host.assigned_gpus is not None:
+        if task.resources.gpus > len(host.assigned_gpus):
+            raise InfraError("docker", f"needs {task.resources.gpus} GPUs, scheduler assigned {host.assigned_gpus}")
+        yield host.assigned_gpus[:task.resources.gpus]
         return
-    if (why := skip_reason(task.resources.gpus, ctx.host_gpus)):
+    if (why := skip_reason(task.resources.gpus, host.host_gpus)):
         raise TrialSkipped(why)
-    gpu_ids = ctx.gpu_pool.acquire(task.resources.gpus)
+    gpu_ids = host.gpu_pool.acquire(task.resources.gpus)
     try:
         yield gpu_ids
     finally:
-        ctx.gpu_pool.release(gpu_ids)
+        host.gpu_pool.release(gpu_ids)
 
 
 def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
-                    gpu_ids: list[str], folder: TrialFolder | None = None) -> tuple[AgentRun, str]:
+                    gpu_ids: list[str], folder: "TrialFolder | RedactedFolder | None" = None) -> tuple[AgentRun, str]:
     """The agent works in a sandbox of the task image; its submission is taken when it stops.
 
     An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
@@ -84,28 +92,68 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
     """
     task = bundle.task
     audit = folder.path / "egress.log" if folder else None
-    with (ctx.sandbox(agent.prepare(ctx.builder, image), task.task_id, "candidate", task.resources, gpu_ids) as box,
-          egress_for(ctx, box, agent, audit) as agent_box):
+    with (ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources,
+                      gpu_ids) as box,
+          agent_sandbox(box, agent, audit) as agent_box):
         run = agent.solve(agent_box, bundle)
         patch = take_submission(ctx, box, task, image)  # diffed outside the candidate's reach
     return run, patch
 
 
+@contextmanager
+def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sandbox]:
+    """The sandbox the agent works in: `box` itself, or behind an egress proxy when its config names model
+    endpoints (`egress`; `closed_book` strips hosted tools)."""
+    allow = list(getattr(agent, "egress", None) or [])
+    if not allow:
+        yield box
+        return
+    with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit) as proxied:
+        yield proxied
+
+
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
-                     runs: int = 1, name: str = "candidate") -> Graded:
+                     runs: int = 1, name: str = "candidate", profile: RepoProfile | None = None) -> Graded:
     """A fresh sandbox without network: the submission, resets to base, tests.patch, canaries, then the hidden
-    tests `runs` times (see `verifier.py`).
+    tests `runs` times (see `verifier.py`). `profile` is the task's, as the trial resolved it.
 
     Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean. The
     reference submissions validation grades (any name but "candidate") must not trip a canary.
     """
     task = bundle.task
+    profile = profile or ctx.profile(task.profile)
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        graded = verify(box, bundle, ctx.profile(task.profile), patch, name, runs)
+        graded = verify(box, bundle, profile, patch, name, runs)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
     return graded
+
+
+@dataclass
+class Solved:
+    """What one pass through the pipeline produced: the agent's run, its submission, and the grading (None when
+    the agent failed or its given patch did not apply: nothing to grade)."""
+
+    run: AgentRun
+    patch: str
+    graded: Graded | None
+
+
+def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str,
+                    gpu_ids: list[str], folder: "RedactedFolder | None" = None, runs: int = 1,
+                    name: str = "candidate",
+                    on_submission: Callable[[AgentRun, str], None] | None = None) -> Solved:
+    """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
+    oracle): the agent works in a sandbox of `image`, its submission is taken, `on_submission` sees it (and may
+    refuse it by raising), then it is graded `runs` times as `name`. Raises what `grade_submission` raises."""
+    run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
+    if on_submission is not None:
+        on_submission(run, patch)
+    if run.error or run.exit_reason == "patch_failed":
+        return Solved(run, patch, None)
+    # an empty submission is graded too: the null control must go through the same verifier
+    return Solved(run, patch, grade_submission(ctx, bundle, image, patch, gpu_ids, runs, name, inputs.profile))
 
 
 @dataclass
@@ -149,38 +197,36 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     redact = Redactor(agent_secrets(agent))
     folder = RedactedFolder(req.folder, redact)
     fields: dict = {"agent_run": None, "model_patch": "", "flags": []}
+
+    def submitted(run: AgentRun, patch: str) -> None:
+        """The submission recorded before it is graded; one over the limit is an error, neither graded nor kept."""
+        fields.update(agent_run=run, flags=list(run.flags))
+        size = len(patch.encode("utf-8", "replace"))
+        if size > req.max_submission_bytes:
+            raise LimitExceeded(f"submission too large: {size / 2**20:.1f} MB, over the "
+                                f"{req.max_submission_bytes / 2**20:g} MB limit")
+        if redact.holds_secret(patch):
+            fields["flags"].append("secret_in_submission")
+        fields.update(model_patch=redact(patch))
+        folder.write("submission.patch", patch)
+        for name, text in {"agent.log": run.log_tail, **run.records}.items():  # the agent's own files
+            if text:
+                folder.write(name, text)
+        if run.keystrokes or run.screen:  # a human session's terminal, recorded on the host
+            folder.write("keystrokes.txt", run.keystrokes)
+            folder.write("terminal.txt", run.screen)
+
     try:
         if (why := cannot_run(ctx, task)):
             raise TrialSkipped(why)
         check_prerequisites(ctx, bundle)  # seconds, no disk: before any image is built
         with reservation(ctx, task) as gpu_ids:
-            image = ctx.task_image(bundle)
-            run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
-            fields.update(agent_run=run, flags=list(run.flags))
-            size = len(patch.encode("utf-8", "replace"))
-            if size > req.max_submission_bytes:
-                raise LimitExceeded(f"submission too large: {size / 2**20:.1f} MB, over the "
-                                    f"{req.max_submission_bytes / 2**20:g} MB limit")
-            if redact.holds_secret(patch):
-                fields["flags"].append("secret_in_submission")
-            fields.update(model_patch=redact(patch))
-            folder.write("submission.patch", patch)
-            for name, text in {"agent.log": run.log_tail, **run.records}.items():  # the agent's own files
-                if text:
-                    folder.write(name, text)
-            if run.keystrokes or run.screen:  # a human session's terminal, recorded on the host
-                folder.write("keystrokes.txt", run.keystrokes)
-                folder.write("terminal.txt", run.screen)
-            if run.error:
-                fields.update(status="error", error_kind="agent", reason=f"agent: {run.error}")
-            elif run.exit_reason == "patch_failed":  # a given patch (predictions) that did not apply
-                fields.update(status="patch_failed", reason=f"patch does not apply: {run.log_tail.strip()}")
-            else:  # an empty submission is graded too: the null control must go through the same verifier
-                graded = _graded(ctx, bundle, image, patch, gpu_ids, folder)
-                fields["flags"] += graded.pop("flags", [])  # the verifier's flags join the candidate phase's
-                fields.update(graded)
-                if not patch.strip() and fields["status"] == "failed" and not fields.get("reason"):
-                    fields["reason"] = "empty patch"
+            inputs = ctx.inputs(bundle)
+            image = ctx.image(inputs)
+            graded = _graded(bundle, folder, lambda: solve_and_grade(
+                ctx, bundle, agent, inputs, image, gpu_ids, folder, on_submission=submitted))
+            fields["flags"] += graded.pop("flags", [])  # the verifier's flags join the candidate phase's
+            fields.update(graded)
     except TrialSkipped as exc:
         fields.update(status="skipped", reason=str(exc))
     except SubmissionRejected as exc:  # the candidate's tree cannot be a submission (e.g. too large)
@@ -190,18 +236,21 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     except SweserveError as exc:  # a precondition of this task, e.g. no clone known to build its image from
         fields.update(status="error", error_kind="task", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = write_quietly(folder, "traceback.txt", traceback.format_exc())
-        log.error("internal error in %s #%d: %s: %s (traceback: %s)", task.task_id, req.attempt,
-                  exc.__class__.__name__, redact(str(exc))[:REASON_CHARS], where)
         fields.update(status="error", error_kind="internal",
-                      reason=f"internal error: {exc.__class__.__name__}: {exc} (traceback: {where})")
-    return _record(ctx, req, fields, started, t0, redact, folder)
+                      reason=internal_error(folder, f"in {task.task_id} #{req.attempt}", exc, redact))
+    return record_result(ctx.run_id, req, fields, started, t0, redact, folder)
 
 
-def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, redact: Redactor,
-            folder: RedactedFolder) -> RunResult:
-    """The trial's one result, redacted and bounded; written to its folder if the folder can be written."""
+def record_result(run_id: str, req: TrialRequest, fields: dict, started=None, t0: float | None = None,
+                  redact: Redactor | None = None, folder: RedactedFolder | None = None) -> RunResult:
+    """The one place a RunResult is built: redacted and bounded (reasons one line of at most REASON_CHARS),
+    and written to the trial's folder if the folder can be written. `fields` are the result's own (status,
+    reason, error_kind, tests, …); a trial that never ran (its node lost, no node can run it) passes only those."""
     bundle, agent, task = req.bundle, req.agent, req.bundle.task
+    started = started or now()
+    redact = redact or Redactor(agent_secrets(agent))
+    folder = folder or RedactedFolder(req.folder, redact)
+    fields = {"agent_run": None, "model_patch": "", "flags": [], **fields}
     if fields.get("reason"):
         fields["reason"] = clean_reason(redact(fields["reason"]))
     run: AgentRun | None = fields.get("agent_run")
@@ -215,8 +264,8 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
     if fields.get("resets"):
         fields["resets"] = [redact(r) for r in fields["resets"]]
     result = RunResult(
-        run_id=ctx.run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
-        started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3),
+        run_id=run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
+        started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3) if t0 is not None else 0.0,
         trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
         task_ready=task.ready, **fields,
     )
@@ -225,6 +274,20 @@ def _record(ctx: Context, req: TrialRequest, fields: dict, started, t0: float, r
     except OSError as exc:  # the index line still records the trial
         log.error("could not write %s's result.json: %s", task.task_id, exc)
     return result
+
+
+class Writable(Protocol):
+    def write(self, name: str, text: str) -> Any: ...
+
+
+def internal_error(folder: Writable, what: str, exc: BaseException,
+                   redact: Callable[[str], str] = lambda text: text) -> str:
+    """The one path of a bug in sweserve (inside a trial, a validation, outside its pipeline): its traceback saved
+    in `folder`, one line logged, and the reason its error result carries, naming where the traceback went."""
+    where = write_quietly(folder, TRACEBACK_FILE, traceback.format_exc())
+    line = f"{exc.__class__.__name__}: {redact(str(exc))[:REASON_CHARS]}"
+    log.error("internal error %s: %s (traceback: %s)", what, line, where)
+    return f"internal error: {line} (traceback: {where})"
 
 
 def clean_reason(text: str) -> str:
@@ -251,19 +314,18 @@ def run_trial_safely(ctx: Context, req: TrialRequest) -> RunResult:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - recorded, never lost
-        log.error("trial %s #%d failed outside its pipeline: %s", req.bundle.task.task_id, req.attempt,
-                  exc.__class__.__name__)
-        fields: dict = {"status": "error", "error_kind": "internal", "agent_run": None, "model_patch": "", "flags": [],
-                  "reason": f"internal error: {exc.__class__.__name__} outside the trial pipeline"}
-        return _record(ctx, req, fields, started, t0, Redactor(agent_secrets(req.agent)),
-                       RedactedFolder(req.folder, Redactor([])))
+        redact = Redactor(agent_secrets(req.agent))
+        why = internal_error(RedactedFolder(req.folder, redact),
+                             f"in {req.bundle.task.task_id} #{req.attempt} (outside the trial pipeline)", exc, redact)
+        return record_result(ctx.run_id, req, {"status": "error", "error_kind": "internal", "reason": why},
+                             started, t0, redact)
 
 
-def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
-            folder: RedactedFolder) -> dict:
-    """The status fields of a graded submission; the full test output goes to the trial's folder."""
+def _graded(bundle: TaskBundle, folder: RedactedFolder, solve: Callable[[], Solved]) -> dict:
+    """The status fields of a trial's pipeline (`solve`): the agent's failure, a patch that did not apply, or the
+    grading; the full test output goes to the trial's folder."""
     try:
-        graded = grade_submission(ctx, bundle, image, patch, gpu_ids)
+        solved = solve()
     except PatchError as exc:
         if exc.which != "candidate":
             return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}",
@@ -273,6 +335,11 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
         if exc.output:
             folder.write("tests.log", exc.output)
         return {"status": "failed", "reason": hidden_tests_reason(exc), "flags": exc.flags}
+    run, patch, graded = solved.run, solved.patch, solved.graded
+    if run.error:
+        return {"status": "error", "error_kind": "agent", "reason": f"agent: {run.error}"}
+    if graded is None:  # a given patch (predictions) that did not apply
+        return {"status": "patch_failed", "reason": f"patch does not apply: {run.log_tail.strip()}"}
     (tests,) = graded.runs
     folder.write("tests.log", tests.output)
     folder.write(OUTCOMES_FILE, json.dumps({"outcomes": tests.outcomes}, indent=1) + "\n")  # for `report --regrade`
@@ -281,6 +348,8 @@ def _graded(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: l
     if graded.tampered:
         return {**out, "status": "tampered", "reason": f"tampered: {'; '.join(graded.tampered)}"}
     note = f"reset to base: {', '.join(r.describe() for r in graded.resets)}" if graded.resets else None
+    if not patch.strip() and not results.resolved and not note:
+        note = "empty patch"
     return {**out, "status": "resolved" if results.resolved else "failed", "reason": note}
 
 

@@ -1,4 +1,5 @@
-"""Validation: grade the null submission and the oracle's through the trial pipeline, k runs each.
+"""Validation: the null and oracle agents through the trial pipeline (`trial.solve_and_grade`, as `run` takes any
+candidate: a candidate sandbox, the submission taken from it, graded in a fresh one), k runs each.
 
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
 A task already validated is rechecked against its recorded ids. Every rejection carries a
@@ -8,13 +9,12 @@ Only a verdict on the task is recorded in task.json. When the machinery fails in
 an image build, a registry, a node) or a precondition is unmet (a `SweserveError`, e.g. no clone to build from),
 the outcome is `error` with its kind and the task's validation record is left as it was: a Docker hiccup never
 un-validates a good task. A bug is `error` (kind `internal`) with its traceback saved under the state dir
-(`validate_task_safely`); the other tasks go on.
+(`validate_task_safely`, through the trial's one `internal_error` path); the other tasks go on.
 """
 
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,22 +22,35 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from sweserve.agents.base import Agent
+from sweserve.agents.reference import NullAgent, OracleAgent
+from sweserve.dataset.project import TaskInputs
 from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import save_task
-from sweserve.environment.context import Context
-from sweserve.errors import ErrorKind, InfraError, RejectionCategory, SweserveError, TaskRejected, TrialSkipped
+from sweserve.errors import (
+    ErrorKind,
+    InfraError,
+    LimitExceeded,
+    RejectionCategory,
+    SweserveError,
+    TaskRejected,
+    TrialSkipped,
+)
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.signals import signal_checks
-from sweserve.evaluation.trial import grade_submission, reservation, write_quietly
+from sweserve.evaluation.submission import SubmissionRejected
+from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import SignalCheck, TaskBundle, ValidationRecord
 
 log = logging.getLogger(__name__)
-TRACEBACK_FILE = "traceback.txt"
+__all__ = ["TRACEBACK_FILE", "ValidateOutcome", "ValidateRequest", "validate_all", "validate_task",
+           "validate_task_safely"]
 
 
 class ValidateOutcome(BaseModel):
@@ -78,15 +91,20 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
     return ctx.state_dir / "logs" / ctx.run_id / "validate" / task_id
 
 
-def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, runs: int,
+def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
            gpu_ids: list[str], logs: TrialFolder | None = None) -> list[TestRun]:
-    """The hidden tests' runs on one submission; each run's output kept in logs as NAME-N.log."""
+    """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline;
+    each run's output kept in logs as NAME-N.log."""
+    name = agent.name
+
     def keep(file: str, text: str) -> None:
         if logs is not None:
             write_quietly(logs, file, text)
 
     try:
-        graded = grade_submission(ctx, bundle, image, patch, gpu_ids, runs=runs, name=name)
+        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name)
+    except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
+        raise LimitExceeded(f"the {name} submission: {exc}") from None
     except PatchError as exc:
         keep(f"{name}-apply.log", str(exc) + "\n")
         category = (RejectionCategory.ORACLE_DOES_NOT_APPLY if exc.which == "oracle"
@@ -96,9 +114,13 @@ def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, 
         keep(f"{name}-1.log", exc.output or f"{exc}\n")
         category = RejectionCategory.TIMEOUT if exc.timed_out else RejectionCategory.RUNNER_CRASHED
         raise TaskRejected(category, str(exc)) from None
-    for n, run in enumerate(graded.runs, 1):
+    if solved.graded is None:  # the reference agent failed in its sandbox: the oracle did not apply
+        keep(f"{name}-apply.log", (solved.run.error or solved.run.log_tail) + "\n")
+        raise TaskRejected(RejectionCategory.ORACLE_DOES_NOT_APPLY,
+                           solved.run.error or f"the {name} agent ended with {solved.run.exit_reason}")
+    for n, run in enumerate(solved.graded.runs, 1):
         keep(f"{name}-{n}.log", run.output)
-    return graded.runs
+    return solved.graded.runs
 
 
 def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], result: ValidateOutcome):
@@ -139,9 +161,10 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         with reservation(ctx, task) as gpu_ids:
             # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
             # reliably from the task's own requirements failing to install, so it is never a verdict
-            image = ctx.task_image(bundle)
-            before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids, logs)
-            after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids, logs)
+            inputs = ctx.inputs(bundle)
+            image = ctx.image(inputs)
+            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs)
+            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs)
             f2p, p2p = _verdict(bundle, before, after, result)
             signals = signal_checks(ctx, bundle, image, gpu_ids, f2p, lambda n, t: write_quietly(logs, n, t))
         result.signals = [c.name for c in signals if c.fired]
@@ -187,11 +210,8 @@ def validate_task_safely(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a bug in sweserve: kept with its traceback, said loudly
-        where = write_quietly(TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id)), TRACEBACK_FILE,
-                              traceback.format_exc())
-        log.error("internal error validating %s: %s: %s (traceback: %s)", task.task_id, exc.__class__.__name__,
-                  str(exc)[:300], where)
-        why = f"internal error: {exc.__class__.__name__}: {str(exc)[:300]} (traceback: {where})"
+        why = internal_error(TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id)),
+                             f"validating {task.task_id}", exc)
         return ValidateOutcome(task_id=task.task_id, family=task.family, status="error", error_kind="internal",
                                reason=why)
 

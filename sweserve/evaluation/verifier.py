@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.environment.sandbox import WORKDIR, Sandbox
-from sweserve.environment.transfer import put_tree, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.evaluation import canaries as canary_tests
 from sweserve.evaluation.grading import (
     BOOT,
@@ -102,7 +101,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
         apply = (f"{{ {apply_command(f'{IN_BOX}/{name}.patch', index=True)} 2>{IN_BOX}/apply.err "
                  f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
-    put_tree(box, "/", tar_of(files))
+    box.copy_tree_in("/", tar_of(files))
     boot = f"python -I {HARNESS}/{BOOT}.py"
     res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed || exit 20; "
                     f"{apply} && cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && cat {IN_BOX}/installed && "
@@ -153,7 +152,7 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     steps = []
     if resets:
         lists = {"restore": restore, "delete": delete}
-        put_tree(box, "/", tar_of({f"{IN_BOX[1:]}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
+        box.copy_tree_in("/", tar_of({f"{IN_BOX[1:]}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
                                    for k, v in lists.items()}))
     if restore:
         steps.append(f"{{ {GIT} checkout {shlex.quote(task.base_commit)} --pathspec-from-file={IN_BOX}/restore.lst "

@@ -1,0 +1,82 @@
+"""What a task's images are made of, as plain values: the `ImageSpec` the environment builds from.
+
+A profile and a task decide an image: the base image, the Python, the requirements (the task's pins, or its
+declared requirements the build can install, after the profile's own packages), the package index settings,
+the install steps, the test env and the git history kept. They are read here once, into an `ImageSpec`
+(`sweserve/models.py`); `environment/images.py` derives every tag from the spec alone and never reads a profile.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from sweserve.dataset.locking import installable, packages_for, requirements_text
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.models import EnvironmentLock, EnvSpec, ImageSpec, Task
+
+
+class Declares(Protocol):
+    profile: str
+    dependencies: list[str]
+    lock: EnvironmentLock | None
+
+
+def env_packages(profile: RepoProfile, dependencies: Sequence[str]) -> list[str]:
+    return packages_for(profile.env_packages, list(dependencies))
+
+
+def env_requirements(profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None
+                     ) -> tuple[str, list[str]]:
+    """The env image's requirements.txt (index options, then the task's pins or its declared requirements)
+    and the declared requirements left out because the sandbox build cannot install them."""
+    if lock is not None:
+        return requirements_text(lock.requirements, profile.index_options), list(lock.left_out)
+    keep, left_out = installable(env_packages(profile, list(dependencies)))
+    return requirements_text(keep, profile.index_options), left_out
+
+
+def env_spec(profile: RepoProfile, dependencies: Sequence[str] = (), lock: EnvironmentLock | None = None) -> EnvSpec:
+    """The env image of a dependency set (or of a task's pinned lock) under this profile."""
+    requirements, left_out = env_requirements(profile, dependencies, lock)
+    return EnvSpec(profile=profile.name, base_image=profile.base_image, python=profile.python,
+                   requirements=requirements, left_out=left_out, index_url=profile.index_url,
+                   constraints=list(profile.constraints))
+
+
+def shared_dependencies(tasks: Iterable[Declares]) -> dict[str, list[str]]:
+    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
+    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
+    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
+    sets: dict[str, list[set[str]]] = {}
+    locks: dict[str, Counter] = {}
+    for task in tasks:
+        sets.setdefault(task.profile, []).append(set(task.dependencies))
+        if task.lock is not None:
+            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
+    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
+              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+    for profile, counts in locks.items():
+        shared.pop(profile, None)
+        if len(counts) > 1:
+            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
+    return shared
+
+
+def image_spec(task: Task, profile: RepoProfile, shared: Sequence[str] = ()) -> ImageSpec:
+    """The task image's inputs. With `shared` (see shared_dependencies), the env is a thin layer over the shared
+    layer's env image: for a locked task, the image of the profile's most common lock (its pins, as a lock); for
+    an unlocked one, the image of what all the profile's tasks declare."""
+    base = None
+    if task.lock is not None:
+        if shared and list(shared) != task.lock.requirements:
+            base = env_spec(profile, [], task.lock.model_copy(update={"requirements": list(shared), "left_out": []}))
+    else:
+        common = [d for d in shared if d in task.dependencies]
+        if common and set(common) != set(task.dependencies):
+            base = env_spec(profile, common)
+    return ImageSpec(task_id=task.task_id, repo=task.repo, base_commit=task.base_commit,
+                     env=env_spec(profile, task.dependencies, task.lock), shared=base,
+                     install=list(profile.install), test_env=dict(task.test.env), history=profile.history,
+                     leave_out=list(task.unreadable))
