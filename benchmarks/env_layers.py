@@ -32,9 +32,10 @@ import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from sweserve.dataset.image_spec import env_spec, shared_dependencies
 from sweserve.dataset.profiles import load_profile
-from sweserve.environment.context import docker_client
-from sweserve.environment.images import ImageBuilder, read_ca_bundle, shared_dependencies
+from sweserve.environment.docker_host import docker_client
+from sweserve.environment.images import ImageBuilder, read_ca_bundle
 
 MB = 1024 * 1024
 CORE = {"faketorch": 40, "fake-nvidia-cudnn": 20, "fake-lock-bulk": 10}  # MB of payload each
@@ -99,15 +100,15 @@ def main() -> int:
         built: list[str] = []
         try:
             t0 = time.monotonic()
-            before = [builder.env(profile, list(s)) for s in sets]
+            before = [builder.env(env_spec(profile, list(s))) for s in sets]
             t_before = time.monotonic() - t0
             built += before
             disk_before = size(base) + sum(size(t) - size(base) for t in before)
             shared = shared_dependencies(tasks)["omni-bench"]
             t0 = time.monotonic()
-            after = [builder.env(profile, list(s), shared=shared) for s in sets]
+            after = [builder.env(env_spec(profile, list(s)), env_spec(profile, shared)) for s in sets]
             t_after = time.monotonic() - t0
-            common = builder.env(profile, shared)
+            common = builder.env(env_spec(profile, shared))
             built += [common, *after]
             disk_after = size(base) + (size(common) - size(base)) + sum(size(t) - size(common) for t in after)
         finally:

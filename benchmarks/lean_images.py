@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from sweserve.dataset.profiles import load_profile
-from sweserve.environment.context import docker_client
+from sweserve.environment.docker_host import docker_client
 from sweserve.environment.images import ImageBuilder, _docker_build, read_ca_bundle, write_task_context
 
 MIRROR = Path(os.environ.get("SWESERVE_SGLANG_JAX_MIRROR", "/work/.mirror/sgl-project+sglang-jax/repo"))

@@ -26,8 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sweserve.dataset.gitio import Git  # noqa: E402
 from sweserve.dataset.mining import mine, open_repo  # noqa: E402
 from sweserve.dataset.profiles import load_profile  # noqa: E402
+from sweserve.dataset.requirements import dependency_set  # noqa: E402
 
 BEFORE_REV = "3f09972"  # the last commit with the per-commit GitPython miner
 MIRROR = Path("/work/.mirror/sgl-project+sglang-jax/repo")
@@ -40,6 +42,8 @@ def legacy_module() -> types.ModuleType:
     module = types.ModuleType("legacy_mining")
     sys.modules[module.__name__] = module
     exec(compile(source, f"{BEFORE_REV}:sweserve/dataset/mining.py", "exec"), module.__dict__)
+    # it handed its GitPython Repo to dependency_set, which now reads through sweserve's own Git only
+    module.dependency_set = lambda repo, *args: dependency_set(Git(Path(repo.working_dir)), *args)
     return module
 
 
@@ -119,17 +123,18 @@ def compare(name: str, repo: Path, profile_name: str, repeat: int, legacy) -> No
     commits = int(subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--count", "HEAD"],
                                  capture_output=True, text=True, check=True).stdout)
 
-    def run(impl):
+    def run(impl, opener):
         def go():
             with tempfile.TemporaryDirectory() as tmp:
-                report = impl(open_repo(repo), profile, Path(tmp) / "tasks")
+                report = impl(opener(repo), profile, Path(tmp) / "tasks")
                 return len(report.written)
         return go
 
     best = {"before": (float("inf"), float("inf"), 0), "after": (float("inf"), float("inf"), 0)}
     for _ in range(repeat):
-        for label, impl in (("before", legacy.mine), ("after", mine)):
-            wall, cpu, n = measure(run(impl))
+        # each version opens the clone its own way (the legacy one as a GitPython Repo)
+        for label, impl, opener in (("before", legacy.mine, legacy.open_repo), ("after", mine, open_repo)):
+            wall, cpu, n = measure(run(impl, opener))
             b = best[label]
             best[label] = (min(b[0], wall), min(b[1], cpu), n)
     (wb, cb, nb), (wa, ca, na) = best["before"], best["after"]

@@ -47,7 +47,7 @@ def main() -> int:
     from sweserve.dataset.profiles import load_profile
     from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import PROFILE, build_demo_repo
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
     from sweserve.evaluation.evaluate import run_evaluation
     from sweserve.evaluation.executor import LocalExecutor
     from sweserve.evaluation.ray_executor import RayExecutor

@@ -33,7 +33,7 @@ SRC = "python/sglang/srt/distributed/parallel_state.py"
 def setup(tmp: Path):
     from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import build_demo_repo
-    from sweserve.environment.context import Context
+    from sweserve.evaluation.context import Context
 
     repo = build_demo_repo(tmp / "repo")
     ctx = Context.create(tmp / "state", repo_path=repo)

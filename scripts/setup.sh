@@ -12,6 +12,9 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # an image registry on 127.0.0.1 for the tests of images shared between cluster nodes
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # renders `sweserve report --html` in tests
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)  # selenium drives it there (and assess's e2e test)
+# ---- assess (issue 20): npm fetches the browser terminal's front-end packages (see the assess block below) ----
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_apt[*]}"
@@ -34,7 +37,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,lint]'
 
 if docker info >/dev/null 2>&1; then
   .venv/bin/sweserve images base --profile sglang
@@ -57,6 +60,13 @@ if [ ! -x .sweserve/harbor/bin/harbor ]; then
     echo "setup: no Python >= 3.12 found; Harbor tests will be skipped" >&2
   fi
 fi
+# mini-swe-agent, the version the shipped config installs in sandboxes, in a venv of its own: the test that runs the
+# real `mini` against the scripted model (tests/test_trajectories.py) finds it there.
+if [ ! -x .sweserve/mini/bin/mini ]; then
+  echo "setup: installing mini-swe-agent into .sweserve/mini"
+  python3 -m venv .sweserve/mini
+  .sweserve/mini/bin/python -m pip install -q 'mini-swe-agent==2.4.6' || echo "setup: mini-swe-agent not installed; its test will be skipped" >&2
+fi
 if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   # bookworm's docker-compose is v1; trixie's package ships the v2 plugin binary (static Go, runs on bookworm)
   echo "setup: installing the docker compose v2 plugin from Debian trixie's docker-compose package"
@@ -75,21 +85,9 @@ if ! docker compose version >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -
   docker compose version
 fi
 
-# ---- assess (issue 20): the browser terminal's front-end packages, and the browser its end-to-end test drives ----
+# ---- assess (issue 20): the browser terminal's front-end packages (npm, chromium and chromium-driver come above) ----
 # @xterm/xterm, @xterm/addon-fit and asciinema-player come from npm at the versions package-lock.json pins; they are
 # served from node_modules (`sweserve assess serve`) and copied into report folders, never into the repository.
-assess_apt=()
-command -v npm >/dev/null 2>&1 || assess_apt+=(nodejs npm)
-command -v chromedriver >/dev/null 2>&1 || assess_apt+=(chromium chromium-driver)
-if [ ${#assess_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing ${assess_apt[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${assess_apt[@]}" >/dev/null
-  else
-    echo "setup: missing ${assess_apt[*]}; install them (apt-get install -y ${assess_apt[*]}) or run as root" >&2
-  fi
-fi
 if command -v npm >/dev/null 2>&1; then
   if [ ! -d node_modules/@xterm/xterm ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     echo "setup: npm ci (front-end packages of sweserve assess)"

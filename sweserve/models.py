@@ -63,9 +63,25 @@ class TestSpec(Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+SignalName = Literal["structure_only", "relax_only_tests", "cosmetic_oracle"]
+SIGNALS: tuple[str, ...] = get_args(SignalName)
+
+
+class SignalCheck(Strict):
+    """A control beyond the null submission (`evaluation/signals.py`): when it fires, passing the hidden tests
+    says little about the behaviour being built, and the task is not ready."""
+
+    name: SignalName
+    fired: bool = False
+    ran: bool = Field(True, description="false when the check could not run (e.g. no clone to read): it does not "
+                      "fire, and detail says why")
+    detail: str = ""
+
+
 class ValidationRecord(Strict):
     status: Literal["valid", "rejected"]
     reason: str | None = None
+    category: str | None = Field(None, description="the rejection's category (RejectionCategory), for the funnel")
     validated_at: datetime = Field(default_factory=now)
     runs: int = Field(ge=1)
     flaky: list[str] = Field(default_factory=list)
@@ -73,13 +89,17 @@ class ValidationRecord(Strict):
     before: dict[str, Outcome] = Field(default_factory=dict, description="base + tests.patch")
     after: dict[str, Outcome] = Field(default_factory=dict, description="base + oracle + tests.patch")
     image: str = Field("", description="task image the tests ran in")
+    signals: list[SignalCheck] | None = Field(None, description="the signal checks of a valid task; None: not run")
+    logs: str | None = Field(None, description="folder holding each run's test output (null-N.log, oracle-N.log)")
 
 
-InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag"]
+StatementSource = Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"]
+InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag", "changed"]
 
 
 class InterfaceItem(Strict):
-    """A name the hidden tests use that is missing at base_commit and that the oracle introduces."""
+    """A name the hidden tests use that is missing at base_commit and that the oracle introduces, or (kind
+    'changed') an existing callable or attribute whose signature or type the oracle changes and a test relies on."""
 
     kind: InterfaceKind
     name: str = Field(description="dotted import path (module.Class.method); for a keyword, its callable; for a flag, '--flag'")
@@ -87,16 +107,31 @@ class InterfaceItem(Strict):
     signature: str = Field("", description="as the oracle defines it: 'name(args) -> ret', 'class Name(Base)'")
     doc: str = Field("", description="first line of its docstring (a flag's help text)")
     path: str = Field("", description="file defining it after the oracle")
+    was: str = Field("", description="for kind 'changed': its signature or type at base_commit")
+    change: str = Field("", description="for kind 'changed': what changed, in words")
 
 
 class EnvironmentLock(Strict):
     """A task's requirements resolved as of its PR's date: the env image installs exactly these pins."""
 
-    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date")
+    resolved_at: datetime = Field(description="uv pip compile --exclude-newer: the PR's merge date, or the end of "
+                                  "its lock epoch when the lock is shared")
     python: str = Field(description="the Python the pins were resolved for")
+    packages: list[str] = Field(default_factory=list, description="what was resolved: the profile's packages, then "
+                                "the task's declared requirements")
     requirements: list[str] = Field(default_factory=list, description="pinned requirements, one per entry")
     left_out: list[str] = Field(default_factory=list, description="declared requirements the sandbox build "
                                 "cannot install ('requirement: why'), left out of the lock")
+
+
+class StatementPart(Strict):
+    """One piece of a source text and what became of it in the statement."""
+
+    source: str = Field(description="where it was: 'issue o/r#N', 'PR description', 'commit message', 'patches'")
+    section: str = Field("", description="the heading it sat under")
+    kept: bool
+    why: str = Field(description="the reason it was kept or cut")
+    excerpt: str = Field("", description="its first words")
 
 
 class EnvSpec(Strict):
@@ -126,16 +161,26 @@ class ImageSpec(Strict):
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
     test_env: dict[str, str] = Field(default_factory=dict)
     history: Literal["none", "ancestors"] = "ancestors"
+    leave_out: list[str] = Field(default_factory=list, description="files of the base tree git cannot read, left "
+                                 "out of the image (the task's `unreadable`; no hidden test needs them)")
 
 
 class QualityRecord(Strict):
     """Whether a task can be solved fairly from its statement: where the statement came from, and the checks."""
 
-    statement_source: Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"] = "title_only"
+    statement_source: StatementSource = "title_only"
     statement_chars: int = Field(0, ge=0)
     notes: list[str] = Field(default_factory=list, description="what mining or lint noticed, one line each")
     linked_issues: list[str] = Field(default_factory=list, description="owner/repo#N the PR links to (from GitHub)")
+    labels: list[str] = Field(default_factory=list, description="the PR's GitHub labels (with --github)")
     rewritten_from: str | None = Field(None, description="the source a rewritten statement was made from")
+    parts: list[StatementPart] = Field(default_factory=list, description="why each part of the source texts was "
+                                       "kept in the statement or cut")
+    requirements: list[str] = Field(default_factory=list, description="facts the tests need that the problem "
+                                    "text does not state, drawn from the oracle's public surface")
+    statement_eligible: bool = Field(True, description="the statement can make the task ready: not the title "
+                                     "alone, not shorter than the profile's minimum, no leak at mining")
+    statement_blockers: list[str] = Field(default_factory=list, description="why statement_eligible is false")
     interface_from: Literal["fail_to_pass", "tests_patch"] | None = Field(
         None, description="which tests the interface was read from: FAIL_TO_PASS, or every test of tests.patch")
     interface: list[InterfaceItem] = Field(default_factory=list, description="written into instruction.md too")
@@ -147,6 +192,28 @@ class QualityRecord(Strict):
     @property
     def passed(self) -> bool:
         return not self.findings
+
+
+ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal"]
+
+
+class ReadinessReason(Strict):
+    """One reason a task is not ready: its kind, a key the funnel counts it by, and a line saying why."""
+
+    kind: ReadinessKind
+    key: str = Field(description="what the funnel counts: e.g. 'rejected:no_fail_to_pass', 'signal:structure_only'")
+    detail: str = ""
+
+
+class Readiness(Strict):
+    """Whether a demanding reviewer would keep the task: valid, lint clean, family confident, every signal check
+    passed (`dataset/readiness.py`). Only ready tasks are run, exported and reported by default."""
+
+    ready: bool
+    reasons: list[ReadinessReason] = Field(default_factory=list, description="why not, one per failed check")
+    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals")
+    family_from: str = Field("", description="which recorded verdict the family check read")
+    assessed_at: datetime = Field(default_factory=now)
 
 
 class Task(Strict):
@@ -163,6 +230,10 @@ class Task(Strict):
     family_confidence: float | None = Field(None, ge=0, le=1, description="share of the oracle's changed lines "
                                             "under the family's paths")
     family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
+    family_scores: dict[str, float] = Field(default_factory=dict, description="family -> score in [0, 1] from "
+                                            "every signal (paths, roles, tests, title, labels), highest first")
+    family_confident: bool | None = Field(None, description="the classifier's verdict: the top score is high and "
+                                          "clear of the runner-up; true when family_override settles it")
     created_at: datetime
     resources: Resources = Field(default_factory=Resources)
     dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "
@@ -173,6 +244,13 @@ class Task(Strict):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     validation: ValidationRecord | None = None
     quality: QualityRecord | None = None
+    readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
+    unreadable: list[str] = Field(default_factory=list, description="files of base_commit git cannot read in the "
+                                  "clone, left out of the task image (no test path needs them)")
+
+    @property
+    def ready(self) -> bool:
+        return self.readiness is not None and self.readiness.ready and self.validated
 
     @property
     def validated(self) -> bool:
@@ -216,6 +294,17 @@ class TestResults(Strict):
         )
 
 
+class TrajectoryStep(Strict):
+    """One step of a command agent's own trajectory, read from its framework's record (`steps.json`)."""
+
+    thought: str = ""
+    command: str = ""
+    output: str = ""
+
+
+TRAJECTORY_STEPS_FILE = "steps.json"  # a trial folder's steps, as a JSON list of TrajectoryStep
+
+
 class AgentRun(Strict):
     """What the candidate phase recorded: who ran, how long, how many steps and tokens, and why it stopped."""
 
@@ -232,13 +321,20 @@ class AgentRun(Strict):
     cost_usd: float | None = None
     wall_s: float = 0.0
     log_tail: str = ""
-    transcript: str = ""
+    transcript: str = Field("", description="a human session: the shell's history, copied from the sandbox "
+                            "(secondary: the candidate can write it)")
     keystrokes: str = Field("", description="a human session: what was typed, recorded on the host (the "
                             "authoritative transcript; bounded)")
+    untyped_history: list[str] = Field(default_factory=list, description="a human session: commands in the "
+                                       "shell's history that the host's record never saw typed (forged, or "
+                                       "finished by completion or history recall)")
     screen: str = Field("", description="a human session: the end of what the terminal showed, recorded on the "
                         "host, as plain text (bounded)")
     flags: list[str] = Field(default_factory=list, description="what the agent's own records noticed, e.g. "
                              "transcript_tampered")
+    records: dict[str, str] = Field(default_factory=dict, exclude=True, description="files for the trial's "
+                                    "folder (the full agent.log, its framework's trajectory, steps.json); never "
+                                    "in the results index")
 
 
 class RunResult(Strict):
@@ -264,6 +360,8 @@ class RunResult(Strict):
     finished_at: datetime
     duration_s: float
     trial_dir: str | None = Field(None, description="the trial's folder: logs, full test output, submission")
+    task_ready: bool | None = Field(None, description="whether the task was ready when run (false: taken with "
+                                    "--include-unready); None in results from before readiness")
     agent_config_hash: str | None = None
     task_hash: str | None = None
 

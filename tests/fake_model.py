@@ -77,9 +77,8 @@ class FakeModel:
 
 
 if __name__ == "__main__":
-    import sys
-
     import socket
+    import sys
 
     port = int(sys.argv[1])
     with open(sys.argv[2]) as fh:  # "$SELF" in the script is this server's own host:port

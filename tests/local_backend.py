@@ -44,6 +44,8 @@ OUTPUT_TAIL_BYTES = 8 * 2**20
 class LocalSandbox:
     """The `Sandbox` protocol on a scratch folder and local processes (see the module's docstring)."""
 
+    test_user = None  # no privilege drop on the machine that runs the tests (nothing here isolates anyway)
+
     def __init__(self, root: Path, name: str = "local"):
         self.root = root
         self._name = name

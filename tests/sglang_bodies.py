@@ -148,3 +148,84 @@ Co-authored-by: gemini-code-assist[bot] <176961590+gemini-code-assist[bot]@users
 
 Co-authored-by: Some One <one@example.com>
 """
+
+# -- bodies shaped like sglang-jax / sglang-omni PRs that describe the fix under other headings (written for the tests)
+
+SUMMARY_WHAT_BODY = """\
+> [!NOTE]
+> Draft for early interface review; rebased on main after #1490.
+
+## Summary
+
+With the overlap scheduler on, greedy outputs diverge from the overlap-off run once more than 64 requests
+are in flight: the first decode tokens of a new request are sometimes taken from another request.
+This PR replaces the fixed-size `FutureTokenRing` with a ring sized from `max_running_requests` and adds a
+wraparound guard in `resolve_future_token_ids`.
+
+## What
+
+- Add `ring_capacity()` to `python/sgl_jax/srt/managers/utils.py`.
+- Replace the modulo in `TpWorkerOverlap.resolve_future_token_ids` with the guarded index.
+- `python/sgl_jax/srt/managers/tp_worker_overlap_thread.py`: size the ring from the server args.
+
+### Key change
+
+```python
+self.future_token_ids_limit = max_running_requests * FUTURE_RING_FACTOR
+```
+
+The ring now holds self.future_token_ids_limit = max_running_requests * FUTURE_RING_FACTOR entries.
+
+## Rationale
+
+Outputs must not depend on how many requests run at once: a request's tokens must be its own whatever the
+concurrency, as with `--disable-overlap-schedule`.
+
+Full credit goes to him for finding the wraparound.
+
+## Files
+
+| file | change |
+|---|---|
+| managers/utils.py | new helper |
+| managers/tp_worker_overlap_thread.py | ring sizing |
+
+## Precision Test
+
+![gsm8k](https://github.com/user-attachments/assets/0f1e2d3c)
+
+gsm8k 200q: 0.955 at c4, 0.700 at c64 before; 0.955 at c64 after.
+
+## Verification
+
+| concurrency | before | after |
+|---|---|---|
+| 8 | 0.955 | 0.955 |
+| 64 | 0.700 | 0.955 |
+
+Try to resolve #670
+"""
+
+EMPTY_ISSUE_TITLE = "[Bug] overlap outputs differ"
+
+RFC_ISSUE = """\
+### Summary
+
+Rename the Wan pipeline package so that every Wan version shares one module, and let the text encoder run
+through the encoder pipeline. Requests for Wan 2.1 and Wan 2.2 must produce the same embeddings as before.
+
+### Proposed structure changes
+
+- `python/sgl_jax/srt/multimodal/models/wan/` — **new**: shared Wan modules
+- `python/sgl_jax/srt/multimodal/models/wan2_1/` — **removed**
+"""
+
+PROCESS_ONLY_BODY = """\
+## Motivation
+
+Rebased on main. PTAL @reviewer.
+
+## Modifications
+
+- Move `models/wan2_1` to `models/wan`.
+"""

@@ -1,6 +1,7 @@
 """Agents in real sandboxes: the API agent over swe-rex against a scripted model, command agent configs."""
 
 import json
+from pathlib import Path
 
 import pytest
 from fake_model import FakeModel, tool_call
@@ -86,3 +87,30 @@ def test_command_agent_config_installs_and_hides_secrets(demo, tmp_path):
     assert "other=unset" in r.agent_run.log_tail
     assert "hunter2" not in out.read_text()
     assert json.loads(out.read_text())["agent"] == "installed"
+
+
+def test_command_agent_trajectory_and_whole_log_land_in_the_trial_folder(demo, tmp_path):
+    """A Claude Code-shaped agent (stream-json on stdout): its record in the trial folder, steps/tokens/cost in
+    the result, its whole log kept; the reviewer page shows its steps."""
+    from test_trajectories import CLAUDE, jsonl
+
+    from sweserve.reporting.review import review_html
+
+    events = tmp_path / "events.jsonl"
+    events.write_text(jsonl(CLAUDE))
+    noise = "seq 1 3000 | sed 's/^/agent progress line /'"
+    cfg = CommandAgentConfig(kind="command", name="claude-shaped", trajectory="claude-code",
+                             command=f"{noise}; cat <<'SWESERVE_EOF'\n{events.read_text()}SWESERVE_EOF")
+    out = tmp_path / "cc.jsonl"
+    run_evaluation(demo.ctx, [demo.bundle(DIST)], CommandAgent(cfg.command, cfg=cfg), out)
+    (r,) = read_results(out)
+    run = r.agent_run
+    assert (run.steps, run.prompt_tokens, run.completion_tokens, run.cost_usd) == (3, 6118, 82, 0.0421), r.reason
+    folder = Path(r.trial_dir)
+    log = (folder / "agent.log").read_text()
+    assert log.startswith("agent progress line 1\n") and "agent progress line 3000" in log  # not a 4,000-char tail
+    assert (folder / "trajectory.jsonl").read_text().count('"type": "assistant"') == 4
+    steps = json.loads((folder / "steps.json").read_text())
+    assert steps[0]["command"] == "grep -n shard_range -r python"
+    page = review_html(demo.bundle(DIST), r)
+    assert "step 1: grep -n shard_range -r python" in page and "python/x.py:3:def shard_range" in page

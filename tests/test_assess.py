@@ -1,6 +1,7 @@
 """Assessments without Docker: packs, invites (and their pages on a real server), the host-side recorder
 (attacked from the shell it records), and the Rasch fit recovering known parameters."""
 
+import dataclasses
 import json
 import os
 import socket
@@ -26,16 +27,17 @@ from sweserve.assess.packs import (
 )
 from sweserve.assess.recorder import BrowserTerminal, commands_from_cast, read_cast
 from sweserve.errors import SweserveError
-from sweserve.models import RunResult, Task, TaskBundle, TestSpec, ValidationRecord
+from sweserve.models import Readiness, RunResult, Task, TaskBundle, TestSpec, ValidationRecord
 
 T0 = "2026-01-01T00:00:00Z"
 
 
-def bundle(n, family="decoding", validated=True, instruction="i"):
+def bundle(n, family="decoding", validated=True, instruction="i", ready=None):
     task = Task(task_id=f"o__r-{n}", repo="o/r", profile="sglang", pr_number=n, title=f"t{n}",
                 base_commit="a" * 40, merge_commit="b" * 40, family=family, created_at=T0,
                 test=TestSpec(files=["test/test_a.py"]), FAIL_TO_PASS=["test/test_a.py::t"] if validated else [],
-                validation=ValidationRecord(status="valid", runs=1) if validated else None)
+                validation=ValidationRecord(status="valid", runs=1) if validated else None,
+                readiness=Readiness(ready=validated if ready is None else ready))
     return TaskBundle(task=task, instruction=instruction, oracle_patch="o", tests_patch="t")
 
 
@@ -64,6 +66,8 @@ def test_a_pack_takes_ready_tasks_in_the_band_and_budget_spread_over_families(tm
         choose_pack("p", bundles, 3, 3600, ["decoding", "serving-api"], (-1, 1), diff)
     with pytest.raises(SweserveError, match="only 0 ready"):
         choose_pack("p", [bundle(4, validated=False)], 1, 3600)
+    with pytest.raises(SweserveError, match="only 0 ready"):  # valid but not ready (a lint or signal check failed)
+        choose_pack("p", [bundle(7, ready=False)], 1, 3600)
 
 
 def test_a_pack_is_versioned_by_content_and_refuses_a_changed_task(tmp_path):
@@ -77,7 +81,7 @@ def test_a_pack_is_versioned_by_content_and_refuses_a_changed_task(tmp_path):
     with pytest.raises(SweserveError, match="does not match its tasks"):
         load_pack(path)
     path.write_text("tasks: [1, 2\n")
-    with pytest.raises(SweserveError, match="not a YAML pack"):
+    with pytest.raises(SweserveError, match="not valid YAML"):
         load_pack(path)
     path.write_text("name: p\nversion: x\ntasks: []\n")
     with pytest.raises(SweserveError, match="p.yaml"):
@@ -169,7 +173,7 @@ def test_used_expired_and_wrong_tokens_get_a_clear_page_never_a_trace(tmp_path):
             code, body = get(path, "POST" if path == f"/i/{used}" and words == "already" else "GET")
             assert code == status and words in body and "Traceback" not in body, (path, code, body)
         code, body = get(f"/i/{broken}", "POST")  # its pack file is gone: a sentence, not a trace
-        assert code == 409 and "no such pack file" in body and "Traceback" not in body
+        assert code == 409 and "missing pack file" in body and "Traceback" not in body
         code, body = get(f"/i/{broken}")  # and the token is spent
         assert code == 410
     finally:
@@ -422,7 +426,7 @@ def test_bad_input_to_assess_is_one_line(tmp_path):
     for args, words in ((("pack", "--name", "p", "--count", "1", "--minutes", "30", "--band", "x"), "--band x"),
                         (("pack", "--name", "p", "--count", "2", "--minutes", "30"), "only 1 ready"),
                         (("pack", "--name", "p", "--count", "1", "--minutes", "30", "--family", "web"), "--family web"),
-                        (("invite", "nope.yaml", "--candidate", "a"), "no such pack file"),
+                        (("invite", "nope.yaml", "--candidate", "a"), "missing pack file"),
                         (("invite", str(tmp_path / "p.yaml"), "--candidate", "a b"), "--candidate"),
                         (("invite", str(tmp_path / "p.yaml"), "--candidate", "a", "--expires-in", "5y"), "--expires-in"),
                         (("serve", "--node-modules", str(tmp_path)), "make setup"),
@@ -447,8 +451,7 @@ class QuietBox:
     def put_file(self, path, data, mode=0o644):
         self.box.put_file(path, self.box._text(data.decode()).encode(), mode)
 
-    def exec(self, command, timeout, workdir="/testbed", env=None, user=None):
-        assert "kill -KILL -1" in command
+    def kill(self):
         self.killed = True
 
     def interactive_argv(self, shell, tty):
@@ -466,18 +469,25 @@ def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
     from sweserve.assess.server import Assessment
 
     boxes = []
+    run_ids: list[str] = []
 
     def fake_run_evaluation(ctx, bundles, agent, results_path, **kw):
         box = QuietBox(tmp_path / f"box{len(boxes)}")
         boxes.append(box)
+        run_ids.append(ctx.run_id)
         run = agent.solve(box, bundles[0])
         return [RunResult.model_validate({
             "run_id": "r", "task_id": bundles[0].task.task_id, "family": "decoding", "agent": agent.name,
             "status": "failed", "started_at": T0, "finished_at": T0, "duration_s": 1.0,
             "agent_run": run.model_dump()})]
 
+    @dataclasses.dataclass
     class Ctx:
-        run_id = "r"
+        results_run_id: str | None = None
+
+        @property
+        def run_id(self):
+            return self.results_run_id or "r"
 
     monkeypatch.setattr(server_mod, "run_evaluation", fake_run_evaluation)
     bundles = [bundle(1, instruction="# First\n<script>x</script>"), bundle(2, "serving-api", instruction="Second")]
@@ -502,8 +512,9 @@ def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
     thread.join(20)
     assert a.status == "done" and len(a.results) == 2 and all(b.killed for b in boxes)
     assert [r.agent_run.exit_reason for r in a.results] == ["submitted", "submitted"]
-    for r, b in zip(a.results, a.bundles):
-        cast = tmp_path / "runs" / "r" / "human-alice" / b.task.task_id / "1" / "terminal.cast"
+    assert len(set(run_ids)) == 2 and "r" not in run_ids  # each task a run of its own, never the shared id
+    for r, b, run_id in zip(a.results, a.bundles, run_ids, strict=True):
+        cast = tmp_path / "runs" / run_id / "human-alice" / b.task.task_id / "1" / "terminal.cast"
         assert ("echo task-" in "".join(d for _, c, d in read_cast(cast)[1] if c == "i"))
         assert "echo task-" in r.agent_run.transcript
 

@@ -51,7 +51,11 @@ _atexit.register(_forge)
 
 # during collection, a whole forged run (start with the right digest, passes, end) ahead of the real one
 FORGE_WHOLE_RUN = STEAL_CHANNEL + f'''
-_frame({{"start": _BOOT["manifest_digest"]()}})
+try:
+    _digest = _BOOT["manifest_digest"]()
+except OSError:  # the harness is root's alone now: its digest is out of the test user's reach
+    _digest = "0" * 64
+_frame({{"start": _digest}})
 for _id in ({F2P!r}, {P2P!r}):
     _frame({{"id": _id, "outcome": "passed"}})
 _frame({{"end": 0}})
@@ -291,16 +295,17 @@ def test_attack_payloads_are_well_formed():
         compile(textwrap.dedent(text), "<payload>", "exec")
 
 
-def test_a_profile_can_fail_flagged_submissions(demo, oracle_ok):
-    """The tamper scan's flags become status `tampered` when the profile asks for it."""
-    b = demo.bundle(DIST)
-    name = b.task.profile
-    original = demo.ctx.profile(name)
-    demo.ctx.project._profiles[name] = original.model_copy(update={"fail_on_flags": True})
-    try:
-        harmless = write("python/sglang/__init__.py", "import atexit\natexit.register(print)", append=True)
-        r = evaluate_task(demo.ctx, b, CommandAgent(harmless, name="flagged"))  # nothing but the flag says tampered
-    finally:
-        demo.ctx.project._profiles[name] = original
-    assert r.status == "tampered" and "exit-time hook (python/sglang/__init__.py)" in r.flags
-    assert r.reason.startswith("flagged")
+def test_flags_decide_no_grade_and_outlive_a_runner_that_dies(demo, oracle_ok):
+    """The tamper scan's flags are a reviewer's aid: a flagged real fix is graded on its tests alone (flag shown),
+    and a flagged submission whose runner dies keeps its flags in the record (it had none)."""
+    from sweserve.demo import files
+
+    src = "python/sglang/srt/distributed/parallel_state.py"
+    flagged = write(src, files.PR_DISTRIBUTED[src] + "\nimport atexit\natexit.register(print)\n")
+    r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(flagged, name="flagged-fix"))
+    assert r.status == "resolved", (r.status, r.reason)
+    assert f"exit-time hook ({src})" in r.flags
+    dies = write(src, files.PR_DISTRIBUTED[src] + "\nimport os\nos._exit(3)\n")
+    r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(dies, name="flagged-dies"))
+    assert r.status == "failed" and "before reporting" in r.reason, (r.status, r.reason)
+    assert any(src in flag for flag in r.flags), r.flags

@@ -63,6 +63,23 @@ def test_missing_results_and_bad_numbers(tasks):
     one_line_error(run("validate", "--runs", "0", cwd=tasks), "--runs and --workers must be at least 1")
 
 
+@pytest.mark.parametrize("name", ["a b/c", "..", "-x", "", "x" * 101, "é"])
+def test_a_bad_agent_name_is_one_line(tasks, name):
+    """It printed `internal error: ValidationError` over 4 lines; a config's name or '..' reached runs/ unchecked."""
+    one_line_error(run("run", "--agent", "echo hi", f"--agent-name={name}", cwd=tasks), "--agent-name", "agent name")
+    one_line_error(run("run", "--agent", "null", f"--agent-name={name}", cwd=tasks), "--agent-name")
+    (tasks / "preds.jsonl").write_text(json.dumps({"instance_id": "o__r-1", "model_name_or_path": "m",
+                                                   "model_patch": ""}) + "\n")
+    one_line_error(run("run", "--predictions", "preds.jsonl", f"--agent-name={name}", cwd=tasks), "--agent-name")
+
+
+def test_bad_export_options_are_one_line(tasks):
+    (tasks / "file").write_text("")
+    one_line_error(run("export", "--format", "swebench", "--out", "x", "--split", "a/b", cwd=tasks), "--split")
+    one_line_error(run("export", "--format", "swebench", "--out", "x", "--split", "", cwd=tasks), "--split")
+    one_line_error(run("export", "--format", "harbor", "--out", "file", cwd=tasks), "--out", "not a folder")
+
+
 def test_workers_with_the_ray_executor_is_refused(tasks):
     one_line_error(run("validate", "--executor", "ray", "--workers", "2", cwd=tasks),
                    "--workers is for --executor local")

@@ -1,6 +1,7 @@
 """Output outside a terminal (CI logs, files): nothing cut at 80 columns, long steps show what runs and for how long."""
 
 import io
+import json
 import logging
 import os
 import subprocess
@@ -87,6 +88,9 @@ def test_progress_is_lines_with_elapsed_time_and_heartbeats(no_columns):
         progress.update(bar, description="validating b")
         progress.advance(bar)
         progress.beat()  # nothing left running: no heartbeat
+        counted = progress.add_task("validating", total=2)  # as validate counts: the named task is counted
+        progress.update(counted, description="validated x: valid", advance=1)
+        progress.update(counted, description="validated y: valid", advance=1)
     lines = buf.getvalue().splitlines()
     assert lines == [
         "[0:00:00] validating (0/2)",
@@ -94,6 +98,9 @@ def test_progress_is_lines_with_elapsed_time_and_heartbeats(no_columns):
         f"[1:01:05] validating {LONG_ID} (0/2) … still running",
         "[1:01:05] validating b (1/2)",
         "[1:01:05] validating b (2/2) done",
+        "[0:00:00] validating (0/2)",
+        "[0:00:00] validated x: valid (1/2)",
+        "[0:00:00] validated y: valid (2/2)",
     ]
 
 
@@ -136,3 +143,50 @@ def test_docker_build_output_is_streamed_with_elapsed_time(docker_client, tmp_pa
     (tmp_path / "Dockerfile").write_text("FROM sweserve-base:bookworm\nRUN echo about-to-fail && exit 3\n")
     with pytest.raises(InfraError, match=r"building sweserve-test-buildlog:bad failed: .*about-to-fail.*"):
         _docker_build(docker_client, tmp_path, "Dockerfile", "sweserve-test-buildlog:bad", {}, {})
+
+
+def test_log_lines_outside_a_terminal_are_plain_and_unpadded(no_columns):
+    """rich's handler padded every log line to the console's 1,000 columns and let Docker's colours through."""
+    from rich.logging import RichHandler
+
+    from sweserve.cli import PlainLogHandler, setup_logging
+
+    buf = io.StringIO()
+    setup_logging(make_console(stderr=True, file=buf))
+    log = logging.getLogger("sweserve.environment.images")
+    with BuildLog("build img:1", log.info, interval=3600) as out:
+        out.line("\x1b[1m\x1b[34mStep 1/2 : RUN pip install\x1b[0m " + "pkg " * 200)
+    log.warning("left out: \x1b]0;title\x07x")
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 2 and "\x1b" not in buf.getvalue()
+    assert lines[0].startswith("  [0:00] build img:1: Step 1/2 : RUN pip install pkg") and lines[0].endswith("…")
+    assert len(lines[0]) < 300 and lines[1] == "left out: x"
+    assert isinstance(logging.getLogger("sweserve").handlers[0], PlainLogHandler)
+    setup_logging(Console(file=io.StringIO(), force_terminal=True))  # a terminal keeps rich's handler
+    assert isinstance(logging.getLogger("sweserve").handlers[0], RichHandler)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_demo_written_to_a_file_reads_as_plain_lines(docker_client, tmp_path, no_columns):
+    """`make demo`'s command with its output in a file: every step's line, no escape codes, no padded lines."""
+    log = tmp_path / "demo.log"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # readline under pytest exports COLUMNS=80
+    with log.open("w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "demo", "--state-dir", str(tmp_path / "state")],
+                              stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path, timeout=1800, env=env)
+    text = log.read_text()
+    assert proc.returncode == 0, text[-3000:]
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 300, max(lines, key=len)
+    # nothing padded to the console's 1,000 columns (a table's centred title is padded to the table's width)
+    assert not [ln for ln in lines if len(ln) - len(ln.rstrip()) > 60]
+    for step in ("1/5 built demo repository", "2/5 mined", "3/5 validated 6/6 tasks", "4/5 ran the oracle and null",
+                 "5/5 demo OK"):
+        assert any(ln.startswith(step) for ln in lines), step
+    assert sum(ln.startswith("  oracle sweserve-demo__") for ln in lines) == 6
+    assert sum(ln.startswith("  null sweserve-demo__") for ln in lines) == 6
+    runs = tmp_path / "state" / "demo" / "results" / "runs"
+    manifests = [json.loads(p.read_text()) for p in runs.glob("*/manifest.json")]
+    assert sorted(m["agent"] for m in manifests) == ["null", "oracle"]  # one run id per agent

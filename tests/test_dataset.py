@@ -22,9 +22,10 @@ def test_dataset_matches_the_fixture(tmp_path):
     for task_id, b in committed.items():
         f = fresh[task_id]
         assert (b.oracle_patch, b.tests_patch) == (f.oracle_patch, f.tests_patch)
-        assert b.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation", "quality"}) == \
-            f.task.model_dump(exclude={"FAIL_TO_PASS", "PASS_TO_PASS", "validation", "quality"})
+        recorded = {"FAIL_TO_PASS", "PASS_TO_PASS", "validation", "quality", "readiness"}
+        assert b.task.model_dump(exclude=recorded) == f.task.model_dump(exclude=recorded)
         assert b.task.validated and len(b.task.FAIL_TO_PASS) == 1
+        assert b.task.ready and not any(c.fired for c in b.task.validation.signals)
         # validation ends with lint --write: the same FAIL_TO_PASS give the same section and quality record
         f.task.FAIL_TO_PASS, f.task.PASS_TO_PASS = b.task.FAIL_TO_PASS, b.task.PASS_TO_PASS
         save_task(tmp_path / "tasks" / task_id, f.task)

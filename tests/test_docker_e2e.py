@@ -166,9 +166,12 @@ def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
     task = load_bundle(tasks / DIST).task
     assert task.validation.status == "rejected" and task.validation.reason.startswith("no FAIL_TO_PASS")
     proc = cli("run", "--agent", "oracle", "--output", str(tmp_path / "r.jsonl"), *common, cwd=tmp_path)
+    assert proc.returncode == 2 and "no ready task to run" in proc.stderr  # only ready tasks, unless asked
+    proc = cli("run", "--agent", "oracle", "--output", str(tmp_path / "r.jsonl"), "--include-unready", *common,
+               cwd=tmp_path)
     assert proc.returncode == 0
     (r,) = read_results(tmp_path / "r.jsonl")
-    assert r.status == "skipped" and "not validated" in r.reason
+    assert r.status == "skipped" and "not validated" in r.reason and r.task_ready is False
 
 
 def test_killed_run_resumes_without_loss_or_duplicates(demo, tmp_path):

@@ -36,8 +36,8 @@ def test_egress_endpoints_become_origins():
     agent = CommandAgent(c.command, cfg=c)
     assert agent.egress == c.egress and agent.closed_book is False
     assert agent.config_hash() != CommandAgent(c.command, cfg=cfg()).config_hash()
-    # without egress the hash is what it was before the field existed: earlier results still resume
-    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book"})
+    # without egress (or trajectory) the hash is what it was before the fields existed: earlier results resume
+    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book", "trajectory"})
     assert CommandAgent("true", cfg=cfg()).config_hash() == hashlib.sha256(before.encode()).hexdigest()[:16]
 
 
@@ -295,3 +295,11 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     allowed = [a["url"] for a in audit if a["allowed"]]
     assert len(allowed) == 4 and all(u.startswith(model.endpoint) for u in allowed), audit
     assert [a["url"] for a in audit if not a["allowed"]] == ["http://example.com/"], audit
+    # its own trajectory, copied out of the sandbox: 3 model calls (the 4th request was the probe's) at the
+    # scripted model's usage of 100 prompt and 20 completion tokens each
+    run = r.agent_run
+    assert (run.steps, run.prompt_tokens, run.completion_tokens) == (3, 300, 60), run
+    trajectory = json.loads((tmp_path / r.trial_dir / "trajectory.json").read_text())
+    assert trajectory["trajectory_format"] == "mini-swe-agent-1.1" and trajectory["info"]["exit_status"] == "Submitted"
+    steps = json.loads((tmp_path / r.trial_dir / "steps.json").read_text())
+    assert [s["command"].split(" ", 1)[0] for s in steps] == ["python3", "cat", "echo"], steps

@@ -9,6 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from attack_payloads import STEAL_CHANNEL
+from test_attacks_verifier import PATCH_TEST_REPORT
 
 from sweserve.dataset.export_harbor import export_harbor_task
 from sweserve.dataset.export_swebench import SWEBENCH_COLUMNS
@@ -140,6 +142,40 @@ atexit.register(_forge)
 """
 
 
+# In-process forgeries from the package the hidden test imports (python/sglang/__init__.py): at exit, the
+# outcome file, SWE-bench's markers and Harbor's reward rewritten, frames forged on the stolen channel; at
+# import, pytest's TestReport made to say passed. sweserve's own grading catches each (test_attacks_verifier).
+PKG_INIT = "python/sglang/__init__.py"
+F2P_ID = "test/srt/test_sampler.py::test_top_p_keeps_at_least_one_token"
+EXIT_FORGERY = STEAL_CHANNEL.replace("_NONCE, _FD, _BOOT, _CELLS = _steal()", """try:
+    _NONCE, _FD, _BOOT, _CELLS = _steal()
+except Exception:
+    _NONCE = None""") + f'''
+import atexit as _atexit
+
+
+def _sweserve_forge():
+    if _NONCE:
+        _frame({{"id": {F2P_ID!r}, "outcome": "passed"}})
+        _frame({{"end": 0}})
+    print(">>>>> Start Test Output\\nPASSED {F2P_ID}\\n>>>>> End Test Output", flush=True)
+    try:
+        open("/logs/verifier/reward.txt", "w").write("1\\n")
+    except OSError:
+        pass
+    path = _os.environ.get("SWESERVE_OUTCOMES")  # the outcome file the exports' recorders once wrote
+    if path and _os.path.exists(path):
+        data = _json.load(open(path))
+        data["outcomes"] = {{k: "passed" for k in data["outcomes"]}}
+        _json.dump(data, open(path, "w"))
+    _os._exit(0)
+
+
+_atexit.register(_sweserve_forge)
+'''
+FORGERIES = {"forge-at-exit": EXIT_FORGERY, "patch-test-report": PATCH_TEST_REPORT}
+
+
 # --- the real harbor CLI on an exported task -----------------------------------------------------------
 
 ATTACK_SOLVE = """#!/bin/bash
@@ -189,12 +225,26 @@ def test_harbor_runs_exported_task_oracle_1_nop_0_attack_0(docker_client, tmp_pa
     (attack / "task.toml").write_text((attack / "task.toml").read_text().replace(
         f'name = "sweserve/{DECODING}"', 'name = "sweserve/attack"'))
     (attack / "solution" / "solve.sh").write_text(ATTACK_SOLVE)
+    # in-process forgeries: each a copy whose solution appends a payload to the package the tests import
+    for name, payload in FORGERIES.items():
+        shutil.copytree(dataset / DECODING, dataset / name)
+        toml = dataset / name / "task.toml"
+        toml.write_text(toml.read_text().replace(f'name = "sweserve/{DECODING}"', f'name = "sweserve/{name}"'))
+        (dataset / name / "solution" / "solve.sh").write_text(
+            f"#!/bin/bash\ncd /testbed\ncat >> {PKG_INIT} <<'SWEOF'\n{payload}\nSWEOF\n")
 
-    assert _run_harbor(dataset, "oracle", tmp_path / "jobs-oracle") == {DECODING: 1.0, "attack": 0.0}
-    shutil.rmtree(attack)
+    rewards = _run_harbor(dataset, "oracle", tmp_path / "jobs-oracle")
+    assert rewards == {DECODING: 1.0, "attack": 0.0, **{name: 0.0 for name in FORGERIES}}, rewards
+    for name in ("attack", *FORGERIES):
+        shutil.rmtree(dataset / name)
     assert _run_harbor(dataset, "nop", tmp_path / "jobs-nop") == {DECODING: 0.0}
-    (verdict,) = (tmp_path / "jobs-oracle").glob("*/attack__*/verifier/sweserve.json")
-    assert json.loads(verdict.read_text())["dropped_test_edits"] == [HOOK_PATH, "test/srt/test_sampler.py"]
+    verdicts = {p.parent.parent.name.rsplit("__", 1)[0]: json.loads(p.read_text())
+                for p in (tmp_path / "jobs-oracle").glob("*/*/verifier/sweserve.json")}
+    assert verdicts["attack"]["resets"] == [f"{HOOK_PATH} (interpreter start-up hook)",
+                                            "test/srt/test_sampler.py (test file)"], verdicts["attack"]
+    assert verdicts["attack"]["status"] == "failed", verdicts["attack"]
+    for name in FORGERIES:
+        assert verdicts[name]["status"] == "tampered", (name, verdicts[name])
 
 
 # --- the real swebench harness on the SWE-bench export --------------------------------------------------
@@ -243,14 +293,16 @@ def test_swebench_harness_grades_predictions_on_the_export(docker_client, decodi
     hack = _diff_at_base(repo, row["base_commit"], {
         "test/srt/test_sampler.py": "def test_top_p_keeps_at_least_one_token():\n    pass\n"}, tmp_path)
     hook = _diff_at_base(repo, row["base_commit"], {HOOK_PATH: HOOK}, tmp_path / "hook")
+    init = subprocess.run(["git", "show", f"{row['base_commit']}:{PKG_INIT}"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout
+    patches = {"oracle": row["patch"], "hacker": hack, "hooker": hook}
+    for name, payload in FORGERIES.items():
+        patches[name] = _diff_at_base(repo, row["base_commit"], {PKG_INIT: init + payload}, tmp_path / name)
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps(p) + "\n" for p in (
-        {"instance_id": DECODING, "model_name_or_path": "oracle", "model_patch": row["patch"]},
-        {"instance_id": DECODING, "model_name_or_path": "hacker", "model_patch": hack},
-        {"instance_id": DECODING, "model_name_or_path": "hooker", "model_patch": hook},
-    )))
+    preds.write_text("".join(json.dumps({"instance_id": DECODING, "model_name_or_path": m, "model_patch": p}) + "\n"
+                             for m, p in patches.items()))
     verdicts = {}
-    for model in ("oracle", "hacker", "hooker"):
+    for model in patches:
         one = tmp_path / f"{model}.jsonl"
         one.write_text("".join(line + "\n" for line in preds.read_text().splitlines() if f'"{model}"' in line))
         proc = subprocess.run(
@@ -263,7 +315,10 @@ def test_swebench_harness_grades_predictions_on_the_export(docker_client, decodi
         assert len(reports) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         report = reports[0]
         verdicts[model] = json.loads(report.read_text())[DECODING]["resolved"]
-    assert verdicts == {"oracle": True, "hacker": False, "hooker": False}
+    assert verdicts == {"oracle": True, **{m: False for m in patches if m != "oracle"}}, verdicts
+    for model in FORGERIES:  # the verifier's verdict in the log, beside what swebench read
+        (log,) = tmp_path.glob(f"logs/run_evaluation/{model}/{model}/{DECODING}/test_output.txt")
+        assert "sweserve: tampered" in log.read_text(), log.read_text()[-3000:]
 
 
 @pytest.mark.docker
@@ -284,3 +339,47 @@ def test_sweserve_grading_drops_interpreter_hooks(decoding_image, tmp_path):
     assert HOOK_PATH in r.model_patch
     assert r.status == "failed" and HOOK_PATH in (r.reason or ""), r
     assert r.tests.fail_to_pass == {bundle.task.FAIL_TO_PASS[0]: "failed"}
+
+
+def test_plain_swebench_export_warns_that_its_images_must_be_built(tmp_path):
+    """The `image` column names images no registry holds: without --build-images the user is told, with the
+    command that builds them."""
+    proc = cli("export", DECODING, "--format", "swebench", "--out", str(tmp_path / "out"), "--tasks", str(TASKS),
+               "--split", "dev", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("warning:")]
+    assert "no registry holds" in line and "Docker Hub" in line
+    command = line.split(" with: ", 1)[1]
+    assert command == (f"sweserve export --format swebench --out {tmp_path / 'out'} --build-images --tasks {TASKS} "
+                       f"--split dev {DECODING}")
+
+
+@pytest.mark.docker
+def test_swebench_export_with_build_images_checks_they_exist(docker_client, decoding_image, tmp_path):
+    repo, _ = decoding_image
+    proc = cli("export", DECODING, "--format", "swebench", "--out", str(tmp_path / "out"), "--tasks", str(TASKS),
+               "--build-images", "--repo-path", str(repo), "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "warning:" not in proc.stdout and "images the `image` column names are built and present" in proc.stdout
+    (row,) = [json.loads(x) for x in (tmp_path / "out" / "test.jsonl").read_text().splitlines()]
+    docker_client.images.get(row["image"])
+
+
+def test_swebench_keeps_the_eval_script_as_written(swebench_export):
+    """swebench edits eval scripts line by line (drops `#!/bin/bash`/`set -uxo pipefail` lines, adds lines around
+    a line holding its end marker): ours must come through whole, the harness files in it byte for byte."""
+    import base64
+    import re
+
+    from swebench.harness.utils import make_test_spec
+
+    for line in (swebench_export / "test.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        spec = make_test_spec(row)
+        assert "\n".join(spec.eval_script_list) == row["eval_script"].strip().split("\n", 1)[1]
+        shipped = dict((m.group(2), base64.b64decode(m.group(1)).decode())
+                       for m in re.finditer(r"^echo (\S+) \| base64 -d > (\S+)$", row["eval_script"], re.M))
+        config = json.loads(shipped["/tmp/sweserve/harness/verify.json"])
+        assert config["FAIL_TO_PASS"] == json.loads(row["FAIL_TO_PASS"]) and config["user"] == "nobody"
+        assert shipped["/tmp/sweserve/harness/tests.patch"] == row["test_patch"]
+        assert row["eval_script"].rstrip().endswith("sweserve_verify.py /tmp/sweserve/harness/verify.json")

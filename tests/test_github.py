@@ -201,7 +201,7 @@ def e2e_routes(now):
                                                 FILLED_TEMPLATE)],
         f"/repos/{REPO}/issues/8331": issue_json(REPO, 8331, "[Bug] radix locks leak on abort", BUG_ISSUE),
         f"/repos/{REPO}/pulls/9100": pull_json(REPO, 9100, "[OpenAI] Honor stop_token_ids when streaming",
-                                               MOTIVATION_PART_OF),
+                                               MOTIVATION_PART_OF, labels=["OpenAI API", "bug"]),
         f"/repos/{REPO}/issues/13808": issue_json(REPO, 13808, "[Tracking] OpenAI API gaps", TRACKING_ISSUE),
         f"/repos/{REPO}/pulls/9200": pull_json(REPO, 9200, "[Radix] Tidy eviction", EMPTY_TEMPLATE + "\nFixes #404404\n"),
         f"/repos/{REPO}/pulls/9300": ("raw", b'{"number": 9300, "title": "[Radix] Sp'),
@@ -209,8 +209,10 @@ def e2e_routes(now):
 
 
 def load(tasks):
+    from sweserve.dataset.taskstore import task_dirs
+
     return {d.name: (json.loads((d / "task.json").read_text()), (d / "instruction.md").read_text())
-            for d in sorted(tasks.iterdir())}
+            for d in task_dirs(tasks)}
 
 
 def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
@@ -231,7 +233,17 @@ def test_mine_github_end_to_end_then_offline(make_repo, tmp_path):
     assert text["sgl-project__sglang-9023"].startswith("# [Bug] radix locks leak on abort\n")
     assert q["sgl-project__sglang-9100"]["statement_source"] == "pr_description"
     assert "part of sgl-project/sglang#13808" in text["sgl-project__sglang-9100"]
+    # labels are kept and count as a family signal
+    assert q["sgl-project__sglang-9100"]["labels"] == ["OpenAI API", "bug"]
+    assert first["sgl-project__sglang-9100"][0]["family"] == "serving-api"
+    assert first["sgl-project__sglang-9100"][0]["family_confident"] is True
+    # every part of the texts has its fate on record; the issue's checklist and the PR's solution are cut
+    parts = q["sgl-project__sglang-9023"]["parts"]
+    assert any(p["kept"] and p["source"] == f"issue {REPO}#8331" for p in parts)
+    assert any(not p["kept"] and p["why"] == "checklist" for p in parts)
+    assert q["sgl-project__sglang-9023"]["statement_eligible"] is True
     assert q["sgl-project__sglang-9200"]["statement_source"] == "title_only"
+    assert q["sgl-project__sglang-9200"]["statement_eligible"] is False
     assert text["sgl-project__sglang-9200"] == "# [Radix] Tidy eviction\n"
     assert q["sgl-project__sglang-9200"]["notes"] == [f"GitHub: issue {REPO}#404404 not found (404, deleted or private)"]
     # a deleted PR (404) falls back to the commit message, with a note

@@ -2,19 +2,26 @@
 
 import json
 import subprocess
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
 from tag_helpers import env_tag
 
-from sweserve.dataset.image_spec import env_spec, shared_dependencies
+from sweserve.dataset.image_spec import env_spec, image_spec, shared_dependencies
 from sweserve.dataset.profiles import load_profile
-from sweserve.environment.images import export_repo_at, layered_env_tag, task_image_tag
-from sweserve.models import ImageSpec
+from sweserve.environment.images import env_image_tag, export_repo_at, layered_env_tag, task_image_tag
+from sweserve.models import EnvironmentLock, ImageSpec
 
 
-def _task(profile, deps):
-    return SimpleNamespace(profile=profile, dependencies=deps)
+def _locked_task(lock):
+    return SimpleNamespace(task_id="o__r-1", repo="o/r", base_commit="a" * 40, dependencies=["six", "idna"], lock=lock,
+                           test=SimpleNamespace(env={}), unreadable=[])
+
+
+def _task(profile, deps, pins=None):
+    lock = SimpleNamespace(requirements=pins) if pins is not None else None
+    return SimpleNamespace(profile=profile, dependencies=deps, lock=lock)
 
 
 def test_shared_dependencies_are_what_every_task_of_a_profile_declares():
@@ -71,6 +78,16 @@ def test_export_without_history_keeps_the_base_commit_alone_under_its_own_id(mak
     assert "+x = 42" in diff
 
 
+def test_locked_tasks_build_on_their_most_common_lock():
+    """Locks of one repository differ in a few pins: the lock most tasks have is the shared layer (its own
+    image, so two locks make two env images, not three), every other lock a thin layer over it."""
+    jan = ["jax==0.6.2", "jaxlib==0.6.2", "numpy==2.2.0", "pytest==8.3.4"]
+    feb = ["jax==0.6.2", "jaxlib==0.6.2", "numpy==2.2.1", "pytest==8.3.4"]
+    tasks = [_task("jax", ["jax"], jan), _task("jax", ["jax"], jan), _task("jax", ["jax", "x"], feb),
+             _task("one-lock", ["a"], ["a==1"]), _task("one-lock", ["a"], ["a==1"])]
+    assert shared_dependencies(tasks) == {"jax": jan}
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_client):
@@ -82,14 +99,27 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     sets = [["six==1.16.0", "idna==3.7"], ["six==1.16.0", "tomli==2.0.1"]]
     shared = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
     assert shared == ["six==1.16.0"]
-    tags = [builder.env(env_spec(profile, s), env_spec(profile, shared)) for s in sets]
-    common = builder.env(env_spec(profile, shared))
     layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
     size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731
+    tags = [builder.env(env_spec(profile, s), env_spec(profile, shared)) for s in sets]
+    # locked tasks: the most common lock's image is the shared layer, each other lock a thin layer over it
+    locks = [EnvironmentLock(resolved_at=datetime(2024, m, 28, tzinfo=timezone.utc), python="3.11",
+                             requirements=["six==1.16.0", pin]) for m, pin in ((1, "idna==3.6"), (2, "idna==3.7"))]
+    on = shared_dependencies([_task("layers-test", ["six", "idna"], lk.requirements) for lk in locks])["layers-test"]
+    assert on == locks[1].requirements  # a tie: the newer pins
+    specs = [image_spec(_locked_task(lk), profile, on) for lk in (locks[1], locks[0])]
+    assert specs[0].shared is None  # the shared lock's own task: its full image is the shared layer
+    anchor, thin = (builder.env(spec.env, spec.shared) for spec in specs)
+    assert anchor == env_image_tag(specs[1].shared, builder.ca_bundle)  # the thin layer's base: that same image
+    assert layers(thin)[:len(layers(anchor))] == layers(anchor) and size(thin) - size(anchor) < 2 * 1024 * 1024
+    tags += [anchor, thin]
+    sets += [lk.requirements for lk in (locks[1], locks[0])]
+    common = builder.env(env_spec(profile, shared))
     try:
-        for tag, deps in zip(tags, sets):
-            assert layers(tag)[:len(layers(common))] == layers(common)
-            assert size(tag) - size(common) < 2 * 1024 * 1024  # one small package, not another venv
+        for n, (tag, deps) in enumerate(zip(tags, sets)):
+            if n < 2:  # the declared sets; the locks were checked against their anchor above
+                assert layers(tag)[:len(layers(common))] == layers(common)
+                assert size(tag) - size(common) < 2 * 1024 * 1024  # one small package, not another venv
             out = docker_client.containers.run(tag, ["/opt/venv/bin/pip", "list", "--format=json"], remove=True)
             installed = {p["name"].lower(): p["version"] for p in json.loads(out)}
             for dep in deps:

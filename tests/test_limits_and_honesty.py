@@ -84,8 +84,12 @@ def test_report_given_a_tasks_folder_counts_tasks_with_no_result(tmp_path):
         save_bundle(tmp_path / "tasks", bundle(f"o__r-{i}"))
     out = tmp_path / "results.jsonl"
     out.write_text(result("o__r-1").model_dump_json() + "\n")
-    data = json.loads(cli("report", str(out), "--tasks", str(tmp_path / "tasks"), "--json", cwd=tmp_path).stdout)
+    data = json.loads(cli("report", str(out), "--tasks", str(tmp_path / "tasks"), "--json", "--include-unready",
+                          cwd=tmp_path).stdout)
     assert data[0]["overall"]["scored"] == 3 and data[0]["statuses"]["missing"] == 2
+    # by default only ready tasks count: these were never validated
+    data = json.loads(cli("report", str(out), "--tasks", str(tmp_path / "tasks"), "--json", cwd=tmp_path).stdout)
+    assert data[0]["overall"]["scored"] == 1
 
 
 class Quitter:

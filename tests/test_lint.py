@@ -160,8 +160,9 @@ def test_unfair_until_the_section_is_written_then_only_the_unknown_name(task_rep
     greedy, smallest = f"{TEST}::TestSampler::test_greedy_alias", f"{TEST}::test_top_k_smallest"
     set_fail_to_pass(d, [greedy, smallest, f"{TEST}::test_min_p_rejects_out_of_range"])
 
-    before = lint_task(d, repo.path)  # the statement alone announces none of the new names
-    assert set(before.quality.unfair) == {greedy, smallest, f"{TEST}::test_min_p_rejects_out_of_range"}
+    before = lint_task(d, repo.path)  # the statement's requirements announce `largest`, not the new function
+    assert set(before.quality.unfair) == {f"{TEST}::test_min_p_rejects_out_of_range"}
+    assert "`top_k` takes a new parameter `largest` (after `k`, default `True`)." in (d / "instruction.md").read_text()
     assert not before.passed and any("lint --write" in n for n in before.quality.notes)
     assert OPEN_MARK not in (d / "instruction.md").read_text()  # without write nothing changes
 
@@ -170,10 +171,11 @@ def test_unfair_until_the_section_is_written_then_only_the_unknown_name(task_rep
     assert text.count(OPEN_MARK) == 1 and text.count(CLOSE_MARK) == 1 and "## New interfaces" in text
     assert "`sglang.srt.layers.sampler.min_p_filter`" in text and "`largest`" in text
     assert after.quality.interface_from == "fail_to_pass"
-    # sample_greedy is made by a class decorator: not at base, not visibly added, not in the instruction
-    assert after.quality.unfair == {greedy: ["sglang.srt.layers.sampler.Sampler.sample_greedy"]}
-    assert [f for f in after.quality.findings if f.startswith("unfair")] == [
-        f"unfair: {greedy} needs `sglang.srt.layers.sampler.Sampler.sample_greedy` (not at base, not in the instruction)"]
+    # sample_greedy is made by a class decorator: not at base, not visibly added by anyone. No section can
+    # announce it, so it is no fault of the instruction: a note, not an unfair finding
+    assert after.quality.unfair == {} and not [f for f in after.quality.findings if f.startswith("unfair")]
+    assert any("`sglang.srt.layers.sampler.Sampler.sample_greedy`" in n and "not judged unfair" in n
+               for n in after.quality.notes)
     saved = load_bundle(d).task
     assert saved.quality == after.quality and saved.family == "decoding"  # layers/sampler.py is decoding
 
@@ -195,8 +197,8 @@ def test_fail_to_pass_ids_relative_to_pytest_rootdir(task_repo):
 def test_reject_marks_a_validated_task_rejected(task_repo):
     repo, tasks = task_repo
     d = tasks / TASK
-    set_fail_to_pass(d, [f"{TEST}::TestSampler::test_greedy_alias"])
-    report = lint_task(d, repo.path, write=True, reject=True)
+    set_fail_to_pass(d, [f"{TEST}::test_min_p_rejects_out_of_range"])
+    report = lint_task(d, repo.path, reject=True)  # no section written: min_p_filter is not announced
     task = load_bundle(d).task
     assert report.rejected and task.validation.status == "rejected" and not task.validated
     assert task.validation.reason.startswith("lint: unfair:")
@@ -268,8 +270,8 @@ def test_lint_cli_exit_codes(task_repo, tmp_path):
     assert failing.returncode == 1, failing.stderr
     assert json.loads(failing.stdout)[0]["task_id"] == TASK
     fixed = run_cli("tasks", "lint", TASK, *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
-    # every test of tests.patch: test_greedy_alias still needs the decorator-made name
-    assert fixed.returncode == 1 and "sample_greedy" in fixed.stdout
+    # every test of tests.patch: the decorator-made name of test_greedy_alias is a note, not a failure
+    assert fixed.returncode == 0 and "passed, 0 failed" in fixed.stdout, fixed.stdout
     set_fail_to_pass(tasks / TASK, [f"{TEST}::test_top_k_smallest"])
     ok = run_cli("tasks", "lint", *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -497,3 +499,175 @@ def test_section_is_the_same_under_any_hash_seed_and_write_then_lint_is_not_stal
     again = lint_cli(tasks, 3, "--json")
     assert again.returncode == 0 and not any("lacks the current" in n
                                              for n in json.loads(again.stdout)[0]["quality"]["notes"])
+
+
+# -- the section's defects on real tasks, each as a fixture (issue 16, point 5)
+
+KV = "python/sglang/srt/mem_cache/kv_layout.py"
+KV_TEST = "test/srt/test_kv_layout.py"
+BASE_KV = '''"""Page layout of the KV cache."""
+from dataclasses import dataclass
+
+
+@dataclass
+class PageTable:
+    pages: list[int]
+
+
+def page_ids(seq_lens, page_size=16):
+    """The page of every token."""
+    return [n // page_size for n in seq_lens]
+
+
+def pack(tokens, page_size, pad):
+    return list(tokens)
+
+
+def plan(reqs, *, budget=100):
+    return list(reqs)
+'''
+ORACLE_KV = '''"""Page layout of the KV cache."""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class PageTable:
+    pages: np.ndarray
+
+
+def page_ids(seq_lens, offsets, page_size=64, dp_rank=0):
+    """The page of every token."""
+    return np.asarray([(n + o) // page_size for n, o in zip(seq_lens, offsets)])
+
+
+def pack(tokens, pad, page_size):
+    return list(tokens)
+
+
+def plan(reqs, *, budget=100, rank):
+    return list(reqs)
+'''
+KV_TESTS = '''import numpy as np
+
+from sglang.srt.mem_cache.kv_layout import PageTable, page_ids, pack, plan
+
+
+def test_page_ids_with_offsets():
+    ids = page_ids([10, 70], [0, 0], 64, 1)
+    assert ids.shape == (2,) and ids.mean() == 0.5 and ids.std() == 0.5
+
+
+def test_pack_order():
+    assert pack([1, 2], 0, 16) == [1, 2]
+
+
+def test_plan_rank():
+    assert plan([1], rank=0) == [1]
+
+
+def test_default_page_size():
+    assert page_ids([64], [0])[0] == 1
+
+
+def test_table_is_an_array():
+    table = PageTable(np.zeros(3))
+    assert table.pages.shape == (3,)
+'''
+
+
+def test_section_names_changed_signatures_defaults_and_containers(make_repo, tmp_path):
+    """Two new positional parameters of an existing function, a reorder, a new required keyword, a changed
+    default and lists turned into arrays are announced, not missed; attributes of the numpy arrays the
+    tests hold (shape, mean, std) are not."""
+    repo = make_repo()
+    repo.commit("init", {KV: BASE_KV, KV_TEST: "def test_nothing():\n    pass\n"})
+    repo.commit("Page ids take request offsets (#50)\n\nToken pages must account for each request's offset.",
+                {KV: ORACLE_KV, KV_TEST: KV_TESTS})
+    tasks = tmp_path / "tasks"
+    assert mine(open_repo(repo.path), load_profile("sglang"), tasks).written == [TASK]
+    report = lint_task(tasks / TASK, repo.path, write=True)
+    changed = {i.name.rsplit(".", 1)[-1]: i for i in report.quality.interface if i.kind == "changed"}
+    assert set(changed) == {"page_ids", "pack", "plan", "pages"}, report.quality.interface
+    assert changed["page_ids"].change == ("new positional parameter `offsets` after `seq_lens`; new positional "
+                                          "parameter `dp_rank` after `page_size`; `page_size` defaults to `64` "
+                                          "(was `16`); returns an array (was a list)")
+    assert changed["page_ids"].was == "page_ids(seq_lens, page_size=16)"
+    assert changed["pack"].change == "positional parameters reordered to (tokens, pad, page_size)"
+    assert changed["plan"].change == "new required keyword argument `rank`"
+    assert changed["pages"].change == "is `np.ndarray` (was `list[int]`)"
+    names = {i.name for i in report.quality.interface}
+    assert not any(n.endswith((".shape", ".mean", ".std")) for n in names), names
+    text = (tasks / TASK / "instruction.md").read_text()
+    assert "- changed `sglang.srt.mem_cache.kv_layout.page_ids` in `python/sglang/srt/mem_cache/kv_layout.py`: new " \
+           "positional parameter `offsets`" in text
+    assert "Names marked changed exist already" in text
+    assert report.quality.unfair == {}, report.quality.unfair
+
+
+NEW_MODEL = "python/sglang/srt/models/tiny.py"
+NEW_MODEL_SRC = '''"""A tiny model."""
+import flax.nnx as nnx
+
+
+class TinyModel(nnx.Module):
+    def __init__(self, dim):
+        self.dim = dim
+
+    def forward(self, x):
+        return x
+'''
+REACH_TEST = '''import numpy as np
+
+from sglang.srt.models.tiny import TinyModel
+from sglang.srt.mem_cache.kv_layout import PageTable
+
+
+class TestTiny:
+    def setup_method(self):
+        self.model = TinyModel(4)
+
+    def _from_config(self):
+        return PageTable.from_dict({"pages": []})  # a helper no test calls
+
+    def test_forward(self):
+        out = self.model.forward(np.ones(4))
+        assert self.model.params is not None  # nnx.Module's, not the repository's
+        out = np.asarray(out)
+        assert out.mean() == 1.0 and out.shape == (4,)
+
+    def test_config(self):
+        assert self._from_config()
+
+
+def unused_helper():
+    return PageTable.from_dict({})
+
+
+if __name__ == "__main__":
+    PageTable.from_dict({})
+'''
+
+
+def test_no_finding_for_third_party_attributes_or_names_the_test_never_reaches(make_repo, tmp_path):
+    repo = make_repo()
+    repo.commit("init", {KV: BASE_KV, KV_TEST: "def test_nothing():\n    pass\n"})
+    repo.commit("Add a tiny model (#50)\n\nSupport the tiny model: a model whose forward pass maps its inputs to "
+                "themselves, so that the serving stack can be exercised end to end without any weights.",
+                {NEW_MODEL: NEW_MODEL_SRC, KV_TEST: REACH_TEST})
+    tasks = tmp_path / "tasks"
+    assert mine(open_repo(repo.path), load_profile("sglang"), tasks).written == [TASK]
+    set_fail_to_pass(tasks / TASK, [f"{KV_TEST}::TestTiny::test_forward"])
+    report = lint_task(tasks / TASK, repo.path, write=True)
+    names = {i.name for i in report.quality.interface}
+    assert names == {"sglang.srt.models.tiny", "sglang.srt.models.tiny.TinyModel",
+                     "sglang.srt.models.tiny.TinyModel.forward"}, names
+    # from_dict: only in a helper the test never calls and in a __main__ block, and nobody defines it
+    assert report.quality.unfair == {} and report.passed, report.quality.findings
+    assert not any("from_dict" in n for n in report.quality.notes), report.quality.notes
+    # the same name in code a test does reach, still defined by nobody: a note, never an unfair finding
+    set_fail_to_pass(tasks / TASK, [f"{KV_TEST}::TestTiny::test_forward", f"{KV_TEST}::TestTiny::test_config"])
+    reached = lint_task(tasks / TASK, repo.path)
+    assert reached.quality.unfair == {}
+    assert any("PageTable.from_dict" in n and "not judged unfair" in n for n in reached.quality.notes)

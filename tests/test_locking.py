@@ -240,3 +240,147 @@ def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves
     assert task.lock is None and "tinypkg>=1" in task.dependencies
     text, _ = env_requirements(profile, task.dependencies, task.lock)
     assert "tinypkg>=1" in text.splitlines()
+
+
+# --- shared, cached locks (issue 18) ---
+
+from sweserve.dataset.locking import Locker, epoch_end  # noqa: E402
+from sweserve.models import Task, TestSpec  # noqa: E402
+
+
+def _task(n: int, when: str, deps=("tinypkg",)) -> Task:
+    return Task(task_id=f"o__r-{n}", repo="o/r", profile="p", pr_number=n, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="serving-api", created_at=at(when), dependencies=list(deps),
+                test=TestSpec(files=["test_a.py"]))
+
+
+class Resolver:
+    """Stands in for uv: answers pins from the date, fails where told, and counts its runs."""
+
+    def __init__(self, fail_before: datetime | None = None, transient: bool = False):
+        self.calls: list[tuple] = []
+        self.fail_before, self.transient = fail_before, transient
+
+    def __call__(self, packages, python, as_of, index_options, platform="linux"):
+        self.calls.append((tuple(packages), as_of))
+        if self.transient:
+            raise LockError("uv pip compile took more than 300s")
+        if self.fail_before and as_of < self.fail_before:
+            raise LockError("No solution found when resolving dependencies: tinypkg>=2 was not yet released")
+        return EnvironmentLock(resolved_at=as_of, python=python, requirements=[f"{p}==1.{as_of.month}" for p in packages])
+
+
+def test_epoch_end_is_the_last_second_of_the_week_month_or_quarter():
+    when = at("2024-02-14T10:00:00")
+    assert epoch_end(when, "pr") == when
+    assert epoch_end(when, "week") == at("2024-02-18T23:59:59")  # that Sunday
+    assert epoch_end(when, "month") == at("2024-02-29T23:59:59")  # a leap year
+    assert epoch_end(when, "quarter") == at("2024-03-31T23:59:59")
+    assert epoch_end(at("2024-12-31T23:59:59"), "quarter") == at("2024-12-31T23:59:59")
+
+
+def test_tasks_with_the_same_requirements_share_one_lock_per_epoch(tmp_path):
+    uv = Resolver()
+    locker = Locker([], "3.11", [], "month", tmp_path / "locks", resolve=uv)
+    tasks = [_task(1, "2024-01-03T00:00:00"), _task(2, "2024-01-20T00:00:00"), _task(3, "2024-01-28T00:00:00"),
+             _task(4, "2024-02-02T00:00:00"), _task(5, "2024-02-05T00:00:00", deps=("tinypkg", "tinydep"))]
+    locks = locker.lock_all(tasks, lambda t: False, newest=at("2024-02-10T00:00:00"))
+    # January's three share one lock as of January's end; February's is capped at the newest commit mined
+    assert locks["o__r-1"] == locks["o__r-2"] == locks["o__r-3"] and locks["o__r-1"].resolved_at == at("2024-01-31T23:59:59")
+    assert locks["o__r-4"].resolved_at == at("2024-02-10T00:00:00") and locks["o__r-4"] != locks["o__r-1"]
+    assert locks["o__r-5"].requirements != locks["o__r-4"].requirements  # other requirements: their own lock
+    assert len(uv.calls) == 3 and locker.stats.resolved == 3 and locker.stats.shared == 5
+    assert locks["o__r-1"].packages == ["tinypkg"]
+
+
+def test_a_second_mine_resolves_nothing_and_a_pr_changing_its_dependencies_gets_its_own_lock(tmp_path):
+    tasks = [_task(1, "2024-03-03T00:00:00"), _task(2, "2024-03-09T00:00:00", deps=("tinypkg", "tinydep"))]
+    own = lambda t: t.task_id == "o__r-2"  # noqa: E731 - its PR edits pyproject.toml
+    uv = Resolver()
+    first = Locker([], "3.11", [], "month", tmp_path / "locks", resolve=uv).lock_all(tasks, own, at("2024-05-01"))
+    assert first["o__r-2"].resolved_at == at("2024-03-09T00:00:00")  # as of its own merge
+    assert first["o__r-1"].resolved_at == at("2024-03-31T23:59:59")
+    again = Locker([], "3.11", [], "month", tmp_path / "locks", resolve=Resolver(transient=True))
+    assert again.lock_all(tasks, own, at("2024-05-01")) == first  # the cache answers; uv is never asked
+    assert again.stats.resolved == 0 and again.stats.cached == 2
+    # the index options are part of the key: another index is asked again
+    other = Locker([], "3.11", ["--index-url", "http://127.0.0.1:1/simple"], "month", tmp_path / "locks",
+                   resolve=Resolver())
+    other.lock_all(tasks, own, at("2024-05-01"))
+    assert other.stats.resolved == 2
+
+
+def test_a_failed_own_lock_falls_back_to_its_epochs_cutoff_then_to_unpinned(tmp_path):
+    tasks = [_task(1, "2024-05-30T00:00:00", deps=("tinypkg>=2",)), _task(2, "2024-04-10T00:00:00")]
+    uv = Resolver(fail_before=at("2024-06-01T00:00:00"))  # tinypkg 2 appeared on June 1st
+    locker = Locker([], "3.11", [], "quarter", tmp_path / "locks", resolve=uv)
+    locks = locker.lock_all(tasks, lambda t: t.task_id == "o__r-1", at("2024-07-01"))
+    assert locks["o__r-1"].resolved_at == at("2024-06-30T23:59:59") and locker.stats.fallback == 1
+    assert any(n.startswith("o__r-1: locking as of its merge failed") for n in locker.notes)
+    assert locks["o__r-2"] is not None
+    # a month epoch ends before June: nothing to fall back to; unpinned, with the one-line note
+    uv = Resolver(fail_before=at("2024-06-01T00:00:00"))
+    locker = Locker([], "3.11", [], "month", tmp_path / "locks2", resolve=uv)
+    locks = locker.lock_all(tasks[:1], lambda t: True, at("2024-07-01"))
+    assert locks["o__r-1"] is None and locker.stats.unpinned == 1 and locker.stats.fallback == 0
+    # uv's final refusal is cached; a time-out is not
+    again = Locker([], "3.11", [], "month", tmp_path / "locks2", resolve=Resolver(transient=True))
+    assert again.lock_all(tasks[:1], lambda t: True, at("2024-07-01"))["o__r-1"] is None and again.stats.resolved == 0
+    flaky = Locker([], "3.11", [], "month", tmp_path / "locks3", resolve=Resolver(transient=True))
+    flaky.lock_all(tasks[1:], lambda t: False, at("2024-07-01"))
+    assert not list((tmp_path / "locks3").glob("*.json"))
+
+
+def test_distinct_locks_resolve_concurrently_within_the_bound(tmp_path):
+    import time as _time
+
+    running, peak = [0], [0]
+    guard = threading.Lock()
+
+    def slow(packages, python, as_of, index_options, platform="linux"):
+        with guard:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        _time.sleep(0.2)
+        with guard:
+            running[0] -= 1
+        return EnvironmentLock(resolved_at=as_of, python=python, requirements=list(packages))
+
+    tasks = [_task(n, f"2024-{n:02d}-05T00:00:00") for n in range(1, 9)]
+    started = _time.monotonic()
+    Locker([], "3.11", [], "month", None, workers=3, resolve=slow).lock_all(tasks, lambda t: False, at("2025-01-01"))
+    assert peak[0] == 3 and _time.monotonic() - started < 8 * 0.2
+
+
+def test_re_mining_with_a_warm_lock_cache_needs_no_index(make_repo, tmp_path, index):
+    profile = load_profile("sglang-jax").model_copy(update={
+        "index_options": index, "env_packages": [], "dependency_files": ["python/pyproject.toml"],
+        "dependency_extras": []})
+    repo = make_repo()
+    repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
+                         TEST: "def test_a(): pass\n"})
+    for n in (1, 2, 3):
+        repo.commit(f"Fix x (#{n})", {CODE: f"x = {n}\n", TEST: f"def test_a(): assert {n}\n"})
+    cache = tmp_path / "locks"
+    cold = mine(open_repo(repo.path), profile, tmp_path / "tasks", lock_cache=cache)
+    assert cold.locks.resolved == 1 and cold.locks.shared == 3  # one month, one set of requirements
+    locks = {load_bundle(tmp_path / "tasks" / t).task.lock.model_dump_json() for t in cold.written}
+    assert len(locks) == 1
+    warm = mine(open_repo(repo.path), profile, tmp_path / "fresh-tasks", lock_cache=cache)  # a new tasks folder
+    assert warm.locks.resolved == 0 and warm.locks.cached == 1
+    assert {load_bundle(tmp_path / "fresh-tasks" / t).task.lock.model_dump_json() for t in warm.written} == locks
+
+
+def test_locks_resolve_for_the_wheels_the_base_images_glibc_loads():
+    """uv's plain 'linux' is manylinux_2_28: it refused libtpu's wheels for 28 of sglang-jax's 164 tasks."""
+    from sweserve.dataset.locking import image_platform
+
+    assert image_platform("sweserve-base:trixie") == "x86_64-manylinux_2_40"
+    assert image_platform("sweserve-base:bookworm") == "x86_64-manylinux_2_36"
+    assert image_platform("nvcr.io/nvidia/pytorch:24.05") == "linux"
+    seen = []
+    locker = Locker([], "3.13", [], "month", None, "x86_64-manylinux_2_40",
+                    resolve=lambda p, py, when, idx, platform: seen.append(platform) or EnvironmentLock(
+                        resolved_at=when, python=py, requirements=list(p)))
+    locker.lock_all([_task(1, "2024-01-05T00:00:00")], lambda t: False, at("2024-02-01"))
+    assert seen == ["x86_64-manylinux_2_40"]

@@ -132,7 +132,7 @@ def test_parse_pr_forms(make_repo):
     repo.commit("Fix thing (#123)")
     repo.commit("Fix (#12) then more")
     g = open_repo(repo.path)
-    commits = list(g.iter_commits("HEAD"))
+    commits, _ = g.walk("HEAD")  # newest first
     assert parse_pr(commits[1]).number == 123 and parse_pr(commits[1]).title == "Fix thing"
     assert parse_pr(commits[0]) is None
     assert parse_pr(commits[2]) is None  # the root commit has no base

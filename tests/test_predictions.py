@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,11 +104,21 @@ def test_oracle_predictions_resolve_all_and_empty_ones_none(demo, tmp_path):
               {"instance_id": "sweserve-demo__unknown-1", "model_name_or_path": "empty", "model_patch": "x"}]
     out = tmp_path / "graded.jsonl"
     common = ["--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
-              "--output", str(out), "--workers", "2"]
+              "--output", str(out), "--workers", "2", "--timeout", "300"]
     path = write(tmp_path / "preds.jsonl", "jsonl", preds)
-    proc = cli("run", "--predictions", str(path), *common, cwd=tmp_path)
+    proc = cli("run", "--predictions", str(path), *common, "--run-id", "nightly", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 predictions name no task" in proc.stdout and "sweserve-demo__unknown-1" in proc.stdout
+    # SWE-bench's final reports, one per model, named as swebench names them; one run id per model
+    oracle = json.loads((tmp_path / "acme__oracle-v1.nightly.json").read_text())
+    assert oracle["resolved_ids"] == sorted(ids) and oracle["resolved_instances"] == 6
+    empty = json.loads((tmp_path / "empty.nightly.json").read_text())
+    assert empty["empty_patch_ids"] == sorted(ids[1:]) and empty["error_ids"] == [ids[0]]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["nightly-acme-oracle-v1", "nightly-empty"]
+    from sweserve.cli.run import with_timeout
+
+    want = {b.task.task_id: with_timeout(b, 300).content_hash() for b in bundles}
+    assert all(r.task_hash == want[r.task_id] for r in read_results(out))  # graded under --timeout's limits
     assert "5 predictions have an empty patch" in proc.stdout
     results = read_results(out)
     by_agent = {name: [r for r in results if r.agent == name] for name in ("acme-oracle-v1", "empty")}
@@ -138,3 +149,15 @@ def test_other_shapes_grade_the_same(demo, tmp_path, shape):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (r,) = read_results(out)
     assert (r.agent, r.status, r.agent_run.model) == ("renamed", "resolved", "m") and r.model_patch
+
+
+def test_predictions_naming_no_known_task_exit_non_zero_in_one_line(tmp_path):
+    """Nothing would be graded: that is a mistake (a wrong --tasks, another dataset's file), not a pass."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"instance_id": f"django__django-{i}", "model_name_or_path": "m",
+                                         "model_patch": "diff"}) + "\n" for i in range(5)))
+    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    proc = cli("run", "--predictions", str(preds), "--tasks", str(tasks), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "none of its 5 instance ids names a task in" in proc.stderr and "django__django-0" in proc.stderr
+    assert not (tmp_path / "results").exists()

@@ -3,6 +3,7 @@ import json
 import pytest
 
 from sweserve.config_search import ConfigSearch
+from sweserve.dataset.gitio import FileChange
 from sweserve.dataset.profiles import load_profile
 from sweserve.errors import SweserveError
 
@@ -22,17 +23,17 @@ def test_sglang_layout_families():
         "python/sglang/srt/managers/scheduler.py": "scheduling-memory",
     }
     for path, family in cases.items():
-        assert p.classify("Some change", [path]) == family, path
-    assert p.classify("Touch docs", ["docs/index.md"]) is None
+        assert p.classification("Some change", [path]).family == family, path
+    assert p.classification("Touch docs", ["docs/index.md"]).family is None
 
 
 def test_title_tag_wins_then_majority():
     p = load_profile("sglang")
     paths = ["python/sglang/srt/managers/scheduler.py", "python/sglang/srt/managers/io.py",
              "python/sglang/srt/models/llama.py"]
-    assert p.classify("Refactor", paths) == "scheduling-memory"
-    assert p.classify("[Model] Refactor", paths) == "model-support"
-    assert p.classify("[Unrelated] Refactor", paths) == "scheduling-memory"
+    assert p.classification("Refactor", paths).family == "scheduling-memory"
+    assert p.classification("[Model] Refactor", paths).family == "model-support"
+    assert p.classification("[Unrelated] Refactor", paths).family == "scheduling-memory"
 
 
 def test_test_paths():
@@ -74,10 +75,12 @@ def test_families_weighted_by_changed_lines_with_confidence():
     assert (c.family, c.source) == ("decoding", "paths")
     assert c.lines == {"scheduling-memory": 12, "decoding": 88} and c.total == 101
     assert c.confidence == round(88 / 101, 3)
-    assert p.classify("Fix min-p", changes) == "decoding"
-    # a title tag still wins; its confidence says how little of the change is under its paths
+    assert p.classification("Fix min-p", changes).family == "decoding"
+    assert c.confident and c.scores["decoding"] > 0.8
+    # a title tag is one signal among several: against 88% of the lines it makes the family uncertain
     tagged = p.classification("[Scheduler] Fix min-p", changes)
-    assert (tagged.family, tagged.confidence, tagged.source) == ("scheduling-memory", round(12 / 101, 3), "title_tag")
+    assert (tagged.family, tagged.source, tagged.confident) == ("decoding", "paths", False)
+    assert 0 < tagged.scores["decoding"] - tagged.scores["scheduling-memory"] < p.family_min_margin
 
 
 def test_sampling_code_is_decoding_not_kernels():
@@ -96,6 +99,48 @@ def test_per_pr_override_in_the_profile_wins(tmp_path):
     (tmp_path / "jax.json").write_text(json.dumps(raw))
     p = load_profile(str(tmp_path / "jax.json"))
     paths = ["python/sgl_jax/srt/speculative/eagle.py"]
-    assert p.classification("[Spec] Eagle", paths, pr_number=1534).model_dump() == {
-        "family": "serving-api", "confidence": 0.0, "lines": {"decoding": 1}, "total": 1, "source": "override"}
-    assert p.classify("[Spec] Eagle", paths) == "decoding"  # other PRs: rules as usual
+    c = p.classification("[Spec] Eagle", paths, pr_number=1534)
+    assert c.model_dump(include={"family", "confidence", "lines", "total", "source", "confident"}) == {
+        "family": "serving-api", "confidence": 0.0, "lines": {"decoding": 1}, "total": 1, "source": "override",
+        "confident": True}
+    assert c.scores == {"decoding": 1.0}  # what the signals said, kept for the record
+    assert p.classification("[Spec] Eagle", paths).family == "decoding"  # other PRs: rules as usual
+
+
+def test_roles_tests_title_and_labels_are_signals():
+    p = load_profile("sglang-jax")
+    front = ["python/sgl_jax/srt/managers/detokenizer_manager.py", "python/sgl_jax/srt/managers/scheduler.py"]
+    # a streaming front-end change: the detokenizer's role, its test's name and the title all say serving-api
+    c = p.classification("fix(detokenizer): stream incremental text without duplicates",
+                         [FileChange("M", "python/sgl_jax/srt/managers/detokenizer_manager.py", added=60, deleted=20),
+                          FileChange("M", "python/sgl_jax/srt/managers/scheduler.py", added=10, deleted=2)],
+                         tests=["test/srt/test_detokenizer_streaming.py"])
+    assert (c.family, c.confident) == ("serving-api", True), c
+    assert set(c.signals) == {"paths", "roles", "tests", "tags", "title"}
+    assert c.signals["tests"] == {"serving-api": 1.0}
+    # the folder role owns what lies under it: a model file named after MoE is still a model
+    assert p.family_of_role("python/sgl_jax/srt/models/bailing_moe.py") == "model-support"
+    assert p.family_of_role("python/sgl_jax/srt/managers/tokenizer_manager.py") == "serving-api"
+    assert p.family_of_role("python/sgl_jax/srt/kernels/fused_moe/v1/kernel.py") == "kernels-quant"
+    assert p.family_of_role("README.md") is None
+    # labels count when GitHub gave them; lines split between two families are not confident
+    split = [FileChange("M", front[0], added=30, deleted=0),
+             FileChange("M", "python/sgl_jax/srt/mem_cache/radix_cache.py", added=30, deleted=0)]
+    plain = p.classification("Refactor", split)
+    assert not plain.confident
+    labelled = p.classification("Refactor", split, labels=["OpenAI API", "frontend"])
+    assert labelled.family == "serving-api" and labelled.signals["labels"] == {"serving-api": 1.0}
+    assert labelled.scores["serving-api"] > plain.scores["serving-api"]
+
+
+def test_no_signal_is_unclassified_and_weights_come_from_the_profile():
+    p = load_profile("sglang-jax")
+    c = p.classification("Touch docs", ["docs/index.md"], tests=["test/test_docs.py"])
+    assert (c.family, c.confident, c.scores) == (None, False, {})
+    only_paths = p.model_copy(update={"family_weights": {"roles": 0, "tests": 0, "tags": 0, "title": 0, "labels": 0}})
+    changes = ["python/sgl_jax/srt/managers/tokenizer_manager.py"]
+    assert only_paths.classification("fix(kernel): x", changes).family == "serving-api"
+    mixed = p.classification("fix(kernel): x", changes)  # paths 3 + roles 2 against the tag's 3
+    assert (mixed.family, mixed.scores) == ("serving-api", {"serving-api": 0.625, "kernels-quant": 0.375})
+    heavy_tags = p.model_copy(update={"family_weights": {"tags": 10}})
+    assert heavy_tags.classification("fix(kernel): x", changes).family == "kernels-quant"

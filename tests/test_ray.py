@@ -19,8 +19,8 @@ import pytest
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.taskstore import load_all, save_bundle
-from sweserve.evaluation.context import Context
 from sweserve.environment.docker_sandbox import LABEL
+from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
 from sweserve.evaluation.ray_executor import RayExecutor, ray_options, unschedulable
 from sweserve.evaluation.results import read_results

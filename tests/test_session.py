@@ -54,8 +54,9 @@ def test_engineer_fixes_the_task_in_a_session(demo, tmp_path):
     assert (folder / "keystrokes.txt").read_text() == run.keystrokes
     review = (tmp_path / f"review-alice-{DIST}.md").read_text()
     for part in ("## Instruction", "## Candidate diff", "## Oracle diff", "## Transcript", "git status --short",
-                 "## Keystrokes", "## Terminal", "✅ passed", "**resolved**"):
+                 "recorded on the host", "## Terminal", "✅ passed", "**resolved**"):
         assert part in review
+    assert run.untyped_history == [] and "Shell history" not in review  # it agrees with the host's record
     html = subprocess.run([sys.executable, "-m", "sweserve.cli", "review", str(tmp_path / "human.jsonl"), DIST,
                            "--tasks", str(demo.tasks), "--html"], capture_output=True, text=True, check=True).stdout
     assert html.startswith("<!doctype html>") and "Candidate diff" in html

@@ -1,10 +1,21 @@
 """Problem statements: which source wins, what is cut from SGLang-shaped PR, issue and squash texts, leak checks."""
 
-from sglang_bodies import BUG_ISSUE, EMPTY_TEMPLATE, FILLED_TEMPLATE, MOTIVATION_PART_OF, SQUASH_SUBCOMMITS, TRACKING_ISSUE
+from sglang_bodies import (
+    BUG_ISSUE,
+    EMPTY_ISSUE_TITLE,
+    EMPTY_TEMPLATE,
+    FILLED_TEMPLATE,
+    MOTIVATION_PART_OF,
+    PROCESS_ONLY_BODY,
+    RFC_ISSUE,
+    SQUASH_SUBCOMMITS,
+    SUMMARY_WHAT_BODY,
+    TRACKING_ISSUE,
+)
 
 from sweserve.dataset.github import IssueInfo, PullRequestInfo, linked_issue_refs
 from sweserve.dataset.leaks import leak_findings
-from sweserve.dataset.statement import build_statement, clean_commit_body, clean_description
+from sweserve.dataset.statement import StatementMaker, build_statement, clean_commit_body, clean_description
 
 REPO = "sgl-project/sglang"
 
@@ -119,3 +130,188 @@ def test_subcommit_bodies_stay_only_when_they_are_paragraphs():
     assert clean_commit_body(body) == (
         "Layers pick the sequence-parallel layout only when each device's token slice exceeds the threshold,\n"
         "otherwise they keep the data-parallel layout.")
+
+
+
+JAX = "sgl-project/sglang-jax"
+RING_ORACLE = """\
+diff --git a/python/sgl_jax/srt/managers/tp_worker_overlap_thread.py b/python/sgl_jax/srt/managers/tp_worker_overlap_thread.py
+--- a/python/sgl_jax/srt/managers/tp_worker_overlap_thread.py
++++ b/python/sgl_jax/srt/managers/tp_worker_overlap_thread.py
+@@ -10,3 +10,3 @@ class TpWorkerOverlap:
+     def __init__(self, max_running_requests):
+-        self.future_token_ids_limit = 3 * max_running_requests
++        self.future_token_ids_limit = max_running_requests * FUTURE_RING_FACTOR
+"""
+RING_TESTS = """\
+diff --git a/test/srt/test_future_ring.py b/test/srt/test_future_ring.py
+new file mode 100644
+--- /dev/null
++++ b/test/srt/test_future_ring.py
+@@ -0,0 +1,3 @@
++from sgl_jax.srt.managers.tp_worker_overlap_thread import TpWorkerOverlap
++def test_ring_wraparound_keeps_tokens():
++    assert TpWorkerOverlap(64)
+"""
+
+
+def jax_pr(body, issues=(), title="fix(overlap): future-token ring wraparound corrupts outputs"):
+    return PullRequestInfo(repo=JAX, number=1504, title=title, body=body, issues=list(issues))
+
+
+def test_fix_descriptions_under_any_heading_and_junk_are_cut():
+    st = build_statement("t", "", jax_pr(SUMMARY_WHAT_BODY), oracle_patch=RING_ORACLE, tests_patch=RING_TESTS)
+    assert st.quality.statement_source == "pr_description"
+    text = st.text
+    assert "greedy outputs diverge from the overlap-off run" in text
+    assert "must not depend on how many requests run at once" in text
+    for gone in ("This PR replaces", "ring_capacity", "resolve_future_token_ids", "utils.py", "future_token_ids_limit",
+                 "FUTURE_RING_FACTOR", "gsm8k", "0.955", "credit", "Draft", "rebased", "follow-up", "[!NOTE]",
+                 "Try to resolve", "![", "| ", "```", "Summary", "Rationale", "Precision", "Verification", "Key change"):
+        assert gone not in text, gone
+    assert not any(line.startswith(">") for line in text.splitlines())  # no dangling quote of the dropped note
+    why = {p.why for p in st.quality.parts if not p.kept}
+    assert {"describes the fix", "section describing the solution", "image", "credit", "process note",
+            "evaluation or process section"} <= why, why
+    assert any(p.kept and p.why == "problem prose" for p in st.quality.parts)
+    assert st.quality.leaks == [] and leak_findings(text, RING_ORACLE, RING_TESTS) == []
+
+
+def test_a_part_that_repeats_the_oracle_or_names_a_hidden_test_is_cut():
+    body = ("## Motivation\n\nOutputs are corrupted under high concurrency. The limit becomes "
+            "self.future_token_ids_limit = max_running_requests * FUTURE_RING_FACTOR in the worker.\n\n"
+            "- Outputs differ from the overlap-off run.\n- Running test_ring_wraparound_keeps_tokens shows it.\n")
+    st = build_statement("t", "", jax_pr(body), oracle_patch=RING_ORACLE, tests_patch=RING_TESTS)
+    assert "Outputs are corrupted under high concurrency." in st.text
+    assert "FUTURE_RING_FACTOR" not in st.text and "test_ring" not in st.text
+    leaks = [p for p in st.quality.parts if p.why.startswith("leak")]
+    assert len(leaks) == 2 and all(not p.kept for p in leaks)
+
+
+def test_an_empty_issue_does_not_beat_a_substantive_pr_text():
+    empty = IssueInfo(repo=JAX, number=1317, kind="closes", title=EMPTY_ISSUE_TITLE, body="", state="closed")
+    st = build_statement("t", "", jax_pr(SUMMARY_WHAT_BODY, [empty]))
+    assert st.quality.statement_source == "pr_description"
+    assert "greedy outputs diverge" in st.text
+    assert f"This change addresses {JAX}#1317: {EMPTY_ISSUE_TITLE}" in st.text
+    assert any("no substance" in n for n in st.quality.notes)
+    # a short PR text (no substance either) still beats the title alone
+    short = build_statement("t", "", jax_pr("Outputs differ at high concurrency.", [empty]))
+    assert short.quality.statement_source == "pr_description" and "Outputs differ" in short.text
+    # an issue with substance still comes first
+    bug = IssueInfo(repo=JAX, number=1317, kind="closes", title="[Bug] radix locks leak", body=BUG_ISSUE)
+    assert build_statement("t", "", jax_pr(SUMMARY_WHAT_BODY, [bug])).quality.statement_source == "issue"
+
+
+def test_hoped_for_and_still_open_issues_are_not_closed():
+    refs = [(r.number, r.kind) for r in linked_issue_refs(
+        "Try to resolve #670\n**Likely fixes #1317** - same signature\nFixes #5\nThis should fix #7", JAX)]
+    assert refs == [(5, "closes"), (670, "related"), (1317, "related"), (7, "related")]
+    open_issue = IssueInfo(repo=JAX, number=670, kind="closes", title="[Feature] Wan 2.2", body=BUG_ISSUE, state="open")
+    st = build_statement("t", "", jax_pr(SUMMARY_WHAT_BODY, [open_issue]))
+    assert st.quality.statement_source == "pr_description"
+    assert any("still open" in n for n in st.quality.notes)
+    # with no PR text at all, a related issue with substance is better than the title
+    related = IssueInfo(repo=JAX, number=670, kind="related", title="[Bug] radix locks leak", body=BUG_ISSUE)
+    st = build_statement("t", "", jax_pr("", [related]))
+    assert st.quality.statement_source == "issue" and "every new request waits forever" in st.text
+    assert any("only relates" in n for n in st.quality.notes)
+
+
+def test_process_notes_and_solution_steps_alone_leave_the_title():
+    st = build_statement("Refactor wan", "", jax_pr(PROCESS_ONLY_BODY, title="Refactor wan"))
+    assert st.quality.statement_source == "title_only" and st.text == "# Refactor wan\n"
+    assert {p.why for p in st.quality.parts} >= {"process note", "section describing the solution"}
+
+
+WAN_ORACLE = """\
+diff --git a/python/sgl_jax/srt/multimodal/models/wan2_1/pipeline.py b/python/sgl_jax/srt/multimodal/models/wan/pipeline.py
+similarity index 90%
+rename from python/sgl_jax/srt/multimodal/models/wan2_1/pipeline.py
+rename to python/sgl_jax/srt/multimodal/models/wan/pipeline.py
+--- a/python/sgl_jax/srt/multimodal/models/wan2_1/pipeline.py
++++ b/python/sgl_jax/srt/multimodal/models/wan/pipeline.py
+@@ -1,4 +1,8 @@
+ class WanPipeline:
+-    def encode(self, prompt, max_len=77):
++    def encode(self, prompt, negative_prompt,
++               max_len=512) -> list:
+         return []
+-def load(path: str) -> list:
++def load(path: str, *, dtype) -> "jax.Array":
+     return []
+diff --git a/python/sgl_jax/srt/multimodal/models/wan2_1/vae.py b/python/sgl_jax/srt/multimodal/models/wan/vae.py
+similarity index 100%
+rename from python/sgl_jax/srt/multimodal/models/wan2_1/vae.py
+rename to python/sgl_jax/srt/multimodal/models/wan/vae.py
+"""
+WAN_TESTS = """\
+diff --git a/python/sgl_jax/test/test_wan_encoder.py b/python/sgl_jax/test/test_wan_encoder.py
+new file mode 100644
+--- /dev/null
++++ b/python/sgl_jax/test/test_wan_encoder.py
+@@ -0,0 +1,6 @@
++from sgl_jax.srt.multimodal.models.wan.pipeline import WanPipeline, load
++def test_encode_takes_a_negative_prompt():
++    assert WanPipeline().encode("a cat", "blurry") == []
++def test_load_is_an_array():
++    assert load("x", dtype="bf16").shape
+"""
+
+
+def test_requirements_state_what_the_tests_rely_on_that_the_problem_does_not():
+    rfc = IssueInfo(repo=JAX, number=1316, kind="closes", title="[RFC] One Wan package", body=RFC_ISSUE, state="closed")
+    st = build_statement("t", "", jax_pr("Fixes #1316", [rfc], title="fix(multimodal): route Wan text encoder"),
+                         oracle_patch=WAN_ORACLE, tests_patch=WAN_TESTS)
+    assert st.quality.statement_source == "issue"  # the RFC is the problem ...
+    reqs = st.quality.requirements
+    assert reqs == [  # ... and what the tests need that it does not say comes from the patches
+        "- The module `sgl_jax.srt.multimodal.models.wan2_1` is renamed to "
+        "`sgl_jax.srt.multimodal.models.wan`: code that uses it imports it from the new name, and the old "
+        "name no longer exists.",
+        "- `encode` takes a new positional parameter `negative_prompt` (after `prompt`).",
+        "- `encode`'s `max_len` defaults to `512` (it was `77`).",
+        "- `load` requires a new keyword argument `dtype`.",
+        "- `load` returns `'jax.Array'` (it returned `list`).",
+    ], reqs
+    assert "## Requirements\n\n" + "\n".join(reqs) in st.text
+    assert not any("test_" in r for r in reqs) and leak_findings(st.text, WAN_ORACLE, WAN_TESTS) == []
+    # a fact the problem text already states is not repeated
+    st = build_statement("t", "", jax_pr("The pipeline's `encode` gets a `negative_prompt` and a longer `max_len`; "
+                                         "`load` takes a `dtype` and returns an array.", title="Wan"),
+                         oracle_patch=WAN_ORACLE, tests_patch=WAN_TESTS)
+    assert [r for r in st.quality.requirements if "encode" in r or "load" in r] == []
+
+
+def test_mining_marks_title_only_short_and_leaky_statements_not_eligible():
+    maker = StatementMaker(JAX, min_chars=150)
+    title_only = maker(1504, "Fix the ring", "", RING_ORACLE, RING_TESTS)
+    assert not title_only.quality.statement_eligible
+    assert "title only" in title_only.quality.statement_blockers[0]
+    short = maker(1504, "Fix the ring", "Outputs are corrupted under load.", RING_ORACLE, RING_TESTS)
+    assert short.quality.statement_source == "commit_message" and not short.quality.statement_eligible
+    assert "under the profile's minimum of 150" in short.quality.statement_blockers[0]
+    long_enough = StatementMaker(JAX, min_chars=40)(1504, "Fix the ring", "Outputs are corrupted under load.",
+                                                    RING_ORACLE, RING_TESTS)
+    assert long_enough.quality.statement_eligible and long_enough.quality.statement_blockers == []
+    leaky = maker(1504, "Make test_ring_wraparound_keeps_tokens pass", "Outputs are corrupted under high "
+                  "concurrency, whatever the model; greedy decoding must give the same text as without overlap.",
+                  RING_ORACLE, RING_TESTS)
+    assert leaky.quality.leaks == ["statement names hidden tests: test_ring_wraparound_keeps_tokens"]
+    assert not leaky.quality.statement_eligible and "at mining" in leaky.quality.statement_blockers[0]
+    assert leaky.quality.parts and all(p.source == "commit message" for p in leaky.quality.parts)
+
+
+def test_domain_words_histories_and_versions_are_not_junk():
+    body = ("## Motivation\n\n"
+            "Since #1408 was rebased onto #1411, the match walk freezes at the first interior node and matches nothing.\n"
+            "The draft model's accepted tokens are dropped when a draft token is rejected at step 0.\n"
+            "Because `0` is falsy, an explicit `0` is dropped and the defaults apply instead (`level=2`, `python=1` on "
+            "jax 0.10.2).\n"
+            "Models such as Ling-2.6 and Qwen3.5 hit it on 2x2x2x2 slices.\n\n"
+            "gsm8k 200q: 0.955 at c4, 0.700 at c64. The ring holds 3x entries: c8 = 0.955; c64 = 0.700.\n")
+    st = build_statement("t", "", jax_pr(body))
+    for kept in ("Since #1408 was rebased onto #1411", "The draft model's accepted tokens",
+                 "Because `0` is falsy", "Models such as Ling-2.6"):
+        assert kept in st.text, kept
+    assert "gsm8k" not in st.text and "c64 = 0.700" not in st.text

@@ -53,11 +53,12 @@ def test_verifier_sandboxes_have_no_network(demo):
 
 def test_a_runner_changed_after_the_grade_sandbox_started_is_caught(demo):
     """Runs after the first (validation's k runs) follow code under test in the same sandbox: pytest is re-hashed."""
-    from sweserve.evaluation.grading import apply_patch, install_harness, run_tests
+    from sweserve.evaluation.grading import apply_patch, run_tests
+    from sweserve.evaluation.verifier import first_look
 
     b = demo.bundle(DIST)
     with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "grade", b.task.resources, []) as box:
-        manifest = install_harness(box)
+        manifest = first_look(box, b, "", "candidate").manifest  # the harness in, its digest taken
         apply_patch(box, b.tests_patch, "tests")
         first = run_tests(box, b.task, 120, manifest)
         assert first.tampered == [] and first.exit_status == 1

@@ -103,7 +103,10 @@ def test_manifest_and_resume_refuses_changed_tasks_or_configs(tmp_path):
     assert run_evaluation(ctx, changed, NullAgent(), out, force=True) == []
 
     one = CommandAgent("echo one", name="cmd")
-    run_evaluation(ctx, tasks, one, out)
+    run_evaluation(ctx, tasks, one, out)  # a second agent on the same context: a run (and manifest) of its own
+    assert ctx.run_id != "run1" and {r.run_id for r in read_results(out) if r.agent == "cmd"} == {ctx.run_id}
+    assert json.loads((out.parent / "runs" / ctx.run_id / "manifest.json").read_text())["agent"] == "cmd"
+    assert json.loads((out.parent / "runs" / "run1" / "manifest.json").read_text())["agent"] == "null"
     with pytest.raises(SweserveError, match="agent cmd's config changed"):
         run_evaluation(ctx, tasks, CommandAgent("echo two", name="cmd"), out)
     assert len(read_results(out)) == 4

@@ -160,8 +160,10 @@ def test_run_config_puts_repo_paths_after_the_interpreters():
     task = _task()
     task.test.env = {"PYTHONPATH": "python:/opt/extra", "JAX_PLATFORMS": "cpu"}
     task.test.workdir = "sub"
-    config = run_config(task, ["pytest_timeout"], "/n")
+    config = run_config(task, ["pytest_timeout"], "/n", "nobody")
     assert config["paths"] == ["/testbed/sub", "/testbed/sub/python", "/opt/extra"]
+    assert (config["user"], config["lock"]) == ("nobody", ["/testbed"])
+    assert "user" not in run_config(task, [], "/n", None) or not run_config(task, [], "/n", None)["user"]
     assert config["args"][-2:] == ["test/t.py", "test/other.py"] and ["-p", "pytest_timeout"] == config["args"][-4:-2]
 
 

@@ -114,54 +114,59 @@ class ApiAgent(TaskImageAgent):
         run = AgentRun(agent=cfg.name, version=cfg.version, model=cfg.model)
         messages = [{"role": "system", "content": cfg.system_prompt or SYSTEM_PROMPT},
                     {"role": "user", "content": bundle.instruction}]
-        try:
-            shell = SwerexShell(box)
-            while True:
-                if run.steps >= cfg.max_steps:
-                    run.exit_reason = "step_limit"
-                    break
-                if time.monotonic() - t0 > bundle.task.resources.timeout_s:
-                    run.exit_reason = "time_limit"
-                    break
-                data = chat(cfg, self.api_key, messages)
-                run.steps += 1
-                usage = data.get("usage") or {}
-                run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-                run.completion_tokens += int(usage.get("completion_tokens") or 0)
-                message = data["choices"][0]["message"]
-                messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
-                calls = message.get("tool_calls") or []
-                if not calls:
-                    messages.append({"role": "user", "content": "Use the bash tool, or call submit when done."})
-                submitted = False
-                for call in calls:
-                    fn = call.get("function", {})
-                    name = fn.get("name")
-                    if name == "submit":
-                        submitted = True
-                        content = "submitted"
-                    elif name == "bash":
-                        try:
-                            command = json.loads(fn.get("arguments") or "{}")["command"]
-                        except (ValueError, KeyError, TypeError):
-                            content = "error: arguments must be JSON like {\"command\": \"ls\"}"
+        # the loop checks the limit between steps; a tool server stopped from inside (SIGSTOP) would hold a step
+        # for minutes: the host's clock kills the sandbox at the limit, which ends any request in flight
+        with box.deadline(bundle.task.resources.timeout_s) as clock:
+            try:
+                shell = SwerexShell(box)
+                while True:
+                    if run.steps >= cfg.max_steps:
+                        run.exit_reason = "step_limit"
+                        break
+                    if time.monotonic() - t0 > bundle.task.resources.timeout_s:
+                        run.exit_reason = "time_limit"
+                        break
+                    data = chat(cfg, self.api_key, messages)
+                    run.steps += 1
+                    usage = data.get("usage") or {}
+                    run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                    run.completion_tokens += int(usage.get("completion_tokens") or 0)
+                    message = data["choices"][0]["message"]
+                    messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
+                    calls = message.get("tool_calls") or []
+                    if not calls:
+                        messages.append({"role": "user", "content": "Use the bash tool, or call submit when done."})
+                    submitted = False
+                    for call in calls:
+                        fn = call.get("function", {})
+                        name = fn.get("name")
+                        if name == "submit":
+                            submitted = True
+                            content = "submitted"
+                        elif name == "bash":
+                            try:
+                                command = json.loads(fn.get("arguments") or "{}")["command"]
+                            except (ValueError, KeyError, TypeError):
+                                content = "error: arguments must be JSON like {\"command\": \"ls\"}"
+                            else:
+                                output, code = shell.run(command, cfg.command_timeout_s)
+                                output = output[-cfg.max_observation_chars:]
+                                content = f"{output}\n[exit code: {code}]"
                         else:
-                            output, code = shell.run(command, cfg.command_timeout_s)
-                            output = output[-cfg.max_observation_chars:]
-                            content = f"{output}\n[exit code: {code}]"
-                    else:
-                        content = f"error: unknown tool {name!r}; use bash or submit"
-                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
-                if submitted:
-                    run.exit_reason = "submitted"
-                    break
-                if run.prompt_tokens + run.completion_tokens >= cfg.max_tokens:
-                    run.exit_reason = "token_limit"
-                    break
-        except (ModelError, ToolServerError) as exc:
-            run.exit_reason, run.error = "error", str(exc)
-        except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
-            run.exit_reason, run.error = "error", f"tool server: {exc.__class__.__name__}: {exc}"
+                            content = f"error: unknown tool {name!r}; use bash or submit"
+                        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
+                    if submitted:
+                        run.exit_reason = "submitted"
+                        break
+                    if run.prompt_tokens + run.completion_tokens >= cfg.max_tokens:
+                        run.exit_reason = "token_limit"
+                        break
+            except (ModelError, ToolServerError) as exc:
+                run.exit_reason, run.error = "error", str(exc)
+            except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
+                run.exit_reason, run.error = "error", f"tool server: {exc.__class__.__name__}: {exc}"
+        if clock.fired:  # what broke after the host stopped the sandbox is the time limit, not the agent
+            run.exit_reason, run.error = "time_limit", None
         run.cost_usd = self._cost(run)
         run.wall_s = round(time.monotonic() - t0, 3)
         return run

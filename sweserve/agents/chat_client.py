@@ -42,7 +42,7 @@ def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict], tools: 
             if exc.code < 500 and exc.code != 429:
                 raise ModelError(last) from None
             continue
-        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
             last = f"model API timed out after {cfg.request_timeout_s:g}s" if isinstance(
                 reason, (TimeoutError, socket.timeout)) else f"model API unreachable: {reason}"

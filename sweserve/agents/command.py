@@ -1,4 +1,11 @@
-"""Command agents: a CLI (Claude Code, Codex, mini-swe-agent, a script) run in /testbed under the task's time limit."""
+"""Command agents: a CLI (Claude Code, Codex, mini-swe-agent, a script) run in /testbed under the task's time limit.
+
+What it leaves in the trial folder: `agent.log`, its whole output (the sandbox keeps up to its last 8 MiB);
+with `trajectory:` set in its config, the framework's own record (`trajectory.json` for mini-swe-agent,
+which writes it to $SWESERVE_TRAJECTORY; `trajectory.jsonl` for Claude Code's stream-json and Codex's --json
+events, which are its stdout) and `steps.json`, each step's thought, command and output read from it. Steps,
+tokens and cost in the result come from that record (`agents/trajectory.py`).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +13,16 @@ import hashlib
 import os
 import time
 
-from sweserve.agents.base import INSTRUCTION_PATH, ImageBuilder
+from sweserve.agents.base import IN_BOX, INSTRUCTION_PATH, ImageBuilder, redact
 from sweserve.agents.config import CommandAgentConfig
+from sweserve.agents.trajectory import parse_trajectory, steps_json
 from sweserve.environment.sandbox import Sandbox
-from sweserve.models import AgentRun, TaskBundle
+from sweserve.errors import InfraError
+from sweserve.models import TRAJECTORY_STEPS_FILE, AgentRun, TaskBundle
 
-
-def redact(text: str, secrets: list[str]) -> str:
-    for value in secrets:
-        if value:
-            text = text.replace(value, "***")
-    return text
+TRAJECTORY_PATH = f"{IN_BOX}/trajectory.json"  # $SWESERVE_TRAJECTORY: where a framework saves its own record
+TRAJECTORY_MAX_BYTES = 16 * 2**20
+LOG_TAIL_CHARS = 4000  # of the log kept in the results index; the trial folder has all of it
 
 
 class CommandAgent:
@@ -45,7 +51,7 @@ class CommandAgent:
 
     def config_hash(self) -> str:
         # egress settings count only when set, so results of configs written before they existed still resume
-        unset = {f for f in ("egress", "closed_book") if not getattr(self.cfg, f)}
+        unset = {f for f in ("egress", "closed_book", "trajectory") if not getattr(self.cfg, f)}
         return hashlib.sha256(self.cfg.model_dump_json(exclude={"name", *unset}).encode()).hexdigest()[:16]
 
     def prepare(self, builder: ImageBuilder, image: str) -> str:
@@ -54,10 +60,39 @@ class CommandAgent:
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         t0 = time.monotonic()
         box.put_file(INSTRUCTION_PATH, bundle.instruction.encode("utf-8"))
-        env = {**self._passed, "SWESERVE_INSTRUCTION": INSTRUCTION_PATH, "SWESERVE_TASK_ID": bundle.task.task_id}
+        env = {**self._passed, "SWESERVE_INSTRUCTION": INSTRUCTION_PATH, "SWESERVE_TASK_ID": bundle.task.task_id,
+               "SWESERVE_TRAJECTORY": TRAJECTORY_PATH}
         res = box.exec(self.command, bundle.task.resources.timeout_s, env=env)
-        return AgentRun(
+        secrets = list(self._passed.values())
+        log = res.output
+        if res.truncated:
+            cut = res.output_bytes - len(res.output.encode())
+            log = f"[sweserve: the first {cut} bytes of this log were cut]\n" + log
+        run = AgentRun(
             agent=self.name, version=self.cfg.version, model=self.cfg.model, exit_code=res.exit_code,
             exit_reason="timed_out" if res.timed_out else "finished", wall_s=round(time.monotonic() - t0, 3),
-            log_tail=redact(res.tail(4000), list(self._passed.values())),
+            log_tail=redact(res.tail(LOG_TAIL_CHARS), secrets),
+            records={"agent.log": redact(log, secrets)},
         )
+        return self._read_trajectory(box, run, res.output) if self.cfg.trajectory else run
+
+    def _read_trajectory(self, box: Sandbox, run: AgentRun, stdout: str) -> AgentRun:
+        """Copy the framework's record into the run's records and take steps, tokens and cost from it."""
+        fmt = self.cfg.trajectory or ""
+        if fmt == "mini-swe-agent":
+            try:
+                raw = box.read_file(TRAJECTORY_PATH, max_bytes=TRAJECTORY_MAX_BYTES)
+            except InfraError:  # too big, or the sandbox is gone: the run stands without it
+                raw = None
+            text, name = (raw or b"").decode("utf-8", "replace"), "trajectory.json"
+        else:
+            text, name = stdout, "trajectory.jsonl"
+        if not text.strip():
+            return run
+        traj = parse_trajectory(fmt, text)
+        secrets = list(self._passed.values())
+        records = {**run.records, name: redact(text, secrets),
+                   TRAJECTORY_STEPS_FILE: redact(steps_json(traj), secrets)}
+        return run.model_copy(update={
+            "steps": traj.calls, "prompt_tokens": traj.prompt_tokens, "completion_tokens": traj.completion_tokens,
+            "cost_usd": traj.cost_usd, "records": records})

@@ -6,21 +6,26 @@ Found by path, or by name in the project's `.sweserve/agents/` and then the buil
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, field_validator, model_validator
 
 from sweserve.config_search import ConfigSearch, looks_like_path
-from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError
+from sweserve.loading import read_data, validate_as
+from sweserve.models import Strict
 
 SUFFIXES = (".yaml", ".yml")
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+# a name in results and a folder name in runs/: no '/', not '.' or '..', never read as an option
+AGENT_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"
+AGENT_NAME_RULE = "letters, digits, '_', '.' and '-' (not first), at most 100"
+
+
+class _Config(Strict):
+    name: str = Field(pattern=AGENT_NAME)
     version: str = ""
 
 
@@ -36,6 +41,10 @@ class CommandAgentConfig(_Config):
                               "egress proxy, as http(s)://host:port (a path is ignored); nothing else is reachable")
     closed_book: bool = Field(False, description="strip hosted tools (web search, code execution) from requests "
                               "to the egress endpoints")
+    trajectory: Literal["mini-swe-agent", "claude-code", "codex"] | None = Field(
+        None, description="the format of the agent's own record, copied into the trial folder and read for steps, "
+        "tokens and cost: mini-swe-agent's trajectory JSON (written to $SWESERVE_TRAJECTORY), Claude Code's "
+        "stream-json or Codex's --json events (its stdout)")
 
     @field_validator("egress")
     @classmethod
@@ -65,8 +74,7 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{host}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
-class Price(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Price(Strict):
     prompt_per_mtok: float = Field(ge=0)
     completion_per_mtok: float = Field(ge=0)
 
@@ -89,25 +97,15 @@ class ApiAgentConfig(_Config):
     system_prompt: str | None = None
 
 
-AgentConfig = Annotated[Union[CommandAgentConfig, ApiAgentConfig], Field(discriminator="kind")]
+AgentConfig = Annotated[CommandAgentConfig | ApiAgentConfig, Field(discriminator="kind")]
 _ADAPTER = TypeAdapter(AgentConfig)
 
 
 def load_agent_config(path) -> CommandAgentConfig | ApiAgentConfig:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SweserveError(f"{path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        raise SweserveError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = read_data(path, "YAML", "agent config")
     if not isinstance(data, dict):
         raise SweserveError(f"{path}: an agent config must be a mapping")
-    try:
-        return _ADAPTER.validate_python(data)
-    except ValidationError as exc:
-        raise SweserveError(describe_validation_error(str(path), exc)) from None
+    return validate_as(_ADAPTER, data, path)
 
 
 def find_agent_config(spec: str, search: ConfigSearch):

@@ -5,7 +5,8 @@ pseudo-terminal this process holds (`terminal.TerminalRecorder`), which keeps ev
 and the end of what was shown; nothing done in the sandbox can change or stop it. The second is the shell's
 timestamped history, which lives in the sandbox where the candidate can rewrite it, so the host copies it
 every second (`HistoryKeeper`): it keeps every command ever seen there, and a history that shrank, vanished
-or was rewritten flags the run `transcript_tampered`.
+or was rewritten flags the run `transcript_tampered`; one holding commands nobody typed (`untyped_history`)
+flags it `history_disagrees`. Reviews show the host's record, and the history only beside such a flag.
 """
 
 from __future__ import annotations
@@ -95,8 +96,21 @@ class HistoryKeeper:
         return transcript, ["transcript_tampered"] if self.tampered else []
 
 
+UNTYPED_MAX = 200  # history entries listed as never typed (a flood of forged ones is cut)
+
+
+def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[str]:
+    """The shell history's commands that no typed line matches: written into the history by something other
+    than the keyboard (or finished by completion or history recall). The host's record is the transcript;
+    these only say where the sandbox's copy disagrees with it."""
+    lines = {line.strip() for line in typed}
+    seen = dict.fromkeys(cmd for _, cmd in history if cmd.strip() not in lines)
+    return list(seen)[:UNTYPED_MAX]
+
+
 class HumanAgent(TaskImageAgent):
-    """The engineer types in the sandbox through `docker exec`; the time limit kills the shell."""
+    """The engineer types in the sandbox through `docker exec`; the time limit kills the shell, and the host
+    kills the sandbox a few seconds later if the shell outlived it (its `timeout` stopped from inside)."""
 
     def __init__(self, candidate: str, time_limit: int, console: Console):
         self.candidate = candidate
@@ -123,13 +137,19 @@ class HumanAgent(TaskImageAgent):
         keeper = HistoryKeeper(box).start()
         try:
             sys.stdout.flush()
-            code = terminal.run(box.interactive_argv(shell, tty=True))  # the recorder's side is a terminal
+            # the shell's own `timeout` is a process the candidate can stop: the host's clock kills the sandbox
+            with box.deadline(limit) as clock:
+                code = terminal.run(box.interactive_argv(shell, tty=True))  # the recorder's side is a terminal
         finally:
             transcript, flags = keeper.finish()
         record = terminal.record
+        untyped = untyped_history(keeper.seen, record.commands())
+        if untyped:
+            flags.append("history_disagrees")
         used = round(time.monotonic() - t_shell, 3)
-        timed_out = code == 137 and used >= limit - 1
+        timed_out = clock.fired or (code == 137 and used >= limit - 1)
         self.console.print("grading …")
         return AgentRun(agent=self.name, candidate=self.candidate, exit_code=code, wall_s=used,
                         exit_reason="time_limit" if timed_out else "finished", transcript=transcript,
-                        keystrokes=record.keystrokes(), screen=record.screen_text(), flags=flags)
+                        keystrokes=record.keystrokes(), screen=record.screen_text(), flags=flags,
+                        untyped_history=untyped)

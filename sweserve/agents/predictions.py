@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from sweserve.agents.base import IN_BOX, TaskImageAgent
+from sweserve.agents.base import PatchError, TaskImageAgent, apply_patch
 from sweserve.environment.sandbox import Sandbox
-from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError
+from sweserve.loading import read_text, validate
 from sweserve.models import AgentRun, TaskBundle
 
 NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -37,12 +37,7 @@ def agent_name(model_name_or_path: str) -> str:
 
 
 def _records(path: Path) -> list:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweserveError(f"{path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
+    text = read_text(path, "predictions file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -68,10 +63,7 @@ def _records(path: Path) -> list:
 def load_predictions(path: Path) -> list[Prediction]:
     predictions = []
     for index, record in enumerate(_records(path), 1):
-        try:
-            predictions.append(Prediction.model_validate(record))
-        except ValidationError as exc:
-            raise SweserveError(describe_validation_error(f"{path}: prediction {index}", exc)) from None
+        predictions.append(validate(Prediction, record, f"{path}: prediction {index}"))
     if not predictions:
         raise SweserveError(f"{path}: no predictions")
     return predictions
@@ -91,13 +83,11 @@ class PredictionsAgent(TaskImageAgent):
         run = AgentRun(agent=self.name, model=self.model, exit_code=0)
         if not patch.strip():
             return run  # nothing to apply: the empty submission fails as "empty patch"
-        path = f"{IN_BOX}/prediction.patch"
-        box.put_file(path, patch.encode("utf-8"))
-        res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)}; s=$?; rm -f {shlex.quote(path)};"
-                       " exit $s", 120)
-        if res.exit_code != 0:
-            return run.model_copy(update={"exit_code": res.exit_code, "exit_reason": "patch_failed",
-                                          "log_tail": res.tail(2000)})
+        try:
+            apply_patch(box, patch, "prediction")
+        except PatchError as exc:
+            return run.model_copy(update={"exit_code": exc.exit_code, "exit_reason": "patch_failed",
+                                          "log_tail": str(exc)})
         return run
 
 

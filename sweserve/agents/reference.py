@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
-
-from sweserve.agents.base import IN_BOX, TaskImageAgent
+from sweserve.agents.base import PatchError, TaskImageAgent, apply_patch
 from sweserve.environment.sandbox import Sandbox
 from sweserve.models import AgentRun, TaskBundle
 
@@ -18,12 +16,11 @@ class OracleAgent(TaskImageAgent):
         return "oracle"
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
-        path = f"{IN_BOX}/oracle.patch"
-        box.put_file(path, bundle.oracle_patch.encode("utf-8"))
-        res = box.exec(f"git apply --binary --whitespace=nowarn {shlex.quote(path)} && rm -f {shlex.quote(path)}", 120)
-        if res.exit_code != 0:
-            return AgentRun(agent=self.name, exit_code=res.exit_code, exit_reason="error",
-                            error=f"oracle.patch does not apply: {res.tail(300).strip()}")
+        try:
+            apply_patch(box, bundle.oracle_patch, "oracle")
+        except PatchError as exc:
+            return AgentRun(agent=self.name, exit_code=exc.exit_code, exit_reason="error",
+                            error=f"oracle.patch does not apply: {str(exc)[-300:].strip()}")
         return AgentRun(agent=self.name, exit_code=0)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from sweserve.agents.base import Agent
-from sweserve.agents.config import ApiAgentConfig, find_agent_config, load_agent_config
+from sweserve.agents.config import AGENT_NAME, AGENT_NAME_RULE, ApiAgentConfig, find_agent_config, load_agent_config
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.config_search import ConfigSearch
 from sweserve.errors import SweserveError
@@ -13,10 +13,19 @@ from sweserve.errors import SweserveError
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
+def checked_name(name: str, option: str = "--agent-name") -> str:
+    """An agent name given on the command line, or one clear SweserveError (never a pydantic traceback)."""
+    if not re.match(AGENT_NAME, name):
+        raise SweserveError(f"{option} {name!r}: an agent name is {AGENT_NAME_RULE}")
+    return name
+
+
 def make_agent(spec: str, name: str | None = None, search: ConfigSearch | None = None) -> Agent:
     from sweserve.agents.api import ApiAgent
     from sweserve.agents.command import CommandAgent
 
+    if name is not None:
+        checked_name(name)
     search = search or ConfigSearch.for_project()
     if spec == "oracle":
         return OracleAgent()

@@ -61,7 +61,9 @@ class TerminalRecord:
 
     def keystrokes(self) -> str:
         """What was typed, one line per Enter, each with its time: control keys spelled out (^C, <ESC>...)."""
-        lines, line, start = [], [], None
+        lines: list[str] = []
+        line: list[str] = []
+        start: float | None = None
         for at, data in self.keys:
             for ch in data.decode("utf-8", "replace"):
                 if start is None:
@@ -76,6 +78,39 @@ class TerminalRecord:
         if self.keys_dropped:
             lines.append(f"[… {self.keys_dropped} more bytes typed or pasted, not kept]")
         return "\n".join(lines)
+
+    def commands(self) -> list[str]:
+        """Each line as typed, with the line editor's simple edits applied (backspace, ^U, ^W) and other control
+        keys and escape sequences left out: the command a shell ran, unless completion or history recall (Tab,
+        arrows, ^R) changed it."""
+        lines: list[str] = []
+        line: list[str] = []
+        escape = ""  # "" outside an escape sequence, else what it began with
+        for _, data in self.keys:
+            for ch in data.decode("utf-8", "replace"):
+                if escape:
+                    if escape == "\x1b":
+                        escape = ch if ch in "[O" else ""
+                    elif escape == "O" or "@" <= ch <= "~":
+                        escape = ""
+                    continue
+                if ch == "\x1b":
+                    escape = ch
+                elif ch in "\r\n":
+                    lines.append("".join(line))
+                    line = []
+                elif ch in "\x7f\x08":
+                    del line[-1:]
+                elif ch == "\x15":  # ^U: the line so far
+                    line = []
+                elif ch == "\x17":  # ^W: the word before the cursor
+                    text = "".join(line).rstrip()
+                    line = list(text[:text.rfind(" ") + 1])
+                elif ch == "\t" or ch.isprintable():
+                    line.append(ch)
+        if line:
+            lines.append("".join(line))
+        return lines
 
     def screen_text(self) -> str:
         """The end of what was shown, as plain text (control sequences removed; see `plain_text`)."""

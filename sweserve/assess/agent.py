@@ -18,7 +18,6 @@ from sweserve.agents.base import INSTRUCTION_PATH, TaskImageAgent
 from sweserve.agents.human import HISTORY, RCFILE, rcfile
 from sweserve.assess.recorder import BrowserTerminal, commands_from_cast, read_cast
 from sweserve.environment.sandbox import Sandbox
-from sweserve.errors import InfraError
 from sweserve.models import AgentRun, TaskBundle
 
 CAST_FILE = "terminal.cast"
@@ -48,15 +47,6 @@ class Seat:
 
     def left_s(self) -> int | None:
         return None if self.deadline is None else max(0, int(self.deadline - time.time()))
-
-
-def stop_everything(box: Sandbox) -> None:
-    """Kill every process in the sandbox but its init, so a background job cannot change the tree once the
-    session is over (the submission is copied out after this). A sandbox that is gone is left to the trial."""
-    try:
-        box.exec("kill -KILL -1 2>/dev/null; true", timeout=30, workdir="/")
-    except InfraError:
-        pass
 
 
 class BrowserAgent(TaskImageAgent):
@@ -94,7 +84,9 @@ class BrowserAgent(TaskImageAgent):
                     break
         finally:
             self.seat.leave()
-            stop_everything(box)  # first: nothing the candidate left running writes after the deadline
+            # first, from the host (`docker kill`): nothing the candidate left running, stopped, frozen or hidden in
+            # a namespace of its own writes after the deadline; the tree is still copied out for grading
+            box.kill()
             code = term.stop()
         used = round(time.monotonic() - t0, 3)
         # the transcript ("<epoch>\t<command>", as `session`'s) is the commands typed, from the host's cast: the

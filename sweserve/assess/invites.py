@@ -15,9 +15,10 @@ import secrets
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from sweserve.models import now
+from sweserve.loading import load_model
+from sweserve.models import Strict, now
 
 
 class Refused(Exception):
@@ -30,9 +31,7 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
-class Invite(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Invite(Strict):
     invite_id: str
     candidate: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
     pack: str = Field(description="the pack file's path")
@@ -43,7 +42,7 @@ class Invite(BaseModel):
     used_at: datetime | None = None
 
 
-class InviteBook(BaseModel):
+class InviteBook(Strict):
     invites: list[Invite] = Field(default_factory=list)
 
 
@@ -60,7 +59,7 @@ class InviteStore:
     def _read(self) -> InviteBook:
         if not self.path.exists():
             return InviteBook()
-        return InviteBook.model_validate_json(self.path.read_text())
+        return load_model(self.path, InviteBook, what="invites file")
 
     def _write(self, book: InviteBook) -> None:
         tmp = self.path.with_name(f".{self.path.name}.tmp")

@@ -12,18 +12,14 @@ import math
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from sweserve.errors import SweserveError, describe_validation_error
-from sweserve.models import Family, Task, TaskBundle
+from sweserve.errors import SweserveError
+from sweserve.loading import load_model
+from sweserve.models import Family, Strict, TaskBundle
 
 DEFAULT_BUDGET_S = 30 * 60  # an uncalibrated task
 MIN_BUDGET_S, MAX_BUDGET_S = 10 * 60, 120 * 60
-
-
-def is_ready(task: Task) -> bool:
-    """Whether a task may be put in front of a candidate (the one switch for the coming recorded `ready` state)."""
-    return task.validated
 
 
 def task_budget_s(difficulty: float | None) -> int:
@@ -35,9 +31,7 @@ def task_budget_s(difficulty: float | None) -> int:
     return int(min(MAX_BUDGET_S, max(MIN_BUDGET_S, round(seconds / 300) * 300)))
 
 
-class PackTask(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PackTask(Strict):
     task_id: str
     content_hash: str = Field(pattern=r"^[0-9a-f]{16}$")
     family: Family
@@ -45,9 +39,7 @@ class PackTask(BaseModel):
     difficulty: float | None = None
 
 
-class Pack(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Pack(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     version: str = Field(pattern=r"^[0-9a-f]{16}$", description="hash of the tasks' ids and content hashes")
     tasks: list[PackTask] = Field(min_length=1)
@@ -72,7 +64,7 @@ def choose_pack(name: str, bundles: list[TaskBundle], n: int, total_s: int, fami
     pool: dict[str, list[TaskBundle]] = {}
     for b in sorted(bundles, key=lambda b: (difficulty.get(b.task.task_id, 0.0), b.task.task_id)):
         t = b.task
-        if not is_ready(t) or (families and t.family not in families):
+        if not t.ready or (families and t.family not in families):
             continue
         d = difficulty.get(t.task_id, 0.0)
         if band and not band[0] <= d <= band[1]:
@@ -105,16 +97,7 @@ def save_pack(path: Path, pack: Pack) -> None:
 
 
 def load_pack(path: Path) -> Pack:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise SweserveError(f"{path}: no such pack file") from None
-    except (yaml.YAMLError, UnicodeDecodeError, IsADirectoryError):
-        raise SweserveError(f"{path}: not a YAML pack file") from None
-    try:
-        pack = Pack.model_validate(data)
-    except ValidationError as exc:
-        raise SweserveError(describe_validation_error(str(path), exc)) from None
+    pack = load_model(path, Pack, "YAML", "pack file")
     if pack.version != pack_version(pack.tasks):
         raise SweserveError(f"{path}: version {pack.version} does not match its tasks (edited by hand?)")
     return pack

@@ -19,6 +19,7 @@ writes them to files, so a candidate reaches nothing of other candidates through
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import html
@@ -40,6 +41,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
 from sweserve.assess.invites import Invite, InviteStore, Refused
 from sweserve.assess.packs import Pack, check_pack, load_pack
+from sweserve.environment.host import new_run_id
 from sweserve.errors import SweserveError
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import run_evaluation
@@ -90,9 +92,13 @@ class Assessment:
                 attempt = 1 + max((r.attempt for r in read_results(self.results_path)
                                    if r.task_id == bundle.task.task_id and r.agent == f"human-{self.seat.candidate}"),
                                   default=0)
+                # each task is a run of its own (its manifest names that task), under a run id of its own: the
+                # candidates of a pack share a runs folder, and a run id another candidate holds would make
+                # `run_evaluation` choose a new one on the context other candidates' trials are using
+                task_ctx = dataclasses.replace(ctx, results_run_id=new_run_id())
                 agent = BrowserAgent(self.seat.candidate, self.seat, item.time_budget_s,
-                                     functools.partial(self._cast, ctx, attempt=attempt))
-                results = run_evaluation(ctx, [bundle], agent, self.results_path, attempts=attempt,
+                                     functools.partial(self._cast, task_ctx, attempt=attempt))
+                results = run_evaluation(task_ctx, [bundle], agent, self.results_path, attempts=attempt,
                                          first_attempt=attempt, force=True)
                 self.results += results
             self.status = "done"

@@ -55,9 +55,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class PlainLogHandler(logging.Handler):
+    """Log lines for files and CI: the message alone, unpadded, with escape sequences and control characters
+    removed (Docker's build output carries colour codes)."""
+
+    def __init__(self, console: Console):
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from sweserve.agents.terminal import plain_text
+
+        try:
+            text = plain_text(self.format(record)).rstrip()
+            out = self.console.file
+            out.write(text + "\n")
+            out.flush()
+        except Exception:  # noqa: BLE001 - logging must never take the command down
+            self.handleError(record)
+
+
 def setup_logging(err: Console) -> None:
-    """sweserve's modules log through `logging`; the CLI shows INFO and up on stderr through rich."""
-    handler = RichHandler(console=err, show_path=False, show_level=False, markup=False, rich_tracebacks=False)
+    """sweserve's modules log through `logging`; the CLI shows INFO and up on stderr: through rich on a
+    terminal, as plain lines elsewhere (rich's handler pads every line to the console's width)."""
+    handler: logging.Handler
+    if err.is_terminal:
+        handler = RichHandler(console=err, show_path=False, show_level=False, markup=False, rich_tracebacks=False)
+    else:
+        handler = PlainLogHandler(err)
     handler.setFormatter(logging.Formatter("%(message)s"))
     root = logging.getLogger("sweserve")
     root.handlers[:] = [handler]

@@ -22,6 +22,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from sweserve import heartbeat
+
 WIDE = 1000  # columns when not writing to a terminal: nothing is cut, long cells stay on one line
 
 
@@ -33,19 +35,6 @@ def make_console(stderr: bool = False, file=None) -> Console:
     return console
 
 
-def elapsed(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}"
-
-
-def heartbeat_interval() -> float:
-    try:
-        return max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
-    except ValueError:
-        return 30.0
-
-
 class LineProgress:
     """rich.progress.Progress's subset the commands use, printed as lines (for consoles that are not terminals).
 
@@ -55,26 +44,24 @@ class LineProgress:
 
     def __init__(self, console: Console, interval: float | None = None, clock=time.monotonic):
         self.console = console
-        self.interval = heartbeat_interval() if interval is None else interval
+        self.interval = heartbeat.interval_s() if interval is None else interval
         self.clock = clock
         self._tasks: dict[int, dict] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat: heartbeat.Heartbeat | None = None
 
     def __enter__(self) -> "LineProgress":
-        self._thread = threading.Thread(target=self._beat_loop, name="sweserve-heartbeat", daemon=True)
-        self._thread.start()
+        self._heartbeat = heartbeat.Heartbeat(self.beat, self.interval)
+        self._heartbeat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
+        if self._heartbeat:
+            self._heartbeat.__exit__(*exc)
 
     def _line(self, t: dict, note: str = "") -> None:
         done = f" ({t['completed']}/{t['total']})" if t["total"] is not None else ""
-        self.console.print(f"[{elapsed(self.clock() - t['start'])}] {t['description']}{done}{note}",
+        self.console.print(f"[{heartbeat.clock(self.clock() - t['start'])}] {t['description']}{done}{note}",
                            markup=False, highlight=False, soft_wrap=True)
 
     def add_task(self, description: str, total: float | None = None, **_) -> int:
@@ -114,10 +101,6 @@ class LineProgress:
                 if t["total"] is None or t["completed"] < t["total"]:
                     self._line(t, " … still running")
 
-    def _beat_loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.beat()
-
 
 def progress_bar(console: Console):
     """A live bar on a terminal; step and heartbeat lines elsewhere."""
@@ -140,13 +123,13 @@ def make_project(args):
     return project
 
 
-def make_context(args, console: Console):
+def make_context(args, console: Console, run_id: str | None = None):
     """The command's Context; the command owns it: `with make_context(args, console) as ctx:`."""
     from sweserve.environment.host import HostSpec, new_run_id, open_host
     from sweserve.evaluation.context import Context
 
     project = make_project(args)  # bad input (a profile, a task) is said before Docker is asked anything
-    host = open_host(HostSpec(run_id=new_run_id(), ca_bundle=args.ca_bundle, registry=getattr(args, "registry", None)))
+    host = open_host(HostSpec(run_id=run_id or new_run_id(), ca_bundle=args.ca_bundle, registry=getattr(args, "registry", None)))
     return Context(host, project)
 
 
@@ -189,3 +172,45 @@ def make_executor(args, ctx):
 
 def default_output(agent_name: str) -> Path:
     return Path("results") / f"{agent_name}.jsonl"
+
+
+def add_unready_arg(parser, what: str) -> None:
+    parser.add_argument("--include-unready", action="store_true",
+                        help=f"also {what} tasks that are not ready (not valid, lint findings, family not settled, "
+                             "a signal check fired; see `sweserve tasks funnel`)")
+
+
+def ready_only(bundles: list, include_unready: bool, console: Console, what: str, state_dir: str | None = None) -> list:
+    """The ready tasks of a selection (all of them with include_unready), and one line naming the rest.
+
+    Ready means recorded ready (`readiness` in task.json) and still ready when assessed now against the
+    profile's thresholds: a stale record never lets a task through."""
+    if include_unready:
+        return bundles
+    from sweserve.dataset.readiness import assess
+    from sweserve.errors import SweserveError
+
+    def why_not(task) -> str | None:
+        if not task.ready:
+            if task.readiness and task.readiness.reasons:
+                return task.readiness.reasons[0].detail
+            return "not validated" if not task.validated else ("readiness never assessed (sweserve validate, or "
+                                                               "sweserve tasks funnel --write)")
+        now = assess(task)
+        if not now.ready:
+            return f"{now.reasons[0].detail} (assessed now; `sweserve tasks funnel --write` records it)"
+        return None
+
+    ready: list = []
+    left: list = []
+    for b in bundles:
+        why = why_not(b.task)
+        (left if why else ready).append((b, why))
+    if left:
+        (first, why) = left[0]
+        console.print(f"left out {len(left)} tasks not ready (e.g. {first.task.task_id}: {why}); "
+                      f"--include-unready {what}s them too", markup=False, highlight=False, soft_wrap=True)
+    if bundles and not ready:
+        raise SweserveError(f"no ready task to {what} among the {len(bundles)} selected (--include-unready takes "
+                            "the others; `sweserve tasks funnel` says why each is not ready)")
+    return [b for b, _ in ready]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -12,16 +13,27 @@ from sweserve.errors import SweserveError
 def register(sub, common) -> None:
     e = sub.add_parser("export", parents=[common],
                        help="write tasks as a SWE-bench dataset (JSONL + Parquet) or as Harbor task folders")
-    e.add_argument("task_ids", nargs="*", help="tasks to export (default: all validated ones)")
+    e.add_argument("task_ids", nargs="*", help="tasks to export (default: all ready ones)")
     e.add_argument("--format", required=True, choices=["swebench", "harbor"])
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--split", default="test", help="swebench: split name, the files' stem (default: test)")
     e.add_argument("--include-unvalidated", action="store_true",
                    help="also export tasks without a valid validation record")
+    e.add_argument("--include-unready", action="store_true",
+                   help="also export valid tasks that are not ready (see `sweserve tasks funnel`)")
     e.add_argument("--build-images", action="store_true",
                    help="swebench: also build the task images the `image` column names (harbor always does)")
     e.add_argument("--repo-path", default=None, help="clone to build task images from")
     e.set_defaults(func=run)
+
+
+def _profiles(bundles, args) -> dict:
+    """Each task's profile by name, as mine and validate find it (the exported verifier reads its test paths)."""
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.profiles import load_profile
+
+    search = ConfigSearch.for_project(args.state_dir)
+    return {name: load_profile(name, search) for name in {b.task.profile for b in bundles}}
 
 
 def _image_tags(bundles, args) -> dict[str, str]:
@@ -39,6 +51,10 @@ def _image_tags(bundles, args) -> dict[str, str]:
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import select
 
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", args.split):  # the files' stem: no '/', not empty
+        raise SweserveError(f"--split {args.split!r}: a split name is letters, digits, '_', '.' and '-'")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SweserveError(f"--out {args.out}: not a folder")
     bundles = select(Path(args.tasks), args.task_ids)
     skipped = [b.task.task_id for b in bundles if not b.task.validated]
     if not args.include_unvalidated:
@@ -46,13 +62,25 @@ def run(args, console: Console) -> int:
     if not bundles:
         raise SweserveError(f"no validated tasks to export in {args.tasks} (run `sweserve validate` first, "
                             "or pass --include-unvalidated)")
+    if not (args.include_unready or args.include_unvalidated):
+        from sweserve.cli.common import ready_only
+
+        bundles = ready_only(bundles, False, console, "export", args.state_dir)
     out = Path(args.out)
     if args.format == "swebench":
         from sweserve.dataset.export_swebench import export_swebench
 
         tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
-        paths = export_swebench(bundles, out, tags, split=args.split)
-        console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True)
+        paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split)
+        console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
+                      markup=False)
+        if args.build_images:
+            console.print(f"the {len(set(tags.values()))} images the `image` column names are built and present "
+                          "in this Docker daemon", soft_wrap=True, markup=False)
+        else:
+            console.print("warning: the `image` column names task images that no registry holds: build them on "
+                          "the machine that runs swebench (else swebench tries to pull them from Docker Hub) with: "
+                          + _build_command(args), soft_wrap=True, markup=False, highlight=False)
     else:
         _export_harbor(bundles, out, args, console)
     if skipped and not args.include_unvalidated:
@@ -60,11 +88,32 @@ def run(args, console: Console) -> int:
     return 0
 
 
+def _build_command(args) -> str:
+    """The same export with --build-images, as a shell command line."""
+    import shlex
+
+    argv = ["sweserve", "export", "--format", "swebench", "--out", args.out, "--build-images"]
+    for flag, value, default in (("--tasks", args.tasks, "tasks"), ("--state-dir", args.state_dir, ".sweserve"),
+                                 ("--split", args.split, "test"), ("--repo-path", args.repo_path, None),
+                                 ("--ca-bundle", args.ca_bundle, None)):
+        if value is not None and value != default:
+            argv += [flag, str(value)]
+    if args.include_unvalidated:
+        argv.append("--include-unvalidated")
+    return shlex.join(argv + list(args.task_ids))
+
+
 def _build_images(bundles, args, console: Console) -> dict[str, str]:
     from sweserve.cli.common import make_context
+    from sweserve.errors import InfraError
 
     with make_context(args, console) as ctx:
-        return {b.task.task_id: ctx.host.builder.checked_out(ctx.task_image(b)) for b in bundles}
+        tags = {b.task.task_id: ctx.host.builder.checked_out(ctx.task_image(b)) for b in bundles}
+        missing = sorted({t for t in tags.values() if not ctx.host.has_image(t)})
+        if missing:  # what the dataset names must be here, or swebench goes to Docker Hub for it
+            raise InfraError("image_build", f"{len(missing)} images the export names are not in the Docker daemon "
+                             f"after building: {', '.join(missing)}")
+        return tags
 
 
 def _export_harbor(bundles, out: Path, args, console: Console) -> None:

@@ -58,8 +58,12 @@ def run(args, console: Console) -> int:
     with console.status("scanning history …") as status:
         report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit, clusters=clusters,
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
-                      statements=statements)
+                      statements=statements, lock_cache=Path(args.state_dir) / "locks")
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
+    from sweserve.dataset.funnel import save_mine_record
+
+    save_mine_record(tasks_dir, profile.repo, report.candidates,
+                     report.written + report.existing + report.updated + report.replaced, report.rejected)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0
@@ -67,6 +71,11 @@ def run(args, console: Console) -> int:
                   f"wrote {len(report.written)} tasks, {len(report.existing)} already present, "
                   f"{len(report.updated) + len(report.replaced)} updated, "
                   f"rejected {sum(len(v) for v in report.rejected.values())} in {report.duration_s:.2f}s")
+    if report.locks is not None:
+        ls = report.locks
+        console.print(f"locks: {ls.shared} tasks on their epoch's shared lock, {ls.own} on their own; "
+                      f"{ls.resolved} resolved, {ls.cached} from the cache, {ls.fallback} fell back to the epoch's "
+                      f"cutoff, {ls.unpinned} unpinned, in {ls.duration_s:.1f}s")
     if report.statement_sources:
         console.print("statements from: " + ", ".join(f"{k} {v}" for k, v in sorted(report.statement_sources.items())))
     for note in report.notes:
@@ -78,6 +87,9 @@ def run(args, console: Console) -> int:
         for reason, prs in sorted(report.rejected.items()):
             table.add_row(escape(str(reason)), str(len(prs)), escape("; ".join(prs[:3])))
         console.print(table)
+    from sweserve.cli.tasks import funnel_of, print_funnel
+
+    print_funnel(funnel_of(tasks_dir, args.state_dir), console, details=False)
     return 0
 
 

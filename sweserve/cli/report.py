@@ -24,6 +24,9 @@ def register(sub, common) -> None:
                      help="grade again, without Docker, from each trial's saved outcomes against the tasks in "
                           "--tasks (default ./tasks) as they are now")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    rep.add_argument("--include-unready", action="store_true",
+                     help="also count results of tasks that were not ready when run, and (with --tasks) tasks "
+                          "that are not ready now")
     rep.add_argument("--html", default=None, metavar="FILE",
                      help="also write a self-contained HTML page, with reviewer pages in FILE's folder/reviews/")
     rep.add_argument("--difficulty", action="store_true",
@@ -40,7 +43,16 @@ def run(args, console: Console) -> int:
     for path in paths:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
-    results = [r for path in paths for r in read_results(path)]
+    per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
+    results = [r for path in paths for r in per_file[path]]
+    if args.regrade:
+        results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
+    if not args.include_unready:
+        unready = {r.task_id for r in results if r.task_ready is False}
+        results = [r for r in results if r.task_ready is not False]
+        if unready and not args.json:
+            console.print(f"left out the results of {len(unready)} tasks run while not ready "
+                          "(--include-unready counts them)", markup=False)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
 
@@ -50,16 +62,16 @@ def run(args, console: Console) -> int:
         else:
             render_difficulty(cal, console)
         return 0
-    if args.regrade:
-        results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     selected: dict[str, Selection] = {}
-    for path in paths:
-        for agent, sel in read_manifests(runs_root(path)).items():
+    for path in paths:  # each file's own runs: other results files in its folder are not reported
+        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
+        for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 
-        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))})
+        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))
+                                 if args.include_unready or b.task.ready})
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
     reports = build_reports(results, selected)
@@ -73,6 +85,18 @@ def run(args, console: Console) -> int:
             console.print("no results yet")
         render(reports, console)
     return 0
+
+
+def _with_trial_folders(path: Path, results):
+    """Each result's trial folder found beside its results file (a run records it relative to where it ran),
+    so reviewer pages find the agent's steps whatever the current folder."""
+    from sweserve.evaluation.trial_folder import TrialFolder
+
+    for r in results:
+        folder = TrialFolder.for_trial(path, r.run_id, r.agent, r.task_id, r.attempt).path
+        if folder.is_dir():
+            r.trial_dir = str(folder)
+    return results
 
 
 def _regraded(paths: list[Path], tasks_dir: Path, console: Console, quiet: bool):
@@ -109,7 +133,7 @@ def _write_html(reports, results, paths: list[Path], args) -> Path:
         "results files": ", ".join(str(p) for p in paths),
         "tasks folder": f"{tasks_dir} ({len(bundles)} of {len(wanted)} tasks found; reviewer pages for those)",
         "records": str(len(results)),
-        "first started": min((r.started_at for r in results), default=None).isoformat() if results else "—",
-        "last finished": max((r.finished_at for r in results), default=None).isoformat() if results else "—",
+        "first started": min(r.started_at for r in results).isoformat() if results else "—",
+        "last finished": max(r.finished_at for r in results).isoformat() if results else "—",
     }
     return write_html_report(reports, results, bundles, Path(args.html), config)

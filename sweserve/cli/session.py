@@ -31,7 +31,7 @@ def run(args, console: Console) -> int:
     task = bundle.task
     if not args.candidate.replace("-", "").replace("_", "").isalnum():
         raise SweserveError("--candidate may hold letters, digits, '-' and '_' only")
-    limit = args.time_limit or task.resources.timeout_s
+    limit = task.resources.timeout_s if args.time_limit is None else args.time_limit
     if limit < 1:
         raise SweserveError("--time-limit must be at least 1 second")
     agent = HumanAgent(args.candidate, limit, console)

@@ -26,7 +26,43 @@ def register(sub, common) -> None:
     tl.add_argument("--write", action="store_true", help="write the 'New interfaces' section into instruction.md "
                     "and the quality record and family into task.json")
     tl.add_argument("--json", action="store_true", help="print the reports as JSON")
+    tf = tsub.add_parser("funnel", parents=[common], help="candidates -> tasks -> valid -> ready, every drop "
+                         "counted by reason")
+    tf.add_argument("--json", action="store_true", help="print the funnel as JSON")
+    tf.add_argument("--write", action="store_true", help="record each valid task's readiness, as assessed now, "
+                    "in its task.json")
     t.set_defaults(func=run)
+
+
+def funnel_of(tasks_dir: Path, state_dir: str, write: bool = False):
+    """The funnel of a tasks folder, with each task's profile found as mine and validate find it."""
+    from sweserve.dataset.funnel import compute
+
+    return compute(tasks_dir, write=write)
+
+
+def print_funnel(funnel, console: Console, details: bool = True) -> None:
+    table = Table(title="funnel")
+    for name in ("stage", "count", "dropped", "by reason"):
+        table.add_column(name, no_wrap=name != "by reason", overflow="fold")
+    for stage in funnel.stages:
+        table.add_row(stage.stage, str(stage.count), str(sum(stage.dropped.values())) if stage.dropped else "",
+                      escape(", ".join(f"{k} {v}" for k, v in stage.dropped.items())))
+    console.print(table)
+    if details:
+        for task_id, why in sorted(funnel.not_ready.items()):
+            console.print(f"not ready {task_id}: " + "; ".join(why), markup=False, highlight=False, soft_wrap=True)
+    for note in funnel.notes:
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def funnel(args, console: Console) -> int:
+    result = funnel_of(Path(args.tasks), args.state_dir, write=args.write)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print_funnel(result, console)
+    return 0
 
 
 def clone_of(args, repo: str) -> Path:
@@ -38,10 +74,10 @@ def clone_of(args, repo: str) -> Path:
         if not path.exists():
             raise SweserveError(f"--repo-path {path}: no such folder")
         return path
-    path = known_clone(Path(args.state_dir), repo)
-    if path is None:
+    known = known_clone(Path(args.state_dir), repo)
+    if known is None:
         raise SweserveError(f"no clone of {repo} recorded in {args.state_dir}: pass --repo-path")
-    return path
+    return known
 
 
 def lint(args, console: Console) -> int:
@@ -58,11 +94,13 @@ def lint(args, console: Console) -> int:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
     else:
         table = Table(title=f"lint {tasks_dir}")
-        for name in ("task", "family", "conf", "statement", "names", "leaks", "unfair", "result"):
+        for name in ("task", "family", "scores", "statement", "names", "leaks", "unfair", "result"):
             table.add_column(name, no_wrap=name in ("task", "result"))
         for r in reports:
             q = r.quality
-            table.add_row(r.task_id, r.family, f"{r.family_confidence:.0%}", f"{q.statement_chars} {q.statement_source}",
+            scores = " ".join(f"{f.split('-')[0][:5]} {v:.2f}" for f, v in list(r.family_scores.items())[:2])
+            family = r.family + ("" if r.family_confident else " ?")  # ?: not confident, see the notes
+            table.add_row(r.task_id, family, scores, f"{q.statement_chars} {q.statement_source}",
                           str(len(q.interface)), str(len(q.leaks)), str(len(q.unfair)),
                           "[green]ok[/]" if r.passed else "[red]FAIL[/]")
         console.print(table)
@@ -79,34 +117,63 @@ def run(args, console: Console) -> int:
 
     if args.tasks_cmd == "lint":
         return lint(args, console)
+    if args.tasks_cmd == "funnel":
+        return funnel(args, console)
     tasks_dir = Path(args.tasks)
     if args.tasks_cmd == "show":
         bundle = select(tasks_dir, [args.task_id])[0]
         if args.json:
             print(bundle.task.model_dump_json(indent=2))
             return 0
-        console.print_json(bundle.task.model_dump_json(exclude={"validation", "quality"}))
+        console.print_json(bundle.task.model_dump_json(exclude={"validation", "quality", "readiness"}))
+        console.rule("readiness")
+        console.print(readiness_lines(bundle.task), markup=False, highlight=False, soft_wrap=True)
         console.rule("quality")
         console.print(quality_lines(bundle.task), markup=False, highlight=False)
         console.rule("instruction")
         console.print(bundle.instruction, markup=False, highlight=False)
         return 0
     table = Table(title=escape(str(tasks_dir)))
-    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint"):
+    for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint", "ready"):
         table.add_column(name, no_wrap=True)
     rows = []
     for d in task_dirs(tasks_dir):
         task = load_bundle(d).task
         state = task.validation.status if task.validation else "no"
-        rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"}) | {"validated": state})
+        rows.append(task.model_dump(mode="json", include={"task_id", "family", "pr_number"})
+                    | {"validated": state, "ready": task.ready})
         lint_state = "-" if task.quality is None else "ok" if task.quality.passed else "FAIL"
+        ready = "-" if task.readiness is None else "yes" if task.ready else "no"
         table.add_row(escape(task.task_id), task.family, str(task.pr_number), state, str(len(task.FAIL_TO_PASS)),
-                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus), lint_state)
+                      str(len(task.PASS_TO_PASS)), str(task.resources.gpus), lint_state, ready)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         console.print(table)
     return 0
+
+
+def readiness_lines(task) -> str:
+    """Ready or not and why, the signal checks, and where validation's test logs are."""
+    lines = []
+    r = task.readiness
+    if r is None:
+        lines.append("ready: not assessed (sweserve validate, or sweserve tasks funnel --write)")
+    else:
+        lines.append("ready: yes" if task.ready else "ready: no")
+        lines += [f"  {reason.key}: {reason.detail}" for reason in r.reasons]
+        lines.append(f"family read from: {r.family_from or '-'}")
+    v = task.validation
+    if v is not None:
+        lines.append(f"validation: {v.status}" + (f" ({v.reason})" if v.reason else ""))
+        for check in v.signals or []:
+            state = "FIRED" if check.fired else "passed" if check.ran else "not run"
+            lines.append(f"  signal {check.name}: {state}" + (f": {check.detail}" if check.detail else ""))
+        lines.append(f"validation logs: {v.logs}" if v.logs else "validation logs: none kept")
+    if task.unreadable:
+        lines.append(f"built without {len(task.unreadable)} file(s) git cannot read in the clone: "
+                     + ", ".join(task.unreadable[:5]))
+    return "\n".join(lines)
 
 
 def quality_lines(task) -> str:

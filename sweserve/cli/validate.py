@@ -48,21 +48,26 @@ def run(args, console: Console) -> int:
                 if not args.no_record and outcome.status != "error":  # the interface needs FAIL_TO_PASS: now
                     lint_after_validation(ctx, tasks_dir, repos[outcome.task_id], outcome, args.reject_lint, console)
                 outcomes.append(outcome)
-                progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}")
-                progress.advance(bar)
+                # one update: the line that names the task counts it (it was printed before the advance)
+                progress.update(bar, description=f"validated {outcome.task_id}: {outcome.status}", advance=1)
     outcomes.sort(key=lambda o: o.task_id)
     table = Table(title="validation")
     table.add_column("task", no_wrap=True)
-    for name in ("family", "status", "F2P", "P2P", "flaky"):
+    for name in ("family", "status", "F2P", "P2P", "flaky", "ready"):
         table.add_column(name, no_wrap=True)
     table.add_column("reason", overflow="fold")
     style = {"valid": "green", "rejected": "red", "skipped": "dim", "error": "yellow"}
     for o in outcomes:
         table.add_row(escape(o.task_id), o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
-                      str(o.pass_to_pass), str(len(o.flaky)), escape(o.reason or ""))
+                      str(o.pass_to_pass), str(len(o.flaky)), "-" if o.ready is None else "yes" if o.ready else "no",
+                      escape(o.reason or (f"not ready: {o.not_ready[0]}" if o.not_ready else "")))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")
+    if not args.no_record:
+        from sweserve.cli.tasks import funnel_of, print_funnel
+
+        print_funnel(funnel_of(tasks_dir, args.state_dir), console, details=False)
     return summarize(outcomes, console)
 
 
@@ -104,3 +109,11 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
     if report.rejected:
         outcome.status, outcome.reason = "rejected", f"lint: {report.task_findings[0]}"
         outcome.category = RejectionCategory.LINT
+    from sweserve.dataset.taskstore import load_task
+
+    try:
+        task = load_task(tasks_dir / outcome.task_id)
+    except SweserveError:
+        return
+    outcome.ready = task.ready if task.readiness is not None else None
+    outcome.not_ready = [r.detail for r in task.readiness.reasons] if task.readiness else []

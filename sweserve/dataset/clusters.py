@@ -15,7 +15,7 @@ members of a cluster found automatically are mined one by one instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -103,7 +103,7 @@ def group(prs: list, is_test_path: Callable[[str], bool], window_days: float,
     return clusters
 
 
-def plan(clusters: list[list], history: list[CommitInfo], explicit: list[list[int]] = ()) -> list[Unit]:
+def plan(clusters: list[list], history: list[CommitInfo], explicit: Sequence[list[int]] = ()) -> list[Unit]:
     """Units for the clusters, with the non-member commits between each cluster's first and last member."""
     position = {c.hexsha: i for i, c in enumerate(history)}  # history oldest first
     asked = [set(g) for g in explicit]

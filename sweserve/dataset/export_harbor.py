@@ -7,10 +7,11 @@ Each folder is graded the way `sweserve run` grades:
 - The agent works in that container. When it ends, a collect hook stores its diff against base_commit
   (`git add -A; git diff --cached --binary`) as the artifact /logs/artifacts/model.patch.
 - The verifier runs in a *separate*, fresh container of the same image (`environment_mode = "separate"`):
-  whatever the agent did to the environment outside its diff is gone. `tests/test.sh` drops the diff's
-  edits to test files, applies it, applies `tests.patch`, runs the hidden tests with sweserve's outcome
-  recorder, and writes 1 to /logs/verifier/reward.txt only when every FAIL_TO_PASS and PASS_TO_PASS
-  test passes (details in /logs/verifier/sweserve.json).
+  whatever the agent did to the environment outside its diff is gone. `tests/test.sh` runs sweserve's own
+  verifier there (in_image.py): the diff applied, resets, `tests.patch`, canaries, the hidden tests as an
+  unprivileged user; a root process reads their outcome stream and, after they have ended, writes 1 to
+  /logs/verifier/reward.txt only when every FAIL_TO_PASS and PASS_TO_PASS test passes and nothing was forged
+  (details in /logs/verifier/sweserve.json).
 - `solution/solve.sh` applies the oracle patch (Harbor's `oracle` agent runs it).
 
 This module writes files only; building the task image is the caller's job (see `sweserve export`).
@@ -18,33 +19,36 @@ This module writes files only; building the task image is the caller's job (see 
 
 from __future__ import annotations
 
-import json
 import shutil
-from importlib.resources import files
 from pathlib import Path
 
 import tomli_w
 
-from sweserve.dataset.in_image import HARBOR_VERIFIER, harness_sources, hidden_test_command
+from sweserve.dataset.in_image import HARNESS, VERIFY_COMMAND, harness_files
+from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.models import TaskBundle
 
 ARTIFACT_PATCH = "/logs/artifacts/model.patch"
-GRADE_PY = "sweserve_grade.py"
+VERIFIER_DIR = "/logs/verifier"
 
 TEST_SH = f"""#!/bin/bash
-# sweserve's grading of the agent's diff: writes /logs/verifier/reward.txt (1 = resolved, 0 = not).
-mkdir -p /logs/verifier
-echo 0 > /logs/verifier/reward.txt
-exec /usr/bin/python3 -I /tests/{GRADE_PY}
+# sweserve's grading of the agent's diff (sweserve_verify.py, as `sweserve run` grades): the harness goes to
+# {HARNESS}, root's alone; the verifier writes {VERIFIER_DIR}/reward.txt (1 = resolved, 0 = not) after the
+# tests' process has ended, from their outcome stream.
+mkdir -p {VERIFIER_DIR}
+echo 0 > {VERIFIER_DIR}/reward.txt
+rm -rf {HARNESS} && mkdir -p {HARNESS} && cp -r /tests/. {HARNESS}/ && rm -f {HARNESS}/test.sh
+exec {VERIFY_COMMAND}
 """
 
-SOLVE_SH = """#!/bin/bash
+SOLVE_SH = f"""#!/bin/bash
 # The oracle: the merged PR's non-test changes.
 set -euo pipefail
 cd /testbed
-git apply --binary --whitespace=nowarn /solution/oracle.patch
+{apply_command("/solution/oracle.patch")}
 """
+
 
 def task_config(bundle: TaskBundle, image_tag: str) -> dict:
     """task.toml's content (Harbor's TaskConfig schema 1.4)."""
@@ -72,23 +76,6 @@ def task_config(bundle: TaskBundle, image_tag: str) -> dict:
     }
 
 
-def grade_config(bundle: TaskBundle, profile: RepoProfile) -> dict:
-    task = bundle.task
-    return {
-        "task_id": task.task_id,
-        "base_commit": task.base_commit,
-        "FAIL_TO_PASS": task.FAIL_TO_PASS,
-        "PASS_TO_PASS": task.PASS_TO_PASS,
-        "test_files": task.test.files,
-        "test_paths": profile.test_paths,
-        "command": hidden_test_command(task, "/tests"),
-        "workdir": str(Path("/testbed") / task.test.workdir),
-        "env": task.test.env,
-        "timeout_s": task.resources.test_timeout_s,
-        "artifact_patch": ARTIFACT_PATCH,
-    }
-
-
 def _write(path: Path, text: str, executable: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -112,12 +99,9 @@ def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str,
            f"RUN [\"/usr/local/bin/sweserve-tree\", \"restore\"]\n")
     tests = dest / "tests"
     _write(tests / "test.sh", TEST_SH, executable=True)
-    _write(tests / GRADE_PY, HARBOR_VERIFIER.read_text(encoding="utf-8"))
-    _write(tests / "config.json", json.dumps(grade_config(bundle, profile), indent=2) + "\n")
-    _write(tests / "tests.patch", bundle.tests_patch)
-    _write(tests / "sweserve_patches.py", files("sweserve.dataset").joinpath("patches.py").read_text())
-    for name, source in harness_sources().items():
-        _write(tests / name, source)
+    for name, text in harness_files(bundle, profile, "harbor", ARTIFACT_PATCH, verifier_dir=VERIFIER_DIR,
+                                    private=["/tests", "/logs/artifacts"]).items():
+        _write(tests / name, text)
     _write(dest / "solution" / "solve.sh", SOLVE_SH, executable=True)
     _write(dest / "solution" / "oracle.patch", bundle.oracle_patch)
     return dest

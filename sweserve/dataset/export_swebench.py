@@ -11,22 +11,24 @@ Column mapping: `patch` is the oracle, `test_patch` the hidden tests, `problem_s
 
 The columns SWE-bench's evaluation harness (swebench >= 5) reads to grade a prediction are filled too:
 `image` (the sweserve task image with its tree checked out in the image, which must exist locally:
-`sweserve export --format swebench --build-images` builds it), `eval_script` (restore the hidden test files,
-apply test_patch, run the tests with sweserve's outcome recorder and print each outcome as pytest's `-rA`
-summary does), `log_parser` = parse_log_pytest
+`sweserve export --format swebench --build-images` builds it), `eval_script` (sweserve's own verifier, run
+inside the container: resets, test_patch, canaries, the tests as an unprivileged user, the verdict decided by
+a root process from the outcome stream and printed as pytest's `-rA` summary does), `log_parser` =
+parse_log_pytest
 and `eval_type` = pass_and_fail. So `python -m swebench.harness.run_evaluation -d DIR/test.jsonl -p
 PREDICTIONS` grades predictions against sweserve tasks with SWE-bench's own harness.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shlex
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from sweserve.dataset.in_image import PYTEST_WORDS, harness_sources, hidden_test_command, test_env
-from sweserve.dataset.patches import INTERPRETER_HOOKS, touched_paths
+from sweserve.dataset.in_image import HARNESS, VERIFY_COMMAND, harness_files
+from sweserve.dataset.profiles import RepoProfile
 from sweserve.models import TaskBundle
 
 SWEBENCH_COLUMNS = (
@@ -37,59 +39,33 @@ HARNESS_COLUMNS = ("image", "eval_script", "log_parser", "eval_type")  # what sw
 SWESERVE_COLUMNS = (
     "family", "profile", "title", "pr_number", "merge_commit", "resources", "test", "quality", "validation_status",
 )
-IN_BOX = "/tmp/sweserve"
-START, END = ">>>>> Start Test Output", ">>>>> End Test Output"  # swebench.harness.constants
+SWEBENCH_PATCH = "/tmp/patch.diff"  # where swebench's harness copies the prediction before applying it
 
 
-def _heredoc(text: str, target: str, tag: str) -> str:
-    while tag in text:
-        tag += "_"
-    body = text if text.endswith("\n") else text + "\n"
-    return f"cat > {target} <<'{tag}'\n{body}{tag}"
+def _write_file(text: str, target: str) -> str:
+    """One line that writes `text` to `target`: base64, because swebench's harness edits the eval script line by
+    line (it drops `#!/bin/bash` and `set -uxo pipefail` lines, and adds lines around its end marker)."""
+    return f"echo {base64.b64encode(text.encode('utf-8')).decode('ascii')} | base64 -d > {target}"
 
 
-def eval_script(bundle: TaskBundle) -> str:
-    """SWE-bench's eval.sh shape: run after the prediction is applied in /testbed of the task image."""
-    task = bundle.task
-    hidden = sorted(touched_paths(bundle.tests_patch))
-    quoted = " ".join(shlex.quote(p) for p in hidden)
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in test_env(task, IN_BOX, f"{IN_BOX}/outcomes.json").items())
-    printer = ("import json,sys; o=json.load(open(sys.argv[1]))['outcomes']; w=" + json.dumps(PYTEST_WORDS)
-               + "; [print(w.get(v, 'FAILED'), k) for k, v in sorted(o.items())]; sys.exit(int(sys.argv[2]))")
+def eval_script(bundle: TaskBundle, profile: RepoProfile) -> str:
+    """SWE-bench's eval.sh shape, run after the prediction is applied in /testbed of the task image: the harness
+    written to /tmp/sweserve/harness, then sweserve's verifier (see in_image.py), which prints the graded
+    outcomes between SWE-bench's markers as pytest's `-rA` summary does (all FAILED unless the run was clean)."""
+    files = harness_files(bundle, profile, "swebench", SWEBENCH_PATCH)
     lines = [
         "#!/bin/bash",
-        "set -uxo pipefail",
-        "cd /testbed",
-        "# the hidden test files as the task defines them: the prediction's edits to them are undone",
-        f"for f in {quoted}; do if git cat-file -e {task.base_commit}:\"$f\" 2>/dev/null; "
-        f"then git checkout {task.base_commit} -- \"$f\"; else rm -f \"$f\"; fi; done",
-        "# interpreter hooks the prediction added or changed (sitecustomize.py, conftest.py, ...) are undone too",
-        f"while IFS= read -r f; do case \"${{f##*/}}\" in {'|'.join(INTERPRETER_HOOKS)}) "
-        f"if git cat-file -e {task.base_commit}:\"$f\" 2>/dev/null; then git checkout {task.base_commit} -- \"$f\"; "
-        f"else rm -f \"$f\"; fi;; esac; done < <(git -c core.quotepath=off diff --name-only {task.base_commit}; "
-        "git -c core.quotepath=off ls-files --others --exclude-standard)",
-        f"mkdir -p {IN_BOX}",
-        _heredoc(bundle.tests_patch, f"{IN_BOX}/tests.patch", "SWESERVE_TESTS_PATCH"),
-        f"git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch",
-        *(_heredoc(src, f"{IN_BOX}/{name}", "SWESERVE_HARNESS") for name, src in harness_sources().items()),
-        f"cd {shlex.quote(str(Path('/testbed') / task.test.workdir))}",
-        f"rm -f {IN_BOX}/outcomes.json",
-        f"env {env} {hidden_test_command(task, IN_BOX)} > {IN_BOX}/test-output.txt 2>&1",
-        "rc=$?",
-        f": '{START}'",
-        f"/usr/bin/python3 -c {shlex.quote(printer)} {IN_BOX}/outcomes.json $rc",
-        f": '{END}'",
-        f"cat {IN_BOX}/test-output.txt",
-        "cd /testbed",
-        f"for f in {quoted}; do if git cat-file -e {task.base_commit}:\"$f\" 2>/dev/null; "
-        f"then git checkout {task.base_commit} -- \"$f\"; else rm -f \"$f\"; fi; done",
+        "set -uo pipefail",
+        f"rm -rf {shlex.quote(str(PurePosixPath(HARNESS).parent))} && mkdir -p {HARNESS}",
+        *(_write_file(text, f"{HARNESS}/{name}") for name, text in files.items()),
+        VERIFY_COMMAND,
     ]
     return "\n".join(lines) + "\n"
 
 DATASET_NAME = "sweserve"
 
 
-def swebench_row(bundle: TaskBundle, image_tag: str = "") -> dict:
+def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "") -> dict:
     """One task as a SWE-bench instance plus sweserve's own columns (all strings but pr_number)."""
     task = bundle.task
     return {
@@ -106,7 +82,7 @@ def swebench_row(bundle: TaskBundle, image_tag: str = "") -> dict:
         "PASS_TO_PASS": json.dumps(task.PASS_TO_PASS),
         "environment_setup_commit": task.base_commit,
         "image": image_tag,
-        "eval_script": eval_script(bundle),
+        "eval_script": eval_script(bundle, profile),
         "log_parser": "parse_log_pytest",
         "eval_type": "pass_and_fail",
         "family": task.family,
@@ -121,8 +97,8 @@ def swebench_row(bundle: TaskBundle, image_tag: str = "") -> dict:
     }
 
 
-def export_swebench(bundles: Iterable[TaskBundle], out_dir: Path, image_tags: Mapping[str, str] | None = None,
-                    split: str = "test") -> dict[str, Path]:
+def export_swebench(bundles: Iterable[TaskBundle], profiles: Mapping[str, RepoProfile], out_dir: Path,
+                    image_tags: Mapping[str, str] | None = None, split: str = "test") -> dict[str, Path]:
     """Write <out_dir>/<split>.jsonl and <out_dir>/<split>.parquet; returns the paths by format.
 
     `<split>.parquet` is the layout `load_swebench_dataset(out_dir, split)` looks for in a folder.
@@ -131,7 +107,7 @@ def export_swebench(bundles: Iterable[TaskBundle], out_dir: Path, image_tags: Ma
     import pyarrow.parquet as pq
 
     image_tags = image_tags or {}
-    rows = [swebench_row(b, image_tags.get(b.task.task_id, "")) for b in bundles]
+    rows = [swebench_row(b, profiles[b.task.profile], image_tags.get(b.task.task_id, "")) for b in bundles]
     out_dir.mkdir(parents=True, exist_ok=True)
     jsonl = out_dir / f"{split}.jsonl"
     jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

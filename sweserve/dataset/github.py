@@ -21,18 +21,21 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
 from sweserve.errors import SweserveError
 
+if TYPE_CHECKING:
+    from github import Github
+
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.github.com"
 
-RefKind = Literal["closes", "part_of"]
+RefKind = Literal["closes", "part_of", "related"]
 SECONDARY_WAIT_S = 60  # GitHub: without Retry-After, wait at least a minute after a secondary rate limit
 
 # GitHub's closing keywords (close/fix/resolve and their inflections) plus the informal "part of".
@@ -41,6 +44,10 @@ _TARGET = (r"(?:(?P<repo>[\w.-]+/[\w.-]+)#(?P<n1>\d+)"
            r"|https?://[^\s/]+/(?P<urepo>[\w.-]+/[\w.-]+)/(?:issues|pull)/(?P<n2>\d+)"
            r"|#(?P<n3>\d+))")
 LINK_RE = re.compile(rf"\b{_KEYWORD}\b\s*:?\s*(?:(?:the\s+)?issue\s+)?{_TARGET}", re.IGNORECASE)
+# Words before a closing keyword that make it a hope, not a claim: "Try to resolve #670", "Likely fixes #12".
+_HEDGE = re.compile(r"(?:\b(?:try|tries|trying|attempts?|attempting|aims?|aiming|hopes?|hoping|helps?)\s+(?:to\s+)?|"
+                    r"\b(?:likely|possibly|probably|maybe|might|may|should|could|partially|partly|hopefully|"
+                    r"potentially|perhaps)\s+|\bnot\s+)$", re.IGNORECASE)
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
@@ -59,7 +66,8 @@ class IssueInfo(BaseModel):
 
     repo: str
     number: int
-    kind: RefKind = Field(description="closes: the PR fixes it; part_of: an umbrella/tracking issue")
+    kind: RefKind = Field(description="closes: the PR fixes it; part_of: an umbrella/tracking issue; related: "
+                          "the PR hopes to fix it ('Try to resolve #N')")
     title: str
     body: str = ""
     labels: list[str] = Field(default_factory=list)
@@ -88,21 +96,26 @@ class PullRequestInfo(BaseModel):
 
 def linked_issue_refs(text: str, repo: str, *, exclude: int | None = None, limit: int = 5) -> list[IssueRef]:
     """Issues a PR title/body links to: closing keywords (`Fixes #12`, `closes o/r#3`, `fix <issue URL>`)
-    and `Part of #N`, in order of appearance, closing references first; HTML comments are ignored."""
+    and `Part of #N`, in order of appearance, closing references first; HTML comments are ignored. A
+    closing keyword after a hedge ("Try to resolve #670", "Likely fixes #12") only relates the issue."""
     refs: dict[tuple[str, int], IssueRef] = {}
-    for m in LINK_RE.finditer(_COMMENT_RE.sub("", text or "")):
+    text_without_comments = _COMMENT_RE.sub("", text or "")
+    for m in LINK_RE.finditer(text_without_comments):
         target_repo = m["repo"] or m["urepo"] or repo
         if any(part in (".", "..") for part in target_repo.split("/")):
             continue
         number = int(m["n1"] or m["n2"] or m["n3"])
         kind: RefKind = "part_of" if m["kw"].lower().startswith("part") else "closes"
+        before = re.sub(r"[*_]+", "", text_without_comments[max(0, m.start() - 40):m.start()])
+        if kind == "closes" and _HEDGE.search(before):
+            kind = "related"
         key = (target_repo.lower(), number)
         if (target_repo.lower() == repo.lower() and number == exclude) or key in refs:
             if key in refs and kind == "closes":
                 refs[key] = refs[key].model_copy(update={"kind": "closes"})
             continue
         refs[key] = IssueRef(repo=target_repo, number=number, kind=kind)
-    ordered = sorted(refs.values(), key=lambda r: r.kind != "closes")
+    ordered = sorted(refs.values(), key=lambda r: ("closes", "part_of", "related").index(r.kind))
     return ordered[:limit]
 
 
@@ -135,7 +148,7 @@ class GitHubClient:
         self.sleep, self.clock = sleep, clock
         self.min_interval_s, self.timeout_s = min_interval_s, timeout_s
         self.max_waits, self.max_wait_s, self.max_issues = max_waits, max_wait_s, max_issues
-        self._gh = None
+        self._gh: Github | None = None
 
     @classmethod
     def from_env(cls, state_dir: Path, base_url: str | None = None, env=os.environ, **kwargs) -> GitHubClient:

@@ -15,25 +15,20 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
+
+from sweserve.gitcmd import GitError, last_line, run_git
+
+__all__ = ["CommitInfo", "FileChange", "Git", "GitError", "count_lines", "last_line"]
 
 _SEP_COMMIT, _SEP_FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = "%x1e%H%x1f%P%x1f%ct%x1f%B"
 
 
-class GitError(Exception):
-    """A git command failed; the message is git's own last line."""
-
-
-def last_line(stderr: str | bytes, fallback: str = "") -> str:
-    if isinstance(stderr, bytes):
-        stderr = stderr.decode("utf-8", "replace")
-    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
-    return (fatal or lines or [fallback])[-1]
 
 
 @dataclass
@@ -71,17 +66,14 @@ class Git:
     """A clone read through a few long-lived or batched git processes."""
 
     path: Path
-    _cat: subprocess.Popen | None = field(default=None, repr=False)
-    _cat_errors: object = field(default=None, repr=False)
+    _cat: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _cat_errors: IO[bytes] | None = field(default=None, repr=False)
 
     def _cmd(self, *args: str) -> list[str]:
         return ["git", "-C", str(self.path), "-c", "core.quotepath=off", *args]
 
     def run(self, *args: str, input: bytes | None = None) -> bytes:
-        proc = subprocess.run(self._cmd(*args), input=input, capture_output=True)
-        if proc.returncode != 0:
-            raise GitError(last_line(proc.stderr, f"git {args[0]} exited {proc.returncode}"))
-        return proc.stdout
+        return run_git("-c", "core.quotepath=off", *args, repo=self.path, input=input)
 
     def shallow_commits(self) -> set[str]:
         """Commits at a shallow clone's boundary: their parents are not in the clone."""
@@ -121,7 +113,7 @@ class Git:
         for commit, err in self._per_commit(pending, args, keep):
             commit.changes, commit.error = None, err
 
-    def patches(self, commits: Iterable[CommitInfo], exclude: list[str] = ()) -> dict[str, bytes]:
+    def patches(self, commits: Iterable[CommitInfo], exclude: Sequence[str] = ()) -> dict[str, bytes]:
         """Each commit's patch against its first parent (binary hunks in), paths matching exclude left out;
         a commit git cannot diff is left out too."""
         out: dict[str, bytes] = {}
@@ -176,6 +168,42 @@ class Git:
             args += ["--", *paths]
         return self.run(*args).decode("utf-8")  # UnicodeDecodeError is the caller's to handle
 
+    # -- whole trees ------------------------------------------------------------------------------------
+
+    def tree_blobs(self, commit: str) -> dict[str, str]:
+        """{path: blob id} of every file in commit's tree (submodules left out); GitError when git cannot
+        read the commit or one of its trees."""
+        raw = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit).decode("utf-8", "replace")
+        blobs = {}
+        for entry in raw.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                blobs[path] = parts[2]
+        return blobs
+
+    def unreadable_blobs(self, commit: str) -> dict[str, str]:
+        """{path: why} for the files of commit's tree whose objects git cannot read (missing, or corrupt
+        beyond reading their header): one `git cat-file --batch-check` over the whole tree."""
+        blobs = self.tree_blobs(commit)
+        ids = sorted(set(blobs.values()))
+        if not ids:
+            return {}
+        proc = subprocess.run(self._cmd("cat-file", "--batch-check"), input="".join(f"{i}\n" for i in ids).encode(),
+                              capture_output=True)
+        if proc.returncode != 0:
+            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
+        bad = {line.split()[0] for line in proc.stdout.decode().splitlines() if line.endswith(" missing")}
+        if not bad:
+            return {}
+        errors = proc.stderr.decode("utf-8", "replace")
+        why = {}
+        for path, blob in blobs.items():
+            if blob in bad:
+                said = [ln for ln in errors.splitlines() if blob in ln]
+                why[path] = last_line("\n".join(said)) if said else f"object {blob[:12]} is missing"
+        return why
+
     # -- file contents ----------------------------------------------------------------------------------
 
     def read(self, commit: str, path: str) -> str | None:
@@ -229,6 +257,7 @@ class Git:
     def close(self) -> None:
         if self._cat is not None:
             cat, self._cat = self._cat, None
+            assert cat.stdin is not None and cat.stdout is not None  # both pipes, opened by _cat_process
             try:
                 cat.stdin.close()
             except OSError:

@@ -8,6 +8,7 @@ the install steps, the test env and the git history kept. They are read here onc
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -19,6 +20,7 @@ from sweserve.models import EnvironmentLock, EnvSpec, ImageSpec, Task
 class Declares(Protocol):
     profile: str
     dependencies: list[str]
+    lock: EnvironmentLock | None
 
 
 def env_packages(profile: RepoProfile, dependencies: Sequence[str]) -> list[str]:
@@ -44,20 +46,37 @@ def env_spec(profile: RepoProfile, dependencies: Sequence[str] = (), lock: Envir
 
 
 def shared_dependencies(tasks: Iterable[Declares]) -> dict[str, list[str]]:
-    """Per profile, the dependencies every one of its tasks declares (profiles with one dependency set: none)."""
+    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
+    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
+    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
     sets: dict[str, list[set[str]]] = {}
+    locks: dict[str, Counter] = {}
     for task in tasks:
         sets.setdefault(task.profile, []).append(set(task.dependencies))
-    return {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
-            if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+        if task.lock is not None:
+            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
+    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
+              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
+    for profile, counts in locks.items():
+        shared.pop(profile, None)
+        if len(counts) > 1:
+            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
+    return shared
 
 
 def image_spec(task: Task, profile: RepoProfile, shared: Sequence[str] = ()) -> ImageSpec:
-    """The task image's inputs. With `shared` (what all the profile's tasks declare) and no lock, the env is a thin
-    layer over the shared layer's env image."""
-    shared = [d for d in shared if d in task.dependencies] if task.lock is None else []
-    layered = bool(shared) and set(shared) != set(task.dependencies)
+    """The task image's inputs. With `shared` (see shared_dependencies), the env is a thin layer over the shared
+    layer's env image: for a locked task, the image of the profile's most common lock (its pins, as a lock); for
+    an unlocked one, the image of what all the profile's tasks declare."""
+    base = None
+    if task.lock is not None:
+        if shared and list(shared) != task.lock.requirements:
+            base = env_spec(profile, [], task.lock.model_copy(update={"requirements": list(shared), "left_out": []}))
+    else:
+        common = [d for d in shared if d in task.dependencies]
+        if common and set(common) != set(task.dependencies):
+            base = env_spec(profile, common)
     return ImageSpec(task_id=task.task_id, repo=task.repo, base_commit=task.base_commit,
-                     env=env_spec(profile, task.dependencies, task.lock),
-                     shared=env_spec(profile, shared) if layered else None,
-                     install=list(profile.install), test_env=dict(task.test.env), history=profile.history)
+                     env=env_spec(profile, task.dependencies, task.lock), shared=base,
+                     install=list(profile.install), test_env=dict(task.test.env), history=profile.history,
+                     leave_out=list(task.unreadable))

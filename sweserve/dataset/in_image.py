@@ -1,43 +1,56 @@
-"""What an exported task runs inside its task image to grade: the hidden-test command and sweserve's recorders.
+"""What an exported task runs inside its task image to grade: `sweserve run`'s verifier, shipped as files.
 
-Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder): the pytest plugin
-or unittest runner from environment/in_sandbox/ (`*_file.py`) writes every test's outcome to $SWESERVE_OUTCOMES.
-These graders run inside other harnesses, so they use that file, not sweserve's own verifier (isolated
-interpreter, streamed nonce'd outcomes, canaries): an exported task is only as hard to forge as the harness
-that grades it.
+Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder). Both put the same
+harness in /tmp/sweserve/harness and run `sweserve_verify.py` there as root with the system Python: the
+submission applied with `git apply --index`, the resets of `evaluation/resets.py`, tests.patch, canaries
+(`evaluation/canaries.py`), the hidden tests run by the boot script as an unprivileged user over a root-owned
+tree, outcomes streamed behind a nonce to the root verifier, which decides after the tests' process has ended
+(see environment/in_sandbox/sweserve_verify.py). The modules are read as files, never imported here.
 """
 
 from __future__ import annotations
 
-import shlex
-from pathlib import Path
+import json
+from pathlib import Path, PurePosixPath
 
-from sweserve.models import Task
+from sweserve.dataset.profiles import RepoProfile
+from sweserve.models import TaskBundle
 
-HARNESS_DIR = Path(__file__).resolve().parent.parent / "environment" / "in_sandbox"
-HARNESS_FILES = ("sweserve_outcomes_file.py", "sweserve_unittest_file.py")
-HARBOR_VERIFIER = HARNESS_DIR / "sweserve_harbor_verifier.py"
+PACKAGE = Path(__file__).resolve().parent.parent
+IN_SANDBOX = PACKAGE / "environment" / "in_sandbox"
+# name in the box -> the file it is (the grading modules under their harness names)
+SHIPPED = {
+    "sweserve_verify.py": IN_SANDBOX / "sweserve_verify.py",
+    "sweserve_boot.py": IN_SANDBOX / "sweserve_boot.py",
+    "sweserve_outcomes.py": IN_SANDBOX / "sweserve_outcomes.py",
+    "sweserve_unittest.py": IN_SANDBOX / "sweserve_unittest.py",
+    "sweserve_drop.py": IN_SANDBOX / "sweserve_drop.py",
+    "sweserve_protocol.py": IN_SANDBOX / "sweserve_protocol.py",
+    "sweserve_resets.py": PACKAGE / "evaluation" / "resets.py",
+    "sweserve_canaries.py": PACKAGE / "evaluation" / "canaries.py",
+}
+HARNESS = "/tmp/sweserve/harness"  # where `sweserve run` puts its harness too
+CONFIG = "verify.json"
 VENV_PYTHON = "/opt/venv/bin/python"
-
-# Our outcomes in the words of pytest's `-rA` summary, which SWE-bench's parse_log_pytest reads.
-PYTEST_WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED"}
-
-
-def harness_sources() -> dict[str, str]:
-    return {name: (HARNESS_DIR / name).read_text(encoding="utf-8") for name in HARNESS_FILES}
+TEST_USER = "nobody"
+VERIFY_COMMAND = f"/usr/bin/python3 -I {HARNESS}/sweserve_verify.py {HARNESS}/{CONFIG}"
 
 
-def hidden_test_command(task: Task, harness_dir: str) -> str:
-    """The command run in the test workdir, with harness_dir on PYTHONPATH, to run the task's hidden tests."""
-    files = " ".join(shlex.quote(f) for f in task.test.files)
-    if task.test.runner == "unittest":
-        return f"{VENV_PYTHON} {harness_dir}/sweserve_unittest_file.py {files}"
-    return (f"{VENV_PYTHON} -m pytest -p sweserve_outcomes_file -p no:cacheprovider -o addopts= -q -rN "
-            f"--continue-on-collection-errors {files}")
+def verify_config(bundle: TaskBundle, profile: RepoProfile, fmt: str, patch: str, **extra: object) -> dict:
+    """verify.json: the task's graded ids and tests, the profile's test paths and plugins, where the submission
+    is (`patch`: a file the harness left, or "" for its working tree) and what the format needs (`extra`)."""
+    task = bundle.task
+    return {"format": fmt, "base_commit": task.base_commit, "FAIL_TO_PASS": task.FAIL_TO_PASS,
+            "PASS_TO_PASS": task.PASS_TO_PASS, "test_files": task.test.files, "runner": task.test.runner,
+            "test_paths": profile.test_paths, "plugins": profile.pytest_plugins,
+            "workdir": str(PurePosixPath("/testbed") / task.test.workdir), "env": task.test.env,
+            "timeout_s": task.resources.test_timeout_s, "python": VENV_PYTHON, "user": TEST_USER,
+            "patch": patch, **extra}
 
 
-def test_env(task: Task, harness_dir: str, outcomes_path: str) -> dict[str, str]:
-    env = dict(task.test.env)
-    env["PYTHONPATH"] = ":".join(p for p in (harness_dir, env.get("PYTHONPATH", "")) if p)
-    env["SWESERVE_OUTCOMES"] = outcomes_path
-    return env
+def harness_files(bundle: TaskBundle, profile: RepoProfile, fmt: str, patch: str, **extra: object) -> dict[str, str]:
+    """Every file of the in-box harness, by name: the modules, verify.json and tests.patch."""
+    files = {name: path.read_text(encoding="utf-8") for name, path in SHIPPED.items()}
+    files[CONFIG] = json.dumps(verify_config(bundle, profile, fmt, patch, **extra), indent=2) + "\n"
+    files["tests.patch"] = bundle.tests_patch
+    return files

@@ -25,7 +25,6 @@ import ast
 import os
 import posixpath
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,10 +33,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from sweserve.dataset.gitio import last_line
-from sweserve.dataset.patches import touched_paths
+from sweserve.dataset.patches import APPLY, touched_paths
 from sweserve.errors import SweserveError
-from sweserve.models import InterfaceItem, Task
+from sweserve.gitcmd import GitError, last_line, run_git
+from sweserve.models import InterfaceItem, InterfaceKind, Task
 
 OPEN_MARK = "<!-- sweserve:interface -->"
 CLOSE_MARK = "<!-- /sweserve:interface -->"
@@ -47,7 +46,12 @@ _SECTION = re.compile(rf"\n*{re.escape(OPEN_MARK)}(?:(?!{re.escape(OPEN_MARK)}).
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
 RAISES = {"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
 MAX_DEPTH = 12
-KIND_ORDER = ("module", "class", "exception", "function", "method", "attribute", "keyword", "flag")
+KIND_ORDER = ("module", "class", "exception", "function", "method", "attribute", "keyword", "flag", "changed")
+SETUP_METHODS = {"setUp", "setUpClass", "asyncSetUp", "setup_method", "setup_class", "setup", "__init__",
+                 "tearDown", "tearDownClass", "asyncTearDown", "teardown_method", "teardown_class", "teardown"}
+_ARRAY_MAKERS = {"array", "asarray", "zeros", "ones", "full", "empty", "arange", "stack", "concatenate", "tensor",
+                 "as_tensor", "from_numpy", "zeros_like", "ones_like", "full_like", "device_put"}
+_ARRAY_MODULES = {"np", "numpy", "jnp", "jax", "torch", "onp"}
 
 
 class Unreadable(SweserveError):
@@ -75,11 +79,10 @@ class _Git:
         self.unreadable: dict[str, str] = {}  # "path at state" -> git's message
 
     def run(self, *args: str, env: dict | None = None, input: bytes | None = None, ok=(0,)) -> bytes:
-        proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
-                              env=self.env if env is None else {**os.environ, **env})
-        if proc.returncode not in ok:
-            raise Unreadable(f"git {args[0]}: {last_line(proc.stderr, f'exited {proc.returncode}')}")
-        return proc.stdout
+        try:
+            return run_git(*args, repo=self.repo, env=self.env if env is None else env, input=input, ok=ok)
+        except GitError as exc:
+            raise Unreadable(f"git {exc.subcommand}: {last_line(exc.stderr, f'exited {exc.returncode}')}") from None
 
     def tree(self, base: str, patches: list[tuple[str, str]], name: str) -> str:
         """The tree of base with these patches applied (in a temporary index), written to the private objects."""
@@ -88,13 +91,13 @@ class _Git:
         for label, patch in patches:
             if not patch.strip():
                 continue
-            proc = subprocess.run(["git", "-C", str(self.repo), "apply", "--cached", "--whitespace=nowarn", "-"],
-                                  input=patch.encode(), capture_output=True, env=env)
-            if proc.returncode:
-                errors = [ln.strip() for ln in proc.stderr.decode(errors="replace").splitlines()
+            try:
+                run_git(*APPLY[1:], "--cached", "-", repo=self.repo, env=env, input=patch.encode())
+            except GitError as exc:
+                errors = [ln.strip() for ln in exc.stderr.decode(errors="replace").splitlines()
                           if ln.startswith(("error:", "fatal:"))]  # the first says why (a blob it cannot read)
                 raise Unreadable(f"{label}.patch does not apply at {base[:10]}: "
-                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {proc.returncode}"))
+                                 + ("; ".join(dict.fromkeys(errors)) or f"git apply exited {exc.returncode}")) from None
         # --missing-ok: a blob the clone lacks stays in the tree by id; only reading it fails
         return self.run("write-tree", "--missing-ok", env=env).decode().strip()
 
@@ -129,7 +132,7 @@ class Module:
     path: str
     package: str
     tree: ast.Module | None
-    defs: dict[str, object] = field(default_factory=dict)
+    defs: dict[str, ast.AST | tuple[str, ...]] = field(default_factory=dict)  # a node, or where it is imported from
     stars: list[str] = field(default_factory=list)
     dynamic: bool = False
 
@@ -322,9 +325,9 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.AST]:
             for n in ast.walk(fn):
                 if isinstance(n, (ast.Assign, ast.AnnAssign)):
                     for target in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                        for t in ast.walk(target):  # self.a, self.b = ...
-                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                                members.setdefault(t.attr, n)
+                        for w in ast.walk(target):  # self.a, self.b = ...
+                            if isinstance(w, ast.Attribute) and isinstance(w.value, ast.Name) and w.value.id == "self":
+                                members.setdefault(w.attr, n)
     return members
 
 
@@ -390,6 +393,7 @@ def _is_dataclass_like(cls: ast.ClassDef) -> bool:
 
 
 def _fields(cls: ast.ClassDef) -> list[ast.AnnAssign]:
+    """The annotated names of a class body that are fields (a ClassVar is not); each target an ast.Name."""
     return [st for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
             and (_chain(st.annotation.value if isinstance(st.annotation, ast.Subscript) else st.annotation)
                  or [""])[-1] != "ClassVar"]
@@ -418,7 +422,7 @@ def signature(found: Found) -> str:
     return ""
 
 
-def _kind(found: Found, exception: bool) -> str:
+def _kind(found: Found, exception: bool) -> InterfaceKind:
     node = found.node
     if node is None:
         return "attribute" if found.qual else "module"
@@ -456,7 +460,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
         return Params({x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}, a.kwarg is not None)
-    if isinstance(node, ast.ClassDef):
+    if isinstance(node, ast.ClassDef) and found.module is not None:
         init = _in_class(tree, found.module, node, found.qual, ("__init__",), 0)
         if init is not None and not init.opaque:
             return params(tree, init)
@@ -467,7 +471,7 @@ def params(tree: SourceTree, found: Found | None) -> Params | None:
 
 def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: int) -> Params | None:
     """Fields of a dataclass-like class and of its bases in the repository; None if a base is outside."""
-    names = {f.target.id for f in _fields(cls)}
+    names = {f.target.id for f in _fields(cls) if isinstance(f.target, ast.Name)}
     for base in cls.bases:
         chain = _chain(base)
         last = (chain or [""])[-1]
@@ -476,7 +480,7 @@ def _dataclass_params(tree: SourceTree, mod: Module, cls: ast.ClassDef, depth: i
         if not chain or chain[0] not in mod.defs or depth > MAX_DEPTH:
             return None
         found = _in_module(tree, mod, tuple(chain), depth + 1)
-        if found is None or found.opaque or not isinstance(found.node, ast.ClassDef):
+        if found is None or found.opaque or found.module is None or not isinstance(found.node, ast.ClassDef):
             return None
         inner = _dataclass_params(tree, found.module, found.node, depth + 1)
         if inner is None:
@@ -496,6 +500,8 @@ class Ref:
     exception: bool = False
     flag: str | None = None
     via: int = 0  # parts[:via] name the class of an instance the test made (x = Cls(); x.meth())
+    call: bool = False  # the test calls it: its signature and return type matter
+    nargs: int = 0  # positional arguments the call passes (a large number for *args)
 
 
 @dataclass
@@ -526,7 +532,9 @@ class InterfaceReport(BaseModel):
 
 def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: str):
     """(test id, file, function, class) for FAIL_TO_PASS ids, or for every test function in the files."""
-    targets, not_found = [], []
+    targets: list[tuple[str, _TestFile, ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]] = []
+    not_found: list[str] = []
+    tf: _TestFile | None
     if ids is None:
         for path, tf in sorted(files.items()):
             for node in tf.tree.body:
@@ -570,19 +578,29 @@ def _test_targets(files: dict[str, _TestFile], ids: list[str] | None, workdir: s
 
 
 def _scope(tf: _TestFile, fn: ast.AST, cls: ast.ClassDef | None) -> list[ast.AST]:
-    """The code a test runs from its file: itself, its class's setup and helpers, module-level code and
-    the module-level helpers and fixtures it reaches by name."""
+    """The code a test runs from its file: itself; its class's (and base classes') setup methods, autouse
+    fixtures and the methods it reaches as ``self.name``; module-level code (not a ``__main__`` block); and
+    the module-level helpers and fixtures it reaches by name. A helper no path from the test reaches is out:
+    what it needs is not what this test needs."""
     helpers = {n.name: n for n in tf.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     classes = {n.name: n for n in tf.tree.body if isinstance(n, ast.ClassDef)}
     nodes: list[ast.AST] = [n for n in tf.tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                          ast.ClassDef))]
+                                                                          ast.ClassDef)) and not _is_main_block(n)]
     nodes.append(fn)
+    methods: dict[str, ast.AST] = {}
     seen_cls = set()
     while cls is not None and cls.name not in seen_cls:
         seen_cls.add(cls.name)
-        nodes += [m for m in cls.body if not (isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                              and m.name.startswith("test"))]
+        for m in cls.body:
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if m.name in SETUP_METHODS or _is_autouse(m):
+                    nodes.append(m)
+                elif not m.name.startswith("test"):
+                    methods.setdefault(m.name, m)
+            else:
+                nodes.append(m)  # class attributes
         cls = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    nodes += [h for h in helpers.values() if _is_autouse(h)]
     wanted = {a.arg for a in fn.args.args} if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
     done: set[str] = set()
     queue = list(nodes)
@@ -591,12 +609,28 @@ def _scope(tf: _TestFile, fn: ast.AST, cls: ast.ClassDef | None) -> list[ast.AST
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in helpers:
                 wanted.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls") \
+                    and n.attr in methods:
+                wanted.add(f"self.{n.attr}")
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                wanted.update(a.arg for a in n.args.args)  # fixtures a fixture asks for
         for name in sorted(wanted - done):  # sorted: set order changes with the hash seed
             done.add(name)
-            if name in helpers:
-                nodes.append(helpers[name])
-                queue.append(helpers[name])
+            target = methods.get(name[5:]) if name.startswith("self.") else helpers.get(name)
+            if target is not None:
+                nodes.append(target)
+                queue.append(target)
     return nodes
+
+
+def _is_main_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+
+
+def _is_autouse(fn: ast.AST) -> bool:
+    return any(isinstance(d, ast.Call) and any(k.arg == "autouse" and isinstance(k.value, ast.Constant)
+                                               and k.value.value is True for k in d.keywords)
+               for d in getattr(fn, "decorator_list", []))
 
 
 def _symbols(tf: _TestFile, nodes: list[ast.AST]) -> dict[str, Ref]:
@@ -633,8 +667,15 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
             return Ref(base.module, base.parts + tuple(chain[1:]))
         return None
 
+    untyped: set[str] = set()  # names also assigned from something else: what they hold is unknown
     for root in nodes:  # instances: x = Cls(...), self.x = Cls(...), with Cls(...) as x
         for n in ast.walk(root):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for t in ast.walk(n.target):
+                    if isinstance(t, ast.Name):
+                        untyped.add(t.id)
+            if isinstance(n, ast.AugAssign) and (c := _chain(n.target)):
+                untyped.add(".".join(c))
             pairs = []
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 pairs.append((n.targets[0], n.value))
@@ -642,10 +683,24 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
                 pairs.append((n.target, n.value))
             elif isinstance(n, (ast.With, ast.AsyncWith)):
                 pairs += [(i.optional_vars, i.context_expr) for i in n.items if i.optional_vars is not None]
+            if isinstance(n, ast.Assign) and len(n.targets) > 1 or isinstance(n, ast.Assign) and \
+                    isinstance(n.targets[0], (ast.Tuple, ast.List)):
+                for target in n.targets:
+                    for t in ast.walk(target):
+                        if (c := _chain(t)):
+                            untyped.add(".".join(c))
             for target, value in pairs:
                 chain = _chain(target)
-                if chain and len(chain) <= 2 and isinstance(value, ast.Call) and (r := ref_of(value.func)):
-                    types[".".join(chain)] = r
+                if not chain or len(chain) > 2:
+                    continue
+                key = ".".join(chain)
+                r = ref_of(value.func) if isinstance(value, ast.Call) else None
+                if r is None or (key in types and types[key] != r):
+                    untyped.add(key)  # x = np.zeros(...) somewhere: x is not (only) an instance of a repository class
+                else:
+                    types[key] = r
+    for key in untyped:
+        types.pop(key, None)
     refs: list[Ref] = []
     for root in nodes:
         parents: dict[int, ast.AST] = {}
@@ -668,6 +723,8 @@ def _refs(tf: _TestFile, nodes: list[ast.AST]) -> list[Ref]:
                             refs.append(Ref(r.module, r.parts, exception=True, via=r.via))
                 if (r := ref_of(n.func, called=True)):
                     refs += [Ref(r.module, r.parts, keyword=k.arg, via=r.via) for k in n.keywords if k.arg]
+                    nargs = 999 if any(isinstance(a, ast.Starred) for a in n.args) else len(n.args)
+                    refs.append(Ref(r.module, r.parts, via=r.via, call=True, nargs=nargs))
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 refs += [Ref("", flag=f) for f in FLAG.findall(n.value)]
     return refs
@@ -727,7 +784,7 @@ def compute_interface(before: SourceTree, after: SourceTree, task: Task, tests_p
         report.tests.append(test_id)
         needs: dict[str, Need] = {}
         for ref in dict.fromkeys(_refs(tf, _scope(tf, fn, cls))):
-            for status, item, need in _judge(before, after, ref, tf.roots, test_paths):
+            for _status, item, need in _judge(before, after, ref, tf.roots, test_paths):
                 if item is not None:
                     items.setdefault((item.kind, item.name, item.keyword), item)
                 if need is not None:
@@ -754,6 +811,9 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
     mod_before, mod_after = before.module(ref.module, roots), after.module(ref.module, roots)
     if mod_before is None and mod_after is None:
         return  # not in the repository: a third-party or standard module
+    if ref.call:
+        yield from _judge_call(before, after, ref, roots)
+        return
     if ref.keyword:
         fb, fa = resolve(before, ref.module, ref.parts, roots), resolve(after, ref.module, ref.parts, roots)
         if fb is None or fa is None:
@@ -784,8 +844,12 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
         if fb is not None and not fb.inherited:
             if fb.opaque:
                 return
+            if (changed := _field_change(fb, resolve(after, ref.module, parts, roots))):
+                yield "changed", changed, None
             continue
         fa = resolve(after, ref.module, parts, roots)
+        if fa is not None and fa.opaque and fa.inherited:
+            return  # a base outside the repository (a third-party class) may provide it: nothing to tell
         if fb is not None and (fa is None or fa.opaque):
             return  # may come from a base class outside the repository, before and after
         name = ".".join((ref.module,) + parts)
@@ -800,6 +864,135 @@ def _judge(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str], te
         yield "new", item, Need(name=item.name, word=word, status="new")
         if fa.opaque:
             return
+
+
+def _callable(tree: SourceTree, found: Found | None) -> tuple[Found, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The function a call runs: the function itself, or a class's __init__ (in the repository)."""
+    if found is None or found.opaque:
+        return None
+    if isinstance(found.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return found, found.node
+    if isinstance(found.node, ast.ClassDef) and found.module is not None:
+        init = _in_class(tree, found.module, found.node, found.qual, ("__init__",), 0)
+        if init is not None and not init.opaque and isinstance(init.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return init, init.node
+    return None
+
+
+def _positional(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[ast.arg]:
+    args = fn.args.posonlyargs + fn.args.args
+    return args[1:] if method and args else args
+
+
+def _defaults_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    out = {p.arg: ast.unparse(d) for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+    out.update({p.arg: ast.unparse(d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    return out
+
+
+def _return_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """What container a function returns, where every return statement agrees: list, tuple, dict or array."""
+    kinds = set()
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not fn:
+            continue
+        if isinstance(n, ast.Return) and n.value is not None:
+            v = n.value
+            if isinstance(v, (ast.List, ast.ListComp)):
+                kinds.add("list")
+            elif isinstance(v, ast.Tuple):
+                kinds.add("tuple")
+            elif isinstance(v, (ast.Dict, ast.DictComp)):
+                kinds.add("dict")
+            elif isinstance(v, ast.Call) and (chain := _chain(v.func)):
+                if chain[-1] in _ARRAY_MAKERS and (len(chain) == 1 or chain[0] in _ARRAY_MODULES):
+                    kinds.add("array")
+                elif chain == ["list"]:
+                    kinds.add("list")
+                elif chain == ["tuple"]:
+                    kinds.add("tuple")
+                else:
+                    kinds.add("?")
+            else:
+                kinds.add("?")
+    return kinds.pop() if len(kinds) == 1 and "?" not in kinds else None
+
+
+def _call_changes(fb: ast.FunctionDef | ast.AsyncFunctionDef, fa: ast.FunctionDef | ast.AsyncFunctionDef,
+                  method: bool, nargs: int) -> tuple[list[str], list[str]]:
+    """(what changed in words, parameter names a solver must learn) between two definitions of one callable,
+    limited to what a call with nargs positional arguments can feel."""
+    changes: list[str] = []
+    words: list[str] = []
+    pb, pa = _positional(fb, method), _positional(fa, method)
+    nb, na = [p.arg for p in pb], [p.arg for p in pa]
+    db, da = _defaults_of(fb), _defaults_of(fa)
+    kw_before = {p.arg for p in fb.args.kwonlyargs}
+    if set(nb) == set(na) and nb != na and nargs > 1:
+        changes.append(f"positional parameters reordered to ({', '.join(na)})")
+        words += [p for i, p in enumerate(na) if i < len(nb) and nb[i] != p][:1]
+    else:
+        for i, name in enumerate(na):
+            if name in nb or name in kw_before:
+                continue
+            if name not in da or i < nargs:
+                changes.append(f"new positional parameter `{name}`" + (f" after `{na[i - 1]}`" if i else " first"))
+                words.append(name)
+    for p in fa.args.kwonlyargs:
+        if p.arg not in kw_before and p.arg not in nb and p.arg not in da:
+            changes.append(f"new required keyword argument `{p.arg}`")
+            words.append(p.arg)
+    for name, value in da.items():
+        if name in db and db[name] != value:
+            changes.append(f"`{name}` defaults to `{value}` (was `{db[name]}`)")
+            words.append(name)
+    anns_b = {p.arg: ast.unparse(p.annotation) for p in pb + fb.args.kwonlyargs if p.annotation is not None}
+    for p in pa + fa.args.kwonlyargs:
+        if p.annotation is not None and p.arg in anns_b and anns_b[p.arg] != ast.unparse(p.annotation):
+            changes.append(f"`{p.arg}` is `{ast.unparse(p.annotation)}` (was `{anns_b[p.arg]}`)")
+    if fb.returns is not None and fa.returns is not None and ast.unparse(fb.returns) != ast.unparse(fa.returns):
+        changes.append(f"returns `{ast.unparse(fa.returns)}` (was `{ast.unparse(fb.returns)}`)")
+    elif fb.returns is None or fa.returns is None:
+        kb, ka = _return_kind(fb), _return_kind(fa)
+        if kb and ka and kb != ka:
+            changes.append(f"returns {'an' if ka == 'array' else 'a'} {ka} (was {'an' if kb == 'array' else 'a'} {kb})")
+    return changes, words
+
+
+def _judge_call(before: SourceTree, after: SourceTree, ref: Ref, roots: list[str]):
+    """A 'changed' item when a callable the test calls exists at base with another signature or return type."""
+    b = _callable(before, resolve(before, ref.module, ref.parts, roots))
+    a = _callable(after, resolve(after, ref.module, ref.parts, roots))
+    if b is None or a is None:
+        return  # new, unknown or opaque: the existence check says what there is to say
+    (fb, nb), (fa, na) = b, a
+    method = fa.owner is not None and not any((_chain(d) or [""])[-1] == "staticmethod" for d in na.decorator_list)
+    changes, words = _call_changes(nb, na, method, ref.nargs)
+    if not changes:
+        return
+    shown = fa if fa.qual.rsplit(".", 1)[-1] != "__init__" else Found(fa.module, fa.owner, fa.qual.rsplit(".", 1)[0])
+    item = InterfaceItem(kind="changed", name=shown.dotted, signature=signature(fa), was=signature(fb),
+                         change="; ".join(changes), path=fa.module.path if fa.module else "")
+    yield "changed", item, None
+    for word in words:
+        yield "changed", None, Need(name=f"{shown.dotted}({word})", word=word, status="new")
+
+
+def _field_change(fb: Found, fa: Found | None) -> InterfaceItem | None:
+    """A 'changed' item for a class attribute whose annotation the oracle changes (list[int] -> jax.Array)."""
+    if fa is None or fa.opaque or fb.owner is None:
+        return None
+    nb, na = fb.node, fa.node
+    if not (isinstance(nb, ast.AnnAssign) and isinstance(na, ast.AnnAssign)):
+        return None
+    tb, ta = ast.unparse(nb.annotation), ast.unparse(na.annotation)
+    if tb == ta:
+        return None
+    return InterfaceItem(kind="changed", name=fa.dotted, signature=_short(ast.unparse(na).splitlines()[0]),
+                         was=_short(ast.unparse(nb).splitlines()[0]), change=f"is `{ta}` (was `{tb}`)",
+                         path=fa.module.path if fa.module else "")
 
 
 def _judge_flag(before: SourceTree, after: SourceTree, flag: str, test_paths: set[str]):
@@ -843,9 +1036,17 @@ def statement_of(instruction: str) -> str:
 def render_section(items: list[InterfaceItem]) -> str:
     lines = [OPEN_MARK, "## New interfaces", "",
              "The hidden tests use these names, which do not exist yet; add them. Signatures and the first line "
-             "of each docstring are those of the reference solution.", ""]
+             "of each docstring are those of the reference solution." + (
+                 " Names marked changed exist already and must change as described."
+                 if any(it.kind == "changed" for it in items) else ""), ""]
     for it in items:
         label = {"keyword": "keyword argument", "flag": "command-line flag"}.get(it.kind, it.kind)
+        if it.kind == "changed":
+            head = f"- changed `{it.name}`" + (f" in `{it.path}`" if it.path else "") + f": {it.change}"
+            if it.signature:
+                head += f"; now `{it.signature}`"
+            lines.append(head)
+            continue
         if it.kind == "keyword":
             head = f"- {label} `{it.keyword}` of `{it.name}`"
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from sweserve.dataset.patches import split_sections, section_paths
+from sweserve.dataset.patches import section_paths, split_sections
 
 MIN_LINE_CHARS = 30  # shorter lines ("return None", "self.x = x") are too common to count as a copy
 _SPACE = re.compile(r"\s+")

@@ -9,7 +9,8 @@ One task at a time, from its folder and the clone it was mined from (read with g
 - **unfair** — a FAIL_TO_PASS test needs a name that is not at base and that the instruction (statement
   and section) never mentions;
 - **statement** — where it came from and how long it is: too short fails;
-- **family** — what the profile's rules say now (lines per family), with the task's override winning;
+- **family** — what the profile's signals say now (per-family scores, confident or not), with the task's
+  override winning (and settling it);
 - **clone** — a file lint must read that the clone cannot (a missing or corrupt object), with git's message:
   the task fails, since lint cannot vouch for it, but is not rejected for it, and the other tasks go on.
   Where the states cannot be built at all the instruction keeps the section it has.
@@ -29,8 +30,9 @@ from sweserve.dataset.interface import InterfaceReport, Unreadable, interface_fo
 from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
+from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
-from sweserve.models import QualityRecord, TaskBundle
+from sweserve.models import Family, QualityRecord, StatementSource, TaskBundle
 
 MIN_STATEMENT_CHARS = 150  # a title and one sentence; anything shorter leaves the change to be guessed
 NOTE_PREFIX = "lint: "  # lint's own notes, replaced on each run; others (mining's) are kept
@@ -44,8 +46,10 @@ class FileLines(BaseModel):
 
 class LintReport(BaseModel):
     task_id: str
-    family: str
+    family: Family
     family_confidence: float | None = None
+    family_scores: dict[str, float] = {}
+    family_confident: bool = False
     classification: Classification | None = None
     quality: QualityRecord
     instruction: str  # as it is (or is now, with write)
@@ -90,15 +94,15 @@ def mentioned(word: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
 
 
-def statement_findings(statement: str, source: str) -> list[str]:
+def statement_findings(statement: str, source: str, min_chars: int = MIN_STATEMENT_CHARS) -> list[str]:
     body = statement.strip()
-    if source == "title_only" or len(body) < MIN_STATEMENT_CHARS:
+    if source == "title_only" or len(body) < min_chars:
         what = "is the PR title only" if source == "title_only" else f"has {len(body)} characters"
-        return [f"statement {what} (source {source}; at least {MIN_STATEMENT_CHARS} characters wanted)"]
+        return [f"statement {what} (source {source}; at least {min_chars} characters wanted)"]
     return []
 
 
-def _source(bundle: TaskBundle) -> str:
+def _source(bundle: TaskBundle) -> StatementSource:
     if bundle.task.quality is not None:
         return bundle.task.quality.statement_source
     body = statement_of(bundle.instruction).strip().split("\n", 1)
@@ -130,8 +134,12 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     statement = statement_of(instruction)
     source = _source(bundle)
     unfair = {}
+    unknown: set[str] = set()
     for test_id, needs in interface.needs.items():
-        missing = [n.name for n in needs if not mentioned(n.word, instruction)]
+        # a name nobody defines (made at run time, or never there) is no fault of the instruction: only what the
+        # oracle visibly adds or changes must be announced
+        missing = [n.name for n in needs if n.status != "unknown" and not mentioned(n.word, instruction)]
+        unknown.update(n.name for n in needs if n.status == "unknown")
         if missing:
             unfair[test_id] = missing
     leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
@@ -139,23 +147,32 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     findings += [f"unfair: {t} needs {', '.join(f'`{n}`' for n in names[:4])}"
                  + (f" and {len(names) - 4} more" if len(names) > 4 else "")
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
-    findings += statement_findings(statement, source)
+    profile = load_profile(task.profile, search)
+    findings += statement_findings(statement, source, profile.min_statement_chars)
     findings += broken
     notes = []
+    if unknown:
+        names = sorted(unknown)
+        notes.append(f"tests use {len(names)} name{'s' if len(names) > 1 else ''} neither base nor the oracle visibly "
+                     f"defines (not judged unfair): " + ", ".join(f"`{n}`" for n in names[:4])
+                     + (f" and {len(names) - 4} more" if len(names) > 4 else ""))
     if interface.not_found:
         notes.append(f"{len(interface.not_found)} FAIL_TO_PASS tests not found in the test files, "
                      f"e.g. {interface.not_found[0]}")
     if computed and not write and with_interface(bundle.instruction, interface.items) != bundle.instruction:
         notes.append("instruction.md lacks the current 'New interfaces' section (lint --write adds it)")
-    profile = load_profile(task.profile, search)
-    classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number)
+    labels = task.quality.labels if task.quality else []
+    classification = profile.classification(task.title, changed_lines(bundle.oracle_patch), task.pr_number,
+                                            tests=task.test.files, labels=labels)
     family = task.family_override or classification.family or task.family
+    confident = task.family_override is not None or classification.confident
     if family != task.family:
         notes.append(f"family: recorded {task.family}, now {family}"
                      + (" (override)" if task.family_override else f" ({classification.source})"))
     confidence = classification.share(family)
-    if task.family_override is None and classification.source == "paths" and confidence < 0.5:
-        notes.append(f"family {family} holds only {confidence:.0%} of the changed lines")
+    if not confident:
+        ranked = ", ".join(f"{f} {v:.2f}" for f, v in list(classification.scores.items())[:3]) or "no signal"
+        notes.append(f"family not confident ({ranked}): set family_override in task.json to settle it")
     previous = task.quality or QualityRecord(statement_source=source)  # mining's fields are kept
     kept = [n for n in previous.notes if not n.startswith(NOTE_PREFIX)]
     quality = previous.model_copy(update=dict(
@@ -164,6 +181,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
         **(dict(interface_from=interface.source, interface=interface.items) if computed else {}),
     ))
     return LintReport(task_id=task.task_id, family=family, family_confidence=confidence,
+                      family_scores=classification.scores, family_confident=confident,
                       classification=classification, quality=quality, instruction=instruction,
                       clone_findings=broken)
 
@@ -181,11 +199,15 @@ def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool
             (task_dir / TEXT_FILES["instruction"]).write_text(report.instruction, encoding="utf-8")
         task.quality = report.quality
         task.family, task.family_confidence = report.family, report.family_confidence
+        task.family_scores, task.family_confident = report.family_scores, report.family_confident
         report.written = True
     if reject and report.task_findings and task.validation is not None and task.validation.status == "valid":
         task.validation.status = "rejected"
         task.validation.reason = f"lint: {report.task_findings[0]}"
+        task.validation.category = "lint"
         report.rejected = True
     if report.written or report.rejected:
+        if task.readiness is not None or task.validation is not None:  # what lint found changes readiness
+            task.readiness = assess(task)
         save_task(task_dir, task)
     return report

@@ -1,26 +1,50 @@
-"""Pinned environments: a task's requirements resolved as of its PR's date with uv.
+"""Pinned environments: a task's requirements resolved as of its PR's time with uv.
 
 A task's environment is the one its PR was developed against, so its declared requirements (plus the
-profile's own packages) are resolved with ``uv pip compile --exclude-newer <the PR's merge date>``: the
-newest versions the package index had then. The pins are stored with the task and the env image is keyed
-on them. Requirements the sandbox build cannot install (VCS or direct URLs, local paths: the build reaches
-only the package index) are left out and reported, one line each.
+profile's own packages) are resolved with ``uv pip compile --exclude-newer <cutoff>``: the newest versions
+the package index had then. The pins are stored with the task and the env image is keyed on them.
+Requirements the sandbox build cannot install (VCS or direct URLs, local paths: the build reaches only the
+package index) are left out and reported, one line each.
+
+Locks are shared and cached (`Locker`): tasks whose requirements are the same share one lock per epoch (the
+profile's ``lock_epoch``: its cutoff is the epoch's end, or the newest commit mined when that is earlier), so
+a month of PRs needs one resolver run and one env image; a PR that changes a dependency file gets a lock as
+of its own merge, and when that fails, one at its epoch's cutoff before it is left unpinned. Every answer is
+kept under the state dir by the hash of its inputs, so mining again resolves nothing it resolved before, and
+distinct locks are resolved a few at a time.
 """
 
 from __future__ import annotations
 
+import calendar
+import hashlib
+import json
+import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Literal
 
-from sweserve.models import EnvironmentLock
+from pydantic import BaseModel, Field
+
+from sweserve.models import EnvironmentLock, Task
+
+LockEpoch = Literal["pr", "week", "month", "quarter"]
 
 _VCS = re.compile(r"^\s*(?:[A-Za-z0-9._-]+(?:\[[^\]]*\])?\s*@\s*)?(git|hg|svn|bzr)\+", re.IGNORECASE)
 _URL = re.compile(r"@\s*(https?|file|ftp)://|^\s*(https?|file|ftp)://", re.IGNORECASE)
 _PATH = re.compile(r"^\s*(\.{1,2}/|/|~)|\s@\s*\.{0,2}/")
 # Python of the sweserve-base images, by Debian suite: what a lock must resolve for.
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
+# the wheels their glibc can load (trixie's 2.41 is past uv's newest target): 'linux' alone means manylinux_2_28
+# to uv, which refuses wheels like libtpu's that a newer glibc installs
+SUITE_PLATFORM = {"bullseye": "x86_64-manylinux_2_31", "bookworm": "x86_64-manylinux_2_36",
+                  "trixie": "x86_64-manylinux_2_40"}
 
 
 class LockError(Exception):
@@ -62,6 +86,13 @@ def image_python(base_image: str, fallback: str) -> str:
     return fallback
 
 
+def image_platform(base_image: str) -> str:
+    """uv's --python-platform for what a sweserve-base:<suite> image can install; plain 'linux' for others."""
+    if base_image.startswith("sweserve-base:"):
+        return SUITE_PLATFORM.get(base_image.split(":", 1)[1], "linux")
+    return "linux"
+
+
 def uv_bin() -> str:
     from uv import find_uv_bin
 
@@ -74,13 +105,13 @@ def _one_line(text: str) -> str:
     return " ".join(ln for ln in lines if ln)[:400] or "uv failed"
 
 
-def lock(requirements: list[str], python: str, as_of: datetime, index_options: list[str] = (),
-         timeout: float = 300) -> EnvironmentLock:
+def lock(requirements: list[str], python: str, as_of: datetime, index_options: Sequence[str] = (),
+         timeout: float = 300, platform: str = "linux") -> EnvironmentLock:
     """Resolve requirements for Linux and python with the versions the index had at as_of."""
     keep, left_out = installable(requirements)
     when = as_of.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     cmd = [uv_bin(), "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--exclude-newer", when,
-           "--python-version", python, "--python-platform", "linux", *index_options,
+           "--python-version", python, "--python-platform", platform, *index_options,
            # resolve for `python` without looking for that interpreter here (a slow search, or a download)
            "--python", sys.executable, "--no-python-downloads"]
     try:
@@ -96,7 +127,7 @@ def lock(requirements: list[str], python: str, as_of: datetime, index_options: l
                            left_out=left_out)
 
 
-def requirements_text(packages: list[str], index_options: list[str] = ()) -> str:
+def requirements_text(packages: list[str], index_options: Sequence[str] = ()) -> str:
     """A pip requirements file: index options first (pip reads them there), then one requirement a line."""
     lines, opts = [], list(index_options)
     while opts:
@@ -105,3 +136,185 @@ def requirements_text(packages: list[str], index_options: list[str] = ()) -> str
             opt = f"{opt} {opts.pop(0)}"
         lines.append(opt)
     return "\n".join(lines + list(packages)) + "\n"
+
+
+def epoch_end(when: datetime, epoch: LockEpoch) -> datetime:
+    """The last second of the epoch `when` falls in (UTC); `pr` is `when` itself."""
+    when = when.astimezone(timezone.utc)
+    if epoch == "pr":
+        return when
+    day = when.replace(hour=23, minute=59, second=59, microsecond=0)
+    if epoch == "week":  # ISO weeks end on Sunday
+        return day + timedelta(days=6 - when.weekday())
+    last_month = when.month if epoch == "month" else ((when.month - 1) // 3 + 1) * 3
+    return day.replace(month=last_month, day=calendar.monthrange(when.year, last_month)[1])
+
+
+class LockStats(BaseModel):
+    """What one mining run's locking did: its share of the resolver and of the cache."""
+
+    tasks: int = 0
+    shared: int = Field(0, description="tasks given their epoch's lock (same requirements, no dependency change)")
+    own: int = Field(0, description="tasks given a lock as of their own merge (their PR changes a dependency file)")
+    resolved: int = Field(0, description="distinct locks uv resolved in this run")
+    cached: int = Field(0, description="distinct locks answered by the cache or the task already stored")
+    fallback: int = Field(0, description="own locks that failed and took the epoch's cutoff instead")
+    unpinned: int = Field(0, description="tasks whose requirements could not be locked at all")
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Key:
+    packages: tuple[str, ...]
+    python: str
+    platform: str
+    index_options: tuple[str, ...]
+    cutoff: datetime
+
+    def digest(self) -> str:
+        blob = json.dumps([list(self.packages), self.python, self.platform, list(self.index_options),
+                           self.cutoff.isoformat()])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# uv's words for an answer that the same inputs always get again (an index only grows before the cutoff)
+_FINAL = ("no solution found", "not found in the package registry", "no versions of", "because there are no versions")
+
+
+@dataclass
+class Locker:
+    """Locks a batch of tasks: each distinct (requirements, Python, index, cutoff) once, a few at a time.
+
+    `cache_dir` keeps every answer (a lock, or uv's final refusal) by the hash of its inputs; `stored` gives
+    the lock a task already has on disk, so re-mining a tasks folder is offline even without the cache.
+    """
+
+    env_packages: list[str]
+    python: str
+    index_options: list[str]
+    epoch: LockEpoch = "month"
+    cache_dir: Path | None = None
+    platform: str = "linux"
+    stored: Callable[[str], EnvironmentLock | None] = lambda _task_id: None
+    workers: int = 6  # uv waits on the index as much as it computes (16 s wall for 3.4 s CPU per jax lock)
+    resolve: Callable[..., EnvironmentLock] = field(default=lambda *a, **k: lock(*a, **k))
+    notes: list[str] = field(default_factory=list)
+    stats: LockStats = field(default_factory=LockStats)
+
+    def lock_all(self, tasks: Iterable[Task], changes_dependencies: Callable[[Task], bool],
+                 newest: datetime) -> dict[str, EnvironmentLock | None]:
+        """Each task's lock (None: unpinned, with a note). `newest` caps every cutoff: the newest commit mined."""
+        import time
+
+        started = time.monotonic()
+        tasks = list(tasks)
+        newest = newest.astimezone(timezone.utc)
+        wanted: dict[str, tuple[_Key, _Key | None]] = {}  # task -> (first choice, fallback)
+        for task in tasks:
+            packages = tuple(packages_for(self.env_packages, task.dependencies))
+            shared = self._key(packages, min(epoch_end(task.created_at, self.epoch), newest))
+            if self.epoch != "pr" and changes_dependencies(task):
+                wanted[task.task_id] = (self._key(packages, task.created_at), shared)
+                self.stats.own += 1
+            else:
+                wanted[task.task_id] = (shared, None)
+                self.stats.shared += self.epoch != "pr"
+        self.stats.tasks += len(tasks)
+        answers: dict[_Key, EnvironmentLock | str] = {}
+        for task in tasks:  # a lock the task already has answers for its inputs
+            old = self.stored(task.task_id)
+            first = wanted[task.task_id][0]
+            if old is not None and first not in answers and self._matches(old, first):
+                answers[first] = old
+                self.stats.cached += 1
+        self._answer({first for first, _ in wanted.values()}, answers)
+        self._answer({fb for first, fb in wanted.values() if fb is not None and isinstance(answers[first], str)},
+                     answers)
+        out: dict[str, EnvironmentLock | None] = {}
+        for task in tasks:
+            first, fallback = wanted[task.task_id]
+            answer = answers[first]
+            if isinstance(answer, str) and fallback is not None and isinstance(answers[fallback], EnvironmentLock):
+                self.notes.append(f"{task.task_id}: locking as of its merge failed ({answer}); "
+                                  f"took its epoch's cutoff {fallback.cutoff:%Y-%m-%d}")
+                self.stats.fallback += 1
+                answer = answers[fallback]
+            if isinstance(answer, str):
+                self.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
+                                  f"requirements unpinned: {answer}")
+                self.stats.unpinned += 1
+                out[task.task_id] = None
+                continue
+            for line in answer.left_out:
+                note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
+                if note not in self.notes:
+                    self.notes.append(note)
+            out[task.task_id] = answer
+        self.stats.duration_s += round(time.monotonic() - started, 3)
+        return out
+
+    def _key(self, packages: tuple[str, ...], cutoff: datetime) -> _Key:
+        return _Key(packages, self.python, self.platform, tuple(self.index_options), cutoff.astimezone(timezone.utc))
+
+    @staticmethod
+    def _matches(old: EnvironmentLock, key: _Key) -> bool:
+        return old.python == key.python and old.resolved_at.astimezone(timezone.utc) == key.cutoff \
+            and old.packages == list(key.packages)
+
+    def _answer(self, keys: set[_Key], answers: dict[_Key, EnvironmentLock | str]) -> None:
+        """Fill answers for keys: from the cache, else uv, `workers` at a time."""
+        todo = []
+        for key in sorted(keys - answers.keys(), key=lambda k: (k.cutoff, k.packages)):
+            cached = self._cached(key)
+            if cached is None:
+                todo.append(key)
+            else:
+                answers[key] = cached
+                self.stats.cached += 1
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(todo)))) as pool:
+            for key, answer in zip(todo, pool.map(self._run, todo)):
+                answers[key] = answer
+                self.stats.resolved += 1
+
+    def _run(self, key: _Key) -> EnvironmentLock | str:
+        try:
+            answer: EnvironmentLock | str = self.resolve(list(key.packages), key.python, key.cutoff,
+                                                         list(key.index_options), platform=key.platform)
+        except LockError as exc:
+            answer = str(exc)
+            if not any(word in answer.lower() for word in _FINAL):
+                return answer  # a time-out or an unreachable index: asked again next time
+        if isinstance(answer, EnvironmentLock):
+            answer = answer.model_copy(update={"packages": list(key.packages)})
+        self._keep(key, answer)
+        return answer
+
+    def _path(self, key: _Key) -> Path | None:
+        return self.cache_dir / f"{key.digest()}.json" if self.cache_dir is not None else None
+
+    def _cached(self, key: _Key) -> EnvironmentLock | str | None:
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            record = _CacheRecord.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            return None  # a torn or foreign file: resolve again and overwrite it
+        return record.lock if record.lock is not None else record.error
+
+    def _keep(self, key: _Key, answer: EnvironmentLock | str) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        record = _CacheRecord(lock=answer) if isinstance(answer, EnvironmentLock) else _CacheRecord(error=answer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{id(key)}.tmp")
+        tmp.write_text(record.model_dump_json())
+        tmp.replace(path)
+
+
+class _CacheRecord(BaseModel):
+    lock: EnvironmentLock | None = None
+    error: str | None = None

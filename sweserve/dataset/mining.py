@@ -10,18 +10,17 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, Field
 
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
-from sweserve.dataset.patches import section_paths, split_sections
+from sweserve.dataset.locking import Locker, LockStats, image_platform, image_python
+from sweserve.dataset.patches import section_paths, split_sections, touched_paths
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.dataset.locking import LockError, image_python, lock, packages_for
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
@@ -38,7 +37,7 @@ class PRCommit:
     number: int
     title: str
     body: str
-    commit: CommitInfo  # or a GitPython Commit: both have hexsha, parents, message, committed_datetime
+    commit: CommitInfo
 
     @property
     def base(self) -> str:
@@ -72,6 +71,7 @@ class MineReport(BaseModel):
     rejected: dict[str, list[str]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list, description="what stopped or limited the walk, one line each")
     statement_sources: dict[str, int] = Field(default_factory=dict, description="written tasks per statement source")
+    locks: LockStats | None = Field(None, description="profiles with lock: shared, own, resolved and cached locks")
     duration_s: float = 0.0
 
     def reject(self, reason: str, pr: PRCommit, detail: str | None = None) -> None:
@@ -79,9 +79,10 @@ class MineReport(BaseModel):
         self.rejected.setdefault(reason, []).append(entry)
 
 
-def parse_pr(commit) -> PRCommit | None:
-    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit."""
-    if not commit.parents:
+def parse_pr(commit, shallow: set[str] | frozenset[str] = frozenset()) -> PRCommit | None:
+    """A PR number, title and body from a squash (`title (#N)`) or merge (`Merge pull request #N`) commit; a
+    root commit is none (it has no base), unless it only looks like one at a shallow clone's boundary."""
+    if not commit.parents and commit.hexsha not in shallow:
         return None
     return _parse_message(commit)
 
@@ -118,7 +119,8 @@ def split_changes(profile: RepoProfile, changes: list[FileChange]) -> Split:
 
 def split_patch(patch: str, test_paths: set[str]) -> tuple[str, str]:
     """(code, tests): the sections of one diff touching a test path go to tests, the rest to code."""
-    code, tests = [], []
+    code: list[str] = []
+    tests: list[str] = []
     for section in split_sections(patch):
         (tests if section_paths(section) & test_paths else code).append(section)
     return "".join(code), "".join(tests)
@@ -201,11 +203,11 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
     paths = sorted({p for c in changes for p in c.paths})
     if len(unit.members) > 1 and (why := leak(unit, set(paths))):
         return "cluster_interleaved", why
-    family = profile.classification(unit.first.title, split.code, unit.first.number)
+    family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files)
     if family.family is None:
         return "unclassified", None
     try:
-        patch = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
+        text = patch.decode("utf-8") if patch is not None else g.diff(base, head, paths)
         resources = resources_for(profile, lambda p: g.read(head, p), test_files)
         dependencies = pr_dependencies(g, base, head, profile.dependency_files, profile.dependency_extras)
     except UnicodeDecodeError:
@@ -214,7 +216,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         return "git_error", str(exc)
     if isinstance(resources, str):
         return "unsupported_hardware", resources
-    oracle, tests = split_patch(patch, {p for c in split.tests for p in c.paths})
+    oracle, tests = split_patch(text, {p for c in split.tests for p in c.paths})
     task = Task(
         task_id=task_id_for(profile.repo, unit.first.number),
         repo=profile.repo,
@@ -226,23 +228,39 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
         merge_commit=head,
         family=family.family,
         family_confidence=family.confidence,
+        family_scores=family.scores,
+        family_confident=family.confident,
         created_at=unit.last.commit.committed_datetime,
         resources=resources,
         dependencies=dependencies,
         test=TestSpec(files=test_files, workdir=profile.test_workdir, env=dict(profile.test_env), runner=profile.runner),
     )
-    statement = (statements or StatementMaker(profile.repo))(unit.first.number, unit.first.title, unit.first.body,
-                                                             oracle, tests)
+    maker = replace(statements, min_chars=profile.min_statement_chars) if statements else \
+        StatementMaker(profile.repo, min_chars=profile.min_statement_chars)
+    statement = maker(unit.first.number, unit.first.title, unit.first.body, oracle, tests)
     task.quality = statement.quality
+    if statement.quality.labels:  # GitHub's labels are one more signal
+        family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files,
+                                        labels=statement.quality.labels)
+        if family.family is not None:
+            task.family, task.family_confidence = family.family, family.confidence
+            task.family_scores, task.family_confident = family.scores, family.confident
     return TaskBundle(task=task, instruction=statement.text + unit_instruction(unit, first=False), oracle_patch=oracle,
                       tests_patch=tests)
 
 
-def open_repo(path: str | Path) -> git.Repo:
+def open_repo(path: str | Path) -> Git:
+    """The clone at path (its work tree's top folder, or a bare clone); one line when there is none."""
+    g = Git(Path(path))
     try:
-        return git.Repo(path)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        if g.run("rev-parse", "--is-bare-repository").strip() == b"true":
+            return g
+        top = g.run("rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+    except (GitError, OSError):
         raise SweserveError(f"not a git repository: {path}") from None
+    if Path(top).resolve() != Path(path).resolve():
+        raise SweserveError(f"not a git repository: {path} (it is inside {top})")
+    return g
 
 
 def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | None, on_progress) -> Iterator[PRCommit]:
@@ -252,7 +270,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
         report.scanned += 1
         if on_progress:
             on_progress(report)
-        pr = _parse_message(commit) if commit.parents or commit.hexsha in shallow else None
+        pr = parse_pr(commit, shallow)
         if pr is None:
             continue
         if limit is not None and report.candidates >= limit:
@@ -265,49 +283,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
 
 
 # Fields of a task that come from the profile and the repo, and may change when either does.
-DERIVED = ("family", "family_confidence", "resources", "test", "dependencies", "lock", "prs", "title")
-
-
-@dataclass
-class Locker:
-    """Resolves tasks' requirements as of their PR's date (profiles with lock), once per distinct input."""
-
-    profile: RepoProfile
-    tasks_dir: Path
-    report: MineReport
-    _done: dict = field(default_factory=dict)
-
-    def __call__(self, task: Task) -> EnvironmentLock | None:
-        packages = packages_for(self.profile.env_packages, task.dependencies)
-        python = image_python(self.profile.base_image, self.profile.python)
-        key = (tuple(packages), task.created_at, python, tuple(self.profile.index_options))
-        if key not in self._done:
-            self._done[key] = self._previous(task, python) or self._resolve(task, packages, python)
-        return self._done[key]
-
-    def _previous(self, task: Task, python: str) -> EnvironmentLock | None:
-        """The lock already stored for this task, when its inputs are the same (re-mining needs no index)."""
-        try:
-            old = load_task(self.tasks_dir / task.task_id)
-        except SweserveError:
-            return None
-        if old.lock and old.dependencies == task.dependencies and old.lock.python == python \
-                and old.lock.resolved_at == task.created_at:
-            return old.lock
-        return None
-
-    def _resolve(self, task: Task, packages: list[str], python: str) -> EnvironmentLock | None:
-        try:
-            pinned = lock(packages, python, task.created_at, self.profile.index_options)
-        except LockError as exc:
-            self.report.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
-                                     f"requirements unpinned: {exc}")
-            return None
-        for line in pinned.left_out:
-            note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
-            if note not in self.report.notes:
-                self.report.notes.append(note)
-        return pinned
+DERIVED = ("family", "family_confidence", "family_scores", "family_confident", "resources", "test", "dependencies", "lock", "prs", "title")
 
 
 def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
@@ -332,6 +308,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
     new = bundle.task
     if old.task.family_override:  # a family set by hand stays, whatever the rules say now
         new.family, new.family_confidence = old.task.family_override, old.task.family_confidence
+        new.family_confident = True
     # what validation learnt about the hardware stays
     if old.task.resources.needs_accelerator:
         new.resources.needs_accelerator = old.task.resources.needs_accelerator
@@ -346,7 +323,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
 
 
 def mine(
-    repo: git.Repo,
+    repo: Git,
     profile: RepoProfile,
     tasks_dir: Path,
     rev: str = "HEAD",
@@ -355,12 +332,13 @@ def mine(
     on_progress=None,
     clusters: ClusterOptions | None = None,
     statements: StatementMaker | None = None,
+    lock_cache: Path | None = None,
 ) -> MineReport:
     """Write a candidate task for every PR (or cluster of PRs) on rev's first-parent history that passes the filters."""
     started = time.monotonic()
     report = MineReport(repo=profile.repo)
-    locker = Locker(profile, tasks_dir, report) if profile.lock else None
-    with Git(Path(repo.working_dir)) as g:
+    bundles: list[TaskBundle] = []
+    with Git(repo.path) as g:  # its own processes, closed here
         commits, stopped = g.walk(rev, since)
         if stopped and not commits:
             raise SweserveError(f"cannot read history of {rev}: {stopped}")
@@ -395,14 +373,39 @@ def mine(
                     reason = reason if reason.startswith("cluster_") else f"cluster_{reason}"
                 report.reject(reason, unit.first if len(unit.members) == 1 else _cluster_pr(unit), detail)
                 continue
-            if locker is not None:
-                outcome.task.lock = locker(outcome.task)
-            store(tasks_dir, outcome, report)
-            if report.written and report.written[-1] == outcome.task.task_id:
-                source = outcome.task.quality.statement_source if outcome.task.quality else "title_only"
-                report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
+            bundles.append(outcome)
+        newest = commits[0].committed_datetime if commits else None
+    if profile.lock and bundles and newest is not None:
+        lock_tasks(profile, tasks_dir, bundles, newest, lock_cache, report)
+    for bundle in bundles:
+        store(tasks_dir, bundle, report)
+        if report.written and report.written[-1] == bundle.task.task_id:
+            source = bundle.task.quality.statement_source if bundle.task.quality else "title_only"
+            report.statement_sources[source] = report.statement_sources.get(source, 0) + 1
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def lock_tasks(profile: RepoProfile, tasks_dir: Path, bundles: list[TaskBundle], newest, cache: Path | None,
+               report: MineReport) -> None:
+    """Give each bundle its environment lock: shared per epoch, own for a PR that changes its dependencies."""
+
+    def stored(task_id: str) -> EnvironmentLock | None:
+        try:
+            return load_task(tasks_dir / task_id).lock
+        except SweserveError:
+            return None
+
+    patches = {b.task.task_id: b.oracle_patch + b.tests_patch for b in bundles}
+    deps = set(profile.dependency_files)
+    locker = Locker(profile.env_packages, image_python(profile.base_image, profile.python), profile.index_options,
+                    profile.lock_epoch, cache, image_platform(profile.base_image), stored)
+    locks = locker.lock_all([b.task for b in bundles], lambda t: bool(touched_paths(patches[t.task_id]) & deps),
+                            newest)
+    for bundle in bundles:
+        bundle.task.lock = locks[bundle.task.task_id]
+    report.notes.extend(locker.notes)
+    report.locks = locker.stats
 
 
 def _may_be_task(profile: RepoProfile, unit: Unit) -> bool:

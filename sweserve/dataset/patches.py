@@ -1,10 +1,14 @@
-"""Reading git patches: which files a patch touches, and dropping the sections for some of them."""
+"""Reading git patches: which files a patch touches, and dropping the sections for some of them; and the one
+command that applies a patch, wherever sweserve applies one (graders, agents, exported tasks)."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 
+# binary hunks included, whitespace as the patch has it: `git diff --binary` output applies as it was taken
+APPLY = ("git", "apply", "--binary", "--whitespace=nowarn")
 _HEADER = re.compile(r"^diff --git ", re.MULTILINE)
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
@@ -93,3 +97,9 @@ def drop_paths(patch: str, drop) -> tuple[str, list[str]]:
         else:
             kept.append(section)
     return "".join(kept), dropped
+
+
+def apply_command(path: str, index: bool = False) -> str:
+    """The shell command applying the patch file at `path` to the repository in the current directory; with
+    index, git's index records every path it touched (new files included)."""
+    return shlex.join([*APPLY[:2], *(["--index"] if index else []), *APPLY[2:], path])

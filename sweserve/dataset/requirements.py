@@ -11,9 +11,10 @@ import functools
 import re
 import tomllib
 
-import git
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+
+from sweserve.dataset.gitio import Git
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,30 +60,17 @@ def name_of(req: str) -> str:
         return canonicalize_name(m.group(1)) if m else req.strip()
 
 
-def _reader(source):
-    """source.read(commit, path) for a sweserve Git; `git show` for a GitPython Repo."""
-    if isinstance(source, git.Repo):
-        def read(commit: str, path: str) -> str | None:
-            try:
-                return source.git.show(f"{commit}:{path}")
-            except git.GitCommandError:
-                return None
-        return read
-    return source.read
-
-
-def dependency_set(source, commit: str, files: list[str], extras: list[str]) -> list[str]:
+def dependency_set(source: Git, commit: str, files: list[str], extras: list[str]) -> list[str]:
     """Sorted, de-duplicated requirements declared by files (pyproject.toml or requirements*.txt) at commit."""
-    read = _reader(source)
     reqs: list[str] = []
     for path in files:
-        text = read(commit, path)
+        text = source.read(commit, path)
         if text is not None:  # else: not there at this commit
             reqs += _parse(path, text, tuple(extras))
     return sorted({normalise(r) for r in reqs if r.strip()})
 
 
-def pr_dependencies(source, base: str, head: str, files: list[str], extras: list[str]) -> list[str]:
+def pr_dependencies(source: Git, base: str, head: str, files: list[str], extras: list[str]) -> list[str]:
     """What a PR declares at its merge commit, plus what its base declared for projects it no longer names."""
     at_head = dependency_set(source, head, files, extras)
     names = {name_of(r) for r in at_head}

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.errors import SweserveError
+from sweserve.loading import read_data, read_text, validate
 from sweserve.models import Task, TaskBundle
 
 TASK_FILE = "task.json"
@@ -35,29 +33,9 @@ def save_bundle(tasks_dir: Path, bundle: TaskBundle) -> Path:
     return task_dir
 
 
-def _read_text(path: Path) -> str:
-    """A task file's text, or one line saying why it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SweserveError(f"{path}: missing task file") from None
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
-    except IsADirectoryError:
-        raise SweserveError(f"{path}: is a folder, not a task file") from None
-
-
 def load_task(task_dir: Path) -> Task:
     path = task_dir / TASK_FILE
-    raw = _read_text(path)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SweserveError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
-    try:
-        task = Task.model_validate(data)
-    except ValidationError as exc:
-        raise SweserveError(describe_validation_error(str(path), exc)) from None
+    task = validate(Task, read_data(path, "JSON", "task file"), path)
     if task.task_id != task_dir.name:
         raise SweserveError(f"{path}: field 'task_id': '{task.task_id}' does not match its folder '{task_dir.name}'")
     return task
@@ -67,7 +45,7 @@ def load_bundle(task_dir: Path) -> TaskBundle:
     task = load_task(task_dir)
     texts = {}
     for attr, name in TEXT_FILES.items():
-        texts[attr] = _read_text(task_dir / name)
+        texts[attr] = read_text(task_dir / name, "task file")
     if not texts["oracle_patch"].strip():
         raise SweserveError(f"{task_dir / TEXT_FILES['oracle_patch']}: empty oracle patch")
     if not texts["tests_patch"].strip():

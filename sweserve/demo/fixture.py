@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sweserve.demo import files
+from sweserve.gitcmd import run_git
 
 REPO = "sweserve-demo/sglang-mini"
 PROFILE = "sglang-demo"
@@ -24,7 +25,7 @@ class PR:
     number: int
     title: str
     body: str
-    changes: dict[str, str | None]
+    changes: Mapping[str, str | None]
     merge_style: bool = False
 
 
@@ -59,16 +60,14 @@ PRS = [
 def _git(repo: Path, *args: str, step: int) -> str:
     date = f"{EPOCH + step * 3600} +0000"
     env = {
-        **os.environ,
         "GIT_AUTHOR_NAME": "Demo Dev", "GIT_AUTHOR_EMAIL": "dev@sglang-mini.invalid", "GIT_AUTHOR_DATE": date,
         "GIT_COMMITTER_NAME": "Demo Dev", "GIT_COMMITTER_EMAIL": "dev@sglang-mini.invalid", "GIT_COMMITTER_DATE": date,
         "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
     }
-    proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
-    return proc.stdout.strip()
+    return run_git(*args, repo=repo, env=env).decode().strip()
 
 
-def _write(repo: Path, changes: dict[str, str | None]) -> None:
+def _write(repo: Path, changes: Mapping[str, str | None]) -> None:
     for rel, text in changes.items():
         path = repo / rel
         if text is None:

@@ -18,7 +18,7 @@ import docker.errors
 from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors, gc
 from sweserve.environment.gpus import GpuPool, detect_gpus
 from sweserve.environment.host import OFFLINE_ROLES, HostSpec, new_run_id
-from sweserve.environment.images import ImageBuilder, read_ca_bundle
+from sweserve.environment.images import ImageBuilder, image_exists, read_ca_bundle
 from sweserve.errors import InfraError, SweserveError
 from sweserve.models import ImageSpec, Resources
 
@@ -77,6 +77,9 @@ class DockerHost:
 
     def task_image(self, spec: ImageSpec, clone: Path | None) -> str:
         return self.builder.task(spec, clone)
+
+    def has_image(self, tag: str) -> bool:
+        return image_exists(self.client, tag)
 
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any

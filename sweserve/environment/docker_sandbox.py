@@ -7,7 +7,9 @@ Isolation and limits (what a candidate cannot do from inside a sandbox):
   the harness reaches a service in it through `forward` (a `docker exec` relay), never over IP;
 - exec output is streamed and only a bounded tail is kept; files are read out with a size cap;
 - disk: no file may grow past `resources.disk_gb` (RLIMIT_FSIZE), and a watchdog stops the sandbox when
-  its writable layer does (`DiskLimitExceeded`).
+  its writable layer does (`DiskLimitExceeded`);
+- time: every exec has a host-side deadline (`watchdog.Deadline`) that `docker kill`s the container a few
+  seconds after the command's own timeout, so a stopped or hung process inside cannot stop the clock.
 
 Every Docker failure leaves this module as `InfraError("docker", …)`; a limit as `LimitExceeded`.
 """
@@ -33,6 +35,7 @@ from docker.utils.socket import frames_iter
 
 from sweserve.environment.gpus import device_requests
 from sweserve.environment.sandbox import WORKDIR, ExecResult
+from sweserve.environment.watchdog import Deadline
 from sweserve.errors import InfraError, LimitExceeded
 from sweserve.models import Resources
 
@@ -89,7 +92,7 @@ def sandbox_network(client: docker.DockerClient, run_id: str, task_id: str, role
     other sandbox is on it. Another container (e.g. an allow-listed egress proxy) can be attached to it.
     """
     base, bits = SUBNET_POOL
-    last = None
+    last: Exception = RuntimeError("no free subnet")
     for _ in range(8):  # a random /28: a clash with another network is retried with another one
         block = base + (random.randrange(2**bits) << 4)
         subnet = f"{socket.inet_ntoa(block.to_bytes(4, 'big'))}/28"
@@ -262,6 +265,10 @@ class PortForward:
         except OSError:
             pass
         finally:
+            try:  # a close alone waits for `up`'s recv: the client would never hear the sandbox is gone
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             conn.close()
             try:
                 hijacked.close()
@@ -278,6 +285,8 @@ class DockerSandbox:
 
     `host` is what started it (a `docker_host.DockerHost`): its egress proxies are built and labelled from it.
     """
+
+    test_user: str | None = "nobody"  # every Debian image has it; the hidden tests run as it
 
     def __init__(self, container, network: str | None = None, watchdog: DiskWatchdog | None = None,
                  output_tail: int = OUTPUT_TAIL_BYTES, host: Any = None):
@@ -318,7 +327,7 @@ class DockerSandbox:
                     **run_kwargs(resources, gpu_ids or [], os.cpu_count() or 1),
                 )
         except BaseException:
-            if own:
+            if own and network:
                 _remove_network(client, network)
             raise
         box = cls(container, network if own else None, host=host)
@@ -370,6 +379,18 @@ class DockerSandbox:
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
+    def kill(self) -> None:
+        """`docker kill`: the kernel ends every process of the container, stopped and frozen ones too."""
+        try:
+            self.container.kill()
+        except docker.errors.APIError as exc:
+            if exc.status_code not in (404, 409):  # gone, or not running: nothing left to stop
+                raise InfraError("docker", f"killing {self.name}: {exc.explanation or exc}") from None
+
+    def deadline(self, limit: float) -> Deadline:
+        """Kills the sandbox from the host if the `with` block still runs a few seconds after `limit`."""
+        return Deadline(limit, self.kill, name=f"deadline-{self.name}")
+
     def _check_limits(self) -> None:
         if self.watchdog:
             self.watchdog.check()
@@ -383,7 +404,9 @@ class DockerSandbox:
         user: str | None = None,
         on_output: Callable[[bytes], None] | None = None,
     ) -> ExecResult:
-        """Run `bash -c command`; the whole process group is killed after timeout seconds.
+        """Run `bash -c command`; the whole process group is killed after timeout seconds, and the whole sandbox
+        by the host a few seconds later if the command has not ended by then (its `timeout` stopped, a process
+        holding the output open): `timed_out` either way.
 
         Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so), and
         each chunk also goes to on_output as it arrives.
@@ -396,16 +419,18 @@ class DockerSandbox:
         with docker_errors("running a command in the sandbox"):
             exec_id = api.exec_create(self.container.id, argv, workdir=workdir, environment=env or {},
                                       user=user or "")["Id"]
-            for chunk in api.exec_start(exec_id, stream=True):
-                tail.add(chunk)
-                if on_output is not None:
-                    on_output(chunk)
-            code = api.exec_inspect(exec_id).get("ExitCode")
+            stream = api.exec_start(exec_id, stream=True)
+            with Deadline(max(1, int(timeout)), self.kill, stream.close, name=f"exec-{self.name}") as clock:
+                for chunk in stream:
+                    tail.add(chunk)
+                    if on_output is not None:
+                        on_output(chunk)
+            code = None if clock.fired else api.exec_inspect(exec_id).get("ExitCode")
         elapsed = time.monotonic() - started
         self._check_limits()
         code = 137 if code is None else code
         text = tail.bytes().decode("utf-8", "replace")
-        timed_out = code == 137 and elapsed >= int(timeout) - 0.5
+        timed_out = clock.fired or (code == 137 and elapsed >= int(timeout) - 0.5)
         return ExecResult(code, text, timed_out, round(elapsed, 3), truncated=tail.truncated,
                           output_bytes=tail.total)
 
@@ -537,7 +562,7 @@ def gc(client: docker.DockerClient, everything: bool = False, run_id: str | None
 
     everything=True removes all of them; run_id limits it to one run's.
     """
-    filters = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
+    filters: dict[str, str | list[str] | bool] = {"label": [LABEL] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
     removed = []
     # sparse: no inspect per container, so one that vanishes, or that the daemon holds busy for another
     # process, cannot fail or stall every sweserve start

@@ -57,6 +57,9 @@ class Host(Protocol):
     def task_image(self, spec: ImageSpec, clone: Path | None) -> str:
         """The task image of `spec`, built (from `clone`, the repository) when it is not there yet."""
 
+    def has_image(self, tag: str) -> bool:
+        """Whether the image is on this host now (what an export names must be, or other harnesses pull it)."""
+
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> Sandbox:
         """A sandbox of `image` with the task's limits: on a network of its own, reaching no other sandbox and no
         address of the host; the verifier's roles (OFFLINE_ROLES) get no network at all. InfraError("sandbox")

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -30,6 +30,9 @@ import docker
 import docker.errors
 
 from sweserve.errors import InfraError, SweserveError
+from sweserve.gitcmd import GitError, reason, run_git
+from sweserve.gitcmd import subcommand as git_subcommand  # noqa: F401  (its old name here)
+from sweserve.heartbeat import Heartbeat, clock
 from sweserve.models import EnvSpec, ImageSpec
 
 log = logging.getLogger(__name__)
@@ -40,9 +43,7 @@ PROXY_BASE = "sweserve-base:bookworm"  # Python 3.11: mitmproxy 11.0 is the last
 REPO_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}:{s:02d}"
+LOG_LINE_CHARS = 200  # of each line of build output shown in the log (the tail kept for errors is whole)
 
 
 class BuildLog:
@@ -52,24 +53,17 @@ class BuildLog:
 
     def __init__(self, what: str, log, interval: float | None = None):
         self.what, self.log = what, log
-        if interval is None:
-            try:
-                interval = max(0.01, float(os.environ.get("SWESERVE_HEARTBEAT_S", "30")))
-            except ValueError:
-                interval = 30.0
-        self.interval = interval
         self.start = self.last = time.monotonic()
         self.tail: deque[str] = deque(maxlen=4)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name="sweserve-build-heartbeat")
+        self._heartbeat = Heartbeat(self._beat, interval, name="sweserve-build-heartbeat")
+        self.interval = self._heartbeat.interval
 
     def __enter__(self) -> "BuildLog":
-        self._thread.start()
+        self._heartbeat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        self._heartbeat.__exit__(*exc)
 
     def line(self, text: str) -> None:
         text = text.rstrip()
@@ -77,13 +71,13 @@ class BuildLog:
             return
         self.tail.append(text.strip())
         self.last = time.monotonic()
-        self.log(f"  [{_clock(self.last - self.start)}] {self.what}: {text}")
+        shown = text if len(text) <= LOG_LINE_CHARS else text[:LOG_LINE_CHARS - 1] + "…"  # a RUN line can be huge
+        self.log(f"  [{clock(self.last - self.start, hours=False)}] {self.what}: {shown}")
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.interval):
-            now = time.monotonic()
-            if now - self.last >= self.interval * 0.99:
-                self.log(f"  [{_clock(now - self.start)}] {self.what}: still running")
+        now = time.monotonic()
+        if now - self.last >= self.interval * 0.99:  # silent for a whole interval
+            self.log(f"  [{clock(now - self.start, hours=False)}] {self.what}: still running")
 
 
 TREE_SCRIPT = "sweserve-tree"  # checks a task image's tracked files out when its container starts (task/)
@@ -100,12 +94,12 @@ def checked_out_tag(task_image: str) -> str:
     return f"{task_image}-tree{digest}"
 
 
-def write_task_context(dest: Path, clone: Path, commit: str, history: str) -> None:
+def write_task_context(dest: Path, clone: Path, commit: str, history: str, leave_out: Sequence[str] = ()) -> None:
     """A task image's build context: its Dockerfile, the sweserve-tree script and the repository at commit."""
     (dest / "Dockerfile").write_bytes(dockerfile("task"))
     (dest / TREE_SCRIPT).write_bytes(dockerfile("task", TREE_SCRIPT))
     (dest / TREE_SCRIPT).chmod(0o755)
-    export_repo_at(clone, commit, dest / "repo", history)
+    export_repo_at(clone, commit, dest / "repo", history, leave_out)
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -137,6 +131,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
                 ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite, str(root), mirror],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
+            assert proc.stdout is not None  # a pipe
             for line in proc.stdout:
                 out.line(line)
             proc.wait()
@@ -145,6 +140,7 @@ def build_base_image(tag: str, mirror: str = DEFAULT_MIRROR) -> None:
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         log.info("docker import → %s", tag)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None  # a pipe
         imp = subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         tar.wait()
@@ -198,8 +194,11 @@ def task_image_tag(spec: ImageSpec, env_tag: str) -> str:
     """The task's base commit on its env image, with the profile's install steps and the task's test env:
     changing any of them (or the task Dockerfile) makes another image instead of reusing a stale one."""
     env_hash = env_tag.rsplit("-", 1)[-1]
-    steps = _digest(dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(spec.install).encode(),
-                    json.dumps(spec.test_env, sort_keys=True).encode())[:8]
+    parts = [dockerfile("task"), dockerfile("task", TREE_SCRIPT), "\0".join(spec.install).encode(),
+             json.dumps(spec.test_env, sort_keys=True).encode()]
+    if spec.leave_out:  # built without them: another image than a full one
+        parts.append("\0".join(sorted(spec.leave_out)).encode())
+    steps = _digest(*parts)[:8]
     lean = "-lean" if spec.history == "none" else ""
     return f"sweserve-task:{spec.task_id.lower()}-{spec.base_commit[:10]}-{env_hash}-{steps}{lean}"
 
@@ -244,7 +243,7 @@ def _docker_build(client: docker.DockerClient, context: Path, dockerfile: str, t
             raise InfraError("image_build", f"building {tag} failed: {exc.explanation or exc}") from None
     if not image_exists(client, tag):
         raise InfraError("image_build", f"building {tag} failed: {' | '.join(out.tail) or 'no image was produced'}")
-    log.info("built %s in %s", tag, _clock(time.monotonic() - out.start))
+    log.info("built %s in %s", tag, clock(time.monotonic() - out.start, hours=False))
 
 
 def built_layers(log_lines: list[str]) -> list[str]:
@@ -269,55 +268,70 @@ def _remove_layers(client: docker.DockerClient, ids: list[str]) -> None:
             pass
 
 
-def git_subcommand(args) -> str:
-    """The git command in an argument list: `fetch` in `-c k=v fetch -q …`."""
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in ("-c", "-C"):
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return "git"
+def sparse_pattern(path: str) -> str:
+    """A sparse-checkout line leaving out exactly this path (gitignore syntax, special characters escaped)."""
+    escaped = "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
+    return f"!/{escaped}"
 
 
-def git_message(stderr: str, returncode: int) -> str:
-    """git's own reason: the first fatal line (a remote's too: a corrupt object in the clone), else its last
-    error line, not the generic last line ("aborting due to possible repository corruption …")."""
-    lines = [ln.strip().removeprefix("remote:").strip() for ln in stderr.splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if ln.startswith("fatal:")]
-    if fatal:
-        return fatal[0]
-    errors = [ln for ln in lines if ln.startswith("error:")]
-    return (errors or lines or [f"exit code {returncode}"])[-1]
-
-
-def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors") -> None:
+def export_repo_at(clone: Path, commit: str, dest: Path, history: str = "ancestors",
+                   leave_out: Sequence[str] = ()) -> None:
     """A fresh repository at dest holding commit and its ancestors only: one branch, no other refs, no reflog.
 
     history="none" keeps the commit alone: a shallow repository (`.git/shallow` names it) whose HEAD is still
     `commit`, so diffs against the base commit work, but none of the repository's history is copied.
+
+    leave_out: files of commit the clone cannot read (the task records them in `unreadable`). Their objects
+    are not copied, and the repository is a sparse checkout without them: HEAD is still `commit`, the index
+    keeps their entries (skip-worktree), so neither a checkout nor a submission's diff ever reads them.
     """
-    def git(*args: str, cwd: Path = dest) -> None:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise InfraError("git", f"git {git_subcommand(args)} of {commit[:12]} from {clone} failed: "
-                                        f"{git_message(proc.stderr, proc.returncode)}")
+    def git(*args: str, input: bytes | None = None) -> bytes:
+        try:
+            return run_git(*args, repo=dest, input=input)
+        except GitError as exc:
+            raise InfraError("git", f"git {exc.subcommand} of {commit[:12]} from {clone} failed: "
+                                    f"{reason(exc.stderr, exc.returncode)}") from None
 
     dest.mkdir(parents=True)
     git("init", "-q")
-    depth = ["--depth=1"] if history == "none" else []
-    git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head", *depth,
-        str(clone.resolve()), commit)
+    if leave_out:
+        _copy_objects_without(clone, commit, dest, history, set(leave_out), git)
+    else:
+        depth = ["--depth=1"] if history == "none" else []
+        git("-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head", *depth,
+            str(clone.resolve()), commit)
     git("update-ref", "refs/heads/main", commit)
     git("symbolic-ref", "HEAD", "refs/heads/main")
-    git("reset", "-q", "--hard", commit)
-    git("reflog", "expire", "--expire=now", "--all")
-    git("gc", "-q", "--prune=now")
+    if leave_out:
+        git("config", "core.sparseCheckout", "true")
+        (dest / ".git" / "info").mkdir(exist_ok=True)
+        (dest / ".git" / "info" / "sparse-checkout").write_text(
+            "/*\n" + "".join(sparse_pattern(p) + "\n" for p in sorted(leave_out)))
+        git("read-tree", "--reset", "-u", "HEAD")
+    else:
+        git("reset", "-q", "--hard", commit)
+        git("reflog", "expire", "--expire=now", "--all")
+        git("gc", "-q", "--prune=now")
     (dest / ".git" / "ORIG_HEAD").unlink(missing_ok=True)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(REPO_EXCLUDES)
+
+
+def _copy_objects_without(clone: Path, commit: str, dest: Path, history: str, leave_out: set[str], git) -> None:
+    """Copy commit's objects (and its ancestors' with history "ancestors") from clone into dest as one pack,
+    without the blobs of the left-out paths and any object the clone lacks."""
+    source = ["-C", str(clone.resolve())]
+    blobs = git(*source, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *sorted(leave_out)).decode(
+        "utf-8", "replace")
+    skip = {e.split("\t")[0].split()[2] for e in blobs.split("\0") if e.count(" ") >= 2 and "\t" in e}
+    walk = ["--no-walk"] if history == "none" else []
+    listed = git(*source, "rev-list", "--objects", "--missing=print", *walk, commit).decode("utf-8", "replace")
+    ids = [ln.split(" ", 1)[0] for ln in listed.splitlines() if ln and not ln.startswith("?")]
+    wanted = "".join(f"{i}\n" for i in ids if i not in skip).encode()
+    pack = git(*source, "pack-objects", "-q", "--stdout", input=wanted)
+    git("index-pack", "--stdin", input=pack)
+    if history == "none":
+        (dest / ".git" / "shallow").write_text(commit + "\n")
 
 
 @contextmanager
@@ -452,37 +466,32 @@ class ImageBuilder:
             log.info("building task image %s", tag)
             with tempfile.TemporaryDirectory(prefix="sweserve-task-") as tmp:
                 ctx = Path(tmp)
-                write_task_context(ctx, clone, spec.base_commit, spec.history)
+                write_task_context(ctx, clone, spec.base_commit, spec.history, spec.leave_out)
                 self._build(ctx, tag, {"ENV_IMAGE": env_tag, "INSTALL": " && ".join(spec.install)},
                             {"sweserve": "1", "sweserve.task": spec.task_id, "sweserve.base_commit": spec.base_commit})
         return tag
 
     def checked_out(self, task_image: str) -> str:
         """The task image with its tracked files in the image (dockerfiles/checked-out/), for other harnesses."""
-        tag = checked_out_tag(task_image)
-        with self._lock(tag):
-            if self._present(tag):
-                return tag
-            log.info("building checked-out image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-checked-out-") as tmp:
-                ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("checked-out"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image}, {"sweserve": "1"})
-        return tag
+        return self._dockerfile_layer(checked_out_tag(task_image), "checked-out", {"TASK_IMAGE": task_image}, {})
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
         """The task image plus an agent's install steps (run with network at build time, never in the sandbox)."""
         h = hashlib.sha256("\0".join([task_image, *install]).encode()).hexdigest()[:12]
-        tag = f"sweserve-agent:{agent_name.lower()}-{h}"
+        return self._dockerfile_layer(f"sweserve-agent:{agent_name.lower()}-{h}", "agent",
+                                      {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
+                                      {"sweserve.agent": agent_name})
+
+    def _dockerfile_layer(self, tag: str, layer: str, buildargs: dict, labels: dict) -> str:
+        """tag, built once (under the host lock) from the layer's Dockerfile alone unless it is present."""
         with self._lock(tag):
             if self._present(tag):
                 return tag
-            log.info("building agent image %s", tag)
-            with tempfile.TemporaryDirectory(prefix="sweserve-agent-") as tmp:
+            log.info("building %s image %s", layer, tag)
+            with tempfile.TemporaryDirectory(prefix=f"sweserve-{layer}-") as tmp:
                 ctx = Path(tmp)
-                (ctx / "Dockerfile").write_bytes(dockerfile("agent"))
-                self._build(ctx, tag, {"TASK_IMAGE": task_image, "INSTALL": " && ".join(f"( {c} )" for c in install)},
-                            {"sweserve": "1", "sweserve.agent": agent_name})
+                (ctx / "Dockerfile").write_bytes(dockerfile(layer))
+                self._build(ctx, tag, buildargs, {"sweserve": "1", **labels})
         return tag
 
     def proxy(self, base: str = PROXY_BASE) -> str:

@@ -33,6 +33,13 @@ class ExecResult:
         return self.output[-n:]
 
 
+class Clock(Protocol):
+    """A host-side deadline (`environment/watchdog.Deadline`): `fired` once it killed the sandbox."""
+
+    @property
+    def fired(self) -> bool: ...
+
+
 class TreeTooLarge(Exception):
     """A tree copied out of a sandbox is over its byte limit: the submission cannot be taken."""
 
@@ -61,6 +68,12 @@ class Sandbox(Protocol):
         """A name the operator can find the sandbox by (the container's)."""
 
     @property
+    def test_user(self) -> str | None:
+        """The unprivileged account hidden tests run as here (the boot script drops to it, see sweserve_drop), or
+        None where the backend cannot take the machine's root away from them (a backend of local processes,
+        which is no isolation boundary, must never lock and drop on the machine that runs sweserve)."""
+
+    @property
     def address(self) -> str:
         """The sandbox's IP address on its private network, for services started in it."""
 
@@ -70,7 +83,8 @@ class Sandbox(Protocol):
 
     def exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
              user: str | None = None) -> ExecResult:
-        """Run `bash -c command`; the whole process group is killed after timeout seconds.
+        """Run `bash -c command`; the whole process group is killed after timeout seconds, and the sandbox by the
+        host a few seconds later if the command is still running (`timed_out` either way).
 
         Only the end of the output is kept (`ExecResult.truncated` says when some was lost); a limit the sandbox
         broke meanwhile (disk) raises `LimitExceeded`, a backend failure `InfraError`."""
@@ -79,7 +93,15 @@ class Sandbox(Protocol):
                     workdir: str = WORKDIR, env: dict[str, str] | None = None,
                     user: str | None = None) -> ExecResult:
         """`exec`, with every chunk of output also passed to on_output as it arrives (in order, unbounded:
-        the callback decides what to keep)."""
+        the callback decides what to keep), under the same host-side clock."""
+
+    def kill(self) -> None:
+        """Stop every process in the sandbox now, from the host: nothing inside can delay or refuse it. Its files
+        can still be read out; nothing more runs in it."""
+
+    def deadline(self, limit: float) -> AbstractContextManager[Clock]:
+        """A host-side clock for a block: the sandbox is killed if the block still runs a few seconds after
+        `limit` (for what runs inside without `exec`, e.g. an interactive session)."""
 
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
         """Start a long-running process (e.g. a tool server) and return at once."""

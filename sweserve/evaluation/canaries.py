@@ -25,8 +25,10 @@ import re
 import secrets
 import unittest
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from sweserve.models import Outcome, Task
+if TYPE_CHECKING:  # stdlib only at run time: the exports' in-box verifier imports this file as it is
+    from sweserve.models import Outcome, Task
 
 _TEST_NAME = re.compile(r"^test", re.I)
 _PARAMS = re.compile(r"\[.*\]$", re.S)
@@ -184,7 +186,7 @@ def _body(must_pass: bool, words: list[str], unittest_style: bool) -> list[str]:
 
 def _behaves(body: list[str], must_pass: bool) -> bool:
     """Whether the body, run as a method here, passes (or fails with an AssertionError) as planned."""
-    space = {"__builtins__": __builtins__}
+    space: dict[str, Any] = {"__builtins__": __builtins__}
     exec("def planted(self):\n" + "".join(f"    {ln}\n" for ln in body), space)  # noqa: S102 - our own code
     try:
         space["planted"](unittest.TestCase())
@@ -246,7 +248,7 @@ def _homes(task: Task, file: str, text: str, tree: ast.Module, lines: list[str])
         if first.lineno == node.lineno or indent.strip():
             continue  # `class T: x = 1` on one line
         methods = [(_start(n), indent) for n in node.body if isinstance(n, defs) and _TEST_NAME.match(n.name)]
-        homes.append(_Home(node.name, methods + [(node.end_lineno, indent)], _is_testcase(node)))
+        homes.append(_Home(node.name, methods + [(node.end_lineno or node.lineno, indent)], _is_testcase(node)))
     return homes
 
 
@@ -351,15 +353,15 @@ def check(canaries: list[Canary], outcomes: dict[str, Outcome],
 
     problems = []
     for c in canaries:
-        outcome = found.get(c)
-        if outcome is None:
+        got = found.get(c)
+        if got is None:
             if any(same_file(c, t) for t in rest):
                 problems.append("a canary test is missing from the outcomes")
-        elif not c.must_pass and outcome == "passed":
+        elif not c.must_pass and got == "passed":
             problems.append("a must-fail canary test passed")
-        elif c.must_pass and outcome == "failed":
+        elif c.must_pass and got == "failed":
             problems.append("a must-pass canary test failed")
-        elif outcome != ("passed" if c.must_pass else "failed") and home_passed(c):
+        elif got != ("passed" if c.must_pass else "failed") and home_passed(c):
             problems.append("a canary test was skipped or errored while its neighbours passed")
         elif not c.must_pass and exit_status == 0:
             problems.append("the test runner exited 0 although a must-fail canary failed")

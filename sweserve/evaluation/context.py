@@ -26,12 +26,14 @@ class ContextSpec(BaseModel):
 
     host: HostSpec
     project: ProjectSpec
+    run_id: str | None = None  # the results' run id, when it is not the host's
 
 
 @dataclass
 class Context:
     host: Host
     project: Project
+    results_run_id: str | None = None  # a second agent of one command records a run of its own (see run_id)
 
     @classmethod
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,
@@ -47,14 +49,20 @@ class Context:
     @classmethod
     def from_spec(cls, spec: ContextSpec, owner: bool = False) -> "Context":
         """A worker's context: the same project, its own host (a worker closes only the sandboxes it started)."""
-        return cls(open_host(spec.host, owner=owner), Project.from_spec(spec.project))
+        return cls(open_host(spec.host, owner=owner), Project.from_spec(spec.project), spec.run_id)
 
     def spec(self) -> ContextSpec:
-        return ContextSpec(host=self.host.spec(), project=self.project.spec())
+        return ContextSpec(host=self.host.spec(), project=self.project.spec(), run_id=self.results_run_id)
 
     @property
     def run_id(self) -> str:
-        return self.host.run_id
+        """The run id results and trial folders are recorded under: the host's (which labels its sandboxes),
+        unless a second agent of the same command was given one of its own."""
+        return self.results_run_id or self.host.run_id
+
+    @run_id.setter
+    def run_id(self, value: str) -> None:
+        self.results_run_id = value
 
     @property
     def state_dir(self) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sweserve import __version__
 from sweserve.agents.base import Agent
+from sweserve.environment.host import new_run_id
 from sweserve.errors import SweserveError
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.executor import Executor, LocalExecutor
@@ -56,13 +57,35 @@ def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path)
     return None
 
 
+def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None:
+    """The agent (or results file) whose run already holds `run_id` beside results_path, or None if it is free
+    for this agent's run on this file (unused, or this same run being resumed)."""
+    path = runs_root(results_path) / run_id / "manifest.json"
+    try:
+        prior = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(prior, dict):
+        return None
+    if prior.get("agent") != agent_name:
+        return f"agent {prior.get('agent')}"
+    if prior.get("results", results_path.name) != results_path.name:
+        return f"results file {prior.get('results')}"
+    return None
+
+
 def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle],
                    attempts: int = 1) -> Path:
+    """`runs/<run_id>/manifest.json`: one run is one agent on one results file; a run id already used by
+    another agent or file is refused (one manifest would otherwise speak for two runs)."""
     path = runs_root(results_path) / run_id / "manifest.json"
+    if (owner := run_id_taken(results_path, run_id, agent.name)):
+        raise SweserveError(f"run id {run_id} is already used by {owner} in {path.parent}; choose another --run-id")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
-        "agent": agent.name, "agent_config_hash": agent.config_hash(), "attempts": attempts,
+        "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),
+        "attempts": attempts,
         "tasks": {b.task.task_id: b.content_hash() for b in bundles},
         "families": {b.task.task_id: b.task.family for b in bundles},
     }, indent=2) + "\n")
@@ -88,6 +111,8 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
         if not force and (why := resume_conflict(bundles, agent, results_path)):
             raise SweserveError(f"{results_path}: {why}; use another --output, or --force to resume anyway")
         todo = pending(bundles, agent, attempts, results_path, retry_errors, first_attempt)
+        if run_id_taken(results_path, ctx.run_id, agent.name):  # one command running a second agent: a run of its own
+            ctx.run_id = new_run_id()
         write_manifest(results_path, ctx.run_id, agent, bundles, attempts)
         requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a), max_submission_bytes)
                     for b, a in todo]

@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import json
 import secrets
-import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
 
-from sweserve.agents.base import IN_BOX
+from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
+from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with the exports' in-box verifier
+    SEVERITY,
+    boot_config,
+    event_of,
+    merge_events,
+    parse_stream,
+    stream_problems,
+)
+from sweserve.environment.in_sandbox.sweserve_protocol import read_stream as _read_stream
 from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
-from sweserve.models import OUTCOMES as KNOWN_OUTCOMES
 from sweserve.models import Outcome, Task, TestResults
 
 PLUGIN = "sweserve_outcomes"
@@ -28,16 +36,9 @@ BOOT = "sweserve_boot"
 HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
-HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER)
-SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-
-
-class PatchError(Exception):
-    """A patch did not apply; `which` names it (candidate, oracle, tests), the message is git's output."""
-
-    def __init__(self, which: str, message: str):
-        super().__init__(message)
-        self.which = which
+DROP = "sweserve_drop"
+HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
+__all__ = ["SEVERITY", "event_of", "merge_events", "parse_stream", "stream_problems"]
 
 
 class TestRunError(Exception):
@@ -54,6 +55,7 @@ class TestRunError(Exception):
         self.reason = reason
         self.timed_out = timed_out
         self.output = output
+        self.flags: list[str] = []  # the tamper scan's, set by the verifier: a runner that dies keeps them
 
 
 @dataclass
@@ -72,89 +74,47 @@ def in_sandbox_script(name: str) -> bytes:
     return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
 
 
-def apply_patch(box: Sandbox, patch: str, name: str, timeout: float = 120, index: bool = False) -> None:
-    """git apply in /testbed; with index, the index records what it touched (new files included)."""
-    if not patch.strip():
-        return
-    path = f"{IN_BOX}/{name}.patch"
-    box.put_file(path, patch.encode("utf-8"))
-    flags = "--index " if index else ""
-    res = box.exec(f"git apply {flags}--binary --whitespace=nowarn {shlex.quote(path)}", timeout)
-    if res.exit_code != 0:
-        raise PatchError(name, res.tail(1000).strip() or f"git apply exited {res.exit_code}")
+def run_config(task: Task, plugins: list[str], nonce_file: str, user: str | None) -> dict:
+    return boot_config(task.test.runner, list(task.test.files), str(PurePosixPath(WORKDIR) / task.test.workdir),
+                       task.test.env.get("PYTHONPATH", ""), list(plugins), nonce_file, **least_privilege(user))
 
 
-def install_harness(box: Sandbox) -> str:
-    """Copy the runner scripts in; the digest of pytest's installed files and the harness, taken now."""
-    box.copy_tree_in(HARNESS, tar_of({f"{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}))
-    res = box.exec(f"python -I {HARNESS}/{BOOT}.py --manifest", 120)
-    lines = res.output.strip().splitlines()
-    if res.exit_code != 0 or not lines:
-        raise TestRunError(f"the test runner cannot start in the task image (exit {res.exit_code})",
-                           output=res.output)
-    return lines[-1].strip()
+def least_privilege(user: str | None, workdir: str = WORKDIR, private: str = IN_BOX) -> dict:
+    """The boot script's privilege drop (`sweserve_drop.py`): tests run as `user`, the repository is root's and
+    read-only to them, the harness's inputs (tests.patch, run config) are root's alone. No user: no drop (the
+    sandbox's backend cannot give one, see `Sandbox.test_user`)."""
+    if user is None:
+        return {}
+    return {"user": user, "lock": [workdir], "private": [private]}  # the exports' verifier passes the same
 
 
-def run_config(task: Task, plugins: list[str], nonce_file: str) -> dict:
-    workdir = PurePosixPath(WORKDIR) / task.test.workdir
-    paths = [str(workdir)] + [str(workdir / p) for p in task.test.env.get("PYTHONPATH", "").split(":") if p]
-    args = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors"]
-    for plugin in plugins:
-        args += ["-p", plugin]
-    return {"runner": task.test.runner, "paths": paths, "files": list(task.test.files),
-            "args": args + list(task.test.files), "nonce_file": nonce_file}
+@dataclass
+class Stream:
+    """What one run sent behind its nonce: the events that fit the schema (sweserve_protocol.event_of), how many
+    did not, and the runner's output without the stream's lines."""
+
+    events: list[dict]
+    malformed: int
+    output: str
 
 
-def parse_stream(output: str, nonce: str) -> tuple[list[dict], str]:
-    """The runner's events (lines behind this run's nonce) and the output without them."""
-    marker = f"@@sweserve:{nonce}:"
-    events, kept = [], []
-    for line in output.split("\n"):
-        at = line.find(marker)
-        if at < 0:
-            kept.append(line)
-            continue
-        if line[:at].strip():
-            kept.append(line[:at])
-        try:
-            event = json.loads(line[at + len(marker):])
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, "\n".join(kept)
+def read_stream(output: str, nonce: str) -> Stream:
+    return Stream(*_read_stream(output, nonce))
 
 
-def merge_events(events: list[dict]) -> tuple[dict[str, Outcome], dict[str, str], dict[str, str]]:
-    """Outcomes per id, the worst report winning (a forged later "passed" never upgrades a failure)."""
-    outcomes: dict[str, Outcome] = {}
-    skips: dict[str, str] = {}
-    messages: dict[str, str] = {}
-    for event in events:
-        test_id, outcome = event.get("id"), event.get("outcome")
-        if not isinstance(test_id, str) or outcome not in SEVERITY or outcome not in KNOWN_OUTCOMES:
-            continue
-        if test_id not in outcomes or SEVERITY[outcome] >= SEVERITY[outcomes[test_id]]:
-            outcomes[test_id] = outcome
-        if isinstance(event.get("skip"), str):
-            skips[test_id] = event["skip"]
-        if isinstance(event.get("message"), str):
-            messages[test_id] = event["message"]
-    return outcomes, skips, messages
-
-
-def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: list[str] = (),
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
               files: dict[str, bytes] | None = None) -> TestRun:
     """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
     runner never finished."""
     nonce = secrets.token_hex(16)
-    config = run_config(task, list(plugins), NONCE_FILE)
+    config = run_config(task, list(plugins), NONCE_FILE, box.test_user)
     own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
     box.copy_tree_in("/", tar_of({**(files or {}), **own}, 0o644))
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
     res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)
-    events, output = parse_stream(res.output, nonce)
+    stream = read_stream(res.output, nonce)
+    events, output = stream.events, stream.output
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
     if res.truncated:  # the stream's head (its `start`, maybe real failures) is gone: nothing left can be trusted
@@ -167,27 +127,8 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
         raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes", output=output)
     outcomes, skips, messages = merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
-    tampered = stream_problems(events, manifest, res.exit_code)
+    tampered = stream_problems(events, manifest, res.exit_code, stream.malformed)
     return TestRun(outcomes, skips, messages, output, tampered, ends[-1] if ends else None)
-
-
-def stream_problems(events: list[dict], manifest: str, exit_code: int) -> list[str]:
-    """What is wrong with a complete stream's shape: one `start` (the digest taken before the submission)
-    first, one `end` last, and the process's exit status the one `end` reported. Any of these broken means
-    something in the test process wrote events of its own."""
-    problems = []
-    starts = [i for i, e in enumerate(events) if "start" in e]
-    ends = [i for i, e in enumerate(events) if "end" in e]
-    if starts[0] != 0 or len(starts) > 1:
-        problems.append("the outcome stream has events before or a second start")
-    elif events[0]["start"] != manifest:
-        problems.append("pytest's installed files or the harness changed before the run")
-    if len(ends) > 1 or ends[0] != len(events) - 1:
-        problems.append("the outcome stream has events after its end")
-    reported = events[ends[-1]].get("end")
-    if exit_code < 128 and reported != exit_code:  # killed by a signal after its end: no forgery in that
-        problems.append("the test runner's exit status is not the one its stream reported")
-    return problems
 
 
 def outcome_of(outcomes: dict[str, Outcome], test_id: str) -> Outcome:

@@ -27,10 +27,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sweserve.environment.host import reap_run
-from sweserve.errors import InfraError, SweserveError
+from sweserve.errors import ErrorKind, InfraError, SweserveError
 from sweserve.evaluation.context import Context, ContextSpec
 from sweserve.evaluation.trial import TRACEBACK_FILE, TrialRequest, record_result
 from sweserve.evaluation.trial_folder import TrialFolder
@@ -107,9 +107,9 @@ def _lost(ctx: Context, item: Any, why: str) -> Any:
     return _unrun(ctx, item, "error", why)
 
 
-def _unrun(ctx: Context, item: Any, status: str, why: str) -> Any:
+def _unrun(ctx: Context, item: Any, status: Literal["error", "skipped"], why: str) -> Any:
     """The result of an item that never ran to its end: `error` (its node was lost) or `skipped` (no node can)."""
-    kind = "node" if status == "error" else None
+    kind: ErrorKind | None = "node" if status == "error" else None
     if isinstance(item, TrialRequest):  # built where every result is: redacted and capped the same way
         return record_result(ctx.run_id, item, {"status": status, "error_kind": kind, "reason": why})
     if isinstance(item, ValidateRequest):

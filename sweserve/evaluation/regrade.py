@@ -12,10 +12,10 @@ from pathlib import Path
 
 from sweserve.evaluation.grading import grade
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.models import OUTCOMES, RunResult, TaskBundle
+from sweserve.models import OUTCOMES, Outcome, RunResult, TaskBundle
 
 
-def saved_outcomes(path: Path) -> dict[str, str] | None:
+def saved_outcomes(path: Path) -> dict[str, Outcome] | None:
     """A trial's saved outcomes, or None when there are none (or they are not what the grader wrote)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

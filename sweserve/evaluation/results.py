@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sweserve.errors import SweserveError, describe_validation_error
+from sweserve.loading import read_text
 from sweserve.models import RunResult
 
 
@@ -22,12 +23,7 @@ def read_results(path: Path) -> list[RunResult]:
     if not path.exists():
         return []
     # split leaves the text after the last newline at the end: "" or a record a killed writer never finished
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")[:-1]
-    except UnicodeDecodeError:
-        raise SweserveError(f"{path}: not UTF-8 text") from None
-    except IsADirectoryError:
-        raise SweserveError(f"{path}: is a folder, not a results file") from None
+    lines = read_text(path, "results file").split("\n")[:-1]
     results = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():

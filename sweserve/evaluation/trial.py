@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sweserve.agents.base import Agent
+from sweserve.agents.base import Agent, Redactor
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.project import TaskInputs
 from sweserve.environment.gpus import skip_reason
@@ -38,6 +38,7 @@ from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipped
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
+from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, take_submission
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
 from sweserve.evaluation.verifier import Graded, verify
@@ -47,7 +48,6 @@ log = logging.getLogger(__name__)
 REASON_CHARS = 300
 TRACEBACK_FILE = "traceback.txt"
 MAX_SUBMISSION_BYTES = 5 * 2**20  # default; `sweserve run --max-submission-mb`
-MIN_SECRET_CHARS = 4  # shorter values would redact half of every record
 
 
 NOT_VALIDATED = "not validated: run `sweserve validate` first"
@@ -167,21 +167,6 @@ class TrialRequest:
     max_submission_bytes: int = MAX_SUBMISSION_BYTES
 
 
-class Redactor:
-    """Replaces an agent's secrets (values it was given through `env:`, its API key) in everything recorded."""
-
-    def __init__(self, secrets: list[str]):
-        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-
-    def holds_secret(self, text: str) -> bool:
-        return any(s in text for s in self.secrets)
-
-    def __call__(self, text: str) -> str:
-        for value in self.secrets:
-            text = text.replace(value, "***")
-        return text
-
-
 @dataclass(frozen=True)
 class RedactedFolder:
     """A TrialFolder whose files never hold the agent's secrets."""
@@ -224,8 +209,9 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
             fields["flags"].append("secret_in_submission")
         fields.update(model_patch=redact(patch))
         folder.write("submission.patch", patch)
-        if run.log_tail:
-            folder.write("agent.log", run.log_tail)
+        for name, text in {"agent.log": run.log_tail, **run.records}.items():  # the agent's own files
+            if text:
+                folder.write(name, text)
         if run.keystrokes or run.screen:  # a human session's terminal, recorded on the host
             folder.write("keystrokes.txt", run.keystrokes)
             folder.write("terminal.txt", run.screen)
@@ -233,10 +219,11 @@ def run_trial(ctx: Context, req: TrialRequest) -> RunResult:
     try:
         if (why := cannot_run(ctx, task)):
             raise TrialSkipped(why)
+        check_prerequisites(ctx, bundle)  # seconds, no disk: before any image is built
         with reservation(ctx, task) as gpu_ids:
             inputs = ctx.inputs(bundle)
             image = ctx.image(inputs)
-            graded = _graded(bundle, inputs, folder, lambda: solve_and_grade(
+            graded = _graded(bundle, folder, lambda: solve_and_grade(
                 ctx, bundle, agent, inputs, image, gpu_ids, folder, on_submission=submitted))
             fields["flags"] += graded.pop("flags", [])  # the verifier's flags join the candidate phase's
             fields.update(graded)
@@ -271,6 +258,7 @@ def record_result(run_id: str, req: TrialRequest, fields: dict, started=None, t0
         fields["agent_run"] = run.model_copy(update={
             "log_tail": redact(run.log_tail), "transcript": redact(run.transcript),
             "keystrokes": redact(run.keystrokes), "screen": redact(run.screen),
+            "untyped_history": [redact(c) for c in run.untyped_history],
             "error": redact(run.error) if run.error else run.error})
     fields["flags"] = sorted({redact(f) for f in fields.get("flags") or []})  # they name the candidate's files
     if fields.get("resets"):
@@ -279,7 +267,7 @@ def record_result(run_id: str, req: TrialRequest, fields: dict, started=None, t0
         run_id=run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
         started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3) if t0 is not None else 0.0,
         trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
-        **fields,
+        task_ready=task.ready, **fields,
     )
     try:
         folder.write_result(result)
@@ -333,19 +321,20 @@ def run_trial_safely(ctx: Context, req: TrialRequest) -> RunResult:
                              started, t0, redact)
 
 
-def _graded(bundle: TaskBundle, inputs: TaskInputs, folder: RedactedFolder, solve: Callable[[], Solved]) -> dict:
+def _graded(bundle: TaskBundle, folder: RedactedFolder, solve: Callable[[], Solved]) -> dict:
     """The status fields of a trial's pipeline (`solve`): the agent's failure, a patch that did not apply, or the
     grading; the full test output goes to the trial's folder."""
     try:
         solved = solve()
     except PatchError as exc:
         if exc.which != "candidate":
-            return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}"}
-        return {"status": "patch_failed", "reason": str(exc)}
+            return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}",
+                    "flags": exc.flags}
+        return {"status": "patch_failed", "reason": str(exc), "flags": exc.flags}
     except TestRunError as exc:
         if exc.output:
             folder.write("tests.log", exc.output)
-        return {"status": "failed", "reason": hidden_tests_reason(exc)}
+        return {"status": "failed", "reason": hidden_tests_reason(exc), "flags": exc.flags}
     run, patch, graded = solved.run, solved.patch, solved.graded
     if run.error:
         return {"status": "error", "error_kind": "agent", "reason": f"agent: {run.error}"}
@@ -358,8 +347,6 @@ def _graded(bundle: TaskBundle, inputs: TaskInputs, folder: RedactedFolder, solv
     out = {"tests": results, "flags": graded.flags, "resets": [r.describe() for r in graded.resets]}
     if graded.tampered:
         return {**out, "status": "tampered", "reason": f"tampered: {'; '.join(graded.tampered)}"}
-    if graded.flags and inputs.profile.fail_on_flags:
-        return {**out, "status": "tampered", "reason": f"flagged (the profile fails on flags): {graded.flags[0]}"}
     note = f"reset to base: {', '.join(r.describe() for r in graded.resets)}" if graded.resets else None
     if not patch.strip() and not results.resolved and not note:
         note = "empty patch"

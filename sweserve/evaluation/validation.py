@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from sweserve.agents.base import Agent
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.project import TaskInputs
+from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import save_task
 from sweserve.errors import (
     ErrorKind,
@@ -40,10 +41,12 @@ from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
+from sweserve.evaluation.prerequisites import check_prerequisites
+from sweserve.evaluation.signals import signal_checks
 from sweserve.evaluation.submission import SubmissionRejected
-from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade
+from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
-from sweserve.models import TaskBundle, ValidationRecord
+from sweserve.models import SignalCheck, TaskBundle, ValidationRecord
 
 log = logging.getLogger(__name__)
 __all__ = ["TRACEBACK_FILE", "ValidateOutcome", "ValidateRequest", "validate_all", "validate_task",
@@ -61,6 +64,9 @@ class ValidateOutcome(BaseModel):
     pass_to_pass: int = 0
     flaky: list[str] = Field(default_factory=list)
     accelerator_tests: dict[str, str] = Field(default_factory=dict)
+    signals: list[str] = Field(default_factory=list, description="signal checks that fired (the task is not ready)")
+    ready: bool | None = Field(None, description="the readiness recorded with the verdict")
+    not_ready: list[str] = Field(default_factory=list, description="why the task is not ready, one line each")
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -86,22 +92,34 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
 
 
 def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
-           gpu_ids: list[str]) -> list[TestRun]:
-    """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline."""
+           gpu_ids: list[str], logs: TrialFolder | None = None) -> list[TestRun]:
+    """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline;
+    each run's output kept in logs as NAME-N.log."""
+    name = agent.name
+
+    def keep(file: str, text: str) -> None:
+        if logs is not None:
+            write_quietly(logs, file, text)
+
     try:
-        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=agent.name)
+        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name)
     except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
-        raise LimitExceeded(f"the {agent.name} submission: {exc}") from None
+        raise LimitExceeded(f"the {name} submission: {exc}") from None
     except PatchError as exc:
+        keep(f"{name}-apply.log", str(exc) + "\n")
         category = (RejectionCategory.ORACLE_DOES_NOT_APPLY if exc.which == "oracle"
                     else RejectionCategory.TESTS_DO_NOT_APPLY)
         raise TaskRejected(category, f"{exc.which}.patch does not apply: {exc}") from None
     except TestRunError as exc:
+        keep(f"{name}-1.log", exc.output or f"{exc}\n")
         category = RejectionCategory.TIMEOUT if exc.timed_out else RejectionCategory.RUNNER_CRASHED
         raise TaskRejected(category, str(exc)) from None
     if solved.graded is None:  # the reference agent failed in its sandbox: the oracle did not apply
+        keep(f"{name}-apply.log", (solved.run.error or solved.run.log_tail) + "\n")
         raise TaskRejected(RejectionCategory.ORACLE_DOES_NOT_APPLY,
-                           solved.run.error or f"the {agent.name} agent ended with {solved.run.exit_reason}")
+                           solved.run.error or f"the {name} agent ended with {solved.run.exit_reason}")
+    for n, run in enumerate(solved.graded.runs, 1):
+        keep(f"{name}-{n}.log", run.output)
     return solved.graded.runs
 
 
@@ -135,16 +153,21 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     bundle, task = req.bundle, req.bundle.task
     result = ValidateOutcome(task_id=task.task_id, family=task.family, status="rejected")
     before = after = None
+    signals: list[SignalCheck] | None = None
     image = ""
+    logs = TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id))
     try:
+        check_prerequisites(ctx, bundle)  # seconds, no disk: before any image is built
         with reservation(ctx, task) as gpu_ids:
             # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
             # reliably from the task's own requirements failing to install, so it is never a verdict
             inputs = ctx.inputs(bundle)
             image = ctx.image(inputs)
-            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids)
-            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids)
-        f2p, p2p = _verdict(bundle, before, after, result)
+            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs)
+            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs)
+            f2p, p2p = _verdict(bundle, before, after, result)
+            signals = signal_checks(ctx, bundle, image, gpu_ids, f2p, lambda n, t: write_quietly(logs, n, t))
+        result.signals = [c.name for c in signals if c.fired]
         result.status = "valid"
         task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
     except TrialSkipped as exc:
@@ -161,13 +184,19 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     task.validation = ValidationRecord(
         status="valid" if result.status == "valid" else "rejected",
         reason=result.reason,
+        category=result.category.value if result.category else None,
         runs=req.runs,
         flaky=result.flaky,
         accelerator_tests=result.accelerator_tests,
         before=before[-1].outcomes if before else {},
         after=after[-1].outcomes if after else {},
         image=image,
+        signals=signals,
+        logs=str(logs.path) if logs.path.is_dir() else None,
     )
+    task.readiness = assess(task)
+    result.ready = task.readiness.ready
+    result.not_ready = [r.detail for r in task.readiness.reasons]
     save_task(req.task_dir, task)
     return result
 

@@ -7,8 +7,8 @@
       → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
         (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
 
-A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded`, the caller decides
-what they mean (`tampered` for canaries, and for flags when the profile says so).
+A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded` (and in the errors
+raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from sweserve.agents.base import IN_BOX
+from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.evaluation import canaries as canary_tests
@@ -97,7 +98,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     apply = "true"
     if patch.strip():
         files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
-        apply = (f"{{ git apply --index --binary --whitespace=nowarn {IN_BOX}/{name}.patch 2>{IN_BOX}/apply.err "
+        apply = (f"{{ {apply_command(f'{IN_BOX}/{name}.patch', index=True)} 2>{IN_BOX}/apply.err "
                  f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     box.copy_tree_in("/", tar_of(files))
@@ -116,9 +117,9 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     manifest, installed, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    files = set(_split_z(listed))
-    packages = package_dirs(files)
-    base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    tracked = set(_split_z(listed))
+    packages = package_dirs(tracked)
+    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
     except ValueError:
@@ -159,7 +160,7 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     if delete:
         steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit 22; }}")
     if bundle.tests_patch.strip():
-        steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
+        steps.append(f"{{ {apply_command(f'{IN_BOX}/tests.patch')} 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")
@@ -173,10 +174,22 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
-    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
+    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
+    scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer."""
+    flags = scan(patch)  # the patch's own text: known before anything runs
+    try:
+        return _verify(box, bundle, profile, patch, name, runs, flags)
+    except (PatchError, TestRunError) as exc:
+        exc.flags = sorted(set(flags))
+        raise
+
+
+def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
+            flags: list[str]) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
+    flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     plan = canary_tests.plan(task, sources)
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
@@ -189,5 +202,4 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
                 del mapping[test_id]
         run.tampered = sorted(set(run.tampered) | set(problems))
         results.append(run)
-    flags = scan(patch) + [f"reset: {r.describe()}" for r in resets if r.suspicious]
     return Graded(results, resets, sorted(set(flags)))

@@ -1,7 +1,9 @@
-"""One self-contained HTML page for a set of results: leaderboard, per-family bars, task × agent matrix, config.
+"""The board: one HTML page for a set of results: leaderboard, per-family bars, task × agent matrix, config.
 
-Charts are plotly figures with plotly.js inlined (the page needs no network to view). The matrix links each
-cell to a reviewer page, written beside the report as reviews/<agent>/<task_id>.html (reporting/review.py).
+Charts are plotly figures; plotly.js is written once beside the page as `plotly.min.js` (the page needs no
+network to view, and is not megabytes of inlined script). The matrix links each cell to a reviewer page,
+written beside the board as reviews/<agent>/<task_id>.html (reporting/review.py), which links back.
+Agents are ranked by pass@1 (then name), and the charts follow the table's order.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from pathlib import Path
 from sweserve.evaluation.results import latest
 from sweserve.models import RunResult, TaskBundle
 from sweserve.reporting.review import review_html
-from sweserve.reporting.summary import AgentReport
+from sweserve.reporting.summary import MISSING, AgentReport
 
 STATUS_COLOR = {"resolved": "#1a7f37", "failed": "#cf222e", "patch_failed": "#8250df", "error": "#bf8700",
-                "skipped": "#8c959f"}
+                "skipped": "#8c959f", "tampered": "#a40e26", MISSING: "#cf222e"}
+OTHER_COLOR = "#1f2328"  # a status this page does not know yet still renders
 PLOT_CONFIG = {"displayModeBar": False, "responsive": False}
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px 32px;color:#1f2328}
@@ -26,7 +29,8 @@ h1{margin:0 0 4px} h2{margin-top:32px;border-bottom:1px solid #d0d7de;padding-bo
 .sub{color:#656d76;margin:0 0 16px}
 table{border-collapse:collapse;font-size:14px} th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left}
 th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.cell a{color:inherit;text-decoration:none} td.cell{font-weight:600;white-space:nowrap}
+td.cell a{color:inherit;text-decoration:none} .se{color:#656d76;font-size:12px}
+td.cell{font-weight:600;white-space:nowrap}
 td.task{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;white-space:nowrap}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 """
@@ -57,9 +61,33 @@ def review_path(agent: str, task_id: str) -> str:
     return f"reviews/{safe_name(agent)}/{safe_name(task_id)}.html"
 
 
+PLOTLY_FILE = "plotly.min.js"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def ranked(reports: list[AgentReport]) -> list[AgentReport]:
+    """The leaderboard's order, which the charts follow: pass@1 high to low, then by name."""
+    return sorted(reports, key=lambda r: (-(r.overall.pass_at_1 or 0), r.agent))
+
+
+def write_plotly(folder: Path) -> Path:
+    """plotly.js beside the page, written once (again only when plotly's version changed)."""
+    from plotly.offline import get_plotlyjs
+
+    path = folder / PLOTLY_FILE
+    js = get_plotlyjs()
+    if not path.is_file() or path.stat().st_size != len(js.encode("utf-8")):
+        path.write_text(js, encoding="utf-8")
+    return path
+
+
 def _leaderboard_figure(reports: list[AgentReport]):
     import plotly.graph_objects as go
 
+    reports = ranked(reports)
     names = [r.agent for r in reports]
     k = max((r.overall.k for r in reports), default=1)
     fig = go.Figure()
@@ -79,7 +107,7 @@ def _family_figure(reports: list[AgentReport]):
 
     families = sorted({f for r in reports for f in r.families})
     fig = go.Figure()
-    for rep in reports:
+    for rep in ranked(reports):
         fig.add_bar(name=rep.agent, x=families,
                     y=[100 * (rep.families[f].pass_at_1 or 0) if f in rep.families else None for f in families])
     fig.update_layout(title="pass@1 per family", barmode="group", yaxis={"title": "%", "range": [0, 100]},
@@ -89,26 +117,33 @@ def _family_figure(reports: list[AgentReport]):
 
 def _leaderboard_table(reports: list[AgentReport]) -> str:
     k = max((r.overall.k for r in reports), default=1)
-    ranked = sorted(reports, key=lambda r: -(r.overall.pass_at_1 or 0))
-    head = ["#", "agent", "model", "tasks", "scored", "pass@1", "std. err.", f"pass@{k}", "cost / task",
-            "time / task"]
+    head = ["#", "agent", "model", "tasks", "scored", "pass@1 ± s.e."] + ([f"pass@{k}"] if k > 1 else []) + [
+        "cost / task", "time / task"]
     rows = []
-    for i, rep in enumerate(ranked, start=1):
+    for i, rep in enumerate(ranked(reports), start=1):
         a = html.escape(safe_name(rep.agent))
+        o = rep.overall
+        se = f' <span class="se" id="lb-{a}-pass_at_1_stderr">{_pp(o.pass_at_1_stderr)}</span>' \
+            if o.pass_at_1_stderr is not None else ""
         cells = [
-            ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)), ("", "model", html.escape(rep.model or "—")),
-            ("num", "tasks", str(rep.overall.tasks)), ("num", "scored", str(rep.overall.scored)),
-            ("num", "pass_at_1", _pct(rep.overall.pass_at_1)), ("num", "pass_at_1_stderr", _pp(rep.overall.pass_at_1_stderr)),
-            ("num", "pass_at_k", _pct(rep.overall.pass_at_k)), ("num", "cost_per_task_usd", _usd(rep.cost_per_task_usd)),
-            ("num", "time_per_task_s", _secs(rep.time_per_task_s)),
+            ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)),
+            ("", "model", html.escape(rep.model or "—")),
+            ("num", "tasks", str(o.tasks)), ("num", "scored", str(o.scored)),
+            ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}'),
         ]
-        rows.append("<tr>" + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells) + "</tr>")
+        if k > 1:
+            cells.append(("num", "pass_at_k", _pct(o.pass_at_k)))
+        cells += [("num", "cost_per_task_usd", _usd(rep.cost_per_task_usd)),
+                  ("num", "time_per_task_s", _secs(rep.time_per_task_s))]
+        rows.append(f'<tr id="lb-row-{i}">' + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells)
+                    + "</tr>")
     return ("<table id='leaderboard'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
             + "".join(rows) + "</table>")
 
 
 def _family_table(reports: list[AgentReport]) -> str:
     families = sorted({f for r in reports for f in r.families})
+    reports = ranked(reports)
     out = ["<table id='families'><tr><th>family</th>" + "".join(f"<th>{html.escape(r.agent)}</th>" for r in reports)
            + "</tr>"]
     for f in families:
@@ -122,6 +157,7 @@ def _family_table(reports: list[AgentReport]) -> str:
 
 
 def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
+    reports = ranked(reports)
     families = {row.task_id: row.family for rep in reports for row in rep.tasks}
     by = {(rep.agent, row.task_id): row for rep in reports for row in rep.tasks}
     out = ["<table id='matrix'><tr><th>task</th><th>family</th>"
@@ -136,21 +172,24 @@ def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
             text = row.status
             if row.attempts > 1 and row.status != "skipped":
                 text = f"{row.status} {row.resolved_attempts}/{row.attempts}"
-            title = html.escape(row.reason or row.status, quote=True)
+            title = row.reason or row.status
+            if row.flags:  # the tamper scan's: a reviewer's aid, never part of the grade
+                title += f" [flags: {', '.join(row.flags)}]"
+            title = html.escape(title, quote=True)
             body = html.escape(text)
             if (rep.agent, task_id) in linked:
                 body = f'<a href="{html.escape(review_path(rep.agent, task_id))}">{body}</a>'
             cells.append(f'<td class="cell" id="cell-{safe_name(rep.agent)}-{html.escape(task_id)}" '
-                         f'style="color:{STATUS_COLOR[row.status]}" title="{title}">{body}</td>')
+                         f'style="color:{STATUS_COLOR.get(row.status, OTHER_COLOR)}" title="{title}">{body}</td>')
         out.append(f"<tr><td class='task'>{html.escape(task_id)}</td><td>{families[task_id]}</td>{''.join(cells)}</tr>")
     return "".join(out) + "</table>"
 
 
 def _config(reports: list[AgentReport], config: dict) -> str:
     rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in config.items()]
-    for rep in reports:
+    for rep in ranked(reports):
         rows.append((f"agent {rep.agent}", f"model {rep.model or '—'}, version {rep.version or '—'}, "
-                     f"k = {rep.overall.k}, {rep.attempts} attempts, runs {', '.join(rep.run_ids)}"))
+                     f"k = {rep.overall.k}, {plural(rep.attempts, 'attempt')}, runs {', '.join(rep.run_ids)}"))
     return ("<table id='config'>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                                             for k, v in rows) + "</table>")
 
@@ -174,30 +213,35 @@ def write_html_report(reports: list[AgentReport], results: list[RunResult], bund
         bundle = bundles.get(task_id)
         if bundle is None:
             continue
-        page = out.parent / review_path(agent, task_id)
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(review_html(bundle, result), encoding="utf-8")
+        review = out.parent / review_path(agent, task_id)
+        review.parent.mkdir(parents=True, exist_ok=True)
+        review.write_text(review_html(bundle, result, board=f"../../{out.name}"), encoding="utf-8")
         linked.add((agent, task_id))
-    charts = ""
+    charts = script = ""
     if reports:
-        charts = (_leaderboard_figure(reports).to_html(full_html=False, include_plotlyjs="inline",
+        write_plotly(out.parent)
+        script = f'<script src="{PLOTLY_FILE}"></script>'
+        charts = (_leaderboard_figure(reports).to_html(full_html=False, include_plotlyjs=False,
                                                        div_id="chart-leaderboard", config=PLOT_CONFIG)
                   + _family_figure(reports).to_html(full_html=False, include_plotlyjs=False, div_id="chart-families",
                                                    config=PLOT_CONFIG))
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     tasks = len({row.task_id for rep in reports for row in rep.tasks})
     page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>sweserve report</title><style>{CSS}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>sweserve report</title><style>{CSS}</style>{script}</head>
 <body>
 <h1>sweserve report</h1>
-<p class="sub">{len(reports)} agents on {tasks} tasks · generated {generated}</p>
+<p class="sub" id="summary">{plural(len(reports), "agent")} on {plural(tasks, "task")} · generated {generated}</p>
 <h2>Leaderboard</h2>
+<p class="sub">Ranked by pass@1: the mean over scored tasks of each task's share of resolved attempts; ± its standard
+error across attempts.</p>
 {_leaderboard_table(reports)}
 <div class="charts">{charts}</div>
 <h2>Per family (pass@1, scored tasks)</h2>
 {_family_table(reports)}
 <h2>Tasks × agents</h2>
-<p class="sub">Each cell links to the reviewer page of that agent's first attempt (diff, hidden tests, transcript).</p>
+<p class="sub">Each cell links to the reviewer page of that agent's first attempt (instruction, diffs, hidden tests,
+trajectory, flags).</p>
 {_matrix(reports, linked)}
 <h2>Configuration</h2>
 {_config(reports, config or {})}

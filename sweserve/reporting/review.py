@@ -1,13 +1,18 @@
-"""Reviewer reports: instruction, candidate diff beside the oracle diff, test results, transcript."""
+"""Reviewer reports: instruction, candidate diff beside the oracle diff, test results, the scan's flags, the agent's
+trajectory and, for a human session, the transcript recorded on the host (the in-sandbox shell history only when
+it disagrees)."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 
-from sweserve.models import RunResult, TaskBundle
+from sweserve.models import TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
 
+MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
 
 
@@ -37,31 +42,185 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
     for kind, outcomes in (("FAIL_TO_PASS", result.tests.fail_to_pass), ("PASS_TO_PASS", result.tests.pass_to_pass)):
         for test_id, outcome in outcomes.items():
             lines.append(f"| `{test_id}` | {kind} | {ICON.get(outcome, '')} {outcome} |")
-    lines += ["", "## Verifier", ""]
+    lines += ["", "## Verifier", "", "The tamper scan's flags say where to look; no grade depends on them.", ""]
     lines += [f"- flagged: {flag}" for flag in result.flags] or ["- the tamper scan flagged nothing"]
     lines += [f"- reset to base: {reset}" for reset in result.resets]
     lines += ["", "## Candidate diff", "", _fence(result.model_patch or "(no changes)", "diff"),
               "## Oracle diff", "", _fence(bundle.oracle_patch, "diff")]
-    if run and run.transcript:
-        rows = []
-        for line in run.transcript.splitlines():
-            stamp, _, cmd = line.partition("\t")
-            when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
-            rows.append(f"{when}  {cmd}")
-        lines += ["## Transcript", "", "The shell's history, copied from the sandbox every second.", "",
-                  _fence("\n".join(rows), "console")]
-    if run and run.keystrokes:
-        lines += ["## Keystrokes", "", "What was typed, recorded on the host (seconds since the session started).",
-                  "", _fence(run.keystrokes, "text")]
-    if run and run.screen:
-        lines += ["## Terminal", "", "The end of what the terminal showed, recorded on the host.", "",
-                  _fence(run.screen, "text")]
+    if run:
+        lines += _session(run)
     return "\n".join(lines) + "\n"
 
 
-def review_html(bundle: TaskBundle, result: RunResult) -> str:
-    """The Markdown report in a self-contained page (pre-formatted: no renderer needed)."""
-    body = html.escape(review_markdown(bundle, result))
-    return (f"<!doctype html><meta charset='utf-8'><title>Review {html.escape(bundle.task.task_id)}</title>"
-            f"<style>body{{font-family:sans-serif;margin:2em}}pre{{white-space:pre-wrap}}</style>"
-            f"<pre>{body}</pre>\n")
+HISTORY_FLAGS = ("transcript_tampered", "history_disagrees")
+
+
+def _history(run: AgentRun) -> tuple[list[str], str]:
+    """(the flags that say the in-sandbox shell history disagrees with the host's record, the history's lines
+    with the time and a ! on each line nobody typed); no flag: none shown."""
+    flagged = [f for f in run.flags if f in HISTORY_FLAGS]
+    if not (run.transcript and flagged):
+        return [], ""
+    untyped = set(run.untyped_history)
+    rows = []
+    for line in run.transcript.splitlines():
+        stamp, _, cmd = line.partition("\t")
+        when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
+        rows.append(f"{'!' if cmd in untyped else ' '} {when}  {cmd}")
+    return flagged, "\n".join(rows)
+
+
+HISTORY_NOTE = ("The candidate can write this history, so it is not the record; lines marked ! were never typed in "
+                "the host's record (forged, or finished by completion or history recall).")
+TRANSCRIPT_NOTE = ("What was typed, recorded on the host (seconds since the session started): the record of the "
+                   "session; nothing done in the sandbox can change it.")
+
+
+def _session(run: AgentRun) -> list[str]:
+    """A human session's record: what the host recorded (keystrokes, screen); the shell history from inside
+    the sandbox only when a flag says it disagrees with that record, marked as the candidate's to write."""
+    lines: list[str] = []
+    if run.keystrokes:
+        lines += ["## Transcript", "", TRANSCRIPT_NOTE, "", _fence(run.keystrokes, "text")]
+    if run.screen:
+        lines += ["## Terminal", "", "The end of what the terminal showed, recorded on the host.", "",
+                  _fence(run.screen, "text")]
+    flagged, history = _history(run)
+    if flagged:
+        lines += ["## Shell history (from inside the sandbox: ⚠ disagrees with the host's record)", "",
+                  f"Flagged {', '.join(flagged)}. {HISTORY_NOTE}", "", _fence(history, "console")]
+    return lines
+
+
+REVIEW_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px 32px;color:#1f2328}
+h1{margin:0 0 4px;font-size:24px} h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+nav a{color:#0969da} table{border-collapse:collapse;font-size:14px}
+th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left;vertical-align:top} th{background:#f6f8fa}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-word;margin:0}
+.instruction{max-width:980px;border:1px solid #d0d7de;border-radius:6px;padding:4px 16px;background:#fcfcfd}
+.diffs{display:grid;grid-template-columns:1fr 1fr;gap:12px} .diffs>div{min-width:0}
+.diff{border:1px solid #d0d7de;border-radius:6px;overflow:auto;max-height:720px}
+.diff span{display:block;padding:0 6px} .add{background:#dafbe1} .del{background:#ffebe9}
+.hunk{background:#ddf4ff;color:#57606a} .file{background:#f6f8fa;font-weight:600}
+.passed{color:#1a7f37} .failed,.error,.missing{color:#cf222e} .skipped{color:#8c959f}
+details.step{border:1px solid #d0d7de;border-radius:6px;margin:6px 0;padding:4px 10px;max-width:1200px}
+details.step summary{cursor:pointer;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+details.step .thought{white-space:pre-wrap;margin:6px 0} details.step pre.out{background:#f6f8fa;padding:6px}
+#flags li{color:#9a6700} #flags li.none{color:#656d76}
+"""
+
+
+def _diff_html(patch: str) -> str:
+    rows = []
+    for line in patch.splitlines():
+        kind = ("file" if line.startswith(("diff --git", "+++", "---", "index ")) else "hunk" if line.startswith("@@")
+                else "add" if line.startswith("+") else "del" if line.startswith("-") else "")
+        rows.append(f'<span class="{kind}">{html.escape(line) or " "}</span>')
+    return "<pre>" + "".join(rows) + "</pre>" if rows else "<pre>(no changes)</pre>"
+
+
+def _markdown_html(text: str) -> str:
+    """The instruction rendered (CommonMark, raw HTML in it escaped: the statement is data)."""
+    from markdown_it import MarkdownIt
+
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # sweserve's own markers (the interface section's)
+    return MarkdownIt("commonmark", {"html": False}).render(text)
+
+
+def read_steps(result: RunResult) -> list[TrajectoryStep]:
+    """The agent's trajectory steps its trial folder holds (`steps.json`), or none."""
+    if not result.trial_dir:
+        return []
+    path = Path(result.trial_dir) / TRAJECTORY_STEPS_FILE
+    try:
+        return [TrajectoryStep.model_validate(s) for s in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):
+        return []
+
+
+def trajectory_html(steps: list[TrajectoryStep]) -> str:
+    if not steps:
+        return "<p>No trajectory was recorded for this run.</p>"
+    out = []
+    shown, more = steps[:MAX_STEPS_SHOWN], len(steps) - MAX_STEPS_SHOWN
+    for n, step in enumerate(shown, 1):
+        head = (step.command or step.thought).strip().splitlines()[0] if (step.command or step.thought).strip() else ""
+        head = head if len(head) <= 140 else head[:139] + "…"
+        body = ""
+        if step.thought:
+            body += f'<div class="thought">{html.escape(step.thought)}</div>'
+        if step.command:
+            body += f"<pre class='cmd'>$ {html.escape(step.command)}</pre>"
+        if step.output:
+            body += f"<pre class='out'>{html.escape(step.output)}</pre>"
+        out.append(f'<details class="step" id="step-{n}"><summary>step {n}: {html.escape(head)}</summary>{body}'
+                   "</details>")
+    if more > 0:
+        out.append(f"<p>… {more} more steps in the trial folder's steps.json</p>")
+    return "".join(out)
+
+
+def _folded(title: str, summary: str, text: str) -> str:
+    return (f"<h2>{html.escape(title)}</h2><details><summary>{html.escape(summary)}</summary>"
+            f"<pre>{html.escape(text)}</pre></details>")
+
+
+def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None) -> str:
+    """A reviewer page: the instruction rendered, candidate and oracle diffs side by side, the hidden tests'
+    outcomes, the agent's trajectory step by step (folded), flags, and a link back to the board."""
+    run = result.agent_run
+    task = bundle.task
+    who = run.candidate if run and run.candidate else result.agent
+    e = html.escape
+    nav = f'<nav><a id="back" href="{e(board, quote=True)}">← back to the board</a></nav>' if board else ""
+    facts = [
+        ("task", f"{task.task_id} ({task.family}), PR #{task.pr_number}"), ("candidate", who),
+        ("status", result.status + (f" — {result.reason}" if result.reason else "")),
+        ("attempt", str(result.attempt)), ("run", result.run_id),
+        ("time used", f"{run.wall_s if run else result.duration_s:.0f} s ({run.exit_reason if run else 'n/a'})"),
+        ("finished", f"{result.finished_at.astimezone(timezone.utc):%Y-%m-%d %H:%M UTC}"),
+    ]
+    if run and (run.steps or run.prompt_tokens or run.cost_usd is not None):
+        cost = "—" if run.cost_usd is None else f"${run.cost_usd:.4f}"
+        facts.append(("agent", f"{run.steps} steps, {run.prompt_tokens} prompt + {run.completion_tokens} "
+                               f"completion tokens, cost {cost}"))
+    table = "".join(f'<tr><th>{e(k)}</th><td id="fact-{e(k.replace(" ", "-"))}">{e(v)}</td></tr>'
+                    for k, v in facts)
+    outcomes = []
+    for kind, tests in (("FAIL_TO_PASS", result.tests.fail_to_pass), ("PASS_TO_PASS", result.tests.pass_to_pass)):
+        for test_id, outcome in tests.items():
+            outcomes.append(f"<tr><td><code>{e(test_id)}</code></td><td>{kind}</td>"
+                            f'<td class="{e(outcome)}">{e(outcome)}</td></tr>')
+    flags = [f"<li>flagged: {e(f)}</li>" for f in result.flags] + [f"<li>reset to base: {e(r)}</li>"
+                                                                    for r in result.resets]
+    human = ""
+    if run and run.keystrokes:
+        human += _folded("Transcript", "what was typed, recorded on the host: the record", run.keystrokes)
+    if run and run.screen:
+        human += _folded("Terminal", "the end of what the terminal showed, recorded on the host", run.screen)
+    flagged, history = _history(run) if run else ([], "")
+    if flagged:
+        human += _folded("Shell history", f"from inside the sandbox: ⚠ {', '.join(flagged)}. {HISTORY_NOTE}", history)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Review {e(task.task_id)} — {e(who)}</title>
+<style>{REVIEW_CSS}</style></head><body>
+{nav}
+<h1>Review: {e(task.task_id)} — {e(who)}</h1>
+<table id="facts">{table}</table>
+<h2>Instruction</h2>
+<div class="instruction" id="instruction">{_markdown_html(bundle.instruction)}</div>
+<h2>Hidden tests</h2>
+<table id="outcomes"><tr><th>test</th><th>kind</th><th>outcome</th></tr>{"".join(outcomes)}</table>
+<h2>Flags</h2>
+<section id="flags"><p>The tamper scan's flags say where to look; no grade depends on them.</p><ul>{"".join(flags) or '<li class="none">the tamper scan flagged nothing</li>'}</ul></section>
+<h2>Diffs</h2>
+<div class="diffs">
+<div><h3>Candidate diff</h3><div class="diff" id="candidate-diff">{_diff_html(result.model_patch)}</div></div>
+<div><h3>Oracle diff</h3><div class="diff" id="oracle-diff">{_diff_html(bundle.oracle_patch)}</div></div></div>
+<h2>Trajectory</h2>
+<section id="trajectory">{trajectory_html(read_steps(result))}</section>
+{human}
+</body></html>
+"""

@@ -76,16 +76,27 @@ class AgentReport(BaseModel):
     tasks: list[TaskRow]
 
 
-def read_manifests(runs_root: Path) -> dict[str, Selection]:
-    """Each agent's selection over every run recorded under runs_root (`<run_id>/manifest.json`)."""
+def read_manifests(runs_root: Path, results_file: str | None = None,
+                   agents: set[str] | None = None) -> dict[str, Selection]:
+    """Each agent's selection over every run recorded under runs_root (`<run_id>/manifest.json`).
+
+    Several results files may share a folder (and so runs_root): with `results_file` (a file name) only the
+    runs that wrote that file count. A manifest from before manifests named their results file counts when
+    its agent is one of `agents` (those with records in the file), so other files' agents never join in.
+    """
     selected: dict[str, Selection] = {}
     for path in sorted(runs_root.glob("*/manifest.json")) if runs_root.is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             agent, tasks = str(data["agent"]), dict(data["tasks"])
+            written = data.get("results")
+            if results_file is not None and written is not None and written != results_file:
+                continue
+            if written is None and agents is not None and agent not in agents:
+                continue
             families = data.get("families") or {}
             sel = Selection(attempts=int(data.get("attempts", 1)), tasks={t: families.get(t) for t in tasks})
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             raise SweserveError(f"{path}: not a run manifest") from None
         selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     return selected

@@ -12,6 +12,10 @@ harness parses them from the `docker exec` stream as they arrive, so nothing the
 a file, can rewrite an outcome already sent. The first line carries a digest of pytest's installed files
 (and this harness), which the harness compares with the one taken before the submission was applied.
 
+When CONFIG names a `user` and this runs as root, the runner is imported, then what the tests read is made
+root's and read-only to them and this process becomes that unprivileged user (`sweserve_drop`), all before
+any repository code is imported; the repository paths join sys.path only after that.
+
 `--manifest` prints that digest alone; `--installed` the top-level module names the interpreter's own paths
 (standard library, site-packages) provide, which a submission's new files must not shadow. Both run before
 the submission is applied.
@@ -30,7 +34,7 @@ def _dist_files():
     """The installed files of the runner's distributions, from their RECORD, plus this harness."""
     from importlib import metadata
 
-    files = []
+    files: list[str] = []
     for name in RUNNER_DISTS:
         try:
             dist = metadata.distribution(name)
@@ -89,6 +93,20 @@ def _emitter(nonce, fd):
     return emit
 
 
+def _least_privilege(config):
+    """As root, before any repository code is imported: what the tests read made root's and read-only to them
+    (the repository, the interpreter's own paths with pytest's installed files, this harness), the harness's
+    inputs private, then this process becomes the unprivileged test user (see sweserve_drop)."""
+    import sweserve_drop
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    own = [p for p in sys.path if p and not p.startswith("/usr/")]  # /usr is the image's, root's already
+    sweserve_drop.lock(list(config.get("lock", [])) + [sys.prefix, here] + own)
+    for path in config.get("private", []):
+        sweserve_drop.private(path)
+    sweserve_drop.drop(config["user"])
+
+
 def main(argv):
     if argv[1:2] == ["--manifest"]:
         print(manifest_digest())
@@ -104,18 +122,20 @@ def main(argv):
     emit = _emitter(nonce, os.dup(1))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's own dir out too
     emit({"start": manifest_digest()})
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    if config["runner"] == "unittest":
+        import sweserve_unittest
+    else:
+        import pytest
+        import sweserve_outcomes
+    if config.get("user") and os.geteuid() == 0:
+        _least_privilege(config)
     for path in config["paths"]:
         if path not in sys.path:
             sys.path.append(path)
     if config["runner"] == "unittest":
-        import sweserve_unittest
-
         code = sweserve_unittest.main(config["files"], emit)
     else:
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        import pytest
-        import sweserve_outcomes
-
         code = pytest.main(config["args"], plugins=[sweserve_outcomes.Recorder(emit)])
     emit({"end": int(code)})
     return int(code)

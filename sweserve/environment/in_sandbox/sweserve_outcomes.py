@@ -1,18 +1,25 @@
-"""pytest plugin used at grading time: sends each test's outcome as it is decided.
+"""The recorders of test outcomes, shared by every runner that runs in a sandbox or an exported task's image.
 
-Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a
-graded test is a failure. Skip reasons and the tail of each failure travel with the outcome, so
-callers can tell tests that need an accelerator. `emit` is the boot script's channel; no file is
-written that the code under test could rewrite afterwards.
+`Recorder` is the pytest plugin: it sends each test's outcome as it is decided through `emit`. At grading
+time `emit` is the boot script's channel (sweserve_boot.py), so no file is written that the code under test
+could rewrite afterwards; exported tasks run the same boot script under sweserve_verify.py. The unittest runner (sweserve_unittest.py) sends the same events.
+
+Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a graded test is a
+failure. Skip reasons and the tail of each failure travel with the outcome, so callers can tell tests that
+need an accelerator. Standard library only: it runs with the image's interpreter.
 """
 
 
-def _message(report, head=2048, tail=6144):
+def tail(text, head=2048, tail=6144):
     """The whole failure text, or its first `head` and last `tail` characters: a sign sits anywhere in it."""
-    text = str(getattr(report, "longreprtext", "") or report.longrepr or "").strip()
+    text = str(text).strip()
     if len(text) <= head + tail:
         return text
     return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
+
+
+def _message(report):
+    return tail(getattr(report, "longreprtext", "") or report.longrepr or "")
 
 
 class Recorder:

@@ -1,7 +1,8 @@
 """unittest runner used at grading time (through sweserve_boot): runs test files, sends each outcome.
 
 Ids follow pytest's form for TestCase methods, `path::Class::method`, so tasks read the same
-whichever runner their profile names. An expected failure or unexpected success is a failure.
+whichever runner their profile names. An expected failure or unexpected success is a failure. Events are
+sweserve_outcomes.Recorder's, through the boot script's channel (exported tasks run it the same way).
 """
 
 import importlib.util
@@ -10,13 +11,7 @@ import sys
 import traceback
 import unittest
 
-
-def _tail(text, head=2048, tail=6144):
-    """The whole failure text, or its first `head` and last `tail` characters: a sign sits anywhere in it."""
-    text = text.strip()
-    if len(text) <= head + tail:
-        return text
-    return f"{text[:head]}\n[... {len(text) - head - tail} characters ...]\n{text[-tail:]}"
+from sweserve_outcomes import tail
 
 
 class Recorder(unittest.TestResult):
@@ -41,14 +36,17 @@ class Recorder(unittest.TestResult):
             return self.path
         return f"{self.path}::{type(test).__name__}::{method}"
 
+    def _text(self, err, test):
+        return tail(self._exc_info_to_string(err, test))  # type: ignore[attr-defined]  # unittest's own formatting
+
     def addSuccess(self, test):
         self._send(test, "passed")
 
     def addFailure(self, test, err):
-        self._send(test, "failed", _tail(self._exc_info_to_string(err, test)))
+        self._send(test, "failed", self._text(err, test))
 
     def addError(self, test, err):
-        self._send(test, "error", _tail(self._exc_info_to_string(err, test)))
+        self._send(test, "error", self._text(err, test))
 
     def addSkip(self, test, reason):
         self._send(test, "skipped", skip=str(reason))
@@ -62,18 +60,20 @@ class Recorder(unittest.TestResult):
     def addSubTest(self, test, subtest, err):
         if err is not None:
             self._send(test, "failed" if issubclass(err[0], test.failureException) else "error",
-                       _tail(self._exc_info_to_string(err, test)))
+                       self._text(err, test))
 
 
 def run_file(index, path, emit):
     name = f"sweserve_test_{index}_" + os.path.basename(path)[:-3]
     try:
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     except BaseException:  # noqa: BLE001 - an import failure is the file's outcome
-        emit({"id": path, "outcome": "error", "message": _tail(traceback.format_exc())})
+        emit({"id": path, "outcome": "error", "message": tail(traceback.format_exc())})
         return False
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     recorder = Recorder(path, emit)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -51,7 +52,7 @@ def strip_hosted_tools(body) -> list[str]:
     tools = body.get("tools")
     if isinstance(tools, list):
         kept = [t for t in tools if hosted_kind(t) is None]
-        stripped += [hosted_kind(t) for t in tools if hosted_kind(t) is not None]
+        stripped += [kind for kind in map(hosted_kind, tools) if kind is not None]
         if len(kept) != len(tools):
             if kept:
                 body["tools"] = kept
@@ -74,7 +75,7 @@ class Egress:
         return cls(json.loads(env.get("SWESERVE_EGRESS_ALLOW", "[]")), env.get("SWESERVE_EGRESS_CLOSED_BOOK") == "1",
                    Path(env.get("SWESERVE_EGRESS_DIR", "/tmp/sweserve-egress")))
 
-    def record(self, flow, target: str, allowed: bool, stripped: list[str] = ()) -> None:
+    def record(self, flow, target: str, allowed: bool, stripped: Sequence[str] = ()) -> None:
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "client": flow.client_conn.peername[0],
                  "method": flow.request.method, "url": target, "allowed": allowed}
         if stripped:

@@ -1,0 +1,86 @@
+"""Readiness: whether a demanding reviewer would keep a task, read from what validation and lint recorded.
+
+A task is **ready** when all of these hold, and otherwise carries one reason per check that failed:
+
+- **valid** — validation kept it (FAIL_TO_PASS found, oracle passes, null fails);
+- **lint** — `sweserve tasks lint` ran on it (its quality record has an interface reading) and found nothing;
+- **family** — the family is settled: set by hand (`family_override`), or the classifier's recorded verdict
+  (`family_confident`: the top family score at least the profile's `family_min_score`, ahead of the next by
+  `family_min_margin`) is confident;
+- **signals** — validation's signal checks (`evaluation/signals.py`) ran and none fired.
+
+Nothing here reads a clone or runs a container: it is a function of task.json alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweserve.dataset.taskstore import load_task, save_task
+from sweserve.models import Readiness, ReadinessReason, Task
+
+
+def family_verdict(task: Task) -> tuple[bool, str, str]:
+    """(confident, which recorded field decided, why not) for the task's family: the classifier's verdict
+    (`family_confident`, from the profile's family_min_score and family_min_margin), or a hand-set override."""
+    if task.family_override is not None:
+        return True, "family_override", ""
+    if task.family_confident is None:
+        return False, "family_confident", "no family verdict recorded (mine the task again, or `tasks lint --write`)"
+    if not task.family_confident:
+        ranked = sorted(task.family_scores.items(), key=lambda kv: -kv[1])
+        scores = ", ".join(f"{family} {score:.2f}" for family, score in ranked[:2]) or "no signal"
+        return False, "family_confident", f"the classifier is not confident of {task.family} ({scores})"
+    return True, "family_confident", ""
+
+
+def assess(task: Task) -> Readiness:
+    """The task's readiness now, from its records."""
+    reasons: list[ReadinessReason] = []
+    v = task.validation
+    if v is None:
+        reasons.append(ReadinessReason(kind="not_validated", key="not_validated",
+                                       detail="not validated: run `sweserve validate`"))
+    elif not task.validated:
+        category = v.category or ("no_fail_to_pass" if v.status == "valid" else "other")
+        reasons.append(ReadinessReason(kind="rejected", key=f"rejected:{category}",
+                                       detail=f"validation rejected it: {v.reason or category}"))
+    q = task.quality
+    if q is None or q.interface_from is None and not q.findings:
+        reasons.append(ReadinessReason(kind="lint", key="lint:not_run", detail="lint has not run: `sweserve tasks "
+                                       "lint --write` (validate runs it when the clone is known)"))
+    elif q.findings:
+        reasons.append(ReadinessReason(kind="lint", key="lint:findings", detail=f"lint: {q.findings[0]}"
+                                       + (f" (and {len(q.findings) - 1} more)" if len(q.findings) > 1 else "")))
+    confident, family_from, why = family_verdict(task)
+    if not confident:
+        reasons.append(ReadinessReason(kind="family_unsure", key="family_unsure",
+                                       detail=f"family not settled: {why}; set family_override to settle it"))
+    signals_ok = True
+    if task.validated:
+        if v is None or v.signals is None:
+            signals_ok = False
+            reasons.append(ReadinessReason(kind="signal", key="signal:not_run",
+                                           detail="signal checks have not run: validate it again"))
+        else:
+            for check in v.signals:
+                if check.fired:
+                    signals_ok = False
+                    reasons.append(ReadinessReason(kind="signal", key=f"signal:{check.name}",
+                                                   detail=f"{check.name}: {check.detail}"))
+    checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
+              "signals": task.validated and signals_ok}
+    return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
+
+
+def record(task_dir: Path) -> Task:
+    """Assess the task in task_dir and save its readiness in task.json."""
+    task = load_task(task_dir)
+    task.readiness = assess(task)
+    save_task(task_dir, task)
+    return task
+
+
+def is_ready(task: Task) -> bool:
+    """What `run`, `export` and `report` select by default: readiness recorded as ready, and still valid."""
+    return task.ready

@@ -1,0 +1,341 @@
+"""The exports' verifier: `sweserve run`'s grading, inside the task container, for harnesses that grade there.
+
+SWE-bench's harness runs an exported task's `eval_script`, Harbor its `tests/test.sh`; both run this, as root,
+with the system Python (`python3 -I sweserve_verify.py VERIFY_JSON`), from /tmp/sweserve/harness where the
+export put the harness. It does what the host does in `sweserve run` (`evaluation/verifier.py`), with the same
+modules shipped beside it:
+
+    runner digest and installed names taken (sweserve_boot)
+      → the submission applied with `git apply --index` to base (git names every path it touched)
+      → resets (sweserve_resets = evaluation/resets.py) → tests.patch → canaries (sweserve_canaries)
+      → the hidden tests run by the boot script as the unprivileged user over a root-owned tree (sweserve_drop),
+        outcomes streamed behind a nonce on a pipe only this process reads (sweserve_protocol)
+      → every process of the test user killed, then the verdict: the stream's shape, the canaries, the grade.
+
+The verdict is decided here, in a root process the tests cannot signal, trace or write to, after the tests'
+process has ended; only then is anything written that the harness reads: for SWE-bench the `-rA`-style lines
+between its markers (every graded test FAILED unless the run was clean), for Harbor /logs/verifier/reward.txt.
+The test output is shown after the verdict, each line behind "| " and with the harness's markers broken.
+
+Seam for other grading plans (randomized names, mutation twins): `grading_plan` returns the files to plant and
+a checker mapping reported ids back; a plan computed on the host goes in a root-only file (`plan_file`).
+"""
+
+import fnmatch
+import json
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import sweserve_canaries  # noqa: E402
+import sweserve_drop  # noqa: E402
+import sweserve_protocol  # noqa: E402
+import sweserve_resets  # noqa: E402
+
+WORKDIR = "/testbed"
+OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
+# swebench.harness.constants, built so that no line of this file holds them (swebench edits eval scripts there)
+START, END, EXIT_CODE = (">" * 5 + " " + words for words in ("Start Test Output", "End Test Output", "Test Exit Code"))
+WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED"}
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
+           "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0", "HOME": "/nonexistent"}
+GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*",
+       "-c", "core.autocrlf=false", "-c", "core.symlinks=true", "-c", "core.fileMode=true", "--literal-pathspecs"]
+
+
+class Verdict(Exception):
+    def __init__(self, status, reason=None):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def git(*args, check=True, text=True):
+    proc = subprocess.run(GIT + list(args), cwd=WORKDIR, capture_output=True, text=text,
+                          env={**os.environ, **GIT_ENV})
+    if check and proc.returncode != 0:
+        raise Verdict("error", f"git {args[0]} failed")
+    return proc
+
+
+def _z(raw):
+    return [p for p in raw.split("\0") if p]
+
+
+def to_base(cfg):
+    """The tree back at base, the submission kept as a patch: the patch file (Harbor's artifact, SWE-bench's
+    /tmp/patch.diff) or, where none is given, the working tree as the harness left it. Nothing of the
+    submission is on disk while the runner's facts are taken as root."""
+    base = cfg["base_commit"]
+    patch = cfg.get("patch", "")
+    if not (patch and os.path.exists(patch)):
+        git("add", "-A")
+        patch = os.path.join(HERE, "submission.patch")
+        with open(patch, "wb") as fh:
+            fh.write(git("diff", "--cached", "--binary", "--full-index", base, text=False).stdout)
+    leftovers = _z(git("apply", "--numstat", "-z", patch, check=False).stdout)
+    git("reset", "-q", "--hard", base)
+    git("clean", "-qfd")
+    for token in leftovers:  # what a harness applied where base ignores it (clean leaves those)
+        path = token.split("\t")[-1]
+        full = os.path.join(WORKDIR, path)
+        if path and os.path.lexists(full) and git("ls-files", "--error-unmatch", path, check=False).returncode:
+            os.unlink(full)
+    return patch
+
+
+def submit(cfg, patch):
+    """The submission on base with `git apply --index`; {path: git status letter} of what it touched."""
+    with open(patch, "rb") as fh:
+        empty = not fh.read().strip()
+    if not empty:
+        proc = git("apply", "--index", "--binary", "--whitespace=nowarn", patch, check=False)
+        if proc.returncode != 0:
+            raise Verdict("patch_failed", proc.stderr.strip()[-1000:] or "git apply failed")
+    names = _z(git("diff", "--cached", "--name-status", "-z", "--no-renames", cfg["base_commit"]).stdout)
+    return {names[i + 1]: names[i][0] for i in range(0, len(names) - 1, 2)}
+
+
+def numstat_paths(raw):
+    paths, tokens, i = set(), raw.split("\0"), 0
+    while i < len(tokens):
+        if tokens[i].count("\t") >= 2:
+            path = tokens[i].split("\t", 2)[2]
+            if path:
+                paths.add(path)
+            else:
+                paths.update(t for t in tokens[i + 1:i + 3] if t)
+                i += 2
+        i += 1
+    return paths
+
+
+def reset(cfg, changed, tests_patch, installed):
+    base = cfg["base_commit"]
+    hidden = numstat_paths(git("apply", "--numstat", "-z", tests_patch).stdout) | set(cfg["test_files"])
+    files = set(_z(git("ls-files", "-z").stdout))
+    added = {p for p, s in changed.items() if s == "A"}
+    base_files = (files - added) | {p for p, s in changed.items() if s == "D"}
+
+    def is_test(path):
+        return path in hidden or any(fnmatch.fnmatchcase(path, g) for g in cfg["test_paths"])
+
+    def config_changed(path):
+        name = path.rsplit("/", 1)[-1]
+        old = git("show", f"{base}:{path}", check=False)
+        try:
+            now = open(os.path.join(WORKDIR, path), encoding="utf-8", errors="replace").read()
+        except OSError:
+            now = None
+        before = old.stdout if old.returncode == 0 else None
+        return sweserve_resets.pytest_section(name, before) != sweserve_resets.pytest_section(name, now)
+
+    resets = sweserve_resets.plan_resets(changed, is_test, sweserve_resets.package_dirs(files), config_changed,
+                                         frozenset(installed) - sweserve_resets.repo_names(base_files))
+    restore = [r.path for r in resets if r.existed]
+    if restore:
+        git("checkout", base, "--", *restore)
+    for r in resets:
+        if not r.existed and os.path.lexists(os.path.join(WORKDIR, r.path)):
+            os.unlink(os.path.join(WORKDIR, r.path))
+    proc = git("apply", "--binary", "--whitespace=nowarn", tests_patch, check=False)
+    if proc.returncode != 0:
+        raise Verdict("error", "tests.patch did not apply")
+    return resets
+
+
+def grading_plan(cfg, sources):
+    """(files to plant {path under /testbed: text}, check(outcomes, exit status) -> (outcomes by real id,
+    problems)). Canaries by default; a plan made on the host (`plan_file`, root-only) plugs in here."""
+    plan_file = cfg.get("plan_file")
+    if plan_file:
+        with open(plan_file) as fh:
+            plan = json.load(fh)
+        os.unlink(plan_file)
+        names = plan["names"]  # reported id -> real id; twins map to None
+
+        def check_host_plan(outcomes, exit_status):
+            real, problems = {}, []
+            for test_id, outcome in outcomes.items():
+                target = names.get(test_id, test_id)
+                if target is None:
+                    if outcome == "passed":
+                        problems.append("a must-fail twin passed")
+                    continue
+                real[target] = outcome
+            return real, problems
+        return plan["texts"], check_host_plan
+    task = types.SimpleNamespace(FAIL_TO_PASS=cfg["FAIL_TO_PASS"], PASS_TO_PASS=cfg["PASS_TO_PASS"],
+                                 test=types.SimpleNamespace(runner=cfg["runner"], files=cfg["test_files"]))
+    plan = sweserve_canaries.plan(task, sources)
+    return plan.texts, lambda outcomes, exit_status: sweserve_canaries.check(plan.canaries, outcomes, exit_status)
+
+
+def run_boot(cfg, run_config_path, timeout):
+    """The boot script as a child of this root process; its output through a pipe only this process holds.
+    Returns (output, exit status as docker reports it, timed out, truncated)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update({k: v for k, v in cfg["env"].items() if not k.startswith("PYTHON")})
+    proc = subprocess.Popen([cfg["python"], "-I", os.path.join(HERE, "sweserve_boot.py"), run_config_path],
+                            cwd=cfg["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    chunks, size, truncated, timed_out = [], 0, False, False
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if not ready:
+            if proc.poll() is not None:
+                break  # the runner ended; a child of it holds the pipe open
+            continue
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        size += len(data)
+        if size > OUTPUT_LIMIT:
+            truncated = True
+            break
+        chunks.append(data)
+    for pid_group in (proc.pid,):
+        try:
+            os.killpg(pid_group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    sweserve_drop.kill_all(sweserve_drop.account(cfg["user"])[0])
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        code = -9
+    proc.stdout.close()
+    code = 128 - code if code < 0 else code
+    return b"".join(chunks).decode("utf-8", "replace"), code, timed_out, truncated
+
+
+def runner_facts(cfg):
+    """The digest of pytest's installed files and the harness, and the image's installed module names, from
+    the tests' interpreter before the submission is applied (as the host's first look takes them)."""
+    boot = [cfg["python"], "-I", os.path.join(HERE, "sweserve_boot.py")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    facts = []
+    for flag in ("--manifest", "--installed"):
+        proc = subprocess.run(boot + [flag], cwd="/", env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            raise Verdict("error", "the test runner cannot start in the task image")
+        facts.append(proc.stdout.strip().splitlines()[-1])
+    return facts[0], json.loads(facts[1])
+
+
+def grade(cfg):
+    """The verdict: (status, reason, outcomes of graded tests, details, test output)."""
+    tests_patch = os.path.join(HERE, "tests.patch")
+    patch = to_base(cfg)
+    manifest, installed = runner_facts(cfg)
+    changed = submit(cfg, patch)
+    resets = reset(cfg, changed, tests_patch, installed)
+    sources = {}
+    for f in cfg["test_files"]:
+        try:
+            with open(os.path.join(WORKDIR, f), encoding="utf-8") as fh:
+                sources[f] = fh.read()
+        except (OSError, UnicodeDecodeError):
+            pass
+    planted, check = grading_plan(cfg, {f: t for f, t in sources.items() if f.endswith(".py") and t.strip()})
+    for f, text in planted.items():
+        with open(os.path.join(WORKDIR, f), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    nonce = secrets.token_hex(16)
+    nonce_file = os.path.join(HERE, ".nonce")
+    run_config = sweserve_protocol.boot_config(
+        cfg["runner"], cfg["test_files"], cfg["workdir"], cfg["env"].get("PYTHONPATH", ""), cfg["plugins"],
+        nonce_file, cfg["user"], [WORKDIR] + cfg.get("lock", []), [os.path.dirname(HERE)] + cfg.get("private", []))
+    run_config_path = os.path.join(HERE, "run.json")
+    for path, text in ((run_config_path, json.dumps(run_config)), (nonce_file, nonce)):
+        with open(path, "w") as fh:
+            fh.write(text)
+    details = {"resets": [r.describe() for r in resets]}
+    output, code, timed_out, truncated = run_boot(cfg, run_config_path, cfg["timeout_s"])
+    events, malformed, output = sweserve_protocol.read_stream(output, nonce)
+    if timed_out:
+        raise Verdict("error", f"hidden tests timed out after {int(cfg['timeout_s'])}s")
+    if truncated:
+        return "tampered", "the test output overflowed what the verifier keeps", {}, details, output
+    if not any("start" in e for e in events) or not any("end" in e for e in events):
+        return "error", f"test runner exited {code} before reporting all outcomes", {}, details, output
+    problems = sweserve_protocol.stream_problems(events, manifest, code, malformed)
+    outcomes, _, _ = sweserve_protocol.merge_events(events)
+    ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
+    outcomes, forged = check(outcomes, ends[-1] if ends else None)
+    problems = sorted(set(problems) | set(forged))
+    graded = {t: outcomes.get(t, "missing") for t in cfg["FAIL_TO_PASS"] + cfg["PASS_TO_PASS"]}
+    details["tampered"] = problems
+    if problems:
+        return "tampered", "; ".join(problems), graded, details, output
+    ok = all(o == "passed" for o in graded.values())
+    return ("resolved" if ok else "failed"), None, graded, details, output
+
+
+def shown(output):
+    """Test output as the harness may show it: no line it parses as an outcome, none of its markers."""
+    return "\n".join("| " + line.replace(">" * 5, "> > > > >") for line in output.splitlines())
+
+
+def report_swebench(cfg, status, reason, graded, details, output):
+    clean = status in ("resolved", "failed")
+    lines = [START]
+    for test_id in cfg["FAIL_TO_PASS"] + cfg["PASS_TO_PASS"]:
+        outcome = graded.get(test_id, "missing") if clean else "failed"
+        lines.append(f"{WORDS.get(outcome, 'FAILED')} {test_id}")
+    lines += [f"{EXIT_CODE}: {0 if status == 'resolved' else 1}", END,
+              f"sweserve: {status}" + (f" ({reason})" if reason else ""), json.dumps(details), shown(output)]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def report_harbor(cfg, status, reason, graded, details, output):
+    out = cfg["verifier_dir"]
+    record = {"status": status, "reason": reason,
+              "fail_to_pass": {t: graded.get(t, "missing") for t in cfg["FAIL_TO_PASS"]},
+              "pass_to_pass": {t: graded.get(t, "missing") for t in cfg["PASS_TO_PASS"]}, **details}
+    for name, text in (("sweserve.json", json.dumps(record, indent=2)), ("test-output.txt", output),
+                       ("reward.txt", "1\n" if status == "resolved" else "0\n")):
+        path = os.path.join(out, name)
+        if os.path.lexists(path):
+            os.unlink(path)
+        with open(path, "w") as fh:
+            fh.write(text)
+    print(f"sweserve: {status}" + (f" ({reason})" if reason else ""))
+
+
+def main(argv):
+    with open(argv[1]) as fh:
+        cfg = json.load(fh)
+    report = report_harbor if cfg["format"] == "harbor" else report_swebench
+    sweserve_drop.private(os.path.dirname(HERE))  # tests.patch, this config: the test user reads none of them
+    for path in cfg.get("private", []):
+        if os.path.isdir(path):
+            sweserve_drop.private(path)
+    if cfg["format"] == "harbor":
+        os.makedirs(cfg["verifier_dir"], exist_ok=True)
+        sweserve_drop.lock([cfg["verifier_dir"]])
+        os.chmod(cfg["verifier_dir"], 0o755)
+    try:
+        status, reason, graded, details, output = grade(cfg)
+    except Verdict as v:
+        status, reason, graded, details, output = v.status, v.reason, {}, {}, ""
+    report(cfg, status, reason, graded, details, output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

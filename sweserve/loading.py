@@ -1,0 +1,76 @@
+"""The one way a file becomes a model: its text, then its data (JSON or YAML), then the pydantic model.
+
+Each step that fails says so in one line naming the file (a `SweserveError`), never a traceback: the task
+store, profiles, agent configs, predictions and results files all read through here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from sweserve.errors import SweserveError, describe_validation_error
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+Format = Literal["JSON", "YAML"]
+
+
+def read_text(path: Path, what: str = "file") -> str:
+    """A file's UTF-8 text, or one line saying why it cannot be read (`what` names the file in it)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SweserveError(f"{path}: missing {what}") from None
+    except IsADirectoryError:
+        raise SweserveError(f"{path}: is a folder, not a {what}") from None
+    except UnicodeDecodeError:
+        raise SweserveError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise SweserveError(f"{path}: {exc.strerror}") from None
+
+
+def parse(source: str | Path, text: str, fmt: Format = "JSON") -> Any:
+    """The data in a JSON or YAML text, or one line naming `source` and where the syntax breaks."""
+    try:
+        return json.loads(text) if fmt == "JSON" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise SweserveError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except yaml.YAMLError as exc:
+        raise SweserveError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+def read_data(path: Path, fmt: Format = "JSON", what: str = "file") -> Any:
+    """A JSON or YAML file's data; text that is not UTF-8 is not valid JSON (or YAML) either."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SweserveError(f"{path}: not valid {fmt}: not UTF-8") from None
+    except OSError:
+        text = read_text(path, what)  # the one line for a missing file, a folder, …
+    return parse(path, text, fmt)
+
+
+def validate(model: type[M], data: Any, source: str | Path) -> M:
+    """`data` as the model, or one line naming `source` and the first field that is wrong."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise SweserveError(describe_validation_error(str(source), exc)) from None
+
+
+def validate_as(adapter: TypeAdapter[T], data: Any, source: str | Path) -> T:
+    """`validate` for a type that is not a model class (a discriminated union)."""
+    try:
+        return adapter.validate_python(data)
+    except ValidationError as exc:
+        raise SweserveError(describe_validation_error(str(source), exc)) from None
+
+
+def load_model(path: Path, model: type[M], fmt: Format = "JSON", what: str = "file") -> M:
+    """file → data → model, each failure one line."""
+    return validate(model, read_data(path, fmt, what), path)

@@ -1,0 +1,118 @@
+"""One of each: the loader, the git runner, the patch applier, the recorder's file and the redactor, and the
+checks that keep a second one from being written again."""
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sweserve.agents.base import Redactor
+from sweserve.dataset.patches import apply_command
+from sweserve.errors import SweserveError
+from sweserve.gitcmd import GitError, reason, run_git, subcommand
+from sweserve.heartbeat import Heartbeat, clock
+from sweserve.loading import load_model, read_data, read_text
+from sweserve.models import Strict
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sweserve"
+
+
+class Point(Strict):
+    x: int
+
+
+def test_the_loader_says_each_failure_in_one_line(tmp_path):
+    with pytest.raises(SweserveError, match=r"a\.json: missing point file$"):
+        read_text(tmp_path / "a.json", "point file")
+    with pytest.raises(SweserveError, match=r": is a folder, not a point file$"):
+        read_text(tmp_path, "point file")
+    (tmp_path / "latin.json").write_bytes(b'{"x": "caf\xe9"}')
+    with pytest.raises(SweserveError, match=r"latin\.json: not valid JSON: not UTF-8$"):
+        read_data(tmp_path / "latin.json")
+    with pytest.raises(SweserveError, match=r"latin\.json: not UTF-8 text$"):
+        read_text(tmp_path / "latin.json")
+    (tmp_path / "bad.json").write_text('{"x": 1,}')
+    with pytest.raises(SweserveError, match=r"bad\.json: not valid JSON: .* at line 1$"):
+        read_data(tmp_path / "bad.json")
+    (tmp_path / "bad.yaml").write_text("x: [1\n")
+    with pytest.raises(SweserveError, match=r"bad\.yaml: not valid YAML: "):
+        read_data(tmp_path / "bad.yaml", "YAML")
+    (tmp_path / "p.json").write_text('{"x": 1, "y": 2}')
+    with pytest.raises(SweserveError, match=r"p\.json: field 'y': Extra inputs are not permitted$"):
+        load_model(tmp_path / "p.json", Point)
+    (tmp_path / "p.json").write_text('{"x": 3}')
+    assert load_model(tmp_path / "p.json", Point) == Point(x=3)
+
+
+def test_the_git_runner_carries_gits_own_words(tmp_path):
+    with pytest.raises(GitError) as caught:
+        run_git("-c", "core.quotepath=off", "rev-parse", "HEAD", repo=tmp_path)
+    assert caught.value.subcommand == "rev-parse" and caught.value.returncode != 0
+    assert str(caught.value).startswith("fatal:")
+    run_git("init", "-q", repo=tmp_path)
+    assert run_git("rev-parse", "--is-inside-work-tree", repo=tmp_path).strip() == b"true"
+    assert subcommand(["-C", "x", "-c", "a=b", "fetch", "-q"]) == "fetch"
+    assert reason("remote: fatal: bad object\nerror: aborting\n", 128) == "fatal: bad object"
+
+
+def test_the_one_apply_command_applies_binary_patches_with_odd_paths(tmp_path):
+    run_git("init", "-q", repo=tmp_path)
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01")
+    run_git("add", "-A", repo=tmp_path)
+    run_git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a", repo=tmp_path)
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x02\xff")
+    patch = run_git("diff", "--binary", repo=tmp_path)
+    run_git("checkout", "--", ".", repo=tmp_path)
+    (tmp_path / "my patch.diff").write_bytes(patch)
+    subprocess.run(apply_command(str(tmp_path / "my patch.diff"), index=True), shell=True, cwd=tmp_path, check=True)
+    assert (tmp_path / "blob.bin").read_bytes() == b"\x00\x02\xff"
+    assert run_git("diff", "--cached", "--name-only", repo=tmp_path).split() == [b"blob.bin"]
+
+
+def test_the_redactor_replaces_the_longest_secret_first():
+    assert Redactor(["abcd", "abcdef"])("x abcdef y abcd") == "x *** y ***"
+
+
+def test_the_heartbeat_beats_until_it_is_left():
+    beats = []
+    with Heartbeat(lambda: beats.append(1), interval=0.01):
+        while len(beats) < 3:
+            pass
+    seen = len(beats)
+    time.sleep(0.05)
+    assert len(beats) == seen  # no beat after the step ended
+    assert clock(3725) == "1:02:05" and clock(65, hours=False) == "1:05"
+
+
+def _sources() -> dict[str, str]:
+    return {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")}
+
+
+def test_git_apply_is_spelled_in_one_place():
+    """Every grader, agent and export applies a patch with patches.APPLY (its options are the sign of one). The
+    scripts that run inside an image with its own Python (environment/in_sandbox/) cannot import sweserve."""
+    spelled = [rel for rel, text in _sources().items() if "--whitespace=" in text
+               and rel != "dataset/patches.py" and not rel.startswith("environment/in_sandbox/")]
+    assert spelled == []
+
+
+def test_git_is_spawned_by_the_one_runner():
+    """Only gitcmd.run_git runs git on the host (gitio.Git keeps its batched, long-lived processes)."""
+    spawning = [rel for rel, text in _sources().items()
+                if re.search(r"""\[\s*["']git["']""", text) and not rel.startswith("environment/in_sandbox/")]
+    assert sorted(spawning) == ["dataset/gitio.py", "gitcmd.py"]
+
+
+def test_closed_models_derive_from_strict():
+    declared = [rel for rel, text in _sources().items() if 'extra="forbid"' in text]
+    assert declared == ["models.py"]
+
+
+def test_no_model_reads_a_file_by_itself():
+    """Files become models through sweserve/loading.py (the one-line errors live there)."""
+    offenders = [rel for rel, text in _sources().items()
+                 if "describe_validation_error(" in text and rel not in ("loading.py", "errors.py",
+                                                                           "evaluation/results.py")]
+    assert offenders == []
