@@ -29,6 +29,7 @@ from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
 from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
+from sweserve.evaluation.twins import select as select_twins
 from sweserve.evaluation.trial import grade_submission, reservation, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import TaskBundle, ValidationRecord
@@ -48,6 +49,8 @@ class ValidateOutcome(BaseModel):
     pass_to_pass: int = 0
     flaky: list[str] = Field(default_factory=list)
     accelerator_tests: dict[str, str] = Field(default_factory=dict)
+    twins: int = 0
+    twinless: list[str] = Field(default_factory=list)
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -126,6 +129,9 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         f2p, p2p = _verdict(bundle, before, after, result)
         result.status = "valid"
         task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+        # twins are chosen anew from this validation's candidates: each failed in every run, both states
+        kept, result.twinless = select_twins(f2p + p2p, before, after)
+        task.twins, result.twins = kept, len(kept)
     except TrialSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
         return result
@@ -146,6 +152,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         before=before[-1].outcomes if before else {},
         after=after[-1].outcomes if after else {},
         image=image,
+        twinless=result.twinless,
     )
     save_task(req.task_dir, task)
     return result

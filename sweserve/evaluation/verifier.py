@@ -4,11 +4,13 @@
       → submission applied with `git apply --index` (git names every path it touched)
       → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
         metadata and modules shadowing the stdlib, the runner or anything installed, back to base
-      → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
-        (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
+      → tests.patch applied (and removed from the box) → the hidden files rewritten by the grading plan
+        (`twins.py`: graded tests, their twins and canaries under fresh names, shuffled; the map stays here)
+      → hidden tests run `runs` times (`grading.run_tests`: isolated interpreter, outcomes streamed behind a
+        nonce), their outcomes read back through the plan
 
 A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded`, the caller decides
-what they mean (`tampered` for canaries, and for flags when the profile says so).
+what they mean (`tampered` for twins and canaries, and for flags when the profile says so).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from sweserve.agents.base import IN_BOX
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.environment.transfer import put_tree, tar_of
-from sweserve.evaluation import canaries as canary_tests
+from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
     BOOT,
     HARNESS,
@@ -162,6 +164,8 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     if bundle.tests_patch.strip():
         steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
+    steps.append(f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err")  # it names the real tests: gone before any
+    # candidate code runs (the hidden files themselves are rewritten by the grading plan)
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")
     if res.exit_code == 22:
@@ -178,17 +182,17 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
-    plan = canary_tests.plan(task, sources)
+    # reference submissions (validation) get candidate twins; a candidate's grading, the recorded ones
+    plan = twins.grading_plan(task, sources, candidates=name != "candidate")
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
         run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, profile.pytest_plugins, planted)
         planted = {}
-        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes, run.exit_status)
-        for mapping in (run.skips, run.messages):
-            for test_id in [t for t in mapping if t not in run.outcomes]:
-                del mapping[test_id]
-        run.tampered = sorted(set(run.tampered) | set(problems))
+        reading = plan.read(run.outcomes, run.skips, run.messages, run.exit_status)
+        run.outcomes, run.skips, run.messages = reading.outcomes, reading.skips, reading.messages
+        run.twins, run.shapes, run.output = reading.twins, reading.shapes, plan.unmask(run.output)
+        run.tampered = sorted(set(run.tampered) | set(reading.problems))
         results.append(run)
     flags = scan(patch) + [f"reset: {r.describe()}" for r in resets if r.suspicious]
     return Graded(results, resets, sorted(set(flags)))
