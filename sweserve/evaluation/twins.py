@@ -78,12 +78,14 @@ def _call_name(node: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
-    """The numeric literals of a test's checks, in source order: operands of comparisons in `assert`
+def sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[ast.expr]]:
+    """The numeric literals of a test's checks, in source order, as sites: operands of comparisons in `assert`
     statements, and arguments of check calls (`assertEqual`, `assert_allclose`, `pytest.approx`, `isclose`,
-    tolerances given by keyword) that are literals through and through. Inputs to the code under test are not
-    sites: a twin changes what is expected, never what is computed."""
-    found: dict[int, ast.expr] = {}
+    tolerances given by keyword) that are literals through and through. One site is every occurrence of one
+    value in one such literal (`[(0, 3), (3, 6)]`: both 3s), so a twin keeps the literal's own structure.
+    Inputs to the code under test are not sites: a twin changes what is expected, never what is computed."""
+    found: dict[tuple, list[ast.expr]] = {}
+    seen: set[int] = set()
     body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
         getattr(fn.body[0], "value", None), ast.Constant) else fn.body
     for stmt in body:
@@ -96,10 +98,15 @@ def sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
                 operands = args + [o for a in args for c in ast.walk(a) if isinstance(c, ast.Compare)
                                    for o in [c.left, *c.comparators]]
             for operand in operands:
+                if id(operand) in seen:
+                    continue
+                seen.add(id(operand))
                 for leaf in _literal_leaves(operand) or []:
                     if leaf.lineno == leaf.end_lineno:
-                        found[id(leaf)] = leaf
-    return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
+                        number = _number(leaf)
+                        found.setdefault((id(operand), type(number), number), []).append(leaf)
+    groups = [sorted(g, key=lambda n: (n.lineno, n.col_offset)) for g in found.values()]
+    return sorted(groups, key=lambda g: (g[0].lineno, g[0].col_offset))
 
 
 def _unit(value: int | float) -> Decimal:
@@ -348,33 +355,33 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             block = blocks.setdefault(key, [])
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
-                for i in _spread(len(fn_sites), CANDIDATE_SITES):
-                    node = fn_sites[i]
-                    real, others = values(_number(node), rng)  # type: ignore[arg-type]
-                    drafts.append((node, real, [Twin(test=test_id, site=i, value=v) for v in others]))
-                reals = [(node, real) for node, real, _ in drafts]
+                for i in _candidate_sites(fn_sites):
+                    nodes = fn_sites[i]
+                    real, others = values(_number(nodes[0]), rng)  # type: ignore[arg-type]
+                    drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
+                reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
                 plan.members.append(Member(file, key, name, "test", fn.name))
                 block.append(_member_text(lines, fn, name, reals))
-                for node, real, group in drafts:
+                for nodes, real, group in drafts:
                     for twin in group:
                         name = _fresh_name(rng, words, taken)
                         plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                                    real_literal=real))
-                        block.append(_member_text(lines, fn, name, [r for r in reals if r[0] is not node]
-                                                  + [(node, twin.value)]))
+                        block.append(_member_text(lines, fn, name, [r for r in reals if r[0] not in nodes]
+                                                  + [(n, twin.value) for n in nodes]))
                 continue
             group = recorded.get(test_id, [])
-            site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else None
-            literal = _real_literal(site) if site is not None else ""
+            site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else []
+            literal = _real_literal(site[0]) if site else ""
             name = _fresh_name(rng, words, taken)
             plan.members.append(Member(file, key, name, "test", fn.name, literal=literal))
-            block.append(_member_text(lines, fn, name, [(site, literal)] if site is not None else []))
-            for twin in group if site is not None else []:
+            block.append(_member_text(lines, fn, name, [(n, literal) for n in site]))
+            for twin in group if site else []:
                 name = _fresh_name(rng, words, taken)
                 plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                            real_literal=literal))
-                block.append(_member_text(lines, fn, name, [(site, twin.value)]))  # type: ignore[list-item]
+                block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
         _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
         plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
     return plan
@@ -552,11 +559,35 @@ def _same_as_test(test_shape: str, twin_shape: tuple[str, ...]) -> bool:
     return same_failure(test_shape, real_literal, shaped, literal)
 
 
+def _sign_safe(value: int | float) -> bool:
+    """Whether every progression holding the value keeps its sign: no twin value can be ruled out as a
+    negative (or zero) where the real one is positive."""
+    return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > K * _unit(value)
+
+
+def _candidate_sites(fn_sites: list[list[ast.expr]]) -> list[int]:
+    """The sites validation tries: those whose values keep their sign first, spread over the test's checks."""
+    safe = [i for i, g in enumerate(fn_sites) if _sign_safe(_number(g[0]))]  # type: ignore[arg-type]
+    other = [i for i in range(len(fn_sites)) if i not in safe]
+    picked = [safe[j] for j in _spread(len(safe), CANDIDATE_SITES)]
+    return picked + [other[j] for j in _spread(len(other), CANDIDATE_SITES - len(picked))]
+
+
 def _spread(n: int, k: int) -> list[int]:
     """k indices spread over range(n), first and last included."""
     if n <= k:
         return list(range(n))
+    if k <= 1:
+        return [n - 1] if k == 1 else []
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+
+
+def _same_sign(group: list[Twin]) -> bool:
+    try:
+        signs = {(ast.literal_eval(t.value) > 0) - (ast.literal_eval(t.value) < 0) for t in group}
+    except (ValueError, SyntaxError, TypeError):
+        return False
+    return len(signs) == 1 and 0 not in signs
 
 
 def select(graded: list[str], before: list[Reading] | list, after: list[Reading] | list) -> tuple[list[Twin], list[str]]:
@@ -576,7 +607,8 @@ def select(graded: list[str], before: list[Reading] | list, after: list[Reading]
             if twin.test == test_id:
                 groups.setdefault(twin.site, []).append(twin)
         chosen = None
-        for site in sorted(groups):
+        # sites whose twins all keep one sign first (the real value among them likely does too)
+        for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
             if len(group) != K or any(run.twins.get(k) != "failed" for run in runs for k in keys):
