@@ -1,9 +1,10 @@
 """Mutation twins and the grading plan: the hidden test files as they go into the grade sandbox.
 
 A twin of a graded test is the test's own text with one literal of its checks replaced: an expected value,
-a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, `K` values
-each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle
-and whose failures at base read like the test's own (`select`); they are recorded in task.json (`Task.twins`).
+a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, CANDIDATES values
+each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle,
+and K of its candidates whose failures at base read like the test's own (`select`); they are recorded in
+task.json (`Task.twins`).
 
 At grading, `grading_plan` writes each hidden file anew:
 
@@ -37,7 +38,8 @@ from sweserve.evaluation import canaries
 from sweserve.models import Outcome, Task, Twin
 
 K = 3  # twins per graded test
-CANDIDATE_SITES = 4  # sites tried per test at validation, spread over its checks
+CANDIDATES = 2 * K  # candidate values per site at validation, of which K are kept
+CANDIDATE_SITES = 5  # sites tried per test at validation, spread over its checks
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
 _PARAMS = re.compile(r"\[.*\]$", re.S)
 _CHECK_CALL = re.compile(r"^(assert|approx$|isclose$|allclose$)", re.I)
@@ -317,7 +319,8 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
     `seed`: the same seed gives the same plan (None: a fresh one from the system's randomness).
     `candidates`: validation's plan: every graded test (every collected test while the task has no
-    FAIL_TO_PASS) gets candidate twins at its first CANDIDATE_SITES sites instead of its recorded ones."""
+    FAIL_TO_PASS) gets CANDIDATES candidate twins at each of up to CANDIDATE_SITES sites instead of its
+    recorded ones."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     recorded: dict[str, list[Twin]] = {}
@@ -357,7 +360,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 drafts = []
                 for i in _candidate_sites(fn_sites):
                     nodes = fn_sites[i]
-                    real, others = values(_number(nodes[0]), rng)  # type: ignore[arg-type]
+                    real, others = values(_number(nodes[0]), rng, CANDIDATES)  # type: ignore[arg-type]
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
@@ -560,7 +563,7 @@ def _same_as_test(test_shape: str, twin_shape: tuple[str, ...]) -> bool:
 def _sign_safe(value: int | float) -> bool:
     """Whether every progression holding the value keeps its sign: no twin value can be ruled out as a
     negative (or zero) where the real one is positive."""
-    return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > K * _unit(value)
+    return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > CANDIDATES * _unit(value)
 
 
 def _candidate_sites(fn_sites: list[list[ast.expr]]) -> list[int]:
@@ -588,14 +591,19 @@ def _same_sign(group: list[Twin]) -> bool:
     return len(signs) == 1 and 0 not in signs
 
 
-def select(graded: list[str], before: list[Reading] | list, after: list[Reading] | list) -> tuple[list[Twin], list[str]]:
-    """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`,
-    `outcomes`), and the graded tests none could be kept for.
+def select(graded: list[str], before: list, after: list,
+           rng: random.Random | None = None) -> tuple[list[Twin], list[str]]:
+    """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
+    and the graded tests none could be kept for.
 
-    Per graded test, the first site whose K candidates all failed in every run before and after the oracle,
-    and whose failure messages at base, masked (`shape`), equal the test's own wherever it failed: a twin
-    whose failure reads differently (its value is the one the unsolved code computes, say) would show which
-    member of the group is real."""
+    Per graded test, the first site (sign-keeping ones first) whose CANDIDATES values all failed in every run
+    before and after the oracle (a site where some value passes is one-sided: a bound, a tolerance; which
+    values fail would say on which side the real one lies), then K drawn from those whose failure at base
+    reads like the test's own (`same_failure`: a value the unsolved code happens to compute shows in the
+    message). Dropping those depends on the computed values only, never on which member is real, and the
+    candidates held the real value at a uniform rank: each member of a kept group is as likely to be the real
+    one as any other."""
+    rng = rng or random.SystemRandom()
     kept, twinless = [], []
     runs = list(before) + list(after)
     for test_id in sorted({_base_id(t) for t in graded}):
@@ -605,19 +613,20 @@ def select(graded: list[str], before: list[Reading] | list, after: list[Reading]
             if twin.test == test_id:
                 groups.setdefault(twin.site, []).append(twin)
         chosen = None
-        # sites whose twins all keep one sign first (the real value among them likely does too)
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
-            if len(group) != K or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+            if len(group) != CANDIDATES or any(run.twins.get(k) != "failed" for run in runs for k in keys):
                 continue
-            if any(test_id in run.shapes and any(k not in run.shapes or not _same_as_test(run.shapes[test_id][0], run.shapes[k])
-                                                 for k in keys) for run in before):
-                continue
-            chosen = group
-            break
+            alike = [t for t, k in zip(group, keys)
+                     if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],
+                                                                                             run.shapes[k]))
+                            for run in before)]
+            if len(alike) >= K:
+                chosen = rng.sample(alike, K)
+                break
         if chosen:
-            kept += chosen
+            kept += sorted(chosen, key=lambda t: t.value)
         else:
             twinless.append(test_id)
     return kept, twinless

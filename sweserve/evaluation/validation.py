@@ -30,6 +30,7 @@ from sweserve.evaluation.derive import derive, recheck
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.grading import PatchError, TestRun, TestRunError
 from sweserve.evaluation.twins import select as select_twins
+from sweserve.evaluation.verifier import plain_outcomes
 from sweserve.evaluation.trial import grade_submission, reservation, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import TaskBundle, ValidationRecord
@@ -51,6 +52,7 @@ class ValidateOutcome(BaseModel):
     accelerator_tests: dict[str, str] = Field(default_factory=dict)
     twins: int = 0
     twinless: list[str] = Field(default_factory=list)
+    runner_only: list[str] = Field(default_factory=list)  # pass under plain pytest, fail under sweserve's runner
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -88,6 +90,21 @@ def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, 
         raise TaskRejected(category, str(exc)) from None
 
 
+def _runner_only(ctx: Context, bundle: TaskBundle, image: str, gpu_ids: list[str], after: list[TestRun]) -> list[str]:
+    """Tests the oracle fails under sweserve's runner that pass under plain pytest in the same image: the
+    hardening changed what they check (a plugin, a config the runner leaves out). Said, never dropped."""
+    task = bundle.task
+    failing = sorted({t for run in after for t, o in run.outcomes.items() if o != "passed"})
+    if not failing or task.test.runner != "pytest":
+        return []
+    with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
+        try:
+            plain = plain_outcomes(box, bundle, bundle.oracle_patch, task.resources.test_timeout_s)
+        except PatchError:
+            return []
+    return [t for t in failing if plain.get(t) == "passed"]
+
+
 def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], result: ValidateOutcome):
     """FAIL_TO_PASS/PASS_TO_PASS from the runs, or the reason the task is rejected."""
     task = bundle.task
@@ -106,6 +123,11 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
                 task.resources.gpus = max(task.resources.gpus, 1)
             raise TaskRejected(RejectionCategory.NEEDS_ACCELERATOR,
                                f"needs an accelerator ({kind}): {len(accel)} tests skip or fail without one")
+        if not f2p and result.runner_only:
+            raise TaskRejected(RejectionCategory.RUNNER_MISMATCH,
+                               f"no FAIL_TO_PASS test: {len(result.runner_only)} tests pass with the oracle under plain "
+                               f"pytest in the image and fail only under sweserve's runner (first: "
+                               f"{result.runner_only[0]})")
         if not f2p:
             raise TaskRejected(RejectionCategory.NO_FAIL_TO_PASS,
                                "no FAIL_TO_PASS test: no test fails before the oracle and passes after it in every run")
@@ -126,11 +148,16 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             image = ctx.task_image(bundle)
             before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids)
             after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids)
-        f2p, p2p = _verdict(bundle, before, after, result)
+            result.runner_only = _runner_only(ctx, bundle, image, gpu_ids, after)
+            f2p, p2p = _verdict(bundle, before, after, result)
+            task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+            # twins are chosen anew from candidates run in both states (a task validated before had them in
+            # every run; a new one gets one more run of each state, its graded tests now known)
+            twin_runs = (before, after) if any(r.twins for r in before) else (
+                _state(ctx, bundle, image, "", "null", 1, gpu_ids),
+                _state(ctx, bundle, image, bundle.oracle_patch, "oracle", 1, gpu_ids))
         result.status = "valid"
-        task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
-        # twins are chosen anew from this validation's candidates: each failed in every run, both states
-        kept, result.twinless = select_twins(f2p + p2p, before, after)
+        kept, result.twinless = select_twins(f2p + p2p, *twin_runs)
         task.twins, result.twins = kept, len(kept)
     except TrialSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
@@ -153,6 +180,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         after=after[-1].outcomes if after else {},
         image=image,
         twinless=result.twinless,
+        runner_only=result.runner_only,
     )
     save_task(req.task_dir, task)
     return result

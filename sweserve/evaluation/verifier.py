@@ -16,8 +16,10 @@ what they mean (`tampered` for twins and canaries, and for flags when the profil
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.profiles import RepoProfile
@@ -28,16 +30,18 @@ from sweserve.evaluation.grading import (
     BOOT,
     HARNESS,
     HARNESS_SCRIPTS,
+    SEVERITY,
     PatchError,
     TestRun,
     TestRunError,
+    apply_patch,
     in_sandbox_script,
     run_tests,
 )
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
-from sweserve.models import TaskBundle
+from sweserve.models import Outcome, TaskBundle
 
 SEP = "\0@@sweserve@@\0"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
@@ -89,6 +93,7 @@ class FirstLook:
     tests_paths: set[str]  # the paths tests.patch touches
     packages: set[str]  # the directories holding an `__init__.py` after the submission
     installed: frozenset[str]  # the image's top-level module names the base repository does not provide
+    plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
 
 
 def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
@@ -105,18 +110,19 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     put_tree(box, "/", tar_of(files))
     boot = f"python -I {HARNESS}/{BOOT}.py"
-    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed || exit 20; "
+    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed && "
+                    f"{boot} --plugins > {IN_BOX}/plugins || exit 20; "
                     f"{apply} && cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && cat {IN_BOX}/installed && "
-                    f"printf '{SEP_PRINTF}' && "
+                    f"printf '{SEP_PRINTF}' && cat {IN_BOX}/plugins && printf '{SEP_PRINTF}' && "
                     f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
                     f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
     if res.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=res.output)
     if res.exit_code == 21:
         raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 4:
+    if res.exit_code != 0 or res.output.count(SEP) != 5:
         raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    manifest, installed, names, numstat_out, listed = res.output.split(SEP)
+    manifest, installed, plugins, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
     files = set(_split_z(listed))
@@ -124,10 +130,11 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     base_files = (files - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
+        image_plugins = [n for n in json.loads(plugins) if isinstance(n, str)]
     except ValueError:
         raise TestRunError("the test runner cannot list the task image's modules", output=installed) from None
     return FirstLook(manifest.strip(), changed, _numstat_paths(numstat_out), packages,
-                     frozenset(image_names - repo_names(base_files)))
+                     frozenset(image_names - repo_names(base_files)), image_plugins)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -182,12 +189,14 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
-    # reference submissions (validation) get candidate twins; a candidate's grading, the recorded ones
-    plan = twins.grading_plan(task, sources, candidates=name != "candidate")
+    # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
+    # grading, the recorded ones
+    plan = twins.grading_plan(task, sources, candidates=name != "candidate" and bool(task.FAIL_TO_PASS))
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
-        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, profile.pytest_plugins, planted)
+        plugins = list(dict.fromkeys([*profile.pytest_plugins, *look.plugins]))
+        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, plugins, planted)
         planted = {}
         reading = plan.read(run.outcomes, run.skips, run.messages, run.exit_status)
         run.outcomes, run.skips, run.messages = reading.outcomes, reading.skips, reading.messages
@@ -196,3 +205,29 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
         results.append(run)
     flags = scan(patch) + [f"reset: {r.describe()}" for r in resets if r.suspicious]
     return Graded(results, resets, sorted(set(flags)))
+
+
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", re.M)
+_PLAIN = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped", "XFAIL": "failed",
+          "XPASS": "failed"}
+
+
+def plain_outcomes(box: Sandbox, bundle: TaskBundle, patch: str, timeout: float) -> dict[str, Outcome]:
+    """The hidden tests under plain pytest in the image (plugins autoloaded, the repository's own config), with
+    `patch` and tests.patch applied: what a user of the image sees. For validation's comparison with the
+    hardened runner only, never a grade (nothing here is protected from the code under test)."""
+    task = bundle.task
+    apply_patch(box, patch, "plain-oracle")
+    apply_patch(box, bundle.tests_patch, "plain-tests")
+    files = " ".join(shlex.quote(f) for f in task.test.files)
+    workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
+    res = box.exec(f"python -m pytest -p no:cacheprovider -q -rA {files}", timeout, workdir=workdir,
+                   env=dict(task.test.env))
+    if res.timed_out:
+        return {}
+    out: dict[str, Outcome] = {}
+    for word, test_id in _SUMMARY.findall(res.output):
+        outcome: Outcome = _PLAIN[word]  # type: ignore[assignment]
+        if test_id not in out or SEVERITY[outcome] > SEVERITY[out[test_id]]:
+            out[test_id] = outcome
+    return out
