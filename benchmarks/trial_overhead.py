@@ -9,7 +9,10 @@
    1.2 GB on stdout, a 60 MB submission, and, at grading, 300 MB written to the test process's real stdout at
    exit as one line (past pytest's capture, into the stream the verifier reads).
 
-Uses the demo tasks committed in tasks/ (the demo repository is rebuilt in a temporary folder).
+Uses the demo tasks committed in tasks/ (the demo repository is rebuilt in a temporary folder). A tree with
+mutation twins (`sweserve/evaluation/twins.py`) first validates a copy of them (not timed), so that each
+trial grades its twins and randomized names: against a --baseline from before them, the ratio is the cost
+of twins and randomized names per trial.
 """
 
 from __future__ import annotations
@@ -31,13 +34,23 @@ SRC = "python/sglang/srt/distributed/parallel_state.py"
 
 
 def setup(tmp: Path):
+    import importlib.util
+    import shutil
+
     from sweserve.dataset.taskstore import load_all
     from sweserve.demo.fixture import build_demo_repo
     from sweserve.environment.context import Context
 
     repo = build_demo_repo(tmp / "repo")
     ctx = Context.create(tmp / "state", repo_path=repo)
-    bundles = [b for b in load_all(ROOT / "tasks") if b.task.validated]
+    tasks = tmp / "tasks"
+    shutil.copytree(ROOT / "tasks", tasks)
+    bundles = [b for b in load_all(tasks) if b.task.validated]
+    if importlib.util.find_spec("sweserve.evaluation.twins") and not any(b.task.twins for b in bundles):
+        from sweserve.evaluation.validation import validate_all
+
+        list(validate_all(ctx, tasks, bundles, runs=1))  # records each task's twins
+        bundles = [b for b in load_all(tasks) if b.task.validated]
     return ctx, bundles
 
 
@@ -63,7 +76,9 @@ def measure_overhead(n: int) -> dict:
         finally:
             ctx.close()
     f, t = statistics.median(floor), statistics.median(trial)
-    return {"floor_s": round(f, 3), "trial_s": round(t, 3), "ratio": round(t / f, 2), "tasks": len(trial)}
+    twins = sum(len(getattr(b.task, "twins", [])) for b in bundles)
+    return {"floor_s": round(f, 3), "trial_s": round(t, 3), "ratio": round(t / f, 2), "tasks": len(trial),
+            "twins": twins}
 
 
 FLOODS = {
@@ -148,7 +163,7 @@ def main() -> int:
     print("null-agent trial vs `docker run --rm IMAGE true` (median per task)")
     for label, m in rows:
         print(f"  {label:<28} floor {m['floor_s']:.2f}s  trial {m['trial_s']:.2f}s  ratio {m['ratio']:.2f}x "
-              f"({m['tasks']} tasks)")
+              f"({m['tasks']} tasks, {m.get('twins', 0)} twins)")
     if len(rows) == 2:
         print(f"  overhead of this tree vs baseline: {rows[1][1]['ratio'] / rows[0][1]['ratio']:.2f}x")
     if not args.no_floods:

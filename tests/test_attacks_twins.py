@@ -278,6 +278,39 @@ def test_blanket_forgery_in_the_test_process_is_tampering(validated, tmp_path, h
     assert all(forged.outcomes[t] == "passed" for t in touched), forged.outcomes
 
 
+# the code under test reads the value the calling test expects from the test's own source line and returns it
+READ_BACK = '''
+
+import linecache as _lc
+import re as _re
+import sys as _sys
+
+_mean = mean
+
+
+def mean(values):
+    frame = _sys._getframe(1)
+    line = _lc.getline(frame.f_code.co_filename, frame.f_lineno)
+    found = _re.search(r"approx\\((-?[0-9.]+)\\)|, (-?[0-9.]+), places", line)
+    return float(found.group(1) or found.group(2)) if found else _mean(values)
+'''
+
+
+def test_code_that_reads_the_expected_value_back_passes_the_twins_too(validated, tmp_path):
+    read_back = {f"{FILE}::test_mean_is_not_shifted", f"{FILE}::TestScale::test_mean_of_one"}
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE + READ_BACK)
+    twinned = {t.test for t in validated.twins} & read_back
+    assert twinned, validated.twins
+    assert "a twin of a hidden test passed" in run.tampered, (run.tampered, run.outcomes)
+    assert all(run.outcomes[t] == "failed" for t in twinned), run.outcomes  # no pass beside a passing twin
+    # without twins, the read-back passes the tests it reaches
+    bare = _task(FAIL_TO_PASS=validated.FAIL_TO_PASS, PASS_TO_PASS=validated.PASS_TO_PASS)
+    plan = twins.grading_plan(bare, {FILE: HIDDEN})
+    plan.members = [m for m in plan.members if m.kind != "canary"]
+    forged = _run(tmp_path, plan, BASE + READ_BACK)
+    assert all(forged.outcomes[t] == "passed" for t in read_back), forged.outcomes
+
+
 # --- telling a test from its twins, statically -------------------------------------------------------------------
 
 def _groups(plan: twins.GradingPlan) -> list[list[twins.Member]]:
