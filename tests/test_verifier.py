@@ -148,6 +148,26 @@ def test_the_plan_maps_names_back_and_names_forgery():
     assert plan.read(honest, exit_status=1).problems == []
 
 
+def test_the_plan_is_a_pure_function_of_task_sources_and_seed_and_its_map_travels():
+    from sweserve.models import Twin
+
+    source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n\n\ndef test_gamma_delta():\n    assert True\n"
+    task = _task(p2p=("test/t.py::test_gamma_delta",))
+    task.twins = [Twin(test="test/t.py::test_alpha_beta", site=0, value=v) for v in ("1", "2", "4")]
+    one, two = (twins.grading_plan(task, {"test/t.py": source}, seed=7) for _ in range(2))
+    assert one.texts == two.texts and one.names() == two.names()
+    assert twins.grading_plan(task, {"test/t.py": source}, seed=8).texts != one.texts
+    assert sorted(one.names().values()).count("test/t.py::test_alpha_beta~twin") == 3
+    back = twins.GradingPlan.from_map(one.map_json())
+    assert back.names() == one.names() and back.texts == {}
+    twin = next(m for m in one.members if m.kind == "twin")
+    forged = {f"test/t.py::{m.name}": "passed" for m in one.members}
+    assert back.read(forged).problems == one.read(forged).problems
+    assert "a twin of a hidden test passed" in back.read(forged).problems
+    assert back.read(forged).outcomes["test/t.py::test_alpha_beta"] == "failed"
+    assert f"def {twin.name}():\n    assert f(2) == ({twin.twin.value}, 40)" in one.texts["test/t.py"]
+
+
 def test_stream_is_parsed_behind_the_nonce_only_and_the_worst_report_wins():
     nonce = "n" * 32
     line = lambda e, n=nonce: f"@@sweserve:{n}:{json.dumps(e)}"  # noqa: E731

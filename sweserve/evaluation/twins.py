@@ -28,6 +28,7 @@ files and map (see `grading_plan`).
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
 import secrets
@@ -179,6 +180,21 @@ class GradingPlan:
             planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
             out[planted] = m.test_id if m.kind == "test" else f"{m.test_id}~twin" if m.kind == "twin" else "~canary"
         return out
+
+    def map_json(self) -> str:
+        """The host's half of the plan (what each planted name is), without the files: for an export that
+        keeps it where the tests cannot read it and reads a run back later (`GradingPlan.from_map`)."""
+        members = [{**{k: getattr(m, k) for k in ("file", "cls", "name", "kind", "real", "must_pass", "literal",
+                                                   "real_literal")},
+                    "twin": m.twin.model_dump(mode="json") if m.twin else None} for m in self.members]
+        return json.dumps({"candidates": self.candidates, "members": members}, sort_keys=True)
+
+    @classmethod
+    def from_map(cls, text: str) -> GradingPlan:
+        data = json.loads(text)
+        members = [Member(**{**m, "twin": Twin.model_validate(m["twin"]) if m["twin"] else None})
+                   for m in data["members"]]
+        return cls(texts={}, members=members, candidates=bool(data["candidates"]))
 
     def unmask(self, text: str) -> str:
         """Output with each planted name replaced by what it stands for (for the trial's tests.log)."""
