@@ -45,14 +45,16 @@ def asyncio_image(demo):
     """The demo task's image with pytest-asyncio installed the ordinary way (pip, from PyPI)."""
     image = demo.ctx.task_image(demo.bundle(DIST))
     client = demo.ctx.client
-    box = client.containers.run(image, ["sh", "-c", "pip install -q pytest-asyncio && python -c 'import pytest_asyncio'"],
-                                detach=True, labels={"sweserve.test": "asyncio"})
+    config = client.images.get(image).attrs["Config"]
+    # past the image's entrypoint (it prepares /testbed), and committed with the image's own start-up back
+    box = client.containers.run(image, ["-c", "pip install -q pytest-asyncio && python -c 'import pytest_asyncio'"],
+                                entrypoint=["sh"], detach=True, labels={"sweserve.test": "asyncio"})
     try:
         status = box.wait(timeout=300)
         if status.get("StatusCode") != 0:
             pytest.skip(f"pytest-asyncio could not be installed: {box.logs()[-500:]!r}")
         tag = "sweserve-test-asyncio:latest"
-        box.commit("sweserve-test-asyncio", "latest")
+        box.commit("sweserve-test-asyncio", "latest", conf={"Entrypoint": config["Entrypoint"], "Cmd": config["Cmd"]})
     finally:
         box.remove(force=True)
     yield tag

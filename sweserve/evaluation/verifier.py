@@ -221,7 +221,7 @@ def plain_outcomes(box: Sandbox, bundle: TaskBundle, patch: str, timeout: float)
     apply_patch(box, bundle.tests_patch, "plain-tests")
     files = " ".join(shlex.quote(f) for f in task.test.files)
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
-    res = box.exec(f"python -m pytest -p no:cacheprovider -q -rA {files}", timeout, workdir=workdir,
+    res = box.exec(f"python -m pytest -q -rA {files}", timeout, workdir=workdir,
                    env=dict(task.test.env))
     if res.timed_out:
         return {}
