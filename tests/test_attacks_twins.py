@@ -472,7 +472,7 @@ _atexit.register(lambda: open(OUT, "w").write(_json.dumps(_SEEN)))
 def test_run_time_behaviour_is_the_same_for_a_test_and_its_twins(validated, tmp_path):
     out = tmp_path / "seen.json"
     timing_hits = timing_total = 0
-    for _ in range(4):
+    for _ in range(10):
         plan = twins.grading_plan(validated, {FILE: HIDDEN})
         run = _run(tmp_path, plan, BASE, OBSERVE.replace("OUT", repr(str(out))))
         seen = json.loads(out.read_text())
@@ -500,7 +500,8 @@ def test_run_time_behaviour_is_the_same_for_a_test_and_its_twins(validated, tmp_
             for m in group:
                 if m.kind == "twin":
                     assert twins._same_as_test(run.shapes[real.test_id][0], run.shapes[m.twin.model_dump_json()])
-    assert timing_hits < timing_total * 0.75, (timing_hits, timing_total)
+    # the slowest member is the real one by chance only (1/(K+1)); 7 of 10 would happen by chance 0.35% of runs
+    assert timing_hits < max(7, timing_total * 0.7), (timing_hits, timing_total)
 
 
 def test_a_plain_canary_is_told_apart_at_run_time_which_is_why_twins_replace_them(validated, tmp_path):

@@ -39,7 +39,7 @@ from sweserve.evaluation import canaries
 from sweserve.models import Outcome, Task, Twin
 
 K = 3  # twins per graded test
-CANDIDATES = 2 * K  # candidate values per site at validation, of which K are kept
+CANDIDATES = 3 * K  # candidate values per site at validation, of which K are kept
 CANDIDATE_SITES = 5  # sites tried per test at validation, spread over its checks
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
 _PARAMS = re.compile(r"\[.*\]$", re.S)
