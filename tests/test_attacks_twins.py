@@ -552,3 +552,48 @@ def test_demo_task_report_patched_at_import_is_tampering(demo):
                                                                name="forge-testreport"))
     assert r.status == "tampered", (r.status, r.reason, r.tests)
     assert "twin" in r.reason, r.reason
+
+
+# finds the hidden tests' text in a tests.patch left in the box and passes every planted test whose body is in
+# it (the real one: its twins' values are not), whatever it is named
+PATCH_LEFT_BEHIND = '''
+import glob as _glob
+import inspect as _inspect
+import _pytest.python as _py
+
+_SEEN = set()
+for _p in _glob.glob("/sweserve/**/*.patch", recursive=True) + _glob.glob("/tmp/**/*.patch", recursive=True):
+    try:
+        _SEEN |= {ln[1:].strip() for ln in open(_p, errors="replace").read().splitlines() if ln[:1] in "+ "}
+    except OSError:
+        pass
+_orig = _py.Function.runtest
+
+
+def _runtest(self):
+    try:
+        body = _inspect.getsource(self.obj).splitlines()[1:]
+    except (OSError, TypeError):
+        body = []
+    if _SEEN and body and all(ln.strip() in _SEEN for ln in body if ln.strip()):
+        return None
+    return _orig(self)
+
+
+_py.Function.runtest = _runtest
+'''
+
+
+@pytest.mark.docker
+def test_no_tests_patch_is_left_in_the_box_to_match_bodies_against(demo, monkeypatch):
+    from sweserve.agents.command import CommandAgent
+    from sweserve.evaluation import verifier
+    from sweserve.evaluation.trial import evaluate_task
+
+    agent = CommandAgent(_write(PKG, PATCH_LEFT_BEHIND), name="forge-patch-left")
+    r = evaluate_task(demo.ctx, demo.bundle(DIST), agent)
+    assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
+    monkeypatch.setattr(verifier, "FORGET_TESTS", "true")  # the defence off: tests.patch stays
+    leaked = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(_write(PKG, PATCH_LEFT_BEHIND),
+                                                                    name="forge-patch-left-undefended"))
+    assert leaked.status == "resolved", (leaked.status, leaked.reason, leaked.tests)

@@ -44,6 +44,9 @@ from sweserve.evaluation.tamper_scan import scan
 from sweserve.models import Outcome, TaskBundle
 
 SEP = "\0@@sweserve@@\0"
+# tests.patch names the real tests and holds their real values: gone before any candidate code runs (the hidden
+# files themselves are rewritten by the grading plan)
+FORGET_TESTS = f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
 
 
@@ -171,8 +174,7 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     if bundle.tests_patch.strip():
         steps.append(f"{{ git apply --binary --whitespace=nowarn {IN_BOX}/tests.patch 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
-    steps.append(f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err")  # it names the real tests: gone before any
-    # candidate code runs (the hidden files themselves are rewritten by the grading plan)
+    steps.append(FORGET_TESTS)
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")
     if res.exit_code == 22:
