@@ -233,3 +233,35 @@ def test_flags_and_resets_reach_the_report_and_the_reviewer_page():
     (report,) = build_reports([result])
     assert report.tasks[0].flags == ["pytest internals (pkg/x.py)"] and report.statuses["tampered"] == 1
     assert report.overall.pass_at_1 == 0.0
+
+
+def test_twin_sites_are_expected_values_bounds_and_tolerances_never_inputs():
+    import ast
+
+    source = (
+        "def test_x(self):\n"
+        "    \"\"\"doc 99\"\"\"\n"
+        "    out = f(10, 4)\n"
+        "    assert out == [(0, 3), (3, 6)]\n"
+        "    assert g(7) < 12\n"
+        "    assert h(2.5) == pytest.approx(1.25, rel=1e-06)\n"
+        "    self.assertAlmostEqual(k(3), -0.5, places=4)\n"
+        "    np.testing.assert_allclose(m(5), [1.0, 2.0], atol=0.001)\n"
+        "    assert flag is True\n")
+    fn = ast.parse(source).body[0]
+    found = [[ast.unparse(n) for n in group] for group in twins.sites(fn)]
+    assert found == [["0"], ["3", "3"], ["6"], ["12"], ["1.25"], ["1e-06"], ["-0.5"], ["4"], ["1.0"], ["2.0"],
+                     ["0.001"]], found
+
+
+def test_twin_values_are_equally_round_and_hold_the_real_one_at_any_rank():
+    import random
+
+    ranks = set()
+    for seed in range(60):
+        real, others = twins.values(300, random.Random(seed), 3)
+        assert real == "300" and len(set(others)) == 3 and all(int(v) % 100 == 0 for v in others)
+        ranks.add(sorted([300, *map(int, others)]).index(300))
+    assert ranks == {0, 1, 2, 3}
+    real, others = twins.values(1e-05, random.Random(1), 3)
+    assert real == "0.00001" and all(len(v) == len(real) or v.startswith("-") for v in others), others
