@@ -79,7 +79,7 @@ def asyncio_bundle(demo, asyncio_image):
 def _validate(demo, bundle, tmp_path):
     from sweserve.evaluation.validation import ValidateRequest, validate_task
 
-    return validate_task(demo.ctx, ValidateRequest(tmp_path / DIST, bundle, runs=1, record=False))
+    return validate_task(demo.ctx, ValidateRequest(tmp_path / DIST, bundle, runs=1))  # recorded in tmp_path
 
 
 @pytest.mark.docker
