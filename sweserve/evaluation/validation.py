@@ -1,7 +1,10 @@
 """Validation: grade the null submission and the oracle's through the trial pipeline, k runs each.
 
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
-A task already validated is rechecked against its recorded ids. Every rejection carries a
+A task already validated is rechecked against its recorded ids. The graded tests' mutation twins are chosen
+from candidates run in both states (`twins.select`; a new task gets one more run of each state for them),
+and tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
+(`runner_only`). Every rejection carries a
 `RejectionCategory` set where it is decided, never read back out of a message.
 
 Only a verdict on the task is recorded in task.json. When the machinery fails instead (an `InfraError`: Docker,
