@@ -265,3 +265,24 @@ def test_twin_values_are_equally_round_and_hold_the_real_one_at_any_rank():
     assert ranks == {0, 1, 2, 3}
     real, others = twins.values(1e-05, random.Random(1), 3)
     assert real == "0.00001" and all(len(v) == len(real) or v.startswith("-") for v in others), others
+
+
+def test_a_twin_silenced_beside_a_passing_test_is_forgery():
+    """Passing one member of a group and skipping (or hiding) the rest: even a right guess is caught."""
+    from sweserve.models import Twin
+
+    source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n"
+    task = _task()
+    task.twins = [Twin(test="test/t.py::test_alpha_beta", site=0, value=v) for v in ("1", "2", "4")]
+    plan = twins.grading_plan(task, {"test/t.py": source}, seed=3)
+    ids = {m.kind + str(i): f"test/t.py::{m.name}" for i, m in enumerate(plan.members)}
+    real = next(v for k, v in ids.items() if k.startswith("test"))
+    canary = {v: ("passed" if m.must_pass else "failed") for (k, v), m in zip(ids.items(), plan.members)
+              if m.kind == "canary"}
+    for silenced in ("skipped", "error", None):
+        outcomes = {real: "passed", **canary}
+        outcomes.update({v: silenced for k, v in ids.items() if k.startswith("twin") and silenced})
+        assert plan.read(outcomes).problems == [
+            "a twin of a hidden test was skipped, errored or missing while its test passed"], silenced
+    honest = {real: "passed", **canary, **{v: "failed" for k, v in ids.items() if k.startswith("twin")}}
+    assert plan.read(honest, exit_status=1).problems == []
