@@ -92,16 +92,17 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
-                     runs: int = 1, name: str = "candidate") -> Graded:
+                     runs: int = 1, name: str = "candidate", seed: int | None = None) -> Graded:
     """A fresh sandbox without network: the submission, resets to base, tests.patch, canaries, then the hidden
     tests `runs` times (see `verifier.py`).
 
     Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean. The
-    reference submissions validation grades (any name but "candidate") must not trip a canary.
+    reference submissions validation grades (any name but "candidate") must not trip a canary; `seed` gives
+    validation the same grading plan (twin candidates) in both states.
     """
     task = bundle.task
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        graded = verify(box, bundle, ctx.profile(task.profile), patch, name, runs)
+        graded = verify(box, bundle, ctx.profile(task.profile), patch, name, runs, seed)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))

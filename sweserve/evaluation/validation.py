@@ -17,6 +17,7 @@ un-validates a good task. A bug is `error` (kind `internal`) with its traceback 
 from __future__ import annotations
 
 import logging
+import secrets
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,9 +82,9 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
 
 
 def _state(ctx: Context, bundle: TaskBundle, image: str, patch: str, name: str, runs: int,
-           gpu_ids: list[str]) -> list[TestRun]:
+           gpu_ids: list[str], seed: int | None = None) -> list[TestRun]:
     try:
-        return grade_submission(ctx, bundle, image, patch, gpu_ids, runs=runs, name=name).runs
+        return grade_submission(ctx, bundle, image, patch, gpu_ids, runs=runs, name=name, seed=seed).runs
     except PatchError as exc:
         category = (RejectionCategory.ORACLE_DOES_NOT_APPLY if exc.which == "oracle"
                     else RejectionCategory.TESTS_DO_NOT_APPLY)
@@ -149,16 +150,17 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
             # reliably from the task's own requirements failing to install, so it is never a verdict
             image = ctx.task_image(bundle)
-            before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids)
-            after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids)
+            seed = secrets.randbits(64)  # one grading plan for both states: the same twin candidates in each
+            before = _state(ctx, bundle, image, "", "null", req.runs, gpu_ids, seed)
+            after = _state(ctx, bundle, image, bundle.oracle_patch, "oracle", req.runs, gpu_ids, seed)
             result.runner_only = _runner_only(ctx, bundle, image, gpu_ids, after)
             f2p, p2p = _verdict(bundle, before, after, result)
             task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
             # twins are chosen anew from candidates run in both states (a task validated before had them in
             # every run; a new one gets one more run of each state, its graded tests now known)
             twin_runs = (before, after) if any(r.twins for r in before) else (
-                _state(ctx, bundle, image, "", "null", 1, gpu_ids),
-                _state(ctx, bundle, image, bundle.oracle_patch, "oracle", 1, gpu_ids))
+                _state(ctx, bundle, image, "", "null", 1, gpu_ids, seed + 1),
+                _state(ctx, bundle, image, bundle.oracle_patch, "oracle", 1, gpu_ids, seed + 1))
         result.status = "valid"
         kept, result.twinless = select_twins(f2p + p2p, *twin_runs)
         task.twins, result.twins = kept, len(kept)

@@ -186,14 +186,16 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     return resets, sources
 
 
-def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
-    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError."""
+def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
+           seed: int | None = None) -> Graded:
+    """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError. `seed`: the grading
+    plan's (None: fresh; validation passes one so both states get the same twin candidates)."""
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
     # grading, the recorded ones
-    plan = twins.grading_plan(task, sources, candidates=name != "candidate" and bool(task.FAIL_TO_PASS))
+    plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS))
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
