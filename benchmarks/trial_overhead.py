@@ -34,7 +34,6 @@ SRC = "python/sglang/srt/distributed/parallel_state.py"
 
 
 def setup(tmp: Path):
-    import importlib.util
     import shutil
 
     from sweserve.dataset.taskstore import load_all
@@ -45,13 +44,22 @@ def setup(tmp: Path):
     ctx = Context.create(tmp / "state", repo_path=repo)
     tasks = tmp / "tasks"
     shutil.copytree(ROOT / "tasks", tasks)
-    bundles = [b for b in load_all(tasks) if b.task.validated]
-    if importlib.util.find_spec("sweserve.evaluation.twins") and not any(b.task.twins for b in bundles):
-        from sweserve.evaluation.validation import validate_all
+    return ctx, [b for b in load_all(tasks) if b.task.validated]
 
-        list(validate_all(ctx, tasks, bundles, runs=1))  # records each task's twins
-        bundles = [b for b in load_all(tasks) if b.task.validated]
-    return ctx, bundles
+
+def with_twins(ctx, bundles: list) -> list:
+    """The bundles with their twins recorded, on a tree that has them (validated once more, not timed)."""
+    import importlib.util
+
+    if not importlib.util.find_spec("sweserve.evaluation.twins") or any(b.task.twins for b in bundles):
+        return bundles
+    from sweserve.dataset.taskstore import load_bundle
+    from sweserve.evaluation.validation import validate_all
+
+    dirs = {b.task.task_id: b for b in bundles}
+    tasks = ctx.state_dir.parent / "tasks"
+    list(validate_all(ctx, tasks, bundles, runs=1))  # records each task's twins
+    return [load_bundle(tasks / task_id) for task_id in dirs]
 
 
 def measure_overhead(n: int) -> dict:
@@ -61,7 +69,7 @@ def measure_overhead(n: int) -> dict:
     with tempfile.TemporaryDirectory() as d:
         ctx, bundles = setup(Path(d))
         try:
-            bundles = bundles[:n]
+            bundles = with_twins(ctx, bundles[:n])
             images = [ctx.task_image(b) for b in bundles]  # built (or found) before timing
             evaluate_task(ctx, bundles[0], NullAgent(), results_path=Path(d) / "warm.jsonl")
             floor, trial = [], []
