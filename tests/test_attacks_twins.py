@@ -548,8 +548,8 @@ def test_demo_task_report_patched_at_import_is_tampering(demo):
     from sweserve.agents.command import CommandAgent
     from sweserve.evaluation.trial import evaluate_task
 
-    r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(_write(PKG, textwrap.dedent(BLANKET["TestReport patched"])),
-                                                               name="forge-testreport"))
+    forge = _write(PKG, textwrap.dedent(BLANKET["TestReport patched"]))
+    r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(forge, name="forge-testreport"))
     assert r.status == "tampered", (r.status, r.reason, r.tests)
     assert "twin" in r.reason, r.reason
 

@@ -125,7 +125,8 @@ def test_a_plugin_the_submission_adds_is_not_loaded(demo, asyncio_bundle, tmp_pa
     plugin = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
               "    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome, rep.longrepr = 'passed', None\n")
     files = {"python/sweserve_pass.py": plugin,
-             "python/sweserve_pass-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: sweserve-pass\nVersion: 1.0\n",
+             "python/sweserve_pass-1.0.dist-info/METADATA":
+                 "Metadata-Version: 2.1\nName: sweserve-pass\nVersion: 1.0\n",
              "python/sweserve_pass-1.0.dist-info/entry_points.txt": "[pytest11]\nsweserve_pass = sweserve_pass\n"}
     cmd = "".join(f"mkdir -p $(dirname {p}) && cat > {p} <<'SWEOF'\n{t}\nSWEOF\n" for p, t in files.items())
     r = evaluate_task(demo.ctx, asyncio_bundle, CommandAgent(cmd, name="forge-own-plugin"))

@@ -95,7 +95,8 @@ def sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[ast.expr]]:
         for node in ast.walk(stmt):
             operands: list[ast.expr] = []
             if isinstance(node, ast.Assert):
-                operands = [o for c in ast.walk(node.test) if isinstance(c, ast.Compare) for o in [c.left, *c.comparators]]
+                operands = [o for c in ast.walk(node.test) if isinstance(c, ast.Compare)
+                            for o in [c.left, *c.comparators]]
             elif isinstance(node, ast.Call) and _CHECK_CALL.match(_call_name(node)):
                 args = [*node.args, *(k.value for k in node.keywords)]
                 operands = args + [o for a in args for c in ast.walk(a) if isinstance(c, ast.Compare)
@@ -248,7 +249,10 @@ def _parametrized(nodes: list[ast.stmt], text: str) -> bool:
     return False
 
 
-def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
+Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, Def]]:
     """The tests a runner collects from a module's top level: `test*` functions (pytest) and `test*` methods of
     `Test*` classes (pytest) or TestCase subclasses."""
     out: dict[tuple[str | None, str], tuple] = {}  # a name defined twice: the last definition is the test
@@ -256,7 +260,8 @@ def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, 
         if isinstance(node, _DEFS) and node.name.startswith("test") and runner == "pytest":
             out.pop((None, node.name), None)
             out[(None, node.name)] = (None, node)
-        elif isinstance(node, ast.ClassDef) and (_is_testcase(node) or (runner == "pytest" and node.name.startswith("Test"))):
+        elif isinstance(node, ast.ClassDef) and (_is_testcase(node) or
+                                                 (runner == "pytest" and node.name.startswith("Test"))):
             for n in node.body:
                 if isinstance(n, _DEFS) and n.name.startswith("test"):
                     out.pop((node.name, n.name), None)
@@ -281,7 +286,8 @@ def _base_id(test_id: str) -> str:
 
 def _replace(line: str, node: ast.expr, text: str) -> str:
     raw = line.encode("utf-8")
-    return (raw[: node.col_offset] + text.encode("utf-8") + raw[node.end_col_offset:]).decode("utf-8")  # type: ignore[misc]
+    end = node.end_col_offset or node.col_offset
+    return (raw[: node.col_offset] + text.encode("utf-8") + raw[end:]).decode("utf-8")
 
 
 def _member_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
@@ -550,7 +556,8 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], files_ran: set[str
             elif not m.must_pass and outcome == "passed":
                 problems.append("a must-fail canary test passed")
             elif outcome in ("skipped", "error") and any(
-                    o == "passed" and x.file == m.file and x.cls == m.cls for x, o in seen.items() if x.kind != "canary"):
+                    o == "passed" and x.file == m.file and x.cls == m.cls
+                    for x, o in seen.items() if x.kind != "canary"):
                 problems.append("a canary test was skipped or errored while its neighbours passed")
             failed_must_fail |= not m.must_pass and outcome == "failed"
         elif m.kind == "twin" and not plan.candidates:

@@ -129,8 +129,8 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
                                f"needs an accelerator ({kind}): {len(accel)} tests skip or fail without one")
         if not f2p and result.runner_only:
             raise TaskRejected(RejectionCategory.RUNNER_MISMATCH,
-                               f"no FAIL_TO_PASS test: {len(result.runner_only)} tests pass with the oracle under plain "
-                               f"pytest in the image and fail only under sweserve's runner (first: "
+                               f"no FAIL_TO_PASS test: {len(result.runner_only)} tests pass with the oracle under "
+                               f"plain pytest in the image and fail only under sweserve's runner (first: "
                                f"{result.runner_only[0]})")
         if not f2p:
             raise TaskRejected(RejectionCategory.NO_FAIL_TO_PASS,
