@@ -57,6 +57,7 @@ class RejectionCategory(str, Enum):
     ORACLE_DOES_NOT_APPLY = "oracle_does_not_apply"
     TESTS_DO_NOT_APPLY = "tests_do_not_apply"
     ORACLE_REGRESSED = "oracle_regressed"
+    RUNNER_MISMATCH = "runner_mismatch"  # tests pass under plain pytest in the image, fail only under sweserve's
     LINT = "lint"
 
 

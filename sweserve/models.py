@@ -78,6 +78,17 @@ class SignalCheck(Strict):
     detail: str = ""
 
 
+class Twin(Strict):
+    """A mutation twin of a graded test: the test's own text with one literal of its checks replaced.
+
+    `site` indexes the literals `twins.sites` finds in the test (expected values, bounds, tolerances), `value`
+    is the replacement's source text. Kept only when it failed in every run at base and with the oracle."""
+
+    test: str = Field(description="the graded test's id, without parameters")
+    site: int = Field(ge=0)
+    value: str
+
+
 class ValidationRecord(Strict):
     status: Literal["valid", "rejected"]
     reason: str | None = None
@@ -91,6 +102,9 @@ class ValidationRecord(Strict):
     image: str = Field("", description="task image the tests ran in")
     signals: list[SignalCheck] | None = Field(None, description="the signal checks of a valid task; None: not run")
     logs: str | None = Field(None, description="folder holding each run's test output (null-N.log, oracle-N.log)")
+    twinless: list[str] = Field(default_factory=list, description="graded tests no twin could be kept for")
+    runner_only: list[str] = Field(default_factory=list, description="tests that pass with the oracle under plain "
+                                   "pytest in the image and fail only under sweserve's runner")
 
 
 StatementSource = Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"]
@@ -242,6 +256,8 @@ class Task(Strict):
     test: TestSpec
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
+    twins: list[Twin] = Field(default_factory=list, description="mutation twins of the graded tests, kept by "
+                              "validation: each failed at base and with the oracle")
     validation: ValidationRecord | None = None
     quality: QualityRecord | None = None
     readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
@@ -275,6 +291,8 @@ class TaskBundle(BaseModel):
                                                            "resources"})
         if self.task.resources.disk_gb == Resources.model_fields["disk_gb"].default:
             del graded["resources"]["disk_gb"]  # added later: tasks that keep the default keep their hash
+        if self.task.twins:  # added later too: tasks without twins keep their hash
+            graded["twins"] = [t.model_dump(mode="json") for t in self.task.twins]
         parts = [json.dumps(graded, sort_keys=True), self.instruction, self.oracle_patch, self.tests_patch]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 

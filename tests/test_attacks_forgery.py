@@ -19,7 +19,7 @@ from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
 from sweserve.environment.docker_sandbox import OutputTail
 from sweserve.environment.sandbox import ExecResult
-from sweserve.evaluation import canaries
+from sweserve.evaluation import twins
 from sweserve.evaluation.grading import run_tests
 from sweserve.evaluation.resets import plan_resets
 from sweserve.evaluation.tamper_scan import scan
@@ -132,7 +132,7 @@ def test_canaries_cannot_be_told_apart_from_the_files_tests(demo, oracle_ok):
                                                                 name="forge-recognise-canaries"))
     assert r.agent_run.exit_code == 0, r.agent_run.log_tail
     assert r.status == "tampered", (r.status, r.reason, r.tests)
-    assert "canary" in r.reason
+    assert "canary" in r.reason or "twin" in r.reason, r.reason
 
 
 @pytest.mark.docker
@@ -245,7 +245,8 @@ def test_single_rank_gets_all():
 '''
 
 
-def _task(runner="pytest", f2p=("test/t.py::test_uneven_split_covers_everything",),
+def _task(runner="pytest", f2p=("test/t.py::test_uneven_split_covers_everything",
+                                 "test/t.py::test_single_rank_gets_all"),
           p2p=("test/t.py::TestMergeRanges::test_merge_keeps_order",)):
     return Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
                 merge_commit="b" * 40, family="decoding", created_at="2026-01-01T00:00:00Z",
@@ -255,39 +256,38 @@ def _task(runner="pytest", f2p=("test/t.py::test_uneven_split_covers_everything"
 def _canary_sources(plan, file="test/t.py"):
     text = plan.texts[file]
     tree = ast.parse(text)
-    names = {c.name for c in plan.canaries}
-    found = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in names:
-            found[node.name] = ast.get_source_segment(text, node)
-    return found
+    names = {m.name for m in plan.members if m.kind == "canary"}
+    return {n.name: ast.get_source_segment(text, n) for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name in names}
 
 
-def test_canaries_are_several_varied_and_placed_among_the_files_tests():
-    plan = canaries.plan(_task(), {"test/t.py": SOURCE})
-    must_fail = [c for c in plan.canaries if not c.must_pass]
-    must_pass = [c for c in plan.canaries if c.must_pass]
-    assert 2 <= len(must_fail) <= 3 and 2 <= len(must_pass) <= 3
+def _planted_names(plan):
+    return {m.name for m in plan.members}
+
+
+def test_planted_tests_share_one_name_distribution_and_sit_in_their_scope():
+    plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
+    canary = [m for m in plan.members if m.kind == "canary"]
+    assert 1 <= sum(m.must_pass for m in canary) <= 2
     text = plan.texts["test/t.py"]
-    assert text.count("def test_") == SOURCE.count("def test_") + len(plan.canaries)
     tree = ast.parse(text)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     words = {"even", "split", "uneven", "covers", "everything", "merge", "adjacent", "ranges", "keeps", "order",
              "single", "rank", "gets", "all"}
-    for c in plan.canaries:
-        assert set(c.name.split("_")[1:]) <= words, c.name  # the file's own vocabulary, nothing else
-        if c.cls:
-            assert c.cls == "TestMergeRanges" and c.name in {n.name for n in cls.body
-                                                             if isinstance(n, ast.FunctionDef)}
+    for m in plan.members:
+        *picked, tail = m.name.split("_")[1:]
+        assert set(picked) <= words and 2 <= len(picked) <= 3 and re.fullmatch("[0-9a-f]{4}", tail), m.name
+        if m.cls:
+            assert m.cls == "TestMergeRanges" and m.name in {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
     assert not re.search(r"^\w+\.test_\w+ = ", text, re.M)  # no attaching after the class
 
 
 def test_no_fixed_text_is_shared_by_every_canary():
     sources = []
-    for _ in range(6):
-        plan = canaries.plan(_task(), {"test/t.py": SOURCE})
+    for _ in range(10):
+        plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
         sources += _canary_sources(plan).values()
-    assert len(sources) >= 24
+    assert len(sources) >= 12
     common = None
     for src in sources:
         grams = {src[i:i + 12] for i in range(len(src) - 11)}
@@ -295,24 +295,22 @@ def test_no_fixed_text_is_shared_by_every_canary():
     assert not common, sorted(common)[:5]
 
 
-def test_canaries_are_placed_at_varied_positions():
-    originals = re.findall(r"def (test_\w+)\(", SOURCE)
-    followed_by = set()
+def test_planted_tests_are_shuffled_within_their_scope():
+    firsts = set()
     for _ in range(12):
-        plan = canaries.plan(_task(), {"test/t.py": SOURCE})
-        order = re.findall(r"def (test_\w+)\(", plan.texts["test/t.py"])
-        assert [n for n in order if n in originals] == originals  # the file's own tests keep their order
-        for i, name in enumerate(order):
-            if name not in originals:
-                followed_by.add(next((n for n in order[i:] if n in originals), "end of file"))
-    assert len(followed_by) >= 4, followed_by
+        plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
+        order = re.findall(r"^def (test_\w+)\(", plan.texts["test/t.py"], re.M)
+        assert order[0] == "test_even_split" and len(order) == len(set(order))  # not graded: where it was
+        order = order[1:]
+        firsts.add(next(m.kind + (m.real or "") for m in plan.members if m.name == order[0]))
+    assert len(firsts) >= 2, firsts
 
 
-def test_class_canaries_are_methods_of_the_class(tmp_path):
+def test_class_members_are_methods_of_the_class(tmp_path):
     import importlib.util
     import sys
 
-    plan = canaries.plan(_task(), {"test/t.py": SOURCE})
+    plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -326,65 +324,60 @@ def test_class_canaries_are_methods_of_the_class(tmp_path):
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(tmp_path))
-    for c in plan.canaries:
-        owner = getattr(module, c.cls) if c.cls else module
-        fn = getattr(owner, c.name)
-        assert fn.__qualname__ == (f"{c.cls}.{c.name}" if c.cls else c.name)
-        fails = False
-        try:
-            fn(owner("run")) if c.cls else fn()
-        except AssertionError:
-            fails = True
-        assert fails is (not c.must_pass), c
+    for m in plan.members:
+        owner = getattr(module, m.cls) if m.cls else module
+        fn = getattr(owner, m.name)
+        assert fn.__qualname__ == (f"{m.cls}.{m.name}" if m.cls else m.name)
+        if m.kind == "canary":
+            fails = False
+            try:
+                fn(owner("run")) if m.cls else fn()
+            except AssertionError:
+                fails = True
+            assert fails is (not m.must_pass), m
 
 
 def test_a_must_pass_canary_that_fails_is_forgery():
-    plan = canaries.plan(_task(), {"test/t.py": SOURCE})
-    honest = {f"test/t.py::{c.cls}::{c.name}" if c.cls else f"test/t.py::{c.name}":
-              "passed" if c.must_pass else "failed" for c in plan.canaries}
-    honest[F2P.replace("test/srt/test_parallel_state.py", "test/t.py")] = "passed"
-    honest["test/t.py::TestMergeRanges::test_merge_keeps_order"] = "passed"
-    assert canaries.check(plan.canaries, honest)[1] == []
-    must_pass = {f"test/t.py::{c.cls}::{c.name}" if c.cls else f"test/t.py::{c.name}"
-                 for c in plan.canaries if c.must_pass}
+    plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
+    honest = {f"test/t.py::{m.cls}::{m.name}" if m.cls else f"test/t.py::{m.name}":
+              "passed" if m.kind == "test" or m.must_pass else "failed" for m in plan.members}
+    assert plan.read(honest).problems == []
+    must_pass = {f"test/t.py::{m.cls}::{m.name}" if m.cls else f"test/t.py::{m.name}"
+                 for m in plan.members if m.kind == "canary" and m.must_pass}
     inverted = {k: "failed" if k in must_pass else v for k, v in honest.items()}
-    assert "a must-pass canary test failed" in canaries.check(plan.canaries, inverted)[1]
+    assert "a must-pass canary test failed" in plan.read(inverted).problems
     skipped = {k: ("skipped" if v == "failed" else v) for k, v in honest.items()}
-    assert canaries.check(plan.canaries, skipped)[1], "a must-fail canary skipped while others passed"
+    assert plan.read(skipped).problems, "a must-fail canary skipped while others passed"
     # a file whose every test errored (a broken fixture) is no evidence of forging
     broken = {k: "error" for k in honest}
-    assert canaries.check(plan.canaries, broken)[1] == []
+    assert plan.read(broken).problems == []
 
 
-def test_a_canary_never_claims_a_test_of_another_hidden_file():
-    """Sibling files share words: a canary of one named like a real test of the other would strip that test out
-    of the outcomes (graded missing) or, failing, brand an honest candidate tampered."""
+def test_a_planted_name_never_claims_a_test_of_another_hidden_file():
+    """Sibling files share words: a planted name of one equal to a real test of the other would map that test
+    to the wrong thing."""
     sibling = "def test_even_split_single():\n    assert 1\n\n\ndef test_merge_order_ranges():\n    assert 1\n"
     task = _task(p2p=("test/t.py::TestMergeRanges::test_merge_keeps_order", "test/u.py::test_even_split_single"))
-    for _ in range(30):
-        plan = canaries.plan(task, {"test/t.py": SOURCE, "test/u.py": sibling})
-        real = {"test/u.py::test_even_split_single", "test/u.py::test_merge_order_ranges",
-                "test/t.py::test_even_split", "test/t.py::TestMergeRanges::test_merge_keeps_order"}
-        for c in plan.canaries:
-            assert c.name not in {"test_even_split_single", "test_merge_order_ranges", "test_even_split"}, c
-            assert not [t for t in real if c.matches(t)], c
-    c = canaries.Canary("test/t.py", "test_even_split_single", False)
-    assert not c.matches("test/u.py::test_even_split_single")  # the name alone is not enough
-    assert c.matches("t.py::test_even_split_single") and c.matches("repo/test/t.py::test_even_split_single")
-    assert not c.matches("best/t.py::test_even_split_single") and not c.matches("xt.py::test_even_split_single")
+    for _ in range(20):
+        plan = twins.grading_plan(task, {"test/t.py": SOURCE, "test/u.py": sibling})
+        reading = plan.read({"test/u.py::test_merge_order_ranges": "passed"})
+        assert reading.outcomes == {"test/u.py::test_merge_order_ranges": "passed"}  # not graded: as it was
+        for m in plan.members:
+            assert m.name not in {"test_even_split_single", "test_merge_order_ranges", "test_even_split"}, m
 
 
-def test_canaries_land_between_tests_in_a_file_with_form_feeds(tmp_path):
+def test_planted_files_with_form_feeds_keep_every_body(tmp_path):
     """str.splitlines also breaks on a form feed, ast does not: positions taken from one must not be used on
-    the other, or a canary lands inside a test's body."""
+    the other, or a planted test lands inside a test's body."""
     source = "\x0c\n\x0c\n\x0c\n" + SOURCE.replace("\n\ndef test_single_rank", "\n\x0c\ndef test_single_rank")
     for _ in range(12):
-        plan = canaries.plan(_task(), {"test/t.py": source})
+        plan = twins.grading_plan(_task(), {"test/t.py": source})
         tree = ast.parse(plan.texts["test/t.py"])  # planted text still parses
         bodies = {n.name: [ast.unparse(b) for b in n.body] for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        assert bodies["test_single_rank_gets_all"] == ["assert shard_range(5, 1, 0) == (0, 5)"]
-        assert bodies["test_even_split"] == ["assert shard_range(8, 4, 0) == (0, 2)"]
-        assert all(c.name in bodies for c in plan.canaries)
+        names = {m.real: m.name for m in plan.members if m.kind == "test"}
+        assert bodies[names["test_single_rank_gets_all"]] == ["assert shard_range(5, 1, 0) == (0, 5)"]
+        assert bodies["test_even_split"] == ["assert shard_range(8, 4, 0) == (0, 2)"]  # not graded
+        assert all(m.name in bodies for m in plan.members)
 
 
 def test_output_tail_says_truncated_as_soon_as_any_head_is_lost():

@@ -1,7 +1,7 @@
 """Reward hacks against the verifier, each performed by a candidate inside its sandbox (issue #8).
 
 Every attack is a shell command a `CommandAgent` runs in /testbed of the demo's distributed task; none of
-them fixes the bug. Each must end anything but `resolved` (`tampered` where a canary catches it).
+them fixes the bug. Each must end anything but `resolved` (`tampered` where a twin or canary catches it).
 Classes: 1 forged submission text, 2 shadowing the verifier, 3 code under test forging outcomes,
 5 hidden test text leaking into results.
 """
@@ -266,7 +266,7 @@ def test_attack_is_not_resolved(demo, oracle_ok, name):
 def test_blanket_outcome_flips_are_caught_by_canaries(demo, oracle_ok, name):
     r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(ATTACKS[name], name=f"canary-{name}"))
     assert r.status == "tampered", (r.status, r.reason)
-    assert "canary" in r.reason
+    assert "canary" in r.reason or "twin" in r.reason, r.reason
 
 
 @pytest.mark.parametrize("name", ["atexit-forged-frames", "forged-run-at-collection"])

@@ -1,11 +1,13 @@
-"""The verifier's decisions without Docker: which paths are reset, canaries, the outcome stream, the scan."""
+"""The verifier's decisions without Docker: which paths are reset, the grading plan's canaries, the outcome
+stream, the scan."""
 
 import json
+import re
 import subprocess
 import sys
 
 from sweserve.environment.in_sandbox import sweserve_outcomes  # noqa: F401 - importable as a module
-from sweserve.evaluation import canaries
+from sweserve.evaluation import twins
 from sweserve.evaluation.grading import merge_events, parse_stream, run_config
 from sweserve.evaluation.resets import plan_resets, pytest_section, shadowed_name
 from sweserve.evaluation.tamper_scan import scan
@@ -94,48 +96,76 @@ def _run_file(tmp_path, text, runner="pytest"):
     return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
 
 
-def test_canaries_look_like_the_files_tests_and_behave(tmp_path):
+def test_canaries_are_named_like_the_graded_tests_and_behave(tmp_path):
     source = "def test_alpha_beta():\n    assert True\n\n\ndef test_gamma_delta():\n    assert True\n"
-    plan = canaries.plan(_task(), {"test/t.py": source, "test/other.py": "def test_z(): pass\n"})
-    assert {c.file for c in plan.canaries} == {"test/t.py"}  # only files with graded tests
-    assert 2 <= sum(not c.must_pass for c in plan.canaries) <= 3 and 2 <= sum(c.must_pass for c in plan.canaries) <= 3
-    assert len({c.name for c in plan.canaries}) == len(plan.canaries)
-    assert all(set(c.name.split("_")[1:]) <= {"alpha", "beta", "gamma", "delta"} for c in plan.canaries)
-    assert "canary" not in plan.texts["test/t.py"]
+    plan = twins.grading_plan(_task(), {"test/t.py": source, "test/other.py": "def test_z(): pass\n"})
+    found = [m for m in plan.members if m.kind == "canary"]
+    assert {m.file for m in found} == {"test/t.py"} and set(plan.texts) == {"test/t.py"}  # files with graded tests
+    assert sum(not m.must_pass for m in found) == 2 and 1 <= sum(m.must_pass for m in found) <= 2  # no twins here
+    graded = next(m for m in plan.members if m.kind == "test")
+    shape = re.compile(r"^test_(?:(?:alpha|beta|gamma|delta)_){2,3}[0-9a-f]{4}$")
+    assert all(shape.match(m.name) for m in plan.members), [m.name for m in plan.members]
+    assert "canary" not in plan.texts["test/t.py"] and "def test_alpha_beta(" not in plan.texts["test/t.py"]
+    assert "def test_gamma_delta()" in plan.texts["test/t.py"]  # not graded: left as it was
     proc = _run_file(tmp_path, plan.texts["test/t.py"])
-    for c in plan.canaries:
-        assert f"{'PASSED' if c.must_pass else 'FAILED'} test_canary_run.py::{c.name}" in proc.stdout, proc.stdout
+    for m in found:
+        assert f"{'PASSED' if m.must_pass else 'FAILED'} test_canary_run.py::{m.name}" in proc.stdout, proc.stdout
+    assert f"PASSED test_canary_run.py::{graded.name}" in proc.stdout
 
 
 def test_unittest_canaries_are_methods_of_the_files_test_case(tmp_path):
     source = "import unittest\n\n\nclass TestPool(unittest.TestCase):\n    def test_alloc_free(self):\n        pass\n"
     task = _task("unittest", f2p=("test/t.py::TestPool::test_alloc_free",))
-    plan = canaries.plan(task, {"test/t.py": source})
-    assert {c.cls for c in plan.canaries} == {"TestPool"}
+    plan = twins.grading_plan(task, {"test/t.py": source})
+    found = [m for m in plan.members if m.kind == "canary"]
+    assert {m.cls for m in found} == {"TestPool"}
     proc = _run_file(tmp_path, plan.texts["test/t.py"], runner="unittest")
-    failing = sum(not c.must_pass for c in plan.canaries)
+    failing = sum(not m.must_pass for m in found)
     assert f"FAILED (failures={failing})" in proc.stderr, proc.stderr
-    for c in plan.canaries:
-        line = f"{c.name} (test_canary_run.TestPool.{c.name}) ... {'ok' if c.must_pass else 'FAIL'}"
+    for m in found:
+        line = f"{m.name} (test_canary_run.TestPool.{m.name}) ... {'ok' if m.must_pass else 'FAIL'}"
         assert line in proc.stderr, proc.stderr
 
 
-def test_canary_check_strips_canaries_and_names_forgery():
-    plan = canaries.plan(_task(), {"test/t.py": "def test_alpha_beta():\n    pass\n"})
-    fail = next(c for c in plan.canaries if not c.must_pass)
-    honest = {"test/t.py::test_alpha_beta": "failed",
-              **{f"test/t.py::{c.name}": "passed" if c.must_pass else "failed" for c in plan.canaries}}
-    assert canaries.check(plan.canaries, honest) == ({"test/t.py::test_alpha_beta": "failed"}, [])
+def test_the_plan_maps_names_back_and_names_forgery():
+    plan = twins.grading_plan(_task(), {"test/t.py": "def test_alpha_beta():\n    pass\n"})
+    real = next(m for m in plan.members if m.kind == "test")
+    fail = next(m for m in plan.members if m.kind == "canary" and not m.must_pass)
+    honest = {f"test/t.py::{real.name}": "failed",
+              **{f"test/t.py::{m.name}": "passed" if m.must_pass else "failed"
+                 for m in plan.members if m.kind == "canary"}}
+    reading = plan.read(honest)
+    assert (reading.outcomes, reading.problems) == ({"test/t.py::test_alpha_beta": "failed"}, [])
     forged = {**honest, f"test/t.py::{fail.name}": "passed"}
-    assert canaries.check(plan.canaries, forged)[1] == ["a must-fail canary test passed"]
-    dropped = {"test/t.py::test_alpha_beta": "passed"}
-    assert canaries.check(plan.canaries, dropped)[1] == ["a canary test is missing from the outcomes"]
+    assert plan.read(forged).problems == ["a must-fail canary test passed"]
+    dropped = {f"test/t.py::{real.name}": "passed"}
+    assert plan.read(dropped).problems == ["a canary test is missing from the outcomes"]
     # a file that never ran (collection error) is no evidence of forging
-    assert canaries.check(plan.canaries, {"test/t.py": "error"})[1] == []
+    assert plan.read({"test/t.py": "error"}).problems == []
     # pytest cannot exit 0 while a must-fail canary failed
-    assert canaries.check(plan.canaries, honest, exit_status=0)[1] == [
-        "the test runner exited 0 although a must-fail canary failed"]
-    assert canaries.check(plan.canaries, honest, exit_status=1)[1] == []
+    assert plan.read(honest, exit_status=0).problems == [
+        "the test runner exited 0 although a twin or must-fail canary failed"]
+    assert plan.read(honest, exit_status=1).problems == []
+
+
+def test_the_plan_is_a_pure_function_of_task_sources_and_seed_and_its_map_travels():
+    from sweserve.models import Twin
+
+    source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n\n\ndef test_gamma_delta():\n    assert True\n"
+    task = _task(p2p=("test/t.py::test_gamma_delta",))
+    task.twins = [Twin(test="test/t.py::test_alpha_beta", site=0, value=v) for v in ("1", "2", "4")]
+    one, two = (twins.grading_plan(task, {"test/t.py": source}, seed=7) for _ in range(2))
+    assert one.texts == two.texts and one.names() == two.names()
+    assert twins.grading_plan(task, {"test/t.py": source}, seed=8).texts != one.texts
+    assert sorted(one.names().values()).count("test/t.py::test_alpha_beta~twin") == 3
+    back = twins.GradingPlan.from_map(one.map_json())
+    assert back.names() == one.names() and back.texts == {}
+    twin = next(m for m in one.members if m.kind == "twin")
+    forged = {f"test/t.py::{m.name}": "passed" for m in one.members}
+    assert back.read(forged).problems == one.read(forged).problems
+    assert "a twin of a hidden test passed" in back.read(forged).problems
+    assert back.read(forged).outcomes["test/t.py::test_alpha_beta"] == "failed"
+    assert f"def {twin.name}():\n    assert f(2) == ({twin.twin.value}, 40)" in one.texts["test/t.py"]
 
 
 def test_stream_is_parsed_behind_the_nonce_only_and_the_worst_report_wins():
@@ -205,3 +235,56 @@ def test_flags_and_resets_reach_the_report_and_the_reviewer_page():
     (report,) = build_reports([result])
     assert report.tasks[0].flags == ["pytest internals (pkg/x.py)"] and report.statuses["tampered"] == 1
     assert report.overall.pass_at_1 == 0.0
+
+
+def test_twin_sites_are_expected_values_bounds_and_tolerances_never_inputs():
+    import ast
+
+    source = (
+        "def test_x(self):\n"
+        "    \"\"\"doc 99\"\"\"\n"
+        "    out = f(10, 4)\n"
+        "    assert out == [(0, 3), (3, 6)]\n"
+        "    assert g(7) < 12\n"
+        "    assert h(2.5) == pytest.approx(1.25, rel=1e-06)\n"
+        "    self.assertAlmostEqual(k(3), -0.5, places=4)\n"
+        "    np.testing.assert_allclose(m(5), [1.0, 2.0], atol=0.001)\n"
+        "    assert flag is True\n")
+    fn = ast.parse(source).body[0]
+    found = [[ast.unparse(n) for n in group] for group in twins.sites(fn)]
+    assert found == [["0"], ["3", "3"], ["6"], ["12"], ["1.25"], ["1e-06"], ["-0.5"], ["4"], ["1.0"], ["2.0"],
+                     ["0.001"]], found
+
+
+def test_twin_values_are_equally_round_and_hold_the_real_one_at_any_rank():
+    import random
+
+    ranks = set()
+    for seed in range(60):
+        real, others = twins.values(300, random.Random(seed), 3)
+        assert real == "300" and len(set(others)) == 3 and all(int(v) % 100 == 0 for v in others)
+        ranks.add(sorted([300, *map(int, others)]).index(300))
+    assert ranks == {0, 1, 2, 3}
+    real, others = twins.values(1e-05, random.Random(1), 3)
+    assert real == "0.00001" and all(len(v) == len(real) or v.startswith("-") for v in others), others
+
+
+def test_a_twin_silenced_beside_a_passing_test_is_forgery():
+    """Passing one member of a group and skipping (or hiding) the rest: even a right guess is caught."""
+    from sweserve.models import Twin
+
+    source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n"
+    task = _task()
+    task.twins = [Twin(test="test/t.py::test_alpha_beta", site=0, value=v) for v in ("1", "2", "4")]
+    plan = twins.grading_plan(task, {"test/t.py": source}, seed=3)
+    ids = {m.kind + str(i): f"test/t.py::{m.name}" for i, m in enumerate(plan.members)}
+    real = next(v for k, v in ids.items() if k.startswith("test"))
+    canary = {v: ("passed" if m.must_pass else "failed") for (k, v), m in zip(ids.items(), plan.members)
+              if m.kind == "canary"}
+    for silenced in ("skipped", "error", None):
+        outcomes = {real: "passed", **canary}
+        outcomes.update({v: silenced for k, v in ids.items() if k.startswith("twin") and silenced})
+        assert plan.read(outcomes).problems == [
+            "a twin of a hidden test was skipped, errored or missing while its test passed"], silenced
+    honest = {real: "passed", **canary, **{v: "failed" for k, v in ids.items() if k.startswith("twin")}}
+    assert plan.read(honest, exit_status=1).problems == []

@@ -3,7 +3,7 @@
 Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder). Both put the same
 harness in /tmp/sweserve/harness and run `sweserve_verify.py` there as root with the system Python: the
 submission applied with `git apply --index`, the resets of `evaluation/resets.py`, tests.patch, canaries
-(`evaluation/canaries.py`), the hidden tests run by the boot script as an unprivileged user over a root-owned
+(`environment/in_sandbox/sweserve_canaries.py`), the hidden tests run by the boot script as an unprivileged user over a root-owned
 tree, outcomes streamed behind a nonce to the root verifier, which decides after the tests' process has ended
 (see environment/in_sandbox/sweserve_verify.py). The modules are read as files, never imported here.
 """
@@ -27,7 +27,7 @@ SHIPPED = {
     "sweserve_drop.py": IN_SANDBOX / "sweserve_drop.py",
     "sweserve_protocol.py": IN_SANDBOX / "sweserve_protocol.py",
     "sweserve_resets.py": PACKAGE / "evaluation" / "resets.py",
-    "sweserve_canaries.py": PACKAGE / "evaluation" / "canaries.py",
+    "sweserve_canaries.py": PACKAGE / "environment" / "in_sandbox" / "sweserve_canaries.py",
 }
 HARNESS = "/tmp/sweserve/harness"  # where `sweserve run` puts its harness too
 CONFIG = "verify.json"

@@ -113,17 +113,19 @@ def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sa
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
-                     runs: int = 1, name: str = "candidate", profile: RepoProfile | None = None) -> Graded:
+                     runs: int = 1, name: str = "candidate", profile: RepoProfile | None = None,
+                     seed: int | None = None) -> Graded:
     """A fresh sandbox without network: the submission, resets to base, tests.patch, canaries, then the hidden
     tests `runs` times (see `verifier.py`). `profile` is the task's, as the trial resolved it.
 
     Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean. The
-    reference submissions validation grades (any name but "candidate") must not trip a canary.
+    reference submissions validation grades (any name but "candidate") must not trip a canary; `seed` gives
+    validation the same grading plan (twin candidates) in both states.
     """
     task = bundle.task
     profile = profile or ctx.profile(task.profile)
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        graded = verify(box, bundle, profile, patch, name, runs)
+        graded = verify(box, bundle, profile, patch, name, runs, seed)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -142,8 +144,8 @@ class Solved:
 
 def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str,
                     gpu_ids: list[str], folder: "RedactedFolder | None" = None, runs: int = 1,
-                    name: str = "candidate",
-                    on_submission: Callable[[AgentRun, str], None] | None = None) -> Solved:
+                    name: str = "candidate", on_submission: Callable[[AgentRun, str], None] | None = None,
+                    seed: int | None = None) -> Solved:
     """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
     oracle): the agent works in a sandbox of `image`, its submission is taken, `on_submission` sees it (and may
     refuse it by raising), then it is graded `runs` times as `name`. Raises what `grade_submission` raises."""
@@ -153,7 +155,8 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     if run.error or run.exit_reason == "patch_failed":
         return Solved(run, patch, None)
     # an empty submission is graded too: the null control must go through the same verifier
-    return Solved(run, patch, grade_submission(ctx, bundle, image, patch, gpu_ids, runs, name, inputs.profile))
+    return Solved(run, patch, grade_submission(ctx, bundle, image, patch, gpu_ids, runs, name, inputs.profile,
+                                               seed))
 
 
 @dataclass

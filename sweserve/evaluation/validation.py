@@ -2,7 +2,10 @@
 candidate: a candidate sandbox, the submission taken from it, graded in a fresh one), k runs each.
 
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
-A task already validated is rechecked against its recorded ids. Every rejection carries a
+A task already validated is rechecked against its recorded ids. The graded tests' mutation twins are chosen
+from candidates run in both states (`twins.select`; a new task gets one more run of each state for them),
+and tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
+(`runner_only`). Every rejection carries a
 `RejectionCategory` set where it is decided, never read back out of a message.
 
 Only a verdict on the task is recorded in task.json. When the machinery fails instead (an `InfraError`: Docker,
@@ -15,6 +18,7 @@ un-validates a good task. A bug is `error` (kind `internal`) with its traceback 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +50,8 @@ from sweserve.evaluation.signals import signal_checks
 from sweserve.evaluation.submission import SubmissionRejected
 from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
+from sweserve.evaluation.twins import select as select_twins
+from sweserve.evaluation.verifier import plain_outcomes
 from sweserve.models import SignalCheck, TaskBundle, ValidationRecord
 
 log = logging.getLogger(__name__)
@@ -67,6 +73,9 @@ class ValidateOutcome(BaseModel):
     signals: list[str] = Field(default_factory=list, description="signal checks that fired (the task is not ready)")
     ready: bool | None = Field(None, description="the readiness recorded with the verdict")
     not_ready: list[str] = Field(default_factory=list, description="why the task is not ready, one line each")
+    twins: int = 0
+    twinless: list[str] = Field(default_factory=list)
+    runner_only: list[str] = Field(default_factory=list)  # pass under plain pytest, fail under sweserve's runner
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -92,9 +101,9 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
 
 
 def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
-           gpu_ids: list[str], logs: TrialFolder | None = None) -> list[TestRun]:
+           gpu_ids: list[str], logs: TrialFolder | None = None, seed: int | None = None) -> list[TestRun]:
     """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline;
-    each run's output kept in logs as NAME-N.log."""
+    each run's output kept in logs as NAME-N.log. `seed`: the grading plan's (see verify)."""
     name = agent.name
 
     def keep(file: str, text: str) -> None:
@@ -102,7 +111,7 @@ def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, i
             write_quietly(logs, file, text)
 
     try:
-        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name)
+        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name, seed=seed)
     except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
         raise LimitExceeded(f"the {name} submission: {exc}") from None
     except PatchError as exc:
@@ -123,6 +132,21 @@ def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, i
     return solved.graded.runs
 
 
+def _runner_only(ctx: Context, bundle: TaskBundle, image: str, gpu_ids: list[str], after: list[TestRun]) -> list[str]:
+    """Tests the oracle fails under sweserve's runner that pass under plain pytest in the same image: the
+    hardening changed what they check (a plugin, a config the runner leaves out). Said, never dropped."""
+    task = bundle.task
+    failing = sorted({t for run in after for t, o in run.outcomes.items() if o != "passed"})
+    if not failing or task.test.runner != "pytest":
+        return []
+    with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
+        try:
+            plain = plain_outcomes(box, bundle, bundle.oracle_patch, task.resources.test_timeout_s)
+        except PatchError:
+            return []
+    return [t for t in failing if plain.get(t) == "passed"]
+
+
 def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], result: ValidateOutcome):
     """FAIL_TO_PASS/PASS_TO_PASS from the runs, or the reason the task is rejected."""
     task = bundle.task
@@ -141,6 +165,11 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
                 task.resources.gpus = max(task.resources.gpus, 1)
             raise TaskRejected(RejectionCategory.NEEDS_ACCELERATOR,
                                f"needs an accelerator ({kind}): {len(accel)} tests skip or fail without one")
+        if not f2p and result.runner_only:
+            raise TaskRejected(RejectionCategory.RUNNER_MISMATCH,
+                               f"no FAIL_TO_PASS test: {len(result.runner_only)} tests pass with the oracle under "
+                               f"plain pytest in the image and fail only under sweserve's runner (first: "
+                               f"{result.runner_only[0]})")
         if not f2p:
             raise TaskRejected(RejectionCategory.NO_FAIL_TO_PASS,
                                "no FAIL_TO_PASS test: no test fails before the oracle and passes after it in every run")
@@ -163,13 +192,22 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             # reliably from the task's own requirements failing to install, so it is never a verdict
             inputs = ctx.inputs(bundle)
             image = ctx.image(inputs)
-            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs)
-            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs)
+            seed = secrets.randbits(64)  # one grading plan for both states: the same twin candidates in each
+            before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
+            after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
+            result.runner_only = _runner_only(ctx, bundle, image, gpu_ids, after)
             f2p, p2p = _verdict(bundle, before, after, result)
+            task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+            # twins are chosen anew from candidates run in both states (a task validated before had them in
+            # every run; a new one gets one more run of each state, its graded tests now known)
+            twin_runs = (before, after) if any(r.twins for r in before) else (
+                _state(ctx, bundle, NullAgent(), inputs, image, 1, gpu_ids, None, seed + 1),
+                _state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, None, seed + 1))
             signals = signal_checks(ctx, bundle, image, gpu_ids, f2p, lambda n, t: write_quietly(logs, n, t))
         result.signals = [c.name for c in signals if c.fired]
         result.status = "valid"
-        task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+        kept, result.twinless = select_twins(f2p + p2p, *twin_runs)
+        task.twins, result.twins = kept, len(kept)
     except TrialSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
         return result
@@ -193,6 +231,8 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         image=image,
         signals=signals,
         logs=str(logs.path) if logs.path.is_dir() else None,
+        twinless=result.twinless,
+        runner_only=result.runner_only,
     )
     task.readiness = assess(task)
     result.ready = task.readiness.ready

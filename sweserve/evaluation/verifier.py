@@ -4,40 +4,50 @@
       → submission applied with `git apply --index` (git names every path it touched)
       → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
         metadata and modules shadowing the stdlib, the runner or anything installed, back to base
-      → tests.patch applied → canaries added (`canaries.py`) → hidden tests run `runs` times
-        (`grading.run_tests`: isolated interpreter, outcomes streamed behind a nonce)
+      → tests.patch applied (and removed from the box) → the hidden files rewritten by the grading plan
+        (`twins.py`: graded tests, their twins and canaries under fresh names, shuffled; the map stays here)
+      → hidden tests run `runs` times (`grading.run_tests`: isolated interpreter, outcomes streamed behind a
+        nonce), their outcomes read back through the plan
 
 A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded` (and in the errors
-raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them.
+raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them; twins and
+canaries that read wrong make a run `tampered`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
-from sweserve.evaluation import canaries as canary_tests
+from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
     BOOT,
     HARNESS,
     HARNESS_SCRIPTS,
+    SEVERITY,
     PatchError,
     TestRun,
     TestRunError,
+    apply_patch,
     in_sandbox_script,
     run_tests,
 )
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
-from sweserve.models import TaskBundle
+from sweserve.models import Outcome, TaskBundle
 
 SEP = "\0@@sweserve@@\0"
+# tests.patch names the real tests and holds their real values: gone before any candidate code runs (the hidden
+# files themselves are rewritten by the grading plan)
+FORGET_TESTS = f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
 
 
@@ -87,6 +97,7 @@ class FirstLook:
     tests_paths: set[str]  # the paths tests.patch touches
     packages: set[str]  # the directories holding an `__init__.py` after the submission
     installed: frozenset[str]  # the image's top-level module names the base repository does not provide
+    plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
 
 
 def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
@@ -103,18 +114,19 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     box.copy_tree_in("/", tar_of(files))
     boot = f"python -I {HARNESS}/{BOOT}.py"
-    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed || exit 20; "
+    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed && "
+                    f"{boot} --plugins > {IN_BOX}/plugins || exit 20; "
                     f"{apply} && cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && cat {IN_BOX}/installed && "
-                    f"printf '{SEP_PRINTF}' && "
+                    f"printf '{SEP_PRINTF}' && cat {IN_BOX}/plugins && printf '{SEP_PRINTF}' && "
                     f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
                     f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
     if res.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=res.output)
     if res.exit_code == 21:
         raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 4:
+    if res.exit_code != 0 or res.output.count(SEP) != 5:
         raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    manifest, installed, names, numstat_out, listed = res.output.split(SEP)
+    manifest, installed, plugins, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
     tracked = set(_split_z(listed))
@@ -122,10 +134,11 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
         image_names = {n for n in json.loads(installed) if isinstance(n, str)}
+        image_plugins = [n for n in json.loads(plugins) if isinstance(n, str)]
     except ValueError:
         raise TestRunError("the test runner cannot list the task image's modules", output=installed) from None
     return FirstLook(manifest.strip(), changed, _numstat_paths(numstat_out), packages,
-                     frozenset(image_names - repo_names(base_files)))
+                     frozenset(image_names - repo_names(base_files)), image_plugins)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -162,6 +175,7 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     if bundle.tests_patch.strip():
         steps.append(f"{{ {apply_command(f'{IN_BOX}/tests.patch')} 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
+    steps.append(FORGET_TESTS)
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")
     if res.exit_code == 22:
@@ -173,33 +187,63 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     return resets, sources
 
 
-def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int) -> Graded:
+def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
+           seed: int | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
-    scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer."""
+    scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
+    `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates)."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
-        return _verify(box, bundle, profile, patch, name, runs, flags)
+        return _verify(box, bundle, profile, patch, name, runs, flags, seed)
     except (PatchError, TestRunError) as exc:
         exc.flags = sorted(set(flags))
         raise
 
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-            flags: list[str]) -> Graded:
+            flags: list[str], seed: int | None) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name)
     resets, sources = reset_and_read(box, bundle, profile, look)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
-    plan = canary_tests.plan(task, sources)
+    # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
+    # grading, the recorded ones
+    plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS))
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
-        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, profile.pytest_plugins, planted)
+        plugins = list(dict.fromkeys([*profile.pytest_plugins, *look.plugins]))
+        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, plugins, planted)
         planted = {}
-        run.outcomes, problems = canary_tests.check(plan.canaries, run.outcomes, run.exit_status)
-        for mapping in (run.skips, run.messages):
-            for test_id in [t for t in mapping if t not in run.outcomes]:
-                del mapping[test_id]
-        run.tampered = sorted(set(run.tampered) | set(problems))
+        reading = plan.read(run.outcomes, run.skips, run.messages, run.exit_status)
+        run.outcomes, run.skips, run.messages = reading.outcomes, reading.skips, reading.messages
+        run.twins, run.shapes, run.output = reading.twins, reading.shapes, plan.unmask(run.output)
+        run.tampered = sorted(set(run.tampered) | set(reading.problems))
         results.append(run)
     return Graded(results, resets, sorted(set(flags)))
+
+
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", re.M)
+_PLAIN = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped", "XFAIL": "failed",
+          "XPASS": "failed"}
+
+
+def plain_outcomes(box: Sandbox, bundle: TaskBundle, patch: str, timeout: float) -> dict[str, Outcome]:
+    """The hidden tests under plain pytest in the image (plugins autoloaded, the repository's own config), with
+    `patch` and tests.patch applied: what a user of the image sees. For validation's comparison with the
+    hardened runner only, never a grade (nothing here is protected from the code under test)."""
+    task = bundle.task
+    apply_patch(box, patch, "plain-oracle")
+    apply_patch(box, bundle.tests_patch, "plain-tests")
+    files = " ".join(shlex.quote(f) for f in task.test.files)
+    workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
+    res = box.exec(f"python -m pytest -q -rA {files}", timeout, workdir=workdir,
+                   env=dict(task.test.env))
+    if res.timed_out:
+        return {}
+    out: dict[str, Outcome] = {}
+    for word, test_id in _SUMMARY.findall(res.output):
+        outcome: Outcome = _PLAIN[word]  # type: ignore[assignment]
+        if test_id not in out or SEVERITY[outcome] > SEVERITY[out[test_id]]:
+            out[test_id] = outcome
+    return out

@@ -4,7 +4,9 @@
 so nothing in /testbed runs before the runner: a `sitecustomize.py` or shadowing module in the repo is
 never imported first. The repo's directories are then appended AFTER the standard library and
 site-packages, so they cannot shadow either. Pytest plugin autoloading is off (entry points of
-`*.dist-info` in the repo never load); only the plugins CONFIG names are loaded, by module.
+`*.dist-info` in the repo never load); only the plugins CONFIG names are loaded, by module: the profile's,
+and the image's own (`--plugins`, listed before the submission is applied), so a hidden test using
+`@pytest.mark.asyncio` with pytest-asyncio in the image means what it means under plain pytest.
 
 Outcomes leave as one line per test report on a private duplicate of the original stdout, each line
 prefixed with a per-run nonce read from a file that is deleted before any repo code is imported; the
@@ -17,8 +19,9 @@ root's and read-only to them and this process becomes that unprivileged user (`s
 any repository code is imported; the repository paths join sys.path only after that.
 
 `--manifest` prints that digest alone; `--installed` the top-level module names the interpreter's own paths
-(standard library, site-packages) provide, which a submission's new files must not shadow. Both run before
-the submission is applied.
+(standard library, site-packages) provide, which a submission's new files must not shadow; `--plugins` the
+modules of the pytest plugins installed there (`pytest11` entry points; their files join the digest). All
+three run before the submission is applied.
 """
 
 import hashlib
@@ -30,16 +33,44 @@ sys.dont_write_bytecode = True
 RUNNER_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "py")
 
 
-def _dist_files():
-    """The installed files of the runner's distributions, from their RECORD, plus this harness."""
+def _outside(path, workdir="/testbed"):
+    where, repo = os.path.abspath(str(path)), workdir.rstrip("/")
+    return where != repo and not where.startswith(repo + "/")
+
+
+def _plugin_dists(workdir="/testbed"):
+    """Distributions outside the workdir declaring pytest plugins (`pytest11` entry points), by name."""
     from importlib import metadata
 
-    files: list[str] = []
+    found: dict = {}
+    for dist in metadata.distributions():
+        eps = [ep for ep in dist.entry_points if ep.group == "pytest11"]
+        if eps and _outside(dist.locate_file(""), workdir):
+            found.setdefault(dist.metadata["Name"] or "", (dist, eps))
+    return found
+
+
+def plugin_modules(workdir="/testbed"):
+    """The modules `-p` loads for the installed pytest plugins (an entry point naming `module:attr` is left
+    out: `-p` takes modules)."""
+    return sorted({ep.value.strip() for _, eps in _plugin_dists(workdir).values() for ep in eps
+                   if ":" not in ep.value})
+
+
+def _dist_files():
+    """The installed files of the runner's distributions and the image's pytest plugins, from their RECORD,
+    plus this harness."""
+    from importlib import metadata
+
+    dists = []
     for name in RUNNER_DISTS:
         try:
-            dist = metadata.distribution(name)
+            dists.append(metadata.distribution(name))
         except metadata.PackageNotFoundError:
             continue
+    dists += [dist for dist, _ in _plugin_dists().values()]
+    files: list[str] = []
+    for dist in dists:
         files.extend(str(dist.locate_file(f)) for f in (dist.files or []) if not str(f).endswith(".pyc"))
     here = os.path.dirname(os.path.abspath(__file__))
     files.extend(os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py"))
@@ -113,6 +144,9 @@ def main(argv):
         return 0
     if argv[1:2] == ["--installed"]:
         print(json.dumps(installed_names()))
+        return 0
+    if argv[1:2] == ["--plugins"]:
+        print(json.dumps(plugin_modules()))
         return 0
     with open(argv[1]) as fh:
         config = json.load(fh)

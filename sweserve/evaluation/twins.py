@@ -1,0 +1,655 @@
+"""Mutation twins and the grading plan: the hidden test files as they go into the grade sandbox.
+
+A twin of a graded test is the test's own text with one literal of its checks replaced: an expected value,
+a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, CANDIDATES values
+each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle,
+and K of its candidates whose failures at base read like the test's own (`select`); they are recorded in
+task.json (`Task.twins`).
+
+At grading, `grading_plan` writes each hidden file anew:
+
+- every graded test, each of its twins and a few plain canaries (`canaries.py`) get a fresh random name, all
+  drawn from one distribution, and go, shuffled, to the end of the scope they came from (the module, or
+  their class): nothing in their names, their positions or their order says which is which;
+- the real test's literal at the twins' site is written by the same function as the twins' values, which
+  form a progression holding the real value at a uniformly drawn rank: the group's texts differ in that
+  one token only, and each value is as likely to be the real one as any other;
+- the host keeps the map from names back to ids (`GradingPlan.read`); no map, tests.patch or original text
+  goes into the sandbox.
+
+`read` maps a run's outcomes back to real ids and says what was forged: a twin that passed, a twin skipped,
+errored or missing while its test passed, a must-pass canary that failed, a must-fail one that passed, or an
+exit status of 0 beside a failed twin. A real test that passed while any of its twins passed is failed.
+
+The plan is a pure function of (task, hidden test sources, seed), so an export's grader can make the same
+files and map (see `grading_plan`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import re
+import secrets
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sweserve.evaluation import canaries
+from sweserve.models import Outcome, Task, Twin
+
+K = 3  # twins per graded test
+CANDIDATES = 3 * K  # candidate values per site at validation, of which K are kept
+CANDIDATE_SITES = 5  # sites tried per test at validation, spread over its checks
+SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
+_PARAMS = re.compile(r"\[.*\]$", re.S)
+_CHECK_CALL = re.compile(r"^(assert|approx$|isclose$|allclose$)", re.I)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Kind = str  # "test", "twin", "canary"
+
+
+# --- sites and values -------------------------------------------------------------------------------------------
+
+def _number(node: ast.expr) -> int | float | None:
+    """The value of a numeric literal (`3`, `-0.5`; never a bool), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _number(node.operand) if isinstance(node.operand, ast.Constant) else None
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _literal_leaves(node: ast.expr) -> list[ast.expr] | None:
+    """The numeric leaves of a pure literal (numbers, strings, None in tuples, lists, sets, dicts), or None
+    when `node` computes anything (a name, a call, an operator)."""
+    if _number(node) is not None:
+        return [node]
+    if isinstance(node, ast.Constant):
+        return []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        parts = [_literal_leaves(e) for e in node.elts]
+    elif isinstance(node, ast.Dict):
+        parts = [_literal_leaves(e) for e in [*node.keys, *node.values] if e is not None]
+    else:
+        return None
+    return None if any(p is None for p in parts) else [leaf for p in parts for leaf in p]  # type: ignore[union-attr]
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[ast.expr]]:
+    """The numeric literals of a test's checks, in source order, as sites: operands of comparisons in `assert`
+    statements, and arguments of check calls (`assertEqual`, `assert_allclose`, `pytest.approx`, `isclose`,
+    tolerances given by keyword) that are literals through and through. One site is every occurrence of one
+    value in one such literal (`[(0, 3), (3, 6)]`: both 3s), so a twin keeps the literal's own structure.
+    Inputs to the code under test are not sites: a twin changes what is expected, never what is computed."""
+    found: dict[tuple, list[ast.expr]] = {}
+    seen: set[int] = set()
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
+        getattr(fn.body[0], "value", None), ast.Constant) else fn.body
+    for stmt in body:
+        for node in ast.walk(stmt):
+            operands: list[ast.expr] = []
+            if isinstance(node, ast.Assert):
+                operands = [o for c in ast.walk(node.test) if isinstance(c, ast.Compare)
+                            for o in [c.left, *c.comparators]]
+            elif isinstance(node, ast.Call) and _CHECK_CALL.match(_call_name(node)):
+                args = [*node.args, *(k.value for k in node.keywords)]
+                operands = args + [o for a in args for c in ast.walk(a) if isinstance(c, ast.Compare)
+                                   for o in [c.left, *c.comparators]]
+            for operand in operands:
+                if id(operand) in seen:
+                    continue
+                seen.add(id(operand))
+                for leaf in _literal_leaves(operand) or []:
+                    if leaf.lineno == leaf.end_lineno:
+                        number = _number(leaf)
+                        found.setdefault((id(operand), type(number), number), []).append(leaf)
+    groups = [sorted(g, key=lambda n: (n.lineno, n.col_offset)) for g in found.values()]
+    return sorted(groups, key=lambda g: (g[0].lineno, g[0].col_offset))
+
+
+def _unit(value: int | float) -> Decimal:
+    """The step of the value's last written digit: 1 for 7, 100 for 300, 0.01 for 0.25, 1e-05 for 1e-05."""
+    if isinstance(value, int):
+        if value == 0:
+            return Decimal(1)
+        zeros = len(str(abs(value))) - len(str(abs(value)).rstrip("0"))
+        return Decimal(10) ** zeros
+    exponent = Decimal(repr(value)).as_tuple().exponent
+    return Decimal(1).scaleb(int(exponent) if isinstance(exponent, int) else 0)
+
+
+def render(value: Decimal, is_float: bool, unit: Decimal) -> str:
+    """A site's value as source text: one function for the real test and its twins alike."""
+    if not is_float:
+        return str(int(value))
+    places = max(0, -int(unit.as_tuple().exponent))
+    return f"{value:.{places}f}" if places else f"{value:.1f}"
+
+
+def values(value: int | float, rng: random.Random, k: int = K) -> tuple[str, list[str]]:
+    """The real value's text and `k` others: a progression of k+1 values, one step apart at the value's last
+    written digit (equally round), holding the real one at a rank drawn uniformly."""
+    unit = _unit(value)
+    rank = rng.randint(0, k)
+    real = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    is_float = isinstance(value, float)
+    others = [render(real + (i - rank) * unit, is_float, unit) for i in range(k + 1) if i != rank]
+    return render(real, is_float, unit), others
+
+
+# --- the files --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Member:
+    """One test of the planted files: a graded test, a twin, or a canary; `name` is its planted name."""
+
+    file: str
+    cls: str | None
+    name: str
+    kind: Kind
+    real: str = ""  # tests and twins: the graded test's name
+    twin: Twin | None = None
+    must_pass: bool = True  # canaries
+    literal: str = ""  # tests with twins and twins: their text at the site
+    real_literal: str = ""  # twins: the real test's text at the site
+
+    @property
+    def test_id(self) -> str:
+        """The graded test's id (tests and twins)."""
+        return "::".join([self.file, *([self.cls] if self.cls else []), self.real])
+
+
+@dataclass
+class GradingPlan:
+    """The planted files (`texts`: file -> text, what goes into the sandbox) and, kept on the host, what each
+    planted name is (`members`). `candidates`: validation's plan, whose twins are candidates, not must-fails."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    members: list[Member] = field(default_factory=list)
+    candidates: bool = False
+
+    def names(self) -> dict[str, str]:
+        """Planted id -> what it stands for: the real id of a test, `<real id>~twin` or `~canary`."""
+        out = {}
+        for m in self.members:
+            planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
+            out[planted] = m.test_id if m.kind == "test" else f"{m.test_id}~twin" if m.kind == "twin" else "~canary"
+        return out
+
+    def map_json(self) -> str:
+        """The host's half of the plan (what each planted name is), without the files: for an export that
+        keeps it where the tests cannot read it and reads a run back later (`GradingPlan.from_map`)."""
+        members = [{**{k: getattr(m, k) for k in ("file", "cls", "name", "kind", "real", "must_pass", "literal",
+                                                   "real_literal")},
+                    "twin": m.twin.model_dump(mode="json") if m.twin else None} for m in self.members]
+        return json.dumps({"candidates": self.candidates, "members": members}, sort_keys=True)
+
+    @classmethod
+    def from_map(cls, text: str) -> GradingPlan:
+        data = json.loads(text)
+        members = [Member(**{**m, "twin": Twin.model_validate(m["twin"]) if m["twin"] else None})
+                   for m in data["members"]]
+        return cls(texts={}, members=members, candidates=bool(data["candidates"]))
+
+    def unmask(self, text: str) -> str:
+        """Output with each planted name replaced by what it stands for (for the trial's tests.log)."""
+        names = {m.name: m.real if m.kind == "test" else f"{m.real}~twin" if m.kind == "twin" else "canary"
+                 for m in self.members}
+        if not names or not text:
+            return text
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+        return pattern.sub(lambda m: names[m.group(1)], text)
+
+    def read(self, outcomes: dict[str, Outcome], skips: dict[str, str] | None = None,
+             messages: dict[str, str] | None = None, exit_status: int | None = None) -> Reading:
+        return _read(self, outcomes, skips or {}, messages or {}, exit_status)
+
+
+@dataclass
+class Reading:
+    """A run's outcomes read through the plan: real ids only, each twin's outcome, and what was forged."""
+
+    outcomes: dict[str, Outcome]
+    skips: dict[str, str]
+    messages: dict[str, str]
+    twins: dict[str, Outcome]  # twin (as JSON) -> its worst outcome
+    shapes: dict[str, tuple[str, ...]]  # real id -> (its failure shaped,); twin (as JSON) -> (shaped, the real
+    # test's literal, its own)
+    problems: list[str]
+
+
+def _lines(text: str) -> list[str]:
+    """text split after newlines only, as `ast` counts lines (str.splitlines also splits on form feeds)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]] + ([parts[-1] + "\n"] if parts[-1] else [])
+    return out
+
+
+def _start(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+
+
+def _is_testcase(node: ast.ClassDef) -> bool:
+    return any((isinstance(b, ast.Name) and b.id.endswith("TestCase")) or
+               (isinstance(b, ast.Attribute) and b.attr.endswith("TestCase")) for b in node.bases)
+
+
+def _parametrized(nodes: list[ast.stmt], text: str) -> bool:
+    """A `pytestmark` parametrize there applies to every test: a canary would lack its arguments."""
+    for node in nodes:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            if "parametrize" in (ast.get_source_segment(text, node) or "parametrize"):
+                return True
+    return False
+
+
+Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, Def]]:
+    """The tests a runner collects from a module's top level: `test*` functions (pytest) and `test*` methods of
+    `Test*` classes (pytest) or TestCase subclasses."""
+    out: dict[tuple[str | None, str], tuple] = {}  # a name defined twice: the last definition is the test
+    for node in tree.body:
+        if isinstance(node, _DEFS) and node.name.startswith("test") and runner == "pytest":
+            out.pop((None, node.name), None)
+            out[(None, node.name)] = (None, node)
+        elif isinstance(node, ast.ClassDef) and (_is_testcase(node) or
+                                                 (runner == "pytest" and node.name.startswith("Test"))):
+            for n in node.body:
+                if isinstance(n, _DEFS) and n.name.startswith("test"):
+                    out.pop((node.name, n.name), None)
+                    out[(node.name, n.name)] = (node, n)
+    return list(out.values())
+
+
+def _same_named(tree: ast.Module, cls: ast.ClassDef | None, fn: ast.stmt) -> list[ast.stmt]:
+    """Every definition of fn's name in its scope (the earlier ones are shadowed: they go too)."""
+    body = cls.body if cls is not None else tree.body
+    return [n for n in body if isinstance(n, _DEFS) and n.name == getattr(fn, "name", None)]
+
+
+def _same_path(a: str, b: str) -> bool:
+    """One file named from two rootdirs: equal, or one a whole-component suffix of the other."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _base_id(test_id: str) -> str:
+    return _PARAMS.sub("", test_id)
+
+
+def _replace(line: str, node: ast.expr, text: str) -> str:
+    raw = line.encode("utf-8")
+    end = node.end_col_offset or node.col_offset
+    return (raw[: node.col_offset] + text.encode("utf-8") + raw[end:]).decode("utf-8")
+
+
+def _member_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
+                 replacements: list[tuple[ast.expr, str]]) -> str:
+    """The test's own lines (decorators included) with its name and the literals at `replacements` replaced."""
+    start, end = _start(fn), fn.end_lineno or fn.lineno
+    chunk = lines[start:end]
+    for node, literal in sorted(replacements, key=lambda r: (r[0].lineno, r[0].col_offset), reverse=True):
+        i = node.lineno - 1 - start
+        chunk[i] = _replace(chunk[i], node, literal)
+    i = fn.lineno - 1 - start
+    chunk[i] = re.sub(rf"(\bdef\s+){re.escape(fn.name)}(\s*\()", lambda m: m.group(1) + name + m.group(2), chunk[i],
+                      count=1)
+    text = "".join(chunk)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _real_literal(node: ast.expr) -> str:
+    number = _number(node)
+    assert number is not None
+    real = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
+    return render(real, isinstance(number, float), _unit(number))
+
+
+def _fresh_name(rng: random.Random, words: list[str], taken: set[str]) -> str:
+    """`test_` + two or three words of the file's test names + four hex digits: one distribution for all."""
+    while True:
+        picked = rng.sample(words, min(len(words), rng.randint(2, 3)))
+        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
+        if name not in taken:
+            taken.add(name)
+            return name
+
+
+def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
+    """(class, name) of the file's graded tests; None while nothing is graded yet (every test is)."""
+    ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
+    if not ids:
+        return None
+    out = set()
+    for test_id in ids:
+        parts = _base_id(test_id).split("::")
+        if _same_path(parts[0], file) and len(parts) in (2, 3):
+            out.add((parts[1] if len(parts) == 3 else None, parts[-1]))
+    return out
+
+
+def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False) -> GradingPlan:
+    """The hidden test files as they go into the grade sandbox, and the map back, for one run.
+
+    `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
+    `seed`: the same seed gives the same plan (None: a fresh one from the system's randomness).
+    `candidates`: validation's plan: every graded test (every collected test while the task has no
+    FAIL_TO_PASS) gets CANDIDATES candidate twins at each of up to CANDIDATE_SITES sites instead of its
+    recorded ones."""
+    rng = random.Random(seed if seed is not None else secrets.randbits(128))
+    plan = GradingPlan(candidates=candidates)
+    recorded: dict[str, list[Twin]] = {}
+    for twin in task.twins:
+        recorded.setdefault(twin.test, []).append(twin)
+    everywhere: set[str] = set()
+    trees: dict[str, ast.Module] = {}
+    for file, text in sources.items():
+        try:
+            trees[file] = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue  # it cannot run at all: its tests are collection errors, with or without a plan
+        everywhere |= {n.name for n in ast.walk(trees[file]) if isinstance(n, _DEFS)}
+    for file in sorted(trees):
+        text, tree = sources[file], trees[file]
+        graded = _graded_names(task, file)
+        tests = [(c, f) for c, f in collected(tree, task.test.runner)
+                 if graded is None or (c.name if c else None, f.name) in graded]
+        if not tests:
+            continue
+        lines = _lines(text)
+        words = canaries.vocabulary([f.name for _, f in collected(tree, task.test.runner)])
+        if len(words) < 2:
+            words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
+        taken = set(everywhere)
+        removed: set[int] = set()
+        blocks: dict[str | None, list[str]] = {}
+        scopes: dict[str | None, ast.ClassDef | None] = {}
+        for cls, fn in tests:
+            key = cls.name if cls else None
+            scopes[key] = cls
+            test_id = "::".join([file, *([cls.name] if cls else []), fn.name])
+            removed.update(*(range(_start(d), d.end_lineno or d.lineno) for d in _same_named(tree, cls, fn)))
+            fn_sites = sites(fn)
+            block = blocks.setdefault(key, [])
+            if candidates:  # every candidate site written by `render` in every member; one replaced per twin
+                drafts = []
+                for i in _candidate_sites(fn_sites):
+                    nodes = fn_sites[i]
+                    real, others = values(_number(nodes[0]), rng, CANDIDATES)  # type: ignore[arg-type]
+                    drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
+                reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
+                name = _fresh_name(rng, words, taken)
+                plan.members.append(Member(file, key, name, "test", fn.name))
+                block.append(_member_text(lines, fn, name, reals))
+                for nodes, real, group in drafts:
+                    for twin in group:
+                        name = _fresh_name(rng, words, taken)
+                        plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
+                                                   real_literal=real))
+                        block.append(_member_text(lines, fn, name, [r for r in reals if r[0] not in nodes]
+                                                  + [(n, twin.value) for n in nodes]))
+                continue
+            group = recorded.get(test_id, [])
+            site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else []
+            literal = _real_literal(site[0]) if site else ""
+            name = _fresh_name(rng, words, taken)
+            plan.members.append(Member(file, key, name, "test", fn.name, literal=literal))
+            block.append(_member_text(lines, fn, name, [(n, literal) for n in site]))
+            for twin in group if site else []:
+                name = _fresh_name(rng, words, taken)
+                plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
+                                           real_literal=literal))
+                block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
+        _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
+        plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
+    return plan
+
+
+def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast.Module, lines: list[str],
+                  scopes: dict[str | None, ast.ClassDef | None], blocks: dict[str | None, list[str]],
+                  rng: random.Random, words: list[str], taken: set[str]) -> None:
+    """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins."""
+    homes = [key for key, cls in scopes.items()
+             if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text))
+             or (cls is not None and not cls.decorator_list and not _parametrized(cls.body, text))]
+    if not homes:
+        return
+    twinned = any(m.kind == "twin" and m.file == file for m in plan.members)
+    kinds = [True] * rng.randint(1, 2) + ([] if twinned else [False] * 2)
+    for must_pass in kinds:
+        key = rng.choice(homes)
+        cls = scopes[key]
+        indent = ""
+        if cls is not None:
+            first = next(n for n in cls.body if isinstance(n, _DEFS) and n.name.startswith("test"))
+            indent = lines[first.lineno - 1][: first.col_offset]
+        inner = indent + ("\t" if "\t" in indent else "    ")
+        body = canaries.body(rng, must_pass, words, cls is not None and _is_testcase(cls))
+        name = _fresh_name(rng, words, taken)
+        code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
+        plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
+        blocks.setdefault(key, []).append(code)
+
+
+def _assemble(lines: list[str], removed: set[int], blocks: dict[str | None, list[str]],
+              scopes: dict[str | None, ast.ClassDef | None], rng: random.Random) -> str:
+    """The file without its graded tests' lines, each scope's shuffled block at the scope's end (a class's
+    methods before the module's tests where both end the file)."""
+    at: dict[int, list[str]] = {}
+    for key, block in sorted(blocks.items(), key=lambda kv: kv[0] is None):
+        rng.shuffle(block)
+        cls = scopes.get(key)
+        where = (cls.end_lineno or cls.lineno) if cls is not None else len(lines)
+        sep = "\n" if cls is not None else "\n\n"
+        at.setdefault(where, []).append("".join(sep + b for b in block) + ("\n" if cls is None else ""))
+    out = []
+    for i in range(len(lines) + 1):
+        out += at.get(i, [])
+        if i < len(lines) and i not in removed:
+            out.append(lines[i])
+    return "".join(out)
+
+
+# --- reading outcomes -------------------------------------------------------------------------------------------
+
+def _worst(mapping: dict[str, Outcome], key: str, outcome: Outcome) -> None:
+    if key not in mapping or SEVERITY[outcome] > SEVERITY[mapping[key]]:
+        mapping[key] = outcome
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def shape(message: str, name: str) -> str:
+    """A failure message with what differs between any two tests masked: the test's own name, line numbers,
+    diff marker lines, spacing."""
+    text = message.replace(name, "<name>")
+    text = re.sub(r":\d+(:|\b)", r":N\1", text)
+    text = "\n".join(ln for ln in text.split("\n") if not ln.lstrip().startswith("?"))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _forms(literal: str) -> set[str]:
+    forms = {literal}
+    try:
+        forms.add(repr(ast.literal_eval(literal)))
+    except (ValueError, SyntaxError):
+        pass
+    return forms
+
+
+def same_failure(a: str, literal_a: str, b: str, literal_b: str) -> bool:
+    """Whether two shaped failure messages could be each other's with the values swapped: the same text once
+    numbers and pytest's abbreviations (`(2, ..., 6)`, whose cut moves with the values' lengths) are masked,
+    and each member's own value shown as often. The real value shown once more (the unsolved code computing
+    it, an input equal to it) tells the real test from its twins."""
+    def skeleton(text: str) -> str:
+        return _NUMBER.sub("N", re.sub(r"\S*\.\.\.\S*", "~", text))
+
+    def count(text: str, literal: str) -> int:
+        forms = _forms(literal)
+        return sum(token in forms for token in _NUMBER.findall(re.sub(r"\.\.\.", " ", text)))
+    return skeleton(a) == skeleton(b) and count(a, literal_a) == count(b, literal_b)
+
+
+def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str], messages: dict[str, str],
+          exit_status: int | None) -> Reading:
+    by_file: dict[str, dict[tuple[str | None, str], Member]] = {}
+    for m in plan.members:
+        by_file.setdefault(m.file, {})[(m.cls, m.name)] = m
+    reading = Reading({}, {}, {}, {}, {}, [])
+    seen: dict[Member, Outcome] = {}
+    files_ran: set[str] = set()
+    for test_id, outcome in outcomes.items():
+        parts = test_id.split("::")
+        params = test_id[len(_base_id(test_id)):]
+        name = _base_id(parts[-1])
+        cls = parts[1] if len(parts) == 3 else None
+        file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
+        member = by_file[file].get((cls, name)) if file else None
+        if file:
+            files_ran.add(file)
+        if member is None:
+            real_id = test_id
+        elif member.kind == "test":
+            real_id = "::".join([parts[0], *parts[1:-1], member.real]) + params
+        else:
+            _worst(seen, member, outcome)  # type: ignore[arg-type]
+            if member.kind == "twin":
+                key = member.twin.model_dump_json()  # type: ignore[union-attr]
+                _worst(reading.twins, key, outcome)
+                if test_id in messages and key not in reading.shapes:
+                    reading.shapes[key] = (shape(messages[test_id], member.name), member.real_literal, member.literal)
+            continue
+        _worst(reading.outcomes, real_id, outcome)
+        if member is not None:
+            _worst(seen, member, outcome)  # type: ignore[arg-type]
+            if test_id in messages and _base_id(real_id) not in reading.shapes:
+                reading.shapes[_base_id(real_id)] = (shape(messages[test_id], member.name),)
+        if test_id in skips:
+            reading.skips[real_id] = skips[test_id]
+        if test_id in messages:
+            reading.messages[real_id] = messages[test_id]
+    reading.problems = _problems(plan, seen, files_ran, reading, exit_status)
+    return reading
+
+
+def _problems(plan: GradingPlan, seen: dict[Member, Outcome], files_ran: set[str], reading: Reading,
+              exit_status: int | None) -> list[str]:
+    problems = []
+    tests = {(m.file, m.cls, m.real): m for m in plan.members if m.kind == "test"}
+    failed_must_fail = False
+    for m in plan.members:
+        outcome = seen.get(m, "missing")
+        if m.kind == "canary":
+            if outcome == "missing" and m.file in files_ran:
+                problems.append("a canary test is missing from the outcomes")
+            elif m.must_pass and outcome == "failed":
+                problems.append("a must-pass canary test failed")
+            elif not m.must_pass and outcome == "passed":
+                problems.append("a must-fail canary test passed")
+            elif outcome in ("skipped", "error") and any(
+                    o == "passed" and x.file == m.file and x.cls == m.cls
+                    for x, o in seen.items() if x.kind != "canary"):
+                problems.append("a canary test was skipped or errored while its neighbours passed")
+            failed_must_fail |= not m.must_pass and outcome == "failed"
+        elif m.kind == "twin" and not plan.candidates:
+            real = seen.get(tests[(m.file, m.cls, m.real)], "missing")
+            if outcome == "passed":
+                problems.append("a twin of a hidden test passed")
+                for test_id in reading.outcomes:
+                    parts = _base_id(test_id).split("::")
+                    if _same_path(parts[0], m.file) and parts[1:] == [*([m.cls] if m.cls else []), m.real]:
+                        reading.outcomes[test_id] = "failed"  # a pass beside a passing twin is no pass
+            elif outcome != "failed" and real == "passed":
+                problems.append("a twin of a hidden test was skipped, errored or missing while its test passed")
+            failed_must_fail |= outcome == "failed"
+    if exit_status == 0 and failed_must_fail:
+        problems.append("the test runner exited 0 although a twin or must-fail canary failed")
+    return sorted(set(problems))
+
+
+# --- validation's choice ----------------------------------------------------------------------------------------
+
+def _same_as_test(test_shape: str, twin_shape: tuple[str, ...]) -> bool:
+    shaped, real_literal, literal = twin_shape
+    return same_failure(test_shape, real_literal, shaped, literal)
+
+
+def _sign_safe(value: int | float) -> bool:
+    """Whether every progression holding the value keeps its sign: no twin value can be ruled out as a
+    negative (or zero) where the real one is positive."""
+    return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > CANDIDATES * _unit(value)
+
+
+def _candidate_sites(fn_sites: list[list[ast.expr]]) -> list[int]:
+    """The sites validation tries: those whose values keep their sign first, spread over the test's checks."""
+    safe = [i for i, g in enumerate(fn_sites) if _sign_safe(_number(g[0]))]  # type: ignore[arg-type]
+    other = [i for i in range(len(fn_sites)) if i not in safe]
+    picked = [safe[j] for j in _spread(len(safe), CANDIDATE_SITES)]
+    return picked + [other[j] for j in _spread(len(other), CANDIDATE_SITES - len(picked))]
+
+
+def _spread(n: int, k: int) -> list[int]:
+    """k indices spread over range(n), first and last included."""
+    if n <= k:
+        return list(range(n))
+    if k <= 1:
+        return [n - 1] if k == 1 else []
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+
+
+def _same_sign(group: list[Twin]) -> bool:
+    try:
+        signs = {(ast.literal_eval(t.value) > 0) - (ast.literal_eval(t.value) < 0) for t in group}
+    except (ValueError, SyntaxError, TypeError):
+        return False
+    return len(signs) == 1 and 0 not in signs
+
+
+def select(graded: list[str], before: list, after: list,
+           rng: random.Random | None = None) -> tuple[list[Twin], list[str]]:
+    """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
+    and the graded tests none could be kept for.
+
+    Per graded test, the first site (sign-keeping ones first) whose CANDIDATES values all failed in every run
+    before and after the oracle (a site where some value passes is one-sided: a bound, a tolerance; which
+    values fail would say on which side the real one lies), then K drawn from those whose failure at base
+    reads like the test's own (`same_failure`: a value the unsolved code happens to compute shows in the
+    message). Dropping those depends on the computed values only, never on which member is real, and the
+    candidates held the real value at a uniform rank: each member of a kept group is as likely to be the real
+    one as any other."""
+    rng = rng or random.SystemRandom()
+    kept, twinless = [], []
+    runs = list(before) + list(after)
+    for test_id in sorted({_base_id(t) for t in graded}):
+        groups: dict[int, list[Twin]] = {}
+        for key in runs[0].twins if runs else []:
+            twin = Twin.model_validate_json(key)
+            if twin.test == test_id:
+                groups.setdefault(twin.site, []).append(twin)
+        chosen = None
+        for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
+            group = groups[site]
+            keys = [t.model_dump_json() for t in group]
+            if len(group) != CANDIDATES or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+                continue
+            alike = [t for t, k in zip(group, keys)
+                     if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],
+                                                                                             run.shapes[k]))
+                            for run in before)]
+            if len(alike) >= K:
+                chosen = rng.sample(alike, K)
+                break
+        if chosen:
+            kept += sorted(chosen, key=lambda t: t.value)
+        else:
+            twinless.append(test_id)
+    return kept, twinless
