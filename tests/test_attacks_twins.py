@@ -593,7 +593,10 @@ def test_no_tests_patch_is_left_in_the_box_to_match_bodies_against(demo, monkeyp
     agent = CommandAgent(_write(PKG, PATCH_LEFT_BEHIND), name="forge-patch-left")
     r = evaluate_task(demo.ctx, demo.bundle(DIST), agent)
     assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
+    from sweserve.evaluation import grading
+
     monkeypatch.setattr(verifier, "FORGET_TESTS", "true")  # the defence off: tests.patch stays
+    monkeypatch.setattr(grading, "least_privilege", lambda *a, **k: {})  # and readable to the tests' user
     leaked = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(_write(PKG, PATCH_LEFT_BEHIND),
                                                                     name="forge-patch-left-undefended"))
     assert leaked.status == "resolved", (leaked.status, leaked.reason, leaked.tests)

@@ -95,7 +95,7 @@ def test_sandbox_has_no_future_history_and_no_hidden_files(demo):
         assert packed.split() == [b.task.base_commit, "refs/heads/main"]
         container = box.container
         container.reload()
-        assert container.labels[f"{LABEL}.run"] == demo.ctx.run_id and container.labels[f"{LABEL}.role"] == "candidate"
+        assert container.labels[f"{LABEL}.run"] == demo.ctx.host.run_id and container.labels[f"{LABEL}.role"] == "candidate"
         (net,) = container.attrs["NetworkSettings"]["Networks"]
         assert demo.ctx.host.client.networks.get(net).attrs["Internal"] is True
         assert container.attrs["HostConfig"]["Memory"] == 4096 * 1024 * 1024

@@ -44,7 +44,7 @@ def _new_file_patch(path: str, text: str) -> str:
 def asyncio_image(demo):
     """The demo task's image with pytest-asyncio installed the ordinary way (pip, from PyPI)."""
     image = demo.ctx.task_image(demo.bundle(DIST))
-    client = demo.ctx.client
+    client = demo.ctx.host.client
     config = client.images.get(image).attrs["Config"]
     # past the image's entrypoint (it prepares /testbed), and committed with the image's own start-up back
     box = client.containers.run(image, ["-c", "pip install -q pytest-asyncio && python -c 'import pytest_asyncio'"],
