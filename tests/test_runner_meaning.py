@@ -68,12 +68,12 @@ def asyncio_bundle(demo, asyncio_image):
     task = bundle.task
     task.test.files = [*task.test.files, ASYNC_FILE]
     task.FAIL_TO_PASS, task.PASS_TO_PASS, task.twins, task.validation = [], [], [], None
-    original = demo.ctx.task_image
-    demo.ctx.task_image = lambda b: asyncio_image if b.task.task_id == DIST else original(b)
+    original = demo.ctx.image  # the trial resolves its inputs once, then asks for their image
+    demo.ctx.image = lambda inputs: asyncio_image if inputs.image.task_id == DIST else original(inputs)
     try:
         yield bundle
     finally:
-        demo.ctx.task_image = original
+        demo.ctx.image = original
 
 
 def _validate(demo, bundle, tmp_path):
