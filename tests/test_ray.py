@@ -57,20 +57,24 @@ def test_a_task_no_node_can_run_is_skipped_with_the_local_wording():
 
 
 def _recording_hook(record: str):
-    """A worker setup hook: Docker's device request becomes a line in `record` (ids, node, CUDA_VISIBLE_DEVICES)."""
+    """A worker setup hook: each sandbox's start becomes a line in `record` (the GPU ids it asks Docker for, node,
+    CUDA_VISIBLE_DEVICES)."""
     def hook():
         import ray
 
         from sweserve.environment import docker_sandbox
 
-        def device_requests(ids):
-            line = {"ids": list(ids), "node": ray.get_runtime_context().get_node_id(),
+        original = docker_sandbox.run_kwargs
+
+        def run_kwargs(resources, gpu_ids, host_cpus):  # every sandbox a worker starts, and the GPUs it asks for
+            line = {"ids": list(gpu_ids), "node": ray.get_runtime_context().get_node_id(),
                     "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}
             with open(record, "a") as f:
                 f.write(json.dumps(line) + "\n")
-            return []
+            return original(resources, gpu_ids, host_cpus)
 
-        docker_sandbox.device_requests = device_requests
+        docker_sandbox.run_kwargs = run_kwargs
+        docker_sandbox.device_requests = lambda ids: []  # no GPU here: Docker is asked for none
     return hook
 
 
@@ -153,8 +157,8 @@ def test_gpu_tasks_land_on_the_gpu_node_with_rays_ids(demo, cluster, tmp_path):
     since = len(_records(cluster))
     outcomes = {o.task_id: o for o in validate_all(ctx, tasks, bundles, runs=1, executor=RayExecutor(ctx))}
     assert {o.status for o in outcomes.values()} == {"valid"}, outcomes
-    seen = _records(cluster, since)
-    assert seen and {x["node"] for x in seen} == {cluster.gpu_node.node_id}
+    seen = [x for x in _records(cluster, since) if x["ids"]]  # the device requests (a sandbox without GPUs makes none)
+    assert seen and {x["node"] for x in _records(cluster, since)} == {cluster.gpu_node.node_id}
     by_size = {len(x["ids"]) for x in seen}
     assert by_size == {1, 2}
     for x in seen:  # what Docker was asked for is what Ray assigned this worker
