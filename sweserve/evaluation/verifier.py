@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
+from sweserve.environment.in_sandbox.sweserve_protocol import numstat_paths
 from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
@@ -70,22 +71,6 @@ def _git(box: Sandbox, command: str, timeout: float = 120):
 
 def _split_z(raw: str) -> list[str]:
     return [p for p in raw.split("\0") if p]
-
-
-def _numstat_paths(raw: str) -> set[str]:
-    """Paths in `git apply --numstat -z` output (a rename lists both names after an empty path field)."""
-    paths, tokens, i = set(), raw.split("\0"), 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token.count("\t") >= 2:
-            path = token.split("\t", 2)[2]
-            if path:
-                paths.add(path)
-            else:
-                paths.update(t for t in tokens[i + 1:i + 3] if t)
-                i += 2
-        i += 1
-    return paths
 
 
 @dataclass
@@ -137,7 +122,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
         image_plugins = [n for n in json.loads(plugins) if isinstance(n, str)]
     except ValueError:
         raise TestRunError("the test runner cannot list the task image's modules", output=installed) from None
-    return FirstLook(manifest.strip(), changed, _numstat_paths(numstat_out), packages,
+    return FirstLook(manifest.strip(), changed, numstat_paths(numstat_out), packages,
                      frozenset(image_names - repo_names(base_files)), image_plugins)
 
 

@@ -13,6 +13,21 @@ SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors"]
 
 
+def numstat_paths(raw: str) -> set:
+    """Paths in `git apply --numstat -z` output (a rename lists both names after an empty path field)."""
+    paths, tokens, i = set(), raw.split("\0"), 0
+    while i < len(tokens):
+        if tokens[i].count("\t") >= 2:
+            path = tokens[i].split("\t", 2)[2]
+            if path:
+                paths.add(path)
+            else:
+                paths.update(t for t in tokens[i + 1:i + 3] if t)
+                i += 2
+        i += 1
+    return paths
+
+
 def boot_config(runner: str, files: list, workdir: str, pythonpath: str, plugins: list, nonce_file: str,
                 user: str = "", lock: tuple | list = (), private: tuple | list = ()) -> dict:
     """The boot script's CONFIG: the tests' runner and files, the repo paths appended to sys.path (the test

@@ -103,23 +103,9 @@ def submit(cfg, patch):
     return {names[i + 1]: names[i][0] for i in range(0, len(names) - 1, 2)}
 
 
-def numstat_paths(raw):
-    paths, tokens, i = set(), raw.split("\0"), 0
-    while i < len(tokens):
-        if tokens[i].count("\t") >= 2:
-            path = tokens[i].split("\t", 2)[2]
-            if path:
-                paths.add(path)
-            else:
-                paths.update(t for t in tokens[i + 1:i + 3] if t)
-                i += 2
-        i += 1
-    return paths
-
-
 def reset(cfg, changed, tests_patch, installed):
     base = cfg["base_commit"]
-    hidden = numstat_paths(git("apply", "--numstat", "-z", tests_patch).stdout) | set(cfg["test_files"])
+    hidden = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", tests_patch).stdout) | set(cfg["test_files"])
     files = set(_z(git("ls-files", "-z").stdout))
     added = {p for p, s in changed.items() if s == "A"}
     base_files = (files - added) | {p for p, s in changed.items() if s == "D"}
