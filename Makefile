@@ -8,7 +8,7 @@ demo: setup
 
 # ruff (lint rules only; nothing is reformatted) and mypy with the pydantic plugin, both configured in pyproject.toml
 lint: setup
-	.venv/bin/ruff check sweserve tests benchmarks
+	.venv/bin/ruff check sweserve harness images tests benchmarks
 	.venv/bin/mypy
 
 test: setup

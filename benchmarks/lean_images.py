@@ -8,7 +8,7 @@ Target: a lean task image adds no more than 1.2x the working tree's size. Measur
   so the measured commit is HEAD with those files removed (a local commit on top; nothing is committed here).
   Its `ancestors` image cannot be built from the snapshot (the missing blobs are in the history), so only
   `none` is built there and the packed history size is printed for comparison, with what the check-out of
-  the tree costs when a container starts (the tree is not in the image: dockerfiles/task/sweserve-tree).
+  the tree costs when a container starts (the tree is not in the image: images/task/sweserve-tree).
 
 Run: .venv/bin/python benchmarks/lean_images.py   (needs Docker and sweserve-base:bookworm; ~2 min)
 """

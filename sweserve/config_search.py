@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 ENV_VAR = "SWESERVE_CONFIG_DIR"
-BUILTIN = {"profiles": ("sweserve.dataset", "builtin_profiles"), "agents": ("sweserve.agents", "configs")}
+BUILTIN = {"profiles": ("sweserve.dataset", "builtin_profiles"), "agents": ("sweserve.harness", "agents")}
 
 
 @dataclass(frozen=True)

@@ -287,4 +287,4 @@ def test_no_folder_holds_a_single_module():
     for folder in [p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"]:
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         data = [p for p in folder.iterdir() if p.suffix != ".py" and p.name != "__pycache__"]
-        assert len(modules) != 1 or data or folder.name == "in_sandbox", f"{folder} holds one module: flatten it"
+        assert len(modules) != 1 or data or folder.name == "harness", f"{folder} holds one module: flatten it"

@@ -1,7 +1,7 @@
 """Least privilege at grading (issue 15, point 3): code under test rewriting what the tests read, or the runner.
 
 The hidden tests run as an unprivileged user over a repository, an interpreter and a harness that are root's
-and read-only to them (`environment/in_sandbox/sweserve_drop.py`). Each attack here is code in the package the
+and read-only to them (`harness/sweserve_drop.py`). Each attack here is code in the package the
 hidden tests import; none fixes the bug. Before that defence (tests as root over a writable tree) each of them
 graded `resolved`, `tampered` or `error` where the honest grade is `failed`; now each grades `failed`.
 
@@ -21,8 +21,8 @@ import pytest
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import OracleAgent
-from sweserve.environment.in_sandbox import sweserve_drop
 from sweserve.evaluation.trial import evaluate_task, grade_submission
+from sweserve.harness import sweserve_drop
 
 DIST = "sweserve-demo__sglang-mini-103"
 PKG = "python/sglang/srt/distributed/__init__.py"  # imported while test_parallel_state.py is collected

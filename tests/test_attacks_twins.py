@@ -111,7 +111,7 @@ def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "") -> TestR
     config = run_config(_task(), [], str(root / ".nonce"), None)  # on this machine: never a privilege drop
     config["paths"] = [str(root)]
     (root / "run.json").write_text(json.dumps(config))
-    boot = resources.files("sweserve.environment").joinpath("in_sandbox", "sweserve_boot.py")
+    boot = resources.files("sweserve.harness").joinpath("sweserve_boot.py")
     proc = subprocess.run([sys.executable, "-I", str(boot), str(root / "run.json")], cwd=root, capture_output=True,
                           text=True, timeout=120)
     events, output = parse_stream(proc.stdout, nonce)

@@ -13,7 +13,7 @@ from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
 from sweserve.errors import SweserveError
 
-ADDON_PATH = Path(__file__).resolve().parent.parent / "sweserve/environment/dockerfiles/proxy/egress_addon.py"
+ADDON_PATH = Path(__file__).resolve().parent.parent / "images/proxy/egress_addon.py"
 
 
 def load_addon():
@@ -63,7 +63,7 @@ def test_shipped_mini_swe_agent_config_names_its_endpoint():
 
     from sweserve.agents.config import load_agent_config
 
-    c = load_agent_config(resources.files("sweserve.agents").joinpath("configs", "mini-swe-agent.yaml"))
+    c = load_agent_config(resources.files("sweserve.harness").joinpath("agents", "mini-swe-agent.yaml"))
     assert c.egress and c.closed_book
     (endpoint,) = c.egress
     assert f"api_base={endpoint}/v1" in c.command and "--exit-immediately" in c.command
@@ -275,7 +275,7 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
         tool_call("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}, "c3"),
     ]
     model = model_container(script)
-    shipped = resources.files("sweserve.agents").joinpath("configs", "mini-swe-agent.yaml").read_text()
+    shipped = resources.files("sweserve.harness").joinpath("agents", "mini-swe-agent.yaml").read_text()
     path = tmp_path / "mini.yaml"
     path.write_text(shipped.replace("http://172.17.0.1:30000", model.endpoint))
     cfg = load_agent_config(path)

@@ -92,16 +92,16 @@ def _sources() -> dict[str, str]:
 
 def test_git_apply_is_spelled_in_one_place():
     """Every grader, agent and export applies a patch with patches.APPLY (its options are the sign of one). The
-    scripts that run inside an image with its own Python (environment/in_sandbox/) cannot import sweserve."""
+    scripts that run inside an image with its own Python (harness/) cannot import sweserve."""
     spelled = [rel for rel, text in _sources().items() if "--whitespace=" in text
-               and rel != "dataset/patches.py" and not rel.startswith("environment/in_sandbox/")]
+               and rel != "dataset/patches.py" and not rel.startswith("harness/")]
     assert spelled == []
 
 
 def test_git_is_spawned_by_the_one_runner():
     """Only gitcmd.run_git runs git on the host (gitio.Git keeps its batched, long-lived processes)."""
     spawning = [rel for rel, text in _sources().items()
-                if re.search(r"""\[\s*["']git["']""", text) and not rel.startswith("environment/in_sandbox/")]
+                if re.search(r"""\[\s*["']git["']""", text) and not rel.startswith("harness/")]
     assert sorted(spawning) == ["dataset/gitio.py", "gitcmd.py"]
 
 

@@ -17,7 +17,7 @@ import pytest
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
 from sweserve.evaluation.grading import TestRun, merge_events, parse_stream
 
-IN_SANDBOX = Path(__file__).resolve().parent.parent / "sweserve" / "environment" / "in_sandbox"
+IN_SANDBOX = Path(__file__).resolve().parent.parent / "harness"
 BOUND = 2048 + 6144 + 100  # head + tail + the marker between them
 
 FAILURES = textwrap.dedent('''\

@@ -229,7 +229,7 @@ def test_shipped_configs_name_their_trajectory_format():
 
     from sweserve.agents.config import load_agent_config
 
-    folder = resources.files("sweserve.agents").joinpath("configs")
+    folder = resources.files("sweserve.harness").joinpath("agents")
     want = {"mini-swe-agent": ("mini-swe-agent", '-o "$SWESERVE_TRAJECTORY"'),
             "claude-code": ("claude-code", "--output-format stream-json --verbose"), "codex": ("codex", "--json")}
     for name, (fmt, flag) in want.items():

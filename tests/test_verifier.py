@@ -6,12 +6,12 @@ import re
 import subprocess
 import sys
 
-from sweserve.environment.in_sandbox import sweserve_outcomes  # noqa: F401 - importable as a module
-from sweserve.environment.in_sandbox.sweserve_protocol import numstat_paths as _numstat_paths
 from sweserve.evaluation import twins
 from sweserve.evaluation.grading import merge_events, parse_stream, run_config
 from sweserve.evaluation.resets import plan_resets, pytest_section, shadowed_name
 from sweserve.evaluation.tamper_scan import scan
+from sweserve.harness import sweserve_outcomes  # noqa: F401 - importable as a module
+from sweserve.harness.sweserve_protocol import numstat_paths as _numstat_paths
 from sweserve.models import Task, TestSpec
 
 PACKAGES = {"python/sglang", "python/sglang/srt", "python/json"}

@@ -9,17 +9,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA_DIRS = ("sweserve/environment/in_sandbox/", "sweserve/environment/dockerfiles/")
+MAPPED = {"harness/": "sweserve/harness/", "images/": "sweserve/images/"}  # pyproject's package-dir
 
 
-def package_data() -> list[str]:
-    """Every tracked file of the package that is data: not a .py module, or a script copied into sandboxes and
-    images (in_sandbox/, dockerfiles/). Built from git, so a file added later is checked too."""
-    tracked = subprocess.run(["git", "ls-files", "sweserve"], cwd=ROOT, check=True, capture_output=True,
+def in_wheel(tracked: str) -> str:
+    """Where a tracked file lands in the wheel: harness/ and images/ are mapped under sweserve/."""
+    for folder, target in MAPPED.items():
+        if tracked.startswith(folder):
+            return target + tracked[len(folder):]
+    return tracked
+
+
+def package_files() -> list[str]:
+    """Every tracked file the wheel must carry, under its name in the wheel: each module and data file of the
+    package, and of harness/ and images/ at the root. Built from git, so a file or subpackage added later is
+    checked too."""
+    tracked = subprocess.run(["git", "ls-files", "sweserve", *MAPPED], cwd=ROOT, check=True, capture_output=True,
                              text=True).stdout.split()
-    data = [f for f in tracked if not f.endswith(".py") or f.startswith(DATA_DIRS)]
-    assert "sweserve/environment/dockerfiles/task/sweserve-tree" in data and len(data) > 20
-    return data
+    files = [in_wheel(f) for f in tracked]
+    assert "sweserve/images/task/sweserve-tree" in files and "sweserve/harness/sweserve_boot.py" in files
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +42,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_holds_the_package_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    missing = [d for d in package_data() if d not in names]
+    missing = [d for d in package_files() if d not in names]
     assert missing == []
 
 

@@ -3,31 +3,29 @@
 Shared by the SWE-bench export (its eval_script) and the Harbor export (its tests/ folder). Both put the same
 harness in /tmp/sweserve/harness and run `sweserve_verify.py` there as root with the system Python: the
 submission applied with `git apply --index`, the resets of `evaluation/resets.py`, tests.patch, canaries
-(`environment/in_sandbox/sweserve_canaries.py`), the hidden tests run by the boot script as an unprivileged user over a root-owned
+(`harness/sweserve_canaries.py`), the hidden tests run by the boot script as an unprivileged user over a root-owned
 tree, outcomes streamed behind a nonce to the root verifier, which decides after the tests' process has ended
-(see environment/in_sandbox/sweserve_verify.py). The modules are read as files, never imported here.
+(see harness/sweserve_verify.py). The modules are read as files, never imported here.
 """
 
 from __future__ import annotations
 
 import json
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.models import TaskBundle
 
 PACKAGE = Path(__file__).resolve().parent.parent
-IN_SANDBOX = PACKAGE / "environment" / "in_sandbox"
+HARNESS_FILES = resources.files("sweserve.harness")  # harness/ at the repository root, sweserve/harness in the wheel
 # name in the box -> the file it is (the grading modules under their harness names)
-SHIPPED = {
-    "sweserve_verify.py": IN_SANDBOX / "sweserve_verify.py",
-    "sweserve_boot.py": IN_SANDBOX / "sweserve_boot.py",
-    "sweserve_outcomes.py": IN_SANDBOX / "sweserve_outcomes.py",
-    "sweserve_unittest.py": IN_SANDBOX / "sweserve_unittest.py",
-    "sweserve_drop.py": IN_SANDBOX / "sweserve_drop.py",
-    "sweserve_protocol.py": IN_SANDBOX / "sweserve_protocol.py",
+SHIPPED: dict[str, Traversable] = {
+    **{name: HARNESS_FILES / name for name in (
+        "sweserve_verify.py", "sweserve_boot.py", "sweserve_outcomes.py", "sweserve_unittest.py", "sweserve_drop.py",
+        "sweserve_protocol.py", "sweserve_canaries.py")},
     "sweserve_resets.py": PACKAGE / "evaluation" / "resets.py",
-    "sweserve_canaries.py": PACKAGE / "environment" / "in_sandbox" / "sweserve_canaries.py",
 }
 HARNESS = "/tmp/sweserve/harness"  # where `sweserve run` puts its harness too
 CONFIG = "verify.json"

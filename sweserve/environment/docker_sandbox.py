@@ -43,7 +43,7 @@ LABEL = "sweserve"
 OUTPUT_TAIL_BYTES = 8 * 2**20  # what exec keeps of a command's output (its end)
 READ_FILE_MAX_BYTES = 16 * 2**20  # default cap on a file read out of a sandbox
 DISK_POLL_S = 0.5  # how often the disk watchdog measures a sandbox's writable layer
-TREE_LABEL, TREE_AT_START = "sweserve.tree", "checkout-at-start"  # set by dockerfiles/task/Dockerfile
+TREE_LABEL, TREE_AT_START = "sweserve.tree", "checkout-at-start"  # set by images/task/Dockerfile
 TREE_TIMEOUT_S = 600  # checking out a large repository's tree (sglang's takes about a second)
 # A sandbox network gets a small subnet of its own in this range (with no gateway address on the host it is
 # routed nowhere; Docker's default pools would run out after ~30 networks).
@@ -346,7 +346,7 @@ class DockerSandbox:
         return box
 
     def _check_out_tree(self) -> None:
-        """A task image keeps /testbed's tracked files in .git alone (dockerfiles/task/sweserve-tree): they are
+        """A task image keeps /testbed's tracked files in .git alone (images/task/sweserve-tree): they are
         checked out before anything runs here. The image's ENTRYPOINT does it too; whichever comes second waits."""
         if self.container.labels.get(TREE_LABEL) != TREE_AT_START:
             return

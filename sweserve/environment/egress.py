@@ -1,7 +1,7 @@
 """Model-only egress for a candidate sandbox: a mitmproxy sidecar that lets through exactly the named endpoints.
 
 The sandbox sits on an --internal network with no way out. When its agent's config names model endpoints
-(`egress:`), a proxy container (image from `dockerfiles/proxy/`, built locally) joins the sandbox's network
+(`egress:`), a proxy container (image from `images/proxy/`, built locally) joins the sandbox's network
 and a normal bridge; the agent's commands get HTTP(S)_PROXY pointing at it. The proxy's addon answers 403
 to every other origin, writes every request, allowed or refused, to an audit log, and with `closed_book`
 removes hosted tools (web search, code execution) from model requests. When the candidate phase ends the

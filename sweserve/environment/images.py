@@ -2,7 +2,7 @@
 
 Images are built from an `ImageSpec` (`sweserve/models.py`, computed by `dataset/image_spec.py`): plain values,
 never a profile. `image_tags` is the one function that derives an image's tags from its spec; the builder and
-`sweserve export` both use it. The Dockerfiles are package data (`environment/dockerfiles/`), read with
+`sweserve export` both use it. The Dockerfiles are package data (`images/`), read with
 importlib.resources.
 """
 
@@ -85,7 +85,7 @@ TREE_SCRIPT = "sweserve-tree"  # checks a task image's tracked files out when it
 
 def dockerfile(layer: str, name: str = "Dockerfile") -> bytes:
     """The Dockerfile (or another build file) of one layer (env, task, agent, proxy), from the installed package."""
-    return resources.files("sweserve.environment").joinpath("dockerfiles", layer, name).read_bytes()
+    return resources.files("sweserve.images").joinpath(layer, name).read_bytes()
 
 
 def checked_out_tag(task_image: str) -> str:
@@ -472,7 +472,7 @@ class ImageBuilder:
         return tag
 
     def checked_out(self, task_image: str) -> str:
-        """The task image with its tracked files in the image (dockerfiles/checked-out/), for other harnesses."""
+        """The task image with its tracked files in the image (images/checked-out/), for other harnesses."""
         return self._dockerfile_layer(checked_out_tag(task_image), "checked-out", {"TASK_IMAGE": task_image}, {})
 
     def agent(self, task_image: str, agent_name: str, install: list[str]) -> str:
@@ -495,7 +495,7 @@ class ImageBuilder:
         return tag
 
     def proxy(self, base: str = PROXY_BASE) -> str:
-        """The egress proxy image (mitmproxy and sweserve's addon, see dockerfiles/proxy/), built once per content."""
+        """The egress proxy image (mitmproxy and sweserve's addon, see images/proxy/), built once per content."""
         files = {"Dockerfile": dockerfile("proxy"), "egress_addon.py": dockerfile("proxy", "egress_addon.py"),
                  "ca-bundle.crt": self.ca_bundle}
         h = hashlib.sha256(base.encode())

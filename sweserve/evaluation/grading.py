@@ -1,6 +1,6 @@
 """Running the hidden tests in the grade sandbox and reading their outcomes from the stream they send.
 
-The runner scripts (`environment/in_sandbox/`) are copied in only now, after the candidate phase. Tests
+The runner scripts (`harness/`) are copied in only now, after the candidate phase. Tests
 run as `python -I sweserve_boot.py` (see that script): isolated start-up, repo paths after the standard
 library and site-packages, pytest plugin autoload off, outcomes sent per test on stdout behind a
 per-run nonce. Nothing here reads a file the code under test could have written, and no test output
@@ -18,7 +18,8 @@ from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
-from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with the exports' in-box verifier
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
+from sweserve.harness.sweserve_protocol import (  # shared with the exports' in-box verifier
     SEVERITY,
     boot_config,
     event_of,
@@ -26,8 +27,7 @@ from sweserve.environment.in_sandbox.sweserve_protocol import (  # shared with t
     parse_stream,
     stream_problems,
 )
-from sweserve.environment.in_sandbox.sweserve_protocol import read_stream as _read_stream
-from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
+from sweserve.harness.sweserve_protocol import read_stream as _read_stream
 from sweserve.models import Outcome, Task, TestResults
 
 PLUGIN = "sweserve_outcomes"
@@ -73,7 +73,7 @@ class TestRun:
 
 
 def in_sandbox_script(name: str) -> bytes:
-    return resources.files("sweserve.environment").joinpath("in_sandbox", f"{name}.py").read_bytes()
+    return resources.files("sweserve.harness").joinpath(f"{name}.py").read_bytes()
 
 
 def run_config(task: Task, plugins: list[str], nonce_file: str, user: str | None) -> dict:

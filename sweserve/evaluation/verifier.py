@@ -25,7 +25,6 @@ from pathlib import PurePosixPath
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.environment.in_sandbox.sweserve_protocol import numstat_paths
 from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
 from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
@@ -43,6 +42,7 @@ from sweserve.evaluation.grading import (
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
+from sweserve.harness.sweserve_protocol import numstat_paths
 from sweserve.models import Outcome, TaskBundle
 
 SEP = "\0@@sweserve@@\0"
