@@ -7,6 +7,7 @@ test file (an instruction that lists the tests to write). Pure text comparison: 
 
 from __future__ import annotations
 
+import functools
 import re
 
 from sweserve.dataset.patches import section_paths, split_sections
@@ -25,19 +26,23 @@ def _lines(patch: str, sign: str) -> list[str]:
     return [ln[1:] for ln in patch.splitlines() if ln.startswith(sign) and not ln.startswith(sign * 3 + " ")]
 
 
+@functools.lru_cache(maxsize=64)
+def _added(patch: str) -> tuple[str, ...]:
+    """The lines a patch adds (not merely moves), normalized, long enough to be no accident; each once. Memoized:
+    mining checks every paragraph of a statement against the same two patches."""
+    removed = {_norm(ln) for ln in _lines(patch, "-")}
+    found: dict[str, None] = {}
+    for line in _lines(patch, "+"):
+        text = _norm(line)
+        if len(text) >= MIN_LINE_CHARS and text not in removed and not text.startswith(("#", '"""', "'''")):
+            found[text] = None
+    return tuple(found)
+
+
 def copied_lines(statement: str, patch: str) -> list[str]:
     """Lines the patch adds (not merely moves) that the statement repeats, long enough to be no accident."""
     norm_statement = _norm(statement)
-    removed = {_norm(ln) for ln in _lines(patch, "-")}
-    found: list[str] = []
-    for line in _lines(patch, "+"):
-        text = _norm(line)
-        if (len(text) < MIN_LINE_CHARS or text in removed or text.startswith(("#", '"""', "'''"))
-                or text in found):
-            continue
-        if text in norm_statement:
-            found.append(text)
-    return found
+    return [text for text in _added(patch) if text in norm_statement]
 
 
 def hidden_test_names(tests_patch: str) -> list[str]:

@@ -8,6 +8,7 @@ name another in ``extends``; its own keys then replace the parent's.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -210,19 +211,24 @@ class RepoProfile(Strict):
         file named ``bailing_moe.py`` stays a model)."""
         parts = path.lower().split("/")
         folders, name = parts[:-1], parts[-1]
-        owned = max((i for i, folder in enumerate(folders) for rule in self.family_rules for role in rule.roles
-                     if role.endswith("/") and role.rstrip("/").lower() == folder), default=None)
+        folder_roles = {role.rstrip("/").lower() for rule in self.family_rules for role in rule.roles
+                        if role.endswith("/")}
+        owned = max((i for i, folder in enumerate(folders) if folder in folder_roles), default=None)
         best, best_key = None, (-1, -1)
         offset = 0  # words before the current component
         for i, component in enumerate(folders + ([name] if owned is None else [])):
-            words = _words(component)
+            words = _word_tuple(component)
+            present = set(words)
             for rule in self.family_rules:
                 for role in rule.roles:
                     if role.endswith("/"):
                         hit = len(words) - 1 if i < len(folders) and role.rstrip("/").lower() == component else -1
                         size = 1
                     else:
-                        hit, size = _last_end(words, _words(role)), len(_words(role))
+                        needle = _word_tuple(role)
+                        if not needle or needle[-1] not in present:
+                            continue  # cheap: most roles share no word with most path components
+                        hit, size = _last_end(words, needle), len(needle)
                     key = (offset + hit, size)
                     if hit >= 0 and key > best_key:
                         best, best_key = rule.family, key
@@ -230,11 +236,18 @@ class RepoProfile(Strict):
         return best
 
 
+@functools.lru_cache(maxsize=8192)
+def _word_tuple(text: str) -> tuple[str, ...]:
+    """A text's lower-case words; memoized, since mining asks for the same paths' and roles' words millions
+    of times."""
+    return tuple(w for w in _WORD_SPLIT.split(text.lower()) if w)
+
+
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(text.lower()) if w]
+    return list(_word_tuple(text))
 
 
-def _last_end(words: list[str], needle: list[str]) -> int:
+def _last_end(words: Sequence[str], needle: Sequence[str]) -> int:
     """The index of the last word of needle's last occurrence in words, or -1."""
     n = len(needle)
     for i in range(len(words) - n, -1, -1):
@@ -243,7 +256,7 @@ def _last_end(words: list[str], needle: list[str]) -> int:
     return -1
 
 
-def _contains(words: list[str], needle: list[str]) -> bool:
+def _contains(words: Sequence[str], needle: Sequence[str]) -> bool:
     return _last_end(words, needle) >= 0
 
 
