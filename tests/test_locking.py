@@ -126,9 +126,9 @@ PYPROJECT = '[project]\nname = "p"\nversion = "0"\ndependencies = [{deps}]\n'
 CODE, TEST = "python/sgl_jax/srt/mem_cache/pool.py", "python/sgl_jax/test/test_pool.py"
 
 
-def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index):
+def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index, monkeypatch):
     profile = load_profile("sglang-jax").model_copy(update={
-        "lock": True, "index_options": index, "env_packages": [],
+        "lock": True, "lock_when": "mine", "index_options": index, "env_packages": [],
         "dependency_files": ["python/pyproject.toml"], "dependency_extras": []})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
@@ -163,8 +163,8 @@ def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index):
     assert text.splitlines() == [f"--index-url {index[1]}", "tinydep==0.3", "tinypkg==1.0"] and left_out == []
 
     # re-mining reuses the stored locks: no index needed
-    offline = profile.model_copy(update={"index_options": ["--offline"]})
-    again = mine(open_repo(repo.path), offline, tmp_path / "tasks")
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    again = mine(open_repo(repo.path), profile, tmp_path / "tasks")
     assert load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task.lock == t1.lock
     assert "sgl-project__sglang-jax-1" in again.existing
 
@@ -225,7 +225,7 @@ def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves
         make_repo, tmp_path, closed_index):
     assert load_profile("sglang").lock and load_profile("sglang-jax").lock
     assert not load_profile("sglang-demo").lock  # extends sglang; the demo stays offline
-    profile = load_profile("sglang-jax").model_copy(update={"index_options": closed_index})
+    profile = load_profile("sglang-jax").model_copy(update={"index_options": closed_index, "lock_when": "mine"})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg>=1"'), CODE: "x = 0\n",
                          TEST: "def test_a(): pass\n"})
@@ -355,7 +355,7 @@ def test_distinct_locks_resolve_concurrently_within_the_bound(tmp_path):
 def test_re_mining_with_a_warm_lock_cache_needs_no_index(make_repo, tmp_path, index):
     profile = load_profile("sglang-jax").model_copy(update={
         "index_options": index, "env_packages": [], "dependency_files": ["python/pyproject.toml"],
-        "dependency_extras": []})
+        "dependency_extras": [], "lock_when": "mine"})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
                          TEST: "def test_a(): pass\n"})
