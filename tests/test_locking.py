@@ -5,6 +5,7 @@ import base64
 import hashlib
 import http.server
 import json
+import os
 import socket
 import threading
 import zipfile
@@ -555,3 +556,20 @@ def test_the_shared_layers_pending_lock_is_resolved_before_the_layer_is_chosen(m
     shared = load_task(tasks_dir / "sgl-project__sglang-jax-1").lock
     assert shared is not None and project.shared_deps == {four.profile: shared.requirements}
     assert project.image_spec(four).shared is not None  # a thin layer over the three fixes' lock
+
+
+def test_validate_resolves_the_locks_of_the_tasks_it_builds_before_docker_is_asked(make_repo, tmp_path, index):
+    """The wiring of `sweserve validate`: its tasks' pending locks are resolved (and recorded) before any image
+    is built; Docker is made unreachable here, so the command stops right after, with one line."""
+    profile_file = tmp_path / "jaxlike.json"
+    profile_file.write_text(_lazy_profile(index).model_dump_json(exclude={"name"}))
+    repo = _three_fixes(make_repo)
+    common = ["--tasks", str(tmp_path / "tasks"), "--state-dir", str(tmp_path / "state")]
+    assert _cli("mine", "--repo", str(repo.path), "--profile", str(profile_file), *common, cwd=tmp_path).returncode == 0
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
+    done = subprocess.run([sys.executable, "-m", "sweserve.cli", "validate", "sgl-project__sglang-jax-3", *common],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0 and "Traceback" not in done.stderr + done.stdout
+    assert "locks (resolved at first build): 3 tasks, 1 resolved" in " ".join(done.stdout.split())
+    locked = [load_task(tmp_path / "tasks" / f"sgl-project__sglang-jax-{n}").lock for n in (1, 2, 3)]
+    assert locked[0] is not None and locked[0].requirements == ["tinypkg==1.0"] and len({lk for lk in map(str, locked)}) == 1
