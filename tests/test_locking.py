@@ -238,9 +238,10 @@ def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves
     assert report.written == ["sgl-project__sglang-jax-1"]
     [note] = [n for n in report.notes if "locking failed" in n]
     assert note.startswith("sgl-project__sglang-jax-1: locking failed, the env image installs the declared "
-                           "requirements unpinned: ") and "\n" not in note
+                           "requirements unpinned (asked again at the next build): ") and "\n" not in note
     task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
     assert task.lock is None and "tinypkg>=1" in task.dependencies
+    assert task.lock_pending  # an unreachable index is no answer: the first build asks again
     text, _ = env_requirements(profile, task.dependencies, task.lock)
     assert "tinypkg>=1" in text.splitlines()
 
@@ -494,6 +495,13 @@ def test_a_lazy_lock_that_fails_takes_its_epochs_lock_then_is_left_unpinned_and_
     assert not tasks[1].lock_pending and len(saved) == 2  # settled: a later build does not ask again
     assert any(n.startswith("o__r-2: locking failed") for n in locker.notes)
     assert resolve_pending(tasks, tmp_path / "locks", resolve=fails_for_x).stats.tasks == 0
+    # a time-out or an unreachable index is no answer: unpinned for this build, asked again at the next
+    flaky = [_task(3, "2024-05-30T00:00:00")]
+    flaky[0].lock_request = Locker([], "3.11", [], "quarter").requests(flaky, lambda t: False, at("2024-07-01"))["o__r-3"]
+    locker = resolve_pending(flaky, tmp_path / "locks", resolve=Resolver(transient=True))
+    assert locker.stats.unpinned == 1 and flaky[0].lock is None and flaky[0].lock_pending
+    assert "asked again at the next build" in locker.notes[0]
+    assert resolve_pending(flaky, tmp_path / "locks", resolve=Resolver()).stats.resolved == 1 and flaky[0].lock
 
 
 def _cli(*argv, cwd):

@@ -139,9 +139,12 @@ def settle_locks(args, selected: list, tasks: list, console: Console | None) -> 
     save = None if getattr(args, "no_record", False) else (lambda t: save_task(tasks_dir / t.task_id, t))
     total, notes = LockStats(), []
     todo = [t for t in selected if t.lock_pending]
+    tried: set[str] = set()
     for _ in range(8):  # each round settles (locks or unpins) what it is given, so the shared layer converges
+        todo = [t for t in todo if t.task_id not in tried]  # what failed for now is asked once a command
         if not todo:
             break
+        tried |= {t.task_id for t in todo}
         locker = resolve_pending(todo, cache, peers=tasks, save=save)
         for name in ("tasks", "resolved", "cached", "fallback", "unpinned"):
             setattr(total, name, getattr(total, name) + getattr(locker.stats, name))

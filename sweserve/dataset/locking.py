@@ -209,6 +209,7 @@ class Locker:
     resolve: Callable[..., EnvironmentLock] = field(default=lambda *a, **k: lock(*a, **k))
     notes: list[str] = field(default_factory=list)
     stats: LockStats = field(default_factory=LockStats)
+    _transient: set[_Key] = field(default_factory=set, init=False, repr=False)  # failed for now: asked again later
 
     def requests(self, tasks: Iterable[Task], changes_dependencies: Callable[[Task], bool],
                  newest: datetime) -> dict[str, LockRequest]:
@@ -235,8 +236,9 @@ class Locker:
 
     def settle(self, requests: dict[str, LockRequest], offline: bool = False
                ) -> dict[str, EnvironmentLock | None | LockRequest]:
-        """Each task's lock, or None (unpinned, with a note and the reason in its request's `unpinned`), or,
-        `offline`, the request itself where only uv could answer it (still pending)."""
+        """Each task's lock, or None (unpinned, with a note; the reason in its request's `unpinned` when uv refused,
+        none when it timed out or could not reach the index, so that the next build asks again), or, `offline`,
+        the request itself where only uv could answer it (still pending)."""
         import time
 
         started = time.monotonic()
@@ -267,10 +269,13 @@ class Locker:
                 self.stats.pending += 1
                 continue
             if isinstance(answer, str):
-                self.notes.append(f"{task_id}: locking failed, the env image installs the declared "
-                                  f"requirements unpinned: {answer}")
+                tried = [_Key.of(request)] + ([_Key.of(request, request.fallback)] if request.fallback else [])
+                final = not any(key in self._transient for key in tried)
+                self.notes.append(f"{task_id}: locking failed, the env image installs the declared requirements "
+                                  f"unpinned{'' if final else ' (asked again at the next build)'}: {answer}")
                 self.stats.unpinned += 1
-                request.unpinned = answer
+                if final:  # uv's own refusal: the same inputs always get it; a time-out is tried again
+                    request.unpinned = answer
                 out[task_id] = None
                 continue
             for line in answer.left_out:
@@ -317,6 +322,7 @@ class Locker:
         except LockError as exc:
             answer = str(exc)
             if not any(word in answer.lower() for word in _FINAL):
+                self._transient.add(key)
                 return answer  # a time-out or an unreachable index: asked again next time
         if isinstance(answer, EnvironmentLock):
             answer = answer.model_copy(update={"packages": list(key.packages)})
