@@ -12,6 +12,11 @@ a month of PRs needs one resolver run and one env image; a PR that changes a dep
 of its own merge, and when that fails, one at its epoch's cutoff before it is left unpinned. Every answer is
 kept under the state dir by the hash of its inputs, so mining again resolves nothing it resolved before, and
 distinct locks are resolved a few at a time.
+
+Locking is lazy by default (the profile's ``lock_when: build``): `mine` records each task's `LockRequest` (its
+inputs and cache key) and fills only what is already known; `resolve_pending` resolves a request the first
+time an image needs it (validate, run) or on `sweserve locks resolve`, and writes the lock into every task
+with that key. The request alone re-resolves the same pins anywhere (``--exclude-newer`` is its cutoff).
 """
 
 from __future__ import annotations
