@@ -138,6 +138,22 @@ class EnvironmentLock(Strict):
                                 "cannot install ('requirement: why'), left out of the lock")
 
 
+class LockRequest(Strict):
+    """What a task's lock is resolved from, recorded by `mine`: the same inputs always give the same pins (the
+    index only grows before the cutoff), so a task folder copied anywhere can resolve its lock again."""
+
+    key: str = Field(description="sha256 of the inputs: the lock's file name in the cache (<state>/locks)")
+    packages: list[str] = Field(description="what is resolved: the profile's packages, then the declared requirements")
+    python: str
+    platform: str = Field(description="uv's --python-platform: the wheels the base image's glibc loads")
+    index_options: list[str] = Field(default_factory=list)
+    cutoff: datetime = Field(description="uv pip compile --exclude-newer: the epoch's end, or the PR's merge")
+    fallback: datetime | None = Field(None, description="the epoch's cutoff, tried when a lock as of the PR's own "
+                                      "merge fails (a PR that changes a dependency file)")
+    unpinned: str | None = Field(None, description="why no lock could be resolved (uv's final answer): the env "
+                                 "image installs the declared requirements unpinned")
+
+
 class StatementPart(Strict):
     """One piece of a source text and what became of it in the statement."""
 
@@ -253,6 +269,8 @@ class Task(Strict):
     dependencies: list[str] = Field(default_factory=list, description="requirements declared at merge_commit, "
                                     "and at base_commit for projects the PR no longer names")
     lock: EnvironmentLock | None = Field(None, description="dependencies resolved as of created_at (profiles with lock)")
+    lock_request: LockRequest | None = Field(None, description="the lock's inputs; with no lock and no `unpinned` "
+                                             "the lock is pending: resolved at the first image build")
     test: TestSpec
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
@@ -263,6 +281,11 @@ class Task(Strict):
     readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
     unreadable: list[str] = Field(default_factory=list, description="files of base_commit git cannot read in the "
                                   "clone, left out of the task image (no test path needs them)")
+
+    @property
+    def lock_pending(self) -> bool:
+        """Its lock is recorded but not yet resolved (lazy locking): the first image build resolves it."""
+        return self.lock is None and self.lock_request is not None and self.lock_request.unpinned is None
 
     @property
     def ready(self) -> bool:

@@ -15,13 +15,13 @@ from sweserve.models import EnvironmentLock, ImageSpec
 
 
 def _locked_task(lock):
-    return SimpleNamespace(task_id="o__r-1", repo="o/r", base_commit="a" * 40, dependencies=["six", "idna"], lock=lock,
+    return SimpleNamespace(task_id="o__r-1", repo="o/r", base_commit="a" * 40, dependencies=["six", "idna"], lock=lock, lock_request=None,
                            test=SimpleNamespace(env={}), unreadable=[])
 
 
 def _task(profile, deps, pins=None):
     lock = SimpleNamespace(requirements=pins) if pins is not None else None
-    return SimpleNamespace(profile=profile, dependencies=deps, lock=lock)
+    return SimpleNamespace(profile=profile, dependencies=deps, lock=lock, lock_request=None)
 
 
 def test_shared_dependencies_are_what_every_task_of_a_profile_declares():

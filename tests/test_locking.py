@@ -5,6 +5,7 @@ import base64
 import hashlib
 import http.server
 import json
+import os
 import socket
 import threading
 import zipfile
@@ -25,6 +26,8 @@ from sweserve.models import EnvironmentLock
 PACKAGES = {
     "tinypkg": [("1.0", "2023-01-01T00:00:00Z", []), ("2.0", "2024-06-01T00:00:00Z", [])],
     "tinydep": [("0.3", "2023-05-01T00:00:00Z", ["tinypkg"])],
+    # uploaded minutes after the fixture repositories' first commits (2023-11-14T22:13:20Z + a minute a git call)
+    "latepkg": [("1.0", "2023-11-14T23:00:00Z", [])],
 }
 
 
@@ -126,9 +129,9 @@ PYPROJECT = '[project]\nname = "p"\nversion = "0"\ndependencies = [{deps}]\n'
 CODE, TEST = "python/sgl_jax/srt/mem_cache/pool.py", "python/sgl_jax/test/test_pool.py"
 
 
-def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index):
+def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index, monkeypatch):
     profile = load_profile("sglang-jax").model_copy(update={
-        "lock": True, "index_options": index, "env_packages": [],
+        "lock": True, "lock_when": "mine", "index_options": index, "env_packages": [],
         "dependency_files": ["python/pyproject.toml"], "dependency_extras": []})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
@@ -163,8 +166,8 @@ def test_mined_tasks_are_locked_as_of_their_pr(make_repo, tmp_path, index):
     assert text.splitlines() == [f"--index-url {index[1]}", "tinydep==0.3", "tinypkg==1.0"] and left_out == []
 
     # re-mining reuses the stored locks: no index needed
-    offline = profile.model_copy(update={"index_options": ["--offline"]})
-    again = mine(open_repo(repo.path), offline, tmp_path / "tasks")
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    again = mine(open_repo(repo.path), profile, tmp_path / "tasks")
     assert load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task.lock == t1.lock
     assert "sgl-project__sglang-jax-1" in again.existing
 
@@ -225,7 +228,7 @@ def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves
         make_repo, tmp_path, closed_index):
     assert load_profile("sglang").lock and load_profile("sglang-jax").lock
     assert not load_profile("sglang-demo").lock  # extends sglang; the demo stays offline
-    profile = load_profile("sglang-jax").model_copy(update={"index_options": closed_index})
+    profile = load_profile("sglang-jax").model_copy(update={"index_options": closed_index, "lock_when": "mine"})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg>=1"'), CODE: "x = 0\n",
                          TEST: "def test_a(): pass\n"})
@@ -235,9 +238,10 @@ def test_builtin_sglang_profiles_lock_by_default_and_an_unreachable_index_leaves
     assert report.written == ["sgl-project__sglang-jax-1"]
     [note] = [n for n in report.notes if "locking failed" in n]
     assert note.startswith("sgl-project__sglang-jax-1: locking failed, the env image installs the declared "
-                           "requirements unpinned: ") and "\n" not in note
+                           "requirements unpinned (asked again at the next build): ") and "\n" not in note
     task = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-jax-1").task
     assert task.lock is None and "tinypkg>=1" in task.dependencies
+    assert task.lock_pending  # an unreachable index is no answer: the first build asks again
     text, _ = env_requirements(profile, task.dependencies, task.lock)
     assert "tinypkg>=1" in text.splitlines()
 
@@ -355,7 +359,7 @@ def test_distinct_locks_resolve_concurrently_within_the_bound(tmp_path):
 def test_re_mining_with_a_warm_lock_cache_needs_no_index(make_repo, tmp_path, index):
     profile = load_profile("sglang-jax").model_copy(update={
         "index_options": index, "env_packages": [], "dependency_files": ["python/pyproject.toml"],
-        "dependency_extras": []})
+        "dependency_extras": [], "lock_when": "mine"})
     repo = make_repo()
     repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
                          TEST: "def test_a(): pass\n"})
@@ -384,3 +388,196 @@ def test_locks_resolve_for_the_wheels_the_base_images_glibc_loads():
                         resolved_at=when, python=py, requirements=list(p)))
     locker.lock_all([_task(1, "2024-01-05T00:00:00")], lambda t: False, at("2024-02-01"))
     assert seen == ["x86_64-manylinux_2_40"]
+
+
+# --- lazy locking: mine records the request, the first image build resolves it (issue 18) ---
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from sweserve.cli.common import make_project  # noqa: E402
+from sweserve.dataset.locking import resolve_pending  # noqa: E402
+from sweserve.dataset.taskstore import load_task, readable_tasks  # noqa: E402
+
+
+def _lazy_profile(index_options):
+    return load_profile("sglang-jax").model_copy(update={
+        "index_options": index_options, "env_packages": [], "dependency_files": ["python/pyproject.toml"],
+        "dependency_extras": [], "lock_when": "build"})
+
+
+def _three_fixes(make_repo):
+    repo = make_repo()
+    repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
+                         TEST: "def test_a(): pass\n"})
+    for n in (1, 2, 3):
+        repo.commit(f"Fix x (#{n})", {CODE: f"x = {n}\n", TEST: f"def test_a(): assert {n}\n"})
+    return repo
+
+
+def test_lazy_mine_records_each_lock_request_and_resolves_nothing(make_repo, tmp_path, closed_index):
+    """Lazy is the default: mine never asks the index (here, nothing listens there), fails nothing, and records
+    what the first build will resolve: one shared request for the month's three fixes."""
+    assert load_profile("sglang-jax").lock_when == "build"
+    report = mine(open_repo(_three_fixes(make_repo).path), _lazy_profile(closed_index), tmp_path / "tasks",
+                  lock_cache=tmp_path / "locks")
+    assert report.locks.pending == 3 and report.locks.resolved == 0 and report.locks.unpinned == 0
+    assert not [n for n in report.notes if "locking failed" in n] and not (tmp_path / "locks").exists()
+    tasks = readable_tasks(tmp_path / "tasks")
+    assert all(t.lock is None and t.lock_pending for t in tasks)
+    [request] = {t.lock_request.model_dump_json() for t in tasks}
+    first = tasks[0].lock_request
+    assert first.packages == ["tinypkg"] and first.python == "3.13" and first.index_options == closed_index
+    assert first.platform == "x86_64-manylinux_2_40" and first.fallback is None and len(first.key) == 64
+    # eager resolves the same key: both share one cache
+    eager = Locker([], "3.13", closed_index, "quarter", None, "x86_64-manylinux_2_40")
+    [again] = eager.requests(tasks[:1], lambda t: False, max(t.created_at for t in tasks)).values()
+    assert again.key == first.key
+
+
+def test_the_first_build_resolves_once_for_every_task_with_the_key_and_re_mining_stays_warm(
+        make_repo, tmp_path, index, monkeypatch):
+    repo = _three_fixes(make_repo)
+    tasks_dir, state = tmp_path / "tasks", tmp_path / "state"
+    mine(open_repo(repo.path), _lazy_profile(index), tasks_dir, lock_cache=state / "locks")
+    [one, *others] = sorted(readable_tasks(tasks_dir), key=lambda t: t.task_id)
+    # what validate does for the task it builds: its lock, resolved into the cache and into task.json
+    args = SimpleNamespace(tasks=str(tasks_dir), state_dir=str(state), repo_path=None)
+    project = make_project(args, [one])
+    assert one.lock is not None and one.lock.requirements == ["tinypkg==1.0"]
+    assert (state / "locks" / f"{one.lock_request.key}.json").is_file()
+    # the other tasks with the same key got the same answer, without another resolve
+    for other in others:
+        assert load_task(tasks_dir / other.task_id).lock == one.lock
+    assert project.image_spec(load_task(tasks_dir / others[0].task_id)).env.requirements.endswith("tinypkg==1.0\n")
+    # re-mined into the same folder with uv offline: every task is kept as it is, lock and all
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    again = mine(open_repo(repo.path), _lazy_profile(index), tasks_dir, lock_cache=state / "locks")
+    assert sorted(again.existing) == sorted(t.task_id for t in [one, *others]) and again.locks.pending == 0
+    # into a fresh folder with the cache kept: the cache answers, nothing is pending
+    fresh = mine(open_repo(repo.path), _lazy_profile(index), tmp_path / "fresh", lock_cache=state / "locks")
+    assert fresh.locks.pending == 0 and fresh.locks.resolved == 0 and fresh.locks.cached == 1
+    assert {t.lock.model_dump_json() for t in readable_tasks(tmp_path / "fresh")} == {one.lock.model_dump_json()}
+
+
+def test_a_second_task_with_the_same_key_is_answered_by_the_cache(tmp_path):
+    uv = Resolver()
+    tasks = [_task(1, "2024-01-03T00:00:00"), _task(2, "2024-01-20T00:00:00")]
+    requests = Locker([], "3.11", [], "month").requests(tasks, lambda t: False, at("2024-03-01"))
+    for task in tasks:
+        task.lock_request = requests[task.task_id]
+    first = resolve_pending(tasks[:1], tmp_path / "locks", resolve=uv)  # built alone: its peer is not told
+    assert first.stats.resolved == 1 and tasks[1].lock is None and tasks[1].lock_pending
+    second = resolve_pending(tasks[1:], tmp_path / "locks", resolve=uv)
+    assert second.stats.resolved == 0 and second.stats.cached == 1 and len(uv.calls) == 1
+    assert tasks[1].lock == tasks[0].lock and not tasks[1].lock_pending
+
+
+def test_a_lazy_lock_that_fails_takes_its_epochs_lock_then_is_left_unpinned_and_counted(tmp_path):
+    tasks = [_task(1, "2024-05-30T00:00:00", deps=("tinypkg>=2",)), _task(2, "2024-05-30T00:00:00", deps=("x>=9",))]
+    uv = Resolver(fail_before=at("2024-06-01T00:00:00"))
+    requests = Locker([], "3.11", [], "quarter").requests(tasks, lambda t: True, at("2024-07-01"))
+    for task in tasks:
+        task.lock_request = requests[task.task_id]
+    assert tasks[0].lock_request.fallback == at("2024-06-30T23:59:59")
+    saved = []
+
+    def fails_for_x(packages, python, as_of, index_options, platform="linux"):
+        if "x>=9" in packages:
+            raise LockError("No solution found when resolving dependencies: x>=9 was never released")
+        return uv(packages, python, as_of, index_options, platform)
+
+    locker = resolve_pending(tasks, tmp_path / "locks", save=saved.append, resolve=fails_for_x)
+    assert locker.stats.fallback == 1 and locker.stats.unpinned == 1
+    assert tasks[0].lock.resolved_at == at("2024-06-30T23:59:59")
+    assert tasks[1].lock is None and tasks[1].lock_request.unpinned.startswith("No solution found")
+    assert not tasks[1].lock_pending and len(saved) == 2  # settled: a later build does not ask again
+    assert any(n.startswith("o__r-2: locking failed") for n in locker.notes)
+    assert resolve_pending(tasks, tmp_path / "locks", resolve=fails_for_x).stats.tasks == 0
+    # a time-out or an unreachable index is no answer: unpinned for this build, asked again at the next
+    flaky = [_task(3, "2024-05-30T00:00:00")]
+    flaky[0].lock_request = Locker([], "3.11", [], "quarter").requests(flaky, lambda t: False, at("2024-07-01"))["o__r-3"]
+    locker = resolve_pending(flaky, tmp_path / "locks", resolve=Resolver(transient=True))
+    assert locker.stats.unpinned == 1 and flaky[0].lock is None and flaky[0].lock_pending
+    assert "asked again at the next build" in locker.notes[0]
+    assert resolve_pending(flaky, tmp_path / "locks", resolve=Resolver()).stats.resolved == 1 and flaky[0].lock
+
+
+def _cli(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_sweserve_locks_resolve_falls_back_then_unpins_and_says_so(make_repo, tmp_path, index):
+    """End to end through the command line against the local index: one PR needs a package uploaded after its
+    merge (its quarter's lock has it), one needs a version that never existed (unpinned)."""
+    profile = _lazy_profile(index)
+    profile_file = tmp_path / "jaxlike.json"
+    profile_file.write_text(profile.model_dump_json(exclude={"name"}))
+    repo = make_repo()
+    repo.commit("init", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'), CODE: "x = 0\n",
+                         TEST: "def test_a(): pass\n"})
+    repo.commit("Use latepkg (#1)", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg", "latepkg"'),
+                                     CODE: "x = 1\n", TEST: "def test_a(): assert 1\n"})
+    repo.commit("Needs tinypkg 9 (#2)", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg>=9"'),
+                                         CODE: "x = 2\n", TEST: "def test_a(): assert 2\n"})
+    for _ in range(60):  # a minute a git call: the newest commit lands after latepkg's upload
+        repo.git("status")
+    repo.commit("Back to any tinypkg (#3)", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg"'),
+                                              CODE: "x = 3\n", TEST: "def test_a(): assert 3\n"})
+    common = ["--tasks", str(tmp_path / "tasks"), "--state-dir", str(tmp_path / "state")]
+    mined = _cli("mine", "--repo", str(repo.path), "--profile", str(profile_file), *common, cwd=tmp_path)
+    assert mined.returncode == 0, mined.stderr
+    assert "3 pending (resolved at first build)" in " ".join(mined.stdout.split())
+    status = _cli("locks", "status", "--json", *common, cwd=tmp_path)
+    assert json.loads(status.stdout) == {"locked": 0, "pending": 3, "pending_keys": 3, "unpinned": 0,
+                                         "not_locked": 0}
+    done = _cli("locks", "resolve", *common, cwd=tmp_path)
+    out = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stderr
+    assert "1 fell back to the epoch's cutoff, 1 unpinned" in out and "sgl-project__sglang-jax-2: locking failed" in out
+    t1 = load_task(tmp_path / "tasks" / "sgl-project__sglang-jax-1")
+    assert "latepkg==1.0" in t1.lock.requirements and t1.lock.resolved_at > t1.created_at
+    status = _cli("locks", "status", "--json", *common, cwd=tmp_path)
+    assert json.loads(status.stdout) == {"locked": 2, "pending": 0, "pending_keys": 0, "unpinned": 1,
+                                         "not_locked": 0}
+    # a task folder copied elsewhere keeps its pins, and its request re-resolves to the same ones
+    again = lock(t1.lock_request.packages, t1.lock_request.python, t1.lock_request.fallback,
+                 t1.lock_request.index_options, platform=t1.lock_request.platform)
+    assert again.requirements == t1.lock.requirements
+    bad = _cli("locks", "resolve", "nope", *common, cwd=tmp_path)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_the_shared_layers_pending_lock_is_resolved_before_the_layer_is_chosen(make_repo, tmp_path, index):
+    """Validating one task must not pick the shared layer from the few locks resolved so far: the most common
+    pending lock is resolved first, so the layer is the same whichever tasks are built first."""
+    repo = _three_fixes(make_repo)
+    repo.commit("Use tinydep (#4)", {"python/pyproject.toml": PYPROJECT.format(deps='"tinypkg", "tinydep"'),
+                                     CODE: "x = 4\n", TEST: "def test_a(): assert 4\n"})
+    tasks_dir, state = tmp_path / "tasks", tmp_path / "state"
+    mine(open_repo(repo.path), _lazy_profile(index), tasks_dir, lock_cache=state / "locks")
+    four = load_task(tasks_dir / "sgl-project__sglang-jax-4")
+    project = make_project(SimpleNamespace(tasks=str(tasks_dir), state_dir=str(state), repo_path=None), [four])
+    assert four.lock.requirements == ["tinydep==0.3", "tinypkg==1.0"]
+    shared = load_task(tasks_dir / "sgl-project__sglang-jax-1").lock
+    assert shared is not None and project.shared_deps == {four.profile: shared.requirements}
+    assert project.image_spec(four).shared is not None  # a thin layer over the three fixes' lock
+
+
+def test_validate_resolves_the_locks_of_the_tasks_it_builds_before_docker_is_asked(make_repo, tmp_path, index):
+    """The wiring of `sweserve validate`: its tasks' pending locks are resolved (and recorded) before any image
+    is built; Docker is made unreachable here, so the command stops right after, with one line."""
+    profile_file = tmp_path / "jaxlike.json"
+    profile_file.write_text(_lazy_profile(index).model_dump_json(exclude={"name"}))
+    repo = _three_fixes(make_repo)
+    common = ["--tasks", str(tmp_path / "tasks"), "--state-dir", str(tmp_path / "state")]
+    assert _cli("mine", "--repo", str(repo.path), "--profile", str(profile_file), *common, cwd=tmp_path).returncode == 0
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
+    done = subprocess.run([sys.executable, "-m", "sweserve.cli", "validate", "sgl-project__sglang-jax-3", *common],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0 and "Traceback" not in done.stderr + done.stdout
+    assert "locks (resolved at first build): 3 tasks, 1 resolved" in " ".join(done.stdout.split())
+    locked = [load_task(tmp_path / "tasks" / f"sgl-project__sglang-jax-{n}").lock for n in (1, 2, 3)]
+    assert locked[0] is not None and locked[0].requirements == ["tinypkg==1.0"] and len({lk for lk in map(str, locked)}) == 1

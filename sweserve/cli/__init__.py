@@ -26,6 +26,7 @@ from sweserve.cli import (
     export,
     gc,
     images,
+    locks,
     mine,
     report,
     review,
@@ -37,7 +38,7 @@ from sweserve.cli import (
 from sweserve.cli.common import make_console
 from sweserve.errors import InfraError, SweserveError
 
-COMMANDS = (mine, validate, run, report, export, tasks, session, review, demo, gc, images, assess)
+COMMANDS = (mine, locks, validate, run, report, export, tasks, session, review, demo, gc, images, assess)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -110,8 +111,9 @@ def progress_bar(console: Console):
                     console=console, transient=False)
 
 
-def make_project(args):
-    """The project's configuration as the command's arguments give it."""
+def make_project(args, selected=(), console: Console | None = None):
+    """The project's configuration as the command's arguments give it. The pending locks of the `selected`
+    tasks (lazy locking), and the lock of each profile's shared layer, are resolved first: an image needs them."""
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.project import Project
     from sweserve.dataset.taskstore import readable_tasks
@@ -119,16 +121,52 @@ def make_project(args):
     project = Project(Path(args.state_dir), ConfigSearch.for_project(Path(args.state_dir)),
                       Path(args.repo_path) if getattr(args, "repo_path", None) else None)
     if getattr(args, "tasks", None) and Path(args.tasks).is_dir():
-        project.share_env_layers(readable_tasks(Path(args.tasks)))  # all the project's tasks: the shared layer stays
+        tasks = readable_tasks(Path(args.tasks))
+        settle_locks(args, list(selected), tasks, console)
+        project.share_env_layers(tasks)  # all the project's tasks: the shared layer stays
     return project
 
 
-def make_context(args, console: Console, run_id: str | None = None):
-    """The command's Context; the command owns it: `with make_context(args, console) as ctx:`."""
+def settle_locks(args, selected: list, tasks: list, console: Console | None) -> None:
+    """Resolve the selected tasks' pending locks, then the pending lock of each profile's shared layer (one
+    lock per profile), into the lock cache and (unless --no-record) their task.json files; say what it took."""
+    from sweserve.dataset.image_spec import pending_shared
+    from sweserve.dataset.locking import LockStats, resolve_pending
+    from sweserve.dataset.taskstore import save_task
+    from sweserve.models import Task
+
+    tasks_dir, cache = Path(args.tasks), Path(args.state_dir) / "locks"
+    save = None if getattr(args, "no_record", False) else (lambda t: save_task(tasks_dir / t.task_id, t))
+    total, notes = LockStats(), []
+    todo = [t for t in selected if t.lock_pending]
+    tried: set[str] = set()
+    for _ in range(8):  # each round settles (locks or unpins) what it is given, so the shared layer converges
+        todo = [t for t in todo if t.task_id not in tried]  # what failed for now is asked once a command
+        if not todo:
+            break
+        tried |= {t.task_id for t in todo}
+        locker = resolve_pending(todo, cache, peers=tasks, save=save)
+        for name in ("tasks", "resolved", "cached", "fallback", "unpinned"):
+            setattr(total, name, getattr(total, name) + getattr(locker.stats, name))
+        total.duration_s += locker.stats.duration_s
+        notes += locker.notes
+        # the selection's objects and the project's are separate copies: resolve_pending answers both
+        todo = [t for t in pending_shared(tasks) if isinstance(t, Task)]
+    if total.tasks and console is not None:
+        console.print(f"locks (resolved at first build): {total.tasks} tasks, {total.resolved} resolved, "
+                      f"{total.cached} from the cache, {total.fallback} fell back to the epoch's cutoff, "
+                      f"{total.unpinned} unpinned, in {total.duration_s:.1f}s")
+        for note in notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def make_context(args, console: Console, run_id: str | None = None, selected=()):
+    """The command's Context; the command owns it: `with make_context(args, console) as ctx:`. `selected`: the
+    tasks it will build images for (their pending locks are resolved first)."""
     from sweserve.environment.host import HostSpec, new_run_id, open_host
     from sweserve.evaluation.context import Context
 
-    project = make_project(args)  # bad input (a profile, a task) is said before Docker is asked anything
+    project = make_project(args, selected, console)  # bad input (a profile, a task) is said before Docker is asked anything
     host = open_host(HostSpec(run_id=run_id or new_run_id(), ca_bundle=args.ca_bundle, registry=getattr(args, "registry", None)))
     return Context(host, project)
 

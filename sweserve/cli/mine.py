@@ -24,6 +24,9 @@ def register(sub, common) -> None:
                    help="follow-ups count within this many days of the first PR (default: 14)")
     m.add_argument("--group", action="append", default=[], metavar="N,M,…",
                    help="these PRs form one task (repeatable; implies --clusters)")
+    m.add_argument("--lock-when", choices=["mine", "build"], default=None,
+                   help="profiles with lock: resolve locks now ('mine'), or record their inputs and resolve each "
+                        "at the first image build or `sweserve locks resolve` ('build'; default: the profile's)")
     m.add_argument("--json", action="store_true", help="print the mining report as JSON")
     m.add_argument("--github", action="store_true",
                    help="take statements from GitHub (PR description, linked issues); token from GITHUB_TOKEN, "
@@ -58,7 +61,7 @@ def run(args, console: Console) -> int:
     with console.status("scanning history …") as status:
         report = mine(repo, profile, tasks_dir, rev=args.rev, since=args.since, limit=args.limit, clusters=clusters,
                       on_progress=lambda r: status.update(f"scanned {r.scanned} commits, {r.candidates} PRs"),
-                      statements=statements, lock_cache=Path(args.state_dir) / "locks")
+                      statements=statements, lock_cache=Path(args.state_dir) / "locks", lock_when=args.lock_when)
     remember_clone(Path(args.state_dir), profile.repo, repo_path)
     from sweserve.dataset.funnel import save_mine_record
 
@@ -75,7 +78,8 @@ def run(args, console: Console) -> int:
         ls = report.locks
         console.print(f"locks: {ls.shared} tasks on their epoch's shared lock, {ls.own} on their own; "
                       f"{ls.resolved} resolved, {ls.cached} from the cache, {ls.fallback} fell back to the epoch's "
-                      f"cutoff, {ls.unpinned} unpinned, in {ls.duration_s:.1f}s")
+                      f"cutoff, {ls.unpinned} unpinned, {ls.pending} pending (resolved at first build), "
+                      f"in {ls.duration_s:.1f}s")
     if report.statement_sources:
         console.print("statements from: " + ", ".join(f"{k} {v}" for k, v in sorted(report.statement_sources.items())))
     for note in report.notes:

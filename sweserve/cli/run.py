@@ -149,7 +149,7 @@ def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, r
     bundles = ready_only(bundles, args.include_unready, console, "run", args.state_dir)
     if run_id and (owner := run_id_taken(output, run_id, agent.name)):
         raise SweserveError(f"--run-id {run_id} is already the run of {owner} beside {output}; choose another")
-    with make_context(args, console, run_id=run_id) as ctx, progress_bar(console) as progress:  # closing reaps
+    with make_context(args, console, run_id=run_id, selected=[b.task for b in bundles]) as ctx, progress_bar(console) as progress:  # closing reaps
         executor = make_executor(args, ctx)
         console.print(f"run {ctx.run_id}: agent [bold]{escape(agent.name)}[/] on {len(bundles)} tasks → "
                       f"{escape(str(output))}")

@@ -39,7 +39,7 @@ def run(args, console: Console) -> int:
     workers = workers_of(args)
     repos = {b.task.task_id: b.task.repo for b in bundles}
     outcomes = []
-    with make_context(args, console) as ctx:
+    with make_context(args, console, selected=[b.task for b in bundles]) as ctx:
         executor = make_executor(args, ctx)
         with progress_bar(console) as progress:
             bar = progress.add_task("validating", total=len(bundles))

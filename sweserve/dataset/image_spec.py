@@ -14,13 +14,42 @@ from typing import Protocol
 
 from sweserve.dataset.locking import installable, packages_for, requirements_text
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.models import EnvironmentLock, EnvSpec, ImageSpec, Task
+from sweserve.models import EnvironmentLock, EnvSpec, ImageSpec, LockRequest, Task
 
 
 class Declares(Protocol):
     profile: str
     dependencies: list[str]
     lock: EnvironmentLock | None
+    lock_request: LockRequest | None
+
+
+def lock_group(task: Declares) -> tuple[str, ...] | None:
+    """What a task's env is pinned by, for counting: its lock's pins; a pending lock's key (every task with that
+    key gets the same pins, resolved together); None for an unpinned task."""
+    if task.lock is not None:
+        return tuple(task.lock.requirements)
+    request = task.lock_request
+    if request is not None and request.unpinned is None:
+        return ("lock-request:", request.key)
+    return None
+
+
+def _most_common(tasks: Iterable[Declares]) -> dict[str, tuple[str, ...]]:
+    """Per profile with two or more lock groups, the group most of its tasks have (the greater among equals)."""
+    counts: dict[str, Counter] = {}
+    for task in tasks:
+        group = lock_group(task)
+        if group is not None:
+            counts.setdefault(task.profile, Counter())[group] += 1
+    return {profile: max(c, key=lambda g: (c[g], g)) for profile, c in counts.items() if len(c) > 1}
+
+
+def pending_shared(tasks: Sequence[Declares]) -> list[Declares]:
+    """The tasks whose pending lock would be their profile's shared layer: resolve them before the layer is
+    chosen (one lock per profile), so it is the same whichever tasks are built first."""
+    winners = {g for g in _most_common(tasks).values() if g[0] == "lock-request:"}
+    return [t for t in tasks if t.lock is None and lock_group(t) in winners]
 
 
 def env_packages(profile: RepoProfile, dependencies: Sequence[str]) -> list[str]:
@@ -50,17 +79,19 @@ def shared_dependencies(tasks: Iterable[Declares]) -> dict[str, list[str]]:
     newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
     unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
     sets: dict[str, list[set[str]]] = {}
-    locks: dict[str, Counter] = {}
+    locked: set[str] = set()
+    tasks = list(tasks)
     for task in tasks:
         sets.setdefault(task.profile, []).append(set(task.dependencies))
-        if task.lock is not None:
-            locks.setdefault(task.profile, Counter())[tuple(task.lock.requirements)] += 1
+        if lock_group(task) is not None:
+            locked.add(task.profile)
     shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
               if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
-    for profile, counts in locks.items():
+    for profile in locked:
         shared.pop(profile, None)
-        if len(counts) > 1:
-            shared[profile] = list(max(counts, key=lambda pins: (counts[pins], pins)))
+    for profile, group in _most_common(tasks).items():
+        if group[0] != "lock-request:":  # a pending winner: no shared layer until it is resolved
+            shared[profile] = list(group)
     return shared
 
 

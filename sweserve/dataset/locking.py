@@ -12,6 +12,11 @@ a month of PRs needs one resolver run and one env image; a PR that changes a dep
 of its own merge, and when that fails, one at its epoch's cutoff before it is left unpinned. Every answer is
 kept under the state dir by the hash of its inputs, so mining again resolves nothing it resolved before, and
 distinct locks are resolved a few at a time.
+
+Locking is lazy by default (the profile's ``lock_when: build``): `mine` records each task's `LockRequest` (its
+inputs and cache key) and fills only what is already known; `resolve_pending` resolves a request the first
+time an image needs it (validate, run) or on `sweserve locks resolve`, and writes the lock into every task
+with that key. The request alone re-resolves the same pins anywhere (``--exclude-newer`` is its cutoff).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from sweserve.models import EnvironmentLock, Task
+from sweserve.models import EnvironmentLock, LockRequest, Task
 
 LockEpoch = Literal["pr", "week", "month", "quarter"]
 
@@ -151,7 +156,7 @@ def epoch_end(when: datetime, epoch: LockEpoch) -> datetime:
 
 
 class LockStats(BaseModel):
-    """What one mining run's locking did: its share of the resolver and of the cache."""
+    """What one mining run's (or one build's) locking did: its share of the resolver and of the cache."""
 
     tasks: int = 0
     shared: int = Field(0, description="tasks given their epoch's lock (same requirements, no dependency change)")
@@ -160,6 +165,7 @@ class LockStats(BaseModel):
     cached: int = Field(0, description="distinct locks answered by the cache or the task already stored")
     fallback: int = Field(0, description="own locks that failed and took the epoch's cutoff instead")
     unpinned: int = Field(0, description="tasks whose requirements could not be locked at all")
+    pending: int = Field(0, description="tasks whose lock is left to the first image build (lock_when: build)")
     duration_s: float = 0.0
 
 
@@ -176,6 +182,11 @@ class _Key:
                            self.cutoff.isoformat()])
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    @classmethod
+    def of(cls, request: LockRequest, cutoff: datetime | None = None) -> "_Key":
+        return cls(tuple(request.packages), request.python, request.platform, tuple(request.index_options),
+                   (cutoff or request.cutoff).astimezone(timezone.utc))
+
 
 # uv's words for an answer that the same inputs always get again (an index only grows before the cutoff)
 _FINAL = ("no solution found", "not found in the package registry", "no versions of", "because there are no versions")
@@ -185,13 +196,16 @@ _FINAL = ("no solution found", "not found in the package registry", "no versions
 class Locker:
     """Locks a batch of tasks: each distinct (requirements, Python, index, cutoff) once, a few at a time.
 
-    `cache_dir` keeps every answer (a lock, or uv's final refusal) by the hash of its inputs; `stored` gives
-    the lock a task already has on disk, so re-mining a tasks folder is offline even without the cache.
+    `requests` records what each task's lock is made of (its `LockRequest`, keyed by the hash of its inputs);
+    `settle` answers requests: from the task already stored, from the cache, and (unless `offline`) with uv.
+    `lock_all` is both at once (eager locking, `lock_when: mine`). `cache_dir` keeps every answer (a lock, or
+    uv's final refusal) by the hash of its inputs, so mining again, or another task with the same inputs,
+    resolves nothing already resolved.
     """
 
-    env_packages: list[str]
-    python: str
-    index_options: list[str]
+    env_packages: list[str] = field(default_factory=list)
+    python: str = ""
+    index_options: list[str] = field(default_factory=list)
     epoch: LockEpoch = "month"
     cache_dir: Path | None = None
     platform: str = "linux"
@@ -200,58 +214,86 @@ class Locker:
     resolve: Callable[..., EnvironmentLock] = field(default=lambda *a, **k: lock(*a, **k))
     notes: list[str] = field(default_factory=list)
     stats: LockStats = field(default_factory=LockStats)
+    _transient: set[_Key] = field(default_factory=set, init=False, repr=False)  # failed for now: asked again later
 
-    def lock_all(self, tasks: Iterable[Task], changes_dependencies: Callable[[Task], bool],
-                 newest: datetime) -> dict[str, EnvironmentLock | None]:
-        """Each task's lock (None: unpinned, with a note). `newest` caps every cutoff: the newest commit mined."""
-        import time
-
-        started = time.monotonic()
-        tasks = list(tasks)
+    def requests(self, tasks: Iterable[Task], changes_dependencies: Callable[[Task], bool],
+                 newest: datetime) -> dict[str, LockRequest]:
+        """What each task's lock is resolved from. `newest` caps every cutoff: the newest commit mined."""
         newest = newest.astimezone(timezone.utc)
-        wanted: dict[str, tuple[_Key, _Key | None]] = {}  # task -> (first choice, fallback)
+        out: dict[str, LockRequest] = {}
         for task in tasks:
             packages = tuple(packages_for(self.env_packages, task.dependencies))
             shared = self._key(packages, min(epoch_end(task.created_at, self.epoch), newest))
             if self.epoch != "pr" and changes_dependencies(task):
-                wanted[task.task_id] = (self._key(packages, task.created_at), shared)
+                out[task.task_id] = self._request(self._key(packages, task.created_at), shared.cutoff)
                 self.stats.own += 1
             else:
-                wanted[task.task_id] = (shared, None)
+                out[task.task_id] = self._request(shared, None)
                 self.stats.shared += self.epoch != "pr"
-        self.stats.tasks += len(tasks)
+            self.stats.tasks += 1
+        return out
+
+    def lock_all(self, tasks: Iterable[Task], changes_dependencies: Callable[[Task], bool],
+                 newest: datetime) -> dict[str, EnvironmentLock | None]:
+        """Each task's lock (None: unpinned, with a note). `newest` caps every cutoff: the newest commit mined."""
+        answers = self.settle(self.requests(tasks, changes_dependencies, newest))
+        return {task_id: answer for task_id, answer in answers.items() if not isinstance(answer, LockRequest)}
+
+    def settle(self, requests: dict[str, LockRequest], offline: bool = False
+               ) -> dict[str, EnvironmentLock | None | LockRequest]:
+        """Each task's lock, or None (unpinned, with a note; the reason in its request's `unpinned` when uv refused,
+        none when it timed out or could not reach the index, so that the next build asks again), or, `offline`,
+        the request itself where only uv could answer it (still pending)."""
+        import time
+
+        started = time.monotonic()
         answers: dict[_Key, EnvironmentLock | str] = {}
-        for task in tasks:  # a lock the task already has answers for its inputs
-            old = self.stored(task.task_id)
-            first = wanted[task.task_id][0]
+        for task_id, request in requests.items():  # a lock the task already has answers for its inputs
+            old = self.stored(task_id)
+            first = _Key.of(request)
             if old is not None and first not in answers and self._matches(old, first):
                 answers[first] = old
                 self.stats.cached += 1
-        self._answer({first for first, _ in wanted.values()}, answers)
-        self._answer({fb for first, fb in wanted.values() if fb is not None and isinstance(answers[first], str)},
-                     answers)
-        out: dict[str, EnvironmentLock | None] = {}
-        for task in tasks:
-            first, fallback = wanted[task.task_id]
-            answer = answers[first]
-            if isinstance(answer, str) and fallback is not None and isinstance(answers[fallback], EnvironmentLock):
-                self.notes.append(f"{task.task_id}: locking as of its merge failed ({answer}); "
-                                  f"took its epoch's cutoff {fallback.cutoff:%Y-%m-%d}")
-                self.stats.fallback += 1
-                answer = answers[fallback]
+        self._answer({_Key.of(r) for r in requests.values()}, answers, offline)
+        self._answer({_Key.of(r, r.fallback) for r in requests.values()
+                      if r.fallback is not None and isinstance(answers.get(_Key.of(r)), str)}, answers, offline)
+        out: dict[str, EnvironmentLock | None | LockRequest] = {}
+        for task_id, request in requests.items():
+            answer = answers.get(_Key.of(request))
+            if isinstance(answer, str) and request.fallback is not None:
+                fallback = answers.get(_Key.of(request, request.fallback))
+                if fallback is None:  # offline, and the epoch's lock is not known yet
+                    answer = None
+                elif isinstance(fallback, EnvironmentLock):
+                    self.notes.append(f"{task_id}: locking as of its merge failed ({answer}); "
+                                      f"took its epoch's cutoff {request.fallback:%Y-%m-%d}")
+                    self.stats.fallback += 1
+                    answer = fallback
+            if answer is None:
+                out[task_id] = request
+                self.stats.pending += 1
+                continue
             if isinstance(answer, str):
-                self.notes.append(f"{task.task_id}: locking failed, the env image installs the declared "
-                                  f"requirements unpinned: {answer}")
+                tried = [_Key.of(request)] + ([_Key.of(request, request.fallback)] if request.fallback else [])
+                final = not any(key in self._transient for key in tried)
+                self.notes.append(f"{task_id}: locking failed, the env image installs the declared requirements "
+                                  f"unpinned{'' if final else ' (asked again at the next build)'}: {answer}")
                 self.stats.unpinned += 1
-                out[task.task_id] = None
+                if final:  # uv's own refusal: the same inputs always get it; a time-out is tried again
+                    request.unpinned = answer
+                out[task_id] = None
                 continue
             for line in answer.left_out:
                 note = f"left out of the environment (cannot be installed in the sandbox build): {line}"
                 if note not in self.notes:
                     self.notes.append(note)
-            out[task.task_id] = answer
+            out[task_id] = answer
         self.stats.duration_s += round(time.monotonic() - started, 3)
         return out
+
+    def _request(self, key: _Key, fallback: datetime | None) -> LockRequest:
+        return LockRequest(key=key.digest(), packages=list(key.packages), python=key.python, platform=key.platform,
+                           index_options=list(key.index_options), cutoff=key.cutoff, fallback=fallback)
 
     def _key(self, packages: tuple[str, ...], cutoff: datetime) -> _Key:
         return _Key(packages, self.python, self.platform, tuple(self.index_options), cutoff.astimezone(timezone.utc))
@@ -261,8 +303,8 @@ class Locker:
         return old.python == key.python and old.resolved_at.astimezone(timezone.utc) == key.cutoff \
             and old.packages == list(key.packages)
 
-    def _answer(self, keys: set[_Key], answers: dict[_Key, EnvironmentLock | str]) -> None:
-        """Fill answers for keys: from the cache, else uv, `workers` at a time."""
+    def _answer(self, keys: set[_Key], answers: dict[_Key, EnvironmentLock | str], offline: bool = False) -> None:
+        """Fill answers for keys: from the cache, else (unless offline) uv, `workers` at a time."""
         todo = []
         for key in sorted(keys - answers.keys(), key=lambda k: (k.cutoff, k.packages)):
             cached = self._cached(key)
@@ -271,7 +313,7 @@ class Locker:
             else:
                 answers[key] = cached
                 self.stats.cached += 1
-        if not todo:
+        if not todo or offline:
             return
         with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(todo)))) as pool:
             for key, answer in zip(todo, pool.map(self._run, todo)):
@@ -285,6 +327,7 @@ class Locker:
         except LockError as exc:
             answer = str(exc)
             if not any(word in answer.lower() for word in _FINAL):
+                self._transient.add(key)
                 return answer  # a time-out or an unreachable index: asked again next time
         if isinstance(answer, EnvironmentLock):
             answer = answer.model_copy(update={"packages": list(key.packages)})
@@ -318,3 +361,35 @@ class Locker:
 class _CacheRecord(BaseModel):
     lock: EnvironmentLock | None = None
     error: str | None = None
+
+
+def resolve_pending(tasks: Sequence[Task], cache_dir: Path | None, peers: Iterable[Task] = (), workers: int = 6,
+                    save: Callable[[Task], None] | None = None,
+                    resolve: Callable[..., EnvironmentLock] | None = None) -> Locker:
+    """Resolve the pending locks of `tasks` (lazy locking: the first image build, or `sweserve locks resolve`),
+    each distinct key once, `workers` at a time, through the same cache as mining. The answer goes into every
+    task object of `tasks` and `peers` with that key (so one resolve settles a whole epoch), and `save` writes
+    each changed task once. A lock that fails takes its epoch's cutoff, then leaves the task unpinned, with the
+    reason recorded in its request and a note; the returned Locker's stats and notes say how many."""
+    wanted = {t.lock_request.key for t in tasks if t.lock_pending and t.lock_request is not None}
+    group: dict[str, list[Task]] = {}
+    for task in [*tasks, *peers]:
+        if task.lock_pending and task.lock_request is not None and task.lock_request.key in wanted:
+            group.setdefault(task.task_id, []).append(task)
+    locker = Locker(cache_dir=cache_dir, workers=workers)
+    if resolve is not None:
+        locker.resolve = resolve
+    requests = {task_id: same[0].lock_request.model_copy() for task_id, same in group.items()
+                if same[0].lock_request is not None}
+    answers = locker.settle(requests)
+    locker.stats.tasks = len(requests)
+    for task_id, same in group.items():
+        answer = answers[task_id]
+        if isinstance(answer, LockRequest):  # cannot happen online; left pending
+            continue
+        for task in same:
+            task.lock = answer
+            task.lock_request = requests[task_id].model_copy()
+        if save is not None:
+            save(same[0])
+    return locker

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +26,7 @@ from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
 from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
 from sweserve.errors import SweserveError
-from sweserve.models import EnvironmentLock, Resources, Task, TaskBundle, TestSpec
+from sweserve.models import EnvironmentLock, LockRequest, Resources, Task, TaskBundle, TestSpec
 
 SQUASH_RE = re.compile(r"^(?P<title>.+?)\s*\(#(?P<num>\d+)\)\s*$")
 MERGE_RE = re.compile(r"^Merge pull request #(?P<num>\d+) from \S+")
@@ -283,7 +284,7 @@ def _prs(g: Git, commits: list[CommitInfo], report: MineReport, limit: int | Non
 
 
 # Fields of a task that come from the profile and the repo, and may change when either does.
-DERIVED = ("family", "family_confidence", "family_scores", "family_confident", "resources", "test", "dependencies", "lock", "prs", "title")
+DERIVED = ("family", "family_confidence", "family_scores", "family_confident", "resources", "test", "dependencies", "lock", "lock_request", "prs", "title")
 
 
 def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
@@ -333,6 +334,7 @@ def mine(
     clusters: ClusterOptions | None = None,
     statements: StatementMaker | None = None,
     lock_cache: Path | None = None,
+    lock_when: Literal["mine", "build"] | None = None,
 ) -> MineReport:
     """Write a candidate task for every PR (or cluster of PRs) on rev's first-parent history that passes the filters."""
     started = time.monotonic()
@@ -376,7 +378,7 @@ def mine(
             bundles.append(outcome)
         newest = commits[0].committed_datetime if commits else None
     if profile.lock and bundles and newest is not None:
-        lock_tasks(profile, tasks_dir, bundles, newest, lock_cache, report)
+        lock_tasks(profile, tasks_dir, bundles, newest, lock_cache, report, lock_when or profile.lock_when)
     for bundle in bundles:
         store(tasks_dir, bundle, report)
         if report.written and report.written[-1] == bundle.task.task_id:
@@ -387,23 +389,44 @@ def mine(
 
 
 def lock_tasks(profile: RepoProfile, tasks_dir: Path, bundles: list[TaskBundle], newest, cache: Path | None,
-               report: MineReport) -> None:
-    """Give each bundle its environment lock: shared per epoch, own for a PR that changes its dependencies."""
+               report: MineReport, when: Literal["mine", "build"] = "mine") -> None:
+    """Give each bundle its lock request (shared per epoch, own for a PR that changes its dependencies) and, with
+    `when` 'mine', its lock; with 'build', only the locks the stored tasks or the cache already know: the others
+    stay pending until an image needs them (`resolve_pending`)."""
+
+    known: dict[str, Task | None] = {}
+
+    def stored_task(task_id: str) -> Task | None:
+        if task_id not in known:
+            try:
+                known[task_id] = load_task(tasks_dir / task_id)
+            except SweserveError:
+                known[task_id] = None
+        return known[task_id]
 
     def stored(task_id: str) -> EnvironmentLock | None:
-        try:
-            return load_task(tasks_dir / task_id).lock
-        except SweserveError:
-            return None
+        task = stored_task(task_id)
+        return task.lock if task is not None else None
 
     patches = {b.task.task_id: b.oracle_patch + b.tests_patch for b in bundles}
     deps = set(profile.dependency_files)
     locker = Locker(profile.env_packages, image_python(profile.base_image, profile.python), profile.index_options,
                     profile.lock_epoch, cache, image_platform(profile.base_image), stored)
-    locks = locker.lock_all([b.task for b in bundles], lambda t: bool(touched_paths(patches[t.task_id]) & deps),
-                            newest)
+    requests = locker.requests([b.task for b in bundles], lambda t: bool(touched_paths(patches[t.task_id]) & deps),
+                               newest)
+    answers = locker.settle(requests, offline=when == "build")
     for bundle in bundles:
-        bundle.task.lock = locks[bundle.task.task_id]
+        bundle.task.lock_request = requests[bundle.task.task_id]
+        answer = answers[bundle.task.task_id]
+        old = stored_task(bundle.task.task_id)
+        if isinstance(answer, LockRequest) and old is not None and old.lock_request is not None \
+                and old.lock_request.key == answer.key and not old.lock_pending:
+            # settled by an earlier build (its epoch's lock after a failure, or unpinned): the same inputs, kept
+            bundle.task.lock_request = old.lock_request
+            answer = old.lock
+            locker.stats.pending -= 1
+            locker.stats.cached += 1
+        bundle.task.lock = answer if isinstance(answer, EnvironmentLock) else None
     report.notes.extend(locker.notes)
     report.locks = locker.stats
 

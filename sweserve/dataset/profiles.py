@@ -55,6 +55,11 @@ class RepoProfile(Strict):
     lock_epoch: Literal["pr", "week", "month", "quarter"] = Field(
         "month", description="tasks with the same requirements share one lock (and env image) per epoch, resolved "
         "as of its end; a PR that changes a dependency file is locked as of its own merge; 'pr': every task its own")
+    lock_when: Literal["mine", "build"] = Field(
+        "build", description="when locks are resolved: 'build' (lazy) records each task's lock inputs while mining "
+        "and resolves a lock the first time an image needs it (or `sweserve locks resolve`); 'mine' resolves them "
+        "all while mining. Lazy is the default: mining stays offline-fast and only the locks of the tasks one "
+        "validates are resolved")
     index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
                                      "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")
