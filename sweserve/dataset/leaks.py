@@ -47,6 +47,11 @@ def copied_lines(statement: str, patch: str) -> list[str]:
 
 def hidden_test_names(tests_patch: str) -> list[str]:
     """Test functions and classes the tests patch adds, and the test files it creates."""
+    return list(_hidden_test_names(tests_patch))
+
+
+@functools.lru_cache(maxsize=64)
+def _hidden_test_names(tests_patch: str) -> tuple[str, ...]:
     names = {a or b for a, b in _TEST_DEF.findall(tests_patch)}
     for section in split_sections(tests_patch):
         if "\n--- /dev/null" not in section:
@@ -54,12 +59,12 @@ def hidden_test_names(tests_patch: str) -> list[str]:
         for path in section_paths(section):
             if (m := _TEST_FILE.search(path)):
                 names.add(m.group(1))
-    return sorted(names)
+    return tuple(sorted(names))
 
 
 def named_tests(statement: str, tests_patch: str) -> list[str]:
-    return [n for n in hidden_test_names(tests_patch)
-            if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", statement)]
+    return [n for n in _hidden_test_names(tests_patch)
+            if n in statement and re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", statement)]
 
 
 def _example(lines: list[str], what: str) -> str:

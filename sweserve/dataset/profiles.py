@@ -214,31 +214,38 @@ class RepoProfile(Strict):
         beats a shorter one ending at the same place; the first rule on a tie). A folder role (``models/``)
         owns what lies under it: words after it count only in deeper folders, not in the file's name (a model
         file named ``bailing_moe.py`` stays a model)."""
-        parts = path.lower().split("/")
-        folders, name = parts[:-1], parts[-1]
-        folder_roles = {role.rstrip("/").lower() for rule in self.family_rules for role in rule.roles
-                        if role.endswith("/")}
-        owned = max((i for i, folder in enumerate(folders) if folder in folder_roles), default=None)
-        best, best_key = None, (-1, -1)
-        offset = 0  # words before the current component
-        for i, component in enumerate(folders + ([name] if owned is None else [])):
-            words = _word_tuple(component)
-            present = set(words)
-            for rule in self.family_rules:
-                for role in rule.roles:
-                    if role.endswith("/"):
-                        hit = len(words) - 1 if i < len(folders) and role.rstrip("/").lower() == component else -1
-                        size = 1
-                    else:
-                        needle = _word_tuple(role)
-                        if not needle or needle[-1] not in present:
-                            continue  # cheap: most roles share no word with most path components
-                        hit, size = _last_end(words, needle), len(needle)
-                    key = (offset + hit, size)
-                    if hit >= 0 and key > best_key:
-                        best, best_key = rule.family, key
-            offset += len(words)
-        return best
+        return _family_of_role(tuple((rule.family, tuple(rule.roles)) for rule in self.family_rules), path)
+
+
+@functools.lru_cache(maxsize=16384)
+def _family_of_role(rules: tuple[tuple[Family, tuple[str, ...]], ...], path: str) -> Family | None:
+    """`RepoProfile.family_of_role` on the rules as plain values, memoized: mining asks it for the same paths
+    again and again."""
+    parts = path.lower().split("/")
+    folders, name = parts[:-1], parts[-1]
+    folder_roles = {role.rstrip("/").lower() for _, roles in rules for role in roles if role.endswith("/")}
+    owned = max((i for i, folder in enumerate(folders) if folder in folder_roles), default=None)
+    best: Family | None = None
+    best_key = (-1, -1)
+    offset = 0  # words before the current component
+    for i, component in enumerate(folders + ([name] if owned is None else [])):
+        words = _word_tuple(component)
+        present = set(words)
+        for family, roles in rules:
+            for role in roles:
+                if role.endswith("/"):
+                    hit = len(words) - 1 if i < len(folders) and role.rstrip("/").lower() == component else -1
+                    size = 1
+                else:
+                    needle = _word_tuple(role)
+                    if not needle or needle[-1] not in present:
+                        continue  # cheap: most roles share no word with most path components
+                    hit, size = _last_end(words, needle), len(needle)
+                key = (offset + hit, size)
+                if hit >= 0 and key > best_key:
+                    best, best_key = family, key
+        offset += len(words)
+    return best
 
 
 @functools.lru_cache(maxsize=8192)
