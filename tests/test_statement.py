@@ -269,8 +269,8 @@ def test_requirements_state_what_the_tests_rely_on_that_the_problem_does_not():
         "- The module `sgl_jax.srt.multimodal.models.wan2_1` is renamed to "
         "`sgl_jax.srt.multimodal.models.wan`: code that uses it imports it from the new name, and the old "
         "name no longer exists.",
-        "- `encode` takes a new positional parameter `negative_prompt` (after `prompt`).",
-        "- `encode`'s `max_len` defaults to `512` (it was `77`).",
+        "- `WanPipeline.encode` takes a new positional parameter `negative_prompt` (after `prompt`).",
+        "- `WanPipeline.encode`'s `max_len` defaults to `512` (it was `77`).",
         "- `load` requires a new keyword argument `dtype`.",
         "- `load` returns `'jax.Array'` (it returned `list`).",
     ], reqs
@@ -315,3 +315,97 @@ def test_domain_words_histories_and_versions_are_not_junk():
                  "Because `0` is falsy", "Models such as Ling-2.6"):
         assert kept in st.text, kept
     assert "gsm8k" not in st.text and "c64 = 0.700" not in st.text
+
+
+# Shaped like a PR that threads a DP rank through a transfer pool (sglang-jax #1506): the methods are named
+# after their class, a constructor after its class, and a class only a hunk header shows still counts.
+RANK_ORACLE = """\
+diff --git a/python/sgl_jax/srt/disaggregation/raiden/pool.py b/python/sgl_jax/srt/disaggregation/raiden/pool.py
+--- a/python/sgl_jax/srt/disaggregation/raiden/pool.py
++++ b/python/sgl_jax/srt/disaggregation/raiden/pool.py
+@@ -10,12 +10,12 @@ import threading
+ class TransferPool:
+-    def __init__(self, bootstrap_key: str, capacity: int):
++    def __init__(self, bootstrap_keys: str, capacity: int):
+         self.capacity = capacity
+         self.rooms = {}
+-    def pick_for_room(self, bootstrap_room: int):
++    def pick_for_room(self, bootstrap_room: int, dp_rank: int = 0):
+         return self.rooms[bootstrap_room]
+@@ -40,6 +40,6 @@ class DecodeAllocator:
+         self.free = []
+         self.ranks = 1
+-    def release(self, kv_indices):
++    def release(self, kv_indices, dp_rank):
+         self.free.extend(kv_indices)
+"""
+RANK_TESTS = """\
+diff --git a/python/sgl_jax/test/test_raiden_ranks.py b/python/sgl_jax/test/test_raiden_ranks.py
+new file mode 100644
+--- /dev/null
++++ b/python/sgl_jax/test/test_raiden_ranks.py
+@@ -0,0 +1,8 @@
++from sgl_jax.srt.disaggregation.raiden.pool import DecodeAllocator, TransferPool
++def test_rooms_are_per_rank():
++    pool = TransferPool(["k0", "k1"], capacity=4)
++    assert pool.pick_for_room(3, dp_rank=1) is not None
++def test_release_goes_to_the_rank():
++    alloc = DecodeAllocator()
++    alloc.release([1, 2], 1)
+"""
+
+
+def test_requirements_name_the_class_of_a_method_and_of_a_constructor():
+    st = build_statement("t", "", jax_pr("With several DP ranks the transfer targets the wrong rank.",
+                                         title="feat(pd): Raiden DP routing"),
+                         oracle_patch=RANK_ORACLE, tests_patch=RANK_TESTS)
+    assert st.quality.requirements == [
+        "- `TransferPool(...)`'s parameter `bootstrap_key` is renamed to `bootstrap_keys`.",
+        "- `TransferPool.pick_for_room` takes a new parameter `dp_rank` (after `bootstrap_room`, default `0`).",
+        "- `DecodeAllocator.release` takes a new positional parameter `dp_rank` (after `kv_indices`).",
+    ], st.quality.requirements
+    assert "__init__" not in st.text
+
+
+# Shaped like real sglang-jax PR bodies (#1490, #1435) and issues (#1496): a sentence that introduces a
+# command, a formula or a table which the statement cuts is left hanging unless it goes too.
+DANGLING_BODY = """\
+## Summary
+
+Prefill and decode workers exchange KV only through the default engine, and a remote engine cannot be chosen.
+
+Enable it on both workers:
+
+```bash
+python -m sgl_jax.launch_server --disaggregation-mode prefill --disaggregation-use-raiden
+```
+
+Each request goes to the replica whose bottleneck stays smallest. The score is:
+
+```python
+score(rank) = max(input_load + item_input, output_load + item_output)
+```
+
+For the same 294-request workload on two hosts:
+
+| Version | Prefill forwards | Throughput |
+| --- | ---: | ---: |
+| before | 173 | ~19.9 req/s |
+
+Configuration:
+
+- chunked prefill of 8192 tokens
+- page size 128
+"""
+
+
+def test_a_sentence_introducing_a_cut_part_goes_with_it():
+    text = clean_description(DANGLING_BODY)
+    for gone in ("Enable it on both workers", "The score is", "294-request workload", "```", "|"):
+        assert gone not in text, gone
+    for kept in ("a remote engine cannot be chosen", "Each request goes to the replica whose bottleneck stays "
+                 "smallest.", "Configuration:", "- page size 128"):
+        assert kept in text, kept
+    st = build_statement("t", "", jax_pr(DANGLING_BODY, title="feat(pd): remote KV engine"))
+    assert any(p.why == "introduces a part that was cut" and p.excerpt.startswith("Enable it")
+               for p in st.quality.parts)

@@ -429,15 +429,35 @@ def _judged(text: str, judge: _Judge) -> list[str]:
                 if "\n".join(body).strip():
                     judge.record(name, False, why, "\n".join(body))
                 continue
+        judged = [judge.block(name, kind, lines) for kind, lines in _blocks(body)]
+        for i, kept_lines in enumerate(judged):
+            following = judged[i + 1] if i + 1 < len(judged) else []
+            if kept_lines and not following and kept_lines[-1].rstrip().endswith(":"):
+                judged[i] = _without_dangling_intro(kept_lines, name, judge)
         kept: list[str] = []
-        for kind, lines in _blocks(body):
-            kept_lines = judge.block(name, kind, lines)
+        for kept_lines in judged:
             if kept_lines:
                 kept += kept_lines + [""]
         if head is not None and kept:
             out += [("#" * min(head[0], 6) if head[0] <= 6 else "###") + " " + head[1], ""]
         out += kept
     return out
+
+
+def _without_dangling_intro(lines: list[str], section: str, judge: _Judge) -> list[str]:
+    """A block whose last sentence introduces what follows ("Enable it on both workers:") when what follows
+    was cut (code, a table, the change's steps) or is missing: that sentence goes, the rest stays."""
+    text = " ".join(ln.strip() for ln in lines if ln.strip())
+    prefix = ""
+    if lines and _LIST_ITEM.match(lines[-1]):  # the block's last item ends with a colon: the item goes
+        judge.record(section, False, "introduces a part that was cut", lines[-1])
+        return lines[:-1]
+    if text.startswith("> "):
+        prefix, text = "> ", re.sub(r"(^|\s)>\s", " ", text).strip()
+    sentences = [x for x in _SENTENCE_END.split(text) if x.strip()]
+    judge.record(section, False, "introduces a part that was cut", sentences[-1] if sentences else text)
+    rest = " ".join(sentences[:-1]).strip()
+    return [prefix + rest] if rest else []
 
 
 def _drop_empty_headings(lines: list[str]) -> list[str]:
@@ -547,11 +567,15 @@ def requirements(oracle_patch: str, tests_patch: str, problem: str = "") -> list
             old_dotted = _dotted_like(old, used, new)
             add(f"- The module `{old_dotted}` is renamed to `{used}`: code that uses it imports it from the new "
                 f"name, and the old name no longer exists.", [used.rsplit(".", 1)[-1]])
-    for fn, before, after in _changed_defs(oracle_patch):
-        if not _mentioned(fn, test_text):
+    for qualified, before, after in _changed_defs(oracle_patch):
+        owner, _, fn = qualified.rpartition(".")
+        # a constructor is called by its class's name; a method by its own
+        called = owner if fn == "__init__" and owner else fn
+        if not _mentioned(called, test_text):
             continue
-        for fact in _signature_facts(fn, before, after, test_text):
-            add(fact, [fn])
+        shown = f"{owner}(...)" if fn == "__init__" and owner else qualified
+        for fact in _signature_facts(shown, before, after, test_text):
+            add(fact, [called])
     for flag, help_text in _new_flags(oracle_patch):
         if flag in test_text:
             add(f"- A new command-line option `{flag}`" + (f": {help_text}" if help_text else "") + ".", [flag])
@@ -608,17 +632,35 @@ def _dotted_like(old_path: str, used: str, new_path: str) -> str:
     return ".".join(old_parts[extra:]) if extra >= 0 else ".".join(old_parts)
 
 
-_DEF_START = re.compile(r"^[-+ ]\s*(?:async\s+)?def\s+(\w+)\s*\(")
+_DEF_START = re.compile(r"^[-+ ](\s*)(?:async\s+)?def\s+(\w+)\s*\(")
+_CLASS_LINE = re.compile(r"^[-+ ](\s*)class\s+(\w+)\b")
+_HUNK_CLASS = re.compile(r"^@@[^@]*@@(\s*)class\s+(\w+)\b")
 
 
 def _defs(section: str, sign: str) -> dict[str, str]:
-    """name -> def header text as one side of a diff section has it (the lines with sign or context)."""
-    lines = [ln for ln in section.splitlines() if ln[:1] in (sign, " ") and not ln.startswith(("+++", "---"))]
+    """qualified name -> def header text as one side of a diff section has it (the lines with sign or context).
+    A method is named after its class (``Pool.pop``, ``Pool.__init__``) where the diff shows the class: a
+    ``class`` line above it, or the class a hunk header names."""
+    lines = [ln for ln in section.splitlines()
+             if (ln[:1] in (sign, " ") and not ln.startswith(("+++", "---"))) or ln.startswith("@@")]
     out: dict[str, str] = {}
+    classes: list[tuple[int, str]] = []  # (indent, name) of the classes around the current line
     i = 0
     while i < len(lines):
+        hunk = _HUNK_CLASS.match(lines[i])
+        if lines[i].startswith("@@"):
+            classes = [(len(hunk[1]) - 1 if hunk[1] else 0, hunk[2])] if hunk else []
+            i += 1
+            continue
+        cls = _CLASS_LINE.match(lines[i])
+        if cls:
+            indent = len(cls[1])
+            classes = [c for c in classes if c[0] < indent] + [(indent, cls[2])]
         m = _DEF_START.match(lines[i])
         if m:
+            indent = len(m[1])
+            classes = [c for c in classes if c[0] < indent]
+            name = f"{classes[-1][1]}.{m[2]}" if indent and classes else m[2]
             header, depth, j = "", 0, i
             while j < len(lines) and j < i + 40:
                 text = lines[j][1:]
@@ -627,14 +669,15 @@ def _defs(section: str, sign: str) -> dict[str, str]:
                 if depth <= 0 and text.rstrip().endswith(":"):
                     break
                 j += 1
-            out.setdefault(m[1], header.strip())
+            out.setdefault(name, header.strip())
             i = j
         i += 1
     return out
 
 
 def _changed_defs(patch: str) -> list[tuple[str, ast.arguments, ast.arguments | None]]:
-    """(name, arguments before, after) of functions whose header the oracle changes."""
+    """(name, arguments before, after) of functions whose header the oracle changes; methods as
+    ``Class.method``."""
     out = []
     for section in split_sections(patch):
         if "\n--- /dev/null" in section:
