@@ -430,9 +430,8 @@ def _judged(text: str, judge: _Judge) -> list[str]:
                     judge.record(name, False, why, "\n".join(body))
                 continue
         judged = [judge.block(name, kind, lines) for kind, lines in _blocks(body)]
-        for i, kept_lines in enumerate(judged):
-            following = judged[i + 1] if i + 1 < len(judged) else []
-            if kept_lines and not following and kept_lines[-1].rstrip().endswith(":"):
+        for i, kept_lines in enumerate(judged[:-1]):  # what a section's last block introduces is the next one
+            if kept_lines and not judged[i + 1] and kept_lines[-1].rstrip().endswith(":"):
                 judged[i] = _without_dangling_intro(kept_lines, name, judge)
         kept: list[str] = []
         for kept_lines in judged:
@@ -444,20 +443,32 @@ def _judged(text: str, judge: _Judge) -> list[str]:
     return out
 
 
+_POINTER = re.compile(r"\b(?:following|below|these|this|as follows|here|numbers|results|settings|command|"
+                      r"entry point)\b", re.IGNORECASE)
+MAX_INTRO_WORDS = 12
+
+
 def _without_dangling_intro(lines: list[str], section: str, judge: _Judge) -> list[str]:
-    """A block whose last sentence introduces what follows ("Enable it on both workers:") when what follows
-    was cut (code, a table, the change's steps) or is missing: that sentence goes, the rest stays."""
-    text = " ".join(ln.strip() for ln in lines if ln.strip())
-    prefix = ""
-    if lines and _LIST_ITEM.match(lines[-1]):  # the block's last item ends with a colon: the item goes
-        judge.record(section, False, "introduces a part that was cut", lines[-1])
-        return lines[:-1]
-    if text.startswith("> "):
-        prefix, text = "> ", re.sub(r"(^|\s)>\s", " ", text).strip()
+    """A block whose last sentence introduces the part after it ("Enable it on both workers:") when that part
+    was cut (code, a table, the change's steps). A bare pointer (short, or pointing: "the following",
+    "below", "these numbers") goes; a sentence that states something stays, ended with a full stop."""
+    last = lines[-1]
+    item = _LIST_ITEM.match(last)
+    if item:  # a list: its last item is the intro
+        head, lead, text = lines[:-1], last[:item.end()], last[item.end():].strip()
+    else:  # a paragraph or quote: the whole block, as one line
+        quoted = all(ln.lstrip().startswith(">") for ln in lines if ln.strip())
+        head, lead = [], "> " if quoted else ""
+        text = " ".join((re.sub(r"^\s*>\s?", "", ln) if quoted else ln).strip() for ln in lines if ln.strip())
     sentences = [x for x in _SENTENCE_END.split(text) if x.strip()]
-    judge.record(section, False, "introduces a part that was cut", sentences[-1] if sentences else text)
+    if not sentences:
+        return lines
+    intro = sentences[-1]
+    if len(intro.split()) > MAX_INTRO_WORDS and not _POINTER.search(intro):
+        return head + [lead + " ".join(sentences[:-1] + [intro.rstrip(" :") + "."])]
+    judge.record(section, False, "introduces a part that was cut", intro)
     rest = " ".join(sentences[:-1]).strip()
-    return [prefix + rest] if rest else []
+    return head + ([lead + rest] if rest else [])
 
 
 def _drop_empty_headings(lines: list[str]) -> list[str]:
