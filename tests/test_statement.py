@@ -414,3 +414,35 @@ def test_a_sentence_introducing_a_cut_part_goes_or_ends():
     st = build_statement("t", "", jax_pr(DANGLING_BODY, title="feat(pd): remote KV engine"))
     assert any(p.why == "introduces a part that was cut" and p.excerpt.startswith("Enable it")
                for p in st.quality.parts)
+
+
+# Shaped like the squash message of sglang-jax #1534: each sub-commit is written as bare labels on their
+# own lines ("outline:", "modify:", "reason:"), not as headings; those that name the change go with what
+# follows them, the problem stays.
+LABELLED_COMMIT = """\
+outline:
+
+- PR role: cleanup of the draft runtime surface.
+
+modify:
+
+- Before -> after: Move the draft and verify state classes from the utility module into their own module.
+- Redirect scheduler and attention references to the new module.
+
+reason:
+
+- Problem: Unused methods and metadata increased maintenance surface and carried unnecessary values through
+  device state, and a thousand-line utility module mixed state contracts with tree algorithms.
+- Design: Mirror the existing info-module organization and keep the move behaviour-preserving.
+"""
+
+
+def test_bare_labels_that_name_the_change_cut_what_follows():
+    st = build_statement("[Feat] Optimize the draft runtime", LABELLED_COMMIT)
+    assert st.quality.statement_source == "commit_message"
+    assert "Unused methods and metadata increased maintenance surface" in st.text
+    for gone in ("modify:", "Before -> after", "Redirect scheduler", "outline:", "PR role", "Design:"):
+        assert gone not in st.text, gone
+    assert any(p.why.startswith("under the label 'modify:'") for p in st.quality.parts)
+    # a label that names no change ("Configuration:") stays, with its list
+    assert "Configuration:\n\n- page size 128" in clean_description("Configuration:\n\n- page size 128\n")

@@ -43,7 +43,7 @@ EXCERPT_CHARS = 60
 
 # Headings over the solution or its evaluation: cut from PR descriptions and commit messages.
 _SOLUTION_HEADING = re.compile(
-    r"^(modifications?|changes?( made| summary| overview)?|what( this pr does| changed| i changed|'s changed| does "
+    r"^(modifications?|modify|outline|changes?( made| summary| overview)?|what( this pr does| changed| i changed|'s changed| does "
     r"this pr do)?|summary of (the )?changes|proposed changes?|key changes?|implementation( details)?|approach|"
     r"solution|design|technical details|details|how( it works)?|code changes|files?( changed| touched| modified)?|"
     r"changed files)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
@@ -138,6 +138,8 @@ _STEP_START = re.compile(rf"^(?:now\s+|also\s+|then\s+|and\s+)?(?:{_verb_forms(_
                          rf"let|set|fell|wrote|rewrote)\b", re.IGNORECASE)
 _FIX_LABEL = re.compile(r"^\W*(?:fix|solution|the fix|change|changes|implementation|approach|after|now|with this "
                         r"(?:pr|change|patch))\W*:", re.IGNORECASE)
+_BARE_LABEL = re.compile(r"^\s*\**([A-Za-z][\w /&-]{0,30}?)\**\s*:\**\s*$")
+_ITEM_LABEL = re.compile(r"^\**([A-Za-z][\w /&-]{0,30}?)\**\s*:\**\s+\S")
 _CODE_LABEL = re.compile(r"^\s*(?:\*\*)?`[^`]+`(?:\*\*)?\s*(?::|—|–|-|→|->)\s")
 
 
@@ -187,6 +189,7 @@ class _Judge:
     oracle: str = ""
     tests: str = ""
     cut_next: bool = False
+    cut_label: str = ""  # a bare label line ("modify:") that names the change: what follows it goes, to the next
 
     def record(self, section: str, kept: bool, why: str, text: str) -> None:
         self.parts.append(StatementPart(source=self.source, section=section, kept=kept, why=why,
@@ -242,6 +245,9 @@ class _Judge:
             return None, "solution step"
         if self.mode != SOURCE_ISSUE and _CODE_LABEL.match(body):
             return None, "change to a named piece of code"
+        label = _ITEM_LABEL.match(body)
+        if label and self.mode != SOURCE_ISSUE and _SOLUTION_HEADING.match(label[1].strip()):
+            return None, f"labelled as the change ('{label[1].strip()}:')"
         kept, why = self.sentence(body)
         return (text if kept == body else kept), why
 
@@ -269,6 +275,16 @@ class _Judge:
 
     def block(self, section: str, kind: str, lines: list[str]) -> list[str]:
         text = "\n".join(lines)
+        label = _BARE_LABEL.match(text) if kind == "paragraph" else None
+        if label:  # a label on its own line ("modify:", "reason:") heads the blocks after it, like a heading
+            why = self.heading_cut(label[1])
+            self.cut_label = label[1] if why else ""
+            if why:
+                self.record(section, False, why, text)
+                return []
+        elif self.cut_label:
+            self.record(section, False, f"under the label '{self.cut_label}:'", text)
+            return []
         if self.cut_next:
             self.cut_next = False
             if kind in ("list", "code", "paragraph"):
@@ -417,6 +433,7 @@ def _judged(text: str, judge: _Judge) -> list[str]:
     cut_level: int | None = None
     for head, body in _sections(_prepare(text, judge)):
         name = ""
+        judge.cut_label = ""
         if head is not None:
             level, name = head
             if cut_level is not None and level > cut_level:
