@@ -446,3 +446,18 @@ def test_bare_labels_that_name_the_change_cut_what_follows():
     assert any(p.why.startswith("under the label 'modify:'") for p in st.quality.parts)
     # a label that names no change ("Configuration:") stays, with its list
     assert "Configuration:\n\n- page size 128" in clean_description("Configuration:\n\n- page size 128\n")
+
+
+def test_how_to_run_the_benchmark_is_not_the_problem():
+    """Shaped like sglang-jax #1507: the Summary lists the change, then a section explains how to run the
+    PR's tuning script; none of it is a problem, so the statement is the title and not ready-eligible."""
+    body = ("## Summary\n\n- add tuned lookup entries for 32 through 16384 tokens\n- enable the fused backend "
+            "for the model\n\n## Using `bench_v2.py` for MoE tuning\n\nRun it as a script from the repository "
+            "root with `PYTHONPATH=$PWD/python`. On a multi-host job, launch the same command on every "
+            "process.\n\n### GLM FP8 auto-tuning\n\nThe sweeps used these settings.\n")
+    st = build_statement("feat(fused-moe-v2): tune and serve GLM FP8", "", jax_pr(body, title="feat: tune"))
+    assert st.quality.statement_source == "title_only", st.text
+    assert "Run it as a script" not in st.text
+    # a reproduction stays in an issue
+    assert "Run the server" in clean_description("## How to reproduce\n\nRun the server with two ranks and "
+                                                  "send a long prompt; it hangs.\n", mode="issue")
