@@ -458,6 +458,11 @@ def test_how_to_run_the_benchmark_is_not_the_problem():
     st = build_statement("feat(fused-moe-v2): tune and serve GLM FP8", "", jax_pr(body, title="feat: tune"))
     assert st.quality.statement_source == "title_only", st.text
     assert "Run it as a script" not in st.text
+    # nor is how to build the PR's dependencies (#1490's "## Raiden build and cache")
+    text = clean_description("## Summary\n\nA remote engine cannot be chosen for KV transfer between workers, so "
+                             "transfers are slow.\n\n## Raiden build and cache\n\nThe validated dependency set "
+                             "is JAX 0.10.2 with the native extension built from source.\n")
+    assert "remote engine cannot be chosen" in text and "dependency set" not in text
     # a reproduction stays in an issue
     assert "Run the server" in clean_description("## How to reproduce\n\nRun the server with two ranks and "
                                                   "send a long prompt; it hangs.\n", mode="issue")

@@ -55,7 +55,8 @@ _EVALUATION_HEADING = re.compile(
     r"release notes|credits?|acknowledge?ments?|related (issues?|prs?|pull requests?)|notes? (for|to) reviewers?|"
     r"todo|next steps?|follow[- ]?ups?|future work|environment|summary by coderabbit|pull request overview|"
     r"highlights|changelog|using gemini code assist|footnotes|usage|how to (run|use|tune|benchmark)\b.*|"
-    r"using `?[\w./-]+`? (for|to) .*|(auto-?)?tuning\b.*)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
+    r"using `?[\w./-]+`? (for|to) .*|(auto-?)?tuning\b.*|installation|install(ing)?\b.*|setup|"
+    r"(\w+ )?build( and (cache|install))?|dependencies)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
 # Template headings over the problem itself: the heading line goes, its text is judged by content.
 _SCAFFOLD_HEADING = re.compile(r"^(motivation|description|background|problem( statement)?|why|summary|overview|"
                                r"rationale|context|goals?|describe the bug|bug description|feature request|"
