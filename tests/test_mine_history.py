@@ -124,3 +124,48 @@ def test_an_unreadable_commit_stops_the_walk_with_a_note(make_repo, profile, tmp
     [note] = [n for n in report.notes if "locking failed" not in n]  # uv is offline in tests (conftest)
     head = repo.git("rev-parse", "HEAD")
     assert note.startswith(f"history read up to {head[:12]} only: fatal: ") and "corrupt" in note
+
+
+def test_remining_with_a_new_statement_keeps_validation_and_asks_for_lint_again(make_repo, profile, tmp_path):
+    """Mined offline, validated, linted and ready; mined again with a better statement (as `--github` gives):
+    the new statement is written, validation stays, and the task is not ready until lint has read it."""
+    from dataclasses import dataclass
+
+    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.statement import StatementMaker, build_statement
+    from sweserve.models import QualityRecord, SignalCheck
+
+    @dataclass
+    class FromGitHub(StatementMaker):
+        def __call__(self, number, title, commit_body, oracle_patch, tests_patch):
+            return build_statement(title, "After a request is aborted, `f` keeps returning the value from before "
+                                   "the last write, so callers read stale results.",
+                                   oracle_patch=oracle_patch, tests_patch=tests_patch)
+
+    repo = three_prs(make_repo)
+    tasks = tmp_path / "tasks"
+    mine(open_repo(repo.path), profile, tasks)
+    task_dir = tasks / "sgl-project__sglang-3"
+    bundle = load_bundle(task_dir)
+    task = bundle.task
+    task.FAIL_TO_PASS = [f"{TEST}::test_f"]
+    task.validation = ValidationRecord(status="valid", runs=1, signals=[SignalCheck(name="cosmetic_oracle")])
+    task.quality = QualityRecord(statement_source="commit_message", interface_from="fail_to_pass")
+    task.family_override = task.family
+    task.readiness = assess(task)
+    assert task.ready
+    save_task(task_dir, task)
+    section = "<!-- sweserve:interface -->\n## New interfaces\n\n- function `f`\n<!-- /sweserve:interface -->\n"
+    (task_dir / "instruction.md").write_text(bundle.instruction + "\n" + section)  # as lint --write leaves it
+
+    same = mine(open_repo(repo.path), profile, tasks)  # the same statement: nothing to do
+    assert "sgl-project__sglang-3" in same.existing
+
+    report = mine(open_repo(repo.path), profile, tasks, statements=FromGitHub("sgl-project/sglang"))
+    assert "sgl-project__sglang-3" in report.updated and not report.replaced
+    again = load_bundle(task_dir)
+    assert "callers read stale results" in again.instruction
+    assert again.task.validated and again.task.FAIL_TO_PASS == [f"{TEST}::test_f"]
+    assert again.task.quality.interface_from is None  # mining's record: lint has not read this statement
+    assert not again.task.ready
+    assert [r.key for r in again.task.readiness.reasons] == ["lint:not_run"]

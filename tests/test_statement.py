@@ -269,8 +269,8 @@ def test_requirements_state_what_the_tests_rely_on_that_the_problem_does_not():
         "- The module `sgl_jax.srt.multimodal.models.wan2_1` is renamed to "
         "`sgl_jax.srt.multimodal.models.wan`: code that uses it imports it from the new name, and the old "
         "name no longer exists.",
-        "- `encode` takes a new positional parameter `negative_prompt` (after `prompt`).",
-        "- `encode`'s `max_len` defaults to `512` (it was `77`).",
+        "- `WanPipeline.encode` takes a new positional parameter `negative_prompt` (after `prompt`).",
+        "- `WanPipeline.encode`'s `max_len` defaults to `512` (it was `77`).",
         "- `load` requires a new keyword argument `dtype`.",
         "- `load` returns `'jax.Array'` (it returned `list`).",
     ], reqs
@@ -315,3 +315,154 @@ def test_domain_words_histories_and_versions_are_not_junk():
                  "Because `0` is falsy", "Models such as Ling-2.6"):
         assert kept in st.text, kept
     assert "gsm8k" not in st.text and "c64 = 0.700" not in st.text
+
+
+# Shaped like a PR that threads a DP rank through a transfer pool (sglang-jax #1506): the methods are named
+# after their class, a constructor after its class, and a class only a hunk header shows still counts.
+RANK_ORACLE = """\
+diff --git a/python/sgl_jax/srt/disaggregation/raiden/pool.py b/python/sgl_jax/srt/disaggregation/raiden/pool.py
+--- a/python/sgl_jax/srt/disaggregation/raiden/pool.py
++++ b/python/sgl_jax/srt/disaggregation/raiden/pool.py
+@@ -10,12 +10,12 @@ import threading
+ class TransferPool:
+-    def __init__(self, bootstrap_key: str, capacity: int):
++    def __init__(self, bootstrap_keys: str, capacity: int):
+         self.capacity = capacity
+         self.rooms = {}
+-    def pick_for_room(self, bootstrap_room: int):
++    def pick_for_room(self, bootstrap_room: int, dp_rank: int = 0):
+         return self.rooms[bootstrap_room]
+@@ -40,6 +40,6 @@ class DecodeAllocator:
+         self.free = []
+         self.ranks = 1
+-    def release(self, kv_indices):
++    def release(self, kv_indices, dp_rank):
+         self.free.extend(kv_indices)
+"""
+RANK_TESTS = """\
+diff --git a/python/sgl_jax/test/test_raiden_ranks.py b/python/sgl_jax/test/test_raiden_ranks.py
+new file mode 100644
+--- /dev/null
++++ b/python/sgl_jax/test/test_raiden_ranks.py
+@@ -0,0 +1,8 @@
++from sgl_jax.srt.disaggregation.raiden.pool import DecodeAllocator, TransferPool
++def test_rooms_are_per_rank():
++    pool = TransferPool(["k0", "k1"], capacity=4)
++    assert pool.pick_for_room(3, dp_rank=1) is not None
++def test_release_goes_to_the_rank():
++    alloc = DecodeAllocator()
++    alloc.release([1, 2], 1)
+"""
+
+
+def test_requirements_name_the_class_of_a_method_and_of_a_constructor():
+    st = build_statement("t", "", jax_pr("With several DP ranks the transfer targets the wrong rank.",
+                                         title="feat(pd): Raiden DP routing"),
+                         oracle_patch=RANK_ORACLE, tests_patch=RANK_TESTS)
+    assert st.quality.requirements == [
+        "- `TransferPool(...)`'s parameter `bootstrap_key` is renamed to `bootstrap_keys`.",
+        "- `TransferPool.pick_for_room` takes a new parameter `dp_rank` (after `bootstrap_room`, default `0`).",
+        "- `DecodeAllocator.release` takes a new positional parameter `dp_rank` (after `kv_indices`).",
+    ], st.quality.requirements
+    assert "__init__" not in st.text
+
+
+# Shaped like real sglang-jax PR bodies (#1490, #1507, #1517) and issues (#1496, #1412): a sentence that
+# introduces a command, a table or an error which the statement cuts is left hanging. A bare pointer goes;
+# a sentence that states something stays, with a full stop; an intro to a section that is kept stays as is.
+DANGLING_BODY = """\
+Two problems hit when serving the model:
+
+## Summary
+
+Prefill and decode workers exchange KV only through the default engine, and a remote engine cannot be chosen.
+
+Enable it on both workers:
+
+```bash
+python -m sgl_jax.launch_server --disaggregation-mode prefill --disaggregation-use-raiden
+```
+
+1. **MoE experts fall back to the slow kernel.** Block-wise scales are rejected by the fast path.
+2. **The fused backend crashes at warmup.** The scale weights are sharded on the expert axis while the kernel runs on the main mesh with a data and tensor split:
+   ```
+   ValueError: in_specs passed to shard_map do not match the specs of the input
+   ```
+
+For the same 294-request workload on two hosts:
+
+| Version | Prefill forwards | Throughput |
+| --- | ---: | ---: |
+| before | 173 | ~19.9 req/s |
+
+Configuration:
+
+- chunked prefill of 8192 tokens
+- page size 128
+"""
+
+
+def test_a_sentence_introducing_a_cut_part_goes_or_ends():
+    text = clean_description(DANGLING_BODY)
+    for gone in ("Enable it on both workers", "294-request workload", "```", "|"):
+        assert gone not in text, gone
+    for kept in ("Two problems hit when serving the model:", "a remote engine cannot be chosen",
+                 "**The fused backend crashes at warmup.** The scale weights are sharded on the expert axis while "
+                 "the kernel runs on the main mesh with a data and tensor split.",
+                 "Configuration:", "- page size 128"):
+        assert kept in text, kept
+    st = build_statement("t", "", jax_pr(DANGLING_BODY, title="feat(pd): remote KV engine"))
+    assert any(p.why == "introduces a part that was cut" and p.excerpt.startswith("Enable it")
+               for p in st.quality.parts)
+
+
+# Shaped like the squash message of sglang-jax #1534: each sub-commit is written as bare labels on their
+# own lines ("outline:", "modify:", "reason:"), not as headings; those that name the change go with what
+# follows them, the problem stays.
+LABELLED_COMMIT = """\
+outline:
+
+- PR role: cleanup of the draft runtime surface.
+
+modify:
+
+- Before -> after: Move the draft and verify state classes from the utility module into their own module.
+- Redirect scheduler and attention references to the new module.
+
+reason:
+
+- Problem: Unused methods and metadata increased maintenance surface and carried unnecessary values through
+  device state, and a thousand-line utility module mixed state contracts with tree algorithms.
+- Design: Mirror the existing info-module organization and keep the move behaviour-preserving.
+"""
+
+
+def test_bare_labels_that_name_the_change_cut_what_follows():
+    st = build_statement("[Feat] Optimize the draft runtime", LABELLED_COMMIT)
+    assert st.quality.statement_source == "commit_message"
+    assert "Unused methods and metadata increased maintenance surface" in st.text
+    for gone in ("modify:", "Before -> after", "Redirect scheduler", "outline:", "PR role", "Design:"):
+        assert gone not in st.text, gone
+    assert any(p.why.startswith("under the label 'modify:'") for p in st.quality.parts)
+    # a label that names no change ("Configuration:") stays, with its list
+    assert "Configuration:\n\n- page size 128" in clean_description("Configuration:\n\n- page size 128\n")
+
+
+def test_how_to_run_the_benchmark_is_not_the_problem():
+    """Shaped like sglang-jax #1507: the Summary lists the change, then a section explains how to run the
+    PR's tuning script; none of it is a problem, so the statement is the title and not ready-eligible."""
+    body = ("## Summary\n\n- add tuned lookup entries for 32 through 16384 tokens\n- enable the fused backend "
+            "for the model\n\n## Using `bench_v2.py` for MoE tuning\n\nRun it as a script from the repository "
+            "root with `PYTHONPATH=$PWD/python`. On a multi-host job, launch the same command on every "
+            "process.\n\n### GLM FP8 auto-tuning\n\nThe sweeps used these settings.\n")
+    st = build_statement("feat(fused-moe-v2): tune and serve GLM FP8", "", jax_pr(body, title="feat: tune"))
+    assert st.quality.statement_source == "title_only", st.text
+    assert "Run it as a script" not in st.text
+    # nor is how to build the PR's dependencies (#1490's "## Raiden build and cache")
+    text = clean_description("## Summary\n\nA remote engine cannot be chosen for KV transfer between workers, so "
+                             "transfers are slow.\n\n## Raiden build and cache\n\nThe validated dependency set "
+                             "is JAX 0.10.2 with the native extension built from source.\n")
+    assert "remote engine cannot be chosen" in text and "dependency set" not in text
+    # a reproduction stays in an issue
+    assert "Run the server" in clean_description("## How to reproduce\n\nRun the server with two ranks and "
+                                                  "send a long prompt; it hangs.\n", mode="issue")

@@ -19,12 +19,14 @@ from pydantic import BaseModel, Field
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
+from sweserve.dataset.interface import statement_of
 from sweserve.dataset.locking import Locker, LockStats, image_platform, image_python
 from sweserve.dataset.patches import section_paths, split_sections, touched_paths
 from sweserve.dataset.profiles import RepoProfile
+from sweserve.dataset.readiness import assess
 from sweserve.dataset.requirements import pr_dependencies
 from sweserve.dataset.statement import StatementMaker, build_statement
-from sweserve.dataset.taskstore import load_bundle, load_task, save_bundle, save_task
+from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, load_task, save_bundle, save_task
 from sweserve.errors import SweserveError
 from sweserve.models import EnvironmentLock, LockRequest, Resources, Task, TaskBundle, TestSpec
 
@@ -316,10 +318,19 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
         if new.resources.needs_accelerator == "gpu":
             new.resources.gpus = max(new.resources.gpus, 1)
     updates = {f: getattr(new, f) for f in DERIVED if getattr(new, f) != getattr(old.task, f)}
+    restated = statement_of(old.instruction) != statement_of(bundle.instruction)
+    if restated:
+        # a new statement (mined again with --github, or by a newer statement builder): what lint read of the
+        # old one no longer holds, so the quality record is mining's until `tasks lint --write` runs again
+        (task_dir / TEXT_FILES["instruction"]).write_text(bundle.instruction, encoding="utf-8")
+        updates["quality"] = new.quality
     if not updates:
         report.existing.append(task_id)
         return
-    save_task(task_dir, old.task.model_copy(update=updates))
+    task = old.task.model_copy(update=updates)
+    if task.readiness is not None:  # readiness reads the quality and family records
+        task.readiness = assess(task)
+    save_task(task_dir, task)
     report.updated.append(task_id)
 
 

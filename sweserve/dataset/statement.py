@@ -43,7 +43,7 @@ EXCERPT_CHARS = 60
 
 # Headings over the solution or its evaluation: cut from PR descriptions and commit messages.
 _SOLUTION_HEADING = re.compile(
-    r"^(modifications?|changes?( made| summary| overview)?|what( this pr does| changed| i changed|'s changed| does "
+    r"^(modifications?|modify|outline|changes?( made| summary| overview)?|what( this pr does| changed| i changed|'s changed| does "
     r"this pr do)?|summary of (the )?changes|proposed changes?|key changes?|implementation( details)?|approach|"
     r"solution|design|technical details|details|how( it works)?|code changes|files?( changed| touched| modified)?|"
     r"changed files)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
@@ -54,7 +54,9 @@ _EVALUATION_HEADING = re.compile(
     r"test(s|ing)?( plan| results?| done)?|how to test|checklist|review process|ci states|screenshots?|"
     r"release notes|credits?|acknowledge?ments?|related (issues?|prs?|pull requests?)|notes? (for|to) reviewers?|"
     r"todo|next steps?|follow[- ]?ups?|future work|environment|summary by coderabbit|pull request overview|"
-    r"highlights|changelog|using gemini code assist|footnotes)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
+    r"highlights|changelog|using gemini code assist|footnotes|usage|how to (run|use|tune|benchmark)\b.*|"
+    r"using `?[\w./-]+`? (for|to) .*|(auto-?)?tuning\b.*|installation|install(ing)?\b.*|setup|"
+    r"(\w+ )?build( and (cache|install))?|dependencies)\s*(?:\(.*\))?\s*[:.]?$", re.IGNORECASE)
 # Template headings over the problem itself: the heading line goes, its text is judged by content.
 _SCAFFOLD_HEADING = re.compile(r"^(motivation|description|background|problem( statement)?|why|summary|overview|"
                                r"rationale|context|goals?|describe the bug|bug description|feature request|"
@@ -138,6 +140,8 @@ _STEP_START = re.compile(rf"^(?:now\s+|also\s+|then\s+|and\s+)?(?:{_verb_forms(_
                          rf"let|set|fell|wrote|rewrote)\b", re.IGNORECASE)
 _FIX_LABEL = re.compile(r"^\W*(?:fix|solution|the fix|change|changes|implementation|approach|after|now|with this "
                         r"(?:pr|change|patch))\W*:", re.IGNORECASE)
+_BARE_LABEL = re.compile(r"^\s*\**([A-Za-z][\w /&-]{0,30}?)\**\s*:\**\s*$")
+_ITEM_LABEL = re.compile(r"^\**([A-Za-z][\w /&-]{0,30}?)\**\s*:\**\s+\S")
 _CODE_LABEL = re.compile(r"^\s*(?:\*\*)?`[^`]+`(?:\*\*)?\s*(?::|—|–|-|→|->)\s")
 
 
@@ -187,6 +191,7 @@ class _Judge:
     oracle: str = ""
     tests: str = ""
     cut_next: bool = False
+    cut_label: str = ""  # a bare label line ("modify:") that names the change: what follows it goes, to the next
 
     def record(self, section: str, kept: bool, why: str, text: str) -> None:
         self.parts.append(StatementPart(source=self.source, section=section, kept=kept, why=why,
@@ -242,6 +247,9 @@ class _Judge:
             return None, "solution step"
         if self.mode != SOURCE_ISSUE and _CODE_LABEL.match(body):
             return None, "change to a named piece of code"
+        label = _ITEM_LABEL.match(body)
+        if label and self.mode != SOURCE_ISSUE and _SOLUTION_HEADING.match(label[1].strip()):
+            return None, f"labelled as the change ('{label[1].strip()}:')"
         kept, why = self.sentence(body)
         return (text if kept == body else kept), why
 
@@ -269,6 +277,16 @@ class _Judge:
 
     def block(self, section: str, kind: str, lines: list[str]) -> list[str]:
         text = "\n".join(lines)
+        label = _BARE_LABEL.match(text) if kind == "paragraph" else None
+        if label:  # a label on its own line ("modify:", "reason:") heads the blocks after it, like a heading
+            why = self.heading_cut(label[1])
+            self.cut_label = label[1] if why else ""
+            if why:
+                self.record(section, False, why, text)
+                return []
+        elif self.cut_label:
+            self.record(section, False, f"under the label '{self.cut_label}:'", text)
+            return []
         if self.cut_next:
             self.cut_next = False
             if kind in ("list", "code", "paragraph"):
@@ -417,6 +435,7 @@ def _judged(text: str, judge: _Judge) -> list[str]:
     cut_level: int | None = None
     for head, body in _sections(_prepare(text, judge)):
         name = ""
+        judge.cut_label = ""
         if head is not None:
             level, name = head
             if cut_level is not None and level > cut_level:
@@ -429,15 +448,46 @@ def _judged(text: str, judge: _Judge) -> list[str]:
                 if "\n".join(body).strip():
                     judge.record(name, False, why, "\n".join(body))
                 continue
+        judged = [judge.block(name, kind, lines) for kind, lines in _blocks(body)]
+        for i, kept_lines in enumerate(judged[:-1]):  # what a section's last block introduces is the next one
+            if kept_lines and not judged[i + 1] and kept_lines[-1].rstrip().endswith(":"):
+                judged[i] = _without_dangling_intro(kept_lines, name, judge)
         kept: list[str] = []
-        for kind, lines in _blocks(body):
-            kept_lines = judge.block(name, kind, lines)
+        for kept_lines in judged:
             if kept_lines:
                 kept += kept_lines + [""]
         if head is not None and kept:
             out += [("#" * min(head[0], 6) if head[0] <= 6 else "###") + " " + head[1], ""]
         out += kept
     return out
+
+
+_POINTER = re.compile(r"\b(?:following|below|these|this|as follows|here|numbers|results|settings|command|"
+                      r"entry point)\b", re.IGNORECASE)
+MAX_INTRO_WORDS = 12
+
+
+def _without_dangling_intro(lines: list[str], section: str, judge: _Judge) -> list[str]:
+    """A block whose last sentence introduces the part after it ("Enable it on both workers:") when that part
+    was cut (code, a table, the change's steps). A bare pointer (short, or pointing: "the following",
+    "below", "these numbers") goes; a sentence that states something stays, ended with a full stop."""
+    last = lines[-1]
+    item = _LIST_ITEM.match(last)
+    if item:  # a list: its last item is the intro
+        head, lead, text = lines[:-1], last[:item.end()], last[item.end():].strip()
+    else:  # a paragraph or quote: the whole block, as one line
+        quoted = all(ln.lstrip().startswith(">") for ln in lines if ln.strip())
+        head, lead = [], "> " if quoted else ""
+        text = " ".join((re.sub(r"^\s*>\s?", "", ln) if quoted else ln).strip() for ln in lines if ln.strip())
+    sentences = [x for x in _SENTENCE_END.split(text) if x.strip()]
+    if not sentences:
+        return lines
+    intro = sentences[-1]
+    if len(intro.split()) > MAX_INTRO_WORDS and not _POINTER.search(intro):
+        return head + [lead + " ".join(sentences[:-1] + [intro.rstrip(" :") + "."])]
+    judge.record(section, False, "introduces a part that was cut", intro)
+    rest = " ".join(sentences[:-1]).strip()
+    return head + ([lead + rest] if rest else [])
 
 
 def _drop_empty_headings(lines: list[str]) -> list[str]:
@@ -547,11 +597,15 @@ def requirements(oracle_patch: str, tests_patch: str, problem: str = "") -> list
             old_dotted = _dotted_like(old, used, new)
             add(f"- The module `{old_dotted}` is renamed to `{used}`: code that uses it imports it from the new "
                 f"name, and the old name no longer exists.", [used.rsplit(".", 1)[-1]])
-    for fn, before, after in _changed_defs(oracle_patch):
-        if not _mentioned(fn, test_text):
+    for qualified, before, after in _changed_defs(oracle_patch):
+        owner, _, fn = qualified.rpartition(".")
+        # a constructor is called by its class's name; a method by its own
+        called = owner if fn == "__init__" and owner else fn
+        if not _mentioned(called, test_text):
             continue
-        for fact in _signature_facts(fn, before, after, test_text):
-            add(fact, [fn])
+        shown = f"{owner}(...)" if fn == "__init__" and owner else qualified
+        for fact in _signature_facts(shown, before, after, test_text):
+            add(fact, [called])
     for flag, help_text in _new_flags(oracle_patch):
         if flag in test_text:
             add(f"- A new command-line option `{flag}`" + (f": {help_text}" if help_text else "") + ".", [flag])
@@ -608,17 +662,35 @@ def _dotted_like(old_path: str, used: str, new_path: str) -> str:
     return ".".join(old_parts[extra:]) if extra >= 0 else ".".join(old_parts)
 
 
-_DEF_START = re.compile(r"^[-+ ]\s*(?:async\s+)?def\s+(\w+)\s*\(")
+_DEF_START = re.compile(r"^[-+ ](\s*)(?:async\s+)?def\s+(\w+)\s*\(")
+_CLASS_LINE = re.compile(r"^[-+ ](\s*)class\s+(\w+)\b")
+_HUNK_CLASS = re.compile(r"^@@[^@]*@@(\s*)class\s+(\w+)\b")
 
 
 def _defs(section: str, sign: str) -> dict[str, str]:
-    """name -> def header text as one side of a diff section has it (the lines with sign or context)."""
-    lines = [ln for ln in section.splitlines() if ln[:1] in (sign, " ") and not ln.startswith(("+++", "---"))]
+    """qualified name -> def header text as one side of a diff section has it (the lines with sign or context).
+    A method is named after its class (``Pool.pop``, ``Pool.__init__``) where the diff shows the class: a
+    ``class`` line above it, or the class a hunk header names."""
+    lines = [ln for ln in section.splitlines()
+             if (ln[:1] in (sign, " ") and not ln.startswith(("+++", "---"))) or ln.startswith("@@")]
     out: dict[str, str] = {}
+    classes: list[tuple[int, str]] = []  # (indent, name) of the classes around the current line
     i = 0
     while i < len(lines):
+        hunk = _HUNK_CLASS.match(lines[i])
+        if lines[i].startswith("@@"):
+            classes = [(len(hunk[1]) - 1 if hunk[1] else 0, hunk[2])] if hunk else []
+            i += 1
+            continue
+        cls = _CLASS_LINE.match(lines[i])
+        if cls:
+            indent = len(cls[1])
+            classes = [c for c in classes if c[0] < indent] + [(indent, cls[2])]
         m = _DEF_START.match(lines[i])
         if m:
+            indent = len(m[1])
+            classes = [c for c in classes if c[0] < indent]
+            name = f"{classes[-1][1]}.{m[2]}" if indent and classes else m[2]
             header, depth, j = "", 0, i
             while j < len(lines) and j < i + 40:
                 text = lines[j][1:]
@@ -627,14 +699,15 @@ def _defs(section: str, sign: str) -> dict[str, str]:
                 if depth <= 0 and text.rstrip().endswith(":"):
                     break
                 j += 1
-            out.setdefault(m[1], header.strip())
+            out.setdefault(name, header.strip())
             i = j
         i += 1
     return out
 
 
 def _changed_defs(patch: str) -> list[tuple[str, ast.arguments, ast.arguments | None]]:
-    """(name, arguments before, after) of functions whose header the oracle changes."""
+    """(name, arguments before, after) of functions whose header the oracle changes; methods as
+    ``Class.method``."""
     out = []
     for section in split_sections(patch):
         if "\n--- /dev/null" in section:
