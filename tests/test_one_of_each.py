@@ -105,6 +105,25 @@ def test_git_is_spawned_by_the_one_runner():
     assert sorted(spawning) == ["dataset/gitio.py", "gitcmd.py"]
 
 
+def test_python_source_is_parsed_by_the_one_parser():
+    """Only pyast.py calls ast.parse: trials run in threads, and CPython 3.11.7's parser fails when two threads
+    parse at once (a real task failed validation so), so every parse takes pyast's lock."""
+    parsing = [rel for rel, text in _sources().items()
+               if re.search(r"(?<![\w.])ast\.parse\(", text) and not rel.startswith("harness/")]
+    assert parsing == ["pyast.py"]
+
+
+def test_parsing_from_many_threads_at_once_succeeds():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sweserve import pyast
+
+    source = "def f(x):\n" + "".join(f"    y{i} = [(x, {{'a': (x + {i},)}}) for _ in range({i})]\n" for i in range(300))
+    with ThreadPoolExecutor(8) as pool:
+        trees = list(pool.map(lambda _: pyast.parse_module(source), range(64)))
+    assert all(len(tree.body[0].body) == 300 for tree in trees)  # type: ignore[attr-defined]
+
+
 def test_closed_models_derive_from_strict():
     declared = [rel for rel, text in _sources().items() if 'extra="forbid"' in text]
     assert declared == ["models.py"]

@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
+from sweserve import pyast
+
 BACKENDS = {
     "register_cuda_ci": "cuda", "register_cpu_ci": "cpu", "register_amd_ci": "amd", "register_npu_ci": "npu",
     "register_xpu_ci": "xpu", "register_musa_ci": "musa", "register_mlx_ci": "mlx",
@@ -90,7 +92,7 @@ def effective_suite(suite: str | None, stage: str | None, runner_config: str | N
 def registrations(source: str, file: str = "") -> list[Registration]:
     """The ``register_*_ci(...)`` calls among the top-level statements of a test file."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse_module(source)
     except (SyntaxError, ValueError):
         return []
     found = []
@@ -128,7 +130,7 @@ def _legacy_backend(suite: str) -> str:
 def suite_lists(source: str) -> dict[str, list[tuple[str, str, float]]]:
     """``suites = {name: [TestFile(path, est), ...]}`` of a run_suite.py: path → [(backend, suite, est)]."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse_module(source)
     except (SyntaxError, ValueError):
         return {}
     out: dict[str, list[tuple[str, str, float]]] = {}

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from sweserve import pyast
 from sweserve.dataset.patches import APPLY, touched_paths
 from sweserve.errors import SweserveError
 from sweserve.gitcmd import GitError, last_line, run_git
@@ -171,7 +172,7 @@ class SourceTree:
             return None
         if sha not in self._parsed:
             try:
-                self._parsed[sha] = ast.parse(self.git.blob(sha))
+                self._parsed[sha] = pyast.parse_module(self.git.blob(sha))
             except (SyntaxError, ValueError):
                 self._parsed[sha] = None
             except Unreadable as exc:  # read as a file that cannot be parsed: what it defines is opaque

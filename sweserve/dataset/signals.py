@@ -22,6 +22,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sweserve import pyast
 from sweserve.dataset.patches import section_paths, split_sections
 
 Reader = Callable[[str], "str | None"]  # path -> text, None when absent
@@ -98,7 +99,7 @@ def imports_of(source: str) -> str:
     """The top-level import statements of a module, in order (text lines starting with import when it does
     not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse_module(source)
     except (SyntaxError, ValueError):
         return "".join(ln + "\n" for ln in source.splitlines() if re.match(r"(from\s+\S+\s+)?import\s", ln))
     keep = []
@@ -126,7 +127,7 @@ def skeleton_of(source: str) -> str:
     (functions and methods raise NotImplementedError, class bodies hold nothing else). Tests that pass on
     this check that names exist, not what they do. Unparsable text keeps its import lines only."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse_module(source)
     except (SyntaxError, ValueError):
         return "".join(ln + "\n" for ln in source.splitlines() if re.match(r"(from\s+\S+\s+)?import\s", ln))
     keep: list[ast.stmt] = []
@@ -364,7 +365,7 @@ class _Strip(ast.NodeTransformer):
 def stripped(source: str) -> str | None:
     """A module's syntax tree without docstrings, comments, formatting or logging; None if it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse_module(source)
     except (SyntaxError, ValueError):
         return None
     return ast.dump(_Strip().visit(tree), annotate_fields=False, include_attributes=False)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from sweserve import pyast
 from sweserve.dataset.github import GitHubClient, IssueInfo, PullRequestInfo
 from sweserve.dataset.leaks import hidden_test_names, leak_findings
 from sweserve.dataset.patches import split_sections
@@ -728,7 +729,7 @@ def _parse_def(header: str):
     if not text.endswith(":"):
         return None
     try:
-        node = ast.parse(text + "\n    pass").body[0]
+        node = pyast.parse_module(text + "\n    pass").body[0]
     except SyntaxError:
         return None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None

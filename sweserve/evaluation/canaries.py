@@ -16,6 +16,8 @@ import ast
 import random
 import unittest
 
+from sweserve import pyast
+
 _VARS = ["value", "result", "got", "out", "items", "data", "parts", "total", "seq", "pairs", "text", "counts",
          "entry", "record", "size", "chunk", "batch", "shape", "tokens", "rows", "left", "right", "first", "acc"]
 FALLBACK_WORDS = ["basic", "values", "input", "result", "case", "default", "order", "length"]
@@ -120,7 +122,7 @@ def body(rng: random.Random, must_pass: bool, words: list[str], unittest_style: 
         if unittest_style and rng.random() < 0.6:
             check = f"self.assertEqual({lhs}, {expected!r})"
         else:
-            if isinstance(ast.parse(lhs, mode="eval").body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
+            if isinstance(pyast.parse_expression(lhs).body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
                 lhs = f"({lhs})"
             check = rng.choice([f"assert {lhs} == {expected!r}", f"assert {expected!r} == {lhs}"])
         if _behaves(setup + [check], must_pass):

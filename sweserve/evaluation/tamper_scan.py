@@ -16,6 +16,8 @@ import re
 import textwrap
 from pathlib import PurePosixPath
 
+from sweserve import pyast
+
 PATTERNS: list[tuple[str, re.Pattern]] = [
     ("pytest internals", re.compile(r"\b_pytest\b|pytest_runtest_|pytest_collect|pytest_sessionfinish|"
                                     r"pytest_report|TestReport|hookimpl|pluginmanager|pytest_configure")),
@@ -118,7 +120,7 @@ def _tree_flags(tree: ast.AST) -> set[str]:
 def _parsed(added: str) -> ast.AST | None:
     for text in (added, textwrap.dedent(added)):
         try:
-            return ast.parse(text)
+            return pyast.parse_module(text)
         except (SyntaxError, ValueError):
             continue
     return None

@@ -35,6 +35,7 @@ import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from sweserve import pyast
 from sweserve.evaluation import canaries
 from sweserve.models import Outcome, Task, Twin
 
@@ -352,7 +353,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     trees: dict[str, ast.Module] = {}
     for file, text in sources.items():
         try:
-            trees[file] = ast.parse(text)
+            trees[file] = pyast.parse_module(text)
         except (SyntaxError, ValueError):
             continue  # it cannot run at all: its tests are collection errors, with or without a plan
         everywhere |= {n.name for n in ast.walk(trees[file]) if isinstance(n, _DEFS)}
