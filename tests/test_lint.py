@@ -671,3 +671,27 @@ def test_no_finding_for_third_party_attributes_or_names_the_test_never_reaches(m
     reached = lint_task(tasks / TASK, repo.path)
     assert reached.quality.unfair == {}
     assert any("PageTable.from_dict" in n and "not judged unfair" in n for n in reached.quality.notes)
+
+
+def test_the_interface_gives_a_docstrings_whole_first_sentence_not_its_first_line():
+    """A first line can stop mid-sentence ("... (slot 0 is"): a blind reviewer could not tell the contract of
+    the padding rows from it. The section gives the first paragraph, cut only after a whole sentence."""
+    import ast
+
+    from sweserve.dataset import interface
+
+    source = '''
+def future_slot_indices(batch):
+    """Ring slots of the batch's rows. Padding rows go to the sentinel slot `map_size` (slot 0 is
+    a real request's slot), so that they are dropped.
+
+    Details that are not the summary.
+    """
+'''
+    fn = ast.parse(source).body[0]
+    assert interface._doc(fn) == ("Ring slots of the batch's rows. Padding rows go to the sentinel slot `map_size` "
+                                  "(slot 0 is a real request's slot), so that they are dropped.")
+    long_doc = "First sentence is here. " + "word " * 80 + "ends. Another sentence."
+    fn = ast.parse(f'def f():\n    """{long_doc}"""\n').body[0]
+    summary = interface._doc(fn)
+    assert summary.endswith(".") and len(summary) <= interface.DOC_SUMMARY_CHARS and summary.startswith("First")

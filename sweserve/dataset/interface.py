@@ -6,7 +6,7 @@ keyword arguments of those calls, the exception types of ``pytest.raises`` / ``a
 ``--flag`` strings. Each name is looked up statically in two states of the repository, built from the
 clone without a checkout (a temporary git index and object folder, the clone's objects as alternates):
 *before* = base + tests.patch and *after* = base + oracle + tests.patch. A name missing before and
-present after is new: it goes into the section with its signature and the first line of its docstring
+present after is new: it goes into the section with its signature and the summary of its docstring
 as the oracle defines it. A name missing in both is *unknown*: the tests need something no static
 reading can find (a dynamically created attribute, a keyword swallowed by ``**kwargs``), which no
 section can announce. The section is written into instruction.md between marker comments, so computing
@@ -374,11 +374,22 @@ def _chain(node: ast.AST) -> list[str] | None:
 # ---------------------------------------------------------------- what a definition looks like
 
 
+DOC_SUMMARY_CHARS = 300  # a summary longer than this is cut at a sentence's end
+
+
 def _doc(node: ast.AST | None) -> str:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
-        doc = ast.get_docstring(node) or ""
-        return doc.strip().splitlines()[0].strip() if doc.strip() else ""
-    return ""
+    """A docstring's summary: its first paragraph, on one line. A first line alone can stop mid-sentence
+    ("Padding rows go to the sentinel (slot 0 is"), and the sentence is what a solver needs; a long paragraph
+    is cut after its last whole sentence within DOC_SUMMARY_CHARS."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+        return ""
+    doc = (ast.get_docstring(node) or "").strip()
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    if len(paragraph) <= DOC_SUMMARY_CHARS:
+        return paragraph
+    head = paragraph[:DOC_SUMMARY_CHARS]
+    end = max(head.rfind(". "), head.rfind("? "), head.rfind("! "))
+    return head[:end + 1] if end > 0 else head.rstrip() + "..."
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -1036,7 +1047,7 @@ def statement_of(instruction: str) -> str:
 
 def render_section(items: list[InterfaceItem]) -> str:
     lines = [OPEN_MARK, "## New interfaces", "",
-             "The hidden tests use these names, which do not exist yet; add them. Signatures and the first line "
+             "The hidden tests use these names, which do not exist yet; add them. Signatures and the summary "
              "of each docstring are those of the reference solution." + (
                  " Names marked changed exist already and must change as described."
                  if any(it.kind == "changed" for it in items) else ""), ""]
