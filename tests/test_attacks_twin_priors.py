@@ -254,3 +254,34 @@ def test_a_site_a_prior_marks_is_not_tried(value):
     fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
     assert isinstance(node, ast.Assert) and isinstance(fn, ast.FunctionDef)
     assert twins._candidate_sites(twins.sites(fn)) == []
+
+
+def by_sign(members: list[str], rng: random.Random) -> str:
+    """Counts, sizes and ids are positive: never bet on a member that is zero or negative."""
+    positive = [m for m in members if ast.literal_eval(m) > 0]
+    return rng.choice(positive or members)
+
+
+def _small_rate(draws: int = 4000) -> float:
+    rng = random.Random(11)
+    hits = total = 0
+    for _ in range(draws):
+        value = rng.choice([2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 0.3, 0.5])
+        fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        if not twins._candidate_sites(twins.sites(fn)):
+            continue  # no site: twinless
+        real, others = twins.values(value, rng, twins._width(value))
+        members = [real, *rng.sample(others, twins.K)]
+        rng.shuffle(members)
+        hits += by_sign(members, rng) == real
+        total += 1
+    return hits / max(total, 1)
+
+
+def test_small_values_keep_their_sign_in_every_member(monkeypatch):
+    assert abs(_small_rate() - CHANCE) < 0.03
+    monkeypatch.setattr(twins, "values", _old_values)  # the defence off
+    monkeypatch.setattr(twins, "_candidate_sites", _old_sites)
+    monkeypatch.setattr(twins, "_width", lambda value, avoid=frozenset(): twins.CANDIDATES)
+    assert _small_rate() > CHANCE + 0.05  # about 0.32
