@@ -285,3 +285,52 @@ def test_small_values_keep_their_sign_in_every_member(monkeypatch):
     monkeypatch.setattr(twins, "_candidate_sites", _old_sites)
     monkeypatch.setattr(twins, "_width", lambda value, avoid=frozenset(): twins.CANDIDATES)
     assert _small_rate() > CHANCE + 0.05  # about 0.32
+
+
+ECHO_FILE = "test/test_queue.py"
+ECHO = '''from pkg.queue import Queue
+
+
+def test_capacity_is_kept():
+    q = Queue(capacity=37)
+    assert q.capacity() == 37
+    assert q.size() == 29
+'''
+
+
+def by_echo(plan: twins.GradingPlan, group: list[twins.Member], rng: random.Random) -> twins.Member:
+    """The expected value is often an input written again: bet on the member whose differing literal the
+    test also writes somewhere else."""
+    lines = _differing_lines(plan, group)
+    hits = []
+    for m in group:
+        literal = (re.findall(r"-?\d+(?:\.\d+)?", lines.get(m, "").split("==")[-1]) or [""])[-1]
+        text = plan.texts[m.file]
+        body = text[text.index(f"def {m.name}("):].split("\n\n")[0]
+        hits += [m] if literal and len(re.findall(rf"(?<![\w.]){re.escape(literal)}(?![\w.])", body)) > 1 else []
+    return hits[0] if len(hits) == 1 else rng.choice(group)
+
+
+def _echo_rate(draws: int = 60) -> float:
+    rng = random.Random(5)
+    hits = total = 0
+    graded = [f"{ECHO_FILE}::test_capacity_is_kept"]
+    for seed in range(draws):
+        task = Task(task_id="o__r-3", repo="o/r", profile="p", pr_number=3, title="t", base_commit="a" * 40,
+                    merge_commit="b" * 40, family="scheduling-memory", created_at="2026-01-01T00:00:00Z",
+                    test=TestSpec(runner="pytest", files=[ECHO_FILE]), FAIL_TO_PASS=graded)
+        plan = twins.grading_plan(task, {ECHO_FILE: ECHO}, seed=seed, candidates=True)
+        run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                              shapes={})
+        task.twins, _ = twins.select(graded, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {ECHO_FILE: ECHO}, seed=seed + 1)
+        for group in _groups(plan):
+            hits += by_echo(plan, group, rng).kind == "test"
+            total += 1
+    return hits / max(total, 1)
+
+
+def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatch):
+    assert _echo_rate() < CHANCE + 0.12
+    monkeypatch.setattr(twins, "_elsewhere", lambda fn, nodes: frozenset())  # the defence off
+    assert _echo_rate() > 0.8  # about 0.92

@@ -464,10 +464,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
                 avoid = visible((base or {}).get(file), key, fn.name, instruction)
-                for i in _candidate_sites(fn_sites, avoid):
+                for i in _candidate_sites(fn_sites, avoid, fn):
                     nodes = fn_sites[i]
-                    real, others = values(_number(nodes[0]), rng, _width(_number(nodes[0]), avoid),  # type: ignore[arg-type]
-                                          avoid)
+                    near = avoid | _elsewhere(fn, nodes)
+                    real, others = values(_number(nodes[0]), rng, _width(_number(nodes[0]), near),  # type: ignore[arg-type]
+                                          near)
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
@@ -674,14 +675,25 @@ def _sign_safe(value: int | float) -> bool:
     return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > CANDIDATES * _unit(value)
 
 
-def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset()) -> list[int]:
+def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]) -> frozenset[Decimal]:
+    """The numbers the test writes outside one site: an input (`Pool(size=48)`), another check of the same
+    value. A real value that shows there is read off the twins' common text; a twin value that does is not
+    the real one's shape either."""
+    mine = {id(n) for node in nodes for n in ast.walk(node)}
+    return frozenset(_decimal(v) for n in ast.walk(fn) if isinstance(n, ast.expr) and id(n) not in mine
+                     for v in [_number(n)] if v is not None)
+
+
+def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
+                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None) -> list[int]:
     """The sites validation tries: those whose values keep their sign first, spread over the test's checks.
     A site whose real value a prior singles out (`_marked`) or that the forger can read elsewhere (`avoid`:
     the literals of the base version of the same test, numbers of the instruction) is never tried: its
     twins would be told apart by that alone."""
+    near = [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
     usable = [i for i, g in enumerate(fn_sites)
-              if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in avoid  # type: ignore[arg-type]
-              and _room(_number(g[0]), K, avoid)]  # type: ignore[arg-type]
+              if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
+              and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
     safe = [i for i in usable if _sign_safe(_number(fn_sites[i][0]))]  # type: ignore[arg-type]
     other = [i for i in usable if i not in safe]
     picked = [safe[j] for j in _spread(len(safe), CANDIDATE_SITES)]
