@@ -133,14 +133,68 @@ def render(value: Decimal, is_float: bool, unit: Decimal) -> str:
     return f"{value:.{places}f}" if places else f"{value:.1f}"
 
 
-def values(value: int | float, rng: random.Random, k: int = K) -> tuple[str, list[str]]:
+def _decimal(value: int | float) -> Decimal:
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _marked(value: int | float) -> bool:
+    """Whether a prior singles the value out among its neighbours: an int whose magnitude is a power of two
+    of 16 or more (sizes, dims, block counts), which a forger bets on where one member of a group is one."""
+    if isinstance(value, float) or value != int(value):
+        return False
+    n = abs(int(value))
+    return n >= 16 and n & (n - 1) == 0
+
+
+def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[Decimal]) -> bool:
+    """Whether a value may stand in a progression whose real member has `unit`: it reads back with that same
+    unit (`10` or `0.20` among steps of 1 or 0.01 could never be a real value: the real one is written by
+    `render` from its own unit, so such a member is a twin for sure), no prior marks it (`_marked`), and it
+    is not in `avoid` (values the forger can read elsewhere: the real one never is, so neither may a twin)."""
+    number: int | float = float(value) if is_float else int(value)
+    return _unit(number) == unit and not _marked(number) and value not in avoid and value != 0
+
+
+def _room(value: int | float, k: int, avoid: frozenset[Decimal] = frozenset()) -> bool:
+    """Whether `k` admissible values of the value's own sign lie on each side of it: then every rank of a
+    progression of k+1 can be drawn, and no member's sign (`len(x) == -2`) or zero says it is a twin. A
+    value without that room gets no twins at its site: drawing only the ranks that fit would put the real
+    one at the progression's low end."""
+    unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
+    if real == 0:
+        return False
+    for step in (-1, 1):
+        v, found = real, 0
+        while found < k:
+            v += step * unit
+            if v == 0 or (v > 0) != (real > 0):
+                return False
+            found += _admissible(v, is_float, unit, avoid)
+    return True
+
+
+def values(value: int | float, rng: random.Random, k: int = K,
+           avoid: frozenset[Decimal] = frozenset()) -> tuple[str, list[str]]:
     """The real value's text and `k` others: a progression of k+1 values, one step apart at the value's last
-    written digit (equally round), holding the real one at a rank drawn uniformly."""
+    written digit (equally round), holding the real one at a rank drawn uniformly. Steps that land on a value
+    of another shape (`_admissible`) are skipped, on both sides alike: every member has the same shape, and
+    the real one is still at a uniform rank of the admissible values around it."""
     unit = _unit(value)
     rank = rng.randint(0, k)
-    real = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    real = _decimal(value)
     is_float = isinstance(value, float)
-    others = [render(real + (i - rank) * unit, is_float, unit) for i in range(k + 1) if i != rank]
+
+    def side(step: int, count: int) -> list[Decimal]:
+        out: list[Decimal] = []
+        v = real
+        for _ in range(count * 10 + 10):
+            if len(out) == count:
+                break
+            v += step * unit
+            if _admissible(v, is_float, unit, avoid):
+                out.append(v)
+        return out
+    others = [render(v, is_float, unit) for v in side(-1, rank)[::-1] + side(1, k - rank)]
     return render(real, is_float, unit), others
 
 
@@ -336,14 +390,43 @@ def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
     return out
 
 
-def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False) -> GradingPlan:
+_TEXT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+
+
+def visible(base_text: str | None, cls: str | None, name: str, instruction: str = "") -> frozenset[Decimal]:
+    """Values a forger reads without solving the task, for one test: every numeric literal of the base
+    version of the same test (same class and name in the base version of its file: a modified test, an
+    unchanged FAIL_TO_PASS one) and every number the instruction writes."""
+    out: set[Decimal] = set()
+    for token in _TEXT_NUMBER.findall(instruction):
+        try:
+            out.add(Decimal(token))
+        except ArithmeticError:
+            continue
+    try:
+        tree = ast.parse(base_text) if base_text else None
+    except (SyntaxError, ValueError):
+        tree = None
+    for scope in [tree] if tree is not None else []:
+        body = scope.body
+        if cls is not None:
+            body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), [])
+        for fn in [n for n in body if isinstance(n, _DEFS) and n.name == name]:
+            out |= {_decimal(v) for node in ast.walk(fn) if isinstance(node, ast.expr)
+                    for v in [_number(node)] if v is not None}
+    return frozenset(out)
+
+
+def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False,
+                 base: dict[str, str] | None = None, instruction: str = "") -> GradingPlan:
     """The hidden test files as they go into the grade sandbox, and the map back, for one run.
 
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
     `seed`: the same seed gives the same plan (None: a fresh one from the system's randomness).
     `candidates`: validation's plan: every graded test (every collected test while the task has no
     FAIL_TO_PASS) gets CANDIDATES candidate twins at each of up to CANDIDATE_SITES sites instead of its
-    recorded ones."""
+    recorded ones. `base` (each hidden file -> its text at base, where it existed) and `instruction`: what a
+    forger reads beside the files; a candidate site or value equal to a number there is never used (`visible`)."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     recorded: dict[str, list[Twin]] = {}
@@ -381,9 +464,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             block = blocks.setdefault(key, [])
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
-                for i in _candidate_sites(fn_sites):
+                avoid = visible((base or {}).get(file), key, fn.name, instruction)
+                for i in _candidate_sites(fn_sites, avoid, fn):
                     nodes = fn_sites[i]
-                    real, others = values(_number(nodes[0]), rng, CANDIDATES)  # type: ignore[arg-type]
+                    near = avoid | _elsewhere(fn, nodes)
+                    real, others = values(_number(nodes[0]), rng, _width(_number(nodes[0]), near),  # type: ignore[arg-type]
+                                          near)
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
@@ -590,12 +676,36 @@ def _sign_safe(value: int | float) -> bool:
     return abs(Decimal(repr(value)) if isinstance(value, float) else Decimal(value)) > CANDIDATES * _unit(value)
 
 
-def _candidate_sites(fn_sites: list[list[ast.expr]]) -> list[int]:
-    """The sites validation tries: those whose values keep their sign first, spread over the test's checks."""
-    safe = [i for i, g in enumerate(fn_sites) if _sign_safe(_number(g[0]))]  # type: ignore[arg-type]
-    other = [i for i in range(len(fn_sites)) if i not in safe]
+def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]) -> frozenset[Decimal]:
+    """The numbers the test writes outside one site: an input (`Pool(size=48)`), another check of the same
+    value. A real value that shows there is read off the twins' common text; a twin value that does is not
+    the real one's shape either."""
+    mine = {id(n) for node in nodes for n in ast.walk(node)}
+    return frozenset(_decimal(v) for n in ast.walk(fn) if isinstance(n, ast.expr) and id(n) not in mine
+                     for v in [_number(n)] if v is not None)
+
+
+def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
+                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None) -> list[int]:
+    """The sites validation tries: those whose values keep their sign first, spread over the test's checks.
+    A site whose real value a prior singles out (`_marked`) or that the forger can read elsewhere (`avoid`:
+    the literals of the base version of the same test, numbers of the instruction) is never tried: its
+    twins would be told apart by that alone."""
+    near = [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+    usable = [i for i, g in enumerate(fn_sites)
+              if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
+              and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
+    safe = [i for i in usable if _sign_safe(_number(fn_sites[i][0]))]  # type: ignore[arg-type]
+    other = [i for i in usable if i not in safe]
     picked = [safe[j] for j in _spread(len(safe), CANDIDATE_SITES)]
     return picked + [other[j] for j in _spread(len(other), CANDIDATE_SITES - len(picked))]
+
+
+def _width(value: int | float, avoid: frozenset[Decimal] = frozenset()) -> int:
+    """How many candidates a site's value gets: CANDIDATES where it has the room (`_room`), else fewer, down
+    to K (a small count: 3 has 1 and 2 below it, never 0 or -1). The width depends on the real value only,
+    and the real one keeps a uniform rank within it."""
+    return next((k for k in range(CANDIDATES, K - 1, -1) if _room(value, k, avoid)), K)
 
 
 def _spread(n: int, k: int) -> list[int]:
@@ -620,7 +730,8 @@ def select(graded: list[str], before: list, after: list,
     """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
     and the graded tests none could be kept for.
 
-    Per graded test, the first site (sign-keeping ones first) whose CANDIDATES values all failed in every run
+    Per graded test, the first site (sign-keeping ones first) whose candidates (CANDIDATES, fewer for a small
+    value: `_width`) all failed in every run
     before and after the oracle (a site where some value passes is one-sided: a bound, a tolerance; which
     values fail would say on which side the real one lies), then K drawn from those whose failure at base
     reads like the test's own (`same_failure`: a value the unsolved code happens to compute shows in the
@@ -640,7 +751,10 @@ def select(graded: list[str], before: list, after: list,
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
-            if len(group) != CANDIDATES or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+            # a site's width depends on its value (`_width`): every run must have planted the same candidates
+            every = {k for run in runs for k in run.twins
+                     for t in [Twin.model_validate_json(k)] if t.test == test_id and t.site == site}
+            if len(group) < K or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs for k in keys):
                 continue
             alike = [t for t, k in zip(group, keys)
                      if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],

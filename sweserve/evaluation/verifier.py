@@ -193,7 +193,8 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
     # grading, the recorded ones
-    plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS))
+    plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
+                              instruction=bundle.instruction)
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):

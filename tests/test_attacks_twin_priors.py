@@ -1,0 +1,336 @@
+"""Attacks on the twins' values by a prior: a forger who has not solved the task, but reads what the grade
+box and the candidate phase show (the base version of each test, the instruction, how values are written),
+picks per group the member a prior favours. Chance is 1/(K+1) only when no prior separates the members.
+
+Each attack is measured twice: with the defence off (monkeypatched back to the old progression or site
+choice: the prior must then beat chance clearly) and as sweserve plans twins (it must sit at chance, or the
+test has no twins at all and is `twinless`, guarded by must-fail canaries). All static: the plans the grade
+box would get, no Docker.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+from decimal import Decimal
+from types import SimpleNamespace
+
+import pytest
+
+from sweserve.evaluation import twins
+from sweserve.models import Task, TestSpec
+
+CHANCE = 1 / (twins.K + 1)
+
+
+# --- groups of values as grading shows them ------------------------------------------------------------------
+
+def _group(value: int | float, rng: random.Random) -> tuple[str, list[str]]:
+    """The real literal and the K twin literals a recorded group shows: K of validation's CANDIDATES drawn
+    uniformly (as `select` does where every candidate failed alike)."""
+    real, others = twins.values(value, rng, twins.CANDIDATES)
+    return real, rng.sample(others, twins.K)
+
+
+def _written_unit(literal: str) -> Decimal:
+    number = ast.literal_eval(literal)
+    return twins._unit(number)
+
+
+def by_written_step(members: list[str], rng: random.Random) -> str:
+    """The real literal is written by `render` from its own last digit: a member written coarser than the
+    others (`10` among 7, 8, 12; `0.20` among 0.25, 0.23) would have had twins on its own coarser step, so it
+    is a twin. Guess among the rest."""
+    finest = min(_written_unit(m) for m in members)
+    possible = [m for m in members if _written_unit(m) == finest] or members
+    return rng.choice(possible)
+
+
+def by_power_of_two(members: list[str], rng: random.Random) -> str:
+    """Sizes in inference tests are powers of two: bet on the one member that is one."""
+    marked = [m for m in members if twins._marked(ast.literal_eval(m))]
+    return marked[0] if len(marked) == 1 else rng.choice(members)
+
+
+def _real_values(rng: random.Random) -> int | float:
+    """Values shaped like real checks' expected values: sizes (often powers of two), counts, token ids,
+    probabilities and tolerances written to two or three places."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return rng.choice([16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192])
+    if kind == 1:
+        return rng.randint(11, 5000)
+    if kind == 2:
+        return round(rng.uniform(0.1, 0.99), 2)
+    return round(rng.uniform(1.1, 9.9), 3)
+
+
+def _rate(forger, draws: int = 6000, seed: int = 7) -> float:
+    rng = random.Random(seed)
+    hits = total = 0
+    for _ in range(draws):
+        value = _real_values(rng)
+        if twins._marked(value) and twins._candidate_sites([[ast.parse(repr(value), mode="eval").body]]) == []:
+            continue  # such a site gets no twins: the test is twinless or twinned elsewhere
+        real, others = _group(value, rng)
+        members = [real, *others]
+        rng.shuffle(members)
+        hits += forger(members, rng) == real
+        total += 1
+    return hits / total
+
+
+def _old_values(value, rng, k=twins.K, avoid=frozenset()):
+    """The progression before this defence: every step, whatever its shape."""
+    unit = twins._unit(value)
+    rank = rng.randint(0, k)
+    real = twins._decimal(value)
+    is_float = isinstance(value, float)
+    others = [twins.render(real + (i - rank) * unit, is_float, unit) for i in range(k + 1) if i != rank]
+    return twins.render(real, is_float, unit), others
+
+
+def _old_sites(fn_sites, avoid=frozenset()):
+    safe = [i for i, g in enumerate(fn_sites) if twins._sign_safe(twins._number(g[0]))]
+    other = [i for i in range(len(fn_sites)) if i not in safe]
+    picked = [safe[j] for j in twins._spread(len(safe), twins.CANDIDATE_SITES)]
+    return picked + [other[j] for j in twins._spread(len(other), twins.CANDIDATE_SITES - len(picked))]
+
+
+def test_a_member_written_on_a_coarser_step_is_not_singled_out_as_a_twin(monkeypatch):
+    assert abs(_rate(by_written_step) - CHANCE) < 0.03
+    rng = random.Random(1)
+    for value in [17, 123, 0.25, 4.125, 7, 0.07]:
+        real, others = twins.values(value, rng, twins.CANDIDATES)
+        assert len({_written_unit(m) for m in [real, *others]}) == 1, (value, real, others)
+    monkeypatch.setattr(twins, "values", _old_values)  # the defence off
+    assert _rate(by_written_step) > CHANCE + 0.025  # about 0.28: a third of groups show a coarser member
+
+
+def test_a_power_of_two_is_neither_a_real_value_nor_a_twin(monkeypatch):
+    assert abs(_rate(by_power_of_two) - CHANCE) < 0.03
+    monkeypatch.setattr(twins, "values", _old_values)  # the defence off: powers of two in and around groups
+    monkeypatch.setattr(twins, "_candidate_sites", _old_sites)
+    assert _rate(by_power_of_two) > CHANCE + 0.15
+
+
+# --- the base version of the same test ---------------------------------------------------------------------------
+
+FILE = "test/test_pool.py"
+BASE_FILE = '''from pkg.pool import Pool
+
+
+def test_pool_allocates():
+    pool = Pool(size=48)
+    assert pool.free() == 48
+    assert pool.alloc(5) == 5
+
+
+class TestEvict:
+    def test_evicts_oldest(self):
+        pool = Pool(size=48)
+        assert pool.evict(3) == 37
+        assert pool.used() == 11
+'''
+HIDDEN = '''from pkg.pool import Pool
+
+
+def test_pool_allocates():
+    pool = Pool(size=48)
+    assert pool.free() == 48
+    assert pool.alloc(5) == 5
+    assert pool.pages() == 13
+
+
+class TestEvict:
+    def test_evicts_oldest(self):
+        pool = Pool(size=48)
+        assert pool.evict(3) == 37
+        assert pool.used() == 11
+        assert pool.reserved() == 23
+
+
+def test_pool_is_new():
+    assert Pool(size=7).blocks() == 343
+'''
+GRADED = [f"{FILE}::test_pool_allocates", f"{FILE}::TestEvict::test_evicts_oldest", f"{FILE}::test_pool_is_new"]
+INSTRUCTION = "Pools of 48 slots must report 13 pages of four slots and the reserved count."
+
+
+def _task(**kw) -> Task:
+    return Task(task_id="o__r-2", repo="o/r", profile="p", pr_number=2, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="scheduling-memory", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=[FILE]), FAIL_TO_PASS=GRADED, **kw)
+
+
+def _recorded(seed: int, **plan_kw) -> Task:
+    """Validation's outcome where every candidate failed alike: `select` over the candidates plan."""
+    task = _task()
+    plan = twins.grading_plan(task, {FILE: HIDDEN}, seed=seed, candidates=True, **plan_kw)
+    every = {m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"}
+    run = SimpleNamespace(twins=every, shapes={})
+    kept, _ = twins.select(GRADED, [run], [run], random.Random(seed))
+    task.twins = kept
+    return task
+
+
+def _differing_lines(plan: twins.GradingPlan, group: list[twins.Member]) -> dict[twins.Member, str]:
+    bodies = {}
+    for m in group:
+        text = plan.texts[m.file]
+        start = text.index(f"def {m.name}(")
+        body = text[start:].split("\n", 1)[1]
+        bodies[m] = body.split("\n\n")[0].split("\n    def ")[0].split("\n")
+    out = {}
+    for m, lines in bodies.items():
+        for i, line in enumerate(lines):
+            if len({tuple(b[i:i + 1]) for b in bodies.values()}) > 1:
+                out[m] = line.strip()
+                break
+    return out
+
+
+def by_base_line(plan: twins.GradingPlan, group: list[twins.Member], base: str, instruction: str,
+                 rng: random.Random) -> twins.Member:
+    """The member whose differing line is, word for word, a line of the base file; else the one whose
+    differing literal the instruction writes; else a guess."""
+    lines = _differing_lines(plan, group)
+    base_lines = {ln.strip() for ln in base.split("\n")}
+    hit = [m for m in group if lines.get(m) in base_lines]
+    if len(hit) == 1:
+        return hit[0]
+    numbers = set(re.findall(r"\d+", instruction))
+    hit = [m for m in group if (re.findall(r"\d+(?:\.\d+)?", lines.get(m, "").split("==")[-1]) or [""])[-1]
+           in numbers]
+    return hit[0] if len(hit) == 1 else rng.choice(group)
+
+
+def _groups(plan: twins.GradingPlan) -> list[list[twins.Member]]:
+    out: dict[tuple, list[twins.Member]] = {}
+    for m in plan.members:
+        if m.kind in ("test", "twin"):
+            out.setdefault((m.cls, m.real), []).append(m)
+    return [g for g in out.values() if any(m.kind == "twin" for m in g)]
+
+
+def _base_rate(draws: int, **plan_kw) -> tuple[float, int]:
+    rng = random.Random(3)
+    hits = total = 0
+    twinless = set()
+    for seed in range(draws):
+        task = _recorded(seed, **plan_kw)
+        twinless |= set(GRADED) - {t.test for t in task.twins}
+        plan = twins.grading_plan(task, {FILE: HIDDEN}, seed=seed + 10_000)
+        for group in _groups(plan):
+            hits += by_base_line(plan, group, BASE_FILE, INSTRUCTION, rng).kind == "test"
+            total += 1
+    return hits / max(total, 1), len(twinless)
+
+
+def test_the_base_version_of_a_test_and_the_instruction_name_no_real_value():
+    rate, twinless = _base_rate(80, base={FILE: BASE_FILE}, instruction=INSTRUCTION)
+    assert rate < CHANCE + 0.1, rate
+    rate_off, _ = _base_rate(80)  # the defence off: validation not told what the forger reads
+    assert rate_off > 0.6, rate_off
+
+
+def test_visible_values_are_never_a_site_nor_a_twin():
+    task = _recorded(5, base={FILE: BASE_FILE}, instruction=INSTRUCTION)
+    seen = {Decimal(t.value) for t in task.twins}
+    assert not seen & {Decimal(48), Decimal(5), Decimal(37), Decimal(11), Decimal(3), Decimal(13)}, task.twins
+    # the others keep a site no prior reads; test_pool_allocates has none left: twinless, never a leaky twin
+    assert {t.test for t in task.twins} == set(GRADED) - {f"{FILE}::test_pool_allocates"}, task.twins
+    fn = next(n for n in ast.walk(ast.parse(HIDDEN)) if isinstance(n, ast.FunctionDef)
+              and n.name == "test_pool_allocates")
+    avoid = twins.visible(BASE_FILE, None, "test_pool_allocates", INSTRUCTION)
+    usable = twins._candidate_sites(twins.sites(fn), avoid)
+    assert [twins._number(twins.sites(fn)[i][0]) for i in usable] == []  # 48, 5 at base; 13 in the instruction
+
+
+@pytest.mark.parametrize("value", [16, 64, 128, 4096, -256])
+def test_a_site_a_prior_marks_is_not_tried(value):
+    node = ast.parse(f"assert f() == {value}").body[0]
+    fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
+    assert isinstance(node, ast.Assert) and isinstance(fn, ast.FunctionDef)
+    assert twins._candidate_sites(twins.sites(fn)) == []
+
+
+def by_sign(members: list[str], rng: random.Random) -> str:
+    """Counts, sizes and ids are positive: never bet on a member that is zero or negative."""
+    positive = [m for m in members if ast.literal_eval(m) > 0]
+    return rng.choice(positive or members)
+
+
+def _small_rate(draws: int = 4000) -> float:
+    rng = random.Random(11)
+    hits = total = 0
+    for _ in range(draws):
+        value = rng.choice([2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 0.3, 0.5])
+        fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        if not twins._candidate_sites(twins.sites(fn)):
+            continue  # no site: twinless
+        real, others = twins.values(value, rng, twins._width(value))
+        members = [real, *rng.sample(others, twins.K)]
+        rng.shuffle(members)
+        hits += by_sign(members, rng) == real
+        total += 1
+    return hits / max(total, 1)
+
+
+def test_small_values_keep_their_sign_in_every_member(monkeypatch):
+    assert abs(_small_rate() - CHANCE) < 0.03
+    monkeypatch.setattr(twins, "values", _old_values)  # the defence off
+    monkeypatch.setattr(twins, "_candidate_sites", _old_sites)
+    monkeypatch.setattr(twins, "_width", lambda value, avoid=frozenset(): twins.CANDIDATES)
+    assert _small_rate() > CHANCE + 0.05  # about 0.32
+
+
+ECHO_FILE = "test/test_queue.py"
+ECHO = '''from pkg.queue import Queue
+
+
+def test_capacity_is_kept():
+    q = Queue(capacity=37)
+    assert q.capacity() == 37
+    assert q.size() == 29
+'''
+
+
+def by_echo(plan: twins.GradingPlan, group: list[twins.Member], rng: random.Random) -> twins.Member:
+    """The expected value is often an input written again: bet on the member whose differing literal the
+    test also writes somewhere else."""
+    lines = _differing_lines(plan, group)
+    hits = []
+    for m in group:
+        literal = (re.findall(r"-?\d+(?:\.\d+)?", lines.get(m, "").split("==")[-1]) or [""])[-1]
+        text = plan.texts[m.file]
+        body = text[text.index(f"def {m.name}("):].split("\n\n")[0]
+        hits += [m] if literal and len(re.findall(rf"(?<![\w.]){re.escape(literal)}(?![\w.])", body)) > 1 else []
+    return hits[0] if len(hits) == 1 else rng.choice(group)
+
+
+def _echo_rate(draws: int = 60) -> float:
+    rng = random.Random(5)
+    hits = total = 0
+    graded = [f"{ECHO_FILE}::test_capacity_is_kept"]
+    for seed in range(draws):
+        task = Task(task_id="o__r-3", repo="o/r", profile="p", pr_number=3, title="t", base_commit="a" * 40,
+                    merge_commit="b" * 40, family="scheduling-memory", created_at="2026-01-01T00:00:00Z",
+                    test=TestSpec(runner="pytest", files=[ECHO_FILE]), FAIL_TO_PASS=graded)
+        plan = twins.grading_plan(task, {ECHO_FILE: ECHO}, seed=seed, candidates=True)
+        run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                              shapes={})
+        task.twins, _ = twins.select(graded, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {ECHO_FILE: ECHO}, seed=seed + 1)
+        for group in _groups(plan):
+            hits += by_echo(plan, group, rng).kind == "test"
+            total += 1
+    return hits / max(total, 1)
+
+
+def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatch):
+    assert _echo_rate() < CHANCE + 0.12
+    monkeypatch.setattr(twins, "_elsewhere", lambda fn, nodes: frozenset())  # the defence off
+    assert _echo_rate() > 0.8  # about 0.92
