@@ -71,7 +71,7 @@ def _rate(forger, draws: int = 6000, seed: int = 7) -> float:
     hits = total = 0
     for _ in range(draws):
         value = _real_values(rng)
-        if twins._marked(value) and twins._candidate_sites([[ast.parse(repr(value), mode="eval").body]]) == []:
+        if twins._marked(value) and twins._candidate_sites([[ast.parse(repr(value), mode="eval").body]], fall_back=False) == []:
             continue  # such a site gets no twins: the test is twinless or twinned elsewhere
         real, others = _group(value, rng)
         members = [real, *others]
@@ -91,7 +91,7 @@ def _old_values(value, rng, k=twins.K, avoid=frozenset()):
     return twins.render(real, is_float, unit), others
 
 
-def _old_sites(fn_sites, avoid=frozenset()):
+def _old_sites(fn_sites, avoid=frozenset(), fn=None, fall_back=True):
     safe = [i for i, g in enumerate(fn_sites) if twins._sign_safe(twins._number(g[0]))]
     other = [i for i in range(len(fn_sites)) if i not in safe]
     picked = [safe[j] for j in twins._spread(len(safe), twins.CANDIDATE_SITES)]
@@ -214,6 +214,9 @@ def _groups(plan: twins.GradingPlan) -> list[list[twins.Member]]:
     return [g for g in out.values() if any(m.kind == "twin" for m in g)]
 
 
+WEAK = f"{FILE}::test_pool_allocates"  # its every site is visible at base or in the instruction
+
+
 def _base_rate(draws: int, **plan_kw) -> tuple[float, int]:
     rng = random.Random(3)
     hits = total = 0
@@ -223,6 +226,9 @@ def _base_rate(draws: int, **plan_kw) -> tuple[float, int]:
         twinless |= set(GRADED) - {t.test for t in task.twins}
         plan = twins.grading_plan(task, {FILE: HIDDEN}, seed=seed + 10_000)
         for group in _groups(plan):
+            test = next(m for m in group if m.kind == "test")
+            if plan_kw and test.test_id == WEAK:
+                continue  # no site a prior cannot read: a weak twin by design (see the fallback test below)
             hits += by_base_line(plan, group, BASE_FILE, INSTRUCTION, rng).kind == "test"
             total += 1
     return hits / max(total, 1), len(twinless)
@@ -239,12 +245,13 @@ def test_visible_values_are_never_a_site_nor_a_twin():
     task = _recorded(5, base={FILE: BASE_FILE}, instruction=INSTRUCTION)
     seen = {Decimal(t.value) for t in task.twins}
     assert not seen & {Decimal(48), Decimal(5), Decimal(37), Decimal(11), Decimal(3), Decimal(13)}, task.twins
-    # the others keep a site no prior reads; test_pool_allocates has none left: twinless, never a leaky twin
-    assert {t.test for t in task.twins} == set(GRADED) - {f"{FILE}::test_pool_allocates"}, task.twins
+    # the others keep a site no prior reads; test_pool_allocates has none left: it falls back to a weak twin
+    # (a forger's guess is then no better than the prior, but never free), at a site with room, not 48 or 5
+    assert {t.test for t in task.twins} == set(GRADED), task.twins
     fn = next(n for n in ast.walk(ast.parse(HIDDEN)) if isinstance(n, ast.FunctionDef)
               and n.name == "test_pool_allocates")
     avoid = twins.visible(BASE_FILE, None, "test_pool_allocates", INSTRUCTION)
-    usable = twins._candidate_sites(twins.sites(fn), avoid)
+    usable = twins._candidate_sites(twins.sites(fn), avoid, fall_back=False)
     assert [twins._number(twins.sites(fn)[i][0]) for i in usable] == []  # 48, 5 at base; 13 in the instruction
 
 
@@ -253,7 +260,16 @@ def test_a_site_a_prior_marks_is_not_tried(value):
     node = ast.parse(f"assert f() == {value}").body[0]
     fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
     assert isinstance(node, ast.Assert) and isinstance(fn, ast.FunctionDef)
-    assert twins._candidate_sites(twins.sites(fn)) == []
+    assert twins._candidate_sites(twins.sites(fn), fall_back=False) == []
+
+
+def test_a_test_whose_only_sites_a_prior_reads_still_gets_a_weak_twin_site():
+    """A leaky twin costs a forger a guess (0.76-0.92 per test measured above); no twin costs nothing. So a
+    test with no site a prior cannot read falls back to a readable one, instead of going twinless."""
+    fn = ast.parse("def test_x():\n    assert f() == 64\n").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert twins._candidate_sites(twins.sites(fn), fall_back=False) == []
+    assert twins._candidate_sites(twins.sites(fn)) == [0]
 
 
 def by_sign(members: list[str], rng: random.Random) -> str:
@@ -269,7 +285,7 @@ def _small_rate(draws: int = 4000) -> float:
         value = rng.choice([2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 0.3, 0.5])
         fn = ast.parse(f"def test_x():\n    assert f() == {value}\n").body[0]
         assert isinstance(fn, ast.FunctionDef)
-        if not twins._candidate_sites(twins.sites(fn)):
+        if not twins._candidate_sites(twins.sites(fn), fall_back=False):
             continue  # no site: twinless
         real, others = twins.values(value, rng, twins._width(value))
         members = [real, *rng.sample(others, twins.K)]
