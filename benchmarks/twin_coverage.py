@@ -1,0 +1,58 @@
+"""Twin coverage, statically: the share of tests that hold at least one candidate twin site.
+
+A test gets twins only at a site `twins.sites` finds (a numeric literal in a check); validation then keeps a
+candidate only if it fails with the oracle and at base, by execution. This script counts the upper bound, the
+tests with >= 1 candidate site, from each task's tests.patch: whole files the patch creates (a modified file's
+hunks are not a module and are skipped, and counted as such).
+
+    python benchmarks/twin_coverage.py tasks /work/realdata/jax-tasks
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from sweserve.evaluation.twins import collected, sites
+
+
+def new_files(patch: str) -> tuple[dict[str, str], int]:
+    """The files a unified diff creates (path -> text), and how many .py files it only modifies."""
+    out: dict[str, str] = {}
+    modified = 0
+    for chunk in patch.split("diff --git ")[1:]:
+        head, _, body = chunk.partition("\n@@")
+        path = head.split("\n", 1)[0].split(" b/")[-1].strip()
+        if not path.endswith(".py"):
+            continue
+        if "--- /dev/null" not in head:
+            modified += 1
+            continue
+        lines = [ln[1:] for ln in ("@@" + body).splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+        out[path] = "\n".join(lines) + "\n"
+    return out, modified
+
+
+def main(roots: list[str]) -> None:
+    for root in roots:
+        tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
+        tests = covered = modified = unparsed = 0
+        for task in tasks:
+            files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
+            modified += mod
+            for text in files.values():
+                try:
+                    tree = ast.parse(text)
+                except (SyntaxError, ValueError):
+                    unparsed += 1
+                    continue
+                for _cls, fn in collected(tree, "pytest"):
+                    tests += 1
+                    covered += bool(sites(fn))
+        share = covered / tests if tests else 0.0
+        print(f"{root}: {len(tasks)} tasks, {tests} tests in created files, {covered} with >=1 candidate site "
+              f"({share:.1%}); {modified} modified .py files skipped, {unparsed} unparsable")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["tasks"])
