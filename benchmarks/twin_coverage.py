@@ -15,6 +15,29 @@ from pathlib import Path
 
 from sweserve.evaluation.twins import collected, sites
 
+_ASSERT_PAIRS = {"assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIn", "assertNotIn",
+                 "assertIsNone", "assertIsNotNone", "assertRaises", "raises", "approx", "assertAlmostEqual"}
+_FLIPPABLE = (ast.Eq, ast.NotEq, ast.Lt, ast.GtE, ast.Gt, ast.LtE, ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def other_sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the test holds a check the proposed non-numeric operators could perturb (#15 part 2): a flippable
+    comparison or a bool / None / string constant in an `assert`, or a paired unittest assert method,
+    `pytest.raises`, `assertRaises` or `approx` call. An upper bound: not yet kept by execution."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert):
+            for c in ast.walk(node.test):
+                if isinstance(c, ast.Compare) and any(isinstance(op, _FLIPPABLE) for op in c.ops):
+                    return True
+                if isinstance(c, ast.Constant) and (c.value is None or isinstance(c.value, (bool, str))):
+                    return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _ASSERT_PAIRS:
+                return True
+    return False
+
 
 def new_files(patch: str) -> tuple[dict[str, str], int]:
     """The files a unified diff creates (path -> text), and how many .py files it only modifies."""
@@ -36,7 +59,7 @@ def new_files(patch: str) -> tuple[dict[str, str], int]:
 def main(roots: list[str]) -> None:
     for root in roots:
         tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
-        tests = covered = modified = unparsed = 0
+        tests = covered = proposed = modified = unparsed = 0
         for task in tasks:
             files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
             modified += mod
@@ -48,10 +71,13 @@ def main(roots: list[str]) -> None:
                     continue
                 for _cls, fn in collected(tree, "pytest"):
                     tests += 1
-                    covered += bool(sites(fn))
+                    numeric = bool(sites(fn))
+                    covered += numeric
+                    proposed += numeric or other_sites(fn)
         share = covered / tests if tests else 0.0
         print(f"{root}: {len(tasks)} tasks, {tests} tests in created files, {covered} with >=1 candidate site "
-              f"({share:.1%}); {modified} modified .py files skipped, {unparsed} unparsable")
+              f"({share:.1%}), {proposed} with >=1 site of numeric or proposed operators "
+              f"({proposed / tests if tests else 0.0:.1%}); {modified} modified .py files skipped, {unparsed} unparsable")
 
 
 if __name__ == "__main__":
