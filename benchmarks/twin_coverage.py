@@ -5,12 +5,16 @@ candidate only if it fails with the oracle and at base, by execution. This scrip
 tests with >= 1 candidate site, from each task's tests.patch: whole files the patch creates (a modified file's
 hunks are not a module and are skipped, and counted as such).
 
-    python benchmarks/twin_coverage.py tasks /work/realdata/jax-tasks
+    python benchmarks/twin_coverage.py --demo tasks          # whole files at merge_commit, graded tests only
+    python benchmarks/twin_coverage.py /work/realdata/jax-tasks
 """
 from __future__ import annotations
 
+import argparse
 import ast
-import sys
+import json
+import subprocess
+import tempfile
 from pathlib import Path
 
 from sweserve.evaluation.twins import collected, sites
@@ -56,29 +60,61 @@ def new_files(patch: str) -> tuple[dict[str, str], int]:
     return out, modified
 
 
-def main(roots: list[str]) -> None:
-    for root in roots:
-        tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
-        tests = covered = proposed = modified = unparsed = 0
-        for task in tasks:
+def repo_files(task: Path, repo: Path) -> dict[str, str]:
+    """The task's hidden test files, whole, at its merge commit in a local clone."""
+    meta = json.loads((task / "task.json").read_text())
+    return {f: subprocess.run(["git", "-C", str(repo), "show", f"{meta['merge_commit']}:{f}"], check=True,
+                              capture_output=True, text=True).stdout for f in meta["test"]["files"]}
+
+
+def graded(task: Path) -> set[str] | None:
+    meta = json.loads((task / "task.json").read_text()) if (task / "task.json").is_file() else {}
+    ids = [*meta.get("FAIL_TO_PASS", []), *meta.get("PASS_TO_PASS", [])]
+    return {i.split("[")[0].split("::")[-1] for i in ids} or None
+
+
+def measure(root: str, repo: Path | None) -> None:
+    tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
+    tests = covered = proposed = modified = unparsed = 0
+    for task in tasks:
+        if repo is not None:
+            files, mod = repo_files(task, repo), 0
+        else:
             files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
-            modified += mod
-            for text in files.values():
-                try:
-                    tree = ast.parse(text)
-                except (SyntaxError, ValueError):
-                    unparsed += 1
+        modified += mod
+        names = graded(task) if repo is not None else None
+        for text in files.values():
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                unparsed += 1
+                continue
+            for _cls, fn in collected(tree, "pytest"):
+                if names is not None and fn.name not in names:
                     continue
-                for _cls, fn in collected(tree, "pytest"):
-                    tests += 1
-                    numeric = bool(sites(fn))
-                    covered += numeric
-                    proposed += numeric or other_sites(fn)
-        share = covered / tests if tests else 0.0
-        print(f"{root}: {len(tasks)} tasks, {tests} tests in created files, {covered} with >=1 candidate site "
-              f"({share:.1%}), {proposed} with >=1 site of numeric or proposed operators "
-              f"({proposed / tests if tests else 0.0:.1%}); {modified} modified .py files skipped, {unparsed} unparsable")
+                tests += 1
+                numeric = bool(sites(fn))
+                covered += numeric
+                proposed += numeric or other_sites(fn)
+    share = covered / tests if tests else 0.0
+    print(f"{root}: {len(tasks)} tasks, {tests} tests, {covered} with >=1 candidate site ({share:.1%}), "
+          f"{proposed} with >=1 site of numeric or proposed operators ({proposed / tests if tests else 0.0:.1%}); "
+          f"{modified} modified .py files skipped, {unparsed} unparsable")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("roots", nargs="+", help="folders of task folders (each with tests.patch)")
+    parser.add_argument("--demo", action="store_true", help="read whole files from the demo repository")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = None
+        if args.demo:
+            from sweserve.demo.fixture import build_demo_repo
+            repo = build_demo_repo(Path(tmp) / "repo")
+        for root in args.roots:
+            measure(root, repo)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["tasks"])
+    main()
