@@ -1,7 +1,11 @@
-"""Plain canary tests: bodies of small, self-contained tests that must pass (or must fail) whatever the code
+"""The stdlib-only part of twin grading, one implementation for the host (`sweserve run`: evaluation/twins.py)
+and the exports' in-box root verifier (sweserve_verify.py, through sweserve_canaries.py): standard library
+only, since the box imports this file as it is.
+
+Plain canary tests: bodies of small, self-contained tests that must pass (or must fail) whatever the code
 under test does.
 
-The grading plan (`twins.py`) plants a few of them among the hidden tests, named from the same distribution
+The grading plan (evaluation/twins.py) plants a few of them among the hidden tests, named from the same distribution
 as every graded test and twin and shuffled in with them: a must-pass canary that fails, or a must-fail one
 that passes, means something in the test process forged outcomes. Their bodies come from several
 generators of plain assertions over small literals and builtins (lists, strings, dicts, arithmetic, loops;
