@@ -26,9 +26,13 @@ from __future__ import annotations
 import ast
 import re
 import secrets
-import unittest
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+try:  # in the box this folder is on sys.path (sweserve_verify.py); on the host it is the package sweserve.harness
+    import sweserve_twins
+except ImportError:
+    from sweserve.harness import sweserve_twins
 
 if TYPE_CHECKING:  # stdlib only at run time: the exports' in-box verifier imports this file as it is
     from sweserve.models import Outcome, Task
@@ -36,9 +40,7 @@ if TYPE_CHECKING:  # stdlib only at run time: the exports' in-box verifier impor
 _TEST_NAME = re.compile(r"^test", re.I)
 _PARAMS = re.compile(r"\[.*\]$", re.S)
 _SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-_VARS = ["value", "result", "got", "out", "items", "data", "parts", "total", "seq", "pairs", "text", "counts",
-         "entry", "record", "size", "chunk", "batch", "shape", "tokens", "rows", "left", "right", "first", "acc"]
-_FALLBACK_WORDS = ["basic", "values", "input", "result", "case", "default", "order", "length"]
+_FALLBACK_WORDS = sweserve_twins.FALLBACK_WORDS
 _RNG = secrets.SystemRandom()
 
 
@@ -81,123 +83,9 @@ class CanaryPlan:
 
 # --- bodies ---------------------------------------------------------------------------------------------------
 
-def _small(lo: int = 0, hi: int = 60) -> int:
-    return _RNG.randint(lo, hi)
-
-
-def _ints(n: int | None = None) -> list[int]:
-    return [_small() for _ in range(n or _RNG.randint(2, 5))]
-
-
-def _gen_list(var: str, words: list[str]) -> tuple[list[str], str]:
-    xs = _ints()
-    k = _RNG.randint(2, 4)
-    lhs = _RNG.choice([f"sum({var})", f"max({var})", f"min({var})", f"len({var})", f"sorted({var})",
-                       f"{var}[::-1]", f"[x * {k} for x in {var}]", f"{var}[-1] - {var}[0]",
-                       f"list(reversed({var}))", f"{var}.count({xs[0]})"])
-    return [f"{var} = {xs!r}"], lhs
-
-
-def _gen_text(var: str, words: list[str]) -> tuple[list[str], str]:
-    picked = [_RNG.choice(words) for _ in range(_RNG.randint(2, 3))]
-    sep = _RNG.choice(["-", "_", " ", "/", ":"])
-    lhs = _RNG.choice([f"{var}.split({sep!r})", f"{var}.upper()", f"len({var})", f"{var}.count({sep!r})",
-                       f"{var}.replace({sep!r}, '')", f"{var}[:{_RNG.randint(1, 4)}]", f"{var}.title()",
-                       f"''.join(reversed({var}))", f"{var}.startswith({picked[0][:2]!r})"])
-    return [f"{var} = {sep.join(picked)!r}"], lhs
-
-
-def _gen_dict(var: str, words: list[str]) -> tuple[list[str], str]:
-    keys = list(dict.fromkeys(_RNG.choice(words) for _ in range(_RNG.randint(2, 4))))
-    d = {k: _small() for k in keys}
-    lhs = _RNG.choice([f"sorted({var})", f"sum({var}.values())", f"len({var})", f"{var}[{keys[0]!r}]",
-                       f"max({var}.values())", f"{keys[-1]!r} in {var}", f"sorted({var}.items())"])
-    return [f"{var} = {d!r}"], lhs
-
-
-def _gen_arith(var: str, words: list[str]) -> tuple[list[str], str]:
-    a, b = _small(1, 200), _small(1, 12)
-    lhs = _RNG.choice([f"divmod({a}, {b})", f"{a} // {b}", f"{a} % {b}", f"pow({b}, 2)", f"abs({b} - {a})",
-                       f"{a} * {b} - {b}", f"max({a}, {b}) - min({a}, {b})", f"({a} + {b}) * 2"])
-    return ([f"{var} = {lhs}"], var) if _RNG.random() < 0.5 else ([], lhs)
-
-
-def _gen_loop(var: str, words: list[str]) -> tuple[list[str], str]:
-    n, k = _small(2, 9), _small(1, 5)
-    item = _RNG.choice(["i", "n", "step", "j", "idx"])
-    op = _RNG.choice(["+=", "-=", "+= 1 +"])
-    return [f"{var} = {_small()}", f"for {item} in range({n}):", f"    {var} {op} {item} * {k}"], var
-
-
-def _gen_pairs(var: str, words: list[str]) -> tuple[list[str], str]:
-    pairs = [(_small(), _small()) for _ in range(_RNG.randint(2, 4))]
-    lhs = _RNG.choice([f"[a + b for a, b in {var}]", f"dict({var})", f"max({var})", f"sorted({var})",
-                       f"[b for _, b in {var}]", f"list(zip(*{var}))", f"len(set({var}))"])
-    return [f"{var} = {pairs!r}"], lhs
-
-
-def _gen_sets(var: str, words: list[str]) -> tuple[list[str], str]:
-    a, b = _ints(4), _ints(4)
-    lhs = _RNG.choice([f"sorted(set({a!r}) & set({b!r}))", f"sorted(set({a!r}) | set({b!r}))",
-                       f"len(set({a!r}) - set({b!r}))", f"sorted(set({a!r}))"])
-    return ([f"{var} = {lhs}"], var) if _RNG.random() < 0.5 else ([], lhs)
-
-
-_GENERATORS = [_gen_list, _gen_text, _gen_dict, _gen_arith, _gen_loop, _gen_pairs, _gen_sets]
-
-
-def _other(value):
-    """A value of the same kind as `value` that is not equal to it."""
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + _RNG.choice([-3, -2, -1, 1, 2, 3])
-    if isinstance(value, str):
-        return value + _RNG.choice(["s", "x", "-", "0"]) if value and _RNG.random() < 0.5 else value[1:] + "e"
-    if isinstance(value, tuple):
-        return value + (_small(),)
-    if isinstance(value, list):
-        return value[:-1] if len(value) > 1 and _RNG.random() < 0.5 else value + [_small()]
-    if isinstance(value, dict):
-        return {**value, "extra": _small()}
-    return None
-
-
 def _body(must_pass: bool, words: list[str], unittest_style: bool) -> list[str]:
-    """Statement lines (unindented, nested lines with 4 spaces) that pass (or fail) with an AssertionError."""
-    while True:
-        var = _RNG.choice(_VARS)
-        setup, lhs = _RNG.choice(_GENERATORS)(var, words)
-        space = {"__builtins__": __builtins__}
-        try:
-            exec("\n".join(setup) + f"\n__value = {lhs}\n", space)  # noqa: S102 - our own literals
-        except Exception:  # noqa: BLE001 - a generator's rare bad draw: draw again
-            continue
-        value = space["__value"]
-        expected = value if must_pass else _other(value)
-        if expected is None or (expected == value) is not must_pass:
-            continue
-        if unittest_style and _RNG.random() < 0.6:
-            check = f"self.assertEqual({lhs}, {expected!r})"
-        else:
-            if isinstance(ast.parse(lhs, mode="eval").body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
-                lhs = f"({lhs})"
-            check = _RNG.choice([f"assert {lhs} == {expected!r}", f"assert {expected!r} == {lhs}"])
-        if _behaves(setup + [check], must_pass):
-            return setup + [check]
-
-
-def _behaves(body: list[str], must_pass: bool) -> bool:
-    """Whether the body, run as a method here, passes (or fails with an AssertionError) as planned."""
-    space: dict[str, Any] = {"__builtins__": __builtins__}
-    exec("def planted(self):\n" + "".join(f"    {ln}\n" for ln in body), space)  # noqa: S102 - our own code
-    try:
-        space["planted"](unittest.TestCase())
-    except AssertionError:
-        return not must_pass
-    except Exception:  # noqa: BLE001 - neither: draw again
-        return False
-    return must_pass
+    """Statement lines that pass (or fail) with an AssertionError: the generators `sweserve run` uses."""
+    return sweserve_twins.body(_RNG, must_pass, words, unittest_style)
 
 
 # --- where and what -------------------------------------------------------------------------------------------
@@ -256,8 +144,7 @@ def _homes(task: Task, file: str, text: str, tree: ast.Module, lines: list[str])
 
 
 def _vocabulary(names: list[str]) -> list[str]:
-    words = [w for n in names for w in n.lower().split("_")[1:] if w.isidentifier() and w != "test"]
-    return list(dict.fromkeys(words)) or list(_FALLBACK_WORDS)
+    return sweserve_twins.vocabulary(names)
 
 
 def _name(words: list[str], taken: set[str]) -> str:

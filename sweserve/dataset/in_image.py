@@ -24,7 +24,7 @@ HARNESS_FILES = resources.files("sweserve.harness")  # harness/ at the repositor
 SHIPPED: dict[str, Traversable] = {
     **{name: HARNESS_FILES / name for name in (
         "sweserve_verify.py", "sweserve_boot.py", "sweserve_outcomes.py", "sweserve_unittest.py", "sweserve_drop.py",
-        "sweserve_protocol.py", "sweserve_canaries.py")},
+        "sweserve_protocol.py", "sweserve_canaries.py", "sweserve_twins.py")},
     "sweserve_resets.py": PACKAGE / "evaluation" / "resets.py",
 }
 HARNESS = "/tmp/sweserve/harness"  # where `sweserve run` puts its harness too

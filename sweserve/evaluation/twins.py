@@ -8,7 +8,7 @@ task.json (`Task.twins`).
 
 At grading, `grading_plan` writes each hidden file anew:
 
-- every graded test, each of its twins and a few plain canaries (`canaries.py`) get a fresh random name, all
+- every graded test, each of its twins and a few plain canaries (harness/sweserve_twins.py) get a fresh random name, all
   drawn from one distribution, and go, shuffled, to the end of the scope they came from (the module, or
   their class): nothing in their names, their positions or their order says which is which;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sweserve import pyast
-from sweserve.evaluation import canaries
+from sweserve.harness import sweserve_twins as canaries  # shared with the exports' in-box verifier
 from sweserve.models import Outcome, Task, Twin
 
 K = 3  # twins per graded test
@@ -404,7 +404,7 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
         except ArithmeticError:
             continue
     try:
-        tree = ast.parse(base_text) if base_text else None
+        tree = pyast.parse_module(base_text) if base_text else None
     except (SyntaxError, ValueError):
         tree = None
     for scope in [tree] if tree is not None else []:

@@ -1,7 +1,11 @@
-"""Plain canary tests: bodies of small, self-contained tests that must pass (or must fail) whatever the code
+"""The stdlib-only part of twin grading, one implementation for the host (`sweserve run`: evaluation/twins.py)
+and the exports' in-box root verifier (sweserve_verify.py, through sweserve_canaries.py): standard library
+only, since the box imports this file as it is.
+
+Plain canary tests: bodies of small, self-contained tests that must pass (or must fail) whatever the code
 under test does.
 
-The grading plan (`twins.py`) plants a few of them among the hidden tests, named from the same distribution
+The grading plan (evaluation/twins.py) plants a few of them among the hidden tests, named from the same distribution
 as every graded test and twin and shuffled in with them: a must-pass canary that fails, or a must-fail one
 that passes, means something in the test process forged outcomes. Their bodies come from several
 generators of plain assertions over small literals and builtins (lists, strings, dicts, arithmetic, loops;
@@ -14,9 +18,18 @@ from __future__ import annotations
 
 import ast
 import random
+import threading
 import unittest
 
-from sweserve import pyast
+# CPython 3.11.7's parser fails when two threads parse at once, and the host draws bodies from trial threads
+# (sweserve/pyast.py does the same for the host's own parses; this module may import nothing of sweserve).
+_ONE_PARSE_AT_A_TIME = threading.Lock()
+
+
+def _parse_expression(source: str) -> ast.Expression:
+    with _ONE_PARSE_AT_A_TIME:
+        return ast.parse(source, mode="eval")
+
 
 _VARS = ["value", "result", "got", "out", "items", "data", "parts", "total", "seq", "pairs", "text", "counts",
          "entry", "record", "size", "chunk", "batch", "shape", "tokens", "rows", "left", "right", "first", "acc"]
@@ -122,7 +135,7 @@ def body(rng: random.Random, must_pass: bool, words: list[str], unittest_style: 
         if unittest_style and rng.random() < 0.6:
             check = f"self.assertEqual({lhs}, {expected!r})"
         else:
-            if isinstance(pyast.parse_expression(lhs).body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
+            if isinstance(_parse_expression(lhs).body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
                 lhs = f"({lhs})"
             check = rng.choice([f"assert {lhs} == {expected!r}", f"assert {expected!r} == {lhs}"])
         if _behaves(setup + [check], must_pass):

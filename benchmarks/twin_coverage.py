@@ -1,0 +1,120 @@
+"""Twin coverage, statically: the share of tests that hold at least one candidate twin site.
+
+A test gets twins only at a site `twins.sites` finds (a numeric literal in a check); validation then keeps a
+candidate only if it fails with the oracle and at base, by execution. This script counts the upper bound, the
+tests with >= 1 candidate site, from each task's tests.patch: whole files the patch creates (a modified file's
+hunks are not a module and are skipped, and counted as such).
+
+    python benchmarks/twin_coverage.py --demo tasks          # whole files at merge_commit, graded tests only
+    python benchmarks/twin_coverage.py /work/realdata/jax-tasks
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from sweserve.evaluation.twins import collected, sites
+
+_ASSERT_PAIRS = {"assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIn", "assertNotIn",
+                 "assertIsNone", "assertIsNotNone", "assertRaises", "raises", "approx", "assertAlmostEqual"}
+_FLIPPABLE = (ast.Eq, ast.NotEq, ast.Lt, ast.GtE, ast.Gt, ast.LtE, ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def other_sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the test holds a check the proposed non-numeric operators could perturb (#15 part 2): a flippable
+    comparison or a bool / None / string constant in an `assert`, or a paired unittest assert method,
+    `pytest.raises`, `assertRaises` or `approx` call. An upper bound: not yet kept by execution."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert):
+            for c in ast.walk(node.test):
+                if isinstance(c, ast.Compare) and any(isinstance(op, _FLIPPABLE) for op in c.ops):
+                    return True
+                if isinstance(c, ast.Constant) and (c.value is None or isinstance(c.value, (bool, str))):
+                    return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _ASSERT_PAIRS:
+                return True
+    return False
+
+
+def new_files(patch: str) -> tuple[dict[str, str], int]:
+    """The files a unified diff creates (path -> text), and how many .py files it only modifies."""
+    out: dict[str, str] = {}
+    modified = 0
+    for chunk in patch.split("diff --git ")[1:]:
+        head, _, body = chunk.partition("\n@@")
+        path = head.split("\n", 1)[0].split(" b/")[-1].strip()
+        if not path.endswith(".py"):
+            continue
+        if "--- /dev/null" not in head:
+            modified += 1
+            continue
+        lines = [ln[1:] for ln in ("@@" + body).splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+        out[path] = "\n".join(lines) + "\n"
+    return out, modified
+
+
+def repo_files(task: Path, repo: Path) -> dict[str, str]:
+    """The task's hidden test files, whole, at its merge commit in a local clone."""
+    meta = json.loads((task / "task.json").read_text())
+    return {f: subprocess.run(["git", "-C", str(repo), "show", f"{meta['merge_commit']}:{f}"], check=True,
+                              capture_output=True, text=True).stdout for f in meta["test"]["files"]}
+
+
+def graded(task: Path) -> set[str] | None:
+    meta = json.loads((task / "task.json").read_text()) if (task / "task.json").is_file() else {}
+    ids = [*meta.get("FAIL_TO_PASS", []), *meta.get("PASS_TO_PASS", [])]
+    return {i.split("[")[0].split("::")[-1] for i in ids} or None
+
+
+def measure(root: str, repo: Path | None) -> None:
+    tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
+    tests = covered = proposed = modified = unparsed = 0
+    for task in tasks:
+        if repo is not None:
+            files, mod = repo_files(task, repo), 0
+        else:
+            files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
+        modified += mod
+        names = graded(task) if repo is not None else None
+        for text in files.values():
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                unparsed += 1
+                continue
+            for _cls, fn in collected(tree, "pytest"):
+                if names is not None and fn.name not in names:
+                    continue
+                tests += 1
+                numeric = bool(sites(fn))
+                covered += numeric
+                proposed += numeric or other_sites(fn)
+    share = covered / tests if tests else 0.0
+    print(f"{root}: {len(tasks)} tasks, {tests} tests, {covered} with >=1 candidate site ({share:.1%}), "
+          f"{proposed} with >=1 site of numeric or proposed operators ({proposed / tests if tests else 0.0:.1%}); "
+          f"{modified} modified .py files skipped, {unparsed} unparsable")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("roots", nargs="+", help="folders of task folders (each with tests.patch)")
+    parser.add_argument("--demo", action="store_true", help="read whole files from the demo repository")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = None
+        if args.demo:
+            from sweserve.demo.fixture import build_demo_repo
+            repo = build_demo_repo(Path(tmp) / "repo")
+        for root in args.roots:
+            measure(root, repo)
+
+
+if __name__ == "__main__":
+    main()
