@@ -24,9 +24,10 @@ def package_files() -> list[str]:
     """Every tracked file the wheel must carry, under its name in the wheel: each module and data file of the
     package, and of harness/ and images/ at the root. Built from git, so a file or subpackage added later is
     checked too."""
-    tracked = subprocess.run(["git", "ls-files", "sweserve", *MAPPED], cwd=ROOT, check=True, capture_output=True,
-                             text=True).stdout.split()
-    files = [in_wheel(f) for f in tracked]
+    staged = subprocess.run(["git", "ls-files", "-s", "sweserve", *MAPPED], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.splitlines()
+    # the links sweserve/harness and sweserve/images (mode 120000) are not files: the wheel holds what they point at
+    files = [in_wheel(line.split("\t", 1)[1]) for line in staged if not line.startswith("120000 ")]
     assert "sweserve/images/task/sweserve-tree" in files and "sweserve/harness/sweserve_boot.py" in files
     return files
 
