@@ -288,3 +288,31 @@ def test_no_folder_holds_a_single_module():
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         data = [p for p in folder.iterdir() if p.suffix != ".py" and p.name != "__pycache__"]
         assert len(modules) != 1 or data or folder.name == "harness", f"{folder} holds one module: flatten it"
+
+
+def test_harness_is_standard_library_and_its_own_siblings_only():
+    """harness/ runs under the image's own Python (and in exported tasks, with no sweserve installed): each module
+    imports only the standard library and its sibling harness modules, never sweserve itself. images/ holds no
+    code but the proxy's addon, which runs in the proxy image with mitmproxy."""
+    import sys
+
+    root = PACKAGE.parent / "harness"
+    # pytest: the runner the boot script drives in the image; sweserve_resets: evaluation/resets.py, shipped into
+    # exports under that name (dataset/in_image.py), itself standard library only
+    siblings = {p.stem for p in root.glob("*.py")} | {"pytest", "_pytest", "sweserve_resets"}
+    offenders = []
+    for path in sorted(root.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                       for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                # `sweserve.harness` is this folder under its package name, the host's way to reach a sibling
+                if (id(node) not in typing_only and top not in siblings and top not in sys.stdlib_module_names
+                        and top != "__future__" and name != "sweserve.harness"):
+                    offenders.append((path.name, name))
+    assert offenders == []
