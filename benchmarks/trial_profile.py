@@ -46,10 +46,7 @@ class Recorder:
 
         @functools.wraps(original)
         def timed(*args, **kwargs):
-            if threading.get_ident() != rec.main:  # a helper thread's (e.g. a concurrent start): its own depth
-                depth_holder = rec.local
-            else:
-                depth_holder = rec.local
+            depth_holder = rec.local  # per thread: a helper thread's steps (a start in the background) nest apart
             depth = getattr(depth_holder, "depth", 0)
             depth_holder.depth = depth + 1
             t0 = time.monotonic()
@@ -84,7 +81,10 @@ def instrument() -> Recorder:
 
     rec = Recorder()
     DS = docker_sandbox.DockerSandbox
-    start_role = (lambda a, k: k.get("role", "?"))
+
+    def start_role(args, kwargs) -> str:
+        return kwargs.get("role", "?")
+
     rec.wrap(DS, "start", "sandbox start (network+create+start+checkout)", start_role)
     rec.wrap(DS, "_check_out_tree", "checkout of /testbed (exec)", box_role)
     rec.wrap(DS, "exec", "exec round trip", box_role)
@@ -92,8 +92,8 @@ def instrument() -> Recorder:
     rec.wrap(DS, "put_file", "put_file", box_role)
     rec.wrap(DS, "kill", "kill", box_role)
     rec.wrap(DS, "remove", "teardown (remove container+network)", box_role)
-    rec.wrap(transfer, "export_tree", "tar copy out", lambda a, k: box_role(a, k))
-    rec.wrap(transfer, "put_tree", "tar copy in", lambda a, k: box_role(a, k))
+    rec.wrap(transfer, "export_tree", "tar copy out", box_role)
+    rec.wrap(transfer, "put_tree", "tar copy in", box_role)
     # copy_tree_out/in import transfer's functions at call time: the wrapped module attributes are used
     rec.wrap(docker_sandbox, "sandbox_network", "network create", lambda a, k: a[3] if len(a) > 3 else "?")
     rec.wrap(images.ImageBuilder, "task", "image check (task image present?)")
@@ -177,10 +177,10 @@ def main() -> int:
     t_first = mid_steps[0][4] if mid_steps else 0.0
     top = 0.0
     for depth, role, step, dt, t0 in mid_steps:
-        if depth == 0:
+        if depth == 0 and not role.startswith("~"):
             top += dt
         print(f"  +{t0 - t_first:6.3f}s {'  ' * depth}{step:<52} {role:<11} {dt:6.3f}s")
-    print(f"  unaccounted (agent, results, folders, Python): {mid_total - top:.3f}s")
+    print(f"  the rest (agent, results, folders, Python; ~ steps overlap the others): {mid_total - top:.3f}s")
     print(f"  disk watchdog: {polls} polls, {poll_s:.3f}s of dockerd size queries (beside the trial)")
     per: dict[tuple[int, str, str], list[float]] = defaultdict(list)
     for _, _, steps, _ in trials:
