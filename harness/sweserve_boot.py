@@ -148,6 +148,10 @@ def main(argv):
     if argv[1:2] == ["--plugins"]:
         print(json.dumps(plugin_modules()))
         return 0
+    if argv[1:2] == ["--first-look"]:  # the three above from one interpreter: the grade sandbox's first look
+        print(json.dumps({"manifest": manifest_digest(), "installed": installed_names(),
+                          "plugins": plugin_modules()}))
+        return 0
     with open(argv[1]) as fh:
         config = json.load(fh)
     with open(config["nonce_file"]) as fh:

@@ -1,26 +1,35 @@
-"""Taking a candidate's submission: its working tree, diffed by nothing it controlled.
+"""Taking a candidate's submission: its working tree, diffed by nothing it controlled, in the grade sandbox.
 
 The candidate is root in its sandbox: a diff computed there (its `git`, its `.git/config`, its PATH) is
 whatever it wants. So the tree under /testbed is copied out by the sandbox's backend (`.git` left out,
-size bounded: `Sandbox.copy_tree_out`, the Docker API for Docker sandboxes), put into a fresh sandbox of the task image — no network, the
-candidate never ran in it — and diffed there against base_commit with that image's own git and
-repository: a temporary index over the copied tree, no system/global/candidate config, no hooks, no
-fsmonitor, no external diff or textconv, no replace objects. Files the task image or the candidate's
-`.gitignore` ignore are not part of a submission (as `git status` would show), binary files travel as
-`--binary` literals, symlinks as links, modes as modes, deletions as deletions.
+size bounded: `Sandbox.copy_tree_out`, the Docker API for Docker sandboxes) and put, as inert data, into the
+trial's grade sandbox — fresh from the task image, no network, the candidate never ran in it, and nothing
+has run in it yet but the tree's checkout — under SUBMITTED, away from /testbed and the harness. There it is
+diffed against base_commit by the image's own git as root: a temporary index and a scratch object store
+over the copied tree (the repository's objects only read, through an alternate), no system/global/candidate
+config, no hooks, no fsmonitor, no external diff or textconv, no replace objects. Then the copy, the index
+and the scratch objects are removed, and checked gone, before anything else happens in the sandbox: what
+the verifier grades is the patch alone. Files the task image or the candidate's `.gitignore` ignore are not
+part of a submission (as `git status` would show), binary files travel as `--binary` literals, symlinks as
+links, modes as modes, deletions as deletions.
+
+The tree is checked before it goes in (`inert_tree`): every entry under SUBMITTED, a directory, regular file,
+symlink or hard link to a file already in it, and nothing under a symlink or a file (an archive whose entry
+goes through a link it planted earlier writes wherever that link points).
 """
 
 from __future__ import annotations
 
 import shlex
+import tarfile
+from typing import IO
 
 from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
 from sweserve.errors import InfraError, LimitExceeded
-from sweserve.evaluation.context import Context
-from sweserve.models import Task
 
 MAX_TREE_BYTES = 2 << 30
 SUBMITTED = "/sweserve/submitted"
+SCRATCH = ("/sweserve/submission.index", "/sweserve/submission.objects", "/sweserve/diff.err")
 PRISTINE_GIT_ENV = {
     "GIT_DIR": f"{WORKDIR}/.git",
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -34,6 +43,9 @@ PRISTINE_GIT_ENV = {
 GIT = ("git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false "
        "-c safe.directory='*' -c core.autocrlf=false -c core.safecrlf=false -c core.symlinks=true "
        "-c core.fileMode=true -c diff.noprefix=false -c diff.mnemonicPrefix=false --literal-pathspecs")
+DIFF_ENV = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": SCRATCH[0],
+            "GIT_OBJECT_DIRECTORY": SCRATCH[1], "GIT_ALTERNATE_OBJECT_DIRECTORIES": f"{WORKDIR}/.git/objects"}
+GONE = 24  # the diff's exit status when the copy could not be removed
 
 
 class SubmissionRejected(Exception):
@@ -41,18 +53,60 @@ class SubmissionRejected(Exception):
 
 
 def diff_command(base_commit: str) -> str:
+    """The diff of the copy, then the copy and the scratch state removed (exit GONE if any is left)."""
     base = shlex.quote(base_commit)
-    return (f"mkdir -p {SUBMITTED} && cd {SUBMITTED} && exec 2>/sweserve/diff.err && "
-            f"{GIT} read-tree {base} && {GIT} add -A && "
-            f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}")
+    scratch = " ".join([SUBMITTED, *SCRATCH])
+    return (f"mkdir -p {SUBMITTED} {SCRATCH[1]} && cd {SUBMITTED} && "
+            f"{{ {GIT} read-tree {base} && {GIT} add -A && "
+            f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}; "
+            f"}} 2>{SCRATCH[2]}; code=$?; cd / && rm -rf -- {scratch}; "
+            f"for p in {scratch}; do [ -e \"$p\" ] || [ -L \"$p\" ] && exit {GONE}; done; exit $code")
 
 
-def diff_tree(box: Sandbox, tree, base_commit: str) -> str:
-    """The diff of `tree` (a tar of a working tree, paths under SUBMITTED) against base_commit, computed in a
-    pristine `box`; git's errors go to a file, so the output is the patch alone."""
+def inert_tree(tree: IO[bytes], prefix: str = SUBMITTED.lstrip("/") + "/") -> None:
+    """Refuse (SubmissionRejected) a tree that could write outside `prefix` when unpacked at "/": an entry
+    outside it or through `..`, a device or fifo, a hard link to anything but a file already in it, an entry
+    under a symlink, a file, or a folder it has not made. Leaves `tree` at 0."""
+    tree.seek(0)
+    dirs, files, links = {prefix.rstrip("/")}, set(), set()
+    try:
+        with tarfile.open(fileobj=tree, mode="r|") as tar:
+            for m in tar:
+                name = m.name.rstrip("/")
+                parts = name.split("/")
+                if not name.startswith(prefix) or {"..", ".", ""} & set(parts):
+                    raise SubmissionRejected(f"tree entry {name!r} is outside the submission")
+                parent = name.rsplit("/", 1)[0]
+                if parent not in dirs:
+                    raise SubmissionRejected(f"tree entry {name!r} is not under a folder of the tree "
+                                             f"(under a link or a file?)")
+                if name in dirs or name in files or name in links:
+                    raise SubmissionRejected(f"tree entry {name!r} comes twice")
+                if m.isdir():
+                    dirs.add(name)
+                elif m.isreg():
+                    files.add(name)
+                elif m.issym():
+                    links.add(name)
+                elif m.islnk() and m.linkname.rstrip("/") in files:
+                    files.add(name)
+                else:
+                    raise SubmissionRejected(f"tree entry {name!r} is not a file, folder or link of the tree")
+    except tarfile.TarError as exc:
+        raise SubmissionRejected(f"the tree is not a readable archive: {exc}") from None
+    finally:
+        tree.seek(0)
+
+
+def diff_tree(box: Sandbox, tree: IO[bytes], base_commit: str) -> str:
+    """The diff of `tree` (a tar of a working tree, paths under SUBMITTED) against base_commit, computed in
+    `box` (fresh, nothing of the candidate in it yet); git's errors go to a file, so the output is the patch
+    alone. The copy is gone from `box` when this returns."""
+    inert_tree(tree)
     box.copy_tree_in("/", tree)
-    env = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": "/sweserve/submission.index"}
-    res = box.exec(diff_command(base_commit), 300, env=env)
+    res = box.exec(diff_command(base_commit), 300, env=DIFF_ENV)
+    if res.exit_code == GONE:
+        raise InfraError("sandbox", "could not remove the candidate's tree from the grade sandbox")
     if res.exit_code != 0:
         raise InfraError("sandbox", f"could not diff the candidate's tree (git exited {res.exit_code})")
     if res.truncated:  # more than the sandbox keeps of a command's output
@@ -60,11 +114,16 @@ def diff_tree(box: Sandbox, tree, base_commit: str) -> str:
     return res.output
 
 
-def take_submission(ctx: Context, candidate: Sandbox, task: Task, image: str) -> str:
-    """The candidate's working tree as a patch against base_commit, diffed in a fresh sandbox of `image`."""
+def copy_tree(candidate: Sandbox) -> IO[bytes]:
+    """The candidate's working tree as a tar under SUBMITTED, copied by the backend; SubmissionRejected past
+    MAX_TREE_BYTES."""
     try:
-        tree = candidate.copy_tree_out(WORKDIR, MAX_TREE_BYTES, prefix=SUBMITTED.lstrip("/") + "/")
+        return candidate.copy_tree_out(WORKDIR, MAX_TREE_BYTES, prefix=SUBMITTED.lstrip("/") + "/")
     except TreeTooLarge as exc:
         raise SubmissionRejected(str(exc)) from None
-    with tree, ctx.sandbox(image, task.task_id, "submission", task.resources, []) as clean:
-        return diff_tree(clean, tree, task.base_commit)
+
+
+def take_submission(grade_box: Sandbox, tree: IO[bytes], base_commit: str) -> str:
+    """The candidate's tree (`copy_tree`) as a patch against base_commit, diffed in the trial's fresh grade
+    sandbox and removed from it. The caller closes `tree`."""
+    return diff_tree(grade_box, tree, base_commit)

@@ -1,14 +1,15 @@
 """The one trial pipeline behind `validate`, `run` and `session`.
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
-      → candidate phase (agent in a sandbox)
-      → submission (its tree diffed in a fresh offline sandbox, never by the candidate's own git)
-      → grading (fresh offline sandbox: submission applied, test paths and runner hooks reset to base,
+      → candidate phase (agent in a sandbox; its tree copied out by the backend)
+      → submission (the tree put as inert data into a fresh offline grade sandbox, diffed there by the image's
+        git, never the candidate's, and removed before anything else runs there)
+      → grading (in that sandbox: submission applied, test paths and runner hooks reset to base,
         tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
 
 `reservation` is the one place that takes and gives back what a trial needs; `solve_and_grade` (the candidate
-phase, then `grade_submission`) is the pipeline every candidate goes through: run, session, predictions and
+phase, then the submission and `grade_in` in one grade sandbox) is the pipeline every candidate goes through: run, session, predictions and
 validation's null and oracle alike; `run_trial` turns every way a trial can end into exactly one result, built
 in one place (`record_result`), and every bug into one error through one path (`internal_error`).
 
@@ -25,10 +26,11 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from sweserve.agents.base import Agent, Redactor
 from sweserve.dataset.profiles import RepoProfile
@@ -39,7 +41,7 @@ from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipp
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
-from sweserve.evaluation.submission import SubmissionRejected, take_submission
+from sweserve.evaluation.submission import SubmissionRejected, copy_tree, take_submission
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
 from sweserve.evaluation.verifier import Graded, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
@@ -83,21 +85,26 @@ def reservation(ctx: Context, task: Task) -> Iterator[list[str]]:
         host.gpu_pool.release(gpu_ids)
 
 
-def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str,
-                    gpu_ids: list[str], folder: "TrialFolder | RedactedFolder | None" = None) -> tuple[AgentRun, str]:
-    """The agent works in a sandbox of the task image; its submission is taken when it stops.
+def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, gpu_ids: list[str],
+                    folder: "TrialFolder | RedactedFolder | None" = None) -> tuple[AgentRun, IO[bytes], Sandbox]:
+    """The agent works in a sandbox of the task image; its tree is copied out by the backend when it stops.
 
+    Returns the agent's run, the tree (`submission.copy_tree`) and the candidate's sandbox, which the caller
+    removes (`solve_and_grade` does it while the tree is diffed, and waits for it before any test runs).
     An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
     to the trial's folder as egress.log.
     """
     task = bundle.task
     audit = folder.path / "egress.log" if folder else None
-    with (ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources,
-                      gpu_ids) as box,
-          agent_sandbox(box, agent, audit) as agent_box):
-        run = agent.solve(agent_box, bundle)
-        patch = take_submission(ctx, box, task, image)  # diffed outside the candidate's reach
-    return run, patch
+    box = ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources, gpu_ids)
+    try:
+        with agent_sandbox(box, agent, audit) as agent_box:
+            run = agent.solve(agent_box, bundle)
+            tree = copy_tree(box)  # the backend's copy: nothing in the candidate's sandbox takes part
+    except BaseException:
+        box.remove()
+        raise
+    return run, tree, box
 
 
 @contextmanager
@@ -116,16 +123,22 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
                      runs: int = 1, name: str = "candidate", profile: RepoProfile | None = None,
                      seed: int | None = None) -> Graded:
     """A fresh sandbox without network: the submission, resets to base, tests.patch, canaries, then the hidden
-    tests `runs` times (see `verifier.py`). `profile` is the task's, as the trial resolved it.
+    tests `runs` times (see `verifier.py`). `profile` is the task's, as the trial resolved it. For a patch
+    graded alone (signals); a trial grades in the sandbox its submission was diffed in (`solve_and_grade`).
 
     Raises PatchError (naming which patch) and TestRunError; the caller decides what they mean. The
     reference submissions validation grades (any name but "candidate") must not trip a canary; `seed` gives
     validation the same grading plan (twin candidates) in both states.
     """
     task = bundle.task
-    profile = profile or ctx.profile(task.profile)
     with ctx.sandbox(image, task.task_id, "grade", task.resources, gpu_ids) as box:
-        graded = verify(box, bundle, profile, patch, name, runs, seed)
+        return grade_in(box, bundle, profile or ctx.profile(task.profile), patch, runs, name, seed)
+
+
+def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
+             name: str = "candidate", seed: int | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox; a reference submission that trips a canary is an error."""
+    graded = verify(box, bundle, profile, patch, name, runs, seed)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -147,16 +160,42 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     name: str = "candidate", on_submission: Callable[[AgentRun, str], None] | None = None,
                     seed: int | None = None) -> Solved:
     """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
-    oracle): the agent works in a sandbox of `image`, its submission is taken, `on_submission` sees it (and may
-    refuse it by raising), then it is graded `runs` times as `name`. Raises what `grade_submission` raises."""
-    run, patch = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
-    if on_submission is not None:
-        on_submission(run, patch)
-    if run.error or run.exit_reason == "patch_failed":
-        return Solved(run, patch, None)
-    # an empty submission is graded too: the null control must go through the same verifier
-    return Solved(run, patch, grade_submission(ctx, bundle, image, patch, gpu_ids, runs, name, inputs.profile,
-                                               seed))
+    oracle): the agent works in a sandbox of `image`; its tree is copied out and diffed, as inert data, in a
+    fresh offline grade sandbox of `image` (`submission.take_submission`, which removes it there);
+    `on_submission` sees the patch (and may refuse it by raising); then the patch is graded `runs` times as
+    `name` in that same sandbox. Raises what `grade_in` raises.
+
+    Two containers, overlapped where order allows: the grade sandbox starts while the candidate works (nothing
+    runs in it before the tree's copy comes in, and the candidate has no way to it), and the candidate's
+    sandbox is removed while the tree is diffed; it is gone before any hidden test runs."""
+    task = bundle.task
+    with ThreadPoolExecutor(2, thread_name_prefix=f"trial-{task.task_id}") as pool:
+        grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
+        try:
+            run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
+            gone = pool.submit(candidate.remove)
+            try:
+                with tree:
+                    patch = take_submission(grade_box.result(), tree, task.base_commit)
+            finally:
+                gone.result()  # the candidate's sandbox is gone before anything else happens
+            if on_submission is not None:
+                on_submission(run, patch)
+            if run.error or run.exit_reason == "patch_failed":
+                return Solved(run, patch, None)
+            # an empty submission is graded too: the null control must go through the same verifier
+            return Solved(run, patch, grade_in(grade_box.result(), bundle, inputs.profile, patch, runs, name, seed))
+        finally:
+            _remove_started(grade_box)
+
+
+def _remove_started(box: "Future[Sandbox]") -> None:
+    """Remove a sandbox started in the background once its start has ended (a failed start left nothing)."""
+    try:
+        started = box.result()
+    except BaseException:  # noqa: BLE001 - its start failed: the error went to whoever asked for it, or no one
+        return
+    started.remove()
 
 
 @dataclass

@@ -86,8 +86,8 @@ class FirstLook:
 
 
 def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
-    """Harness in, runner digest and installed names taken, submission applied with `git apply --index`:
-    one copy, one exec."""
+    """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
+    submission applied with `git apply --index`: one copy, one exec."""
     base = shlex.quote(bundle.task.base_commit)
     files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
     files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
@@ -99,29 +99,29 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     box.copy_tree_in("/", tar_of(files))
     boot = f"python -I {HARNESS}/{BOOT}.py"
-    res = _git(box, f"{boot} --manifest > {IN_BOX}/manifest && {boot} --installed > {IN_BOX}/installed && "
-                    f"{boot} --plugins > {IN_BOX}/plugins || exit 20; "
-                    f"{apply} && cat {IN_BOX}/manifest && printf '{SEP_PRINTF}' && cat {IN_BOX}/installed && "
-                    f"printf '{SEP_PRINTF}' && cat {IN_BOX}/plugins && printf '{SEP_PRINTF}' && "
+    res = _git(box, f"{boot} --first-look > {IN_BOX}/look || exit 20; "
+                    f"{apply} && cat {IN_BOX}/look && printf '{SEP_PRINTF}' && "
                     f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
                     f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
     if res.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=res.output)
     if res.exit_code == 21:
         raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 5:
+    if res.exit_code != 0 or res.output.count(SEP) != 3:
         raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    manifest, installed, plugins, names, numstat_out, listed = res.output.split(SEP)
+    look, names, numstat_out, listed = res.output.split(SEP)
     tokens = _split_z(names)
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
     tracked = set(_split_z(listed))
     packages = package_dirs(tracked)
     base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     try:
-        image_names = {n for n in json.loads(installed) if isinstance(n, str)}
-        image_plugins = [n for n in json.loads(plugins) if isinstance(n, str)]
-    except ValueError:
-        raise TestRunError("the test runner cannot list the task image's modules", output=installed) from None
+        seen = json.loads(look)
+        manifest = str(seen["manifest"])
+        image_names = {n for n in seen["installed"] if isinstance(n, str)}
+        image_plugins = [n for n in seen["plugins"] if isinstance(n, str)]
+    except (ValueError, KeyError, TypeError):
+        raise TestRunError("the test runner cannot list the task image's modules", output=look) from None
     return FirstLook(manifest.strip(), changed, numstat_paths(numstat_out), packages,
                      frozenset(image_names - repo_names(base_files)), image_plugins)
 
