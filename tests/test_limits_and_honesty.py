@@ -116,6 +116,9 @@ class FakeBox:
     def __exit__(self, *exc):
         return None
 
+    def remove(self):
+        return None
+
 
 class FakeSandboxContext(NoDockerContext):
     def sandbox(self, *a, **kw):

@@ -21,6 +21,7 @@ file (a submission that held one is flagged `secret_in_submission`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -102,7 +103,8 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
             run = agent.solve(agent_box, bundle)
             tree = copy_tree(box)  # the backend's copy: nothing in the candidate's sandbox takes part
     except BaseException:
-        box.remove()
+        with contextlib.suppress(Exception):  # the error that ended the candidate phase is the one to report
+            box.remove()
         raise
     return run, tree, box
 
