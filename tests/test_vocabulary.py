@@ -37,6 +37,9 @@ class Scheduler:
 ORACLE_SRC = '''"""The scheduler."""
 import os
 
+import numpy as np
+from jax.sharding import AxisType
+
 
 class _PdInflight:
     """Requests sent to decode and not yet acknowledged."""
@@ -51,6 +54,7 @@ class Scheduler:
         self._pd_inflight = _PdInflight()
 
     def fetch(self, n, **kwargs):
+        assert np.isscalar(n) and AxisType.Explicit
         if kwargs.get("read_block"):
             pending = list(self.queue)
             return n + len(pending)
@@ -72,7 +76,10 @@ def parse_args(argv):
 ORACLE_ARGS = BASE_ARGS.replace("    return parser", '    parser.add_argument("--enable-chunk-transfer", '
                                 'action="store_true")\n    return parser')
 
-PR_TEST = '''from sglang.srt.managers.scheduler import Scheduler, _PdInflight
+PR_TEST = '''import numpy as np
+from jax.sharding import AxisType
+
+from sglang.srt.managers.scheduler import Scheduler, _PdInflight
 from sglang.srt.server_args import parse_args
 
 
@@ -85,6 +92,7 @@ def test_read_block():
     scheduler = Scheduler()
     scheduler.queue.extend(pending)
     assert scheduler.fetch(3, read_block=True) == 5
+    assert np.isscalar(3) and AxisType.Explicit
 
 
 def test_env_turns_the_gate_off(monkeypatch):
@@ -131,6 +139,8 @@ def test_fires_for_a_private_class_attribute_keyword_env_var_and_flag_never_ment
     # never in the oracle's added lines (setenv, extend): not new vocabulary
     assert not {"queue", "fetch", "gated", "parse_args", "pending", "scheduler", "setenv"} & set(
         report.quality.vocabulary)
+    # nor the vocabulary of other projects the repository does not hold, new to it as it is (numpy, jax)
+    assert not {"isscalar", "AxisType", "Explicit", "numpy", "jax", "sharding"} & set(report.quality.vocabulary)
 
 
 def test_mentions_in_statement_or_interface_section_satisfy_it(pd_task):

@@ -23,6 +23,7 @@ The outcome is a ``QualityRecord`` (saved in task.json with ``write``); ``findin
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -145,7 +146,9 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
             instruction = with_interface(bundle.instruction, interface.items) if regenerate else bundle.instruction
             try:
                 vocabulary = new_vocabulary(repo_path, task.base_commit, bundle.oracle_patch, bundle.tests_patch,
-                                            instruction, after.parse, task.FAIL_TO_PASS)
+                                            instruction, after.parse, task.FAIL_TO_PASS,
+                                            lambda path, top: after.module_path(top, [posixpath.dirname(path)])
+                                            is not None)
             except VocabularyUnchecked as exc:  # fail closed: a clone finding, like a file lint cannot read
                 broken.append(f"new vocabulary not checked: {exc}")
     except Unreadable as exc:

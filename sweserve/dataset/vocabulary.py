@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import keyword
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -105,13 +106,50 @@ def _node_tokens(node: ast.AST) -> Iterator[str]:
         yield from _strings(node.value)
 
 
-def used_tokens(tree: ast.Module, lines: Iterable[int]) -> set[str]:
-    """The tokens of the nodes of tree that start on one of these lines (a string spanning lines: any of its lines)."""
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute chain or call starts from: `np` of `np.linalg.norm(x).sum`."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def foreign_names(tree: ast.Module, local: Callable[[str], bool]) -> tuple[set[str], set[int]]:
+    """(names the file binds to modules of other projects, or to their members; ids of its import statements
+    of such modules). local(top) says whether a top-level module is the repository's own (or the tests')."""
+    names: set[str] = set()
+    imports: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if not local(a.name.split(".")[0]):
+                    names.add(a.asname or a.name.split(".")[0])
+                    imports.add(id(node))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not local(node.module.split(".")[0]):
+                names.update(a.asname or a.name for a in node.names)
+                imports.add(id(node))
+    return names, imports
+
+
+def used_tokens(tree: ast.Module, lines: Iterable[int], local: Callable[[str], bool] | None = None) -> set[str]:
+    """The tokens of the nodes of tree that start on one of these lines (a string spanning lines: any of its lines).
+    With local, what belongs to other projects is left out: names imported from them, attributes of chains and
+    keywords of calls rooted at those names (`np.isscalar`, `jnp.zeros(dtype=...)`)."""
     wanted = set(lines)
+    foreign, foreign_imports = foreign_names(tree, local) if local else (set(), set())
+    skip: set[int] = set(foreign_imports)
+    if foreign:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _root(node) in foreign:
+                skip.add(id(node))
+            elif isinstance(node, ast.Call) and _root(node.func) in foreign:
+                skip.update(id(k) for k in node.keywords)
+            elif isinstance(node, ast.Name) and node.id in foreign:
+                skip.add(id(node))
     tokens: set[str] = set()
     for node in ast.walk(tree):
         start = getattr(node, "lineno", None)
-        if start is None:
+        if start is None or id(node) in skip:
             continue
         end = getattr(node, "end_lineno", None) or start
         on = start in wanted or (isinstance(node, ast.Constant) and any(n in wanted for n in range(start, end + 1)))
@@ -172,10 +210,12 @@ def graded(path: str, fail_to_pass: list[str]) -> bool:
 
 
 def tests_vocabulary(tests_patch: str, parse: Callable[[str], ast.Module | None],
-                     fail_to_pass: list[str] | None = None) -> tuple[set[str], set[str]]:
+                     fail_to_pass: list[str] | None = None,
+                     local: Callable[[str, str], bool] | None = None) -> tuple[set[str], set[str]]:
     """(tokens the added lines of tests.patch's Python files use, names those files define). parse(path) gives a
     test file's syntax tree after the patch (None when it cannot be read or parsed: its added lines are read
-    with a regular expression then)."""
+    with a regular expression then); local(path, top) whether test file path's top-level import top is the
+    repository's own (None: every module is)."""
     used: set[str] = set()
     defined: set[str] = set()
     for path, lines in added_lines(tests_patch).items():
@@ -185,7 +225,7 @@ def tests_vocabulary(tests_patch: str, parse: Callable[[str], ast.Module | None]
         if tree is None:
             used |= _regex_tokens(lines.values())
             continue
-        used |= used_tokens(tree, lines)
+        used |= used_tokens(tree, lines, None if local is None else functools.partial(local, path))
         defined |= defined_names(tree)
     return used, defined
 
@@ -223,9 +263,10 @@ def at_base(repo_path: Path, base_commit: str, tokens: Iterable[str]) -> set[str
 
 
 def new_vocabulary(repo_path: Path, base_commit: str, oracle_patch: str, tests_patch: str, instruction: str,
-                   parse: Callable[[str], ast.Module | None], fail_to_pass: list[str] | None = None) -> list[str]:
+                   parse: Callable[[str], ast.Module | None], fail_to_pass: list[str] | None = None,
+                   local: Callable[[str, str], bool] | None = None) -> list[str]:
     """The tokens the hidden tests need that only the oracle adds and the instruction never mentions, sorted."""
-    used, defined = tests_vocabulary(tests_patch, parse, fail_to_pass)
+    used, defined = tests_vocabulary(tests_patch, parse, fail_to_pass, local)
     words = oracle_words(oracle_patch)
     candidates = {t for t in used - defined - _NEVER
                   if word_in(t, words) and not mentioned(t, instruction)}
