@@ -62,6 +62,10 @@ class Scheduler:
 
     def gated(self):
         return os.environ.get("SGLANG_NO_TOKEN_GATE") is None
+
+    @staticmethod
+    def wants(args):
+        return args.chunk_slots > 1
 '''
 
 BASE_ARGS = '''"""Server arguments."""
@@ -77,6 +81,8 @@ ORACLE_ARGS = BASE_ARGS.replace("    return parser", '    parser.add_argument("-
                                 'action="store_true")\n    return parser')
 
 PR_TEST = '''import numpy as np
+from types import SimpleNamespace
+
 from jax.sharding import AxisType
 
 from sglang.srt.managers.scheduler import Scheduler, _PdInflight
@@ -93,6 +99,7 @@ def test_read_block():
     scheduler.queue.extend(pending)
     assert scheduler.fetch(3, read_block=True) == 5
     assert np.isscalar(3) and AxisType.Explicit
+    assert Scheduler.wants(SimpleNamespace(chunk_slots=2))
 
 
 def test_env_turns_the_gate_off(monkeypatch):
@@ -109,7 +116,9 @@ STATEMENT = ("Pipeline prefill and decode transfers (#60)\n\nPrefill should stre
              "let operators turn the token gate off from the environment or the command line.\n")
 
 # `enable_chunk_transfer` (the flag's dest) is no token: argparse makes it, the oracle's lines never write it
-EXPECTED = ["--enable-chunk-transfer", "SGLANG_NO_TOKEN_GATE", "_PdInflight", "outstanding", "read_block"]
+# `chunk_slots`: a keyword of a call to another project's class, a word the repository's code must read
+EXPECTED = ["--enable-chunk-transfer", "SGLANG_NO_TOKEN_GATE", "_PdInflight", "chunk_slots", "outstanding", "read_block",
+            "wants"]
 
 
 @pytest.fixture
@@ -134,7 +143,7 @@ def test_fires_for_a_private_class_attribute_keyword_env_var_and_flag_never_ment
     report = lint_task(d, repo.path)
     assert report.quality.vocabulary == EXPECTED
     assert "tests need new names the instruction never gives: `--enable-chunk-transfer`, `SGLANG_NO_TOKEN_GATE`, " \
-           "`_PdInflight`, `outstanding`, `read_block`" in report.quality.findings
+           "`_PdInflight`, `chunk_slots`, `outstanding`, `read_block` and 1 more" in report.quality.findings
     # at base already (queue, fetch, gated, parse_args), defined by the tests (pending, scheduler, monkeypatch),
     # never in the oracle's added lines (setenv, extend): not new vocabulary
     assert not {"queue", "fetch", "gated", "parse_args", "pending", "scheduler", "setenv"} & set(
@@ -146,7 +155,7 @@ def test_fires_for_a_private_class_attribute_keyword_env_var_and_flag_never_ment
 def test_mentions_in_statement_or_interface_section_satisfy_it(pd_task):
     repo, d = pd_task
     say(d, "Operators set `SGLANG_NO_TOKEN_GATE` or pass `--enable-chunk-transfer`; the count of unacknowledged "
-           "requests is `outstanding`.")
+           "requests is `outstanding`; `Scheduler.wants(args)` reads `args.chunk_slots`.")
     report = lint_task(d, repo.path)
     assert report.quality.vocabulary == ["_PdInflight", "read_block"]
     # a section that names them inside a dotted name and a signature
@@ -166,7 +175,7 @@ def test_names_at_base_or_defined_by_the_tests_are_not_new(pd_task, make_repo, t
     other.commit(STATEMENT, {SRC: ORACLE_SRC, ARGS: ORACLE_ARGS, TEST: PR_TEST})
     mine(open_repo(other.path), load_profile("sglang"), tmp_path / "other-tasks")
     report = lint_task(tmp_path / "other-tasks" / TASK, other.path)
-    assert report.quality.vocabulary == ["read_block"]
+    assert report.quality.vocabulary == ["chunk_slots", "read_block", "wants"]
     # tests that define the names themselves (their own class, parameter, attribute and variable) need nothing
     tree_text = '''import os
 
@@ -228,7 +237,8 @@ def test_end_to_end_lint_makes_the_task_not_ready_with_the_finding(pd_task, tmp_
         task.readiness.reasons[0].detail
     # named in the statement, the same run makes it ready
     say(d, "Track unacknowledged requests in a `_PdInflight` object whose `outstanding` counts them; "
-           "`fetch(n, read_block=True)` reads blocking; `SGLANG_NO_TOKEN_GATE` and `--enable-chunk-transfer`.")
+           "`fetch(n, read_block=True)` reads blocking; `SGLANG_NO_TOKEN_GATE` and `--enable-chunk-transfer`; "
+           "`wants(args)` reads `chunk_slots`.")
     again = subprocess.run([sys.executable, "-m", "sweserve.cli", "tasks", "lint", *common, "--write"],
                            cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode == 0, again.stdout + again.stderr

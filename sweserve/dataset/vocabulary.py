@@ -133,8 +133,9 @@ def foreign_names(tree: ast.Module, local: Callable[[str], bool]) -> tuple[set[s
 
 def used_tokens(tree: ast.Module, lines: Iterable[int], local: Callable[[str], bool] | None = None) -> set[str]:
     """The tokens of the nodes of tree that start on one of these lines (a string spanning lines: any of its lines).
-    With local, what belongs to other projects is left out: names imported from them, attributes of chains and
-    keywords of calls rooted at those names (`np.isscalar`, `jnp.zeros(dtype=...)`)."""
+    With local, what belongs to other projects is left out: names imported from them and the attributes of chains
+    rooted at those names (`np.isscalar`). Keywords of their calls stay: `SimpleNamespace(x=1)`,
+    `MagicMock(x=1)` and `mock.patch.dict(os.environ, X="1")` give the repository's code the words it reads."""
     wanted = set(lines)
     foreign, foreign_imports = foreign_names(tree, local) if local else (set(), set())
     skip: set[int] = set(foreign_imports)
@@ -142,8 +143,6 @@ def used_tokens(tree: ast.Module, lines: Iterable[int], local: Callable[[str], b
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and _root(node) in foreign:
                 skip.add(id(node))
-            elif isinstance(node, ast.Call) and _root(node.func) in foreign:
-                skip.update(id(k) for k in node.keywords)
             elif isinstance(node, ast.Name) and node.id in foreign:
                 skip.add(id(node))
     tokens: set[str] = set()
