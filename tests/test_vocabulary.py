@@ -243,3 +243,13 @@ def test_end_to_end_lint_makes_the_task_not_ready_with_the_finding(pd_task, tmp_
                            cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode == 0, again.stdout + again.stderr
     assert load_bundle(d).task.readiness.ready
+
+
+def test_a_base_git_cannot_search_is_an_error_not_a_pass(make_repo):
+    from sweserve.dataset.vocabulary import VocabularyUnchecked, at_base
+
+    repo = make_repo()
+    repo.commit("init", {"a.py": "x = 1\n"})
+    assert at_base(repo.path, "HEAD", ["x", "y"]) == {"x"}
+    with pytest.raises(VocabularyUnchecked, match="git grep at"):
+        at_base(repo.path, "0" * 40, ["x"])
