@@ -217,6 +217,9 @@ class QualityRecord(Strict):
     leaks: list[str] = Field(default_factory=list, description="statement text that gives away the oracle or hidden tests")
     unfair: dict[str, list[str]] = Field(default_factory=dict, description="test id -> names it needs that are "
                                          "neither at base nor in the instruction")
+    vocabulary: list[str] = Field(default_factory=list, description="words the hidden tests use that only the "
+                                  "oracle adds (not at base, not defined by the tests) and the instruction never "
+                                  "mentions: identifiers, flags, environment variables")
     findings: list[str] = Field(default_factory=list, description="why lint fails this task, one line each")
 
     @property

@@ -136,6 +136,14 @@ def set_fail_to_pass(task_dir, ids):
     save_task(task_dir, bundle.task)
 
 
+def name_the_module_imports(task_dir):
+    """The statement names the new function and exception test_sampler.py imports at module level (which the
+    section of a FAIL_TO_PASS that does not call them leaves out)."""
+    instruction = task_dir / "instruction.md"
+    instruction.write_text(instruction.read_text().replace(
+        "as an error.", "as an error (`min_p_filter`, raising `InvalidProbability`)."))
+
+
 def test_interface_lists_new_function_keyword_and_exception_with_signatures(task_repo):
     repo, tasks = task_repo
     report = lint_task(tasks / TASK, repo.path)
@@ -273,6 +281,11 @@ def test_lint_cli_exit_codes(task_repo, tmp_path):
     # every test of tests.patch: the decorator-made name of test_greedy_alias is a note, not a failure
     assert fixed.returncode == 0 and "passed, 0 failed" in fixed.stdout, fixed.stdout
     set_fail_to_pass(tasks / TASK, [f"{TEST}::test_top_k_smallest"])
+    # the section now lists only `largest`, but the module-level import of test_top_k_smallest's file needs the
+    # new function and exception too: the new-vocabulary check fails the task until the statement names them
+    narrowed = run_cli("tasks", "lint", *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
+    assert narrowed.returncode == 1 and "`InvalidProbability`, `min_p_filter`" in narrowed.stdout, narrowed.stdout
+    name_the_module_imports(tasks / TASK)
     ok = run_cli("tasks", "lint", *common, "--repo-path", str(repo.path), "--write", cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     shown = run_cli("tasks", "show", TASK, *common, cwd=tmp_path)
@@ -431,6 +444,7 @@ def test_a_patch_whose_preimage_is_missing_is_one_finding_and_no_rejection(task_
     repo, tasks = task_repo
     d = tasks / TASK
     set_fail_to_pass(d, [f"{TEST}::test_top_k_smallest"])
+    name_the_module_imports(d)
     written = lint_task(d, repo.path, write=True)
     instruction = (d / "instruction.md").read_text()
     assert OPEN_MARK in instruction and written.passed

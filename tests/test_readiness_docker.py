@@ -36,7 +36,7 @@ BODY = ("This change is described at length so that the statement is long enough
 
 DEFECTS = [
     # structure only: the tests import the new package name and module, nothing checks the new behaviour
-    (201, "[Model] Rename wan2_1 to wan and add its VAE", "structure_only", {
+    (201, "[Model] Rename wan2_1 to wan and add its vae module", "structure_only", {
         "python/sglang/srt/models/wan2_1/__init__.py": None, "python/sglang/srt/models/wan2_1/model.py": None,
         "python/sglang/srt/models/wan/__init__.py": "from sglang.srt.models.wan.model import WanModel\n",
         "python/sglang/srt/models/wan/model.py":

@@ -8,6 +8,9 @@ One task at a time, from its folder and the clone it was mined from (read with g
 - **leaks** — the statement repeats oracle or test lines, or names hidden tests (``leaks.py``);
 - **unfair** — a FAIL_TO_PASS test needs a name that is not at base and that the instruction (statement
   and section) never mentions;
+- **vocabulary** — fail-closed companion of unfair, on words instead of resolved names (``vocabulary.py``):
+  an identifier, flag or environment variable the added test lines use, that the oracle adds, that base
+  lacks (one ``git grep``) and the tests do not define, must be mentioned in the instruction;
 - **statement** — where it came from and how long it is: too short fails;
 - **family** — what the profile's signals say now (per-family scores, confident or not), with the task's
   override winning (and settling it);
@@ -20,18 +23,28 @@ The outcome is a ``QualityRecord`` (saved in task.json with ``write``); ``findin
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from sweserve.config_search import ConfigSearch
-from sweserve.dataset.interface import InterfaceReport, Unreadable, interface_for, statement_of, with_interface
+from sweserve.dataset.interface import (
+    InterfaceReport,
+    Unreadable,
+    compute_interface,
+    repository_states,
+    statement_of,
+    with_interface,
+)
 from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
 from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
+from sweserve.dataset.vocabulary import VocabularyUnchecked, new_vocabulary
+from sweserve.dataset.vocabulary import finding as vocabulary_finding
 from sweserve.models import Family, QualityRecord, StatementSource, TaskBundle
 
 MIN_STATEMENT_CHARS = 150  # a title and one sentence; anything shorter leaves the change to be guessed
@@ -124,13 +137,23 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     search: where the task's profile is looked up by name (default: the current project's)."""
     task = bundle.task
     computed = True
+    vocabulary: list[str] = []
     try:
-        interface = interface_for(repo_path, task, bundle.oracle_patch, bundle.tests_patch)
-        broken = clone_findings(interface)
+        with repository_states(repo_path, task, bundle.oracle_patch, bundle.tests_patch) as (before, after):
+            interface = compute_interface(before, after, task, bundle.tests_patch)
+            broken = clone_findings(interface)
+            regenerate = write
+            instruction = with_interface(bundle.instruction, interface.items) if regenerate else bundle.instruction
+            try:
+                vocabulary = new_vocabulary(repo_path, task.base_commit, bundle.oracle_patch, bundle.tests_patch,
+                                            instruction, after.parse, task.FAIL_TO_PASS,
+                                            lambda path, top: after.module_path(top, [posixpath.dirname(path)])
+                                            is not None)
+            except VocabularyUnchecked as exc:  # fail closed: a clone finding, like a file lint cannot read
+                broken.append(f"new vocabulary not checked: {exc}")
     except Unreadable as exc:
         computed, interface, broken = False, InterfaceReport(), [f"interface not computed: {exc}"]
-    regenerate = write and computed
-    instruction = with_interface(bundle.instruction, interface.items) if regenerate else bundle.instruction
+        instruction = bundle.instruction
     statement = statement_of(instruction)
     source = _source(bundle)
     unfair = {}
@@ -147,6 +170,8 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     findings += [f"unfair: {t} needs {', '.join(f'`{n}`' for n in names[:4])}"
                  + (f" and {len(names) - 4} more" if len(names) > 4 else "")
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
+    if vocabulary:
+        findings.append(vocabulary_finding(vocabulary))
     profile = load_profile(task.profile, search)
     findings += statement_findings(statement, source, profile.min_statement_chars)
     findings += broken
@@ -177,7 +202,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     kept = [n for n in previous.notes if not n.startswith(NOTE_PREFIX)]
     quality = previous.model_copy(update=dict(
         statement_chars=len(statement.strip()), notes=kept + [NOTE_PREFIX + n for n in notes],
-        leaks=leaks, unfair=unfair, findings=findings,
+        leaks=leaks, unfair=unfair, vocabulary=vocabulary, findings=findings,
         **(dict(interface_from=interface.source, interface=interface.items) if computed else {}),
     ))
     return LintReport(task_id=task.task_id, family=family, family_confidence=confidence,
