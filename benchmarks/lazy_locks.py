@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mining_speed import real_clone  # noqa: E402
+from mining_speed import real_history  # noqa: E402
 
 from sweserve.cli.common import settle_locks  # noqa: E402
 from sweserve.dataset.locking import resolve_pending  # noqa: E402
@@ -48,12 +47,10 @@ def main() -> int:
     ap.add_argument("--newest", type=int, default=8, help="tasks the first validate builds (default: 8)")
     ap.add_argument("--skip-eager", action="store_true", help="measure lazy only")
     args = ap.parse_args()
-    repo = real_clone()
-    if repo is None:
-        print("no sglang-jax mirror: fetch sgl-project/sglang-jax first")
+    history = real_history()
+    if history is None:
         return 1
-    commits = int(subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--count", "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout)
+    repo, commits = history
     profile = load_profile("sglang-jax")
     print(f"sglang-jax: {commits} commits; lock_epoch {profile.lock_epoch}; {load()}")
     with tempfile.TemporaryDirectory() as tmp:

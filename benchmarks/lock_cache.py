@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mining_speed import real_clone  # noqa: E402
+from mining_speed import real_history  # noqa: E402
 
 from sweserve.dataset.mining import mine, open_repo  # noqa: E402
 from sweserve.dataset.profiles import load_profile  # noqa: E402
@@ -46,12 +45,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-pr-limit", type=int, default=40, help="PR candidates mined per-PR (0: skip)")
     args = ap.parse_args()
-    repo = real_clone()
-    if repo is None:
-        print("no sglang-jax mirror: fetch sgl-project/sglang-jax first")
+    history = real_history()
+    if history is None:
         return 1
-    commits = int(subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--count", "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout)
+    repo, commits = history
     profile = load_profile("sglang-jax")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -76,6 +76,18 @@ def fixture(path: Path, commits: int) -> Path:
     return path
 
 
+def real_history() -> tuple[Path, int] | None:
+    """The sglang-jax clone (`real_clone`) and its number of first-parent commits, or None (with a line printed)
+    when there is no mirror to clone."""
+    repo = real_clone()
+    if repo is None:
+        print("no sglang-jax mirror: fetch sgl-project/sglang-jax first")
+        return None
+    commits = int(subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--count", "HEAD"],
+                                 capture_output=True, text=True, check=True).stdout)
+    return repo, commits
+
+
 def real_clone() -> Path | None:
     """The sglang-jax mirror cloned to /tmp, history rewritten without the blobs the snapshot lacks."""
     if (REAL_CLONE / ".git").exists():
