@@ -747,19 +747,22 @@ def select(graded: list[str], before: list, after: list,
     rng = rng or random.SystemRandom()
     kept, twinless = [], []
     runs = list(before) + list(after)
-    for test_id in sorted({_base_id(t) for t in graded}):
-        groups: dict[int, list[Twin]] = {}
-        for key in runs[0].twins if runs else []:
+    # each run's planted candidates by (test, site), parsed once: runs hold every candidate of every test
+    planted: list[dict[tuple[str, int], list[Twin]]] = []
+    for run in runs:
+        by_site: dict[tuple[str, int], list[Twin]] = {}
+        for key in run.twins:
             twin = Twin.model_validate_json(key)
-            if twin.test == test_id:
-                groups.setdefault(twin.site, []).append(twin)
+            by_site.setdefault((twin.test, twin.site), []).append(twin)
+        planted.append(by_site)
+    for test_id in sorted({_base_id(t) for t in graded}):
+        groups = {site: group for (test, site), group in (planted[0] if planted else {}).items() if test == test_id}
         chosen = None
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
             # a site's width depends on its value (`_width`): every run must have planted the same candidates
-            every = {k for run in runs for k in run.twins
-                     for t in [Twin.model_validate_json(k)] if t.test == test_id and t.site == site}
+            every = {t.model_dump_json() for by_site in planted for t in by_site.get((test_id, site), [])}
             if len(group) < K or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs for k in keys):
                 continue
             alike = [t for t, k in zip(group, keys)
