@@ -142,8 +142,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
         with repository_states(repo_path, task, bundle.oracle_patch, bundle.tests_patch) as (before, after):
             interface = compute_interface(before, after, task, bundle.tests_patch)
             broken = clone_findings(interface)
-            regenerate = write
-            instruction = with_interface(bundle.instruction, interface.items) if regenerate else bundle.instruction
+            instruction = with_interface(bundle.instruction, interface.items) if write else bundle.instruction
             try:
                 vocabulary = new_vocabulary(repo_path, task.base_commit, bundle.oracle_patch, bundle.tests_patch,
                                             instruction, after.parse, task.FAIL_TO_PASS,
