@@ -58,6 +58,17 @@ def split_sections(patch: str) -> list[str]:
     return [patch[s:e] for s, e in zip(starts, starts[1:] + [len(patch)])]
 
 
+def new_path(section: str) -> str | None:
+    """A section's path after the patch, from its `+++ ` line (git's quoting undone); None where it deletes the
+    file or has no such line (mode-only, binary)."""
+    for line in section.splitlines()[1:]:
+        if line.startswith("+++ "):
+            return _strip_prefix(line[4:].split("\t")[0])
+        if line.startswith(("@@", "GIT binary patch")):
+            break
+    return None
+
+
 def section_paths(section: str) -> set[str]:
     """Every path a section touches: old and new names of a rename or copy included."""
     paths: set[str] = set()

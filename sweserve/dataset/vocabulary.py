@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from sweserve.dataset.patches import split_sections
+from sweserve.dataset.patches import new_path, split_sections
 from sweserve.gitcmd import GitError, last_line, run_git
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -50,7 +50,7 @@ def added_lines(patch: str) -> dict[str, dict[int, str]]:
     """Per file of a git patch (its new path), the added lines by their line number in the new file."""
     out: dict[str, dict[int, str]] = {}
     for section in split_sections(patch):
-        path: str | None = None
+        path = new_path(section)
         number = 0
         in_hunk = False
         for line in section.splitlines():
@@ -59,8 +59,6 @@ def added_lines(patch: str) -> dict[str, dict[int, str]]:
                 in_hunk, number = True, int(hunk.group(1))
                 continue
             if not in_hunk:
-                if line.startswith("+++ ") and line[4:].strip() != "/dev/null":
-                    path = line[4:].split("\t")[0].strip().removeprefix("b/")
                 continue
             if path is None or line.startswith("\\"):
                 continue
@@ -74,13 +72,8 @@ def added_lines(patch: str) -> dict[str, dict[int, str]]:
 
 def added_files(patch: str) -> list[str]:
     """The paths a patch creates."""
-    paths = []
-    for section in split_sections(patch):
-        if "\nnew file mode" in section or "\n--- /dev/null" in section:
-            plus = [ln for ln in section.splitlines() if ln.startswith("+++ ")]
-            if plus:
-                paths.append(plus[0][4:].split("\t")[0].strip().removeprefix("b/"))
-    return paths
+    return [path for section in split_sections(patch)
+            if ("\nnew file mode" in section or "\n--- /dev/null" in section) and (path := new_path(section))]
 
 
 def _strings(value: str) -> Iterator[str]:
