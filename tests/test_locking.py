@@ -581,3 +581,24 @@ def test_validate_resolves_the_locks_of_the_tasks_it_builds_before_docker_is_ask
     assert "locks (resolved at first build): 3 tasks, 1 resolved" in " ".join(done.stdout.split())
     locked = [load_task(tmp_path / "tasks" / f"sgl-project__sglang-jax-{n}").lock for n in (1, 2, 3)]
     assert locked[0] is not None and locked[0].requirements == ["tinypkg==1.0"] and len({lk for lk in map(str, locked)}) == 1
+
+
+def test_export_resolves_the_pending_locks_of_what_it_exports(make_repo, tmp_path, index):
+    """An exported task names the image a build with its lock makes: its pending lock is resolved (and
+    recorded) first, as validate and run do; before, the export tagged and built an unpinned image."""
+    profile_file = tmp_path / "jaxlike.json"
+    profile_file.write_text(_lazy_profile(index).model_dump_json(exclude={"name"}))
+    repo = _three_fixes(make_repo)
+    common = ["--tasks", str(tmp_path / "tasks"), "--state-dir", str(tmp_path / "state")]
+    assert _cli("mine", "--repo", str(repo.path), "--profile", str(profile_file), *common, cwd=tmp_path).returncode == 0
+    done = _cli("export", "--format", "swebench", "--out", str(tmp_path / "out"), "--include-unvalidated",
+                "sgl-project__sglang-jax-3", *common, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "locks (resolved at first build): 3 tasks, 1 resolved" in " ".join(done.stdout.split())
+    task = load_task(tmp_path / "tasks" / "sgl-project__sglang-jax-3")
+    assert task.lock is not None and task.lock.requirements == ["tinypkg==1.0"]
+    [row] = [json.loads(line) for line in (tmp_path / "out" / "test.jsonl").read_text().splitlines()]
+    project = make_project(SimpleNamespace(tasks=str(tmp_path / "tasks"), state_dir=str(tmp_path / "state"),
+                                           repo_path=None, ca_bundle=None))
+    from sweserve.environment.images import image_tags, read_ca_bundle
+    assert row["image"] == image_tags(project.image_spec(task), read_ca_bundle(None)).checked_out

@@ -36,7 +36,7 @@ def _profiles(bundles, args) -> dict:
     return {name: load_profile(name, search) for name in {b.task.profile for b in bundles}}
 
 
-def _image_tags(bundles, args) -> dict[str, str]:
+def _image_tags(bundles, args, console: Console) -> dict[str, str]:
     """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
     the checked-out variant, whose /testbed is complete the moment it starts. The tags are derived as the
     builder derives them (`images.image_tags`), from the same spec: the project's tasks decide the shared layer."""
@@ -44,7 +44,9 @@ def _image_tags(bundles, args) -> dict[str, str]:
     from sweserve.environment.images import image_tags, read_ca_bundle
 
     ca = read_ca_bundle(args.ca_bundle)
-    project = make_project(args)  # profiles found as mine and validate find them; the shared layer as run has it
+    # profiles found as mine and validate find them; the shared layer as run has it; pending locks resolved first,
+    # or the tags would name unpinned images that a later build with the lock would not make
+    project = make_project(args, [b.task for b in bundles], console)
     return {b.task.task_id: image_tags(project.image_spec(b.task), ca).checked_out for b in bundles}
 
 
@@ -70,7 +72,7 @@ def run(args, console: Console) -> int:
     if args.format == "swebench":
         from sweserve.dataset.export_swebench import export_swebench
 
-        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args)
+        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args, console)
         paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split)
         console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
                       markup=False)
@@ -107,7 +109,7 @@ def _build_images(bundles, args, console: Console) -> dict[str, str]:
     from sweserve.cli.common import make_context
     from sweserve.errors import InfraError
 
-    with make_context(args, console) as ctx:
+    with make_context(args, console, selected=[b.task for b in bundles]) as ctx:
         tags = {b.task.task_id: ctx.host.builder.checked_out(ctx.task_image(b)) for b in bundles}
         missing = sorted({t for t in tags.values() if not ctx.host.has_image(t)})
         if missing:  # what the dataset names must be here, or swebench goes to Docker Hub for it
@@ -120,7 +122,7 @@ def _export_harbor(bundles, out: Path, args, console: Console) -> None:
     from sweserve.cli.common import make_context
     from sweserve.dataset.export_harbor import export_harbor_task
 
-    with make_context(args, console) as ctx:
+    with make_context(args, console, selected=[b.task for b in bundles]) as ctx:
         for b in bundles:
             inputs = ctx.inputs(b)
             image = ctx.image(inputs)  # built locally when missing; Harbor's build is then FROM a local image
