@@ -52,8 +52,9 @@ def main() -> int:
         print(f"only {len(bundles)} locked tasks without dependency changes in {args.quarter}")
     tasks = [b.task for b in bundles]
     locks = {tuple(t.lock.requirements) for t in tasks}
-    shared = shared_dependencies(tasks).get(profile.name, [])
-    print(f"{len(tasks)} tasks of {args.quarter}: {len(locks)} distinct locks; the shared layer holds {len(shared)} pins")
+    shared = shared_dependencies(tasks, {profile.name: profile.heavy_packages}).get(profile.name, [])
+    print(f"{len(tasks)} tasks of {args.quarter}: {len(locks)} distinct locks; {len(shared)} shared layers of "
+          f"{', '.join(str(len(layer)) for layer in shared) or 'no'} pins")
     client = docker_client()
     builder = ImageBuilder(client, read_ca_bundle(None))
     started = time.monotonic()

@@ -104,7 +104,7 @@ def main() -> int:
             t_before = time.monotonic() - t0
             built += before
             disk_before = size(base) + sum(size(t) - size(base) for t in before)
-            shared = shared_dependencies(tasks)["omni-bench"]
+            [shared] = shared_dependencies(tasks)["omni-bench"]
             t0 = time.monotonic()
             after = [builder.env(env_spec(profile, list(s)), env_spec(profile, shared)) for s in sets]
             t_after = time.monotonic() - t0

@@ -29,7 +29,7 @@ def test_shared_dependencies_are_what_every_task_of_a_profile_declares():
              _task("omni", ["torch==2.5", "numpy==2.0"]), _task("demo", []), _task("demo", []),
              _task("one-set", ["x==1"]), _task("one-set", ["x==1"]), _task("disjoint", ["p"]), _task("disjoint", ["q"])]
     # one dependency set (nothing to share) or nothing in common: no shared layer
-    assert shared_dependencies(tasks) == {"omni": ["numpy==2.0", "torch==2.5"]}
+    assert shared_dependencies(tasks) == {"omni": [["numpy==2.0", "torch==2.5"]]}
 
 
 def test_env_tags_follow_every_input_and_stay_put_without_index_settings():
@@ -85,7 +85,33 @@ def test_locked_tasks_build_on_their_most_common_lock():
     feb = ["jax==0.6.2", "jaxlib==0.6.2", "numpy==2.2.1", "pytest==8.3.4"]
     tasks = [_task("jax", ["jax"], jan), _task("jax", ["jax"], jan), _task("jax", ["jax", "x"], feb),
              _task("one-lock", ["a"], ["a==1"]), _task("one-lock", ["a"], ["a==1"])]
-    assert shared_dependencies(tasks) == {"jax": jan}
+    assert shared_dependencies(tasks) == {"jax": [jan]}
+
+
+def test_each_era_of_the_heavy_pins_gets_its_own_shared_layer():
+    """One layer cannot hold two torch versions: a lock on another torch than the shared layer's reinstalls
+    torch in its "thin" layer (gigabytes on CUDA images). With the profile's heavy packages, locks are grouped
+    by their heavy pins, and each group's most common lock is the layer its other locks build on."""
+    def lock(torch, small, vision=None):
+        pins = [f"torch=={torch}", f"numpy=={small}", "pytest==8.3.4"] + ([f"TorchVision=={vision}"] if vision else [])
+        return EnvironmentLock(resolved_at=datetime(2024, 1, 1, tzinfo=timezone.utc), python="3.12",
+                               requirements=sorted(pins))
+    old, old2, new, new2 = lock("2.5.1", "2.0.0"), lock("2.5.1", "2.0.1"), lock("2.6.0", "2.1.0"), lock("2.6.0", "2.1.1")
+    odd = lock("2.6.0", "2.1.0", vision="0.21.0")  # an era of its own: torchvision is heavy too
+    locks = [old, old, old2, new, new, new2, odd]
+    tasks = [_task("cuda", ["torch"], lk.requirements) for lk in locks]
+    profile = load_profile("sglang").model_copy(update={"name": "cuda"})
+    assert profile.heavy_packages[:1] == ["torch"]
+    layers = shared_dependencies(tasks, {"cuda": profile.heavy_packages})["cuda"]
+    assert sorted(layers) == sorted([old.requirements, new.requirements])
+    bases = [image_spec(_locked_task(lk), profile, layers).shared for lk in locks]
+    assert bases[0] is None and bases[3] is None and bases[6] is None  # each anchor's own image is its layer
+    assert bases[2].requirements.endswith("\n".join(old.requirements) + "\n")  # old2 over the old era's layer
+    assert bases[5].requirements.endswith("\n".join(new.requirements) + "\n")  # new2 over the new era's layer
+    # without heavy packages: one layer for the profile, as before, and every other lock is thin over it
+    [one] = shared_dependencies(tasks)["cuda"]
+    flat = profile.model_copy(update={"heavy_packages": []})
+    assert one == new.requirements and image_spec(_locked_task(old), flat, [one]).shared is not None
 
 
 @pytest.mark.docker
@@ -97,7 +123,7 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     profile = load_profile("sglang-demo").model_copy(update={"name": "layers-test", "constraints": ["six<1.18"]})
     builder = ImageBuilder(docker_client, read_ca_bundle(None))
     sets = [["six==1.16.0", "idna==3.7"], ["six==1.16.0", "tomli==2.0.1"]]
-    shared = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
+    [shared] = shared_dependencies([_task("layers-test", s) for s in sets])["layers-test"]
     assert shared == ["six==1.16.0"]
     layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
     size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731
@@ -106,7 +132,7 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
     locks = [EnvironmentLock(resolved_at=datetime(2024, m, 28, tzinfo=timezone.utc), python="3.11",
                              requirements=["six==1.16.0", pin]) for m, pin in ((1, "idna==3.6"), (2, "idna==3.7"))]
     on = shared_dependencies([_task("layers-test", ["six", "idna"], lk.requirements) for lk in locks])["layers-test"]
-    assert on == locks[1].requirements  # a tie: the newer pins
+    assert on == [locks[1].requirements]  # a tie: the newer pins
     specs = [image_spec(_locked_task(lk), profile, on) for lk in (locks[1], locks[0])]
     assert specs[0].shared is None  # the shared lock's own task: its full image is the shared layer
     anchor, thin = (builder.env(spec.env, spec.shared) for spec in specs)

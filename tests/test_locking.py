@@ -562,7 +562,7 @@ def test_the_shared_layers_pending_lock_is_resolved_before_the_layer_is_chosen(m
     project = make_project(SimpleNamespace(tasks=str(tasks_dir), state_dir=str(state), repo_path=None), [four])
     assert four.lock.requirements == ["tinydep==0.3", "tinypkg==1.0"]
     shared = load_task(tasks_dir / "sgl-project__sglang-jax-1").lock
-    assert shared is not None and project.shared_deps == {four.profile: shared.requirements}
+    assert shared is not None and project.shared_deps == {four.profile: [shared.requirements]}
     assert project.image_spec(four).shared is not None  # a thin layer over the three fixes' lock
 
 

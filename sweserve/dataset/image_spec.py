@@ -8,8 +8,9 @@ the install steps, the test env and the git history kept. They are read here onc
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from sweserve.dataset.locking import installable, packages_for, requirements_text
@@ -35,19 +36,40 @@ def lock_group(task: Declares) -> tuple[str, ...] | None:
     return None
 
 
-def _most_common(tasks: Iterable[Declares]) -> dict[str, tuple[str, ...]]:
-    """Per profile with two or more lock groups, the group most of its tasks have (the greater among equals)."""
-    counts: dict[str, Counter] = {}
+def _name(pin: str) -> str:
+    """A requirement's package name, normalized as pip compares them."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[\s=<>!~;\[@]", pin, maxsplit=1)[0]).lower()
+
+
+def heavy_pins(requirements: Iterable[str], heavy: Iterable[str]) -> tuple[str, ...]:
+    """The pins of the profile's heavy packages (torch, jax, …): the era a lock belongs to."""
+    names = {_name(h) for h in heavy}
+    return tuple(sorted(p for p in requirements if _name(p) in names))
+
+
+def _era(task: Declares, heavy: Mapping[str, Sequence[str]]) -> tuple[str, ...] | None:
+    """A locked task's heavy pins; None while its lock is pending (its era is not known yet)."""
+    return heavy_pins(task.lock.requirements, heavy.get(task.profile, ())) if task.lock is not None else None
+
+
+def _most_common(tasks: Iterable[Declares], heavy: Mapping[str, Sequence[str]] | None = None
+                 ) -> dict[tuple[str, tuple[str, ...] | None], tuple[str, ...]]:
+    """Per profile and era (its heavy pins; with `heavy` None, one era a profile) with two or more lock groups,
+    the group most of its tasks have (the greater among equals)."""
+    counts: dict[tuple[str, tuple[str, ...] | None], Counter] = {}
     for task in tasks:
         group = lock_group(task)
         if group is not None:
-            counts.setdefault(task.profile, Counter())[group] += 1
-    return {profile: max(c, key=lambda g: (c[g], g)) for profile, c in counts.items() if len(c) > 1}
+            era = _era(task, heavy) if heavy is not None else ()
+            counts.setdefault((task.profile, era), Counter())[group] += 1
+    return {key: max(c, key=lambda g: (c[g], g)) for key, c in counts.items() if len(c) > 1}
 
 
 def pending_shared(tasks: Sequence[Declares]) -> list[Declares]:
-    """The tasks whose pending lock would be their profile's shared layer: resolve them before the layer is
-    chosen (one lock per profile), so it is the same whichever tasks are built first."""
+    """The tasks whose pending lock would be their profile's most common lock: resolve them before the layers
+    are chosen, so the profile's first layer does not depend on which tasks are built first. (A pending lock's
+    era is not known until it is resolved: the other eras' layers are final once `sweserve locks resolve` has
+    resolved every lock of the profile.)"""
     winners = {g for g in _most_common(tasks).values() if g[0] == "lock-request:"}
     return [t for t in tasks if t.lock is None and lock_group(t) in winners]
 
@@ -74,10 +96,13 @@ def env_spec(profile: RepoProfile, dependencies: Sequence[str] = (), lock: Envir
                    constraints=list(profile.constraints))
 
 
-def shared_dependencies(tasks: Iterable[Declares]) -> dict[str, list[str]]:
-    """Per profile, what its env images build on. Locked tasks: the pins of the lock most of them have (the
-    newest among equals), whose own image is then the shared layer, every other lock a thin layer over it;
-    unlocked tasks: the dependencies all of them declare. None for a profile whose tasks all install the same."""
+def shared_dependencies(tasks: Iterable[Declares], heavy: Mapping[str, Sequence[str]] | None = None
+                        ) -> dict[str, list[list[str]]]:
+    """Per profile, the shared layers its env images build on. Locked tasks: one layer per era (the pins of the
+    profile's `heavy_packages`, e.g. each torch version), the pins of the lock most of the era's tasks have
+    (the newest among equals), whose own image is then the layer, every other lock of the era a thin layer over
+    it; unlocked tasks: one layer, the dependencies all of them declare. A profile whose tasks all install the
+    same has none."""
     sets: dict[str, list[set[str]]] = {}
     locked: set[str] = set()
     tasks = list(tasks)
@@ -85,26 +110,26 @@ def shared_dependencies(tasks: Iterable[Declares]) -> dict[str, list[str]]:
         sets.setdefault(task.profile, []).append(set(task.dependencies))
         if lock_group(task) is not None:
             locked.add(task.profile)
-    shared = {profile: sorted(set.intersection(*deps)) for profile, deps in sets.items()
-              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps)}
-    for profile in locked:
-        shared.pop(profile, None)
-    for profile, group in _most_common(tasks).items():
+    shared = {profile: [sorted(set.intersection(*deps))] for profile, deps in sets.items()
+              if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps) and profile not in locked}
+    for (profile, _), group in sorted(_most_common(tasks, heavy or {}).items(), key=lambda kv: kv[1]):
         if group[0] != "lock-request:":  # a pending winner: no shared layer until it is resolved
-            shared[profile] = list(group)
+            shared.setdefault(profile, []).append(list(group))
     return shared
 
 
-def image_spec(task: Task, profile: RepoProfile, shared: Sequence[str] = ()) -> ImageSpec:
-    """The task image's inputs. With `shared` (see shared_dependencies), the env is a thin layer over the shared
-    layer's env image: for a locked task, the image of the profile's most common lock (its pins, as a lock); for
-    an unlocked one, the image of what all the profile's tasks declare."""
+def image_spec(task: Task, profile: RepoProfile, shared: Sequence[Sequence[str]] = ()) -> ImageSpec:
+    """The task image's inputs. With `shared` (the profile's layers, see shared_dependencies), the env is a thin
+    layer over a shared layer's env image: for a locked task, the image of its era's most common lock (its
+    pins, as a lock); for an unlocked one, the image of what all the profile's tasks declare."""
     base = None
     if task.lock is not None:
-        if shared and list(shared) != task.lock.requirements:
-            base = env_spec(profile, [], task.lock.model_copy(update={"requirements": list(shared), "left_out": []}))
-    else:
-        common = [d for d in shared if d in task.dependencies]
+        era = heavy_pins(task.lock.requirements, profile.heavy_packages)
+        layer = next((list(pins) for pins in shared if heavy_pins(pins, profile.heavy_packages) == era), None)
+        if layer is not None and layer != task.lock.requirements:
+            base = env_spec(profile, [], task.lock.model_copy(update={"requirements": layer, "left_out": []}))
+    elif shared:
+        common = [d for d in shared[0] if d in task.dependencies]
         if common and set(common) != set(task.dependencies):
             base = env_spec(profile, common)
     return ImageSpec(task_id=task.task_id, repo=task.repo, base_commit=task.base_commit,

@@ -60,6 +60,10 @@ class RepoProfile(Strict):
         "and resolves a lock the first time an image needs it (or `sweserve locks resolve`); 'mine' resolves them "
         "all while mining. Lazy is the default: mining stays offline-fast and only the locks of the tasks one "
         "validates are resolved")
+    heavy_packages: list[str] = Field(default_factory=list, description="the largest pinned packages (torch, "
+                                      "jax, jaxlib): locks are grouped by their versions, and each group's most "
+                                      "common lock is a shared env layer the group's other locks build thin "
+                                      "layers on (one layer cannot hold two torch versions)")
     index_options: list[str] = Field(default_factory=list, description="package index options for uv and pip, "
                                      "e.g. ['--index-url', 'https://…'] or ['--extra-index-url', '…']")
     install: list[str] = Field(default_factory=list, description="shell commands run in /testbed at base_commit")

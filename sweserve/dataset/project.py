@@ -17,6 +17,7 @@ from sweserve.config_search import ConfigSearch
 from sweserve.dataset.clones import known_clone
 from sweserve.dataset.image_spec import Declares, image_spec, shared_dependencies
 from sweserve.dataset.profiles import RepoProfile, load_profile
+from sweserve.errors import SweserveError
 from sweserve.models import ImageSpec, Task
 
 
@@ -26,7 +27,7 @@ class ProjectSpec(BaseModel):
     state_dir: Path
     repo_path: Path | None = None
     config_dir: Path | None = None
-    shared_deps: dict[str, list[str]] = {}
+    shared_deps: dict[str, list[list[str]]] = {}
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Project:
     state_dir: Path
     search: ConfigSearch = field(default_factory=ConfigSearch.for_project)
     repo_path: Path | None = None  # --repo-path: the clone of every task's repository
-    shared_deps: dict[str, list[str]] = field(default_factory=dict)  # profile → what all its tasks declare
+    shared_deps: dict[str, list[list[str]]] = field(default_factory=dict)  # profile → its shared layers
     _profiles: dict[str, RepoProfile] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -67,10 +68,19 @@ class Project:
         return self.repo_path or known_clone(self.state_dir, repo)
 
     def share_env_layers(self, tasks: Iterable[Declares]) -> None:
-        """Build env images as a layer shared by each profile's tasks (what they all declare) plus a thin
-        per-dependency-set layer: pass every task of the project, not just those run now, so the shared layer
-        does not change with the selection."""
-        self.shared_deps = shared_dependencies(tasks)
+        """Build env images as a layer shared by each profile's tasks (per era of its heavy pins, for locked
+        tasks) plus a thin per-dependency-set layer: pass every task of the project, not just those run now, so
+        the shared layers do not change with the selection."""
+        tasks = list(tasks)
+        self.shared_deps = shared_dependencies(tasks, {name: self._heavy(name) for name in {t.profile for t in tasks}})
+
+    def _heavy(self, name: str) -> list[str]:
+        """A profile's heavy packages; none for a profile that cannot be read (its own tasks say so when built,
+        and the other tasks of the folder are not held up by it)."""
+        try:
+            return self.profile(name).heavy_packages
+        except SweserveError:
+            return []
 
     def image_spec(self, task: Task, profile: RepoProfile | None = None) -> ImageSpec:
         profile = profile or self.profile(task.profile)

@@ -39,7 +39,7 @@ class Context:
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,
                run_id: str | None = None, search: ConfigSearch | None = None,
                assigned_gpus: list[str] | None = None, registry: str | None = None,
-               shared_deps: dict[str, list[str]] | None = None) -> "Context":
+               shared_deps: dict[str, list[list[str]]] | None = None) -> "Context":
         """A command's context on this machine's Docker host (the command owns it: close it, or use `with`)."""
         project = Project(state_dir, search or ConfigSearch.for_project(state_dir), repo_path, shared_deps or {})
         host = open_host(HostSpec(run_id=run_id or new_run_id(), ca_bundle=ca_bundle, assigned_gpus=assigned_gpus,
