@@ -176,6 +176,8 @@ class EnvSpec(Strict):
     left_out: list[str] = Field(default_factory=list, description="requirements the build cannot install, with why")
     index_url: str | None = None
     constraints: list[str] = Field(default_factory=list, description="lines of a pip constraints file")
+    over: EnvSpec | None = Field(None, description="the env this one is a thin layer over (an era's layer over "
+                                 "the profile's first layer); None: built whole from the base image")
 
 
 class ImageSpec(Strict):

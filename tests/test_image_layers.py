@@ -10,7 +10,7 @@ from tag_helpers import env_tag
 
 from sweserve.dataset.image_spec import env_spec, image_spec, shared_dependencies
 from sweserve.dataset.profiles import load_profile
-from sweserve.environment.images import env_image_tag, export_repo_at, layered_env_tag, task_image_tag
+from sweserve.environment.images import env_image_tag, export_repo_at, image_tags, layered_env_tag, task_image_tag
 from sweserve.models import EnvironmentLock, ImageSpec
 
 
@@ -89,29 +89,36 @@ def test_locked_tasks_build_on_their_most_common_lock():
 
 
 def test_each_era_of_the_heavy_pins_gets_its_own_shared_layer():
-    """One layer cannot hold two torch versions: a lock on another torch than the shared layer's reinstalls
-    torch in its "thin" layer (gigabytes on CUDA images). With the profile's heavy packages, locks are grouped
-    by their heavy pins, and each group's most common lock is the layer its other locks build on."""
+    """One layer cannot hold two torch versions: every lock on another torch than the shared layer's reinstalled
+    torch in its "thin" layer (gigabytes on CUDA images). With the profile's heavy packages, each era's most
+    common lock is a layer of its own, thin over the first layer (torch installed once an era), and the era's
+    other locks are thin over it."""
     def lock(torch, small, vision=None):
         pins = [f"torch=={torch}", f"numpy=={small}", "pytest==8.3.4"] + ([f"TorchVision=={vision}"] if vision else [])
         return EnvironmentLock(resolved_at=datetime(2024, 1, 1, tzinfo=timezone.utc), python="3.12",
                                requirements=sorted(pins))
     old, old2, new, new2 = lock("2.5.1", "2.0.0"), lock("2.5.1", "2.0.1"), lock("2.6.0", "2.1.0"), lock("2.6.0", "2.1.1")
-    odd = lock("2.6.0", "2.1.0", vision="0.21.0")  # an era of its own: torchvision is heavy too
+    odd = lock("2.6.0", "2.1.0", vision="0.21.0")  # an era of its own (torchvision is heavy too), one lock in it
     locks = [old, old, old2, new, new, new2, odd]
     tasks = [_task("cuda", ["torch"], lk.requirements) for lk in locks]
     profile = load_profile("sglang").model_copy(update={"name": "cuda"})
     assert profile.heavy_packages[:1] == ["torch"]
     layers = shared_dependencies(tasks, {"cuda": profile.heavy_packages})["cuda"]
-    assert sorted(layers) == sorted([old.requirements, new.requirements])
-    bases = [image_spec(_locked_task(lk), profile, layers).shared for lk in locks]
-    assert bases[0] is None and bases[3] is None and bases[6] is None  # each anchor's own image is its layer
-    assert bases[2].requirements.endswith("\n".join(old.requirements) + "\n")  # old2 over the old era's layer
-    assert bases[5].requirements.endswith("\n".join(new.requirements) + "\n")  # new2 over the new era's layer
+    assert layers == [new.requirements, old.requirements]  # the first layer (a tie: the newer pins), then old's era
+    specs = {name: image_spec(_locked_task(lk), profile, layers)
+             for name, lk in (("old", old), ("old2", old2), ("new", new), ("new2", new2), ("odd", odd))}
+    req = lambda env: [line for line in env.requirements.splitlines() if "==" in line]  # noqa: E731
+    assert specs["new"].shared is None  # the first layer is its own image
+    for name in ("new2", "old", "odd"):  # over the first layer: old is its era's layer, odd is alone in its era
+        assert req(specs[name].shared) == new.requirements and specs[name].shared.over is None
+    assert req(specs["old2"].shared) == old.requirements and req(specs["old2"].shared.over) == new.requirements
+    # the era's layer under old2 is old's own env image: one image, not two
+    ca = b""
+    assert env_image_tag(specs["old2"].shared, ca) == image_tags(specs["old"], ca).env
     # without heavy packages: one layer for the profile, as before, and every other lock is thin over it
     [one] = shared_dependencies(tasks)["cuda"]
     flat = profile.model_copy(update={"heavy_packages": []})
-    assert one == new.requirements and image_spec(_locked_task(old), flat, [one]).shared is not None
+    assert one == new.requirements and image_spec(_locked_task(old2), flat, [one]).shared.over is None
 
 
 @pytest.mark.docker
@@ -153,6 +160,44 @@ def test_a_dependency_set_is_a_thin_layer_over_the_shared_env_image(docker_clien
                 assert installed[name] == version
     finally:
         for tag in [*tags, common]:
+            try:
+                docker_client.images.remove(tag, force=True)
+            except Exception:
+                pass
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_eras_layer_is_thin_over_the_first_and_its_other_locks_thin_over_it(docker_client):
+    """Real builds of a chain: the first layer (the most common lock), an era's layer over it (idna stands in
+    for torch), and a lock of that era over the era's layer; each link adds only its difference."""
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    profile = load_profile("sglang-demo").model_copy(update={"name": "layers-era", "heavy_packages": ["idna"]})
+    builder = ImageBuilder(docker_client, read_ca_bundle(None))
+    first, era, other = ["idna==3.7", "six==1.16.0"], ["idna==3.6", "six==1.16.0"], ["idna==3.6", "six==1.15.0"]
+    lock = lambda pins: EnvironmentLock(resolved_at=datetime(2024, 1, 28, tzinfo=timezone.utc), python="3.11",  # noqa: E731
+                                        requirements=pins)
+    tasks = [_task("layers-era", ["six", "idna"], pins) for pins in (first, first, first, era, era, other)]
+    layers_ = shared_dependencies(tasks, {"layers-era": profile.heavy_packages})["layers-era"]
+    assert layers_ == [first, era]
+    spec = image_spec(_locked_task(lock(other)), profile, layers_)
+    layers = lambda tag: docker_client.images.get(tag).attrs["RootFS"]["Layers"]  # noqa: E731
+    size = lambda tag: docker_client.images.get(tag).attrs["Size"]  # noqa: E731
+    built = []
+    try:
+        built.append(top := builder.env(spec.env, spec.shared))
+        built.append(middle := env_image_tag(spec.shared, builder.ca_bundle))
+        built.append(bottom := env_image_tag(spec.shared.over, builder.ca_bundle))
+        assert middle == image_tags(image_spec(_locked_task(lock(era)), profile, layers_), builder.ca_bundle).env
+        for upper, lower in ((top, middle), (middle, bottom)):
+            assert layers(upper)[:len(layers(lower))] == layers(lower)
+            assert size(upper) - size(lower) < 2 * 1024 * 1024  # one small package, not another venv
+        out = docker_client.containers.run(top, ["/opt/venv/bin/pip", "list", "--format=json"], remove=True)
+        installed = {p["name"].lower(): p["version"] for p in json.loads(out)}
+        assert installed["six"] == "1.15.0" and installed["idna"] == "3.6"
+    finally:
+        for tag in built:
             try:
                 docker_client.images.remove(tag, force=True)
             except Exception:

@@ -98,11 +98,12 @@ def env_spec(profile: RepoProfile, dependencies: Sequence[str] = (), lock: Envir
 
 def shared_dependencies(tasks: Iterable[Declares], heavy: Mapping[str, Sequence[str]] | None = None
                         ) -> dict[str, list[list[str]]]:
-    """Per profile, the shared layers its env images build on. Locked tasks: one layer per era (the pins of the
-    profile's `heavy_packages`, e.g. each torch version), the pins of the lock most of the era's tasks have
-    (the newest among equals), whose own image is then the layer, every other lock of the era a thin layer over
-    it; unlocked tasks: one layer, the dependencies all of them declare. A profile whose tasks all install the
-    same has none."""
+    """Per profile, the shared layers its env images build on, first layer first. Locked tasks: the pins of the
+    lock most of the profile's tasks have (the newest among equals), whose own image is the first layer; then,
+    per other era of the profile's `heavy` packages (e.g. each torch version), the pins of that era's most common
+    lock, whose image is a thin layer over the first (the heavy wheels installed once an era, not once a lock).
+    Every other lock is a thin layer over its era's layer, or over the first. Unlocked tasks: one layer, the
+    dependencies all of them declare. A profile whose tasks all install the same has none."""
     sets: dict[str, list[set[str]]] = {}
     locked: set[str] = set()
     tasks = list(tasks)
@@ -112,22 +113,37 @@ def shared_dependencies(tasks: Iterable[Declares], heavy: Mapping[str, Sequence[
             locked.add(task.profile)
     shared = {profile: [sorted(set.intersection(*deps))] for profile, deps in sets.items()
               if len({frozenset(d) for d in deps}) > 1 and set.intersection(*deps) and profile not in locked}
-    for (profile, _), group in sorted(_most_common(tasks, heavy or {}).items(), key=lambda kv: kv[1]):
+    for (profile, _), group in _most_common(tasks).items():
         if group[0] != "lock-request:":  # a pending winner: no shared layer until it is resolved
-            shared.setdefault(profile, []).append(list(group))
+            shared[profile] = [list(group)]
+    if heavy:
+        for (profile, era), group in sorted(_most_common(tasks, heavy).items(), key=lambda kv: kv[1]):
+            names = heavy.get(profile, ())
+            if (profile in locked and profile in shared and group[0] != "lock-request:"
+                    and era != heavy_pins(shared[profile][0], names)):
+                shared[profile].append(list(group))
     return shared
 
 
 def image_spec(task: Task, profile: RepoProfile, shared: Sequence[Sequence[str]] = ()) -> ImageSpec:
     """The task image's inputs. With `shared` (the profile's layers, see shared_dependencies), the env is a thin
-    layer over a shared layer's env image: for a locked task, the image of its era's most common lock (its
-    pins, as a lock); for an unlocked one, the image of what all the profile's tasks declare."""
+    layer over a shared layer's env image: for a locked task, the layer of its era (itself thin over the first
+    layer) or else the first layer; for an unlocked one, the image of what all the profile's tasks declare."""
     base = None
     if task.lock is not None:
-        era = heavy_pins(task.lock.requirements, profile.heavy_packages)
-        layer = next((list(pins) for pins in shared if heavy_pins(pins, profile.heavy_packages) == era), None)
-        if layer is not None and layer != task.lock.requirements:
-            base = env_spec(profile, [], task.lock.model_copy(update={"requirements": layer, "left_out": []}))
+        lock = task.lock
+
+        def layer(pins: Sequence[str], over: EnvSpec | None = None) -> EnvSpec:
+            spec = env_spec(profile, [], lock.model_copy(update={"requirements": list(pins), "left_out": []}))
+            return spec.model_copy(update={"over": over})
+
+        if shared:
+            first, era = list(shared[0]), heavy_pins(lock.requirements, profile.heavy_packages)
+            anchor = next((list(p) for p in shared[1:] if heavy_pins(p, profile.heavy_packages) == era), None)
+            if anchor is not None and anchor != lock.requirements:
+                base = layer(anchor, layer(first))
+            elif first != lock.requirements:
+                base = layer(first)
     elif shared:
         common = [d for d in shared[0] if d in task.dependencies]
         if common and set(common) != set(task.dependencies):

@@ -177,11 +177,12 @@ def _digest(*parts: bytes) -> str:
 
 
 def env_image_tag(env: EnvSpec, ca_bundle: bytes) -> str:
-    """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle): every input of
-    the image is in the tag, and tasks with the same inputs share it."""
+    """One tag per (base, Dockerfile, Python, requirements.txt with index options, CA bundle, and the layer it
+    is built over): every input of the image is in the tag, and tasks with the same inputs share it."""
     digest = _digest(dockerfile("env"), env.base_image.encode(), env.python.encode(), env.requirements.encode(),
                      ca_bundle, *index_parts(env))
-    return f"sweserve-env:{env.profile}-{digest}"
+    full = f"sweserve-env:{env.profile}-{digest}"
+    return layered_env_tag(full, env_image_tag(env.over, ca_bundle)) if env.over is not None else full
 
 
 def layered_env_tag(full_tag: str, common_tag: str) -> str:
@@ -426,6 +427,8 @@ class ImageBuilder:
     def env(self, env: EnvSpec, shared: EnvSpec | None = None) -> str:
         """The env image of `env`; with `shared` (the layer of what all the repository's tasks declare), a thin
         layer over the shared env image."""
+        if env.over is not None:  # a layer that is itself thin over another
+            return self.env(env.model_copy(update={"over": None}), env.over)
         full_tag = env_image_tag(env, self.ca_bundle)
         if shared is None:
             with self._lock(full_tag):
