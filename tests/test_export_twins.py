@@ -128,3 +128,202 @@ def test_a_damaged_plan_is_refused():
     for damage in ({"version": 0}, {"members": shipped["members"][1:]}):
         with pytest.raises(sweserve_plan.PlanError):
             sweserve_plan.plant({**shipped, **damage})
+
+
+# --- the real harnesses on the demo's distributed task, validated with its twins -------------------------------
+
+DIST = "sweserve-demo__sglang-mini-103"
+PKG = "python/sglang/srt/distributed/__init__.py"  # imported while the hidden tests are collected
+REAL_NAMES = ["test_uneven_split_covers_everything", "test_even_split"]
+
+# The issue's forgery: the hidden tests' names, guessed (the upstream PR is public: here, known exactly), are
+# reported passed from inside the test process; every other test, canaries among them, runs untouched.
+GUESSED_NAMES = '''
+import _pytest.python as _py
+
+_GUESSED = NAMES
+_orig = _py.Function.runtest
+
+
+def _runtest(self):
+    try:
+        return _orig(self)
+    except BaseException:
+        if self.originalname not in _GUESSED:
+            raise
+
+
+_py.Function.runtest = _runtest
+'''.replace("NAMES", repr(set(REAL_NAMES)))
+
+# A variant: no names at all. Plain canaries call nothing of the repository, so every failing test that calls
+# the code under test is a real one: report those passed, leave the rest.
+CALLS_THE_CODE = '''
+import _pytest.python as _py
+
+_orig = _py.Function.runtest
+
+
+def _names(code):
+    yield from code.co_names
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):  # a comprehension's own code
+            yield from _names(const)
+
+
+def _calls_the_repository(fn):
+    found = getattr(fn, "__globals__", {})
+    return any(getattr(found.get(n), "__module__", "").startswith("sglang") for n in _names(fn.__code__))
+
+
+def _runtest(self):
+    try:
+        return _orig(self)
+    except BaseException:
+        if not _calls_the_repository(self.obj):
+            raise
+'''
+FORGERIES = {"guessed-names": GUESSED_NAMES, "calls-the-code": CALLS_THE_CODE + "\n_py.Function.runtest = _runtest\n"}
+
+
+@pytest.fixture(scope="module")
+def dist(docker_client, tmp_path_factory):
+    """The demo mined, DIST validated (its twins kept by execution), exported both ways from the clone."""
+    import subprocess
+    import sys
+
+    from sweserve.dataset.mining import mine, open_repo
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.dataset.taskstore import load_bundle
+    from sweserve.demo.fixture import PROFILE, build_demo_repo
+    from sweserve.evaluation.context import Context
+    from sweserve.evaluation.validation import validate_all
+
+    root = tmp_path_factory.mktemp("exptwins")
+    repo = build_demo_repo(root / "repo")
+    tasks = root / "tasks"
+    mine(open_repo(repo), load_profile(PROFILE), tasks)
+    ctx = Context.create(root / "state", repo_path=repo)
+    try:
+        (outcome,) = validate_all(ctx, tasks, [load_bundle(tasks / DIST)], runs=2)
+    finally:
+        ctx.close()
+    bundle = load_bundle(tasks / DIST)
+    assert bundle.task.validated and bundle.task.twins, outcome
+    out = {}
+    for fmt, extra in (("swebench", ["--build-images"]), ("harbor", [])):
+        out[fmt] = root / fmt
+        proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "export", DIST, "--format", fmt, "--out",
+                               str(out[fmt]), "--tasks", str(tasks), "--repo-path", str(repo), "--state-dir",
+                               str(root / "state"), "--include-unready", *extra],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return repo, bundle, out
+
+
+def _without_plan(files: dict[str, str]) -> dict[str, str]:
+    """The defence off: the same export's harness without its plan (the verifier falls back to plain canaries)."""
+    files = {k: v for k, v in files.items() if not k.endswith("plan.json")}
+    for name in [k for k in files if k.endswith("verify.json")]:
+        config = json.loads(files[name])
+        config.pop("plan_file")
+        files[name] = json.dumps(config)
+    return files
+
+
+def _forged_patch(repo, base: str, payload: str, tmp) -> str:
+    import subprocess
+
+    work = tmp / "work"
+    subprocess.run(["git", "clone", "-q", str(repo), str(work)], check=True)
+    subprocess.run(["git", "checkout", "-q", base], cwd=work, check=True)
+    with open(work / PKG, "a") as fh:
+        fh.write(payload)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_swebench_harness_grades_the_export_with_twins(dist, tmp_path):
+    """SWE-bench's run_evaluation on the export: the oracle resolves; both forgeries are not resolved. The same
+    rows with the plan taken out (plain canaries, as exports shipped before) resolve both forgeries."""
+    import base64
+    import subprocess
+    import sys
+
+    repo, bundle, out = dist
+    (row,) = [json.loads(line) for line in (out["swebench"] / "test.jsonl").read_text().splitlines()]
+    shipped = dict((m.group(2), base64.b64decode(m.group(1)).decode())
+                   for m in re.finditer(r"^echo (\S+) \| base64 -d > (\S+)$", row["eval_script"], re.M))
+    assert json.loads(shipped["/tmp/sweserve/harness/verify.json"])["plan_file"] == "/tmp/sweserve/harness/plan.json"
+    plan = json.loads(shipped["/tmp/sweserve/harness/plan.json"])
+    assert sum(m["kind"] == "twin" for m in plan["members"]) == len(bundle.task.twins)
+    lines = [line for line in row["eval_script"].splitlines() if not line.endswith("plan.json")]
+    off_files = _without_plan(shipped)
+    lines = [f"echo {base64.b64encode(off_files[m.group(2)].encode()).decode()} | base64 -d > {m.group(2)}"
+             if (m := re.match(r"^echo (\S+) \| base64 -d > (\S+verify\.json)$", line)) else line for line in lines]
+    datasets = {"on": out["swebench"] / "test.jsonl", "off": tmp_path / "off.jsonl"}
+    datasets["off"].write_text(json.dumps({**row, "eval_script": "\n".join(lines) + "\n"}) + "\n")
+    patches = {"oracle": row["patch"]}
+    for name, payload in FORGERIES.items():
+        patches[name] = _forged_patch(repo, row["base_commit"], payload, tmp_path / name)
+    verdicts, logs = {}, {}
+    for defence, dataset in datasets.items():
+        for model, patch in patches.items():
+            if defence == "off" and model == "oracle":
+                continue
+            run_id = f"{model}-{defence}"
+            preds = tmp_path / f"{run_id}.jsonl"
+            preds.write_text(json.dumps({"instance_id": DIST, "model_name_or_path": run_id, "model_patch": patch}))
+            proc = subprocess.run(
+                [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(dataset), "-p", str(preds),
+                 "-id", run_id, "-i", DIST, "--max_workers", "1", "--report_dir", str(tmp_path)],
+                cwd=tmp_path, capture_output=True, text=True, timeout=600)
+            reports = list(tmp_path.glob(f"logs/run_evaluation/{run_id}/{run_id}/{DIST}/report.json"))
+            assert len(reports) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+            verdicts[run_id] = json.loads(reports[0].read_text())[DIST]["resolved"]
+            logs[run_id] = (reports[0].parent / "test_output.txt").read_text()
+    expected = {"oracle-on": True, **{f"{m}-on": False for m in FORGERIES}, **{f"{m}-off": True for m in FORGERIES}}
+    assert verdicts == expected, {k: (v, logs[k][-1500:]) for k, v in verdicts.items() if v != expected[k]}
+    assert "sweserve: resolved" in logs["oracle-on"]
+    assert "sweserve: failed" in logs["guessed-names-on"]  # no hidden test by the names it guessed
+    assert "sweserve: tampered (a twin of a hidden test passed)" in logs["calls-the-code-on"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_harbor_grades_the_export_with_twins(dist, tmp_path):
+    """The real harbor CLI on the Harbor export: the oracle gets reward 1, both forgeries 0; the same task with
+    the plan taken out (plain canaries) gives both forgeries 1."""
+    import shutil
+
+    from test_export import HARBOR, _run_harbor
+
+    if not HARBOR.exists():
+        pytest.skip("harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)")
+    _, bundle, out = dist
+    dataset = tmp_path / "harbor"
+    dataset.mkdir()
+    shutil.copytree(out["harbor"] / DIST, dataset / DIST)
+    assert (dataset / DIST / "tests" / "plan.json").exists()
+    for name, payload in FORGERIES.items():
+        for defence in ("on", "off"):
+            task = dataset / f"{name}-{defence}"
+            shutil.copytree(dataset / DIST, task)
+            toml = task / "task.toml"
+            toml.write_text(toml.read_text().replace(f'name = "sweserve/{DIST.lower()}"', f'name = "sweserve/{task.name}"'))
+            (task / "solution" / "solve.sh").write_text(
+                f"#!/bin/bash\ncd /testbed\ncat >> {PKG} <<'SWEOF'\n{payload}\nSWEOF\n")
+            if defence == "off":
+                tests = task / "tests"
+                files = {p.name: p.read_text() for p in tests.iterdir() if p.name in ("plan.json", "verify.json")}
+                (tests / "plan.json").unlink()
+                (tests / "verify.json").write_text(_without_plan(files)["verify.json"])
+    rewards = _run_harbor(dataset, "oracle", tmp_path / "jobs")
+    expected = {DIST.lower(): 1.0, **{f"{m}-on": 0.0 for m in FORGERIES}, **{f"{m}-off": 1.0 for m in FORGERIES}}
+    verdicts = {p.parent.parent.name.rsplit("__", 1)[0]: json.loads(p.read_text())
+                for p in (tmp_path / "jobs").glob("*/*/verifier/sweserve.json")}
+    assert {k.lower(): v for k, v in rewards.items()} == expected, (rewards, verdicts)
+    assert verdicts["calls-the-code-on"]["status"] == "tampered", verdicts
+    assert verdicts["guessed-names-on"]["status"] == "failed", verdicts
