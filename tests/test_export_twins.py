@@ -327,3 +327,25 @@ def test_harbor_grades_the_export_with_twins(dist, tmp_path):
     assert {k.lower(): v for k, v in rewards.items()} == expected, (rewards, verdicts)
     assert verdicts["calls-the-code-on"]["status"] == "tampered", verdicts
     assert verdicts["guessed-names-on"]["status"] == "failed", verdicts
+
+
+def test_a_task_with_twins_is_not_exported_without_its_clone(tmp_path):
+    """Its twins are planted from its hidden files, read in the clone: without one the export says so in one
+    line, rather than shipping the weaker plain canaries."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    tasks = tmp_path / "tasks"
+    shutil.copytree(root / "tasks" / DIST, tasks / DIST)
+    data = json.loads((tasks / DIST / "task.json").read_text())
+    data["twins"] = [{"test": f"test/srt/test_parallel_state.py::{REAL_NAMES[0]}", "site": 0, "value": v}
+                     for v in ("1", "2", "4")]
+    (tasks / DIST / "task.json").write_text(json.dumps(data))
+    proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "export", DIST, "--format", "swebench", "--out",
+                           str(tmp_path / "out"), "--tasks", str(tasks), "--state-dir", str(tmp_path / "state"),
+                           "--include-unready"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "pass --repo-path" in proc.stderr + proc.stdout, proc.stderr
