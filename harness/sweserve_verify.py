@@ -315,6 +315,10 @@ def main(argv):
     for path in cfg.get("private", []):
         if os.path.isdir(path):
             sweserve_drop.private(path)
+    for path in cfg.get("private_files", []):  # SWE-bench's /eval.sh holds this harness, the plan and tests.patch
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o600)
     if cfg["format"] == "harbor":
         os.makedirs(cfg["verifier_dir"], exist_ok=True)
         sweserve_drop.lock([cfg["verifier_dir"]])

@@ -185,6 +185,43 @@ def _runtest(self):
 '''
 FORGERIES = {"guessed-names": GUESSED_NAMES, "calls-the-code": CALLS_THE_CODE + "\n_py.Function.runtest = _runtest\n"}
 
+# Another variant, for SWE-bench: its harness copies the eval script, which carries the plan, to /eval.sh in the
+# container, readable by all. Read the plan there and pass the failing test whose text is a real test's.
+READS_THE_EVAL_SCRIPT = r'''
+import base64 as _b64
+import inspect as _inspect
+import json as _json
+import re as _re
+import _pytest.python as _py
+
+
+def _real_texts():
+    try:
+        text = open("/eval.sh").read()
+    except OSError:
+        return []
+    for found in _re.finditer(r"^echo (\S+) \| base64 -d > (\S+plan\.json)$", text, _re.M):
+        plan = _json.loads(_b64.b64decode(found.group(1)))
+        return [m["block"].split("\0", 1)[1] for m in plan["members"] if m["kind"] == "test"]
+    return []
+
+
+_REAL = _real_texts()
+_orig = _py.Function.runtest
+
+
+def _runtest(self):
+    try:
+        return _orig(self)
+    except BaseException:
+        source = _inspect.getsource(self.obj)
+        if source.split(self.obj.__name__, 1)[1] not in _REAL:
+            raise
+
+
+_py.Function.runtest = _runtest
+'''
+
 
 @pytest.fixture(scope="module")
 def dist(docker_client, tmp_path_factory):
@@ -221,12 +258,14 @@ def dist(docker_client, tmp_path_factory):
     return repo, bundle, out
 
 
-def _without_plan(files: dict[str, str]) -> dict[str, str]:
-    """The defence off: the same export's harness without its plan (the verifier falls back to plain canaries)."""
-    files = {k: v for k, v in files.items() if not k.endswith("plan.json")}
+def _without_plan(files: dict[str, str], key: str = "plan_file") -> dict[str, str]:
+    """A defence off: the same export's harness without its plan (the verifier falls back to plain canaries),
+    or (`key="private_files"`) with SWE-bench's copy of the eval script left readable."""
+    if key == "plan_file":
+        files = {k: v for k, v in files.items() if not k.endswith("plan.json")}
     for name in [k for k in files if k.endswith("verify.json")]:
         config = json.loads(files[name])
-        config.pop("plan_file")
+        config.pop(key)
         files[name] = json.dumps(config)
     return files
 
@@ -246,8 +285,9 @@ def _forged_patch(repo, base: str, payload: str, tmp) -> str:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_swebench_harness_grades_the_export_with_twins(dist, tmp_path):
-    """SWE-bench's run_evaluation on the export: the oracle resolves; both forgeries are not resolved. The same
-    rows with the plan taken out (plain canaries, as exports shipped before) resolve both forgeries."""
+    """SWE-bench's run_evaluation on the export: the oracle resolves; the forgeries are not resolved. The same
+    row with the plan taken out (plain canaries, as exports shipped before) resolves both in-process ones; with
+    /eval.sh left readable, the forger reads the plan there and resolves."""
     import base64
     import subprocess
     import sys
@@ -259,19 +299,22 @@ def test_swebench_harness_grades_the_export_with_twins(dist, tmp_path):
     assert json.loads(shipped["/tmp/sweserve/harness/verify.json"])["plan_file"] == "/tmp/sweserve/harness/plan.json"
     plan = json.loads(shipped["/tmp/sweserve/harness/plan.json"])
     assert sum(m["kind"] == "twin" for m in plan["members"]) == len(bundle.task.twins)
-    lines = [line for line in row["eval_script"].splitlines() if not line.endswith("plan.json")]
-    off_files = _without_plan(shipped)
-    lines = [f"echo {base64.b64encode(off_files[m.group(2)].encode()).decode()} | base64 -d > {m.group(2)}"
-             if (m := re.match(r"^echo (\S+) \| base64 -d > (\S+verify\.json)$", line)) else line for line in lines]
-    datasets = {"on": out["swebench"] / "test.jsonl", "off": tmp_path / "off.jsonl"}
-    datasets["off"].write_text(json.dumps({**row, "eval_script": "\n".join(lines) + "\n"}) + "\n")
+    datasets = {"on": out["swebench"] / "test.jsonl"}
+    for defence, key in (("off", "plan_file"), ("open", "private_files")):
+        edited = _without_plan(shipped, key)
+        lines = [line for line in row["eval_script"].splitlines() if not line.endswith("plan.json") or key != "plan_file"]
+        lines = [f"echo {base64.b64encode(edited[m.group(2)].encode()).decode()} | base64 -d > {m.group(2)}"
+                 if (m := re.match(r"^echo (\S+) \| base64 -d > (\S+verify\.json)$", line)) else line for line in lines]
+        datasets[defence] = tmp_path / f"{defence}.jsonl"
+        datasets[defence].write_text(json.dumps({**row, "eval_script": "\n".join(lines) + "\n"}) + "\n")
     patches = {"oracle": row["patch"]}
-    for name, payload in FORGERIES.items():
+    for name, payload in {**FORGERIES, "reads-the-eval-script": READS_THE_EVAL_SCRIPT}.items():
         patches[name] = _forged_patch(repo, row["base_commit"], payload, tmp_path / name)
+    runs = {"on": list(patches), "off": list(FORGERIES), "open": ["reads-the-eval-script"]}
     verdicts, logs = {}, {}
     for defence, dataset in datasets.items():
         for model, patch in patches.items():
-            if defence == "off" and model == "oracle":
+            if model not in runs[defence]:
                 continue
             run_id = f"{model}-{defence}"
             preds = tmp_path / f"{run_id}.jsonl"
@@ -284,11 +327,13 @@ def test_swebench_harness_grades_the_export_with_twins(dist, tmp_path):
             assert len(reports) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
             verdicts[run_id] = json.loads(reports[0].read_text())[DIST]["resolved"]
             logs[run_id] = (reports[0].parent / "test_output.txt").read_text()
-    expected = {"oracle-on": True, **{f"{m}-on": False for m in FORGERIES}, **{f"{m}-off": True for m in FORGERIES}}
+    expected = {"oracle-on": True, **{f"{m}-on": False for m in FORGERIES}, **{f"{m}-off": True for m in FORGERIES},
+                "reads-the-eval-script-on": False, "reads-the-eval-script-open": True}
     assert verdicts == expected, {k: (v, logs[k][-1500:]) for k, v in verdicts.items() if v != expected[k]}
     assert "sweserve: resolved" in logs["oracle-on"]
     assert "sweserve: failed" in logs["guessed-names-on"]  # no hidden test by the names it guessed
     assert "sweserve: tampered (a twin of a hidden test passed)" in logs["calls-the-code-on"]
+    assert "sweserve: failed" in logs["reads-the-eval-script-on"]  # /eval.sh root's alone before the tests ran
 
 
 @pytest.mark.docker

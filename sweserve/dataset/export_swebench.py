@@ -41,6 +41,7 @@ SWESERVE_COLUMNS = (
     "family", "profile", "title", "pr_number", "merge_commit", "resources", "test", "quality", "validation_status",
 )
 SWEBENCH_PATCH = "/tmp/patch.diff"  # where swebench's harness copies the prediction before applying it
+SWEBENCH_EVAL = "/eval.sh"  # where it copies this eval script (world-readable): the verifier makes it root's alone
 
 
 def _write_file(text: str, target: str) -> str:
@@ -53,7 +54,7 @@ def eval_script(bundle: TaskBundle, profile: RepoProfile, plan: str | None = Non
     """SWE-bench's eval.sh shape, run after the prediction is applied in /testbed of the task image: the harness
     written to /tmp/sweserve/harness, then sweserve's verifier (see in_image.py), which prints the graded
     outcomes between SWE-bench's markers as pytest's `-rA` summary does (all FAILED unless the run was clean)."""
-    files = harness_files(bundle, profile, "swebench", SWEBENCH_PATCH, plan)
+    files = harness_files(bundle, profile, "swebench", SWEBENCH_PATCH, plan, private_files=[SWEBENCH_EVAL])
     lines = [
         "#!/bin/bash",
         "set -uo pipefail",
