@@ -17,8 +17,9 @@ other tests of its file (and class) passed, or a canary missing while its file's
 something forged outcomes: the run is `tampered`. Canaries are stripped from the outcomes before anything
 else reads them, so validation never records one into FAIL_TO_PASS/PASS_TO_PASS.
 
-This copy runs only in an exported task's image, under the root verifier (sweserve_verify.py): `sweserve run`
-grades with mutation twins under fresh random names (evaluation/twins.py), which exports do not ship yet.
+This copy runs only in an exported task's image, under the root verifier (sweserve_verify.py), and only where
+the export ships no grading plan (made without the task's clone, for a task without twins): otherwise the
+verifier plants the plan of `sweserve run` (mutation twins under fresh random names: sweserve_plan.py).
 Standard library only."""
 
 from __future__ import annotations

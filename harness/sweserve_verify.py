@@ -7,7 +7,9 @@ modules shipped beside it:
 
     runner digest and installed names taken (sweserve_boot)
       → the submission applied with `git apply --index` to base (git names every path it touched)
-      → resets (sweserve_resets = evaluation/resets.py) → tests.patch → canaries (sweserve_canaries)
+      → resets (sweserve_resets = evaluation/resets.py) → tests.patch → the grading plan (sweserve_plan: the
+        graded tests, their mutation twins and canaries, every name and order drawn here at run time; plain
+        canaries, sweserve_canaries, where the export ships no plan)
       → the hidden tests run by the boot script as the unprivileged user over a root-owned tree (sweserve_drop),
         outcomes streamed behind a nonce on a pipe only this process reads (sweserve_protocol)
       → every process of the test user killed, then the verdict: the stream's shape, the canaries, the grade.
@@ -17,8 +19,8 @@ process has ended; only then is anything written that the harness reads: for SWE
 between its markers (every graded test FAILED unless the run was clean), for Harbor /logs/verifier/reward.txt.
 The test output is shown after the verdict, each line behind "| " and with the harness's markers broken.
 
-Seam for other grading plans (randomized names, mutation twins): `grading_plan` returns the files to plant and
-a checker mapping reported ids back; a plan computed on the host goes in a root-only file (`plan_file`).
+The plan is computed by the exporter from `evaluation/twins.py`'s `grading_plan` (evaluation/export_plan.py)
+and shipped in a root-only file (`plan_file`), read and deleted before anything of the submission runs.
 """
 
 import fnmatch
@@ -37,6 +39,7 @@ sys.path.insert(0, HERE)
 
 import sweserve_canaries  # noqa: E402
 import sweserve_drop  # noqa: E402
+import sweserve_plan  # noqa: E402
 import sweserve_protocol  # noqa: E402
 import sweserve_resets  # noqa: E402
 
@@ -139,29 +142,28 @@ def reset(cfg, changed, tests_patch, installed):
 
 def grading_plan(cfg, sources):
     """(files to plant {path under /testbed: text}, check(outcomes, exit status) -> (outcomes by real id,
-    problems)). Canaries by default; a plan made on the host (`plan_file`, root-only) plugs in here."""
+    problems), unmask(output) -> output with real names).
+
+    The export's plan (`plan_file`, root-only, deleted once read: see sweserve_plan.py): the graded tests,
+    their mutation twins and canaries as `sweserve run` plants them, every name and each scope's order drawn
+    here, now; the map back stays in this process. Without one (an export made without the task's clone, of
+    a task without twins), plain canaries (sweserve_canaries)."""
     plan_file = cfg.get("plan_file")
     if plan_file:
-        with open(plan_file) as fh:
-            plan = json.load(fh)
-        os.unlink(plan_file)
-        names = plan["names"]  # reported id -> real id; twins map to None
-
-        def check_host_plan(outcomes, exit_status):
-            real, problems = {}, []
-            for test_id, outcome in outcomes.items():
-                target = names.get(test_id, test_id)
-                if target is None:
-                    if outcome == "passed":
-                        problems.append("a must-fail twin passed")
-                    continue
-                real[target] = outcome
-            return real, problems
-        return plan["texts"], check_host_plan
+        try:
+            with open(plan_file) as fh:
+                shipped = json.load(fh)
+            os.unlink(plan_file)
+            texts, members = sweserve_plan.plant(shipped)
+        except (OSError, ValueError, KeyError, TypeError, sweserve_plan.PlanError) as exc:
+            raise Verdict("error", f"the export's grading plan cannot be planted: {exc}") from None
+        return (texts, lambda outcomes, exit_status: sweserve_plan.read(members, outcomes, exit_status),
+                lambda output: sweserve_plan.unmask(members, output))
     task = types.SimpleNamespace(FAIL_TO_PASS=cfg["FAIL_TO_PASS"], PASS_TO_PASS=cfg["PASS_TO_PASS"],
                                  test=types.SimpleNamespace(runner=cfg["runner"], files=cfg["test_files"]))
     plan = sweserve_canaries.plan(task, sources)
-    return plan.texts, lambda outcomes, exit_status: sweserve_canaries.check(plan.canaries, outcomes, exit_status)
+    return (plan.texts, lambda outcomes, exit_status: sweserve_canaries.check(plan.canaries, outcomes, exit_status),
+            lambda output: output)
 
 
 def run_boot(cfg, run_config_path, timeout):
@@ -230,6 +232,7 @@ def grade(cfg):
     manifest, installed = runner_facts(cfg)
     changed = submit(cfg, patch)
     resets = reset(cfg, changed, tests_patch, installed)
+    os.unlink(tests_patch)  # applied: nothing in the box names the real tests any more (root's alone even so)
     sources = {}
     for f in cfg["test_files"]:
         try:
@@ -237,7 +240,7 @@ def grade(cfg):
                 sources[f] = fh.read()
         except (OSError, UnicodeDecodeError):
             pass
-    planted, check = grading_plan(cfg, {f: t for f, t in sources.items() if f.endswith(".py") and t.strip()})
+    planted, check, unmask = grading_plan(cfg, {f: t for f, t in sources.items() if f.endswith(".py") and t.strip()})
     for f, text in planted.items():
         with open(os.path.join(WORKDIR, f), "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -253,6 +256,7 @@ def grade(cfg):
     details = {"resets": [r.describe() for r in resets]}
     output, code, timed_out, truncated = run_boot(cfg, run_config_path, cfg["timeout_s"])
     events, malformed, output = sweserve_protocol.read_stream(output, nonce)
+    output = unmask(output)  # shown only after the verdict
     if timed_out:
         raise Verdict("error", f"hidden tests timed out after {int(cfg['timeout_s'])}s")
     if truncated:
@@ -311,6 +315,10 @@ def main(argv):
     for path in cfg.get("private", []):
         if os.path.isdir(path):
             sweserve_drop.private(path)
+    for path in cfg.get("private_files", []):  # SWE-bench's /eval.sh holds this harness, the plan and tests.patch
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o600)
     if cfg["format"] == "harbor":
         os.makedirs(cfg["verifier_dir"], exist_ok=True)
         sweserve_drop.lock([cfg["verifier_dir"]])

@@ -70,10 +70,13 @@ def run(args, console: Console) -> int:
         bundles = ready_only(bundles, False, console, "export", args.state_dir)
     out = Path(args.out)
     if args.format == "swebench":
+        from sweserve.cli.common import make_project
         from sweserve.dataset.export_swebench import export_swebench
 
         tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args, console)
-        paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split)
+        clones = make_project(args).clone_for
+        plans = {b.task.task_id: _plan(b, clones(b.task.repo), console) for b in bundles}
+        paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split, plans=plans)
         console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
                       markup=False)
         if args.build_images:
@@ -88,6 +91,24 @@ def run(args, console: Console) -> int:
     if skipped and not args.include_unvalidated:
         console.print(f"left out {len(skipped)} unvalidated tasks: {', '.join(skipped)}", soft_wrap=True)
     return 0
+
+
+def _plan(bundle, clone: Path | None, console: Console) -> str | None:
+    """The grading plan the task's verifier plants (the hidden tests, their mutation twins and canaries, as
+    `sweserve run` plants them), made from its hidden files read in the clone. A task with twins needs it; one
+    without, and no clone, is graded with plain canaries, and the user is told."""
+    from sweserve.evaluation.export_plan import hidden_sources, ship
+
+    task = bundle.task
+    if clone is None:
+        if task.twins:
+            raise SweserveError(f"{task.task_id}: its mutation twins are planted from its hidden test files, read in "
+                                f"a clone of {task.repo}: pass --repo-path")
+        console.print(f"note: {task.task_id}: no clone of {task.repo} (--repo-path), so its export is graded with "
+                      "plain canaries, without fresh names for its hidden tests", soft_wrap=True, markup=False,
+                      highlight=False)
+        return None
+    return ship(bundle, hidden_sources(clone, bundle))
 
 
 def _build_command(args) -> str:
@@ -126,7 +147,7 @@ def _export_harbor(bundles, out: Path, args, console: Console) -> None:
         for b in bundles:
             inputs = ctx.inputs(b)
             image = ctx.image(inputs)  # built locally when missing; Harbor's build is then FROM a local image
-            dest = export_harbor_task(b, inputs.profile, image, out)
+            dest = export_harbor_task(b, inputs.profile, image, out, _plan(b, inputs.clone, console))
             console.print(f"  {b.task.task_id} → {dest} (FROM {image})", soft_wrap=True)
     console.print(f"wrote {len(bundles)} Harbor tasks under {out}; run one with: "
                   f"harbor run -p {out / bundles[0].task.task_id} -a oracle -e docker", soft_wrap=True)

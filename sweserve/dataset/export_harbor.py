@@ -8,8 +8,8 @@ Each folder is graded the way `sweserve run` grades:
   (`git add -A; git diff --cached --binary`) as the artifact /logs/artifacts/model.patch.
 - The verifier runs in a *separate*, fresh container of the same image (`environment_mode = "separate"`):
   whatever the agent did to the environment outside its diff is gone. `tests/test.sh` runs sweserve's own
-  verifier there (in_image.py): the diff applied, resets, `tests.patch`, canaries, the hidden tests as an
-  unprivileged user; a root process reads their outcome stream and, after they have ended, writes 1 to
+  verifier there (in_image.py): the diff applied, resets, `tests.patch`, the hidden tests with their mutation
+  twins and canaries under names drawn there at run time (`tests/plan.json`), run as an unprivileged user; a root process reads their outcome stream and, after they have ended, writes 1 to
   /logs/verifier/reward.txt only when every FAIL_TO_PASS and PASS_TO_PASS test passes and nothing was forged
   (details in /logs/verifier/sweserve.json).
 - `solution/solve.sh` applies the oracle patch (Harbor's `oracle` agent runs it).
@@ -83,8 +83,10 @@ def _write(path: Path, text: str, executable: bool = False) -> None:
         path.chmod(0o755)
 
 
-def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str, out_dir: Path) -> Path:
-    """Write one Harbor task folder, <out_dir>/<task_id>/, replacing an older export of it."""
+def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str, out_dir: Path,
+                       plan: str | None = None) -> Path:
+    """Write one Harbor task folder, <out_dir>/<task_id>/, replacing an older export of it. `plan`: the grading
+    plan its verifier plants (evaluation/export_plan.py); without one, plain canaries."""
     task = bundle.task
     dest = out_dir / task.task_id
     if dest.exists():
@@ -99,7 +101,7 @@ def export_harbor_task(bundle: TaskBundle, profile: RepoProfile, image_tag: str,
            f"RUN [\"/usr/local/bin/sweserve-tree\", \"restore\"]\n")
     tests = dest / "tests"
     _write(tests / "test.sh", TEST_SH, executable=True)
-    for name, text in harness_files(bundle, profile, "harbor", ARTIFACT_PATCH, verifier_dir=VERIFIER_DIR,
+    for name, text in harness_files(bundle, profile, "harbor", ARTIFACT_PATCH, plan, verifier_dir=VERIFIER_DIR,
                                     private=["/tests", "/logs/artifacts"]).items():
         _write(tests / name, text)
     _write(dest / "solution" / "solve.sh", SOLVE_SH, executable=True)

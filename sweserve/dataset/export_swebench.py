@@ -12,7 +12,8 @@ Column mapping: `patch` is the oracle, `test_patch` the hidden tests, `problem_s
 The columns SWE-bench's evaluation harness (swebench >= 5) reads to grade a prediction are filled too:
 `image` (the sweserve task image with its tree checked out in the image, which must exist locally:
 `sweserve export --format swebench --build-images` builds it), `eval_script` (sweserve's own verifier, run
-inside the container: resets, test_patch, canaries, the tests as an unprivileged user, the verdict decided by
+inside the container: resets, test_patch, the hidden tests with their mutation twins and canaries under names
+drawn in the container at run time, the tests as an unprivileged user, the verdict decided by
 a root process from the outcome stream and printed as pytest's `-rA` summary does), `log_parser` =
 parse_log_pytest
 and `eval_type` = pass_and_fail. So `python -m swebench.harness.run_evaluation -d DIR/test.jsonl -p
@@ -40,6 +41,7 @@ SWESERVE_COLUMNS = (
     "family", "profile", "title", "pr_number", "merge_commit", "resources", "test", "quality", "validation_status",
 )
 SWEBENCH_PATCH = "/tmp/patch.diff"  # where swebench's harness copies the prediction before applying it
+SWEBENCH_EVAL = "/eval.sh"  # where it copies this eval script (world-readable): the verifier makes it root's alone
 
 
 def _write_file(text: str, target: str) -> str:
@@ -48,11 +50,11 @@ def _write_file(text: str, target: str) -> str:
     return f"echo {base64.b64encode(text.encode('utf-8')).decode('ascii')} | base64 -d > {target}"
 
 
-def eval_script(bundle: TaskBundle, profile: RepoProfile) -> str:
+def eval_script(bundle: TaskBundle, profile: RepoProfile, plan: str | None = None) -> str:
     """SWE-bench's eval.sh shape, run after the prediction is applied in /testbed of the task image: the harness
     written to /tmp/sweserve/harness, then sweserve's verifier (see in_image.py), which prints the graded
     outcomes between SWE-bench's markers as pytest's `-rA` summary does (all FAILED unless the run was clean)."""
-    files = harness_files(bundle, profile, "swebench", SWEBENCH_PATCH)
+    files = harness_files(bundle, profile, "swebench", SWEBENCH_PATCH, plan, private_files=[SWEBENCH_EVAL])
     lines = [
         "#!/bin/bash",
         "set -uo pipefail",
@@ -65,8 +67,9 @@ def eval_script(bundle: TaskBundle, profile: RepoProfile) -> str:
 DATASET_NAME = "sweserve"
 
 
-def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "") -> dict:
-    """One task as a SWE-bench instance plus sweserve's own columns (all strings but pr_number)."""
+def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "", plan: str | None = None) -> dict:
+    """One task as a SWE-bench instance plus sweserve's own columns (all strings but pr_number); `plan`: the
+    grading plan its verifier plants (evaluation/export_plan.py)."""
     task = bundle.task
     return {
         "instance_id": task.task_id,
@@ -82,7 +85,7 @@ def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "") 
         "PASS_TO_PASS": json.dumps(task.PASS_TO_PASS),
         "environment_setup_commit": task.base_commit,
         "image": image_tag,
-        "eval_script": eval_script(bundle, profile),
+        "eval_script": eval_script(bundle, profile, plan),
         "log_parser": "parse_log_pytest",
         "eval_type": "pass_and_fail",
         "family": task.family,
@@ -98,16 +101,20 @@ def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "") 
 
 
 def export_swebench(bundles: Iterable[TaskBundle], profiles: Mapping[str, RepoProfile], out_dir: Path,
-                    image_tags: Mapping[str, str] | None = None, split: str = "test") -> dict[str, Path]:
+                    image_tags: Mapping[str, str] | None = None, split: str = "test",
+                    plans: Mapping[str, str | None] | None = None) -> dict[str, Path]:
     """Write <out_dir>/<split>.jsonl and <out_dir>/<split>.parquet; returns the paths by format.
+    `plans`: each task's grading plan by task id (evaluation/export_plan.py); a task without one is graded
+    with plain canaries.
 
     `<split>.parquet` is the layout `load_swebench_dataset(out_dir, split)` looks for in a folder.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    image_tags = image_tags or {}
-    rows = [swebench_row(b, profiles[b.task.profile], image_tags.get(b.task.task_id, "")) for b in bundles]
+    image_tags, plans = image_tags or {}, plans or {}
+    rows = [swebench_row(b, profiles[b.task.profile], image_tags.get(b.task.task_id, ""), plans.get(b.task.task_id))
+            for b in bundles]
     out_dir.mkdir(parents=True, exist_ok=True)
     jsonl = out_dir / f"{split}.jsonl"
     jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

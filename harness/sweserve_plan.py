@@ -1,0 +1,170 @@
+"""A grading plan made on the host and planted in the box by the exports' root verifier (sweserve_verify.py).
+
+`sweserve run` grades with `evaluation/twins.py`'s `grading_plan`: every graded test, its mutation twins (chosen
+by execution at validation) and plain canaries under fresh random names, shuffled, the map kept on the host. An
+export cannot run that module in the box (it is the host's: pydantic, the task model), so the exporter
+(`evaluation/export_plan.py`) runs `grading_plan` once and cuts its output into what is fixed and what must be
+drawn per run:
+
+- per hidden file, the text around the planted tests (`chunks`) and, per scope, a `slot` where its members go,
+  with the blank lines between two of them (`gap`);
+- per member (a graded test, a twin, a canary), its text exactly as `grading_plan` wrote it, the name at `NAME`,
+  and what it stands for (`kind`, `real`, `twin`, `must_pass`);
+- per file, the words its names are drawn from; the names no member may take (`taken`: every function of
+  the hidden files).
+
+A member's text is whatever `grading_plan` made: a twin made by any mutation operator, now or later, plants
+here unchanged. At run time (`plant`), this root process draws every name afresh (`fresh_name`: the
+distribution `grading_plan` draws from) and shuffles each slot's members, so two runs of one export differ,
+and nothing fixed at export time says which is which. The map from names back to real ids stays in this
+process's memory; the plan file is deleted once read. `read` maps a run's outcomes back, as the host's
+`GradingPlan.read` does (tests/test_export_twins.py checks that they agree): a twin that passed, a twin not
+failed while its test passed, a canary that went the wrong way, or an exit status of 0 beside a failed twin
+is forgery, and a real test that passed beside a passing twin is failed.
+
+Standard library only: the box imports this file as it is.
+"""
+
+import random
+import re
+
+NAME = "\0"  # where a member's name goes in its text: no Python source holds a NUL
+VERSION = 1
+_PARAMS = re.compile(r"\[.*\]$", re.S)
+_SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
+
+
+class PlanError(Exception):
+    """A shipped plan that cannot be planted: a damaged or foreign export."""
+
+
+def fresh_name(rng, words, taken):
+    """`test_` + two or three words of the file's test names + four hex digits (evaluation/twins.py draws its
+    names the same way: the exported and the host's grading use one distribution)."""
+    while True:
+        picked = rng.sample(words, min(len(words), rng.randint(2, 3)))
+        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
+        if name not in taken:
+            taken.add(name)
+            return name
+
+
+def plant(plan, rng=None):
+    """(texts {file: planted text}, members [dict, each with its drawn `name`]) for one run."""
+    if not isinstance(plan, dict) or plan.get("version") != VERSION:
+        raise PlanError("the shipped grading plan is not one this verifier reads")
+    try:
+        return _plant(plan, rng or random.SystemRandom())
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        raise PlanError("the shipped grading plan is damaged") from None
+
+
+def _plant(plan, rng):
+    members = [dict(m) for m in plan["members"]]
+    texts = {}
+    for file, shape in sorted(plan["files"].items()):
+        taken = set(plan["taken"])  # per file, as grading_plan draws them
+        chunks, slots = shape["chunks"], shape["slots"]
+        if len(chunks) != len(slots) + 1:
+            raise PlanError(f"the shipped grading plan of {file} is damaged")
+        out = [chunks[0]]
+        for slot, chunk in zip(slots, chunks[1:]):
+            order = list(slot["members"])
+            rng.shuffle(order)
+            blocks = []
+            for i in order:
+                m = members[i]
+                if m["file"] != file or m["block"].count(NAME) != 1:
+                    raise PlanError(f"the shipped grading plan of {file} is damaged")
+                m["name"] = fresh_name(rng, shape["words"], taken)
+                blocks.append(m["block"].replace(NAME, m["name"]))
+            out += [slot["gap"].join(blocks), chunk]
+        texts[file] = "".join(out)
+    if any("name" not in m for m in members):
+        raise PlanError("the shipped grading plan has a member in no slot")
+    return texts, members
+
+
+def _base_id(test_id):
+    return _PARAMS.sub("", test_id)
+
+
+def _same_path(a, b):
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _worst(mapping, key, outcome):
+    if key not in mapping or _SEVERITY.get(outcome, 4) > _SEVERITY.get(mapping[key], 4):
+        mapping[key] = outcome
+
+
+def read(members, outcomes, exit_status=None):
+    """(outcomes by real id, without twins and canaries; what was forged), from outcomes by planted id."""
+    by_file: dict = {}
+    for i, m in enumerate(members):
+        by_file.setdefault(m["file"], {})[(m["cls"], m["name"])] = i
+    real: dict = {}
+    seen: dict = {}
+    files_ran = set()
+    for test_id, outcome in outcomes.items():
+        parts = test_id.split("::")
+        params = test_id[len(_base_id(test_id)):]
+        name = _base_id(parts[-1])
+        cls = parts[1] if len(parts) == 3 else None
+        file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
+        index = by_file[file].get((cls, name)) if file else None
+        if file:
+            files_ran.add(file)
+        if index is None:
+            _worst(real, test_id, outcome)
+            continue
+        _worst(seen, index, outcome)
+        m = members[index]
+        if m["kind"] == "test":
+            _worst(real, "::".join([parts[0], *parts[1:-1], m["real"]]) + params, outcome)
+    return real, _problems(members, seen, files_ran, real, exit_status)
+
+
+def _problems(members, seen, files_ran, real, exit_status):
+    problems = []
+    tests = {(m["file"], m["cls"], m["real"]): i for i, m in enumerate(members) if m["kind"] == "test"}
+    failed_must_fail = False
+    for i, m in enumerate(members):
+        outcome = seen.get(i, "missing")
+        if m["kind"] == "canary":
+            if outcome == "missing" and m["file"] in files_ran:
+                problems.append("a canary test is missing from the outcomes")
+            elif m["must_pass"] and outcome == "failed":
+                problems.append("a must-pass canary test failed")
+            elif not m["must_pass"] and outcome == "passed":
+                problems.append("a must-fail canary test passed")
+            elif outcome in ("skipped", "error") and any(
+                    o == "passed" and members[j]["file"] == m["file"] and members[j]["cls"] == m["cls"]
+                    for j, o in seen.items() if members[j]["kind"] != "canary"):
+                problems.append("a canary test was skipped or errored while its neighbours passed")
+            failed_must_fail |= not m["must_pass"] and outcome == "failed"
+        elif m["kind"] == "twin":
+            test = tests.get((m["file"], m["cls"], m["real"]))
+            test_outcome = seen.get(test, "missing") if test is not None else "missing"
+            if outcome == "passed":
+                problems.append("a twin of a hidden test passed")
+                for test_id in real:
+                    parts = _base_id(test_id).split("::")
+                    if _same_path(parts[0], m["file"]) and parts[1:] == [*([m["cls"]] if m["cls"] else []), m["real"]]:
+                        real[test_id] = "failed"  # a pass beside a passing twin is no pass
+            elif outcome != "failed" and test_outcome == "passed":
+                problems.append("a twin of a hidden test was skipped, errored or missing while its test passed")
+            failed_must_fail |= outcome == "failed"
+    if exit_status == 0 and failed_must_fail:
+        problems.append("the test runner exited 0 although a twin or must-fail canary failed")
+    return sorted(set(problems))
+
+
+def unmask(members, text):
+    """Output with each drawn name replaced by what it stands for (shown only after the verdict)."""
+    names = {m["name"]: m["real"] if m["kind"] == "test" else f"{m['real']}~twin" if m["kind"] == "twin"
+             else "canary" for m in members if m.get("name")}
+    if not names or not text:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+    return pattern.sub(lambda found: names[found.group(1)], text)

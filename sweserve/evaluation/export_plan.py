@@ -1,0 +1,132 @@
+"""The grading plan an export ships: `twins.grading_plan`'s output, cut into what the box plants per run.
+
+`sweserve run` plants the hidden tests, their mutation twins (`Task.twins`, kept by validation) and plain
+canaries under fresh random names, shuffled (evaluation/twins.py). An exported task is graded by the root
+verifier inside its image (harness/sweserve_verify.py), which can run nothing of sweserve's: so the exporter
+runs `grading_plan` here, once, and ships its output in the form harness/sweserve_plan.py plants. Each member
+(graded test, twin, canary) goes as the text `grading_plan` wrote for it, its name cut out, so whatever a
+mutation operator did to a twin ships unchanged; the text around the members stays as written; the box
+draws every name and each scope's order afresh at run time. `ship` checks that the cut, put back together
+with the names and order `grading_plan` drew, is its output byte for byte.
+
+The plan is made from the hidden files as the box has them before planting: base + tests.patch, read from
+the task's clone (`hidden_sources`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from sweserve import pyast
+from sweserve.dataset.interface import repository_states
+from sweserve.errors import SweserveError
+from sweserve.evaluation import twins
+from sweserve.harness import sweserve_plan
+from sweserve.harness import sweserve_twins as canaries
+from sweserve.models import TaskBundle
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class PlanCutError(SweserveError):
+    """grading_plan's output does not have the shape the exports' planter puts back together."""
+
+
+def hidden_sources(clone: Path, bundle: TaskBundle) -> dict[str, str]:
+    """Each hidden test file (as `task.test.files` names it) -> its text at base + tests.patch: what the box
+    reads before planting, as `sweserve run`'s grade sandbox reads it (Python files with text only)."""
+    task = bundle.task
+    with repository_states(clone, task, bundle.oracle_patch, bundle.tests_patch) as (before, _):
+        texts = {f: before.git.blob(before.files[f]) for f in task.test.files if f in before.files}
+    return {f: t for f, t in texts.items() if f.endswith(".py") and t.strip()}
+
+
+def _lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _node(tree: ast.Module, cls: str | None, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    scopes = [tree.body] if cls is None else [n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    found = [n for body in scopes for n in body if isinstance(n, _DEFS) and n.name == name]
+    if len(found) != 1:
+        raise PlanCutError(f"planted test {cls}.{name} is not defined once in its scope")
+    return found[0]
+
+
+def _start(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+
+
+def _cut(text: str, members: list[tuple[int, twins.Member]]) -> tuple[dict, dict[int, str]]:
+    """(the file's shape: chunks and slots, {member index: its text with the name at NAME})."""
+    lines = _lines(text)
+    tree = pyast.parse_module(text)
+    spans: dict[str | None, list[tuple[int, int, int]]] = {}
+    blocks: dict[int, str] = {}
+    for index, m in members:
+        node = _node(tree, m.cls, m.name)
+        start, end = _start(node), node.end_lineno or node.lineno
+        spans.setdefault(m.cls, []).append((start, end, index))
+        chunk = lines[start:end]
+        at = node.lineno - 1 - start
+        chunk[at], n = re.subn(rf"(\bdef\s+){re.escape(m.name)}(\s*\()",
+                               lambda found: found.group(1) + sweserve_plan.NAME + found.group(2), chunk[at], count=1)
+        if n != 1:
+            raise PlanCutError(f"planted test {m.name}: its def line does not name it")
+        blocks[index] = "".join(chunk)
+    slots = []
+    for group in spans.values():
+        group.sort()
+        gaps = {"".join(lines[a[1]:b[0]]) for a, b in zip(group, group[1:])}
+        if len(gaps) > 1 or any(g.strip() for g in gaps):
+            raise PlanCutError("the planted tests of one scope are not side by side")
+        slots.append((group[0][0], group[-1][1], gaps.pop() if gaps else "\n", [i for _, _, i in group]))
+    slots.sort()
+    chunks, at = [], 0
+    for start, end, _, _ in slots:
+        if start < at:
+            raise PlanCutError("two scopes' planted tests overlap")
+        chunks.append("".join(lines[at:start]))
+        at = end
+    chunks.append("".join(lines[at:]))
+    shape = {"chunks": chunks, "slots": [{"gap": gap, "members": order} for _, _, gap, order in slots]}
+    return shape, blocks
+
+
+def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None) -> str:
+    """The plan file an export ships (JSON, for sweserve_plan.plant): made by `twins.grading_plan` from the
+    hidden files' texts (`sources`, see `hidden_sources`) and the task's recorded twins."""
+    task = bundle.task
+    plan = twins.grading_plan(task, sources, seed, instruction=bundle.instruction)
+    taken: set[str] = set()
+    words: dict[str, list[str]] = {}
+    for file, text in sources.items():
+        try:
+            tree = pyast.parse_module(text)
+        except (SyntaxError, ValueError):
+            continue
+        taken |= {n.name for n in ast.walk(tree) if isinstance(n, _DEFS)}
+        found = canaries.vocabulary([f.name for _, f in twins.collected(tree, task.test.runner)])
+        words[file] = found if len(found) >= 2 else list(dict.fromkeys(found + canaries.FALLBACK_WORDS))
+    members = [{"file": m.file, "cls": m.cls, "kind": m.kind, "real": m.real, "must_pass": m.must_pass,
+                "twin": m.twin.model_dump_json() if m.twin else None} for m in plan.members]
+    files = {}
+    for file, text in sorted(plan.texts.items()):
+        mine = [(i, m) for i, m in enumerate(plan.members) if m.file == file]
+        shape, blocks = _cut(text, mine)
+        for i, block in blocks.items():
+            members[i]["block"] = block
+        back = shape["chunks"][0] + "".join(
+            slot["gap"].join(blocks[i].replace(sweserve_plan.NAME, plan.members[i].name) for i in slot["members"])
+            + chunk for slot, chunk in zip(shape["slots"], shape["chunks"][1:]))
+        if back != text:
+            raise PlanCutError(f"{file}: the cut plan does not put grading_plan's text back together")
+        files[file] = {**shape, "words": words[file]}
+    if any("block" not in m for m in members):
+        raise PlanCutError("a planted member is in no file grading_plan wrote")
+    return json.dumps({"version": sweserve_plan.VERSION, "files": files, "members": members,
+                       "taken": sorted(taken)}, sort_keys=True)
