@@ -7,14 +7,18 @@ archive, as a backend gone wrong would hand over), copied out by the backend and
 
 from __future__ import annotations
 
+import random
 import tarfile
+from types import SimpleNamespace
 
 import pytest
 
 from sweserve.agents.command import CommandAgent
 from sweserve.environment.sandbox import WORKDIR, TreeTooLarge
+from sweserve.evaluation import twins
 from sweserve.evaluation.submission import SUBMITTED, SubmissionRejected, copy_tree, take_submission
 from sweserve.evaluation.trial import evaluate_task
+from sweserve.models import Task, TestSpec
 from tests.test_attacks_inert_tree import DIST, PREFIX, STATE, crafted, grade_box
 
 PREFIX_IN_TAR = SUBMITTED.lstrip("/") + "/"
@@ -134,3 +138,80 @@ def test_exotic_names_and_metadata_travel_as_data(demo):
         assert name in patch, name
     assert "diff --git a/suid.sh b/suid.sh\nnew file mode 100755" in patch and "+secret" in patch
     assert "fifo" not in patch and "sock" not in patch and "b/dev" not in patch
+
+
+# --- twins: a value the file writes outside the test ------------------------------------------------------------
+
+SPREAD_FILE = "test/test_queue.py"
+SPREAD = '''import pytest
+
+from pkg.queue import Queue
+
+# A queue for 37 requests keeps 29 free slots once 8 are reserved.
+
+
+@pytest.fixture
+def queue():
+    return Queue(capacity=37)
+
+
+def test_capacity_is_kept(queue):
+    assert queue.capacity() == 37
+    assert queue.reserve(8).free() == 29
+    assert queue.pending() == 53
+
+
+def test_release_restores():
+    """Releasing all 8 again leaves 37 + 5 - 5 free."""
+    q = Queue(capacity=42)
+    assert q.release_all() == 42
+'''
+SPREAD_GRADED = [f"{SPREAD_FILE}::test_capacity_is_kept"]
+
+
+def _spread_groups(plan: twins.GradingPlan) -> list[list[twins.Member]]:
+    out: dict[tuple, list[twins.Member]] = {}
+    for m in plan.members:
+        if m.kind in ("test", "twin"):
+            out.setdefault((m.cls, m.real), []).append(m)
+    return [g for g in out.values() if any(m.kind == "twin" for m in g)]
+
+
+def by_file_echo(plan: twins.GradingPlan, group: list[twins.Member], rng: random.Random) -> twins.Member:
+    """The members differ in one literal; bet on the one whose literal the file writes somewhere else (an
+    input in a fixture, a comment, a docstring, another test), read with a plain regex over the whole file."""
+    text = plan.texts[group[0].file]
+    counts: dict[str, int] = {}
+    for token in __import__("re").findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text):
+        counts[token] = counts.get(token, 0) + 1
+    hits = [m for m in group if counts.get(m.literal or "", 0) > 1]
+    return hits[0] if len(hits) == 1 else rng.choice(group)
+
+
+def _spread_rate(draws: int = 60) -> tuple[float, int]:
+    rng = random.Random(9)
+    hits = total = 0
+    for seed in range(draws):
+        task = Task(task_id="o__r-4", repo="o/r", profile="p", pr_number=4, title="t", base_commit="a" * 40,
+                    merge_commit="b" * 40, family="scheduling-memory", created_at="2026-01-01T00:00:00Z",
+                    test=TestSpec(runner="pytest", files=[SPREAD_FILE]), FAIL_TO_PASS=SPREAD_GRADED)
+        plan = twins.grading_plan(task, {SPREAD_FILE: SPREAD}, seed=seed, candidates=True)
+        run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                              shapes={})
+        task.twins, _ = twins.select(SPREAD_GRADED, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {SPREAD_FILE: SPREAD}, seed=seed + 1)
+        for group in _spread_groups(plan):
+            hits += by_file_echo(plan, group, rng).kind == "test"
+            total += 1
+    return hits / max(total, 1), total
+
+
+def test_a_value_the_file_writes_outside_the_test_is_never_a_site_nor_a_twin():
+    """Before: only literals inside the test itself were kept off sites (`_elsewhere`), so a value written in
+    a fixture (`Queue(capacity=37)`), a comment or another test's docstring was picked as a site; the member
+    whose value the file repeats was the real one: the forger above won 0.82 (chance 0.25). Now every
+    number the file writes outside the test, and in the test's own comments and strings, is one the forger
+    reads: no site and no twin value equals one."""
+    rate, total = _spread_rate()
+    assert total > 0  # the test keeps twins (at 29 or 37 as a weak fallback only where nothing else is left)
+    assert rate < 1 / (twins.K + 1) + 0.12, rate
