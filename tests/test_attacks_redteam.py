@@ -188,7 +188,10 @@ def by_file_echo(plan: twins.GradingPlan, group: list[twins.Member], rng: random
     return hits[0] if len(hits) == 1 else rng.choice(group)
 
 
-def _spread_rate(draws: int = 60) -> tuple[float, int]:
+def _spread_rate(draws: int = 120) -> tuple[float, int]:
+    """The forger's rate on SPREAD over `draws` validations. `select` draws from its own stream: sharing the
+    plan's seed correlates the draw of K with the real value's rank (a harness artifact, not sweserve's:
+    validation's `select` draws from SystemRandom)."""
     rng = random.Random(9)
     hits = total = 0
     for seed in range(draws):
@@ -198,7 +201,7 @@ def _spread_rate(draws: int = 60) -> tuple[float, int]:
         plan = twins.grading_plan(task, {SPREAD_FILE: SPREAD}, seed=seed, candidates=True)
         run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
                               shapes={})
-        task.twins, _ = twins.select(SPREAD_GRADED, [run], [run], random.Random(seed))
+        task.twins, _ = twins.select(SPREAD_GRADED, [run], [run], random.Random(f"select-{seed}"))
         plan = twins.grading_plan(task, {SPREAD_FILE: SPREAD}, seed=seed + 1)
         for group in _spread_groups(plan):
             hits += by_file_echo(plan, group, rng).kind == "test"
@@ -209,9 +212,63 @@ def _spread_rate(draws: int = 60) -> tuple[float, int]:
 def test_a_value_the_file_writes_outside_the_test_is_never_a_site_nor_a_twin():
     """Before: only literals inside the test itself were kept off sites (`_elsewhere`), so a value written in
     a fixture (`Queue(capacity=37)`), a comment or another test's docstring was picked as a site; the member
-    whose value the file repeats was the real one: the forger above won 0.82 (chance 0.25). Now every
+    whose value the file repeats was the real one: the forger above won 0.73 (chance 0.25). Now every
     number the file writes outside the test, and in the test's own comments and strings, is one the forger
     reads: no site and no twin value equals one."""
     rate, total = _spread_rate()
     assert total > 0  # the test keeps twins (at 29 or 37 as a weak fallback only where nothing else is left)
     assert rate < 1 / (twins.K + 1) + 0.12, rate
+
+
+# --- twins: the value the unsolved code computes ----------------------------------------------------------------
+
+NEAR_FILE = "test/test_int8.py"
+NEAR = '''from pkg.quant import quantize
+
+
+def test_rounds_to_nearest():
+    assert quantize(0.8675, scale=0.01) == 87
+'''
+NEAR_GRADED = [f"{NEAR_FILE}::test_rounds_to_nearest"]
+
+
+def _near_rate(base_value: int, draws: int = 200) -> tuple[float, int]:
+    """Validation as `select` sees it (its own random stream, as in `_spread_rate`) when the unsolved code computes `base_value` (an off-by-one: it truncates,
+    the fix rounds): the candidate equal to it passes at base, every other fails in both states. Then a forger
+    who reads the computed value off the failure (`assert 86 == 87`: pytest's own message, the same for every
+    member) bets on the member nearest to it."""
+    rng = random.Random(13)
+    hits = total = 0
+    for seed in range(draws):
+        task = Task(task_id="o__r-5", repo="o/r", profile="p", pr_number=5, title="t", base_commit="a" * 40,
+                    merge_commit="b" * 40, family="kernels-quant", created_at="2026-01-01T00:00:00Z",
+                    test=TestSpec(runner="pytest", files=[NEAR_FILE]), FAIL_TO_PASS=NEAR_GRADED)
+        plan = twins.grading_plan(task, {NEAR_FILE: NEAR}, seed=seed, candidates=True)
+        keys = {m.twin.model_dump_json(): m.twin.value for m in plan.members if m.kind == "twin" and m.twin}
+        before = SimpleNamespace(twins={k: "passed" if int(v) == base_value else "failed" for k, v in keys.items()},
+                                 shapes={})
+        after = SimpleNamespace(twins={k: "failed" for k in keys}, shapes={})
+        task.twins, _ = twins.select(NEAR_GRADED, [before], [after], random.Random(f"select-{seed}"))
+        plan = twins.grading_plan(task, {NEAR_FILE: NEAR}, seed=seed + 1)
+        for group in _spread_groups(plan):
+            best = min(abs(int(m.literal or 0) - base_value) for m in group)
+            nearest = [m for m in group if abs(int(m.literal or 0) - base_value) == best]
+            hits += rng.choice(nearest).kind == "test"
+            total += 1
+    return hits / max(total, 1), total
+
+
+@pytest.mark.xfail(strict=True, reason="select keeps a site only when no candidate passes at base: when the "
+                   "unsolved code computes a value near the real one, that happens only when the real value sits at "
+                   "the progression's end facing it, so the member nearest the computed value is the real one")
+def test_the_value_the_unsolved_code_computes_does_not_single_out_the_real_member():
+    """A fix that moves a value a little (round instead of truncate, an off-by-one, a scale closer to the
+    reference) leaves the base computing a value next to the real one. A site is dropped when any candidate
+    passes at base, i.e. when the computed value lies inside the candidates' progression; it survives only
+    when the real value's rank puts the computed one just outside, which makes the real member the extreme
+    one facing it. The forger reads the computed value from the failure every member shows alike and wins
+    every group that has twins (the README's argument says dropped candidates depend on the computed values
+    only; whether the computed value falls inside the progression depends on the real one's rank)."""
+    rate, total = _near_rate(86)
+    assert total > 0
+    assert rate < 1 / (twins.K + 1) + 0.12, (rate, total)
