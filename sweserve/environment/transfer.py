@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["TreeTooLarge", "export_tree", "put_tree", "tar_of"]
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 SPOOL_BYTES = 64 << 20
+ENTRY_BYTES = 4096  # what every entry costs toward the limit besides its data: a block, as on disk
 
 
 class _ChunkReader(io.RawIOBase):
@@ -58,10 +59,12 @@ def _relative(name: str, root: str) -> str | None:
 
 def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
     """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
-    behind `prefix`; TreeTooLarge over max_bytes."""
+    behind `prefix`; TreeTooLarge over max_bytes, counting every entry (ENTRY_BYTES) and a hard link's data
+    again (millions of empty files, or one file linked a thousand times, cost time and disk to copy and
+    diff)."""
     root = PurePosixPath(path).name
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
-    kept: set[str] = set()
+    kept: dict[str, int] = {}  # kept paths and their data's size
     total = 0
     api = box.container.client.api
     with docker_errors(f"copying {path} out of the sandbox"), \
@@ -76,24 +79,27 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
                 rel = _relative(member.name, root)
                 if rel is None or rel == ".":
                     continue
+                size = member.size if member.isreg() else 0
                 if member.islnk():
                     target = _relative(member.linkname, root)
-                    if target not in kept:
+                    if target is None or target not in kept:
                         continue
                     member.linkname = prefix + target
+                    size = kept[target]
                 elif not (member.isdir() or member.isreg() or member.issym()):
                     continue  # devices, fifos: never part of a submission
                 member.name = prefix + rel
+                member.pax_headers = {}  # its own `path`/`linkpath` would win over the names set here; no xattrs
                 member.uid = member.gid = 0
                 member.uname = member.gname = "root"
+                total += size + ENTRY_BYTES
+                if total > max_bytes:
+                    raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
                 if member.isreg():
-                    total += member.size
-                    if total > max_bytes:
-                        raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
                     dst.addfile(member, src.extractfile(member))
                 else:
                     dst.addfile(member)
-                kept.add(rel)
+                kept[rel] = size
     out.seek(0)
     return out
 

@@ -46,6 +46,7 @@ GIT = ("git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untracke
 DIFF_ENV = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": SCRATCH[0],
             "GIT_OBJECT_DIRECTORY": SCRATCH[1], "GIT_ALTERNATE_OBJECT_DIRECTORIES": f"{WORKDIR}/.git/objects"}
 GONE = 24  # the diff's exit status when the copy could not be removed
+REFUSED = 25  # git refused to add the tree (a path it never tracks, a symlinked .gitmodules): the tree's fault
 
 
 class SubmissionRejected(Exception):
@@ -53,14 +54,16 @@ class SubmissionRejected(Exception):
 
 
 def diff_command(base_commit: str) -> str:
-    """The diff of the copy, then the copy and the scratch state removed (exit GONE if any is left)."""
+    """The diff of the copy, then the copy and the scratch state removed (exit GONE if any is left; REFUSED,
+    with git's first words on why, when `git add` refused the tree)."""
     base = shlex.quote(base_commit)
     scratch = " ".join([SUBMITTED, *SCRATCH])
-    return (f"mkdir -p {SUBMITTED} {SCRATCH[1]} && cd {SUBMITTED} && "
-            f"{{ {GIT} read-tree {base} && {GIT} add -A && "
+    return (f"refused=; mkdir -p {SUBMITTED} {SCRATCH[1]} && cd {SUBMITTED} && "
+            f"{{ {GIT} read-tree {base} && {{ {GIT} add -A || refused=1; }} && [ -z \"$refused\" ] && "
             f"{GIT} diff --cached --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames {base}; "
-            f"}} 2>{SCRATCH[2]}; code=$?; cd / && rm -rf -- {scratch}; "
-            f"for p in {scratch}; do [ -e \"$p\" ] || [ -L \"$p\" ] && exit {GONE}; done; exit $code")
+            f"}} 2>{SCRATCH[2]}; code=$?; [ -n \"$refused\" ] && head -c 300 {SCRATCH[2]}; cd / && rm -rf -- {scratch}; "
+            f"for p in {scratch}; do [ -e \"$p\" ] || [ -L \"$p\" ] && exit {GONE}; done; "
+            f"[ -n \"$refused\" ] && exit {REFUSED}; exit $code")
 
 
 def inert_tree(tree: IO[bytes], prefix: str = SUBMITTED.lstrip("/") + "/") -> None:
@@ -107,6 +110,9 @@ def diff_tree(box: Sandbox, tree: IO[bytes], base_commit: str) -> str:
     res = box.exec(diff_command(base_commit), 300, env=DIFF_ENV)
     if res.exit_code == GONE:
         raise InfraError("sandbox", "could not remove the candidate's tree from the grade sandbox")
+    if res.exit_code == REFUSED:  # the image's git, on the tree alone: the candidate's, not the machinery's
+        why = " ".join(res.output.split())
+        raise SubmissionRejected(f"git refused the tree: {why}" if why else "git refused the tree")
     if res.exit_code != 0:
         raise InfraError("sandbox", f"could not diff the candidate's tree (git exited {res.exit_code})")
     if res.truncated:  # more than the sandbox keeps of a command's output

@@ -32,6 +32,7 @@ import json
 import random
 import re
 import secrets
+import tokenize
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -464,7 +465,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             block = blocks.setdefault(key, [])
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
-                avoid = visible((base or {}).get(file), key, fn.name, instruction)
+                avoid = visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
                 for i in _candidate_sites(fn_sites, avoid, fn):
                     nodes = fn_sites[i]
                     near = avoid | _elsewhere(fn, nodes)
@@ -683,6 +684,29 @@ def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]
     mine = {id(n) for node in nodes for n in ast.walk(node)}
     return frozenset(_decimal(v) for n in ast.walk(fn) if isinstance(n, ast.expr) and id(n) not in mine
                      for v in [_number(n)] if v is not None)
+
+
+def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[Decimal]:
+    """The numbers a file writes outside one test (fixtures, helpers, constants, other tests, comments) and in
+    the test's own comments and strings (a docstring, an assert's message): every member of its group shows
+    them alike, so a member whose value is one of them is read off the file (`Queue(capacity=37)` in a
+    fixture, `assert q.capacity() == 37` in the test)."""
+    start, end = _start(fn) + 1, fn.end_lineno or fn.lineno
+    out: set[Decimal] = set()
+    try:
+        tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
+    except (tokenize.TokenError, SyntaxError):
+        tokens = []
+    for tok in tokens:
+        inside = start <= tok.start[0] <= end
+        if tok.type in (tokenize.COMMENT, tokenize.STRING) or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE" \
+                or (tok.type == tokenize.NUMBER and not inside):
+            for number in _TEXT_NUMBER.findall(tok.string):
+                try:
+                    out.add(Decimal(number))
+                except ArithmeticError:
+                    continue
+    return frozenset(out)
 
 
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
