@@ -198,6 +198,161 @@ def values(value: int | float, rng: random.Random, k: int = K,
     return render(real, is_float, unit), others
 
 
+# --- flips: checks with two readings ----------------------------------------------------------------------------
+#
+# A test without a numeric site may still check something that reads one of two ways: `x is None` or
+# `x is not None`, `a in b` or `a not in b`, `True` or `False` compared with, `assertTrue`/`assertFalse`,
+# `assertIsNone`/`assertIsNotNone`, `assertIn`/`assertNotIn`. A twin flips one such reading; two flips of one
+# test make a grid of four members (neither flipped, the one, the other, both), each differing from two others
+# by one token: the real one is a corner like any other. These are *weak* twins (see the README): the forger's
+# prior over a reading is not flat. Which reading is common is measured (`FLIP_COMMON`, on sglang-jax's tests)
+# and validation tries a site whose real reading is the common one only with probability (1 - p) / p, drawn
+# in secret, so a tried site reads either way with odds 1:1 under that prior; a prior from the test's name or
+# the instruction (`test_returns_none`) is not neutralized.
+
+FLIP_METHODS = {"assertTrue": "assertFalse", "assertIsNone": "assertIsNotNone", "assertIn": "assertNotIn"}
+FLIP_METHODS |= {v: k for k, v in list(FLIP_METHODS.items())}
+# the kind's common reading and its share among real tests' checks (sglang-jax's tests.patch files, 175 tasks:
+# 59 `is None` to 44 `is not None`, 56 `in` to 17 `not in`, 66 `assertTrue`/`True` to 35 `assertFalse`/`False`)
+FLIP_COMMON: dict[str, tuple[str, float]] = {"none": ("is None", 0.57), "in": ("in", 0.77), "bool": ("True", 0.65)}
+_FLIP_OPS = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_NEGATED = {"is": "is not", "is not": "is", "in": "not in", "not in": "in"}
+
+
+@dataclass(frozen=True, eq=False)
+class Flip:
+    """One check with two readings: `node`'s text is written `readings[0]` (the real one) or `readings[1]`."""
+
+    node: ast.expr
+    kind: str  # "none", "in", "bool"
+    readings: tuple[str, str]
+
+    @property
+    def common(self) -> bool:
+        """Whether the real reading is the kind's common one (`FLIP_COMMON`)."""
+        word = FLIP_COMMON[self.kind][0]
+        real = self.readings[0]
+        if self.kind == "bool":
+            return real in ("True", ) or real.endswith(".assertTrue")
+        if self.kind == "none":
+            return f" {word}" in real and " is not None" not in real or real.endswith(".assertIsNone")
+        return (" in " in real and " not in " not in real) or real.endswith(".assertIn")
+
+
+def _flip_of(node: ast.expr) -> Flip | None:
+    if node.lineno != node.end_lineno:
+        return None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _FLIP_OPS:
+        op, right = _FLIP_OPS[type(node.ops[0])], node.comparators[0]
+        kind = "in" if op in ("in", "not in") else "none" if any(
+            isinstance(x, ast.Constant) and x.value is None for x in (node.left, right)) else ""
+        if not kind:
+            return None
+        left, rhs = ast.unparse(node.left), ast.unparse(right)
+        return Flip(node, kind, (f"{left} {op} {rhs}", f"{left} {_NEGATED[op]} {rhs}"))
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return Flip(node, "bool", (repr(node.value), repr(not node.value)))
+    if isinstance(node, ast.Attribute) and node.attr in FLIP_METHODS:
+        kind = "bool" if "True" in node.attr or "False" in node.attr else "none" if "None" in node.attr else "in"
+        owner = ast.unparse(node.value)
+        return Flip(node, kind, (f"{owner}.{node.attr}", f"{owner}.{FLIP_METHODS[node.attr]}"))
+    return None
+
+
+def flips(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Flip]:
+    """The checks of a test that read one of two ways, in source order: a one-operator `is None`/`is not None`
+    or `in`/`not in` comparison of an `assert`, a bool literal compared with in an `assert` or passed to a
+    check call, and a paired unittest method (`assertTrue`, `assertIsNone`, `assertIn` and their opposites).
+    Single-line nodes only; never an input to the code under test."""
+    found: dict[int, Flip] = {}
+    for stmt in fn.body:
+        for node in ast.walk(stmt):
+            candidates: list[ast.expr] = []
+            if isinstance(node, ast.Assert):
+                for c in _checked(node.test):
+                    if isinstance(c, ast.Compare):
+                        candidates.append(c)
+                        candidates += [o for o in [c.left, *c.comparators] if isinstance(o, ast.Constant)]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr in FLIP_METHODS or _CHECK_CALL.match(node.func.attr)):
+                if node.func.attr in FLIP_METHODS:
+                    candidates.append(node.func)
+                candidates += [a for a in node.args if isinstance(a, ast.Constant)]  # keywords: flags, not values
+            for cand in candidates:
+                flip = _flip_of(cand)
+                if flip is not None and id(cand) not in found:
+                    found[id(cand)] = flip
+    # a bool inside a comparison that is itself a flip (`x is True` holds the Compare? never: `is` with a bool is
+    # no None check) or nested flips on one node: keep the outermost per line span
+    out = sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
+    return [f for f in out if not any(g is not f and _inside(f.node, g.node) for g in out)]
+
+
+def _checked(node: ast.expr) -> list[ast.expr]:
+    """The comparisons an `assert` itself decides on: through `and`, `or` and `not`, never inside a call or
+    a subscript (`assert run(x is None) == 3`: `x is None` is an input)."""
+    if isinstance(node, ast.BoolOp):
+        return [c for v in node.values for c in _checked(v)]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _checked(node.operand)
+    return [node] if isinstance(node, ast.Compare) else []
+
+
+def _inside(a: ast.expr, b: ast.expr) -> bool:
+    return a.lineno == b.lineno and b.col_offset <= a.col_offset and (a.end_col_offset or 0) <= (b.end_col_offset or 0)
+
+
+def flip_value(indices: list[int]) -> str:
+    """A flip twin's `Twin.value`: the flips (indices into `flips`) it writes the other way."""
+    return "flip " + " ".join(map(str, sorted(indices)))
+
+
+def flip_indices(value: str) -> list[int] | None:
+    """The flips a twin's value names, or None for a numeric twin's value."""
+    if not value.startswith("flip "):
+        return None
+    try:
+        return [int(x) for x in value.split()[1:]]
+    except ValueError:
+        return None
+
+
+def _base_statements(base_text: str | None, cls: str | None, name: str) -> set[str]:
+    """The statements of the base version of a test, unparsed: a flip whose statement reads the same there
+    is told by that line (the real reading is the one the base test writes)."""
+    try:
+        tree = pyast.parse_module(base_text) if base_text else None
+    except (SyntaxError, ValueError):
+        return set()
+    if tree is None:
+        return set()
+    body: list[ast.stmt] = tree.body
+    if cls is not None:
+        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), [])
+    return {ast.unparse(s) for fn in body if isinstance(fn, _DEFS) and fn.name == name for s in ast.walk(fn)
+            if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)}
+
+
+def _flip_group(fn: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random,
+                base_statements: set[str] = frozenset()) -> list[int]:  # type: ignore[assignment]
+    """The flips validation tries for a test with no numeric site: up to two (a grid), spread over its checks.
+    A flip whose statement the base version of the test writes is never tried; one whose real reading is its
+    kind's common one is tried with probability (1 - p) / p (`FLIP_COMMON`), so a tried flip reads either way
+    with odds 1:1 under that prior."""
+    all_flips = flips(fn)
+    statements = {id(n): ast.unparse(s) for s in ast.walk(fn) if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)
+                  for n in ast.walk(s)} if base_statements else {}
+    usable = []
+    for i, f in enumerate(all_flips):
+        if base_statements and statements.get(id(f.node)) in base_statements:
+            continue
+        p = FLIP_COMMON[f.kind][1]
+        if f.common and rng.random() >= (1 - p) / p:
+            continue
+        usable.append(i)
+    return [usable[j] for j in _spread(len(usable), 2)]
+
+
 # --- the files --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -474,6 +629,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
                 plan.members.append(Member(file, key, name, "test", fn.name))
+                if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
+                    fn_flips = flips(fn)
+                    tried = _flip_group(fn, rng, _base_statements((base or {}).get(file), key, fn.name))
+                    _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
+                                      _flip_draws(tried), len(fn_sites), words, taken, rng)
+                    continue
                 block.append(_member_text(lines, fn, name, reals))
                 for nodes, real, group in drafts:
                     for twin in group:
@@ -484,6 +645,14 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                                   + [(n, twin.value) for n in nodes]))
                 continue
             group = recorded.get(test_id, [])
+            flipped = [flip_indices(t.value) for t in group]
+            if group and all(f is not None for f in flipped):
+                name = _fresh_name(rng, words, taken)
+                plan.members.append(Member(file, key, name, "test", fn.name, literal=FLIP_REAL))
+                tried = sorted({i for f in flipped for i in f or []})
+                _add_flip_members(plan, block, lines, fn, file, key, test_id, name, flips(fn), tried,
+                                  group, len(fn_sites), words, taken, rng)
+                continue
             site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else []
             literal = _real_literal(site[0]) if site else ""
             name = _fresh_name(rng, words, taken)
@@ -497,6 +666,36 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
         plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
     return plan
+
+
+FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
+
+
+def _flip_draws(tried: list[int]) -> list[list[int]]:
+    """The flip twins of a group: each non-empty subset of the tried flips (one, or three for a grid)."""
+    if len(tried) == 2:
+        return [[tried[0]], [tried[1]], tried]
+    return [tried] if tried else []
+
+
+def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                      file: str, key: str | None, test_id: str, name: str, fn_flips: list[Flip], tried: list[int],
+                      draws: list[list[int]] | list[Twin], n_sites: int, words: list[str], taken: set[str],
+                      rng: random.Random) -> None:
+    """The real test (already a member, named `name`) and its flip twins: every tried flip written by one
+    function in each member, the real reading or the other. `draws`: validation's subsets of `tried`, or the
+    recorded twins."""
+    if any(i >= len(fn_flips) for i in tried):
+        tried, draws = [], []  # the file changed since validation: no twins rather than wrong ones
+    block.append(_member_text(lines, fn, name, [(fn_flips[i].node, fn_flips[i].readings[0]) for i in tried]))
+    for draw in draws:
+        twin = draw if isinstance(draw, Twin) else Twin(test=test_id, site=n_sites + min(tried), value=flip_value(draw))
+        other = set(flip_indices(twin.value) or [])
+        twin_name = _fresh_name(rng, words, taken)
+        plan.members.append(Member(file, key, twin_name, "twin", fn.name, twin, literal=twin.value,
+                                   real_literal=FLIP_REAL))
+        block.append(_member_text(lines, fn, twin_name, [(fn_flips[i].node, fn_flips[i].readings[i in other])
+                                                         for i in tried]))
 
 
 def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast.Module, lines: list[str],
@@ -763,14 +962,18 @@ def select(graded: list[str], before: list, after: list,
             keys = [t.model_dump_json() for t in group]
             # a site's width depends on its value (`_width`): every run must have planted the same candidates
             every = {t.model_dump_json() for by_site in planted for t in by_site.get((test_id, site), [])}
-            if len(group) < K or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+            # a flip group (one flip, or a grid of two) is kept whole or not at all: a grid missing a corner
+            # points at the real one (the corner next to both others)
+            need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
+            if len(group) < need or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs
+                                                              for k in keys):
                 continue
             alike = [t for t, k in zip(group, keys)
                      if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],
                                                                                              run.shapes[k]))
                             for run in before)]
-            if len(alike) >= K:
-                chosen = rng.sample(alike, K)
+            if len(alike) >= need:
+                chosen = rng.sample(alike, need)
                 break
         if chosen:
             kept += sorted(chosen, key=lambda t: t.value)
