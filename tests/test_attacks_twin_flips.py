@@ -271,3 +271,70 @@ def test_flip_sites_are_checks_only(source, expected):
     fn = ast.parse(f"def test_x(self):\n    {source}\n").body[0]
     assert isinstance(fn, ast.FunctionDef)
     assert [f.readings for f in twins.flips(fn)] == expected
+
+
+# --- by execution: validation on the local test backend keeps flip twins, grading reads them ------------------
+
+ENGINE = "class Out:\n    handle = None\n    error = 'boom'\n    names = ()\n\n\ndef run(n):\n    return Out()\n"
+ENGINE_FIXED = ("class Out:\n    def __init__(self, n):\n        self.handle, self.error, self.names = object(), None, "
+                "('fp8',)\n\n\ndef warm():\n    pass\n\n\ndef run(n):\n    return Out(n)\n")
+ENGINE_TEST = ("import engine\n\n\ndef test_handle():\n    engine.warm()\n    out = engine.run(1)\n"
+               "    assert out.handle is not None\n    assert out.error is None\n    assert 'fp8' in out.names\n")
+
+
+def _diff(repo, commit, path, text):
+    repo.git("checkout", "-q", commit)
+    repo.write({path: text})
+    repo.git("add", "-A")
+    patch = repo.git("diff", "--cached", "--binary")
+    repo.git("reset", "-q", "--hard")
+    return patch + "\n"
+
+
+def test_flip_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path):
+    import json
+
+    from local_backend import LocalHost
+
+    from sweserve.agents.command import CommandAgent
+    from sweserve.agents.reference import NullAgent, OracleAgent
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.project import Project
+    from sweserve.evaluation.context import Context
+    from sweserve.evaluation.trial import evaluate_task
+    from sweserve.evaluation.validation import ValidateRequest, validate_task
+    from sweserve.models import Resources, TaskBundle, ValidationRecord
+
+    repo = make_repo("engine")
+    base = repo.commit("init", {"engine.py": ENGINE, "tests/__init__.py": ""})
+    oracle = _diff(repo, base, "engine.py", ENGINE_FIXED)
+    tests = _diff(repo, base, "tests/test_engine.py", ENGINE_TEST)
+    (tmp_path / "config" / "profiles").mkdir(parents=True)
+    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(
+        {"repo": "o/engine", "test_paths": ["tests/*"], "env_packages": [],
+         "family_rules": [{"family": "serving-api", "paths": ["*"]}]}))
+    task = Task(task_id="o__engine-1", repo="o/engine", profile="local", pr_number=1, title="t", base_commit=base,
+                merge_commit=base, family="serving-api", created_at="2026-01-01T00:00:00Z",
+                resources=Resources(test_timeout_s=120), test=TestSpec(files=["tests/test_engine.py"]))
+    bundle = TaskBundle(task=task, instruction="Add warm(); run() returns a handle.", oracle_patch=oracle,
+                        tests_patch=tests)
+    ctx = Context(LocalHost("run1", []), Project(tmp_path / "state", ConfigSearch(tmp_path / "config"), repo.path))
+    try:
+        outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / task.task_id, bundle, runs=1, record=False))
+        assert outcome.status == "valid", outcome.reason
+        assert task.FAIL_TO_PASS == ["tests/test_engine.py::test_handle"]
+        assert task.twins and all(twins.flip_indices(t.value) for t in task.twins), task.twins
+        assert len(task.twins) in (1, 3) and not outcome.twinless
+        task.validation = ValidationRecord(status="valid", runs=1)
+        assert evaluate_task(ctx, bundle, OracleAgent(), results_path=tmp_path / "r.jsonl").status == "resolved"
+        assert evaluate_task(ctx, bundle, NullAgent(), results_path=tmp_path / "r.jsonl").status == "failed"
+        # a forger that passes every test whose source says `is not None` (the reading it guesses) passes a
+        # twin too, or leaves the real test failing
+        forge = ("import inspect as _i, _pytest.python as _py\n_o = _py.Function.runtest\n"
+                 "def _r(self):\n    return None if 'is not None' in _i.getsource(self.obj) else _o(self)\n"
+                 "_py.Function.runtest = _r\n")
+        r = evaluate_task(ctx, bundle, CommandAgent(f"cat >> engine.py <<'SWEOF'\n{forge}\nSWEOF\n", name="f"),
+                          results_path=tmp_path / "r.jsonl")
+        assert r.status in ("failed", "tampered"), (r.status, r.reason)
+    finally:
+        ctx.close()
