@@ -91,7 +91,7 @@ def _old_values(value, rng, k=twins.K, avoid=frozenset()):
     return twins.render(real, is_float, unit), others
 
 
-def _old_sites(fn_sites, avoid=frozenset(), fn=None, fall_back=True):
+def _old_sites(fn_sites, avoid=frozenset(), fn=None, fall_back=True, near=None):
     safe = [i for i, g in enumerate(fn_sites) if twins._sign_safe(twins._number(g[0]))]
     other = [i for i in range(len(fn_sites)) if i not in safe]
     picked = [safe[j] for j in twins._spread(len(safe), twins.CANDIDATE_SITES)]

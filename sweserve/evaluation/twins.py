@@ -155,22 +155,36 @@ def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[
     return _unit(number) == unit and not _marked(number) and value not in avoid and value != 0
 
 
+def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset(),
+           keep_sign: bool = True) -> tuple[list[Decimal], list[Decimal]]:
+    """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each: one
+    walk along the progression for `_room`, `_width` and `values`. `keep_sign`: a side ends at zero or a sign
+    change (the room a site has); else zero is skipped and the walk goes on (bounded), as `values` writes a
+    progression for any width it is given."""
+    unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
+    out: tuple[list[Decimal], list[Decimal]] = ([], [])
+    for side, step in zip(out, (-1, 1)):
+        v = real
+        for _ in range(count * 10 + 10):
+            if len(side) == count:
+                break
+            v += step * unit
+            if keep_sign and (v == 0 or (v > 0) != (real > 0)):
+                break
+            if _admissible(v, is_float, unit, avoid):
+                side.append(v)
+    return out
+
+
 def _room(value: int | float, k: int, avoid: frozenset[Decimal] = frozenset()) -> bool:
     """Whether `k` admissible values of the value's own sign lie on each side of it: then every rank of a
     progression of k+1 can be drawn, and no member's sign (`len(x) == -2`) or zero says it is a twin. A
     value without that room gets no twins at its site: drawing only the ranks that fit would put the real
     one at the progression's low end."""
-    unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
-    if real == 0:
+    if _decimal(value) == 0:
         return False
-    for step in (-1, 1):
-        v, found = real, 0
-        while found < k:
-            v += step * unit
-            if v == 0 or (v > 0) != (real > 0):
-                return False
-            found += _admissible(v, is_float, unit, avoid)
-    return True
+    below, above = _sides(value, k, avoid)
+    return len(below) >= k and len(above) >= k
 
 
 def values(value: int | float, rng: random.Random, k: int = K,
@@ -179,23 +193,11 @@ def values(value: int | float, rng: random.Random, k: int = K,
     written digit (equally round), holding the real one at a rank drawn uniformly. Steps that land on a value
     of another shape (`_admissible`) are skipped, on both sides alike: every member has the same shape, and
     the real one is still at a uniform rank of the admissible values around it."""
-    unit = _unit(value)
+    unit, is_float = _unit(value), isinstance(value, float)
     rank = rng.randint(0, k)
-    real = _decimal(value)
-    is_float = isinstance(value, float)
-
-    def side(step: int, count: int) -> list[Decimal]:
-        out: list[Decimal] = []
-        v = real
-        for _ in range(count * 10 + 10):
-            if len(out) == count:
-                break
-            v += step * unit
-            if _admissible(v, is_float, unit, avoid):
-                out.append(v)
-        return out
-    others = [render(v, is_float, unit) for v in side(-1, rank)[::-1] + side(1, k - rank)]
-    return render(real, is_float, unit), others
+    below, above = _sides(value, k, avoid, keep_sign=False)
+    others = [render(v, is_float, unit) for v in below[:rank][::-1] + above[:k - rank]]
+    return render(_decimal(value), is_float, unit), others
 
 
 # --- flips: checks with two readings ----------------------------------------------------------------------------
@@ -620,11 +622,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
                 avoid = visible((base or {}).get(file), key, fn.name, instruction)
-                for i in _candidate_sites(fn_sites, avoid, fn):
+                nears = _near(fn_sites, avoid, fn)
+                for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
-                    near = avoid | _elsewhere(fn, nodes)
-                    real, others = values(_number(nodes[0]), rng, _width(_number(nodes[0]), near),  # type: ignore[arg-type]
-                                          near)
+                    number: int | float = _number(nodes[0])  # type: ignore[assignment]
+                    real, others = values(number, rng, _width(number, nears[i]), nears[i])
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
@@ -884,13 +886,20 @@ def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]
                      for v in [_number(n)] if v is not None)
 
 
+def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
+          fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[frozenset[Decimal]]:
+    """Per site, the values no member may take: `avoid` and what the test writes outside the site."""
+    return [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+
+
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
-                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None, fall_back: bool = True) -> list[int]:
+                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None, fall_back: bool = True,
+                     near: list[frozenset[Decimal]] | None = None) -> list[int]:
     """The sites validation tries: those whose values keep their sign first, spread over the test's checks.
     A site whose real value a prior singles out (`_marked`) or that the forger can read elsewhere (`avoid`:
     the literals of the base version of the same test, numbers of the instruction) is never tried: its
     twins would be told apart by that alone."""
-    near = [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+    near = near if near is not None else _near(fn_sites, avoid, fn)  # computed once by `grading_plan`
     usable = [i for i, g in enumerate(fn_sites)
               if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
               and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
@@ -910,7 +919,10 @@ def _width(value: int | float, avoid: frozenset[Decimal] = frozenset()) -> int:
     """How many candidates a site's value gets: CANDIDATES where it has the room (`_room`), else fewer, down
     to K (a small count: 3 has 1 and 2 below it, never 0 or -1). The width depends on the real value only,
     and the real one keeps a uniform rank within it."""
-    return next((k for k in range(CANDIDATES, K - 1, -1) if _room(value, k, avoid)), K)
+    if _decimal(value) == 0:
+        return K
+    below, above = _sides(value, CANDIDATES, avoid)
+    return max(K, min(len(below), len(above)))
 
 
 def _spread(n: int, k: int) -> list[int]:
