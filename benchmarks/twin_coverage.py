@@ -90,6 +90,7 @@ def measure(root: str, repo: Path | None) -> None:
     tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
     tests = covered = flipped = proposed = modified = unparsed = 0
     tried = 0.0
+    readings: dict[str, list[int]] = {}  # kind -> [common, other] among flips of tests with no numeric site
     for task in tasks:
         if repo is not None:
             files, mod = repo_files(task, repo), 0
@@ -110,6 +111,8 @@ def measure(root: str, repo: Path | None) -> None:
                 numeric = bool(sites(fn))
                 covered += numeric
                 flip = not numeric and bool(flips(fn))
+                for f in flips(fn) if not numeric else []:
+                    readings.setdefault(f.kind, [0, 0])[not f.common] += 1
                 flipped += flip
                 tried += _tried(fn) if flip else 0.0
                 proposed += numeric or other_sites(fn)
@@ -121,6 +124,8 @@ def measure(root: str, repo: Path | None) -> None:
           f"of which {flipped} by flips only, {tried:.0f} expected tried after thinning "
           f"({share(covered + tried)} in all); proposed operators' bound: {proposed} ({share(proposed)}); "
           f"{modified} modified .py files skipped, {unparsed} unparsable")
+    print("  flips' real readings (common:other, share common; twins.FLIP_COMMON): " + ", ".join(
+        f"{kind} {FLIP_COMMON[kind][0]!r} {c}:{o} ({c / (c + o):.2f})" for kind, (c, o) in sorted(readings.items())))
 
 
 def main() -> None:

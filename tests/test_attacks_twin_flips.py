@@ -338,3 +338,74 @@ def test_flip_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path):
         assert r.status in ("failed", "tampered"), (r.status, r.reason)
     finally:
         ctx.close()
+
+
+# --- a reading the rest of the test contradicts ------------------------------------------------------------------
+
+USES = '''import unittest
+
+from pkg.engine import run
+
+
+class TestEngine(unittest.TestCase):
+    def test_result(self):
+        out = run(1)
+        self.assertIsNotNone(out.result)
+        assert out.result.kind == "text"
+        assert out.cached is False
+        assert "draft" not in out.names
+'''
+
+
+def by_contradiction(plan: twins.GradingPlan, group: list[twins.Member], rng: random.Random) -> twins.Member:
+    """A member that says `x` is None and then uses `x` as an object is a twin: guess among the others."""
+    possible = []
+    for m in group:
+        body = _body(plan, m)
+        nones = [ln.split("assertIsNone(")[1].rstrip(")") for ln in body if ".assertIsNone(" in ln]
+        nones += [ln[len("assert "):].split(" is None")[0] for ln in body if ln.endswith(" is None")]
+        if not any(f"{x}." in ln or f"{x}[" in ln for x in nones for ln in body):
+            possible.append(m)
+    return rng.choice(possible or group)
+
+
+def _use_rate(draws: int = 150) -> tuple[float, float]:
+    rng = random.Random(8)
+    graded = [f"{FILE}::TestEngine::test_result"]
+    hits = total = 0
+    chance = 0.0
+    for seed in range(draws):
+        task = _task(graded)
+        plan = twins.grading_plan(task, {FILE: USES}, seed=seed, candidates=True)
+        run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                              shapes={})
+        task.twins, _ = twins.select(graded, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {FILE: USES}, seed=seed + 1)
+        for group in _groups(plan):
+            hits += by_contradiction(plan, group, rng).kind == "test"
+            chance += 1 / len(group)
+            total += 1
+    return hits / max(total, 1), chance / max(total, 1)
+
+
+def test_a_check_the_rest_of_the_test_contradicts_is_never_flipped(monkeypatch):
+    fn = ast.parse(USES).body[2].body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert [f.kind for f in twins.flips(fn)] == ["bool", "in"]  # `assertIsNotNone(out.result)` is not there
+    rate, chance = _use_rate()
+    assert abs(rate - chance) < 0.08, (rate, chance)
+    monkeypatch.setattr(twins, "_contradicted", lambda fn, flip, every: False)  # the defence off
+    rate, chance = _use_rate()
+    assert rate > chance + 0.15, (rate, chance)
+
+
+@pytest.mark.parametrize("source", [
+    "self.assertIsNotNone(out)\n    assert out.ok is True",
+    "assert out is not None\n    assert out[0] == 'a'",
+    "assert 'k' in d\n    assert d['k'] == 'v'",
+    "assert x is None\n    assert x is not None or y",  # a second check of the same subject
+])
+def test_contradicting_checks(source):
+    fn = ast.parse(f"def test_x(self):\n    {source}\n").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert all(f.kind == "bool" for f in twins.flips(fn)), [f.readings for f in twins.flips(fn)]

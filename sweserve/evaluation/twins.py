@@ -214,9 +214,10 @@ def values(value: int | float, rng: random.Random, k: int = K,
 
 FLIP_METHODS = {"assertTrue": "assertFalse", "assertIsNone": "assertIsNotNone", "assertIn": "assertNotIn"}
 FLIP_METHODS |= {v: k for k, v in list(FLIP_METHODS.items())}
-# the kind's common reading and its share among real tests' checks (sglang-jax's tests.patch files, 175 tasks:
-# 59 `is None` to 44 `is not None`, 56 `in` to 17 `not in`, 66 `assertTrue`/`True` to 35 `assertFalse`/`False`)
-FLIP_COMMON: dict[str, tuple[str, float]] = {"none": ("is None", 0.57), "in": ("in", 0.77), "bool": ("True", 0.65)}
+# the kind's common reading and its share among the flips of real tests with no numeric site (whole hidden files of
+# 175 sglang-jax tasks at their merge commits, 3853 tests: `benchmarks/twin_coverage.py --repo`): 169 `is None` to
+# 78 `is not None`, 112 `in` to 31 `not in`, 220 `True`/`assertTrue` to 124 `False`/`assertFalse`
+FLIP_COMMON: dict[str, tuple[str, float]] = {"none": ("is None", 0.68), "in": ("in", 0.78), "bool": ("True", 0.64)}
 _FLIP_OPS = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
 _NEGATED = {"is": "is not", "is not": "is", "in": "not in", "not in": "in"}
 
@@ -228,6 +229,7 @@ class Flip:
     node: ast.expr
     kind: str  # "none", "in", "bool"
     readings: tuple[str, str]
+    subject: tuple[str, ...] = ()  # none: (the checked expression,); in: (the member, the container)
 
     @property
     def common(self) -> bool:
@@ -251,7 +253,8 @@ def _flip_of(node: ast.expr) -> Flip | None:
         if not kind:
             return None
         left, rhs = ast.unparse(node.left), ast.unparse(right)
-        return Flip(node, kind, (f"{left} {op} {rhs}", f"{left} {_NEGATED[op]} {rhs}"))
+        subject = (left, rhs) if kind == "in" else (rhs if isinstance(node.left, ast.Constant) else left,)
+        return Flip(node, kind, (f"{left} {op} {rhs}", f"{left} {_NEGATED[op]} {rhs}"), subject)
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
         return Flip(node, "bool", (repr(node.value), repr(not node.value)))
     if isinstance(node, ast.Attribute) and node.attr in FLIP_METHODS:
@@ -282,12 +285,40 @@ def flips(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Flip]:
                 candidates += [a for a in node.args if isinstance(a, ast.Constant)]  # keywords: flags, not values
             for cand in candidates:
                 flip = _flip_of(cand)
+                if flip is not None and isinstance(node, ast.Call) and cand is node.func and flip.kind != "bool":
+                    args = [ast.unparse(a) for a in node.args[:2]]
+                    flip = Flip(flip.node, flip.kind, flip.readings, tuple(args[:1] if flip.kind == "none" else args))
                 if flip is not None and id(cand) not in found:
                     found[id(cand)] = flip
-    # a bool inside a comparison that is itself a flip (`x is True` holds the Compare? never: `is` with a bool is
-    # no None check) or nested flips on one node: keep the outermost per line span
+    # nested flips on one node: keep the outermost per line span
     out = sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
-    return [f for f in out if not any(g is not f and _inside(f.node, g.node) for g in out)]
+    out = [f for f in out if not any(g is not f and _inside(f.node, g.node) for g in out)]
+    return [f for f in out if not _contradicted(fn, f, out)]
+
+
+def _contradicted(fn: ast.FunctionDef | ast.AsyncFunctionDef, flip: Flip, every: list[Flip]) -> bool:
+    """Whether one reading of the check would contradict the rest of the test, which tells the real reading
+    without running anything: the checked expression used anywhere else as an object (`assert out is not None`
+    and `out.handle`: `out is None` there is a twin), the container indexed by the member beside a membership
+    check, or a second check of the same subject (`x is None` beside `x is not None` in a twin). Such a check
+    is never flipped, whatever its reading."""
+    if not flip.subject:
+        return False
+    if any(g is not flip and g.kind == flip.kind and g.subject == flip.subject for g in every):
+        return True
+    mine = {id(n) for n in ast.walk(flip.node)}
+    for node in ast.walk(fn):
+        if id(node) in mine:
+            continue
+        if flip.kind == "none" and isinstance(node, (ast.Attribute, ast.Subscript)) and \
+                ast.unparse(node.value) == flip.subject[0]:
+            return True
+        if flip.kind == "none" and isinstance(node, ast.Call) and ast.unparse(node.func) == flip.subject[0]:
+            return True
+        if flip.kind == "in" and len(flip.subject) == 2 and isinstance(node, ast.Subscript) and \
+                (ast.unparse(node.value), ast.unparse(node.slice)) == (flip.subject[1], flip.subject[0]):
+            return True
+    return False
 
 
 def _checked(node: ast.expr) -> list[ast.expr]:
