@@ -328,14 +328,12 @@ def test_flip_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path):
         task.validation = ValidationRecord(status="valid", runs=1)
         assert evaluate_task(ctx, bundle, OracleAgent(), results_path=tmp_path / "r.jsonl").status == "resolved"
         assert evaluate_task(ctx, bundle, NullAgent(), results_path=tmp_path / "r.jsonl").status == "failed"
-        # a forger that passes every test whose source says `is not None` (the reading it guesses) passes a
-        # twin too, or leaves the real test failing
-        forge = ("import inspect as _i, _pytest.python as _py\n_o = _py.Function.runtest\n"
-                 "def _r(self):\n    return None if 'is not None' in _i.getsource(self.obj) else _o(self)\n"
-                 "_py.Function.runtest = _r\n")
+        # a blanket forgery passes the flip twins too (a forger guessing a reading wins with the group's odds:
+        # 1/2 or 1/4 under the population's prior, more with a prior from names; see above)
+        forge = "import _pytest.python as _py\n_py.Function.runtest = lambda self: None\n"
         r = evaluate_task(ctx, bundle, CommandAgent(f"cat >> engine.py <<'SWEOF'\n{forge}\nSWEOF\n", name="f"),
                           results_path=tmp_path / "r.jsonl")
-        assert r.status in ("failed", "tampered"), (r.status, r.reason)
+        assert r.status == "tampered" and "twin" in (r.reason or ""), (r.status, r.reason)
     finally:
         ctx.close()
 
@@ -409,3 +407,76 @@ def test_contradicting_checks(source):
     fn = ast.parse(f"def test_x(self):\n    {source}\n").body[0]
     assert isinstance(fn, ast.FunctionDef)
     assert all(f.kind == "bool" for f in twins.flips(fn)), [f.readings for f in twins.flips(fn)]
+
+
+# --- a reading the forger reads elsewhere, either way --------------------------------------------------------------
+
+FLIPPED_BASE = BASE.replace("assertIsNotNone(out.handle)", "assertIsNone(out.handle)")  # the PR turned it round
+SHARED = HIDDEN + '''
+
+class TestOther(unittest.TestCase):
+    def test_other(self):
+        out = run(2)
+        self.assertIsNone(out.error)
+'''
+
+
+def by_lines_elsewhere(plan: twins.GradingPlan, group: list[twins.Member], base: str, avoid_base: bool,
+                       rng: random.Random) -> twins.Member:
+    """Checks are copied between tests, and a check a PR turns round shows its old reading at base. Bet on the
+    member whose differing lines also stand outside the group in the planted file (`avoid_base` False), or
+    against the member whose differing line the base file writes (`avoid_base`: were only the real reading
+    kept off the base lines, such a member would be a twin)."""
+    bodies = {m: _body(plan, m) for m in group}
+    n = len(next(iter(bodies.values())))
+    rows = [i for i in range(n) if len({b[i] for b in bodies.values()}) > 1]
+    text = plan.texts[group[0].file]
+    for m in group:
+        start = text.index(f"def {m.name}(")
+        text = text[:start] + "\n".join(text[start:].split("\n")[len(bodies[m]) + 1:])
+    outside = {ln.strip() for ln in text.split("\n")}
+    base_lines = {ln.strip() for ln in base.split("\n")}
+    if avoid_base:
+        score = {m: -sum(bodies[m][i] in base_lines for i in rows) for m in group}
+    else:
+        score = {m: sum(bodies[m][i] in outside for i in rows) for m in group}
+    best = max(score.values())
+    return rng.choice([m for m in group if score[m] == best])
+
+
+def _elsewhere_rate(source: str, base: str, graded: list[str], avoid_base: bool, draws: int = 300) -> tuple[float, float]:
+    rng = random.Random(6)
+    hits = total = 0
+    chance = 0.0
+    for seed in range(draws):
+        task = _task(graded)
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True, base={FILE: base})
+        run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                              shapes={})
+        task.twins, _ = twins.select(graded, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed + 1)
+        for group in _groups(plan):
+            if group[0].real != "test_handle":
+                continue
+            hits += by_lines_elsewhere(plan, group, base, avoid_base, rng).kind == "test"
+            chance += 1 / len(group)
+            total += 1
+    return hits / max(total, 1), chance / max(total, 1)
+
+
+def test_a_check_read_either_way_at_base_or_elsewhere_in_the_file_is_never_flipped(monkeypatch):
+    graded = [f"{FILE}::TestEngine::test_handle"]
+    rate, chance = _elsewhere_rate(HIDDEN, FLIPPED_BASE, graded, avoid_base=True)
+    assert abs(rate - chance) < 0.08, (rate, chance)
+    both = [*graded, f"{FILE}::TestOther::test_other"]
+    rate, chance = _elsewhere_rate(SHARED, BASE, both, avoid_base=False)
+    assert abs(rate - chance) < 0.08, (rate, chance)
+    # the defences off: only the real reading compared with the base file, and the rest of the file not read
+    real = twins._readings_as_statements
+    monkeypatch.setattr(twins, "_readings_as_statements", lambda fn, flip: real(fn, flip)[:1])
+    rate, chance = _elsewhere_rate(HIDDEN, FLIPPED_BASE, graded, avoid_base=True)
+    assert rate > chance + 0.15, (rate, chance)
+    monkeypatch.setattr(twins, "seen_statements", lambda base_text, tree, fn: twins._statements(
+        twins.pyast.parse_module(base_text) if base_text else None))
+    rate, chance = _elsewhere_rate(SHARED, BASE, both, avoid_base=False)
+    assert rate > chance + 0.15, (rate, chance)

@@ -28,6 +28,7 @@ files and map (see `grading_plan`).
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import random
 import re
@@ -350,34 +351,58 @@ def flip_indices(value: str) -> list[int] | None:
         return None
 
 
-def _base_statements(base_text: str | None, cls: str | None, name: str) -> set[str]:
-    """The statements of the base version of a test, unparsed: a flip whose statement reads the same there
-    is told by that line (the real reading is the one the base test writes)."""
-    try:
-        tree = pyast.parse_module(base_text) if base_text else None
-    except (SyntaxError, ValueError):
-        return set()
+def _statements(tree: ast.AST | None, skip: ast.AST | None = None) -> set[str]:
+    """Every statement under `tree` but those of `skip`, unparsed."""
     if tree is None:
         return set()
-    body: list[ast.stmt] = tree.body
-    if cls is not None:
-        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), [])
-    return {ast.unparse(s) for fn in body if isinstance(fn, _DEFS) and fn.name == name for s in ast.walk(fn)
-            if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)}
+    mine = {id(n) for n in ast.walk(skip)} if skip is not None else set()
+    return {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt) and id(n) not in mine
+            and not isinstance(n, (*_DEFS, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))}
+
+
+def seen_statements(base_text: str | None, tree: ast.Module | None,
+                    fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """What a forger reads beside a test's members, statement by statement: the whole base version of its file
+    and the rest of the hidden file (other tests keep their real readings where they are not flipped)."""
+    try:
+        base = pyast.parse_module(base_text) if base_text else None
+    except (SyntaxError, ValueError):
+        base = None
+    return _statements(base) | _statements(tree, fn)
+
+
+class _Swap(ast.NodeTransformer):
+    def __init__(self, target: ast.expr, text: str):
+        self.at = (type(target), target.lineno, target.col_offset, target.end_col_offset)
+        self.new = ast.parse(text, mode="eval").body
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if (type(node), getattr(node, "lineno", None), getattr(node, "col_offset", None),
+                getattr(node, "end_col_offset", None)) == self.at:
+            return self.new
+        return super().visit(node)
+
+
+def _readings_as_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef, flip: Flip) -> tuple[str, str]:
+    """The statement holding a flip, unparsed, read the real way and the other."""
+    stmt = next(s for s in ast.walk(fn) if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)
+                and any(n is flip.node for n in ast.walk(s)) and not any(
+                    isinstance(c, ast.stmt) and any(n is flip.node for n in ast.walk(c))
+                    for c in ast.iter_child_nodes(s)))
+    other = _Swap(flip.node, flip.readings[1]).visit(copy.deepcopy(stmt))
+    return ast.unparse(stmt), ast.unparse(other)
 
 
 def _flip_group(fn: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random,
-                base_statements: set[str] = frozenset()) -> list[int]:  # type: ignore[assignment]
+                seen: set[str] | None = None) -> list[int]:
     """The flips validation tries for a test with no numeric site: up to two (a grid), spread over its checks.
-    A flip whose statement the base version of the test writes is never tried; one whose real reading is its
-    kind's common one is tried with probability (1 - p) / p (`FLIP_COMMON`), so a tried flip reads either way
-    with odds 1:1 under that prior."""
-    all_flips = flips(fn)
-    statements = {id(n): ast.unparse(s) for s in ast.walk(fn) if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)
-                  for n in ast.walk(s)} if base_statements else {}
+    A flip whose statement, read either way, the forger reads elsewhere (`seen_statements`: the base file, the
+    rest of the hidden file) is never tried: the member that matches would be real, or, were only the real
+    reading checked, a twin. One whose real reading is its kind's common one is tried with probability
+    (1 - p) / p (`FLIP_COMMON`), so a tried flip reads either way with odds 1:1 under that prior."""
     usable = []
-    for i, f in enumerate(all_flips):
-        if base_statements and statements.get(id(f.node)) in base_statements:
+    for i, f in enumerate(flips(fn)):
+        if seen and set(_readings_as_statements(fn, f)) & seen:
             continue
         p = FLIP_COMMON[f.kind][1]
         if f.common and rng.random() >= (1 - p) / p:
@@ -664,7 +689,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 plan.members.append(Member(file, key, name, "test", fn.name))
                 if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
                     fn_flips = flips(fn)
-                    tried = _flip_group(fn, rng, _base_statements((base or {}).get(file), key, fn.name))
+                    tried = _flip_group(fn, rng, seen_statements((base or {}).get(file), tree, fn))
                     _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
                                       _flip_draws(tried), len(fn_sites), words, taken, rng)
                     continue
