@@ -21,7 +21,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sweserve.evaluation.twins import FLIP_COMMON, collected, flips, sites
+from sweserve.evaluation.twins import (
+    FLIP_COMMON,
+    Flip,
+    _readings_as_statements,
+    collected,
+    flips,
+    seen_statements,
+    sites,
+)
 
 _ASSERT_PAIRS = {"assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIn", "assertNotIn",
                  "assertIsNone", "assertIsNotNone", "assertRaises", "raises", "approx", "assertAlmostEqual"}
@@ -77,28 +85,46 @@ def graded(task: Path) -> set[str] | None:
     return {i.split("[")[0].split("::")[-1] for i in ids} or None
 
 
-def _tried(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> float:
-    """The probability that validation tries at least one of a test's flips (each common reading thinned)."""
+def _usable(fn: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module, base: str | None) -> list[Flip]:
+    """The test's flips validation may try: none read either way elsewhere (`twins.seen_statements`)."""
+    seen = seen_statements(base, tree, fn)
+    return [f for f in flips(fn) if not set(_readings_as_statements(fn, f)) & seen]
+
+
+def _tried(usable: list[Flip]) -> float:
+    """The probability that validation tries at least one of these flips (each common reading thinned)."""
     none = 1.0
-    for flip in flips(fn):
+    for flip in usable:
         p = FLIP_COMMON[flip.kind][1]
         none *= 1 - ((1 - p) / p if flip.common else 1.0)
     return 1 - none
+
+
+def base_files(task: Path, repo: Path) -> dict[str, str | None]:
+    """The task's hidden test files at its base commit in a local clone (None where a file is new)."""
+    meta = json.loads((task / "task.json").read_text())
+    out: dict[str, str | None] = {}
+    for f in meta["test"]["files"]:
+        res = subprocess.run(["git", "-C", str(repo), "show", f"{meta['base_commit']}:{f}"], capture_output=True,
+                             text=True)
+        out[f] = res.stdout if res.returncode == 0 else None
+    return out
 
 
 def measure(root: str, repo: Path | None) -> None:
     tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
     tests = covered = flipped = proposed = modified = unparsed = 0
     tried = 0.0
-    readings: dict[str, list[int]] = {}  # kind -> [common, other] among flips of tests with no numeric site
+    readings: dict[str, list[int]] = {}  # kind -> [common, other] among usable flips of tests with no numeric site
     for task in tasks:
+        bases: dict[str, str | None] = {}
         if repo is not None:
-            files, mod = repo_files(task, repo), 0
+            files, mod, bases = repo_files(task, repo), 0, base_files(task, repo)
         else:
             files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
         modified += mod
         names = graded(task) if repo is not None else None
-        for text in files.values():
+        for path, text in files.items():
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
@@ -110,11 +136,11 @@ def measure(root: str, repo: Path | None) -> None:
                 tests += 1
                 numeric = bool(sites(fn))
                 covered += numeric
-                flip = not numeric and bool(flips(fn))
-                for f in flips(fn) if not numeric else []:
+                usable = _usable(fn, tree, bases.get(path)) if not numeric else []
+                for f in usable:
                     readings.setdefault(f.kind, [0, 0])[not f.common] += 1
-                flipped += flip
-                tried += _tried(fn) if flip else 0.0
+                flipped += bool(usable)
+                tried += _tried(usable)
                 proposed += numeric or other_sites(fn)
 
     def share(n: float) -> str:
