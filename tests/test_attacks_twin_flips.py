@@ -478,7 +478,7 @@ def test_a_check_read_either_way_at_base_or_elsewhere_in_the_file_is_never_flipp
     monkeypatch.setattr(twins, "_readings_as_statements", lambda fn, flip: real(fn, flip)[:1])
     rate, chance, _ = _elsewhere_rate(HIDDEN, FLIPPED_BASE, graded, avoid_base=True)
     assert rate > chance + 0.15, (rate, chance)  # about 0.5 at 0.25
-    monkeypatch.setattr(twins, "seen_statements", lambda base_text, tree, fn: twins._statements(
-        twins.pyast.parse_module(base_text) if base_text else None))
+    monkeypatch.setattr(twins, "seen_statements", lambda base_text, tree, fn, cache=None: set(twins._statements(
+        twins.pyast.parse_module(base_text) if base_text else None)))
     rate, chance, _ = _elsewhere_rate(SHARED, BASE, graded, avoid_base=False)
     assert rate > chance + 0.3, (rate, chance)  # about 1 at 0.25 to 0.5

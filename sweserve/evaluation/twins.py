@@ -33,6 +33,7 @@ import json
 import random
 import re
 import secrets
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -352,24 +353,28 @@ def flip_indices(value: str) -> list[int] | None:
         return None
 
 
-def _statements(tree: ast.AST | None, skip: ast.AST | None = None) -> set[str]:
-    """Every statement under `tree` but those of `skip`, unparsed."""
+def _statements(tree: ast.AST | None) -> Counter[str]:
+    """Every simple statement under `tree`, unparsed, counted."""
     if tree is None:
-        return set()
-    mine = {id(n) for n in ast.walk(skip)} if skip is not None else set()
-    return {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt) and id(n) not in mine
-            and not isinstance(n, (*_DEFS, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try))}
+        return Counter()
+    return Counter(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt)
+                   and not isinstance(n, (*_DEFS, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try)))
 
 
-def seen_statements(base_text: str | None, tree: ast.Module | None,
-                    fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def seen_statements(base_text: str | None, tree: ast.Module | None, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                    cache: dict[str, Counter[str]] | None = None) -> set[str]:
     """What a forger reads beside a test's members, statement by statement: the whole base version of its file
-    and the rest of the hidden file (other tests keep their real readings where they are not flipped)."""
-    try:
-        base = pyast.parse_module(base_text) if base_text else None
-    except (SyntaxError, ValueError):
-        base = None
-    return _statements(base) | _statements(tree, fn)
+    and the rest of the hidden file (other tests keep their real readings where they are not flipped).
+    `cache`: one dict per file, so that the file and its base version are read once for all its tests."""
+    cache = {} if cache is None else cache
+    if "base" not in cache:
+        try:
+            cache["base"] = _statements(pyast.parse_module(base_text) if base_text else None)
+        except (SyntaxError, ValueError):
+            cache["base"] = Counter()
+        cache["file"] = _statements(tree)
+    rest = cache["file"] - _statements(fn)  # a statement also written outside this test stays
+    return set(cache["base"]) | set(rest)
 
 
 class _Swap(ast.NodeTransformer):
@@ -666,6 +671,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         if len(words) < 2:
             words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
         taken = set(everywhere)
+        file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
         removed: set[int] = set()
         blocks: dict[str | None, list[str]] = {}
         scopes: dict[str | None, ast.ClassDef | None] = {}
@@ -690,7 +696,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 plan.members.append(Member(file, key, name, "test", fn.name))
                 if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
                     fn_flips = flips(fn)
-                    tried = _flip_group(fn, rng, seen_statements((base or {}).get(file), tree, fn))
+                    tried = _flip_group(fn, rng, seen_statements((base or {}).get(file), tree, fn, file_seen))
                     _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
                                       _flip_draws(tried), len(fn_sites), words, taken, rng)
                     continue
