@@ -4,7 +4,9 @@ A twin of a graded test is the test's own text with one literal of its checks re
 a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, CANDIDATES values
 each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle,
 and K of its candidates whose failures at base read like the test's own (`select`); they are recorded in
-task.json (`Task.twins`).
+task.json (`Task.twins`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
+readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`, paired unittest methods) written the other
+way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section).
 
 At grading, `grading_plan` writes each hidden file anew:
 
