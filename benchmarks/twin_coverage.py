@@ -1,12 +1,16 @@
 """Twin coverage, statically: the share of tests that hold at least one candidate twin site.
 
-A test gets twins only at a site `twins.sites` finds (a numeric literal in a check); validation then keeps a
-candidate only if it fails with the oracle and at base, by execution. This script counts the upper bound, the
-tests with >= 1 candidate site, from each task's tests.patch: whole files the patch creates (a modified file's
-hunks are not a module and are skipped, and counted as such).
+A test gets twins only at a site `twins.sites` finds (a numeric literal in a check) or, where it has none, at
+a check `twins.flips` finds (a reading of two: `is None`/`is not None`, `in`/`not in`, `True`/`False`, paired
+unittest methods; weak twins); validation then keeps a candidate only if it fails with the oracle and at base,
+by execution. This script counts the upper bound, in one run: before flips (numeric sites only), after (a
+numeric site or a flip), and the proposed operators' bound (a comparison, constant, assert method, raises or
+approx of any kind). Flips whose real reading is the common one are tried with probability (1 - p) / p
+(`twins.FLIP_COMMON`): the expected share tried is printed too.
 
-    python benchmarks/twin_coverage.py --demo tasks          # whole files at merge_commit, graded tests only
-    python benchmarks/twin_coverage.py /work/realdata/jax-tasks
+    python benchmarks/twin_coverage.py --demo tasks                    # whole files at merge_commit (demo)
+    python benchmarks/twin_coverage.py --repo /work/realdata/jax /work/realdata/ready/tasks   # a local clone
+    python benchmarks/twin_coverage.py /work/realdata/ready/tasks      # only the files tests.patch creates
 """
 from __future__ import annotations
 
@@ -17,7 +21,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sweserve.evaluation.twins import collected, sites
+from sweserve.evaluation.twins import (
+    FLIP_COMMON,
+    Flip,
+    _readings_as_statements,
+    collected,
+    flips,
+    seen_statements,
+    sites,
+)
 
 _ASSERT_PAIRS = {"assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIn", "assertNotIn",
                  "assertIsNone", "assertIsNotNone", "assertRaises", "raises", "approx", "assertAlmostEqual"}
@@ -73,17 +85,46 @@ def graded(task: Path) -> set[str] | None:
     return {i.split("[")[0].split("::")[-1] for i in ids} or None
 
 
+def _usable(fn: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module, base: str | None) -> list[Flip]:
+    """The test's flips validation may try: none read either way elsewhere (`twins.seen_statements`)."""
+    seen = seen_statements(base, tree, fn)
+    return [f for f in flips(fn) if not set(_readings_as_statements(fn, f)) & seen]
+
+
+def _tried(usable: list[Flip]) -> float:
+    """The probability that validation tries at least one of these flips (each common reading thinned)."""
+    none = 1.0
+    for flip in usable:
+        p = FLIP_COMMON[flip.kind][1]
+        none *= 1 - ((1 - p) / p if flip.common else 1.0)
+    return 1 - none
+
+
+def base_files(task: Path, repo: Path) -> dict[str, str | None]:
+    """The task's hidden test files at its base commit in a local clone (None where a file is new)."""
+    meta = json.loads((task / "task.json").read_text())
+    out: dict[str, str | None] = {}
+    for f in meta["test"]["files"]:
+        res = subprocess.run(["git", "-C", str(repo), "show", f"{meta['base_commit']}:{f}"], capture_output=True,
+                             text=True)
+        out[f] = res.stdout if res.returncode == 0 else None
+    return out
+
+
 def measure(root: str, repo: Path | None) -> None:
     tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
-    tests = covered = proposed = modified = unparsed = 0
+    tests = covered = flipped = proposed = modified = unparsed = 0
+    tried = 0.0
+    readings: dict[str, list[int]] = {}  # kind -> [common, other] among usable flips of tests with no numeric site
     for task in tasks:
+        bases: dict[str, str | None] = {}
         if repo is not None:
-            files, mod = repo_files(task, repo), 0
+            files, mod, bases = repo_files(task, repo), 0, base_files(task, repo)
         else:
             files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
         modified += mod
         names = graded(task) if repo is not None else None
-        for text in files.values():
+        for path, text in files.items():
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
@@ -95,20 +136,32 @@ def measure(root: str, repo: Path | None) -> None:
                 tests += 1
                 numeric = bool(sites(fn))
                 covered += numeric
+                usable = _usable(fn, tree, bases.get(path)) if not numeric else []
+                for f in usable:
+                    readings.setdefault(f.kind, [0, 0])[not f.common] += 1
+                flipped += bool(usable)
+                tried += _tried(usable)
                 proposed += numeric or other_sites(fn)
-    share = covered / tests if tests else 0.0
-    print(f"{root}: {len(tasks)} tasks, {tests} tests, {covered} with >=1 candidate site ({share:.1%}), "
-          f"{proposed} with >=1 site of numeric or proposed operators ({proposed / tests if tests else 0.0:.1%}); "
+
+    def share(n: float) -> str:
+        return f"{n / tests if tests else 0.0:.1%}"
+    print(f"{root}: {len(tasks)} tasks, {tests} tests; >=1 candidate site before flips (numeric): {covered} "
+          f"({share(covered)}); after (numeric or flip): {covered + flipped} ({share(covered + flipped)}), "
+          f"of which {flipped} by flips only, {tried:.0f} expected tried after thinning "
+          f"({share(covered + tried)} in all); proposed operators' bound: {proposed} ({share(proposed)}); "
           f"{modified} modified .py files skipped, {unparsed} unparsable")
+    print("  flips' real readings (common:other, share common; twins.FLIP_COMMON): " + ", ".join(
+        f"{kind} {FLIP_COMMON[kind][0]!r} {c}:{o} ({c / (c + o):.2f})" for kind, (c, o) in sorted(readings.items())))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("roots", nargs="+", help="folders of task folders (each with tests.patch)")
     parser.add_argument("--demo", action="store_true", help="read whole files from the demo repository")
+    parser.add_argument("--repo", type=Path, help="read whole files at each task's merge_commit from this clone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        repo = None
+        repo = args.repo
         if args.demo:
             from sweserve.demo.fixture import build_demo_repo
             repo = build_demo_repo(Path(tmp) / "repo")

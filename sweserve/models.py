@@ -82,7 +82,9 @@ class Twin(Strict):
     """A mutation twin of a graded test: the test's own text with one literal of its checks replaced.
 
     `site` indexes the literals `twins.sites` finds in the test (expected values, bounds, tolerances), `value`
-    is the replacement's source text. Kept only when it failed in every run at base and with the oracle."""
+    is the replacement's source text. A flip twin (a test with no numeric site: `twins.flips`) has a `site`
+    past those and a `value` naming the checks it writes the other way (`flip 0 2`). Kept only when it failed
+    in every run at base and with the oracle."""
 
     test: str = Field(description="the graded test's id, without parameters")
     site: int = Field(ge=0)

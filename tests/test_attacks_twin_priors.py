@@ -91,7 +91,7 @@ def _old_values(value, rng, k=twins.K, avoid=frozenset()):
     return twins.render(real, is_float, unit), others
 
 
-def _old_sites(fn_sites, avoid=frozenset(), fn=None, fall_back=True):
+def _old_sites(fn_sites, avoid=frozenset(), fn=None, fall_back=True, near=None):
     safe = [i for i, g in enumerate(fn_sites) if twins._sign_safe(twins._number(g[0]))]
     other = [i for i in range(len(fn_sites)) if i not in safe]
     picked = [safe[j] for j in twins._spread(len(safe), twins.CANDIDATE_SITES)]
@@ -350,3 +350,134 @@ def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatc
     assert _echo_rate() < CHANCE + 0.12
     monkeypatch.setattr(twins, "_elsewhere", lambda fn, nodes: frozenset())  # the defence off
     assert _echo_rate() > 0.8  # about 0.92
+
+
+# --- the base prior in production: validation and grading as `sweserve` runs them ---------------------------------
+#
+# The same attack as `by_base_line`, end to end on the local test backend (tests/local_backend.py: the trial
+# pipeline, the verifier and the boot script through the `Sandbox` protocol, no Docker): the PR keeps the line
+# `assert pool.pages() == 13` of the base version of its test and adds a call to a new API before it, so at base
+# every member fails alike (AttributeError) and a twin at 13 passes validation's failure comparison. The
+# forger, code the tests import, reads the base test (it is in the candidate's own checkout) and passes the one
+# planted test whose differing line is a line of it.
+
+POOL = ("class Pool:\n    def __init__(self, size):\n        self.size = size\n\n"
+        "    def pages(self):\n        return self.size // 4\n")
+POOL_FIXED = POOL + ("\n    def reserve(self, n):\n        self.reserved = n\n\n"
+                     "    def free(self):\n        return self.size - self.reserved\n")
+POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n"
+                  "    assert pool.pages() == 13\n")
+POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n    pool.reserve(9)\n"
+             "    assert pool.pages() == 13\n    assert pool.free() == 43\n")
+POOL_PROFILE = {"repo": "o/pool", "test_paths": ["tests/*"], "env_packages": [],
+                "family_rules": [{"family": "scheduling-memory", "paths": ["*"]}]}
+BASE_LINE_FORGER = '''
+
+import inspect as _inspect
+
+import _pytest.python as _py
+
+_BASE = {_ln.strip() for _ln in BASE_TEXT.splitlines() if _ln.strip()}
+_orig = _py.Function.runtest
+
+
+def _body(item):
+    try:
+        return [_ln.strip() for _ln in _inspect.getsource(item.obj).splitlines()[1:]]
+    except (OSError, TypeError):
+        return None
+
+
+def _runtest(self):
+    mine = _body(self)
+    group = [b for b in (_body(i) for i in self.session.items) if b is not None and mine is not None
+             and len(b) == len(mine) and sum(x != y for x, y in zip(b, mine)) <= 1]
+    rows = {r for b in group for r in range(len(b)) if b[r] != mine[r]} if mine else set()
+    if len(rows) == 1:
+        row = rows.pop()
+        hits = [b for b in group if b[row] in _BASE]
+        if len(hits) == 1 and hits[0] == mine:
+            return None  # the member whose line the base version of the test writes: passed
+    return _orig(self)
+
+
+_py.Function.runtest = _runtest
+'''
+
+
+def _pool_diff(repo, commit, path, text):
+    repo.git("checkout", "-q", commit)
+    repo.write({path: text})
+    repo.git("add", "-A")
+    patch = repo.git("diff", "--cached", "--binary")
+    repo.git("reset", "-q", "--hard")
+    return patch + "\n"
+
+
+@pytest.fixture
+def pool_task(make_repo, tmp_path):
+    import json
+
+    from local_backend import LocalHost
+
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.project import Project
+    from sweserve.evaluation.context import Context
+    from sweserve.models import Resources, TaskBundle
+
+    repo = make_repo("pool")
+    base = repo.commit("init", {"pool.py": POOL, "tests/__init__.py": "", "tests/test_pool.py": POOL_BASE_TEST})
+    oracle = _pool_diff(repo, base, "pool.py", POOL_FIXED)
+    tests = _pool_diff(repo, base, "tests/test_pool.py", POOL_TEST)
+    (tmp_path / "config" / "profiles").mkdir(parents=True)
+    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(POOL_PROFILE))
+    task = Task(task_id="o__pool-1", repo="o/pool", profile="local", pr_number=1, title="t", base_commit=base,
+                merge_commit=base, family="scheduling-memory", created_at="2026-01-01T00:00:00Z",
+                resources=Resources(test_timeout_s=120), test=TestSpec(files=["tests/test_pool.py"]))
+    bundle = TaskBundle(task=task, instruction="Pools take a reservation; free() counts what is left.",
+                        oracle_patch=oracle, tests_patch=tests)
+    search = ConfigSearch(tmp_path / "config")
+    ctx = Context(LocalHost("run1", []), Project(tmp_path / "state", search, repo.path))
+    yield bundle, ctx
+    ctx.close()
+
+
+def _validate_and_forge(bundle, ctx, tmp_path, name: str):
+    from sweserve.agents.command import CommandAgent
+    from sweserve.evaluation.trial import evaluate_task
+    from sweserve.evaluation.validation import ValidateRequest, validate_task
+    from sweserve.models import ValidationRecord
+
+    task = bundle.task
+    task.FAIL_TO_PASS, task.PASS_TO_PASS, task.twins, task.validation = [], [], [], None
+    outcome = validate_task(ctx, ValidateRequest(tmp_path / name / task.task_id, bundle, runs=1, record=False))
+    assert outcome.status == "valid", outcome.reason
+    assert task.FAIL_TO_PASS == ["tests/test_pool.py::test_pool_pages"], task.FAIL_TO_PASS
+    task.validation = ValidationRecord(status="valid", runs=1)  # as recorded (record=False: nothing written)
+    forger = BASE_LINE_FORGER.replace("BASE_TEXT", repr(POOL_BASE_TEST))
+    agent = CommandAgent(f"cat >> pool.py <<'SWEOF'\n{forger}\nSWEOF\n", name=f"forge-base-line-{name}")
+    return evaluate_task(ctx, bundle, agent, results_path=tmp_path / name / "r.jsonl")
+
+
+def test_production_validation_reads_the_base_version_of_each_hidden_test(pool_task, tmp_path):
+    """As `sweserve validate` and `sweserve run` do it: the twins' site is never the line the base test writes,
+    so the forger finds no member whose line it knows and the unsolved test fails."""
+    bundle, ctx = pool_task
+    r = _validate_and_forge(bundle, ctx, tmp_path, "defended")
+    fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
+    assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {43}
+    assert r.status == "failed", (r.status, r.reason, r.tests)
+
+
+def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_task, tmp_path, monkeypatch):
+    """The defence off (the verifier not passing the base files to the plan, as before): validation twins the
+    site 13, the base test's own line, and the forger passes exactly the real test: `resolved`."""
+    from sweserve.evaluation import verifier
+
+    real = verifier.reset_and_read
+    monkeypatch.setattr(verifier, "reset_and_read", lambda *a, **k: (*real(*a, **k)[:2], {}))
+    bundle, ctx = pool_task
+    r = _validate_and_forge(bundle, ctx, tmp_path, "undefended")
+    fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
+    assert {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {13}, bundle.task.twins
+    assert r.status == "resolved", (r.status, r.reason, r.tests)

@@ -4,7 +4,9 @@ A twin of a graded test is the test's own text with one literal of its checks re
 a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, CANDIDATES values
 each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle,
 and K of its candidates whose failures at base read like the test's own (`select`); they are recorded in
-task.json (`Task.twins`).
+task.json (`Task.twins`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
+readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`, paired unittest methods) written the other
+way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section).
 
 At grading, `grading_plan` writes each hidden file anew:
 
@@ -28,11 +30,13 @@ files and map (see `grading_plan`).
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import random
 import re
 import secrets
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -156,22 +160,36 @@ def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[
     return _unit(number) == unit and not _marked(number) and value not in avoid and value != 0
 
 
+def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset(),
+           keep_sign: bool = True) -> tuple[list[Decimal], list[Decimal]]:
+    """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each: one
+    walk along the progression for `_room`, `_width` and `values`. `keep_sign`: a side ends at zero or a sign
+    change (the room a site has); else zero is skipped and the walk goes on (bounded), as `values` writes a
+    progression for any width it is given."""
+    unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
+    out: tuple[list[Decimal], list[Decimal]] = ([], [])
+    for side, step in zip(out, (-1, 1)):
+        v = real
+        for _ in range(count * 10 + 10):
+            if len(side) == count:
+                break
+            v += step * unit
+            if keep_sign and (v == 0 or (v > 0) != (real > 0)):
+                break
+            if _admissible(v, is_float, unit, avoid):
+                side.append(v)
+    return out
+
+
 def _room(value: int | float, k: int, avoid: frozenset[Decimal] = frozenset()) -> bool:
     """Whether `k` admissible values of the value's own sign lie on each side of it: then every rank of a
     progression of k+1 can be drawn, and no member's sign (`len(x) == -2`) or zero says it is a twin. A
     value without that room gets no twins at its site: drawing only the ranks that fit would put the real
     one at the progression's low end."""
-    unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
-    if real == 0:
+    if _decimal(value) == 0:
         return False
-    for step in (-1, 1):
-        v, found = real, 0
-        while found < k:
-            v += step * unit
-            if v == 0 or (v > 0) != (real > 0):
-                return False
-            found += _admissible(v, is_float, unit, avoid)
-    return True
+    below, above = _sides(value, k, avoid)
+    return len(below) >= k and len(above) >= k
 
 
 def values(value: int | float, rng: random.Random, k: int = K,
@@ -180,23 +198,226 @@ def values(value: int | float, rng: random.Random, k: int = K,
     written digit (equally round), holding the real one at a rank drawn uniformly. Steps that land on a value
     of another shape (`_admissible`) are skipped, on both sides alike: every member has the same shape, and
     the real one is still at a uniform rank of the admissible values around it."""
-    unit = _unit(value)
+    unit, is_float = _unit(value), isinstance(value, float)
     rank = rng.randint(0, k)
-    real = _decimal(value)
-    is_float = isinstance(value, float)
+    below, above = _sides(value, k, avoid, keep_sign=False)
+    others = [render(v, is_float, unit) for v in below[:rank][::-1] + above[:k - rank]]
+    return render(_decimal(value), is_float, unit), others
 
-    def side(step: int, count: int) -> list[Decimal]:
-        out: list[Decimal] = []
-        v = real
-        for _ in range(count * 10 + 10):
-            if len(out) == count:
-                break
-            v += step * unit
-            if _admissible(v, is_float, unit, avoid):
-                out.append(v)
-        return out
-    others = [render(v, is_float, unit) for v in side(-1, rank)[::-1] + side(1, k - rank)]
-    return render(real, is_float, unit), others
+
+# --- flips: checks with two readings ----------------------------------------------------------------------------
+#
+# A test without a numeric site may still check something that reads one of two ways: `x is None` or
+# `x is not None`, `a in b` or `a not in b`, `True` or `False` compared with, `assertTrue`/`assertFalse`,
+# `assertIsNone`/`assertIsNotNone`, `assertIn`/`assertNotIn`. A twin flips one such reading; two flips of one
+# test make a grid of four members (neither flipped, the one, the other, both), each differing from two others
+# by one token: the real one is a corner like any other. These are *weak* twins (see the README): the forger's
+# prior over a reading is not flat. Which reading is common is measured (`FLIP_COMMON`, on sglang-jax's tests)
+# and validation tries a site whose real reading is the common one only with probability (1 - p) / p, drawn
+# in secret, so a tried site reads either way with odds 1:1 under that prior; a prior from the test's name or
+# the instruction (`test_returns_none`) is not neutralized.
+
+FLIP_METHODS = {"assertTrue": "assertFalse", "assertIsNone": "assertIsNotNone", "assertIn": "assertNotIn"}
+FLIP_METHODS |= {v: k for k, v in list(FLIP_METHODS.items())}
+# the kind's common reading and its share among the flips validation may try (of tests with no numeric site, read
+# neither way elsewhere) in the whole hidden files of 175 sglang-jax tasks at their merge commits (3853 tests,
+# `benchmarks/twin_coverage.py --repo`): 54 `is None` to 16 `is not None`, 48 `in` to 22 `not in`, 47
+# `True`/`assertTrue` to 42 `False`/`assertFalse`. Small samples (about +-0.05), from one repository.
+FLIP_COMMON: dict[str, tuple[str, float]] = {"none": ("is None", 0.77), "in": ("in", 0.69), "bool": ("True", 0.53)}
+_FLIP_OPS = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_NEGATED = {"is": "is not", "is not": "is", "in": "not in", "not in": "in"}
+
+
+@dataclass(frozen=True, eq=False)
+class Flip:
+    """One check with two readings: `node`'s text is written `readings[0]` (the real one) or `readings[1]`."""
+
+    node: ast.expr
+    kind: str  # "none", "in", "bool"
+    readings: tuple[str, str]
+    subject: tuple[str, ...] = ()  # none: (the checked expression,); in: (the member, the container)
+
+    @property
+    def common(self) -> bool:
+        """Whether the real reading is the kind's common one (`FLIP_COMMON`)."""
+        word = FLIP_COMMON[self.kind][0]
+        real = self.readings[0]
+        if self.kind == "bool":
+            return real in ("True", ) or real.endswith(".assertTrue")
+        if self.kind == "none":
+            return f" {word}" in real and " is not None" not in real or real.endswith(".assertIsNone")
+        return (" in " in real and " not in " not in real) or real.endswith(".assertIn")
+
+
+def _flip_of(node: ast.expr) -> Flip | None:
+    if node.lineno != node.end_lineno:
+        return None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _FLIP_OPS:
+        op, right = _FLIP_OPS[type(node.ops[0])], node.comparators[0]
+        kind = "in" if op in ("in", "not in") else "none" if any(
+            isinstance(x, ast.Constant) and x.value is None for x in (node.left, right)) else ""
+        if not kind:
+            return None
+        left, rhs = ast.unparse(node.left), ast.unparse(right)
+        subject = (left, rhs) if kind == "in" else (rhs if isinstance(node.left, ast.Constant) else left,)
+        return Flip(node, kind, (f"{left} {op} {rhs}", f"{left} {_NEGATED[op]} {rhs}"), subject)
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return Flip(node, "bool", (repr(node.value), repr(not node.value)))
+    if isinstance(node, ast.Attribute) and node.attr in FLIP_METHODS:
+        kind = "bool" if "True" in node.attr or "False" in node.attr else "none" if "None" in node.attr else "in"
+        owner = ast.unparse(node.value)
+        return Flip(node, kind, (f"{owner}.{node.attr}", f"{owner}.{FLIP_METHODS[node.attr]}"))
+    return None
+
+
+def flips(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Flip]:
+    """The checks of a test that read one of two ways, in source order: a one-operator `is None`/`is not None`
+    or `in`/`not in` comparison of an `assert`, a bool literal compared with in an `assert` or passed to a
+    check call, and a paired unittest method (`assertTrue`, `assertIsNone`, `assertIn` and their opposites).
+    Single-line nodes only; never an input to the code under test."""
+    found: dict[int, Flip] = {}
+    for stmt in fn.body:
+        for node in ast.walk(stmt):
+            candidates: list[ast.expr] = []
+            if isinstance(node, ast.Assert):
+                for c in _checked(node.test):
+                    if isinstance(c, ast.Compare):
+                        candidates.append(c)
+                        candidates += [o for o in [c.left, *c.comparators] if isinstance(o, ast.Constant)]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr in FLIP_METHODS or _CHECK_CALL.match(node.func.attr)):
+                if node.func.attr in FLIP_METHODS:
+                    candidates.append(node.func)
+                candidates += [a for a in node.args if isinstance(a, ast.Constant)]  # keywords: flags, not values
+            for cand in candidates:
+                flip = _flip_of(cand)
+                if flip is not None and isinstance(node, ast.Call) and cand is node.func and flip.kind != "bool":
+                    args = [ast.unparse(a) for a in node.args[:2]]
+                    flip = Flip(flip.node, flip.kind, flip.readings, tuple(args[:1] if flip.kind == "none" else args))
+                if flip is not None and id(cand) not in found:
+                    found[id(cand)] = flip
+    # nested flips on one node: keep the outermost per line span
+    out = sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
+    out = [f for f in out if not any(g is not f and _inside(f.node, g.node) for g in out)]
+    return [f for f in out if not _contradicted(fn, f, out)]
+
+
+def _contradicted(fn: ast.FunctionDef | ast.AsyncFunctionDef, flip: Flip, every: list[Flip]) -> bool:
+    """Whether one reading of the check would contradict the rest of the test, which tells the real reading
+    without running anything: the checked expression used anywhere else as an object (`assert out is not None`
+    and `out.handle`: `out is None` there is a twin), the container indexed by the member beside a membership
+    check, or a second check of the same subject (`x is None` beside `x is not None` in a twin). Such a check
+    is never flipped, whatever its reading."""
+    if not flip.subject:
+        return False
+    if any(g is not flip and g.kind == flip.kind and g.subject == flip.subject for g in every):
+        return True
+    mine = {id(n) for n in ast.walk(flip.node)}
+    for node in ast.walk(fn):
+        if id(node) in mine:
+            continue
+        if flip.kind == "none" and isinstance(node, (ast.Attribute, ast.Subscript)) and \
+                ast.unparse(node.value) == flip.subject[0]:
+            return True
+        if flip.kind == "none" and isinstance(node, ast.Call) and ast.unparse(node.func) == flip.subject[0]:
+            return True
+        if flip.kind == "in" and len(flip.subject) == 2 and isinstance(node, ast.Subscript) and \
+                (ast.unparse(node.value), ast.unparse(node.slice)) == (flip.subject[1], flip.subject[0]):
+            return True
+    return False
+
+
+def _checked(node: ast.expr) -> list[ast.expr]:
+    """The comparisons an `assert` itself decides on: through `and`, `or` and `not`, never inside a call or
+    a subscript (`assert run(x is None) == 3`: `x is None` is an input)."""
+    if isinstance(node, ast.BoolOp):
+        return [c for v in node.values for c in _checked(v)]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _checked(node.operand)
+    return [node] if isinstance(node, ast.Compare) else []
+
+
+def _inside(a: ast.expr, b: ast.expr) -> bool:
+    return a.lineno == b.lineno and b.col_offset <= a.col_offset and (a.end_col_offset or 0) <= (b.end_col_offset or 0)
+
+
+def flip_value(indices: list[int]) -> str:
+    """A flip twin's `Twin.value`: the flips (indices into `flips`) it writes the other way."""
+    return "flip " + " ".join(map(str, sorted(indices)))
+
+
+def flip_indices(value: str) -> list[int] | None:
+    """The flips a twin's value names, or None for a numeric twin's value."""
+    if not value.startswith("flip "):
+        return None
+    try:
+        return [int(x) for x in value.split()[1:]]
+    except ValueError:
+        return None
+
+
+def _statements(tree: ast.AST | None) -> Counter[str]:
+    """Every simple statement under `tree`, unparsed, counted."""
+    if tree is None:
+        return Counter()
+    return Counter(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt)
+                   and not isinstance(n, (*_DEFS, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try)))
+
+
+def seen_statements(base_text: str | None, tree: ast.Module | None, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                    cache: dict[str, Counter[str]] | None = None) -> set[str]:
+    """What a forger reads beside a test's members, statement by statement: the whole base version of its file
+    and the rest of the hidden file (other tests keep their real readings where they are not flipped).
+    `cache`: one dict per file, so that the file and its base version are read once for all its tests."""
+    cache = {} if cache is None else cache
+    if "base" not in cache:
+        try:
+            cache["base"] = _statements(pyast.parse_module(base_text) if base_text else None)
+        except (SyntaxError, ValueError):
+            cache["base"] = Counter()
+        cache["file"] = _statements(tree)
+    rest = cache["file"] - _statements(fn)  # a statement also written outside this test stays
+    return set(cache["base"]) | set(rest)
+
+
+class _Swap(ast.NodeTransformer):
+    def __init__(self, target: ast.expr, text: str):
+        self.at = (type(target), target.lineno, target.col_offset, target.end_col_offset)
+        self.new = ast.parse(text, mode="eval").body
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if (type(node), getattr(node, "lineno", None), getattr(node, "col_offset", None),
+                getattr(node, "end_col_offset", None)) == self.at:
+            return self.new
+        return super().visit(node)
+
+
+def _readings_as_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef, flip: Flip) -> tuple[str, str]:
+    """The statement holding a flip, unparsed, read the real way and the other."""
+    stmt = next(s for s in ast.walk(fn) if isinstance(s, ast.stmt) and not isinstance(s, _DEFS)
+                and any(n is flip.node for n in ast.walk(s)) and not any(
+                    isinstance(c, ast.stmt) and any(n is flip.node for n in ast.walk(c))
+                    for c in ast.iter_child_nodes(s)))
+    other = _Swap(flip.node, flip.readings[1]).visit(copy.deepcopy(stmt))
+    return ast.unparse(stmt), ast.unparse(other)
+
+
+def _flip_group(fn: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random,
+                seen: set[str] | None = None) -> list[int]:
+    """The flips validation tries for a test with no numeric site: up to two (a grid), spread over its checks.
+    A flip whose statement, read either way, the forger reads elsewhere (`seen_statements`: the base file, the
+    rest of the hidden file) is never tried: the member that matches would be real, or, were only the real
+    reading checked, a twin. One whose real reading is its kind's common one is tried with probability
+    (1 - p) / p (`FLIP_COMMON`), so a tried flip reads either way with odds 1:1 under that prior."""
+    usable = []
+    for i, f in enumerate(flips(fn)):
+        if seen and set(_readings_as_statements(fn, f)) & seen:
+            continue
+        p = FLIP_COMMON[f.kind][1]
+        if f.common and rng.random() >= (1 - p) / p:
+            continue
+        usable.append(i)
+    return [usable[j] for j in _spread(len(usable), 2)]
 
 
 # --- the files --------------------------------------------------------------------------------------------------
@@ -453,6 +674,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         if len(words) < 2:
             words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
         taken = set(everywhere)
+        file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
         removed: set[int] = set()
         blocks: dict[str | None, list[str]] = {}
         scopes: dict[str | None, ast.ClassDef | None] = {}
@@ -466,15 +688,21 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
                 avoid = visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
-                for i in _candidate_sites(fn_sites, avoid, fn):
+                nears = _near(fn_sites, avoid, fn)
+                for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
-                    near = avoid | _elsewhere(fn, nodes)
-                    real, others = values(_number(nodes[0]), rng, _width(_number(nodes[0]), near),  # type: ignore[arg-type]
-                                          near)
+                    number: int | float = _number(nodes[0])  # type: ignore[assignment]
+                    real, others = values(number, rng, _width(number, nears[i]), nears[i])
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
                 reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
                 plan.members.append(Member(file, key, name, "test", fn.name))
+                if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
+                    fn_flips = flips(fn)
+                    tried = _flip_group(fn, rng, seen_statements((base or {}).get(file), tree, fn, file_seen))
+                    _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
+                                      _flip_draws(tried), len(fn_sites), words, taken, rng)
+                    continue
                 block.append(_member_text(lines, fn, name, reals))
                 for nodes, real, group in drafts:
                     for twin in group:
@@ -485,6 +713,14 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                                   + [(n, twin.value) for n in nodes]))
                 continue
             group = recorded.get(test_id, [])
+            flipped = [flip_indices(t.value) for t in group]
+            if group and all(f is not None for f in flipped):
+                name = _fresh_name(rng, words, taken)
+                plan.members.append(Member(file, key, name, "test", fn.name, literal=FLIP_REAL))
+                tried = sorted({i for f in flipped for i in f or []})
+                _add_flip_members(plan, block, lines, fn, file, key, test_id, name, flips(fn), tried,
+                                  group, len(fn_sites), words, taken, rng)
+                continue
             site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else []
             literal = _real_literal(site[0]) if site else ""
             name = _fresh_name(rng, words, taken)
@@ -498,6 +734,36 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
         plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
     return plan
+
+
+FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
+
+
+def _flip_draws(tried: list[int]) -> list[list[int]]:
+    """The flip twins of a group: each non-empty subset of the tried flips (one, or three for a grid)."""
+    if len(tried) == 2:
+        return [[tried[0]], [tried[1]], tried]
+    return [tried] if tried else []
+
+
+def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                      file: str, key: str | None, test_id: str, name: str, fn_flips: list[Flip], tried: list[int],
+                      draws: list[list[int]] | list[Twin], n_sites: int, words: list[str], taken: set[str],
+                      rng: random.Random) -> None:
+    """The real test (already a member, named `name`) and its flip twins: every tried flip written by one
+    function in each member, the real reading or the other. `draws`: validation's subsets of `tried`, or the
+    recorded twins."""
+    if any(i >= len(fn_flips) for i in tried):
+        tried, draws = [], []  # the file changed since validation: no twins rather than wrong ones
+    block.append(_member_text(lines, fn, name, [(fn_flips[i].node, fn_flips[i].readings[0]) for i in tried]))
+    for draw in draws:
+        twin = draw if isinstance(draw, Twin) else Twin(test=test_id, site=n_sites + min(tried), value=flip_value(draw))
+        other = set(flip_indices(twin.value) or [])
+        twin_name = _fresh_name(rng, words, taken)
+        plan.members.append(Member(file, key, twin_name, "twin", fn.name, twin, literal=twin.value,
+                                   real_literal=FLIP_REAL))
+        block.append(_member_text(lines, fn, twin_name, [(fn_flips[i].node, fn_flips[i].readings[i in other])
+                                                         for i in tried]))
 
 
 def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast.Module, lines: list[str],
@@ -709,13 +975,20 @@ def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[D
     return frozenset(out)
 
 
+def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
+          fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[frozenset[Decimal]]:
+    """Per site, the values no member may take: `avoid` and what the test writes outside the site."""
+    return [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+
+
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
-                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None, fall_back: bool = True) -> list[int]:
+                     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None, fall_back: bool = True,
+                     near: list[frozenset[Decimal]] | None = None) -> list[int]:
     """The sites validation tries: those whose values keep their sign first, spread over the test's checks.
     A site whose real value a prior singles out (`_marked`) or that the forger can read elsewhere (`avoid`:
     the literals of the base version of the same test, numbers of the instruction) is never tried: its
     twins would be told apart by that alone."""
-    near = [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+    near = near if near is not None else _near(fn_sites, avoid, fn)  # computed once by `grading_plan`
     usable = [i for i, g in enumerate(fn_sites)
               if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
               and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
@@ -735,7 +1008,10 @@ def _width(value: int | float, avoid: frozenset[Decimal] = frozenset()) -> int:
     """How many candidates a site's value gets: CANDIDATES where it has the room (`_room`), else fewer, down
     to K (a small count: 3 has 1 and 2 below it, never 0 or -1). The width depends on the real value only,
     and the real one keeps a uniform rank within it."""
-    return next((k for k in range(CANDIDATES, K - 1, -1) if _room(value, k, avoid)), K)
+    if _decimal(value) == 0:
+        return K
+    below, above = _sides(value, CANDIDATES, avoid)
+    return max(K, min(len(below), len(above)))
 
 
 def _spread(n: int, k: int) -> list[int]:
@@ -787,14 +1063,18 @@ def select(graded: list[str], before: list, after: list,
             keys = [t.model_dump_json() for t in group]
             # a site's width depends on its value (`_width`): every run must have planted the same candidates
             every = {t.model_dump_json() for by_site in planted for t in by_site.get((test_id, site), [])}
-            if len(group) < K or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+            # a flip group (one flip, or a grid of two) is kept whole or not at all: a grid missing a corner
+            # points at the real one (the corner next to both others)
+            need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
+            if len(group) < need or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs
+                                                              for k in keys):
                 continue
             alike = [t for t, k in zip(group, keys)
                      if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],
                                                                                              run.shapes[k]))
                             for run in before)]
-            if len(alike) >= K:
-                chosen = rng.sample(alike, K)
+            if len(alike) >= need:
+                chosen = rng.sample(alike, need)
                 break
         if chosen:
             kept += sorted(chosen, key=lambda t: t.value)

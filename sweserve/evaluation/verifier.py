@@ -138,9 +138,9 @@ def _pytest_config_changed(box: Sandbox, base: str):
 
 
 def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
-                   look: FirstLook) -> tuple[list[Reset], dict[str, str]]:
-    """The resets done, tests.patch applied, and the hidden test files' texts read back: one exec (two copies
-    in when something is reset)."""
+                   look: FirstLook) -> tuple[list[Reset], dict[str, str], dict[str, str]]:
+    """The resets done, tests.patch applied, and the hidden test files' texts read back, after tests.patch and
+    at base (where they existed): one exec (two copies in when something is reset)."""
     task = bundle.task
     hidden = look.tests_paths | set(task.test.files)
     resets = plan_resets(look.changed, lambda p: profile.is_test_path(p) or p in hidden, look.packages,
@@ -162,14 +162,20 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
                      f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
     steps.append(FORGET_TESTS)
     steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
+    # each hidden file at base, from the image's object store (nothing the submission wrote: it is content-
+    # addressed, and no candidate code has run in this box): what a forger reads beside the planted files
+    steps += [f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')} 2>/dev/null"
+              for f in task.test.files]
     res = _git(box, "; ".join(steps) + "; true")
     if res.exit_code == 22:
         raise PatchError("tests", "could not reset the submission's test files")
     if res.exit_code == 23:
         raise PatchError("tests", res.tail(1000).strip() or "git apply failed")
     texts = res.output.split(SEP)[1:]
-    sources = {f: t for f, t in zip(task.test.files, texts) if f.endswith(".py") and t.strip()}
-    return resets, sources
+    n = len(task.test.files)
+    sources = {f: t for f, t in zip(task.test.files, texts[:n]) if f.endswith(".py") and t.strip()}
+    based = {f: t for f, t in zip(task.test.files, texts[n:]) if f.endswith(".py") and t.strip()}
+    return resets, sources, based
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
@@ -189,12 +195,12 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
             flags: list[str], seed: int | None) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name)
-    resets, sources = reset_and_read(box, bundle, profile, look)
+    resets, sources, base = reset_and_read(box, bundle, profile, look)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
     # grading, the recorded ones
     plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
-                              instruction=bundle.instruction)
+                              base=base, instruction=bundle.instruction)
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
