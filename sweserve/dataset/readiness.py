@@ -73,6 +73,21 @@ def assess(task: Task) -> Readiness:
     return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
 
 
+def cannot_be_ready(task: Task) -> list[str]:
+    """Why the task can never be ready, whatever validation finds: what mining already recorded against it.
+    The statement is not eligible (title only, under the profile's minimum, or it leaks: `statement_blockers`),
+    or the family is not settled (no override, and the classifier not confident). Empty when validation could
+    make it ready; `validate --ready-eligible` spends no container on the others."""
+    why = []
+    q = task.quality
+    if q is not None and not q.statement_eligible:
+        why.append("statement: " + (q.statement_blockers[0] if q.statement_blockers else "not eligible"))
+    confident, _, unsure = family_verdict(task)
+    if not confident:
+        why.append(f"family_unsure: {unsure}")
+    return why
+
+
 def record(task_dir: Path) -> Task:
     """Assess the task in task_dir and save its readiness in task.json."""
     task = load_task(task_dir)
