@@ -65,6 +65,9 @@ def test_mining_cuts_a_pr_text_that_stops_mid_sentence_and_records_why():
 def test_lint_flags_a_statement_that_still_stops_mid_sentence():
     f = gaps.truncated_finding("# t\n\nThe padding rows keep the slot. Rows past the ring must use the")
     assert f and f.startswith("statement stops mid-sentence") and finding_kind(f) == "truncated"
+    # the issue titles mining adds after the text are not where the text stops
+    said = "# t\n\nThe padding rows keep the slot.\n\nThis change addresses #12: Ring wraps around"
+    assert gaps.truncated_finding(said) is None
 
 
 # ---------------------------------------------------------------------------------------------- open question

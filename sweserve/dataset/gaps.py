@@ -135,9 +135,16 @@ def cut_back(text: str) -> tuple[str, str | None]:
     return "\n".join(new).rstrip(), f"{sentences[-1].strip()[-60:]!r} ({mark})"
 
 
+_GENERATED = re.compile(r"^This change (?:addresses|is part of) \S+: ")  # lines mining adds after the texts
+
+
 def truncated_finding(statement: str) -> str | None:
-    """A statement (the problem part) whose last paragraph still stops mid-sentence."""
-    _, cut = cut_back(statement)
+    """A statement (the problem part) whose last paragraph still stops mid-sentence; the lines mining adds after
+    the source texts (an issue's title: "This change addresses #12: …") are not the text's end."""
+    lines = statement.rstrip().split("\n")
+    while lines and (not lines[-1].strip() or _GENERATED.match(lines[-1])):
+        lines.pop()
+    _, cut = cut_back("\n".join(lines))
     return f"statement stops mid-sentence: {cut}" if cut else None
 
 
