@@ -168,3 +168,13 @@ def test_gap_findings_read_the_problem_not_the_requirements_and_name_their_reaso
                 quality=QualityRecord(interface_from="fail_to_pass", findings=found + [
                     "tests need new names the instruction never gives: `_x`", "leak: y"]))
     assert [r.key for r in assess(task).reasons] == ["lint:open_question", "lint:vocabulary", "lint:findings"]
+
+
+def test_the_length_cap_cuts_at_a_whole_sentence():
+    from sweserve.dataset.statement import MAX_PART_CHARS
+
+    body = "## Motivation\n\n" + " ".join(f"Sentence number {i} says the cache loses a page." for i in range(400))
+    assert len(body) > MAX_PART_CHARS
+    st = build_statement("t", pr=PullRequestInfo(repo="o/r", number=7, title="fix: cache", body=body))
+    kept = st.text.split("[…]")[0].rstrip()
+    assert kept.endswith("loses a page.") and "[…]" in st.text
