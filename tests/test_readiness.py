@@ -157,3 +157,30 @@ def test_report_leaves_out_results_of_unready_tasks_unless_asked(tmp_path):
     assert data[0]["overall"]["scored"] == 2  # results from before readiness count
     data = json.loads(cli("report", str(out), "--json", "--include-unready", cwd=tmp_path).stdout)
     assert data[0]["overall"]["scored"] == 3
+
+
+def test_what_mining_recorded_can_rule_readiness_out_before_validation():
+    from sweserve.dataset.readiness import cannot_be_ready
+
+    assert cannot_be_ready(task(validation=None)) == []  # validation could make it ready
+    title_only = task(quality=QualityRecord(statement_source="title_only", statement_eligible=False,
+                                            statement_blockers=["the statement is the PR title only"]))
+    assert cannot_be_ready(title_only) == ["statement: the statement is the PR title only"]
+    unsure = task(family_confident=False, family_scores={"decoding": 0.5, "serving-api": 0.45})
+    assert [w.split(":")[0] for w in cannot_be_ready(unsure)] == ["family_unsure"]
+    assert cannot_be_ready(task(family_confident=False, family_override="decoding")) == []
+
+
+def test_validate_ready_eligible_skips_before_any_image(tmp_path):
+    tasks = tmp_path / "tasks"
+    blocked = task(1, validation=None, quality=QualityRecord(statement_source="title_only", statement_eligible=False,
+                                                             statement_blockers=["title only"]))
+    unsure = task(2, validation=None, family_confident=False)
+    for t in (blocked, unsure):
+        save_bundle(tasks, bundle(t))
+    # no Docker is reached: both are skipped, and nothing is recorded
+    proc = cli("validate", "--tasks", str(tasks), "--ready-eligible", "--runs", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 of 2 tasks skipped" in proc.stdout and "'statement': 1" in proc.stdout
+    assert "'family_unsure': 1" in proc.stdout and "0 to validate" in proc.stdout
+    assert load_task(tasks / "o__r-1").validation is None

@@ -25,6 +25,9 @@ def register(sub, common) -> None:
     add_executor_args(v)
     v.add_argument("--no-record", action="store_true", help="check only; leave task.json files unchanged")
     v.add_argument("--reject-lint", action="store_true", help="reject valid tasks that fail `sweserve tasks lint`")
+    v.add_argument("--ready-eligible", action="store_true", help="validate only tasks that can become ready: skip, "
+                   "before any image is built, those whose statement mining found ineligible (title only, too short, "
+                   "leaking) or whose family is not settled")
     v.set_defaults(func=run)
 
 
@@ -36,6 +39,10 @@ def run(args, console: Console) -> int:
     bundles = select(tasks_dir, args.task_ids)
     if args.runs < 1:
         raise SweserveError("--runs and --workers must be at least 1")
+    if args.ready_eligible:
+        bundles = only_ready_eligible(bundles, console)
+        if not bundles:
+            return 0
     workers = workers_of(args)
     repos = {b.task.task_id: b.task.repo for b in bundles}
     outcomes = []
@@ -69,6 +76,27 @@ def run(args, console: Console) -> int:
 
         print_funnel(funnel_of(tasks_dir, args.state_dir), console, details=False)
     return summarize(outcomes, console)
+
+
+def only_ready_eligible(bundles, console: Console) -> list:
+    """The bundles that validation could make ready; one line counting the others by reason."""
+    from collections import Counter
+
+    from sweserve.dataset.readiness import cannot_be_ready
+
+    kept: list = []
+    skipped: Counter[str] = Counter()
+    for b in bundles:
+        why = cannot_be_ready(b.task)
+        if why:
+            skipped.update({w.split(":", 1)[0] for w in why})
+        else:
+            kept.append(b)
+    if len(kept) < len(bundles):
+        console.print(f"--ready-eligible: {len(bundles) - len(kept)} of {len(bundles)} tasks skipped, they cannot be "
+                      f"ready whatever validation finds (by reason: {dict(skipped.most_common())}); "
+                      f"{len(kept)} to validate")
+    return kept
 
 
 def summarize(outcomes, console: Console) -> int:

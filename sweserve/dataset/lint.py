@@ -11,6 +11,9 @@ One task at a time, from its folder and the clone it was mined from (read with g
 - **vocabulary** — fail-closed companion of unfair, on words instead of resolved names (``vocabulary.py``):
   an identifier, flag or environment variable the added test lines use, that the oracle adds, that base
   lacks (one ``git grep``) and the tests do not define, must be mentioned in the instruction;
+- **gaps** — what the tests pin that the statement leaves open or cut (``gaps.py``): a statement that stops
+  mid-sentence, asks what the tests decide, tests pinning exact numbers of private names the instruction never
+  gives, or many FAIL_TO_PASS tests for a short problem;
 - **statement** — where it came from and how long it is: too short fails;
 - **family** — what the profile's signals say now (per-family scores, confident or not), with the task's
   override winning (and settling it);
@@ -30,6 +33,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sweserve.config_search import ConfigSearch
+from sweserve.dataset import gaps
 from sweserve.dataset.interface import (
     InterfaceReport,
     Unreadable,
@@ -131,6 +135,17 @@ def clone_findings(interface: InterfaceReport) -> list[str]:
             + (f" (and {more} more)" if more else "") + "; names there are not judged"]
 
 
+def gap_findings(statement: str, instruction: str, tests_patch: str, fail_to_pass: list[str]) -> list[str]:
+    """What the tests pin that the statement leaves open or cut (``gaps.py``), read from the problem part: the
+    statement without its Requirements section."""
+    problem = re.split(r"\n## Requirements\s*\n", statement, maxsplit=1)[0]
+    files = {t.split("::", 1)[0] for t in fail_to_pass} or None
+    found = [gaps.truncated_finding(problem), gaps.open_question_finding(problem, tests_patch),
+             gaps.private_numbers_finding(tests_patch, instruction, files),
+             gaps.oversize_finding(problem, fail_to_pass)]
+    return [f for f in found if f]
+
+
 def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
                 search: ConfigSearch | None = None) -> LintReport:
     """The quality record of a task; with write, the instruction it should have (section regenerated).
@@ -171,6 +186,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
     if vocabulary:
         findings.append(vocabulary_finding(vocabulary))
+    findings += gap_findings(statement, instruction, bundle.tests_patch, task.FAIL_TO_PASS)
     profile = load_profile(task.profile, search)
     findings += statement_findings(statement, source, profile.min_statement_chars)
     findings += broken

@@ -34,6 +34,21 @@ def family_verdict(task: Task) -> tuple[bool, str, str]:
     return True, "family_confident", ""
 
 
+_FINDING_KINDS = (  # a lint finding's opening words -> its readiness key (lint:<kind>); others are lint:findings
+    ("statement names hidden tests", "leak"), ("statement repeats", "leak"), ("unfair:", "unfair"),
+    ("tests need new names", "vocabulary"), ("statement is the PR title only", "statement"),
+    ("statement has ", "statement"), ("statement stops mid-sentence", "truncated"),
+    ("statement leaves open", "open_question"), ("tests pin exact numbers", "private_numbers"),
+    ("scope larger than the statement", "oversize_scope"), ("the clone cannot read", "clone"),
+    ("interface not computed", "clone"), ("new vocabulary not checked", "clone"),
+)
+
+
+def finding_kind(finding: str) -> str:
+    """The named reason of a lint finding (the funnel counts drops by it)."""
+    return next((kind for opening, kind in _FINDING_KINDS if finding.startswith(opening)), "findings")
+
+
 def assess(task: Task) -> Readiness:
     """The task's readiness now, from its records."""
     reasons: list[ReadinessReason] = []
@@ -50,8 +65,12 @@ def assess(task: Task) -> Readiness:
         reasons.append(ReadinessReason(kind="lint", key="lint:not_run", detail="lint has not run: `sweserve tasks "
                                        "lint --write` (validate runs it when the clone is known)"))
     elif q.findings:
-        reasons.append(ReadinessReason(kind="lint", key="lint:findings", detail=f"lint: {q.findings[0]}"
-                                       + (f" (and {len(q.findings) - 1} more)" if len(q.findings) > 1 else "")))
+        by_kind: dict[str, list[str]] = {}
+        for f in q.findings:
+            by_kind.setdefault(finding_kind(f), []).append(f)
+        for kind, found in by_kind.items():
+            reasons.append(ReadinessReason(kind="lint", key=f"lint:{kind}", detail=f"lint: {found[0]}"
+                                           + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")))
     confident, family_from, why = family_verdict(task)
     if not confident:
         reasons.append(ReadinessReason(kind="family_unsure", key="family_unsure",
@@ -71,6 +90,21 @@ def assess(task: Task) -> Readiness:
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
               "signals": task.validated and signals_ok}
     return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
+
+
+def cannot_be_ready(task: Task) -> list[str]:
+    """Why the task can never be ready, whatever validation finds: what mining already recorded against it.
+    The statement is not eligible (title only, under the profile's minimum, or it leaks: `statement_blockers`),
+    or the family is not settled (no override, and the classifier not confident). Empty when validation could
+    make it ready; `validate --ready-eligible` spends no container on the others."""
+    why = []
+    q = task.quality
+    if q is not None and not q.statement_eligible:
+        why.append("statement: " + (q.statement_blockers[0] if q.statement_blockers else "not eligible"))
+    confident, _, unsure = family_verdict(task)
+    if not confident:
+        why.append(f"family_unsure: {unsure}")
+    return why
 
 
 def record(task_dir: Path) -> Task:

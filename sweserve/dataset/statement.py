@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from sweserve import pyast
+from sweserve.dataset.gaps import cut_back
 from sweserve.dataset.github import GitHubClient, IssueInfo, PullRequestInfo
 from sweserve.dataset.leaks import hidden_test_names, leak_findings
 from sweserve.dataset.patches import split_sections
@@ -570,7 +571,7 @@ def _cap(text: str, notes: list[str], what: str) -> str:
     if len(text) <= MAX_PART_CHARS:
         return text
     notes.append(f"{what} cut to {MAX_PART_CHARS} of {len(text)} characters")
-    return text[:MAX_PART_CHARS].rstrip() + "\n\n[…]"
+    return cut_back(text[:MAX_PART_CHARS])[0].rstrip() + "\n\n[…]"
 
 
 # ------------------------------------------------------------------------------------------------ requirements
@@ -832,6 +833,9 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
             out = _without_scaffolding(clean_commit_body(text, judge))
         else:
             out = _without_scaffolding(clean_description(text, mode, judge))
+        out, cut = cut_back(out)
+        if cut:
+            judge.record("", False, "the text stops mid-sentence: cut back to its last whole sentence", cut)
         parts.extend(judge.parts)
         return out
 
