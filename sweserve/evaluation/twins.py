@@ -383,7 +383,7 @@ def seen_statements(base_text: str | None, tree: ast.Module | None, fn: ast.Func
 class _Swap(ast.NodeTransformer):
     def __init__(self, target: ast.expr, text: str):
         self.at = (type(target), target.lineno, target.col_offset, target.end_col_offset)
-        self.new = ast.parse(text, mode="eval").body
+        self.new = pyast.parse_expression(text).body
 
     def visit(self, node: ast.AST) -> ast.AST:
         if (type(node), getattr(node, "lineno", None), getattr(node, "col_offset", None),
