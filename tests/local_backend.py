@@ -271,7 +271,8 @@ class LocalHost:
     def spec(self) -> HostSpec:
         return HostSpec(run_id=self.run_id, assigned_gpus=self.assigned_gpus)
 
-    def sandbox(self, image: str, task_id: str, role: str, resources, gpu_ids: list[str]) -> LocalSandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources, gpu_ids: list[str],
+                offline: bool = False) -> LocalSandbox:
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         if image not in self.builder.known:

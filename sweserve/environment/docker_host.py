@@ -81,15 +81,17 @@ class DockerHost:
     def has_image(self, tag: str) -> bool:
         return image_exists(self.client, tag)
 
-    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
+                offline: bool = False) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any
         run, and no address of the host, can be reached from it; it and its network go when it is removed.
-        The verifier's roles (OFFLINE_ROLES) get no network at all."""
+        The verifier's roles (OFFLINE_ROLES) and `offline` sandboxes get no network at all (`none`: loopback
+        alone, and no network to create or remove)."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         box = DockerSandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
-            resources=resources, gpu_ids=gpu_ids, network="none" if role in OFFLINE_ROLES else None, host=self,
+            resources=resources, gpu_ids=gpu_ids, network="none" if offline or role in OFFLINE_ROLES else None, host=self,
         )
         self._started.add(box)
         return box

@@ -60,10 +60,12 @@ class Host(Protocol):
     def has_image(self, tag: str) -> bool:
         """Whether the image is on this host now (what an export names must be, or other harnesses pull it)."""
 
-    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> Sandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
+                offline: bool = False) -> Sandbox:
         """A sandbox of `image` with the task's limits: on a network of its own, reaching no other sandbox and no
-        address of the host; the verifier's roles (OFFLINE_ROLES) get no network at all. InfraError("sandbox")
-        once the host is cancelled."""
+        address of the host; the verifier's roles (OFFLINE_ROLES), and any sandbox asked `offline` (a candidate
+        whose agent reaches no model endpoint), get no network at all. InfraError("sandbox") once the host is
+        cancelled."""
 
     def spec(self) -> HostSpec: ...
 

@@ -93,11 +93,13 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
     Returns the agent's run, the tree (`submission.copy_tree`) and the candidate's sandbox, which the caller
     removes (`solve_and_grade` does it while the tree is diffed, and waits for it before any test runs).
     An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
-    to the trial's folder as egress.log.
+    to the trial's folder as egress.log. Any other agent's sandbox is on no network at all (it reaches nothing
+    either way; without one, there is none to create and remove).
     """
     task = bundle.task
     audit = folder.path / "egress.log" if folder else None
-    box = ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources, gpu_ids)
+    box = ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources, gpu_ids,
+                      offline=not egress_of(agent))
     try:
         with agent_sandbox(box, agent, audit) as agent_box:
             run = agent.solve(agent_box, bundle)
@@ -113,12 +115,17 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
 def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sandbox]:
     """The sandbox the agent works in: `box` itself, or behind an egress proxy when its config names model
     endpoints (`egress`; `closed_book` strips hosted tools)."""
-    allow = list(getattr(agent, "egress", None) or [])
+    allow = egress_of(agent)
     if not allow:
         yield box
         return
     with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit) as proxied:
         yield proxied
+
+
+def egress_of(agent: Agent) -> list[str]:
+    """The model endpoints an agent's sandbox may reach through an egress proxy (none for most agents)."""
+    return list(getattr(agent, "egress", None) or [])
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
