@@ -85,7 +85,7 @@ class DockerHost:
                 offline: bool = False) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any
         run, and no address of the host, can be reached from it; it and its network go when it is removed.
-        The verifier's roles (OFFLINE_ROLES) and `offline` sandboxes get no network at all (`none`: loopback
+        The verifier's role (OFFLINE_ROLES) and `offline` sandboxes get no network at all (`none`: loopback
         alone, and no network to create or remove)."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")

@@ -18,7 +18,7 @@ from sweserve.environment.gpus import GpuPool
 from sweserve.environment.sandbox import Sandbox
 from sweserve.models import ImageSpec, Resources
 
-OFFLINE_ROLES = ("grade", "submission")  # the verifier's sandboxes: never on a network
+OFFLINE_ROLES = ("grade",)  # the verifier's sandbox: never on a network
 
 
 def new_run_id() -> str:
@@ -63,7 +63,7 @@ class Host(Protocol):
     def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
                 offline: bool = False) -> Sandbox:
         """A sandbox of `image` with the task's limits: on a network of its own, reaching no other sandbox and no
-        address of the host; the verifier's roles (OFFLINE_ROLES), and any sandbox asked `offline` (a candidate
+        address of the host; the verifier's role (OFFLINE_ROLES), and any sandbox asked `offline` (a candidate
         whose agent reaches no model endpoint), get no network at all. InfraError("sandbox") once the host is
         cancelled."""
 
