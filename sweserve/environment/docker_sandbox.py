@@ -171,9 +171,10 @@ class DiskWatchdog:
             return None
         return rows[0].get("SizeRw")
 
-    def check(self) -> None:
-        """Measure now; raise DiskLimitExceeded if the sandbox is (or was) over its limit."""
-        if not self.tripped:
+    def check(self, measure: bool = True) -> None:
+        """Measure now (unless `measure` is False: what the last measure found); raise DiskLimitExceeded if the
+        sandbox is (or was) over its limit."""
+        if measure and not self.tripped:
             used = self.used()
             if used is not None and used > self.limit:
                 self.tripped = True
@@ -391,9 +392,9 @@ class DockerSandbox:
         """Kills the sandbox from the host if the `with` block still runs a few seconds after `limit`."""
         return Deadline(limit, self.kill, name=f"deadline-{self.name}")
 
-    def _check_limits(self) -> None:
+    def _check_limits(self, measure: bool = True) -> None:
         if self.watchdog:
-            self.watchdog.check()
+            self.watchdog.check(measure)
 
     def exec(
         self,
@@ -410,8 +411,11 @@ class DockerSandbox:
 
         Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so), and
         each chunk also goes to on_output as it arrives.
+
+        The disk limit is checked before (what the watchdog last measured: a command never starts in a sandbox
+        found over it) and measured after (a command that wrote past it fails however fast it was).
         """
-        self._check_limits()
+        self._check_limits(measure=False)
         started = time.monotonic()
         argv = ["timeout", "-s", "KILL", str(max(1, int(timeout))), "bash", "-c", command]
         api = self.container.client.api
