@@ -105,12 +105,16 @@ def instrument() -> Recorder:
         if hasattr(trial, name):
             rec.wrap(trial, name, step)
     from sweserve.evaluation import submission
-    for name in ("take_submission", "diff_tree"):
+    for name in ("take_submission", "diff_tree", "diff_then"):
         if hasattr(submission, name):
             rec.wrap(submission, name, f"submission: {name}")
-    if hasattr(trial, "take_submission"):
-        trial.take_submission = submission.take_submission
+            if hasattr(trial, name):  # imported by name: the trial calls the wrapped one
+                setattr(trial, name, getattr(submission, name))
     from sweserve.evaluation import verifier
+    if hasattr(verifier, "prepare"):
+        rec.wrap(verifier, "prepare", "grading: prepare (harness in, first look)", lambda a, k: a[0].container
+                 .labels.get("sweserve.role", "?") if hasattr(a[0], "container") else "?")
+        trial.prepare = verifier.prepare
     rec.wrap(verifier, "first_look", "grading: first look (harness in, apply, list)")
     rec.wrap(verifier, "reset_and_read", "grading: resets, tests.patch, read hidden files")
     from sweserve.evaluation import grading

@@ -2,9 +2,10 @@
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
       → candidate phase (agent in a sandbox; its tree copied out by the backend)
-      → submission (the tree put as inert data into a fresh offline grade sandbox, diffed there by the image's
-        git, never the candidate's, and removed before anything else runs there)
-      → grading (in that sandbox: submission applied, test paths and runner hooks reset to base,
+      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness and
+        its first look while the candidate worked; diffed there by the image's git, never the candidate's, and
+        removed before anything else runs there; the patch applied in the same exec)
+      → grading (in that sandbox: test paths and runner hooks reset to base,
         tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
 
@@ -27,13 +28,13 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sweserve.agents.base import Agent, Redactor
+from sweserve.agents.base import IN_BOX, Agent, Redactor
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.project import TaskInputs
 from sweserve.environment.gpus import skip_reason
@@ -42,9 +43,9 @@ from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipp
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
-from sweserve.evaluation.submission import SubmissionRejected, copy_tree, take_submission
+from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Graded, verify
+from sweserve.evaluation.verifier import Applied, Graded, Taken, apply_and_list, prepare, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -145,9 +146,10 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
-             name: str = "candidate", seed: int | None = None) -> Graded:
-    """`verify` in a fresh grade sandbox; a reference submission that trips a canary is an error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed)
+             name: str = "candidate", seed: int | None = None, taken: Taken | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox (the patch already applied there when `taken`); a reference submission
+    that trips a canary is an error."""
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -170,22 +172,29 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     seed: int | None = None) -> Solved:
     """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
     oracle): the agent works in a sandbox of `image`; its tree is copied out and diffed, as inert data, in a
-    fresh offline grade sandbox of `image` (`submission.take_submission`, which removes it there);
+    fresh offline grade sandbox of `image` (`submission.diff_then`, which removes it there);
     `on_submission` sees the patch (and may refuse it by raising); then the patch is graded `runs` times as
     `name` in that same sandbox. Raises what `grade_in` raises.
 
-    Two containers, overlapped where order allows: the grade sandbox starts while the candidate works (nothing
-    runs in it before the tree's copy comes in, and the candidate has no way to it), and the candidate's
-    sandbox is removed while the tree is diffed; it is gone before any hidden test runs."""
+    Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
+    takes the harness and its first look (`verifier.prepare`: the runner's digest, the image's modules) then,
+    before anything of the candidate reaches it (the candidate has no way to it); the candidate's sandbox is
+    removed while the tree is diffed, and is gone before any hidden test runs. The diff and the patch's
+    `git apply` are one exec (`verifier.apply_and_list`)."""
     task = bundle.task
-    with ThreadPoolExecutor(2, thread_name_prefix=f"trial-{task.task_id}") as pool:
+    with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
+        prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
         try:
             run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
             gone = pool.submit(candidate.remove)
             try:
                 with tree:
-                    patch = take_submission(grade_box.result(), tree, task.base_commit)
+                    box = grade_box.result()
+                    wait([prepared])  # its first look is taken before anything of the candidate comes in
+                    patch_path = f"{IN_BOX}/{name}.patch"
+                    patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
+                                                  apply_and_list(bundle, patch_path))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
@@ -193,7 +202,8 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             if run.error or run.exit_reason == "patch_failed":
                 return Solved(run, patch, None)
             # an empty submission is graded too: the null control must go through the same verifier
-            return Solved(run, patch, grade_in(grade_box.result(), bundle, inputs.profile, patch, runs, name, seed))
+            taken = Taken(prepared.result(), Applied(code, said))
+            return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed, taken))
         finally:
             _remove_started(grade_box)
 

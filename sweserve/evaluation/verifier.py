@@ -16,6 +16,7 @@ canaries that read wrong make a run `tampered`.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -75,7 +76,7 @@ def _split_z(raw: str) -> list[str]:
 
 @dataclass
 class FirstLook:
-    """What the grade sandbox says before anything is reset: taken in one exec."""
+    """What the grade sandbox says before anything is reset."""
 
     manifest: str  # the digest of pytest's installed files and the harness, before the submission
     changed: dict[str, str]  # what the submission changed: {path: A/M/D/T}
@@ -85,36 +86,47 @@ class FirstLook:
     plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
 
 
-def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
-    """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
-    submission applied with `git apply --index`: one copy, one exec."""
-    base = shlex.quote(bundle.task.base_commit)
+@dataclass
+class Prepared:
+    """What a fresh grade sandbox says before anything of a submission is in it (`prepare`)."""
+
+    manifest: str
+    image_names: set[str]  # every top-level module name the image's interpreter provides
+    plugins: list[str]
+    tests_paths: set[str]
+
+
+@dataclass
+class Applied:
+    """A submission applied in the grade sandbox by `apply_and_list`'s command: its exit status and output."""
+
+    exit_code: int
+    output: str
+
+
+def _unb64(line: str) -> str:
+    try:
+        return base64.b64decode(line.strip(), validate=True).decode("utf-8", "replace")
+    except ValueError:
+        raise PatchError("tests", "git could not list the submission's paths (unreadable listing)") from None
+
+
+def _look_command(bundle: TaskBundle) -> str:
+    """Two lines: the runner's digest, the image's module names and plugins (one interpreter, `--first-look`,
+    exit 20 if it cannot start), then tests.patch's paths (base64 of `--numstat -z`)."""
+    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
+    return (f"{{ set -o pipefail; python -I {HARNESS}/{BOOT}.py --first-look || exit 20; "
+            f"{numstat} | base64 -w0 && echo; }}")
+
+
+def _harness_files(bundle: TaskBundle) -> dict[str, bytes]:
     files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
     files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
-    apply = "true"
-    if patch.strip():
-        files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
-        apply = (f"{{ {apply_command(f'{IN_BOX}/{name}.patch', index=True)} 2>{IN_BOX}/apply.err "
-                 f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
-    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
-    box.copy_tree_in("/", tar_of(files))
-    boot = f"python -I {HARNESS}/{BOOT}.py"
-    res = _git(box, f"{boot} --first-look > {IN_BOX}/look || exit 20; "
-                    f"{apply} && cat {IN_BOX}/look && printf '{SEP_PRINTF}' && "
-                    f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
-                    f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
-    if res.exit_code == 20:
-        raise TestRunError("the test runner cannot start in the task image", output=res.output)
-    if res.exit_code == 21:
-        raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 3:
-        raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    look, names, numstat_out, listed = res.output.split(SEP)
-    tokens = _split_z(names)
-    changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    tracked = set(_split_z(listed))
-    packages = package_dirs(tracked)
-    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    return files
+
+
+def _prepared(lines: list[str]) -> Prepared:
+    look, numstat = lines
     try:
         seen = json.loads(look)
         manifest = str(seen["manifest"])
@@ -122,8 +134,77 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
         image_plugins = [n for n in seen["plugins"] if isinstance(n, str)]
     except (ValueError, KeyError, TypeError):
         raise TestRunError("the test runner cannot list the task image's modules", output=look) from None
-    return FirstLook(manifest.strip(), changed, numstat_paths(numstat_out), packages,
-                     frozenset(image_names - repo_names(base_files)), image_plugins)
+    return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)))
+
+
+def prepare(box: Sandbox, bundle: TaskBundle) -> Prepared:
+    """Harness and tests.patch in, then the runner's digest, the image's module names and plugins, and the paths
+    tests.patch touches: one copy, one exec, in a grade sandbox nothing of a submission has reached yet (a trial
+    does it while its candidate works)."""
+    box.copy_tree_in("/", tar_of(_harness_files(bundle)))
+    res = _git(box, _look_command(bundle))
+    if res.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=res.output)
+    lines = res.output.split("\n")
+    if res.exit_code != 0 or len(lines) != 3:
+        raise PatchError("tests", f"git could not list tests.patch's paths (exit {res.exit_code})")
+    return _prepared(lines[:2])
+
+
+def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
+    """The command applying the patch file at `patch_path` (if any, with `git apply --index`: git names every
+    path it touched; exit 21 and git's error if it does not apply), then two lines: what it changed against
+    base (`--name-status -z`) and every tracked path (`ls-files -z`), each as base64 (no path can forge a line)."""
+    base = shlex.quote(bundle.task.base_commit)
+    apply = (f"{{ [ ! -s {patch_path} ] || {apply_command(patch_path, index=True)} 2>{IN_BOX}/apply.err "
+             f"|| {{ base64 -w0 {IN_BOX}/apply.err; echo; exit 21; }}; }}")
+    return (f"{{ set -o pipefail; {apply} && {GIT} diff --cached --name-status -z --no-renames {base} | base64 -w0 "
+            f"&& echo && {GIT} ls-files -z | base64 -w0 && echo; }}")
+
+
+def _looked(prepared: Prepared, applied: Applied, name: str) -> FirstLook:
+    """The first look from what `prepare` and `apply_and_list` said."""
+    lines = applied.output.split("\n")
+    if applied.exit_code == 21:
+        raise PatchError(name, _unb64(lines[0])[-1000:].strip() or "git apply failed")
+    if applied.exit_code != 0 or len(lines) != 3:
+        raise PatchError("tests", f"git could not list the submission's paths (exit {applied.exit_code})")
+    tokens = _split_z(_unb64(lines[0]))
+    changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
+    tracked = set(_split_z(_unb64(lines[1])))
+    packages = package_dirs(tracked)
+    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    return FirstLook(prepared.manifest, changed, prepared.tests_paths, packages,
+                     frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins)
+
+
+@dataclass
+class Taken:
+    """A submission already applied in the grade sandbox, with what the sandbox said before it came in: the
+    first look without another copy or exec (a trial's: `prepare` beside the candidate, then the diff and
+    `apply_and_list` in one exec)."""
+
+    prepared: Prepared
+    applied: Applied
+
+
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Taken | None = None) -> FirstLook:
+    """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
+    submission applied with `git apply --index`: one copy, one exec (none when `taken`)."""
+    if taken is not None:
+        return _looked(taken.prepared, taken.applied, name)
+    files = _harness_files(bundle)
+    patch_path = f"{IN_BOX}/{name}.patch"
+    if patch.strip():
+        files[patch_path[1:]] = patch.encode("utf-8")
+    box.copy_tree_in("/", tar_of(files))
+    res = _git(box, f"{_look_command(bundle)} || exit 19; {apply_and_list(bundle, patch_path)}")
+    if res.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=res.output)
+    lines = res.output.split("\n")
+    if res.exit_code != 21 and len(lines) != 5:
+        raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
+    return _looked(_prepared(lines[:2]), Applied(res.exit_code, "\n".join(lines[2:])), name)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -173,22 +254,23 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-           seed: int | None = None) -> Graded:
+           seed: int | None = None, taken: Taken | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
     scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
-    `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates)."""
+    `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates).
+    `taken`: the patch is already applied in `box` (`Taken`)."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
-        return _verify(box, bundle, profile, patch, name, runs, flags, seed)
+        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken)
     except (PatchError, TestRunError) as exc:
         exc.flags = sorted(set(flags))
         raise
 
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-            flags: list[str], seed: int | None) -> Graded:
+            flags: list[str], seed: int | None, taken: Taken | None) -> Graded:
     task = bundle.task
-    look = first_look(box, bundle, patch, name)
+    look = first_look(box, bundle, patch, name, taken)
     resets, sources = reset_and_read(box, bundle, profile, look)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
