@@ -286,6 +286,12 @@ class LocalHost:
     def cancel(self) -> None:
         self._cancelled.set()
 
+    def discard(self, box: LocalSandbox) -> None:
+        box.remove()
+
+    def settle(self) -> None:
+        pass
+
     def close(self) -> None:
         for box in self.sandboxes:
             box.remove()

@@ -67,6 +67,13 @@ class Host(Protocol):
         whose agent reaches no model endpoint), get no network at all. InfraError("sandbox") once the host is
         cancelled."""
 
+    def discard(self, box: Sandbox) -> None:
+        """Remove `box` without waiting for it (nothing more runs in it: a trial's verdict never waits on a
+        container's deletion); `settle` and `close` wait for every removal so started."""
+
+    def settle(self) -> None:
+        """Wait until every sandbox given to `discard` is removed."""
+
     def spec(self) -> HostSpec: ...
 
     def cancel(self) -> None:

@@ -97,6 +97,12 @@ class Context:
                 offline: bool = False) -> Sandbox:
         return self.host.sandbox(image, task_id, role, resources, gpu_ids, offline)
 
+    def discard(self, box: Sandbox) -> None:
+        self.host.discard(box)
+
+    def settle(self) -> None:
+        self.host.settle()
+
     def cancel(self) -> None:
         self.host.cancel()
 

@@ -205,16 +205,18 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             taken = Taken(prepared.result(), Applied(code, said))
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed, taken))
         finally:
-            _remove_started(grade_box)
+            _discard_started(ctx, grade_box)
 
 
-def _remove_started(box: "Future[Sandbox]") -> None:
-    """Remove a sandbox started in the background once its start has ended (a failed start left nothing)."""
+def _discard_started(ctx: Context, box: "Future[Sandbox]") -> None:
+    """Remove a sandbox started in the background once its start has ended (a failed start left nothing),
+    without waiting for dockerd to delete it: nothing more runs in it, and the verdict is known. The host
+    waits for the removal when it settles or closes (`evaluate_task` and `run_evaluation` settle)."""
     try:
         started = box.result()
     except BaseException:  # noqa: BLE001 - its start failed: the error went to whoever asked for it, or no one
         return
-    started.remove()
+    ctx.discard(started)
 
 
 @dataclass
@@ -427,5 +429,8 @@ def evaluate_task(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int =
                   results_path: Path | None = None) -> RunResult:
     """One trial with its folder beside results_path (default: the state dir), for callers without a run loop."""
     results_path = results_path or ctx.state_dir / "results.jsonl"
-    return run_trial(ctx, TrialRequest(bundle, agent, attempt, trial_folder(results_path, ctx.run_id, agent, bundle,
-                                                                            attempt)))
+    try:
+        return run_trial(ctx, TrialRequest(bundle, agent, attempt, trial_folder(results_path, ctx.run_id, agent,
+                                                                                bundle, attempt)))
+    finally:
+        ctx.settle()  # its sandboxes are gone when it returns
