@@ -113,7 +113,7 @@ def instrument() -> Recorder:
                 setattr(trial, name, getattr(submission, name))
     from sweserve.evaluation import verifier
     if hasattr(verifier, "prepare"):
-        rec.wrap(verifier, "prepare", "grading: prepare (harness in, first look)", lambda a, k: a[0].container
+        rec.wrap(verifier, "prepare", "grading: prepare (harness in)", lambda a, k: a[0].container
                  .labels.get("sweserve.role", "?") if hasattr(a[0], "container") else "?")
         trial.prepare = verifier.prepare
     rec.wrap(verifier, "first_look", "grading: first look (harness in, apply, list)")

@@ -134,7 +134,7 @@ def take_submission(grade_box: Sandbox, tree: IO[bytes], base_commit: str) -> st
 def diff_then(box: Sandbox, tree: IO[bytes], base_commit: str, patch_path: str, then: str) -> tuple[str, int, str]:
     """`diff_tree`, and in the same exec, once the copy is gone, the command `then` (with the patch at
     `patch_path`, git's environment without the scratch index and objects, its stdout kept apart): the patch,
-    `then`'s exit status and its output. Saves the verifier an exec (`verifier.apply_and_list`)."""
+    `then`'s exit status and its output. Saves the verifier an exec (`verifier.look_and_apply`)."""
     inert_tree(tree)
     box.copy_tree_in("/", tree)
     scratch = " ".join(f"{k}" for k in DIFF_ENV if k not in PRISTINE_GIT_ENV)

@@ -2,9 +2,9 @@
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
       → candidate phase (agent in a sandbox; its tree copied out by the backend)
-      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness and
-        its first look while the candidate worked; diffed there by the image's git, never the candidate's, and
-        removed before anything else runs there; the patch applied in the same exec)
+      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness
+        while the candidate worked; diffed there by the image's git, never the candidate's, and removed before
+        anything else runs there; the first look and the patch's apply in the same exec)
       → grading (in that sandbox: test paths and runner hooks reset to base,
         tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
@@ -45,7 +45,7 @@ from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Applied, Graded, Taken, apply_and_list, prepare, verify
+from sweserve.evaluation.verifier import Applied, Graded, look_and_apply, prepare, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -146,9 +146,9 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
-             name: str = "candidate", seed: int | None = None, taken: Taken | None = None) -> Graded:
-    """`verify` in a fresh grade sandbox (the patch already applied there when `taken`); a reference submission
-    that trips a canary is an error."""
+             name: str = "candidate", seed: int | None = None, taken: Applied | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`); a
+    reference submission that trips a canary is an error."""
     graded = verify(box, bundle, profile, patch, name, runs, seed, taken)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
@@ -177,10 +177,10 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     `name` in that same sandbox. Raises what `grade_in` raises.
 
     Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
-    takes the harness and its first look (`verifier.prepare`: the runner's digest, the image's modules) then,
-    before anything of the candidate reaches it (the candidate has no way to it); the candidate's sandbox is
-    removed while the tree is diffed, and is gone before any hidden test runs. The diff and the patch's
-    `git apply` are one exec (`verifier.apply_and_list`)."""
+    takes the harness then (`verifier.prepare`, a copy: the candidate has no way to that sandbox); the
+    candidate's sandbox is removed while the tree is diffed, and is gone before any hidden test runs. After the
+    candidate stops, one copy and one exec: the tree in, diffed, removed and checked gone, then the first look
+    (the runner's digest, the image's modules) and the patch's `git apply` (`verifier.look_and_apply`)."""
     task = bundle.task
     with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
@@ -194,7 +194,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     wait([prepared])  # its first look is taken before anything of the candidate comes in
                     patch_path = f"{IN_BOX}/{name}.patch"
                     patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
-                                                  apply_and_list(bundle, patch_path))
+                                                  look_and_apply(bundle, patch_path))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
@@ -202,8 +202,9 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             if run.error or run.exit_reason == "patch_failed":
                 return Solved(run, patch, None)
             # an empty submission is graded too: the null control must go through the same verifier
-            taken = Taken(prepared.result(), Applied(code, said))
-            return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed, taken))
+            prepared.result()  # the harness went in (else its error)
+            return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
+                                               Applied(code, said)))
         finally:
             _discard_started(ctx, grade_box)
 

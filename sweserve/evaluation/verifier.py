@@ -96,14 +96,6 @@ class Prepared:
     tests_paths: set[str]
 
 
-@dataclass
-class Applied:
-    """A submission applied in the grade sandbox by `apply_and_list`'s command: its exit status and output."""
-
-    exit_code: int
-    output: str
-
-
 def _unb64(line: str) -> str:
     try:
         return base64.b64decode(line.strip(), validate=True).decode("utf-8", "replace")
@@ -137,18 +129,10 @@ def _prepared(lines: list[str]) -> Prepared:
     return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)))
 
 
-def prepare(box: Sandbox, bundle: TaskBundle) -> Prepared:
-    """Harness and tests.patch in, then the runner's digest, the image's module names and plugins, and the paths
-    tests.patch touches: one copy, one exec, in a grade sandbox nothing of a submission has reached yet (a trial
-    does it while its candidate works)."""
+def prepare(box: Sandbox, bundle: TaskBundle) -> None:
+    """Harness and tests.patch into a grade sandbox, one copy (a trial's, while its candidate works, before
+    anything of the candidate reaches that sandbox); `look_and_apply` runs the first look later."""
     box.copy_tree_in("/", tar_of(_harness_files(bundle)))
-    res = _git(box, _look_command(bundle))
-    if res.exit_code == 20:
-        raise TestRunError("the test runner cannot start in the task image", output=res.output)
-    lines = res.output.split("\n")
-    if res.exit_code != 0 or len(lines) != 3:
-        raise PatchError("tests", f"git could not list tests.patch's paths (exit {res.exit_code})")
-    return _prepared(lines[:2])
 
 
 def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
@@ -162,49 +146,53 @@ def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
             f"&& echo && {GIT} ls-files -z | base64 -w0 && echo; }}")
 
 
-def _looked(prepared: Prepared, applied: Applied, name: str) -> FirstLook:
-    """The first look from what `prepare` and `apply_and_list` said."""
+def look_and_apply(bundle: TaskBundle, patch_path: str) -> str:
+    """The first look's command, in a grade sandbox holding the harness (`prepare`): the runner's digest, the
+    image's module names and plugins and tests.patch's paths, taken before the patch at `patch_path` is applied,
+    then `apply_and_list`. A trial runs it in the exec that diffs its candidate's tree (`submission.diff_then`)."""
+    return f"{_look_command(bundle)} || exit 19; {apply_and_list(bundle, patch_path)}"
+
+
+@dataclass
+class Applied:
+    """What `look_and_apply`'s command said in the grade sandbox: its exit status and output."""
+
+    exit_code: int
+    output: str
+
+
+def _looked(applied: Applied, name: str) -> FirstLook:
+    """The first look from what `look_and_apply`'s command said."""
+    if applied.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=applied.output)
     lines = applied.output.split("\n")
-    if applied.exit_code == 21:
-        raise PatchError(name, _unb64(lines[0])[-1000:].strip() or "git apply failed")
-    if applied.exit_code != 0 or len(lines) != 3:
+    if applied.exit_code == 21 and len(lines) >= 3:
+        raise PatchError(name, _unb64(lines[2])[-1000:].strip() or "git apply failed")
+    if applied.exit_code != 0 or len(lines) != 5:
         raise PatchError("tests", f"git could not list the submission's paths (exit {applied.exit_code})")
-    tokens = _split_z(_unb64(lines[0]))
+    prepared = _prepared(lines[:2])
+    tokens = _split_z(_unb64(lines[2]))
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    tracked = set(_split_z(_unb64(lines[1])))
+    tracked = set(_split_z(_unb64(lines[3])))
     packages = package_dirs(tracked)
     base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     return FirstLook(prepared.manifest, changed, prepared.tests_paths, packages,
                      frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins)
 
 
-@dataclass
-class Taken:
-    """A submission already applied in the grade sandbox, with what the sandbox said before it came in: the
-    first look without another copy or exec (a trial's: `prepare` beside the candidate, then the diff and
-    `apply_and_list` in one exec)."""
-
-    prepared: Prepared
-    applied: Applied
-
-
-def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Taken | None = None) -> FirstLook:
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Applied | None = None) -> FirstLook:
     """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
-    submission applied with `git apply --index`: one copy, one exec (none when `taken`)."""
-    if taken is not None:
-        return _looked(taken.prepared, taken.applied, name)
-    files = _harness_files(bundle)
-    patch_path = f"{IN_BOX}/{name}.patch"
-    if patch.strip():
-        files[patch_path[1:]] = patch.encode("utf-8")
-    box.copy_tree_in("/", tar_of(files))
-    res = _git(box, f"{_look_command(bundle)} || exit 19; {apply_and_list(bundle, patch_path)}")
-    if res.exit_code == 20:
-        raise TestRunError("the test runner cannot start in the task image", output=res.output)
-    lines = res.output.split("\n")
-    if res.exit_code != 21 and len(lines) != 5:
-        raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    return _looked(_prepared(lines[:2]), Applied(res.exit_code, "\n".join(lines[2:])), name)
+    submission applied with `git apply --index`: one copy, one exec; none when `taken` (a trial's: the command
+    already ran in the exec that diffed the candidate's tree)."""
+    if taken is None:
+        files = _harness_files(bundle)
+        patch_path = f"{IN_BOX}/{name}.patch"
+        if patch.strip():
+            files[patch_path[1:]] = patch.encode("utf-8")
+        box.copy_tree_in("/", tar_of(files))
+        res = _git(box, look_and_apply(bundle, patch_path))
+        taken = Applied(res.exit_code, res.output)
+    return _looked(taken, name)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -254,11 +242,11 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-           seed: int | None = None, taken: Taken | None = None) -> Graded:
+           seed: int | None = None, taken: Applied | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
     scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
     `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates).
-    `taken`: the patch is already applied in `box` (`Taken`)."""
+    `taken`: the first look's command already ran in `box` (`look_and_apply`), the patch applied."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
         return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken)
@@ -268,7 +256,7 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
 
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-            flags: list[str], seed: int | None, taken: Taken | None) -> Graded:
+            flags: list[str], seed: int | None, taken: Applied | None) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name, taken)
     resets, sources = reset_and_read(box, bundle, profile, look)
