@@ -2,7 +2,8 @@
 and out, networks, and reaping what dead harness processes left.
 
 Isolation and limits (what a candidate cannot do from inside a sandbox):
-- every sandbox has a network of its own (`sandbox_network`): internal (no egress) and with no gateway
+- a sandbox is on no network (`none`: the grade sandbox, a candidate without egress), or on one of its own
+  (`sandbox_network`, for a candidate behind an egress proxy): internal (no egress) and with no gateway
   address on the host (`inhibit_ipv4`), so it reaches neither the host's services nor another sandbox;
   the harness reaches a service in it through `forward` (a `docker exec` relay), never over IP;
 - exec output is streamed and only a bounded tail is kept; files are read out with a size cap;
