@@ -152,7 +152,8 @@ class DiskLimitExceeded(LimitExceeded):
 
 
 class DiskWatchdog:
-    """Polls a container's writable-layer size; past the limit it kills the container and remembers why."""
+    """Polls a container's writable-layer size once armed (`arm`: when something may run in it that is not the
+    harness's own); past the limit it kills the container and remembers why."""
 
     def __init__(self, client: docker.DockerClient, container, limit_gb: float):
         self.client, self.container, self.limit_gb = client, container, limit_gb
@@ -160,7 +161,13 @@ class DiskWatchdog:
         self.tripped = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"disk-{container.name}", daemon=True)
-        self._thread.start()
+        self._armed = threading.Lock()
+
+    def arm(self) -> None:
+        """Start polling (once): a sandbox nothing runs in yet (a grade sandbox while its candidate works, a
+        candidate's before its agent's first command) has nothing to watch, and dockerd's size walks cost."""
+        if self._armed.acquire(blocking=False):
+            self._thread.start()
 
     def used(self) -> int | None:
         try:
@@ -352,7 +359,7 @@ class DockerSandbox:
         checked out before anything runs here. The image's ENTRYPOINT does it too; whichever comes second waits."""
         if self.container.labels.get(TREE_LABEL) != TREE_AT_START:
             return
-        res = self.exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
+        res = self._exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
         if res.exit_code != 0:
             raise InfraError("sandbox", f"checking out /testbed in {self.name} failed "
                                         f"(exit {res.exit_code}): {res.output.strip()[-300:]}")
@@ -368,17 +375,24 @@ class DockerSandbox:
         networks = self.container.attrs["NetworkSettings"]["Networks"].values()
         return next(n["IPAddress"] for n in networks if n["IPAddress"])
 
+    def _arm(self) -> None:
+        if self.watchdog:
+            self.watchdog.arm()
+
     def forward(self, port: int) -> str:
         """host:port on the harness's machine that reaches `port` on the sandbox's loopback."""
+        self._arm()
         fwd = PortForward(self.container, port)
         self._forwards.append(fwd)
         return f"127.0.0.1:{fwd.port}"
 
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
+        self._arm()
         with docker_errors(f"starting {argv[0]} in the sandbox"):
             self.container.exec_run(argv, detach=True, workdir=workdir)
 
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
+        self._arm()
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
     def kill(self) -> None:
@@ -414,8 +428,15 @@ class DockerSandbox:
         each chunk also goes to on_output as it arrives.
 
         The disk limit is checked before (what the watchdog last measured: a command never starts in a sandbox
-        found over it) and measured after (a command that wrote past it fails however fast it was).
+        found over it) and measured after (a command that wrote past it fails however fast it was); the
+        watchdog polls from the first command on.
         """
+        self._arm()
+        return self._exec(command, timeout, workdir, env, user, on_output)
+
+    def _exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
+              user: str | None = None, on_output: Callable[[bytes], None] | None = None) -> ExecResult:
+        """`exec` without arming the watchdog (the harness's own checkout at start)."""
         self._check_limits(measure=False)
         started = time.monotonic()
         argv = ["timeout", "-s", "KILL", str(max(1, int(timeout))), "bash", "-c", command]
