@@ -133,7 +133,7 @@ def instrument() -> Recorder:
                 rec.polls[0] += 1
                 rec.polls[1] += time.monotonic() - t0
 
-    docker_sandbox.DiskWatchdog.used = counted
+    docker_sandbox.DiskWatchdog.used = counted  # type: ignore[method-assign]
     return rec
 
 
@@ -170,7 +170,7 @@ def main() -> int:
                     r, total, settle = to_result(ctx, b, NullAgent(), Path(d) / "r.jsonl")
                     assert r.status == "failed", (r.status, r.reason)  # type: ignore[attr-defined]
                     settles.append(settle)
-                    trials.append((floor, total, rec.take(), (rec.polls[0], rec.polls[1])))
+                    trials.append((floor, total, rec.take(), (int(rec.polls[0]), rec.polls[1])))
         finally:
             ctx.close()
     load_after = os.getloadavg()
