@@ -271,7 +271,8 @@ class LocalHost:
     def spec(self) -> HostSpec:
         return HostSpec(run_id=self.run_id, assigned_gpus=self.assigned_gpus)
 
-    def sandbox(self, image: str, task_id: str, role: str, resources, gpu_ids: list[str]) -> LocalSandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources, gpu_ids: list[str],
+                offline: bool = False) -> LocalSandbox:
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         if image not in self.builder.known:
@@ -284,6 +285,12 @@ class LocalHost:
 
     def cancel(self) -> None:
         self._cancelled.set()
+
+    def discard(self, box: LocalSandbox) -> None:
+        box.remove()
+
+    def settle(self) -> None:
+        pass
 
     def close(self) -> None:
         for box in self.sandboxes:

@@ -244,16 +244,32 @@ def test_ctrl_c_leaves_no_container_behind(demo, tmp_path):
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     client = demo.ctx.host.client
     owner = {"label": f"{LABEL}.owner={labels('x', 'x', 'x')[f'{LABEL}.owner'].rsplit(':', 1)[0]}:{proc.pid}"}
+
+    def candidates():  # each trial's grade sandbox starts beside its candidate's, while the candidate works
+        return [c for c in client.containers.list(filters=owner) if c.labels.get(f"{LABEL}.role") == "candidate"]
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(client.containers.list(filters=owner)) < 2:
+    while time.monotonic() < deadline and len(candidates()) < 2:
         time.sleep(0.2)
-    assert len(client.containers.list(filters=owner)) == 2
+    assert len(candidates()) == 2 and len(client.containers.list(filters=owner)) <= 4
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert "Traceback" not in out and "interrupted" in out
     assert client.containers.list(all=True, filters=owner) == []
     assert read_results(tmp_path / "i.jsonl") == []
+
+
+def test_a_discarded_sandbox_is_gone_once_the_host_settles(demo):
+    """A trial's grade sandbox is removed in the background once graded; settling (what evaluate_task,
+    run_evaluation and closing the host do) waits until it is gone, so no run leaves a container behind."""
+    b = demo.bundle(QUANT)
+    box = demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "grade", b.task.resources, [])
+    name = box.name
+    box.start_background(["sleep", "600"])
+    demo.ctx.discard(box)
+    demo.ctx.settle()
+    assert demo.ctx.host.client.containers.list(all=True, filters={"name": name}) == []
 
 
 def test_candidate_limits_and_process_tree_kill(demo):

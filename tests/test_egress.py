@@ -247,9 +247,11 @@ def test_without_egress_a_command_agent_has_no_network(demo, model_container):
 
     model = model_container([{"role": "assistant", "content": "ok"}])
     c = CommandAgentConfig(kind="command", name="offline", command=f'echo "proxy=${{HTTP_PROXY:-none}}"; '
+                           f'echo "links=$(ls /sys/class/net | tr "\\n" " ")"; '
                            f'{probe(f"{model.endpoint}/v1/chat/completions", proxy=False)}')
     r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(c.command, cfg=c))
     assert "proxy=none" in r.agent_run.log_tail and "PROBE-FAILED" in r.agent_run.log_tail
+    assert "links=lo \n" in r.agent_run.log_tail, r.agent_run.log_tail  # no network at all: loopback alone
     assert model.requests() == []
 
 

@@ -42,9 +42,10 @@ def test_an_oversized_tree_is_not_a_submission(demo, monkeypatch):
 
 
 def test_verifier_sandboxes_have_no_network(demo):
+    """The grade sandbox is offline whatever is asked; a candidate's when its agent reaches no endpoint."""
     b = demo.bundle(DIST)
-    for role in ("grade", "submission"):
-        with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, role, b.task.resources, []) as box:
+    for role, offline in (("grade", False), ("candidate", True)):
+        with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, role, b.task.resources, [], offline) as box:
             box.container.reload()
             assert box.container.attrs["HostConfig"]["NetworkMode"] == "none"
             assert box.exec("cat /sys/class/net/*/operstate | sort -u", 30).output.split() in (["down", "unknown"],

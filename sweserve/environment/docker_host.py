@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from sweserve.environment.docker_sandbox import DockerSandbox, docker_errors, gc
 from sweserve.environment.gpus import GpuPool, detect_gpus
 from sweserve.environment.host import OFFLINE_ROLES, HostSpec, new_run_id
 from sweserve.environment.images import ImageBuilder, image_exists, read_ca_bundle
+from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError, SweserveError
 from sweserve.models import ImageSpec, Resources
 
@@ -70,6 +72,27 @@ class DockerHost:
         self.gpu_pool = GpuPool(self.host_gpus)
         self._cancelled = threading.Event()
         self._started: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
+        self._remover = ThreadPoolExecutor(2, thread_name_prefix="sweserve-remove")
+        self._removing: set[Future[None]] = set()
+        self._lock = threading.Lock()
+
+    def discard(self, box: Sandbox) -> None:
+        """Remove `box` in the background (its container is killed and deleted by dockerd while the caller goes
+        on); `settle` and `close` wait for it. A removal that fails leaves the box to `close`, which reaps it."""
+        removal = self._remover.submit(box.remove)
+        with self._lock:
+            self._removing.add(removal)
+        removal.add_done_callback(self._removed)
+
+    def _removed(self, removal: "Future[None]") -> None:
+        with self._lock:
+            self._removing.discard(removal)
+
+    def settle(self) -> None:
+        """Wait for every removal `discard` started (their errors are `close`'s to clean up after)."""
+        with self._lock:
+            pending = list(self._removing)
+        wait(pending)
 
     def cancel(self) -> None:
         """No sandbox starts after this: workers still running wind down instead of starting new ones."""
@@ -81,15 +104,17 @@ class DockerHost:
     def has_image(self, tag: str) -> bool:
         return image_exists(self.client, tag)
 
-    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> DockerSandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
+                offline: bool = False) -> DockerSandbox:
         """A sandbox on a network of its own (`docker_sandbox.sandbox_network`): no other sandbox of this or any
         run, and no address of the host, can be reached from it; it and its network go when it is removed.
-        The verifier's roles (OFFLINE_ROLES) get no network at all."""
+        The verifier's role (OFFLINE_ROLES) and `offline` sandboxes get no network at all (`none`: loopback
+        alone, and no network to create or remove)."""
         if self._cancelled.is_set():
             raise InfraError("sandbox", "run cancelled")
         box = DockerSandbox.start(
             self.client, image, run_id=self.run_id, task_id=task_id, role=role,
-            resources=resources, gpu_ids=gpu_ids, network="none" if role in OFFLINE_ROLES else None, host=self,
+            resources=resources, gpu_ids=gpu_ids, network="none" if offline or role in OFFLINE_ROLES else None, host=self,
         )
         self._started.add(box)
         return box
@@ -97,6 +122,7 @@ class DockerHost:
     def close(self) -> None:
         """Remove the sandboxes this host started; an owner's host reaps every container and network of its run,
         whatever state they are in."""
+        self.settle()
         for box in list(self._started):
             try:
                 box.remove()

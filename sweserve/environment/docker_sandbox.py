@@ -2,7 +2,8 @@
 and out, networks, and reaping what dead harness processes left.
 
 Isolation and limits (what a candidate cannot do from inside a sandbox):
-- every sandbox has a network of its own (`sandbox_network`): internal (no egress) and with no gateway
+- a sandbox is on no network (`none`: the grade sandbox, a candidate without egress), or on one of its own
+  (`sandbox_network`, for a candidate behind an egress proxy): internal (no egress) and with no gateway
   address on the host (`inhibit_ipv4`), so it reaches neither the host's services nor another sandbox;
   the harness reaches a service in it through `forward` (a `docker exec` relay), never over IP;
 - exec output is streamed and only a bounded tail is kept; files are read out with a size cap;
@@ -151,7 +152,8 @@ class DiskLimitExceeded(LimitExceeded):
 
 
 class DiskWatchdog:
-    """Polls a container's writable-layer size; past the limit it kills the container and remembers why."""
+    """Polls a container's writable-layer size once armed (`arm`: when something may run in it that is not the
+    harness's own); past the limit it kills the container and remembers why."""
 
     def __init__(self, client: docker.DockerClient, container, limit_gb: float):
         self.client, self.container, self.limit_gb = client, container, limit_gb
@@ -159,7 +161,13 @@ class DiskWatchdog:
         self.tripped = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"disk-{container.name}", daemon=True)
-        self._thread.start()
+        self._armed = threading.Lock()
+
+    def arm(self) -> None:
+        """Start polling (once): a sandbox nothing runs in yet (a grade sandbox while its candidate works, a
+        candidate's before its agent's first command) has nothing to watch, and dockerd's size walks cost."""
+        if self._armed.acquire(blocking=False):
+            self._thread.start()
 
     def used(self) -> int | None:
         try:
@@ -171,9 +179,10 @@ class DiskWatchdog:
             return None
         return rows[0].get("SizeRw")
 
-    def check(self) -> None:
-        """Measure now; raise DiskLimitExceeded if the sandbox is (or was) over its limit."""
-        if not self.tripped:
+    def check(self, measure: bool = True) -> None:
+        """Measure now (unless `measure` is False: what the last measure found); raise DiskLimitExceeded if the
+        sandbox is (or was) over its limit."""
+        if measure and not self.tripped:
             used = self.used()
             if used is not None and used > self.limit:
                 self.tripped = True
@@ -350,7 +359,7 @@ class DockerSandbox:
         checked out before anything runs here. The image's ENTRYPOINT does it too; whichever comes second waits."""
         if self.container.labels.get(TREE_LABEL) != TREE_AT_START:
             return
-        res = self.exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
+        res = self._exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
         if res.exit_code != 0:
             raise InfraError("sandbox", f"checking out /testbed in {self.name} failed "
                                         f"(exit {res.exit_code}): {res.output.strip()[-300:]}")
@@ -366,17 +375,24 @@ class DockerSandbox:
         networks = self.container.attrs["NetworkSettings"]["Networks"].values()
         return next(n["IPAddress"] for n in networks if n["IPAddress"])
 
+    def _arm(self) -> None:
+        if self.watchdog:
+            self.watchdog.arm()
+
     def forward(self, port: int) -> str:
         """host:port on the harness's machine that reaches `port` on the sandbox's loopback."""
+        self._arm()
         fwd = PortForward(self.container, port)
         self._forwards.append(fwd)
         return f"127.0.0.1:{fwd.port}"
 
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
+        self._arm()
         with docker_errors(f"starting {argv[0]} in the sandbox"):
             self.container.exec_run(argv, detach=True, workdir=workdir)
 
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
+        self._arm()
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
     def kill(self) -> None:
@@ -391,9 +407,9 @@ class DockerSandbox:
         """Kills the sandbox from the host if the `with` block still runs a few seconds after `limit`."""
         return Deadline(limit, self.kill, name=f"deadline-{self.name}")
 
-    def _check_limits(self) -> None:
+    def _check_limits(self, measure: bool = True) -> None:
         if self.watchdog:
-            self.watchdog.check()
+            self.watchdog.check(measure)
 
     def exec(
         self,
@@ -410,8 +426,18 @@ class DockerSandbox:
 
         Output is streamed; only its last `output_tail` bytes are kept (`ExecResult.truncated` says so), and
         each chunk also goes to on_output as it arrives.
+
+        The disk limit is checked before (what the watchdog last measured: a command never starts in a sandbox
+        found over it) and measured after (a command that wrote past it fails however fast it was); the
+        watchdog polls from the first command on.
         """
-        self._check_limits()
+        self._arm()
+        return self._exec(command, timeout, workdir, env, user, on_output)
+
+    def _exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
+              user: str | None = None, on_output: Callable[[bytes], None] | None = None) -> ExecResult:
+        """`exec` without arming the watchdog (the harness's own checkout at start)."""
+        self._check_limits(measure=False)
         started = time.monotonic()
         argv = ["timeout", "-s", "KILL", str(max(1, int(timeout))), "bash", "-c", command]
         api = self.container.client.api

@@ -18,7 +18,7 @@ from sweserve.environment.gpus import GpuPool
 from sweserve.environment.sandbox import Sandbox
 from sweserve.models import ImageSpec, Resources
 
-OFFLINE_ROLES = ("grade", "submission")  # the verifier's sandboxes: never on a network
+OFFLINE_ROLES = ("grade",)  # the verifier's sandbox: never on a network
 
 
 def new_run_id() -> str:
@@ -60,10 +60,19 @@ class Host(Protocol):
     def has_image(self, tag: str) -> bool:
         """Whether the image is on this host now (what an export names must be, or other harnesses pull it)."""
 
-    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> Sandbox:
+    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
+                offline: bool = False) -> Sandbox:
         """A sandbox of `image` with the task's limits: on a network of its own, reaching no other sandbox and no
-        address of the host; the verifier's roles (OFFLINE_ROLES) get no network at all. InfraError("sandbox")
-        once the host is cancelled."""
+        address of the host; the verifier's role (OFFLINE_ROLES), and any sandbox asked `offline` (a candidate
+        whose agent reaches no model endpoint), get no network at all. InfraError("sandbox") once the host is
+        cancelled."""
+
+    def discard(self, box: Sandbox) -> None:
+        """Remove `box` without waiting for it (nothing more runs in it: a trial's verdict never waits on a
+        container's deletion); `settle` and `close` wait for every removal so started."""
+
+    def settle(self) -> None:
+        """Wait until every sandbox given to `discard` is removed."""
 
     def spec(self) -> HostSpec: ...
 

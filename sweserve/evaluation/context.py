@@ -93,8 +93,15 @@ class Context:
         """The task image of a bundle (for callers outside a trial: export, tests)."""
         return self.image(self.inputs(bundle))
 
-    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str]) -> Sandbox:
-        return self.host.sandbox(image, task_id, role, resources, gpu_ids)
+    def sandbox(self, image: str, task_id: str, role: str, resources: Resources, gpu_ids: list[str],
+                offline: bool = False) -> Sandbox:
+        return self.host.sandbox(image, task_id, role, resources, gpu_ids, offline)
+
+    def discard(self, box: Sandbox) -> None:
+        self.host.discard(box)
+
+    def settle(self) -> None:
+        self.host.settle()
 
     def cancel(self) -> None:
         self.host.cancel()

@@ -122,6 +122,7 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
             finished.append(result)
             if on_result:
                 on_result(result, len(finished), len(todo))
+        ctx.settle()  # the sandboxes removed in the background are gone when it returns
         return finished
     finally:
         if owned:

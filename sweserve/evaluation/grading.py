@@ -1,6 +1,7 @@
 """Running the hidden tests in the grade sandbox and reading their outcomes from the stream they send.
 
-The runner scripts (`harness/`) are copied in only now, after the candidate phase. Tests
+The runner scripts (`harness/`) go into the grade sandbox before the candidate's tree does (`verifier.prepare`,
+while the candidate works: it has no way to that sandbox). Tests
 run as `python -I sweserve_boot.py` (see that script): isolated start-up, repo paths after the standard
 library and site-packages, pytest plugin autoload off, outcomes sent per test on stdout behind a
 per-run nonce. Nothing here reads a file the code under test could have written, and no test output

@@ -20,6 +20,7 @@ goes through a link it planted earlier writes wherever that link points).
 
 from __future__ import annotations
 
+import base64
 import shlex
 import tarfile
 from typing import IO
@@ -47,6 +48,7 @@ DIFF_ENV = {**PRISTINE_GIT_ENV, "GIT_WORK_TREE": SUBMITTED, "GIT_INDEX_FILE": SC
             "GIT_OBJECT_DIRECTORY": SCRATCH[1], "GIT_ALTERNATE_OBJECT_DIRECTORIES": f"{WORKDIR}/.git/objects"}
 GONE = 24  # the diff's exit status when the copy could not be removed
 REFUSED = 25  # git refused to add the tree (a path it never tracks, a symlinked .gitmodules): the tree's fault
+NO_DIFF = 26  # `diff_then`'s exit status when git could not diff the copy
 
 
 class SubmissionRejected(Exception):
@@ -133,3 +135,34 @@ def take_submission(grade_box: Sandbox, tree: IO[bytes], base_commit: str) -> st
     """The candidate's tree (`copy_tree`) as a patch against base_commit, diffed in the trial's fresh grade
     sandbox and removed from it. The caller closes `tree`."""
     return diff_tree(grade_box, tree, base_commit)
+
+
+def diff_then(box: Sandbox, tree: IO[bytes], base_commit: str, patch_path: str, then: str) -> tuple[str, int, str]:
+    """`diff_tree`, and in the same exec, once the copy is gone, the command `then` (with the patch at
+    `patch_path`, git's environment without the scratch index and objects, its stdout kept apart): the patch,
+    `then`'s exit status and its output. Saves the verifier an exec (`verifier.look_and_apply`)."""
+    inert_tree(tree)
+    box.copy_tree_in("/", tree)
+    scratch = " ".join(f"{k}" for k in DIFF_ENV if k not in PRISTINE_GIT_ENV)
+    out = shlex.quote(f"{patch_path}.then")
+    res = box.exec(f"( {diff_command(base_commit)} ) > {shlex.quote(patch_path)}; code=$?; "
+                   f"[ $code -eq {REFUSED} ] && {{ cat {shlex.quote(patch_path)}; exit {REFUSED}; }}; "
+                   f"[ $code -eq 0 ] || {{ [ $code -eq {GONE} ] && exit {GONE}; exit {NO_DIFF}; }}; "
+                   f"( unset {scratch}; {then} ) > {out} 2>/dev/null; code=$?; "
+                   f"base64 -w0 {out} && echo && rm -f {out} && cat {shlex.quote(patch_path)} || exit {NO_DIFF}; "
+                   f"exit $code", 300, env=DIFF_ENV)
+    if res.exit_code == GONE:
+        raise InfraError("sandbox", "could not remove the candidate's tree from the grade sandbox")
+    if res.exit_code == REFUSED:  # as in diff_tree: git's words on why are the output
+        why = " ".join(res.output.split())
+        raise SubmissionRejected(f"git refused the tree: {why}" if why else "git refused the tree")
+    if res.exit_code == NO_DIFF:
+        raise InfraError("sandbox", "could not diff the candidate's tree")
+    if res.truncated:  # more than the sandbox keeps of a command's output
+        raise LimitExceeded(f"submission too large: {res.output_bytes / 2**20:.1f} MB")
+    head, _, patch = res.output.partition("\n")
+    try:
+        said = base64.b64decode(head, validate=True).decode("utf-8", "replace")
+    except ValueError:
+        raise InfraError("sandbox", "could not read the diff's output") from None
+    return patch, res.exit_code, said

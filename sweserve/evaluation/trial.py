@@ -2,9 +2,10 @@
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
       → candidate phase (agent in a sandbox; its tree copied out by the backend)
-      → submission (the tree put as inert data into a fresh offline grade sandbox, diffed there by the image's
-        git, never the candidate's, and removed before anything else runs there)
-      → grading (in that sandbox: submission applied, test paths and runner hooks reset to base,
+      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness
+        while the candidate worked; diffed there by the image's git, never the candidate's, and removed before
+        anything else runs there; the first look and the patch's apply in the same exec)
+      → grading (in that sandbox: test paths and runner hooks reset to base,
         tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
       → one RunResult, also written to the trial's folder
 
@@ -27,13 +28,13 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sweserve.agents.base import Agent, Redactor
+from sweserve.agents.base import IN_BOX, Agent, Redactor
 from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.project import TaskInputs
 from sweserve.environment.gpus import skip_reason
@@ -42,9 +43,9 @@ from sweserve.errors import InfraError, LimitExceeded, SweserveError, TrialSkipp
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
-from sweserve.evaluation.submission import SubmissionRejected, copy_tree, take_submission
+from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Graded, verify
+from sweserve.evaluation.verifier import Applied, Graded, look_and_apply, prepare, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -93,11 +94,13 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
     Returns the agent's run, the tree (`submission.copy_tree`) and the candidate's sandbox, which the caller
     removes (`solve_and_grade` does it while the tree is diffed, and waits for it before any test runs).
     An agent whose config names model endpoints (`egress`) works behind an egress proxy; its audit log goes
-    to the trial's folder as egress.log.
+    to the trial's folder as egress.log. Any other agent's sandbox is on no network at all (it reaches nothing
+    either way; without one, there is none to create and remove).
     """
     task = bundle.task
     audit = folder.path / "egress.log" if folder else None
-    box = ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources, gpu_ids)
+    box = ctx.sandbox(agent.prepare(ctx.host.builder, image), task.task_id, "candidate", task.resources, gpu_ids,
+                      offline=not egress_of(agent))
     try:
         with agent_sandbox(box, agent, audit) as agent_box:
             run = agent.solve(agent_box, bundle)
@@ -113,12 +116,17 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
 def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sandbox]:
     """The sandbox the agent works in: `box` itself, or behind an egress proxy when its config names model
     endpoints (`egress`; `closed_book` strips hosted tools)."""
-    allow = list(getattr(agent, "egress", None) or [])
+    allow = egress_of(agent)
     if not allow:
         yield box
         return
     with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit) as proxied:
         yield proxied
+
+
+def egress_of(agent: Agent) -> list[str]:
+    """The model endpoints an agent's sandbox may reach through an egress proxy (none for most agents)."""
+    return list(getattr(agent, "egress", None) or [])
 
 
 def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, gpu_ids: list[str],
@@ -138,9 +146,10 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
-             name: str = "candidate", seed: int | None = None) -> Graded:
-    """`verify` in a fresh grade sandbox; a reference submission that trips a canary is an error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed)
+             name: str = "candidate", seed: int | None = None, taken: Applied | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`); a
+    reference submission that trips a canary is an error."""
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -163,22 +172,29 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     seed: int | None = None) -> Solved:
     """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
     oracle): the agent works in a sandbox of `image`; its tree is copied out and diffed, as inert data, in a
-    fresh offline grade sandbox of `image` (`submission.take_submission`, which removes it there);
+    fresh offline grade sandbox of `image` (`submission.diff_then`, which removes it there);
     `on_submission` sees the patch (and may refuse it by raising); then the patch is graded `runs` times as
     `name` in that same sandbox. Raises what `grade_in` raises.
 
-    Two containers, overlapped where order allows: the grade sandbox starts while the candidate works (nothing
-    runs in it before the tree's copy comes in, and the candidate has no way to it), and the candidate's
-    sandbox is removed while the tree is diffed; it is gone before any hidden test runs."""
+    Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
+    takes the harness then (`verifier.prepare`, a copy: the candidate has no way to that sandbox); the
+    candidate's sandbox is removed while the tree is diffed, and is gone before any hidden test runs. After the
+    candidate stops, one copy and one exec: the tree in, diffed, removed and checked gone, then the first look
+    (the runner's digest, the image's modules) and the patch's `git apply` (`verifier.look_and_apply`)."""
     task = bundle.task
-    with ThreadPoolExecutor(2, thread_name_prefix=f"trial-{task.task_id}") as pool:
+    with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
+        prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
         try:
             run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
             gone = pool.submit(candidate.remove)
             try:
                 with tree:
-                    patch = take_submission(grade_box.result(), tree, task.base_commit)
+                    box = grade_box.result()
+                    wait([prepared])  # its first look is taken before anything of the candidate comes in
+                    patch_path = f"{IN_BOX}/{name}.patch"
+                    patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
+                                                  look_and_apply(bundle, patch_path))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
@@ -186,18 +202,22 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             if run.error or run.exit_reason == "patch_failed":
                 return Solved(run, patch, None)
             # an empty submission is graded too: the null control must go through the same verifier
-            return Solved(run, patch, grade_in(grade_box.result(), bundle, inputs.profile, patch, runs, name, seed))
+            prepared.result()  # the harness went in (else its error)
+            return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
+                                               Applied(code, said)))
         finally:
-            _remove_started(grade_box)
+            _discard_started(ctx, grade_box)
 
 
-def _remove_started(box: "Future[Sandbox]") -> None:
-    """Remove a sandbox started in the background once its start has ended (a failed start left nothing)."""
+def _discard_started(ctx: Context, box: "Future[Sandbox]") -> None:
+    """Remove a sandbox started in the background once its start has ended (a failed start left nothing),
+    without waiting for dockerd to delete it: nothing more runs in it, and the verdict is known. The host
+    waits for the removal when it settles or closes (`evaluate_task` and `run_evaluation` settle)."""
     try:
         started = box.result()
     except BaseException:  # noqa: BLE001 - its start failed: the error went to whoever asked for it, or no one
         return
-    started.remove()
+    ctx.discard(started)
 
 
 @dataclass
@@ -410,5 +430,8 @@ def evaluate_task(ctx: Context, bundle: TaskBundle, agent: Agent, attempt: int =
                   results_path: Path | None = None) -> RunResult:
     """One trial with its folder beside results_path (default: the state dir), for callers without a run loop."""
     results_path = results_path or ctx.state_dir / "results.jsonl"
-    return run_trial(ctx, TrialRequest(bundle, agent, attempt, trial_folder(results_path, ctx.run_id, agent, bundle,
-                                                                            attempt)))
+    try:
+        return run_trial(ctx, TrialRequest(bundle, agent, attempt, trial_folder(results_path, ctx.run_id, agent,
+                                                                                bundle, attempt)))
+    finally:
+        ctx.settle()  # its sandboxes are gone when it returns

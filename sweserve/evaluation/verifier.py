@@ -16,6 +16,7 @@ canaries that read wrong make a run `tampered`.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -75,7 +76,7 @@ def _split_z(raw: str) -> list[str]:
 
 @dataclass
 class FirstLook:
-    """What the grade sandbox says before anything is reset: taken in one exec."""
+    """What the grade sandbox says before anything is reset."""
 
     manifest: str  # the digest of pytest's installed files and the harness, before the submission
     changed: dict[str, str]  # what the submission changed: {path: A/M/D/T}
@@ -85,36 +86,39 @@ class FirstLook:
     plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
 
 
-def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> FirstLook:
-    """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
-    submission applied with `git apply --index`: one copy, one exec."""
-    base = shlex.quote(bundle.task.base_commit)
+@dataclass
+class Prepared:
+    """What a fresh grade sandbox says before anything of a submission is in it (`prepare`)."""
+
+    manifest: str
+    image_names: set[str]  # every top-level module name the image's interpreter provides
+    plugins: list[str]
+    tests_paths: set[str]
+
+
+def _unb64(line: str) -> str:
+    try:
+        return base64.b64decode(line.strip(), validate=True).decode("utf-8", "replace")
+    except ValueError:
+        raise PatchError("tests", "git could not list the submission's paths (unreadable listing)") from None
+
+
+def _look_command(bundle: TaskBundle) -> str:
+    """Two lines: the runner's digest, the image's module names and plugins (one interpreter, `--first-look`,
+    exit 20 if it cannot start), then tests.patch's paths (base64 of `--numstat -z`)."""
+    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
+    return (f"{{ set -o pipefail; python -I {HARNESS}/{BOOT}.py --first-look || exit 20; "
+            f"{numstat} | base64 -w0 && echo; }}")
+
+
+def _harness_files(bundle: TaskBundle) -> dict[str, bytes]:
     files = {f"{HARNESS[1:]}/{n}.py": in_sandbox_script(n) for n in HARNESS_SCRIPTS}
     files[f"{IN_BOX[1:]}/tests.patch"] = bundle.tests_patch.encode("utf-8")
-    apply = "true"
-    if patch.strip():
-        files[f"{IN_BOX[1:]}/{name}.patch"] = patch.encode("utf-8")
-        apply = (f"{{ {apply_command(f'{IN_BOX}/{name}.patch', index=True)} 2>{IN_BOX}/apply.err "
-                 f"|| {{ cat {IN_BOX}/apply.err; exit 21; }}; }}")
-    numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
-    box.copy_tree_in("/", tar_of(files))
-    boot = f"python -I {HARNESS}/{BOOT}.py"
-    res = _git(box, f"{boot} --first-look > {IN_BOX}/look || exit 20; "
-                    f"{apply} && cat {IN_BOX}/look && printf '{SEP_PRINTF}' && "
-                    f"{GIT} diff --cached --name-status -z --no-renames {base} && printf '{SEP_PRINTF}' && "
-                    f"{numstat} && printf '{SEP_PRINTF}' && {GIT} ls-files -z")
-    if res.exit_code == 20:
-        raise TestRunError("the test runner cannot start in the task image", output=res.output)
-    if res.exit_code == 21:
-        raise PatchError(name, res.tail(1000).strip() or "git apply failed")
-    if res.exit_code != 0 or res.output.count(SEP) != 3:
-        raise PatchError("tests", f"git could not list the submission's paths (exit {res.exit_code})")
-    look, names, numstat_out, listed = res.output.split(SEP)
-    tokens = _split_z(names)
-    changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    tracked = set(_split_z(listed))
-    packages = package_dirs(tracked)
-    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    return files
+
+
+def _prepared(lines: list[str]) -> Prepared:
+    look, numstat = lines
     try:
         seen = json.loads(look)
         manifest = str(seen["manifest"])
@@ -122,8 +126,73 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str) -> First
         image_plugins = [n for n in seen["plugins"] if isinstance(n, str)]
     except (ValueError, KeyError, TypeError):
         raise TestRunError("the test runner cannot list the task image's modules", output=look) from None
-    return FirstLook(manifest.strip(), changed, numstat_paths(numstat_out), packages,
-                     frozenset(image_names - repo_names(base_files)), image_plugins)
+    return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)))
+
+
+def prepare(box: Sandbox, bundle: TaskBundle) -> None:
+    """Harness and tests.patch into a grade sandbox, one copy (a trial's, while its candidate works, before
+    anything of the candidate reaches that sandbox); `look_and_apply` runs the first look later."""
+    box.copy_tree_in("/", tar_of(_harness_files(bundle)))
+
+
+def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
+    """The command applying the patch file at `patch_path` (if any, with `git apply --index`: git names every
+    path it touched; exit 21 and git's error if it does not apply), then two lines: what it changed against
+    base (`--name-status -z`) and every tracked path (`ls-files -z`), each as base64 (no path can forge a line)."""
+    base = shlex.quote(bundle.task.base_commit)
+    apply = (f"{{ [ ! -s {patch_path} ] || {apply_command(patch_path, index=True)} 2>{IN_BOX}/apply.err "
+             f"|| {{ base64 -w0 {IN_BOX}/apply.err; echo; exit 21; }}; }}")
+    return (f"{{ set -o pipefail; {apply} && {GIT} diff --cached --name-status -z --no-renames {base} | base64 -w0 "
+            f"&& echo && {GIT} ls-files -z | base64 -w0 && echo; }}")
+
+
+def look_and_apply(bundle: TaskBundle, patch_path: str) -> str:
+    """The first look's command, in a grade sandbox holding the harness (`prepare`): the runner's digest, the
+    image's module names and plugins and tests.patch's paths, taken before the patch at `patch_path` is applied,
+    then `apply_and_list`. A trial runs it in the exec that diffs its candidate's tree (`submission.diff_then`)."""
+    return f"{_look_command(bundle)} || exit 19; {apply_and_list(bundle, patch_path)}"
+
+
+@dataclass
+class Applied:
+    """What `look_and_apply`'s command said in the grade sandbox: its exit status and output."""
+
+    exit_code: int
+    output: str
+
+
+def _looked(applied: Applied, name: str) -> FirstLook:
+    """The first look from what `look_and_apply`'s command said."""
+    if applied.exit_code == 20:
+        raise TestRunError("the test runner cannot start in the task image", output=applied.output)
+    lines = applied.output.split("\n")
+    if applied.exit_code == 21 and len(lines) >= 3:
+        raise PatchError(name, _unb64(lines[2])[-1000:].strip() or "git apply failed")
+    if applied.exit_code != 0 or len(lines) != 5:
+        raise PatchError("tests", f"git could not list the submission's paths (exit {applied.exit_code})")
+    prepared = _prepared(lines[:2])
+    tokens = _split_z(_unb64(lines[2]))
+    changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
+    tracked = set(_split_z(_unb64(lines[3])))
+    packages = package_dirs(tracked)
+    base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
+    return FirstLook(prepared.manifest, changed, prepared.tests_paths, packages,
+                     frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins)
+
+
+def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Applied | None = None) -> FirstLook:
+    """Harness in, runner digest, installed names and plugins taken (one interpreter, `--first-look`),
+    submission applied with `git apply --index`: one copy, one exec; none when `taken` (a trial's: the command
+    already ran in the exec that diffed the candidate's tree)."""
+    if taken is None:
+        files = _harness_files(bundle)
+        patch_path = f"{IN_BOX}/{name}.patch"
+        if patch.strip():
+            files[patch_path[1:]] = patch.encode("utf-8")
+        box.copy_tree_in("/", tar_of(files))
+        res = _git(box, look_and_apply(bundle, patch_path))
+        taken = Applied(res.exit_code, res.output)
+    return _looked(taken, name)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -179,22 +248,23 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-           seed: int | None = None) -> Graded:
+           seed: int | None = None, taken: Applied | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
     scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
-    `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates)."""
+    `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates).
+    `taken`: the first look's command already ran in `box` (`look_and_apply`), the patch applied."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
-        return _verify(box, bundle, profile, patch, name, runs, flags, seed)
+        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken)
     except (PatchError, TestRunError) as exc:
         exc.flags = sorted(set(flags))
         raise
 
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-            flags: list[str], seed: int | None) -> Graded:
+            flags: list[str], seed: int | None, taken: Applied | None) -> Graded:
     task = bundle.task
-    look = first_look(box, bundle, patch, name)
+    look = first_look(box, bundle, patch, name, taken)
     resets, sources, base = reset_and_read(box, bundle, profile, look)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
