@@ -392,6 +392,11 @@ def _doc(node: ast.AST | None) -> str:
     return head[:end + 1] if end > 0 else head.rstrip() + "..."
 
 
+# A signature is the contract a test calls: cut at 300 characters, a new parameter's type (a callback's
+# argument order) went missing from the section. Only a pathological one is cut.
+SIGNATURE_CHARS = 4000
+
+
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -417,7 +422,7 @@ def signature(found: Found) -> str:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
         ret = f" -> {ast.unparse(node.returns)}" if node.returns else ""
-        return _short(f"{prefix}{name}({ast.unparse(node.args)}){ret}", 300)
+        return _short(f"{prefix}{name}({ast.unparse(node.args)}){ret}", SIGNATURE_CHARS)
     if isinstance(node, ast.ClassDef):
         bases = ", ".join(ast.unparse(b) for b in node.bases + node.keywords)
         text = f"class {name}({bases})" if bases else f"class {name}"
@@ -428,7 +433,7 @@ def signature(found: Found) -> str:
             text += f"; {name}({args})"
         elif _is_dataclass_like(node) and _fields(node):
             text += f"; {name}({', '.join(ast.unparse(f.target) + ': ' + ast.unparse(f.annotation) + (' = ' + ast.unparse(f.value) if f.value else '') for f in _fields(node))})"
-        return _short(text, 300)
+        return _short(text, SIGNATURE_CHARS)
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         return _short(ast.unparse(node).splitlines()[0])
     return ""
