@@ -27,26 +27,13 @@ def register(sub, common) -> None:
     e.set_defaults(func=run)
 
 
-def _profiles(bundles, args) -> dict:
-    """Each task's profile by name, as mine and validate find it (the exported verifier reads its test paths)."""
-    from sweserve.config_search import ConfigSearch
-    from sweserve.dataset.profiles import load_profile
-
-    search = ConfigSearch.for_project(args.state_dir)
-    return {name: load_profile(name, search) for name in {b.task.profile for b in bundles}}
-
-
-def _image_tags(bundles, args, console: Console) -> dict[str, str]:
+def _image_tags(bundles, project, args) -> dict[str, str]:
     """Each task's image tag, computed without building anything (the tag hashes what the image is made of):
     the checked-out variant, whose /testbed is complete the moment it starts. The tags are derived as the
     builder derives them (`images.image_tags`), from the same spec: the project's tasks decide the shared layer."""
-    from sweserve.cli.common import make_project
     from sweserve.environment.images import image_tags, read_ca_bundle
 
     ca = read_ca_bundle(args.ca_bundle)
-    # profiles found as mine and validate find them; the shared layer as run has it; pending locks resolved first,
-    # or the tags would name unpinned images that a later build with the lock would not make
-    project = make_project(args, [b.task for b in bundles], console)
     return {b.task.task_id: image_tags(project.image_spec(b.task), ca).checked_out for b in bundles}
 
 
@@ -73,10 +60,14 @@ def run(args, console: Console) -> int:
         from sweserve.cli.common import make_project
         from sweserve.dataset.export_swebench import export_swebench
 
-        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, args, console)
-        clones = make_project(args).clone_for
-        plans = {b.task.task_id: _plan(b, clones(b.task.repo), console) for b in bundles}
-        paths = export_swebench(bundles, _profiles(bundles, args), out, tags, split=args.split, plans=plans)
+        # one project for tags, profiles and clones: profiles found as mine and validate find them, the shared
+        # layer as run has it, and pending locks resolved first, or the tags would name unpinned images that a
+        # later build with the lock would not make
+        project = make_project(args, [b.task for b in bundles], console)
+        tags = _build_images(bundles, args, console) if args.build_images else _image_tags(bundles, project, args)
+        plans = {b.task.task_id: _plan(b, project.clone_for(b.task.repo), console) for b in bundles}
+        profiles = {name: project.profile(name) for name in {b.task.profile for b in bundles}}
+        paths = export_swebench(bundles, profiles, out, tags, split=args.split, plans=plans)
         console.print(f"wrote {len(bundles)} instances: {paths['jsonl']} and {paths['parquet']}", soft_wrap=True,
                       markup=False)
         if args.build_images:
