@@ -232,43 +232,108 @@ def test_rounds_to_nearest():
 NEAR_GRADED = [f"{NEAR_FILE}::test_rounds_to_nearest"]
 
 
-def _near_rate(base_value: int, draws: int = 200) -> tuple[float, int]:
-    """Validation as `select` sees it (its own random stream, as in `_spread_rate`) when the unsolved code computes `base_value` (an off-by-one: it truncates,
-    the fix rounds): the candidate equal to it passes at base, every other fails in both states. Then a forger
-    who reads the computed value off the failure (`assert 86 == 87`: pytest's own message, the same for every
-    member) bets on the member nearest to it."""
-    rng = random.Random(13)
+def _near_rate(base_value: int | None, draws: int = 200, rng: random.Random | None = None,
+               shown: bool = False) -> tuple[float, int]:
+    """Validation as `select` sees it (its own random stream, as in `_spread_rate`) when the unsolved code
+    computes `base_value` (None: one drawn per validation, `_far`): a planted value equal to it (twin or margin)
+    passes at base, every other fails in both states. Then a forger who reads the computed value off the
+    failure (`assert 86 == 87`: pytest's own message, the same for every member) bets on the member nearest
+    to it. `shown`: the failures at base show the computed value, as pytest prints them."""
+    rng = rng or random.Random(13)
     hits = total = 0
     for seed in range(draws):
+        computed = base_value if base_value is not None else _far(rng)
         task = Task(task_id="o__r-5", repo="o/r", profile="p", pr_number=5, title="t", base_commit="a" * 40,
                     merge_commit="b" * 40, family="kernels-quant", created_at="2026-01-01T00:00:00Z",
                     test=TestSpec(runner="pytest", files=[NEAR_FILE]), FAIL_TO_PASS=NEAR_GRADED)
         plan = twins.grading_plan(task, {NEAR_FILE: NEAR}, seed=seed, candidates=True)
-        keys = {m.twin.model_dump_json(): m.twin.value for m in plan.members if m.kind == "twin" and m.twin}
-        before = SimpleNamespace(twins={k: "passed" if int(v) == base_value else "failed" for k, v in keys.items()},
-                                 shapes={})
-        after = SimpleNamespace(twins={k: "failed" for k in keys}, shapes={})
+        planted = {kind: {m.twin.model_dump_json(): m.twin.value for m in plan.members if m.kind == kind and m.twin}
+                   for kind in ("twin", "margin")}
+
+        shapes: dict[str, tuple[str, ...]] = {}
+        if shown:
+            shapes[NEAR_GRADED[0]] = (f"assert {computed} == 87",)
+            shapes |= {k: (f"assert {computed} == {v}", "87", v) for k, v in planted["twin"].items()}
+        at_base = {kind: {k: "passed" if int(v) == computed else "failed" for k, v in values.items()}
+                   for kind, values in planted.items()}
+        before = SimpleNamespace(twins=at_base["twin"], margins=at_base["margin"], shapes=shapes)
+        after = SimpleNamespace(twins=dict.fromkeys(planted["twin"], "failed"),
+                                margins=dict.fromkeys(planted["margin"], "failed"), shapes={})
         task.twins, _ = twins.select(NEAR_GRADED, [before], [after], random.Random(f"select-{seed}"))
         plan = twins.grading_plan(task, {NEAR_FILE: NEAR}, seed=seed + 1)
         for group in _spread_groups(plan):
-            best = min(abs(int(m.literal or 0) - base_value) for m in group)
-            nearest = [m for m in group if abs(int(m.literal or 0) - base_value) == best]
+            best = min(abs(int(m.literal or 0) - computed) for m in group)
+            nearest = [m for m in group if abs(int(m.literal or 0) - computed) == best]
             hits += rng.choice(nearest).kind == "test"
             total += 1
     return hits / max(total, 1), total
 
 
-@pytest.mark.xfail(strict=True, reason="select keeps a site only when no candidate passes at base: when the "
-                   "unsolved code computes a value near the real one, that happens only when the real value sits at "
-                   "the progression's end facing it, so the member nearest the computed value is the real one")
-def test_the_value_the_unsolved_code_computes_does_not_single_out_the_real_member():
+def _far(rng: random.Random) -> int:
+    """How far a fix moves the value, as a forger cannot know it: any of 1..40 steps, either way."""
+    return 87 + rng.choice([-1, 1]) * rng.randint(1, 40)
+
+
+def test_the_value_the_unsolved_code_computes_does_not_single_out_the_real_member(monkeypatch):
     """A fix that moves a value a little (round instead of truncate, an off-by-one, a scale closer to the
-    reference) leaves the base computing a value next to the real one. A site is dropped when any candidate
-    passes at base, i.e. when the computed value lies inside the candidates' progression; it survives only
-    when the real value's rank puts the computed one just outside, which makes the real member the extreme
-    one facing it. The forger reads the computed value from the failure every member shows alike and wins
-    every group that has twins (the README's argument says dropped candidates depend on the computed values
-    only; whether the computed value falls inside the progression depends on the real one's rank)."""
+    reference) leaves the base computing a value next to the real one. Before, validation planted candidates
+    around the real value and dropped a site when one passed at base: the computed value then fell inside
+    them unless the real value sat at their end facing it, so a kept site had the real member nearest the
+    computed value, and the forger who reads it off the failure (every member shows it alike) won every
+    group: 1.0 at one step, 0.74 at three. Now whether a site is dropped depends on the group, never on the
+    real value's rank: validation also plants every value up to MARGIN steps beyond the group
+    (`twins.margins`), and drops the site where one passes at base or where every member's failure shows a
+    number within SHOWN_MARGIN steps of the group. The test keeps no twin at such a site.
+
+    What is left (README): the band just past the margin. A site is kept there only when the real value is
+    the member facing the computed one (1.0 at MARGIN + 1 steps, 0.50 one step further, chance from
+    MARGIN + K + 1 on), so a forger who knows the fix moves the value by exactly that much still wins; over
+    fixes of 1 to 40 steps it is near chance."""
+    for near in (86, 84):  # 1 and 3 steps below the real 87: every site dropped
+        assert _near_rate(near) == (0.0, 0)
+    for near in (86, 84, 81):  # 1, 3 and 6 steps, the computed value shown in the failures
+        assert _near_rate(near, shown=True) == (0.0, 0)
+    for shown in (False, True):
+        rate, total = _near_rate(None, draws=600, shown=shown)
+        assert total > 400 and rate < 1 / (twins.K + 1) + 0.05, (shown, rate, total)
+    monkeypatch.setattr(twins, "margins", lambda value, members, m=twins.MARGIN: [])  # the defence off
     rate, total = _near_rate(86)
-    assert total > 0
-    assert rate < 1 / (twins.K + 1) + 0.12, (rate, total)
+    assert total > 0 and rate > 0.9, rate
+
+
+NEAR_BASE_CODE = "def quantize(x, scale):\n    return int(x / scale)\n"  # truncates: 86
+NEAR_FIXED_CODE = "def quantize(x, scale):\n    return int(x / scale + 0.5)\n"  # rounds: 87
+
+
+def _validated_near(tmp_path) -> tuple[twins.GradingPlan, list]:
+    """Validation's candidate runs of NEAR through the real runner (`tests.test_attacks_twins._run`: the boot
+    script, the stream): the base truncates, the oracle rounds."""
+    from tests.test_attacks_twins import FILE, _run  # the runner's config names FILE
+    task = Task(task_id="o__r-5", repo="o/r", profile="p", pr_number=5, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="kernels-quant", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=[FILE]), FAIL_TO_PASS=[f"{FILE}::test_rounds_to_nearest"])
+    plan = twins.grading_plan(task, {FILE: NEAR.replace("pkg.quant", "pkg.thing")}, candidates=True)
+    return plan, [_run(tmp_path, plan, NEAR_BASE_CODE), _run(tmp_path, plan, NEAR_FIXED_CODE)]
+
+
+def test_through_the_real_runner_a_fix_of_one_step_keeps_no_twin_at_its_site(tmp_path, monkeypatch):
+    """The same off-by-one, run: the margin equal to 86 passes at base and pytest's failure of every member
+    shows 86, so validation keeps no twin at the site (the test is named twinless, not falsely guarded).
+    With both defences off, a kept group has the real member nearest 86 every time."""
+    plan, (before, after) = _validated_near(tmp_path)
+    assert any(v == "passed" for v in before.margins.values()) or any(v == "passed" for v in before.twins.values())
+    graded = ["test/test_shards.py::test_rounds_to_nearest"]
+    kept, twinless = twins.select(graded, [before], [after])
+    assert (kept, twinless) == ([], graded)
+    monkeypatch.setattr(twins, "margins", lambda value, members, m=twins.MARGIN: [])  # the defences off
+    monkeypatch.setattr(twins, "_shown_near", lambda *a: False)
+    groups = 0
+    for _ in range(24):
+        plan, (before, after) = _validated_near(tmp_path)
+        kept, _ = twins.select(graded, [before], [after])
+        if kept:
+            groups += 1
+            assert min(abs(int(t.value) - 86) for t in kept) > 1  # every twin farther from 86 than the real 87
+        if groups == 2:
+            break
+    assert groups == 2

@@ -120,7 +120,7 @@ def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "") -> TestR
     assert ends, proc.stdout[-3000:] + proc.stderr[-3000:]
     reading = plan.read(outcomes, skips, messages, ends[-1])
     return TestRun(reading.outcomes, reading.skips, reading.messages, output, reading.problems, ends[-1],
-                   reading.twins, reading.shapes)
+                   reading.twins, reading.shapes, reading.margins)
 
 
 @pytest.fixture(scope="module")
@@ -375,7 +375,7 @@ def _candidate_success(pick_value, draws=300) -> float:
 
 @pytest.mark.parametrize("rule", sorted(DISCRIMINATORS))
 def test_the_groups_values_do_not_single_out_the_real_one(rule, monkeypatch):
-    chance = 1 / (twins.CANDIDATES + 1)
+    chance = 1 / (twins.K + 1)
     rate = _candidate_success(DISCRIMINATORS[rule])
     assert rate < chance + 0.12, (rule, rate)
     # the defence off (the real value always first of its progression): the rule that looks for it wins

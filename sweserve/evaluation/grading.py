@@ -71,6 +71,7 @@ class TestRun:
     exit_status: int | None = None  # the runner's own verdict (pytest: 0 all passed, 1 some failed)
     twins: dict[str, Outcome] = field(default_factory=dict)  # twin (as JSON) -> outcome, mapped back by the plan
     shapes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # failures shaped for validation (twins.py)
+    margins: dict[str, Outcome] = field(default_factory=dict)  # validation's margins (twins.margins) -> outcome
 
 
 def in_sandbox_script(name: str) -> bytes:

@@ -1,10 +1,10 @@
 """Mutation twins and the grading plan: the hidden test files as they go into the grade sandbox.
 
 A twin of a graded test is the test's own text with one literal of its checks replaced: an expected value,
-a bound of a comparison or a tolerance (`sites`). Validation plants candidates (a few sites, CANDIDATES values
-each) and keeps, per test, one site whose every candidate failed in every run at base and with the oracle,
-and K of its candidates whose failures at base read like the test's own (`select`); they are recorded in
-task.json (`Task.twins`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
+a bound of a comparison or a tolerance (`sites`). Validation plants, at a few sites, a group of K twins and
+the values around the group (`margins`), and keeps, per test, one site whose twins failed in every run at base
+and with the oracle, reading at base like the test's own failure, and none of whose margins passed (`select`);
+they are recorded in task.json (`Task.twins`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
 readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`, paired unittest methods) written the other
 way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section).
 
@@ -45,13 +45,16 @@ from sweserve.harness import sweserve_twins as canaries  # shared with the expor
 from sweserve.models import Outcome, Task, Twin
 
 K = 3  # twins per graded test
-CANDIDATES = 3 * K  # candidate values per site at validation, of which K are kept
-CANDIDATE_SITES = 5  # sites tried per test at validation, spread over its checks
+CANDIDATES = 3 * K  # the room on each side that makes a site's value sign-safe (`_sign_safe`)
+MARGIN = 3  # steps beyond a group's values that validation also plants (`margins`): a value the unsolved code
+# computes there drops the site
+SHOWN_MARGIN = 2 * MARGIN  # steps beyond a group within which a number every member's failure shows drops it
+CANDIDATE_SITES = 3  # sites tried per test at validation, spread over its checks
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
 _PARAMS = re.compile(r"\[.*\]$", re.S)
 _CHECK_CALL = re.compile(r"^(assert|approx$|isclose$|allclose$)", re.I)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-Kind = str  # "test", "twin", "canary"
+Kind = str  # "test", "twin", "canary"; in validation's plan also "margin" (`margins`)
 
 
 # --- sites and values -------------------------------------------------------------------------------------------
@@ -163,7 +166,7 @@ def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[
 def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset(),
            keep_sign: bool = True) -> tuple[list[Decimal], list[Decimal]]:
     """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each: one
-    walk along the progression for `_room`, `_width` and `values`. `keep_sign`: a side ends at zero or a sign
+    walk along the progression for `_room` and `values`. `keep_sign`: a side ends at zero or a sign
     change (the room a site has); else zero is skipped and the walk goes on (bounded), as `values` writes a
     progression for any width it is given."""
     unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
@@ -203,6 +206,22 @@ def values(value: int | float, rng: random.Random, k: int = K,
     below, above = _sides(value, k, avoid, keep_sign=False)
     others = [render(v, is_float, unit) for v in below[:rank][::-1] + above[:k - rank]]
     return render(_decimal(value), is_float, unit), others
+
+
+def margins(value: int | float, members: list[str], m: int = MARGIN) -> list[str]:
+    """Every value one step apart at the value's unit from `m` steps below the group's lowest member to `m`
+    above its highest, but the members: what validation also plants beside a group, never a twin. One that
+    passes at base is a value the unsolved code computes near the group; whether it falls there depends on the
+    group alone, never on which member is the real one (the range is the group's, not the real value's)."""
+    unit, is_float = _unit(value), isinstance(value, float)
+    written = [Decimal(t) for t in members]
+    taken = set(written)
+    v, out = min(written) - m * unit, []
+    while v <= max(written) + m * unit:
+        if v not in taken:
+            out.append(render(v, is_float, unit))
+        v += unit
+    return out
 
 
 # --- flips: checks with two readings ----------------------------------------------------------------------------
@@ -456,7 +475,7 @@ class GradingPlan:
         out = {}
         for m in self.members:
             planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
-            out[planted] = m.test_id if m.kind == "test" else f"{m.test_id}~twin" if m.kind == "twin" else "~canary"
+            out[planted] = m.test_id if m.kind == "test" else f"{m.test_id}~{m.kind}" if m.twin else "~canary"
         return out
 
     def map_json(self) -> str:
@@ -476,7 +495,7 @@ class GradingPlan:
 
     def unmask(self, text: str) -> str:
         """Output with each planted name replaced by what it stands for (for the trial's tests.log)."""
-        names = {m.name: m.real if m.kind == "test" else f"{m.real}~twin" if m.kind == "twin" else "canary"
+        names = {m.name: m.real if m.kind == "test" else f"{m.real}~{m.kind}" if m.twin else "canary"
                  for m in self.members}
         if not names or not text:
             return text
@@ -499,6 +518,7 @@ class Reading:
     shapes: dict[str, tuple[str, ...]]  # real id -> (its failure shaped,); twin (as JSON) -> (shaped, the real
     # test's literal, its own)
     problems: list[str]
+    margins: dict[str, Outcome] = field(default_factory=dict)  # validation's margins (as JSON) -> worst outcome
 
 
 def _lines(text: str) -> list[str]:
@@ -646,8 +666,8 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
     `seed`: the same seed gives the same plan (None: a fresh one from the system's randomness).
     `candidates`: validation's plan: every graded test (every collected test while the task has no
-    FAIL_TO_PASS) gets CANDIDATES candidate twins at each of up to CANDIDATE_SITES sites instead of its
-    recorded ones. `base` (each hidden file -> its text at base, where it existed) and `instruction`: what a
+    FAIL_TO_PASS) gets K candidate twins and their `margins` at each of up to CANDIDATE_SITES sites instead
+    of its recorded ones. `base` (each hidden file -> its text at base, where it existed) and `instruction`: what a
     forger reads beside the files; a candidate site or value equal to a number there is never used (`visible`)."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
@@ -692,9 +712,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
                     number: int | float = _number(nodes[0])  # type: ignore[assignment]
-                    real, others = values(number, rng, _width(number, nears[i]), nears[i])
-                    drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others]))
-                reals = [(node, real) for nodes, real, _ in drafts for node in nodes]
+                    real, others = values(number, rng, K, nears[i])
+                    drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others],
+                                   [Twin(test=test_id, site=i, value=v) for v in margins(number, [real, *others])]))
+                reals = [(node, real) for nodes, real, _, _ in drafts for node in nodes]
                 name = _fresh_name(rng, words, taken)
                 plan.members.append(Member(file, key, name, "test", fn.name))
                 if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
@@ -704,10 +725,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                       _flip_draws(tried), len(fn_sites), words, taken, rng)
                     continue
                 block.append(_member_text(lines, fn, name, reals))
-                for nodes, real, group in drafts:
-                    for twin in group:
+                for nodes, real, group, beside in drafts:
+                    for twin, kind in [(t, "twin") for t in group] + [(t, "margin") for t in beside]:
                         name = _fresh_name(rng, words, taken)
-                        plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
+                        plan.members.append(Member(file, key, name, kind, fn.name, twin, literal=twin.value,
                                                    real_literal=real))
                         block.append(_member_text(lines, fn, name, [r for r in reals if r[0] not in nodes]
                                                   + [(n, twin.value) for n in nodes]))
@@ -876,7 +897,9 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
             real_id = "::".join([parts[0], *parts[1:-1], member.real]) + params
         else:
             _worst(seen, member, outcome)  # type: ignore[arg-type]
-            if member.kind == "twin":
+            if member.kind == "margin":
+                _worst(reading.margins, member.twin.model_dump_json(), outcome)  # type: ignore[union-attr]
+            elif member.kind == "twin":
                 key = member.twin.model_dump_json()  # type: ignore[union-attr]
                 _worst(reading.twins, key, outcome)
                 if test_id in messages and key not in reading.shapes:
@@ -1004,16 +1027,6 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
 
 
-def _width(value: int | float, avoid: frozenset[Decimal] = frozenset()) -> int:
-    """How many candidates a site's value gets: CANDIDATES where it has the room (`_room`), else fewer, down
-    to K (a small count: 3 has 1 and 2 below it, never 0 or -1). The width depends on the real value only,
-    and the real one keeps a uniform rank within it."""
-    if _decimal(value) == 0:
-        return K
-    below, above = _sides(value, CANDIDATES, avoid)
-    return max(K, min(len(below), len(above)))
-
-
 def _spread(n: int, k: int) -> list[int]:
     """k indices spread over range(n), first and last included."""
     if n <= k:
@@ -1031,43 +1044,88 @@ def _same_sign(group: list[Twin]) -> bool:
     return len(signs) == 1 and 0 not in signs
 
 
+_ERROR_LINES = re.compile(r"(?:^|\s)E\s")  # where pytest's error lines start in a shaped message
+
+
+def _shown_near(test_id: str, group: list[Twin], keys: list[str], before: list) -> bool:
+    """Whether a number that every member's failure at base shows (the value the unsolved code computes, as
+    pytest and unittest print it), other than the members' own values, lies within SHOWN_MARGIN steps of the
+    group: the forger reads it off the failures alike, and the member nearest it would be the real one where
+    the fix moves the value a little. No run, no planted copy: the margins (`margins`) find such a value by
+    running it where the message does not show it, within fewer steps."""
+    for run in before:
+        shaped = run.shapes.get(test_id)
+        twin_shapes = [run.shapes.get(k) for k in keys]
+        if not shaped or not all(twin_shapes) or len(twin_shapes[0]) < 3:
+            continue
+        try:
+            values = [Decimal(twin_shapes[0][1]), *(Decimal(t.value) for t in group)]
+            unit = _unit(ast.literal_eval(twin_shapes[0][1]))
+        except (ArithmeticError, ValueError, SyntaxError, TypeError):
+            return False  # not a numeric group (a flip)
+        low, high = min(values) - SHOWN_MARGIN * unit, max(values) + SHOWN_MARGIN * unit
+
+        def shown(text: str) -> set[Decimal]:  # in pytest's error lines (`E   assert 86 == 87`), not the source
+            out = set()
+            text = (_ERROR_LINES.split(text, maxsplit=1) + [text])[1]
+            for token in _NUMBER.findall(re.sub(r"\.\.\.", " ", text)):
+                try:
+                    out.add(Decimal(token))
+                except ArithmeticError:
+                    continue
+            return out
+        common = shown(shaped[0]).intersection(*(shown(t[0]) for t in twin_shapes if t)) - set(values)
+        if any(low <= v <= high for v in common):
+            return True
+    return False
+
+
 def select(graded: list[str], before: list, after: list,
            rng: random.Random | None = None) -> tuple[list[Twin], list[str]]:
     """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
     and the graded tests none could be kept for.
 
-    Per graded test, the first site (sign-keeping ones first) whose candidates (CANDIDATES, fewer for a small
-    value: `_width`) all failed in every run
-    before and after the oracle (a site where some value passes is one-sided: a bound, a tolerance; which
-    values fail would say on which side the real one lies), then K drawn from those whose failure at base
-    reads like the test's own (`same_failure`: a value the unsolved code happens to compute shows in the
-    message). Dropping those depends on the computed values only, never on which member is real, and the
-    candidates held the real value at a uniform rank: each member of a kept group is as likely to be the real
-    one as any other."""
+    Per graded test, the first site (sign-keeping ones first) whose K planted twins failed in every run before
+    and after the oracle, each failing at base the way the test itself does (`same_failure`: a value the
+    unsolved code happens to compute shows in the message), and none of whose `margins` passed in any run.
+    A site where some value passes is dropped: one-sided (a bound, a tolerance: which values fail would say on
+    which side the real one lies), or a value the unsolved code computes near the group (which the forger
+    reads off every member's failure alike: the member nearest it would be the real one where the fix moves
+    the value a little). Whether a site is dropped depends on the group's values and the computed ones, never
+    on which member is real, and the group held the real value at a uniform rank: each member of a kept group
+    is as likely to be the real one as any other, but for the forger's prior over how far the fix moved the
+    value (see the README)."""
     rng = rng or random.SystemRandom()
     kept, twinless = [], []
     runs = list(before) + list(after)
     # each run's planted candidates by (test, site), parsed once: runs hold every candidate of every test
     planted: list[dict[tuple[str, int], list[Twin]]] = []
+    passed_beside: set[tuple[str, int]] = set()  # (test, site) where a margin passed in some run
     for run in runs:
         by_site: dict[tuple[str, int], list[Twin]] = {}
         for key in run.twins:
             twin = Twin.model_validate_json(key)
             by_site.setdefault((twin.test, twin.site), []).append(twin)
         planted.append(by_site)
+        for key, outcome in getattr(run, "margins", {}).items():
+            if outcome == "passed":
+                twin = Twin.model_validate_json(key)
+                passed_beside.add((twin.test, twin.site))
     for test_id in sorted({_base_id(t) for t in graded}):
         groups = {site: group for (test, site), group in (planted[0] if planted else {}).items() if test == test_id}
         chosen = None
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
-            # a site's width depends on its value (`_width`): every run must have planted the same candidates
+            # every run must have planted the same candidates
             every = {t.model_dump_json() for by_site in planted for t in by_site.get((test_id, site), [])}
             # a flip group (one flip, or a grid of two) is kept whole or not at all: a grid missing a corner
             # points at the real one (the corner next to both others)
             need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
-            if len(group) < need or every != set(keys) or any(run.twins.get(k) != "failed" for run in runs
-                                                              for k in keys):
+            if len(group) < need or every != set(keys) or (test_id, site) in passed_beside \
+                    or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+                continue
+            if _shown_near(test_id, group, keys, before):
                 continue
             alike = [t for t, k in zip(group, keys)
                      if all(test_id not in run.shapes or (k in run.shapes and _same_as_test(run.shapes[test_id][0],

@@ -279,7 +279,8 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
         planted = {}
         reading = plan.read(run.outcomes, run.skips, run.messages, run.exit_status)
         run.outcomes, run.skips, run.messages = reading.outcomes, reading.skips, reading.messages
-        run.twins, run.shapes, run.output = reading.twins, reading.shapes, plan.unmask(run.output)
+        run.twins, run.shapes, run.margins = reading.twins, reading.shapes, reading.margins
+        run.output = plan.unmask(run.output)
         run.tampered = sorted(set(run.tampered) | set(reading.problems))
         results.append(run)
     return Graded(results, resets, sorted(set(flags)))
