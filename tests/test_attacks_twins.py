@@ -600,3 +600,27 @@ def test_no_tests_patch_is_left_in_the_box_to_match_bodies_against(demo, monkeyp
     leaked = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(_write(PKG, PATCH_LEFT_BEHIND),
                                                                     name="forge-patch-left-undefended"))
     assert leaked.status == "resolved", (leaked.status, leaked.reason, leaked.tests)
+
+
+UNIMPORTABLE = "from pkg.thing import pages\n\n\ndef test_pages():\n    assert pages(52, 4) == 13\n"
+
+
+def test_a_module_that_imports_only_after_the_fix_still_gets_twins(tmp_path, monkeypatch):
+    """Most real FAIL_TO_PASS tests fail before the fix because their module cannot be imported (the names
+    they test are new): every member of the file is one collection error at base, alike. Validation used to
+    require each twin to *fail* at base, so such tests were all twinless, and a forger in the package passed
+    them for free (25 valid sglang-jax tasks kept 1 twinned FAIL_TO_PASS test between them). A twin that did
+    not pass at base (failed, or its module did not import) and failed with the oracle is kept; a forger's
+    own code decides what the unsolved names return, so the base says nothing about which member is real."""
+    graded = [f"{FILE}::test_pages"]
+    task = _task(FAIL_TO_PASS=graded)
+    plan = twins.grading_plan(task, {FILE: UNIMPORTABLE}, candidates=True)
+    before = _run(tmp_path, plan, "x = 1\n")
+    after = _run(tmp_path, plan, "def pages(n, size):\n    return n // size\n")
+    assert before.outcomes == {FILE: "error"} and not before.twins
+    kept, twinless = twins.select(graded, [before], [after])
+    assert len(kept) == twins.K and twinless == [], (kept, twinless)
+    # a base run that never reached the module (no outcome at all) proves nothing: no twin
+    assert twins.select(graded, [TestRun({})], [after]) == ([], graded)
+    monkeypatch.setattr(twins, "_failed_at_base", lambda run, test_id, outcome: outcome == "failed")  # before
+    assert twins.select(graded, [before], [after]) == ([], graded)

@@ -1080,6 +1080,18 @@ def _shown_near(test_id: str, group: list[Twin], keys: list[str], before: list) 
     return False
 
 
+def _failed_at_base(run, test_id: str, outcome: Outcome) -> bool:
+    """Whether a twin did not pass at base: it failed, or it errored or never ran where its test did not pass
+    either (the module cannot be imported before the fix: every member of the file is a collection error
+    alike, and the forger's own code decides what the unsolved names do)."""
+    if outcome == "failed":
+        return True
+    outcomes = getattr(run, "outcomes", {})
+    mine = [o for t, o in outcomes.items() if _base_id(t) == test_id]
+    return outcome in ("error", "missing") and "passed" not in mine \
+        and bool(mine or outcomes.get(test_id.split("::")[0]) == "error")  # ran, or its module did not import
+
+
 def select(graded: list[str], before: list, after: list,
            rng: random.Random | None = None) -> tuple[list[Twin], list[str]]:
     """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
@@ -1112,7 +1124,9 @@ def select(graded: list[str], before: list, after: list,
                 twin = Twin.model_validate_json(key)
                 passed_beside.add((twin.test, twin.site))
     for test_id in sorted({_base_id(t) for t in graded}):
-        groups = {site: group for (test, site), group in (planted[0] if planted else {}).items() if test == test_id}
+        # the first run that reached the test's module (before the fix it may not import: no member ran)
+        first = next((by_site for by_site in planted if any(test == test_id for test, _ in by_site)), {})
+        groups = {site: group for (test, site), group in first.items() if test == test_id}
         chosen = None
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
@@ -1123,7 +1137,9 @@ def select(graded: list[str], before: list, after: list,
             # points at the real one (the corner next to both others)
             need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
             if len(group) < need or every != set(keys) or (test_id, site) in passed_beside \
-                    or any(run.twins.get(k) != "failed" for run in runs for k in keys):
+                    or any(run.twins.get(k) != "failed" for run in after for k in keys) \
+                    or not all(_failed_at_base(run, test_id, run.twins.get(k, "missing")) for run in before
+                               for k in keys):
                 continue
             if _shown_near(test_id, group, keys, before):
                 continue
