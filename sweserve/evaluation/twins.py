@@ -1023,7 +1023,11 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
         return picked
     # No site a prior cannot read: a twin a prior can single out still costs a forger a guess per test (0.76-0.92
     # measured, against 1.0 for a test with no twin beside it), so such a test gets one, and is counted as weak.
+    # Last, a small value (0, 1, 2, 3: most real checks) whose progression must cross zero: the forger's prior
+    # over signs (a count is never negative) reads such a group, but every graded test the forger fails must be
+    # guessed right, so weak groups still multiply its odds down over a task's tests.
     leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K)]  # type: ignore[arg-type]
+    leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
 
 
