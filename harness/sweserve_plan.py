@@ -113,6 +113,8 @@ def read(members, outcomes, exit_status=None):
         cls = parts[1] if len(parts) == 3 else None
         file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
         index = by_file[file].get((cls, name)) if file else None
+        if index is None and file:  # a planted member a subclass inherits: its names are unique in the file
+            index = next((i for (_, n), i in by_file[file].items() if n == name), None)
         if file:
             files_ran.add(file)
         if index is None:

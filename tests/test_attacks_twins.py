@@ -624,3 +624,46 @@ def test_a_module_that_imports_only_after_the_fix_still_gets_twins(tmp_path, mon
     assert twins.select(graded, [TestRun({})], [after]) == ([], graded)
     monkeypatch.setattr(twins, "_failed_at_base", lambda run, test_id, outcome: outcome == "failed")  # before
     assert twins.select(graded, [before], [after]) == ([], graded)
+
+
+INHERITED = '''from pkg.thing import pages
+
+
+class TestPages:
+    size = 4
+
+    def test_pages(self):
+        assert pages(52, self.size) == 52 // self.size
+
+
+class TestPagesOfEight(TestPages):
+    size = 8
+
+    def test_pages_of_eight(self):
+        assert pages(56, self.size) == 7
+'''
+
+
+def test_members_a_subclass_inherits_map_back_to_real_names(tmp_path):
+    """A hidden test class subclassed by another (`TestPagesOfEight(TestPages)`, as sglang-jax's page-size
+    variants are): the subclass inherits every planted member of its base under the base's planted names.
+    They were read as real tests with random names: validation recorded 29 such ids as FAIL_TO_PASS of one
+    real task (which no later run can produce), and a twin inherited by the subclass was not a twin there.
+    Now a planted name is read as its member in any class of the file."""
+    graded = [f"{FILE}::TestPages::test_pages", f"{FILE}::TestPagesOfEight::test_pages",
+              f"{FILE}::TestPagesOfEight::test_pages_of_eight"]
+    task = _task(FAIL_TO_PASS=graded)
+    plan = twins.grading_plan(task, {FILE: INHERITED}, candidates=True)
+    fixed = "def pages(n, size):\n    return n // size\n"
+    after = _run(tmp_path, plan, fixed)
+    assert set(after.outcomes) == set(graded) and set(after.outcomes.values()) == {"passed"}, after.outcomes
+    before = _run(tmp_path, plan, "def pages(n, size):\n    return n * size\n")  # far from every group
+    task.twins, _ = twins.select(graded, [before], [after])
+    assert {t.test for t in task.twins} >= {f"{FILE}::TestPagesOfEight::test_pages_of_eight"}, task.twins
+    graded_plan = twins.grading_plan(task, {FILE: INHERITED})
+    run = _run(tmp_path, graded_plan, fixed)
+    assert set(run.outcomes) == set(graded) and not run.tampered, (run.outcomes, run.tampered)
+    # a forger that passes every test of the subclass only (the inherited twins included) is caught
+    forged = _run(tmp_path, graded_plan, fixed, init=BLANKET["TestReport patched"].replace(
+        '"passed" if when == "call"', '"passed" if when == "call" and "OfEight" in str(nodeid)'))
+    assert forged.tampered, forged.outcomes
