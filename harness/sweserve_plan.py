@@ -148,12 +148,15 @@ def _problems(members, seen, files_ran, real, exit_status):
         elif m["kind"] == "twin":
             test = tests.get((m["file"], m["cls"], m["real"]))
             test_outcome = seen.get(test, "missing") if test is not None else "missing"
-            if outcome == "passed":
-                problems.append("a twin of a hidden test passed")
-                for test_id in real:
-                    parts = _base_id(test_id).split("::")
-                    if _same_path(parts[0], m["file"]) and parts[1:] == [*([m["cls"]] if m["cls"] else []), m["real"]]:
-                        real[test_id] = "failed"  # a pass beside a passing twin is no pass
+            # the test's own outcomes, in any class (a subclass inherits it) and for any parameters
+            mine = [t for t in real
+                    if _same_path(t.split("::")[0], m["file"]) and _base_id(t).split("::")[-1] == m["real"]]
+            if outcome == "passed" and any(real[t] == "passed" for t in mine):
+                problems.append("a twin of a hidden test passed beside its test")
+                for test_id in mine:
+                    real[test_id] = "failed"  # a pass beside a passing twin is no pass
+            elif outcome == "passed":
+                pass  # a wrong value equal to a twin's (or a forger's wrong guess): its test failed, no more
             elif outcome != "failed" and test_outcome == "passed":
                 problems.append("a twin of a hidden test was skipped, errored or missing while its test passed")
             failed_must_fail |= outcome == "failed"

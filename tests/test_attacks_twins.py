@@ -301,7 +301,7 @@ def test_code_that_reads_the_expected_value_back_passes_the_twins_too(validated,
     run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE + READ_BACK)
     twinned = {t.test for t in validated.twins} & read_back
     assert twinned, validated.twins
-    assert "a twin of a hidden test passed" in run.tampered, (run.tampered, run.outcomes)
+    assert "a twin of a hidden test passed beside its test" in run.tampered, (run.tampered, run.outcomes)
     assert all(run.outcomes[t] == "failed" for t in twinned), run.outcomes  # no pass beside a passing twin
     # without twins, the read-back passes the tests it reaches
     bare = _task(FAIL_TO_PASS=validated.FAIL_TO_PASS, PASS_TO_PASS=validated.PASS_TO_PASS)

@@ -332,7 +332,7 @@ def test_swebench_harness_grades_the_export_with_twins(dist, tmp_path):
     assert verdicts == expected, {k: (v, logs[k][-1500:]) for k, v in verdicts.items() if v != expected[k]}
     assert "sweserve: resolved" in logs["oracle-on"]
     assert "sweserve: failed" in logs["guessed-names-on"]  # no hidden test by the names it guessed
-    assert "sweserve: tampered (a twin of a hidden test passed)" in logs["calls-the-code-on"]
+    assert "sweserve: tampered (a twin of a hidden test passed beside its test)" in logs["calls-the-code-on"]
     assert "sweserve: failed" in logs["reads-the-eval-script-on"]  # /eval.sh root's alone before the tests ran
 
 

@@ -163,7 +163,7 @@ def test_the_plan_is_a_pure_function_of_task_sources_and_seed_and_its_map_travel
     twin = next(m for m in one.members if m.kind == "twin")
     forged = {f"test/t.py::{m.name}": "passed" for m in one.members}
     assert back.read(forged).problems == one.read(forged).problems
-    assert "a twin of a hidden test passed" in back.read(forged).problems
+    assert "a twin of a hidden test passed beside its test" in back.read(forged).problems
     assert back.read(forged).outcomes["test/t.py::test_alpha_beta"] == "failed"
     assert f"def {twin.name}():\n    assert f(2) == ({twin.twin.value}, 40)" in one.texts["test/t.py"]
 
@@ -288,3 +288,30 @@ def test_a_twin_silenced_beside_a_passing_test_is_forgery():
             "a twin of a hidden test was skipped, errored or missing while its test passed"], silenced
     honest = {real: "passed", **canary, **{v: "failed" for k, v in ids.items() if k.startswith("twin")}}
     assert plan.read(honest, exit_status=1).problems == []
+
+
+def test_a_twin_that_passes_while_its_test_fails_is_a_wrong_value_not_tampering():
+    """An honest candidate whose code computes a wrong value that happens to equal a twin's (a small value's
+    twin of 0 where the fix gives 1) passes that twin and fails the test. It gained nothing: the test failed.
+    That is `failed`, never `tampered` (an accusation a hiring team would read); a twin passing beside its
+    passing test is forgery, in sweserve's reading and the exports' in-box one alike."""
+    from sweserve.harness import sweserve_plan
+    from sweserve.models import Twin
+
+    source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n"
+    task = _task()
+    task.twins = [Twin(test="test/t.py::test_alpha_beta", site=0, value=v) for v in ("1", "2", "4")]
+    plan = twins.grading_plan(task, {"test/t.py": source}, seed=3)
+    members = json.loads(plan.map_json())["members"]
+    twin = next(m for m in plan.members if m.kind == "twin")
+    for real_passes, tampered in ((False, False), (True, True)):
+        outcomes = {f"test/t.py::{m.name}": "failed" for m in plan.members if m.kind != "canary"}
+        outcomes |= {f"test/t.py::{m.name}": "passed" for m in plan.members if m.kind == "canary"}
+        outcomes[f"test/t.py::{twin.name}"] = "passed"
+        real = next(m for m in plan.members if m.kind == "test")
+        outcomes[f"test/t.py::{real.name}"] = "passed" if real_passes else "failed"
+        reading = plan.read(outcomes)
+        assert bool(reading.problems) == tampered, reading.problems
+        assert reading.outcomes["test/t.py::test_alpha_beta"] == "failed"
+        real_ids, problems = sweserve_plan.read(members, outcomes)
+        assert bool(problems) == tampered and real_ids["test/t.py::test_alpha_beta"] == "failed", problems

@@ -942,12 +942,15 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], files_ran: set[str
             failed_must_fail |= not m.must_pass and outcome == "failed"
         elif m.kind == "twin" and not plan.candidates:
             real = seen.get(tests[(m.file, m.cls, m.real)], "missing")
-            if outcome == "passed":
-                problems.append("a twin of a hidden test passed")
-                for test_id in reading.outcomes:
-                    parts = _base_id(test_id).split("::")
-                    if _same_path(parts[0], m.file) and parts[1:] == [*([m.cls] if m.cls else []), m.real]:
-                        reading.outcomes[test_id] = "failed"  # a pass beside a passing twin is no pass
+            # the test's own outcomes, in any class (a subclass inherits it) and for any parameters
+            mine = [t for t in reading.outcomes
+                    if _same_path(t.split("::")[0], m.file) and _base_id(t).split("::")[-1] == m.real]
+            if outcome == "passed" and any(reading.outcomes[t] == "passed" for t in mine):
+                problems.append("a twin of a hidden test passed beside its test")
+                for test_id in mine:
+                    reading.outcomes[test_id] = "failed"  # a pass beside a passing twin is no pass
+            elif outcome == "passed":
+                pass  # a wrong value equal to a twin's (or a forger's wrong guess): its test failed, no more
             elif outcome != "failed" and real == "passed":
                 problems.append("a twin of a hidden test was skipped, errored or missing while its test passed")
             failed_must_fail |= outcome == "failed"
