@@ -209,7 +209,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     if family != task.family:
         notes.append(f"family: recorded {task.family}, now {family}"
                      + (" (override)" if task.family_override else f" ({classification.source})"))
-    confidence = classification.share(family)
+    confidence = classification.scores.get(family, 0.0) if family else 0.0
     if not confident:
         ranked = ", ".join(f"{f} {v:.2f}" for f, v in list(classification.scores.items())[:3]) or "no signal"
         notes.append(f"family not confident ({ranked}): set family_override in task.json to settle it")
