@@ -40,7 +40,7 @@ _FINDING_KINDS = (  # a lint finding's opening words -> its readiness key (lint:
     ("tests need new names", "vocabulary"), ("statement is the PR title only", "statement"),
     ("statement has ", "statement"), ("statement stops mid-sentence", "truncated"),
     ("statement leaves open", "open_question"), ("tests pin exact numbers", "private_numbers"),
-    ("scope larger than the statement", "oversize_scope"), ("the clone cannot read", "clone"),
+    ("scope larger than the statement", "oversize_scope"), ("tests reach changed code", "unstated"), ("the clone cannot read", "clone"),
     ("interface not computed", "clone"), ("new vocabulary not checked", "clone"),
 )
 
