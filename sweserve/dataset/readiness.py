@@ -30,7 +30,9 @@ def family_verdict(task: Task) -> tuple[bool, str, str]:
     if not task.family_confident:
         ranked = sorted(task.family_scores.items(), key=lambda kv: -kv[1])
         scores = ", ".join(f"{family} {score:.2f}" for family, score in ranked[:2]) or "no signal"
-        return False, "family_confident", f"the classifier is not confident of {task.family} ({scores})"
+        return False, "family_confident", (f"the classifier is not confident of {task.family} ({scores}: the top "
+                                           "score is low, close to the next, or no changed line lies under the "
+                                           "family's paths)")
     return True, "family_confident", ""
 
 
