@@ -252,3 +252,23 @@ def test_a_name_spelled_in_prose_points_to_it_but_a_module_glued_into_a_class_na
     assert not gaps._named("top_k", "Fix top-k for floats")  # a changed line's variable must be written as code
     # `expert_capturer` is not named by `ExpertCapturer`: a sibling class of the module is not pointed to
     assert not gaps._named("expert_capturer", "guard ExpertCapturer.create()", prose=True)
+
+
+def test_a_decorator_is_no_change_of_its_class_and_an_env_var_points_to_its_function():
+    oracle = """\
+diff --git a/pkg/sched.py b/pkg/sched.py
+--- a/pkg/sched.py
++++ b/pkg/sched.py
+@@ -10,6 +10,12 @@ class Scheduler:
+     def gated(self):
+-        return True
++        return os.environ.get("SGLANG_NO_TOKEN_GATE") is None
++
++    @staticmethod
++    def wants(args):
++        return args.chunk_slots > 1
+"""
+    tests = patch_of("def test_gate():\n    assert Scheduler().gated() is False\n    assert Scheduler.wants(a)\n")
+    assert set(gaps.changed_bodies(oracle)) == {("sched", "Scheduler", "gated")}  # `wants` is new: no change
+    assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\nTurn the token gate off.\n", None) == ["Scheduler.gated"]
+    assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\n`SGLANG_NO_TOKEN_GATE` turns it off.\n", None) == []

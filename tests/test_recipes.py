@@ -144,3 +144,10 @@ def test_one_labelled_note_or_a_bug_sentence_is_not_a_recipe():
     # labels that are not components ("Crash:", "Before:") lead no recipe
     labelled = "- Crash: on load of `WidgetConfig`\n- Before: `worker` was slow\n"
     assert recipe_finding(labelled, ORACLE) is None
+
+
+def test_a_sentence_naming_only_the_interface_is_not_a_recipe():
+    # what the new names do, with a call the oracle adds, but no file or module the change goes to
+    said = ("Dense widgets need a `WidgetMLP` whose output matches `WidgetMoE` on one expert, and "
+            "`init_host_buffer(size)` must grow the buffer.\n")
+    assert recipe_finding(said, ORACLE) is None

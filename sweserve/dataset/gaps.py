@@ -289,7 +289,8 @@ def oversize_finding(problem: str, fail_to_pass: list[str]) -> str | None:
 
 _DEF_OR_CLASS = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_CODEY = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[a-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*)$")  # snake_case, _private, CamelCase
+# snake_case, _private, CamelCase, UPPER_CASE
+_CODEY = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[A-Za-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
 
 
 def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
@@ -312,7 +313,7 @@ def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
             if line.startswith(("+++", "---", "diff ", "index ")) or line[:1] not in ("+", "-", " "):
                 continue
             sign, text = line[0], line[1:]
-            if not text.strip() or text.lstrip().startswith("#"):
+            if not text.strip() or text.lstrip().startswith(("#", "@")):  # a decorator belongs to the def below
                 continue
             indent = len(text) - len(text.lstrip())
             m = _DEF_OR_CLASS.match(text)

@@ -116,7 +116,13 @@ def _word(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def oracle_components(oracle_patch: str) -> frozenset[str]:
+def oracle_modules(oracle_patch: str) -> frozenset[str]:
+    """The oracle's changed files as module words (stems and folders): where a change lies, not what it is."""
+    return frozenset(oracle_components(oracle_patch, defs=False))
+
+
+@functools.lru_cache(maxsize=64)
+def oracle_components(oracle_patch: str, defs: bool = True) -> frozenset[str]:
     """The components the oracle changes, as words: file folders and stems (and the stems' parts), and the
     classes and functions its hunks touch or define; normalized (lower case, no plural s)."""
     words: set[str] = set()
@@ -127,6 +133,8 @@ def oracle_components(oracle_patch: str) -> frozenset[str]:
             words.update(_word(s) for s in stems if s)
             words.update(_word(w) for s in stems[-1:] for w in s.split("_") if len(w) > 2)
             words.update(_word(s.replace(".", "_")) for s in parts[-1:])
+        elif not defs:
+            continue
         elif (m := _DEF_NAME.match(line)) or (line.startswith("@@") and (m := re.search(r"@@.*@@.*?\b(?:def|class)\s+"
                                                                                       r"([A-Za-z_]\w*)", line))):
             words.add(_word(m[1]))
@@ -174,12 +182,14 @@ def _oracle_expressions(text: str, oracle_patch: str) -> list[str]:
 
 def recipe_sentence(sentence: str, oracle_patch: str) -> str | None:
     """Why a prose sentence lays out the fix across components (None when it does not): it names two or more
-    components the oracle changes, in code, and repeats an expression only the oracle adds."""
+    components the oracle changes, in code, one of them a changed file or module (where the change goes, not
+    only what the interface calls it), and repeats an expression only the oracle adds."""
     if _SYMPTOM.search(sentence):  # "`f` calls `g(x)`, but …": the bug, however it is worded
         return None
     components = oracle_components(oracle_patch)
     named = _names_component(sentence, components)
-    if len(named) >= 2 and (expr := _oracle_expressions(sentence, oracle_patch)):
+    where = _names_component(sentence, oracle_modules(oracle_patch))
+    if len(named) >= 2 and where and (expr := _oracle_expressions(sentence, oracle_patch)):
         return f"places the change in {', '.join(f'`{n}`' for n in named[:3])} with the oracle's `{expr[0]}`"
     return None
 
