@@ -272,3 +272,8 @@ diff --git a/pkg/sched.py b/pkg/sched.py
     assert set(gaps.changed_bodies(oracle)) == {("sched", "Scheduler", "gated")}  # `wants` is new: no change
     assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\nTurn the token gate off.\n", None) == ["Scheduler.gated"]
     assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\n`SGLANG_NO_TOKEN_GATE` turns it off.\n", None) == []
+
+
+def test_private_numbers_reads_a_test_file_named_relative_to_the_runner_folder():
+    tests = patch_of("def test_budget():\n    assert adder._budget == 4093\n", "python/pkg/test/test_budget.py")
+    assert gaps.private_numbers(tests, "# Budget\n", {"pkg/test/test_budget.py"}) == [("_budget", "4093")]

@@ -231,7 +231,7 @@ def private_numbers(tests_patch: str, instruction: str, test_files: set[str] | N
     out: list[tuple[str, str]] = []
     for section in split_sections(tests_patch):
         path = new_path(section)
-        if not path or not path.endswith(".py") or (test_files is not None and path not in test_files):
+        if not path or not path.endswith(".py") or (test_files is not None and not _same_file(path, test_files)):
             continue
         added = [ln[1:] for ln in section.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
         setup = set()
