@@ -264,8 +264,8 @@ class Task(Strict):
     base_commit: str = Field(pattern=SHA)
     merge_commit: str = Field(pattern=SHA)
     family: Family
-    family_confidence: float | None = Field(None, ge=0, le=1, description="share of the oracle's changed lines "
-                                            "under the family's paths")
+    family_confidence: float | None = Field(None, ge=0, le=1, description="the family's score in "
+                                            "family_scores (0 when the classifier gave it none, e.g. an override)")
     family_override: Family | None = Field(None, description="set by hand; wins over the profile's classification")
     family_scores: dict[str, float] = Field(default_factory=dict, description="family -> score in [0, 1] from "
                                             "every signal (paths, roles, tests, title, labels), highest first")

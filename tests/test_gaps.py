@@ -178,3 +178,102 @@ def test_the_length_cap_cuts_at_a_whole_sentence():
     st = build_statement("t", pr=PullRequestInfo(repo="o/r", number=7, title="fix: cache", body=body))
     kept = st.text.split("[…]")[0].rstrip()
     assert kept.endswith("loses a page.") and "[…]" in st.text
+
+
+# ---------------------------------------------------------------------------------------------- unstated
+
+# An oracle in the shape of a real one: a helper gains an alias rule inside an existing class's method, and a
+# scheduler method's admission gate changes; the hunk headers name only the classes, as git writes them.
+UNSTATED_ORACLE = """\
+diff --git a/python/pkg/layers/expert_capturer.py b/python/pkg/layers/expert_capturer.py
+--- a/python/pkg/layers/expert_capturer.py
++++ b/python/pkg/layers/expert_capturer.py
+@@ -50,9 +50,12 @@ class _ExpertCapturerReal(ExpertCapturer):
+         cfg = model_config.hf_text_config
+-        top_k = cfg.num_experts_per_tok
++        top_k = getattr(cfg, "num_experts_per_tok", None)
++        if top_k is None:
++            top_k = getattr(model_config.hf_config, "moe_topk", None)
+         self.buffer = np.zeros((layers, top_k), np.int32)
+diff --git a/python/pkg/managers/schedule_policy.py b/python/pkg/managers/schedule_policy.py
+--- a/python/pkg/managers/schedule_policy.py
++++ b/python/pkg/managers/schedule_policy.py
+@@ -582,7 +582,9 @@ class PrefillAdder:
+-        if real_input_tokens >= self.rem_input_tokens and self.running:
++        if real_input_tokens >= self.rem_input_tokens and self.running and not self.chunked:
+             return AddReqResult.OTHER
+"""
+UNSTATED_TESTS = patch_of("""
+from pkg.layers.expert_capturer import _ExpertCapturerReal
+from pkg.managers.schedule_policy import PrefillAdder
+
+
+def test_capturer_reads_the_root_config():
+    cap = _ExpertCapturerReal(config_with_root_topk())
+    assert cap.buffer.shape == (2, 8)
+
+
+def test_every_rank_admits_a_chunk():
+    adder = PrefillAdder(chunked=True)
+    assert adder.add_one_req(long_req()) == "CONTINUE"
+""", "test/test_models.py")
+F2P = ["test/test_models.py::test_capturer_reads_the_root_config", "test/test_models.py::test_every_rank_admits_a_chunk"]
+
+
+def test_tests_that_reach_changed_code_the_text_never_points_to_are_flagged():
+    statement = ("# Chunked prefill serialized to one DP rank\n\n`real_input_tokens` is the untruncated length and "
+                 "`rem_input_tokens` the global budget, so only one rank admits a chunk per round.\n")
+    found = gaps.unstated_behaviour(UNSTATED_ORACLE, UNSTATED_TESTS, statement, {"test/test_models.py"})
+    assert found == ["_ExpertCapturerReal"]  # the admission gate is pointed to by its variables; the capturer not
+    finding = gaps.unstated_behaviour_finding(UNSTATED_ORACLE, UNSTATED_TESTS, statement, None)
+    assert finding and finding_kind(finding) == "unstated"
+    assert any(f.startswith("tests reach changed code") for f in
+               gap_findings(statement, statement, UNSTATED_TESTS, F2P, UNSTATED_ORACLE))
+    # a FAIL_TO_PASS id relative to the runner's folder names the same file as the patch's path
+    assert gaps.unstated_behaviour(UNSTATED_ORACLE, patch_of("x = _ExpertCapturerReal", "python/test/t.py"),
+                                   statement, {"test/t.py"}) == ["_ExpertCapturerReal"]
+
+
+def test_a_text_that_points_to_each_changed_piece_the_tests_reach_is_not_flagged():
+    statement = ("# Chunked prefill serialized to one DP rank\n\n`real_input_tokens` is compared with the global "
+                 "budget. The expert capturer (`expert_capturer`) must also find the top-k on the root config.\n")
+    assert gaps.unstated_behaviour(UNSTATED_ORACLE, UNSTATED_TESTS, statement, None) == []
+    # tests that reach none of the changed functions: nothing to point to
+    other = patch_of("def test_unrelated():\n    assert helper() == 3\n", "test/test_models.py")
+    assert gaps.unstated_behaviour(UNSTATED_ORACLE, other, "# Something\n", None) == []
+    # the measured alternative (flag only when nothing is pointed to) stays silent here
+    partly = "# Chunked prefill\n\n`real_input_tokens` is the untruncated length.\n"
+    assert gaps.unstated_behaviour(UNSTATED_ORACLE, UNSTATED_TESTS, partly, None, each=False) == []
+    assert gaps.unstated_behaviour(UNSTATED_ORACLE, UNSTATED_TESTS, partly, None) == ["_ExpertCapturerReal"]
+
+
+def test_a_name_spelled_in_prose_points_to_it_but_a_module_glued_into_a_class_name_does_not():
+    assert gaps._named("top_k", "Fix top-k for floats", prose=True)
+    assert not gaps._named("top_k", "Fix top-k for floats")  # a changed line's variable must be written as code
+    # `expert_capturer` is not named by `ExpertCapturer`: a sibling class of the module is not pointed to
+    assert not gaps._named("expert_capturer", "guard ExpertCapturer.create()", prose=True)
+
+
+def test_a_decorator_is_no_change_of_its_class_and_an_env_var_points_to_its_function():
+    oracle = """\
+diff --git a/pkg/sched.py b/pkg/sched.py
+--- a/pkg/sched.py
++++ b/pkg/sched.py
+@@ -10,6 +10,12 @@ class Scheduler:
+     def gated(self):
+-        return True
++        return os.environ.get("SGLANG_NO_TOKEN_GATE") is None
++
++    @staticmethod
++    def wants(args):
++        return args.chunk_slots > 1
+"""
+    tests = patch_of("def test_gate():\n    assert Scheduler().gated() is False\n    assert Scheduler.wants(a)\n")
+    assert set(gaps.changed_bodies(oracle)) == {("sched", "Scheduler", "gated")}  # `wants` is new: no change
+    assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\nTurn the token gate off.\n", None) == ["Scheduler.gated"]
+    assert gaps.unstated_behaviour(oracle, tests, "# Gate\n\n`SGLANG_NO_TOKEN_GATE` turns it off.\n", None) == []
+
+
+def test_private_numbers_reads_a_test_file_named_relative_to_the_runner_folder():
+    tests = patch_of("def test_budget():\n    assert adder._budget == 4093\n", "python/pkg/test/test_budget.py")
+    assert gaps.private_numbers(tests, "# Budget\n", {"pkg/test/test_budget.py"}) == [("_budget", "4093")]

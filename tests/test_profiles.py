@@ -74,13 +74,30 @@ def test_families_weighted_by_changed_lines_with_confidence():
     c = p.classification("Fix min-p", changes)
     assert (c.family, c.source) == ("decoding", "paths")
     assert c.lines == {"scheduling-memory": 12, "decoding": 88} and c.total == 101
-    assert c.confidence == round(88 / 101, 3)
+    assert c.share("decoding") == round(88 / 101, 3)
+    assert c.confidence == c.scores["decoding"]  # one source of truth: the recorded confidence is the score
     assert p.classification("Fix min-p", changes).family == "decoding"
     assert c.confident and c.scores["decoding"] > 0.8
     # a title tag is one signal among several: against 88% of the lines it makes the family uncertain
     tagged = p.classification("[Scheduler] Fix min-p", changes)
     assert (tagged.family, tagged.source, tagged.confident) == ("decoding", "paths", False)
     assert 0 < tagged.scores["decoding"] - tagged.scores["scheduling-memory"] < p.family_min_margin
+
+
+def test_a_family_no_changed_line_supports_is_not_confident():
+    from sweserve.dataset.mining import FileChange
+
+    p = load_profile("sglang-jax")
+    # a fix in a shared utility whose title names a role: the title alone decides the family, no line does
+    loader = [FileChange("M", "python/sgl_jax/srt/utils/weight_utils.py", added=40, deleted=5)]
+    c = p.classification("fix(model): split the fused scale of a new model", loader)
+    assert c.family is not None and c.share(c.family) == 0.0
+    assert c.scores[c.family] >= p.family_min_score and not c.confident
+    assert c.confidence == c.scores[c.family]
+    # the same title with a changed line under the family's paths is confident
+    model = loader + [FileChange("M", "python/sgl_jax/srt/models/llama.py", added=10, deleted=2)]
+    m = p.classification("fix(model): split the fused scale of a new model", model)
+    assert m.family == "model-support" and m.share("model-support") > 0 and m.confident
 
 
 def test_sampling_code_is_decoding_not_kernels():

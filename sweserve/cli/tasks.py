@@ -179,7 +179,7 @@ def readiness_lines(task) -> str:
 def quality_lines(task) -> str:
     """The quality record in a few lines: statement, interface, lint result and why."""
     q = task.quality
-    conf = f" ({task.family_confidence:.0%} of changed lines)" if task.family_confidence is not None else ""
+    conf = f" (score {task.family_confidence:.2f})" if task.family_confidence is not None else ""
     head = f"family: {task.family}{conf}" + (" (override)" if task.family_override else "")
     if q is None:
         return head + "\nlint: not run (sweserve tasks lint)"

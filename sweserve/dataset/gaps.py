@@ -19,6 +19,12 @@ each reads only the instruction and the patches, never a container.
   than one file, for a short problem: under ``MIN_PROBLEM_CHARS_PER_TEST`` characters of problem text per test
   function (the Requirements and interface sections not counted) once there are ``MIN_SCOPE_TESTS`` or more.
   A statement about one bug rarely specifies a whole feature's tests.
+- **unstated** — the FAIL_TO_PASS test files reach (by name, or by their class's name) functions that exist at
+  base and whose bodies the oracle changes, and for one of them the instruction names neither the function,
+  its class, its module, nor a code word of its changed lines: the tests pin changed behaviour of code the
+  solver is never pointed to (an alias rule in a helper, a formula in a class the text never mentions). What it
+  cannot see: a pinned fact inside a function the text does name (an argument order, a tie-break), or in new
+  code (``unstated_behaviour``; see docs/real-repos.md for what it drops on real tasks).
 """
 
 from __future__ import annotations
@@ -225,7 +231,7 @@ def private_numbers(tests_patch: str, instruction: str, test_files: set[str] | N
     out: list[tuple[str, str]] = []
     for section in split_sections(tests_patch):
         path = new_path(section)
-        if not path or not path.endswith(".py") or (test_files is not None and path not in test_files):
+        if not path or not path.endswith(".py") or (test_files is not None and not _same_file(path, test_files)):
             continue
         added = [ln[1:] for ln in section.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
         setup = set()
@@ -277,3 +283,111 @@ def oversize_finding(problem: str, fail_to_pass: list[str]) -> str | None:
         return None
     return (f"scope larger than the statement: {count} FAIL_TO_PASS test functions in {len(by_file)} files for "
             f"{chars} characters of problem (at least {MIN_PROBLEM_CHARS_PER_TEST} a test wanted)")
+
+
+# ---------------------------------------------------------------------------------------------- unstated behaviour
+
+_DEF_OR_CLASS = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+# snake_case, _private, CamelCase, UPPER_CASE
+_CODEY = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[A-Za-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
+
+
+def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
+    """(module stem, class, function) -> code words of the changed lines, for each function or method that
+    exists at base (its ``def`` is not an added line) and whose body the oracle changes. New files and new
+    functions are not counted: the interface section announces those."""
+    out: dict[tuple[str, str, str], set[str]] = {}
+    for section in split_sections(oracle_patch):
+        path = new_path(section)
+        if not path or not path.endswith(".py") or "\n--- /dev/null" in section:
+            continue
+        stem = path.rsplit("/", 1)[-1][:-3]
+        stack: list[tuple[int, str, str, bool]] = []  # (indent, kind, name, exists at base)
+        for line in section.splitlines():
+            if line.startswith("@@"):
+                header = line.split("@@", 2)[-1]
+                m = _DEF_OR_CLASS.match(header[1:] if header.startswith(" ") else header)
+                stack = [(len(m[1]), m[2], m[3], True)] if m else []
+                continue
+            if line.startswith(("+++", "---", "diff ", "index ")) or line[:1] not in ("+", "-", " "):
+                continue
+            sign, text = line[0], line[1:]
+            if not text.strip() or text.lstrip().startswith(("#", "@")):  # a decorator belongs to the def below
+                continue
+            indent = len(text) - len(text.lstrip())
+            m = _DEF_OR_CLASS.match(text)
+            if m:
+                stack = [s for s in stack if s[0] < indent] + [(indent, m[2], m[3], sign != "+")]
+                continue
+            stack = [s for s in stack if s[0] < indent] if indent < (stack[-1][0] + 1 if stack else 0) else stack
+            if sign == " " or not stack:
+                continue
+            funcs = [s for s in stack if s[1] == "def"]
+            cls = next((s[2] for s in reversed(stack) if s[1] == "class"), "")
+            if funcs and not funcs[-1][3] or not funcs and not cls:
+                continue  # a new function's body, or module-level code
+            # a method whose def is above the hunk (the header names only its class): the class stands for it
+            words = out.setdefault((stem, cls, funcs[-1][2] if funcs else ""), set())
+            words.update(w for w in _IDENT.findall(text) if _CODEY.match(w))
+    return out
+
+
+def _f2p_words(tests_patch: str, test_files: set[str] | None) -> set[str]:
+    words: set[str] = set()
+    for section in split_sections(tests_patch):
+        path = new_path(section)
+        if not path or not path.endswith(".py") or (test_files is not None and not _same_file(path, test_files)):
+            continue
+        for ln in section.splitlines():  # added lines and the unchanged ones around them (a helper they call)
+            if ln.startswith(("+", " ")) and not ln.startswith("+++"):
+                words.update(_IDENT.findall(ln.split("#", 1)[0]))
+    return words
+
+
+def _same_file(path: str, test_files: set[str]) -> bool:
+    """A patch path and a FAIL_TO_PASS file path name the same file (a test id may be relative to the runner's
+    folder: `sgl_jax/test/x.py` for `python/sgl_jax/test/x.py`)."""
+    return any(path == f or path.endswith("/" + f) or f.endswith("/" + path) for f in test_files)
+
+
+def unstated_behaviour(oracle_patch: str, tests_patch: str, instruction: str,
+                       test_files: set[str] | None, each: bool = True) -> list[str]:
+    """Functions that exist at base, whose bodies the oracle changes, that the FAIL_TO_PASS test files reach
+    (by the function's name, or its class's) and that the instruction does not point to: it names neither the
+    function, its class or its module, nor a code word of its changed lines (a variable the fix touches). The
+    tests then pin a changed behaviour of code the solver is never pointed to. each=False: only when the
+    instruction points to none of them (measured: it fires on no reviewed task; kept for the measurement)."""
+    reached = {}
+    words = _f2p_words(tests_patch, test_files)
+    for (stem, cls, fn), body in changed_bodies(oracle_patch).items():
+        if (fn and fn in words and _CODEY.match(fn)) or (cls and cls in words and (
+                fn in ("", "__init__") or fn in words or not fn.startswith("_"))):
+            reached[(stem, cls, fn)] = body
+    if not reached:
+        return []
+    unnamed = [(stem, cls, fn) for (stem, cls, fn), body in reached.items()
+               if not any(_named(w, instruction, prose=True) for w in (fn, cls, stem) if w and len(w) > 3)
+               and not any(_named(w, instruction) for w in body if len(w) > 3)]
+    if not each and len(unnamed) < len(reached):
+        return []
+    return [f"{cls}.{fn}" if cls and fn else cls or fn for (_stem, cls, fn) in unnamed]
+
+
+def _named(word: str, text: str, prose: bool = False) -> bool:
+    """The word is in text as a word; or, with prose (a function's, class's or module's name), spelled in prose:
+    its parts (`top_k`, `TopK`) apart, with a space or a hyphen between them ("top-k", "top k")."""
+    if word in text and re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", text) is not None:
+        return True
+    parts = [p for p in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", word) if p]
+    spelled = r"(?<![\w])" + r"[-\s]".join(map(re.escape, parts)) + r"(?![\w])"
+    return prose and len(parts) > 1 and re.search(spelled, text, re.IGNORECASE) is not None
+
+
+def unstated_behaviour_finding(oracle_patch: str, tests_patch: str, instruction: str,
+                               test_files: set[str] | None) -> str | None:
+    found = unstated_behaviour(oracle_patch, tests_patch, instruction, test_files)
+    if not found:
+        return None
+    return ("tests reach changed code the instruction never points to: "
+            + ", ".join(f"`{n}`" for n in found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else ""))

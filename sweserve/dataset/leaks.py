@@ -82,4 +82,151 @@ def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[s
     if (names := named_tests(statement, tests_patch)):
         findings.append(f"statement names hidden tests: {', '.join(names[:5])}"
                         + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
+    if (recipe := recipe_finding(statement, oracle_patch)):
+        findings.append(recipe)
     return findings
+
+
+# ------------------------------------------------------------------------------------------------ recipes
+# A statement can give the fix away without a line of code: as a recipe, the change prescribed component by
+# component ("- config: add intermediate_size …", "- scheduler: wire …", "X owns a buffer, and Y sizes it to
+# `buckets[-1]`"). What counts as a component is read from the oracle: its changed files' folders and stems
+# (and the stems' words), and the classes and functions its hunks touch or add; plus a few generic ones.
+GENERIC_COMPONENTS = frozenset({"test", "doc", "ci", "bench", "benchmark", "example", "readme", "cli", "api",
+                                "config", "util", "script", "workflow"})
+_LABELLED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\*\*|__)?`?([A-Za-z_][\w./{},-]{0,60}?)`?(?:\*\*|__)?\s*:"
+                       r"(?:\*\*|__)?\s+(\S.*)$")
+_STEP = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\*\*)?(?:add|adds|rename[sd]?|move[sd]?|change[sd]?|replace[sd]?|"
+                   r"remove[sd]?|wire[sd]?|register(?:s|ed)?|extract(?:s|ed)?|split(?:s)?|drop(?:s|ped)?|"
+                   r"introduce[sd]?|implement(?:s|ed)?|update[sd]?|pass(?:es)?|thread(?:s)?|plumb(?:s)?|"
+                   r"hook(?:s)?|guard(?:s)?|swap(?:s)?|make|makes|use|uses|call|calls|store[sd]?|keep|keeps)\b(.*)$",
+                   re.IGNORECASE)
+_CODEISH = re.compile(r"`([^`]+)`|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[a-z][a-z0-9]*_[\w]+|_[\w]+|"
+                      r"[A-Z][a-z0-9]+[A-Z]\w*)\b")
+_DEF_NAME = re.compile(r"^[-+ @].*?\b(?:def|class)\s+([A-Za-z_]\w*)")
+_EXPRESSION = re.compile(r"[A-Za-z_][\w.]*(?:\[[^\]\s`]*\]|\([^)\s`]*\))")
+_SYMPTOM = re.compile(r"\b(?:but|however|crash\w*|errors?|exceptions?|fail\w*|wrong|bugs?|incorrect\w*|broken|"
+                      r"instead of|raises?|hangs?|mismatch\w*)\b", re.IGNORECASE)
+MIN_RECIPE_ITEMS = 2  # one labelled note is not a recipe; two components, each told what to do, are
+
+
+def _word(word: str) -> str:
+    w = word.lower().strip("`*_ ")
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+@functools.lru_cache(maxsize=64)
+def oracle_modules(oracle_patch: str) -> frozenset[str]:
+    """The oracle's changed files as module words (stems and folders): where a change lies, not what it is."""
+    return frozenset(oracle_components(oracle_patch, defs=False))
+
+
+@functools.lru_cache(maxsize=64)
+def oracle_components(oracle_patch: str, defs: bool = True) -> frozenset[str]:
+    """The components the oracle changes, as words: file folders and stems (and the stems' parts), and the
+    classes and functions its hunks touch or define; normalized (lower case, no plural s)."""
+    words: set[str] = set()
+    for line in oracle_patch.splitlines():
+        if line.startswith(("+++ b/", "--- a/")):
+            parts = line[6:].strip().split("/")
+            stems = [re.sub(r"\.\w+$", "", p) for p in parts]
+            words.update(_word(s) for s in stems if s)
+            words.update(_word(w) for s in stems[-1:] for w in s.split("_") if len(w) > 2)
+            words.update(_word(s.replace(".", "_")) for s in parts[-1:])
+        elif not defs:
+            continue
+        elif (m := _DEF_NAME.match(line)) or (line.startswith("@@") and (m := re.search(r"@@.*@@.*?\b(?:def|class)\s+"
+                                                                                      r"([A-Za-z_]\w*)", line))):
+            words.add(_word(m[1]))
+    return frozenset(words - {"", "python", "src", "srt", "__init__", "init"})
+
+
+def _names_component(text: str, components: frozenset[str]) -> list[str]:
+    """The code-like words of text (backticked, dotted, snake_case, CamelCase) that name a changed component."""
+    found = []
+    for m in _CODEISH.finditer(text):
+        token = m[1] or m[2]
+        for part in re.split(r"[.(/\s]", token):
+            if _word(part) in components and part not in found:
+                found.append(part)
+    return found
+
+
+def _is_component_label(label: str, components: frozenset[str]) -> bool:
+    words = [w for w in re.split(r"[\s/,{}]+", label) if w]
+    if not words or len(words) > 3:
+        return False
+    return all(_word(w) in components or _word(w) in GENERIC_COMPONENTS or _word(w.split(".")[-1]) in components
+               or _word(re.sub(r"\.\w+$", "", w)) in components for w in words)
+
+
+def recipe_item(line: str, oracle_patch: str) -> str | None:
+    """Why a list item prescribes a change to a named component (None when it does not): an item led by a
+    component the oracle changes (a file, module, folder, class or function, or `tests:`/`docs:`), or an
+    imperative step ("add X to Y", "wire X into Y") that names one in code."""
+    components = oracle_components(oracle_patch)
+    if (m := _LABELLED.match(line)) and _is_component_label(m[1], components) and len(m[2].split()) >= 2:
+        return f"led by the component '{m[1]}:'"
+    if (m := _STEP.match(line)) and (named := _names_component(m[1], components)):
+        return f"a step that changes `{named[0]}`"
+    return None
+
+
+def _oracle_expressions(text: str, oracle_patch: str) -> list[str]:
+    """Code expressions of text (a subscript or a call: `buf[-1]`, `f(x)`) that only the oracle's added lines
+    hold: the removed and unchanged lines around them do not."""
+    added = "\n".join(_lines(oracle_patch, "+"))
+    kept = "\n".join(_lines(oracle_patch, "-") + _lines(oracle_patch, " "))
+    return [e for e in dict.fromkeys(_EXPRESSION.findall(text)) if len(e) >= 6 and e in added and e not in kept]
+
+
+def recipe_sentence(sentence: str, oracle_patch: str) -> str | None:
+    """Why a prose sentence lays out the fix across components (None when it does not): it names two or more
+    components the oracle changes, in code, one of them a changed file or module (where the change goes, not
+    only what the interface calls it), and repeats an expression only the oracle adds."""
+    if _SYMPTOM.search(sentence):  # "`f` calls `g(x)`, but …": the bug, however it is worded
+        return None
+    components = oracle_components(oracle_patch)
+    named = _names_component(sentence, components)
+    where = _names_component(sentence, oracle_modules(oracle_patch))
+    if len(named) >= 2 and where and (expr := _oracle_expressions(sentence, oracle_patch)):
+        return f"places the change in {', '.join(f'`{n}`' for n in named[:3])} with the oracle's `{expr[0]}`"
+    return None
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def recipe_steps(statement: str, oracle_patch: str) -> list[str]:
+    """The parts of a statement's problem text (not its Requirements or interface sections, which say what
+    must hold) that prescribe the change component by component."""
+    if not oracle_patch.strip():
+        return []
+    problem = re.split(r"^#+\s*(?:Requirements|New interfaces)\b|<!-- sweserve:interface", statement,
+                       maxsplit=1, flags=re.MULTILINE)[0]
+    steps = []
+    paragraph: list[str] = []
+    for line in problem.splitlines() + [""]:
+        if _LABELLED.match(line) or _STEP.match(line):
+            if recipe_item(line, oracle_patch):
+                steps.append(line.strip())
+            continue
+        if line.strip() and not line.lstrip().startswith(("#", "|", "```")):
+            paragraph.append(line.strip())
+            continue
+        for sentence in _SENTENCE.split(" ".join(paragraph)):
+            if recipe_sentence(sentence, oracle_patch):
+                steps.append(sentence.strip())
+        paragraph = []
+    return steps
+
+
+def recipe_finding(statement: str, oracle_patch: str) -> str | None:
+    steps = recipe_steps(statement, oracle_patch)
+    items = [s for s in steps if _LIST_ITEM_START.match(s)]
+    if len(items) >= MIN_RECIPE_ITEMS or len(steps) > len(items):
+        return "statement prescribes the change component by component: " + _example(steps, "of steps")
+    return None
+
+
+_LIST_ITEM_START = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")

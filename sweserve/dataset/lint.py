@@ -135,14 +135,16 @@ def clone_findings(interface: InterfaceReport) -> list[str]:
             + (f" (and {more} more)" if more else "") + "; names there are not judged"]
 
 
-def gap_findings(statement: str, instruction: str, tests_patch: str, fail_to_pass: list[str]) -> list[str]:
+def gap_findings(statement: str, instruction: str, tests_patch: str, fail_to_pass: list[str],
+                 oracle_patch: str = "") -> list[str]:
     """What the tests pin that the statement leaves open or cut (``gaps.py``), read from the problem part: the
     statement without its Requirements section."""
     problem = re.split(r"\n## Requirements\s*\n", statement, maxsplit=1)[0]
     files = {t.split("::", 1)[0] for t in fail_to_pass} or None
     found = [gaps.truncated_finding(problem), gaps.open_question_finding(problem, tests_patch),
              gaps.private_numbers_finding(tests_patch, instruction, files),
-             gaps.oversize_finding(problem, fail_to_pass)]
+             gaps.oversize_finding(problem, fail_to_pass),
+             gaps.unstated_behaviour_finding(oracle_patch, tests_patch, instruction, files) if oracle_patch else None]
     return [f for f in found if f]
 
 
@@ -186,7 +188,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
                  + " (not at base, not in the instruction)" for t, names in unfair.items()]
     if vocabulary:
         findings.append(vocabulary_finding(vocabulary))
-    findings += gap_findings(statement, instruction, bundle.tests_patch, task.FAIL_TO_PASS)
+    findings += gap_findings(statement, instruction, bundle.tests_patch, task.FAIL_TO_PASS, bundle.oracle_patch)
     profile = load_profile(task.profile, search)
     findings += statement_findings(statement, source, profile.min_statement_chars)
     findings += broken
@@ -209,7 +211,7 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
     if family != task.family:
         notes.append(f"family: recorded {task.family}, now {family}"
                      + (" (override)" if task.family_override else f" ({classification.source})"))
-    confidence = classification.share(family)
+    confidence = classification.scores.get(family, 0.0) if family else 0.0
     if not confident:
         ranked = ", ".join(f"{f} {v:.2f}" for f, v in list(classification.scores.items())[:3]) or "no signal"
         notes.append(f"family not confident ({ranked}): set family_override in task.json to settle it")

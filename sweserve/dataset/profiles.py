@@ -135,8 +135,11 @@ class RepoProfile(Strict):
         Test names alone classify nothing. A family's score is the weighted sum of its shares over the weights
         of the signals that had evidence.
         The profile's ``family_overrides`` for the PR wins outright. ``confident``: the top score is at least
-        ``family_min_score`` and leads the runner-up by ``family_min_margin`` (always true for an override).
-        ``confidence`` stays what it was: the winning family's share of all changed lines.
+        ``family_min_score`` and leads the runner-up by ``family_min_margin`` (always true for an override),
+        and at least one changed line lies under the winner's paths (a family that no changed line supports
+        came from names alone: on the real samples these were CI-only changes and weight-loader fixes
+        labelled by a title word). ``confidence`` is the winner's score, the same number ``scores`` holds
+        (one source of truth); ``share(family)`` is its share of the changed lines.
         """
         lines: dict[str, int] = {}
         role_lines: dict[str, float] = {}
@@ -187,8 +190,8 @@ class RepoProfile(Strict):
         ranked = sorted(scores, key=lambda fam: (-scores[fam], order.get(fam, len(order))))
 
         def result(family, source, confident):
-            share = round(lines.get(family, 0) / total, 3) if total and family else 0.0
-            return Classification(family=family, confidence=share, lines=lines, total=total, source=source,
+            score = scores.get(family, 0.0) if family else 0.0
+            return Classification(family=family, confidence=score, lines=lines, total=total, source=source,
                                    scores=dict(sorted(scores.items(), key=lambda kv: -kv[1])), signals=signals,
                                    confident=confident)
 
@@ -198,7 +201,7 @@ class RepoProfile(Strict):
             return result(None, "none", False)
         best = ranked[0]
         top, second = scores[best], (scores[ranked[1]] if len(ranked) > 1 else 0.0)
-        confident = top >= self.family_min_score and top - second >= self.family_min_margin
+        confident = top >= self.family_min_score and top - second >= self.family_min_margin and lines.get(best, 0) > 0
         source = max(signals, key=lambda name: weights.get(name, 0) * signals[name].get(best, 0))
         return result(best, {"tags": "title_tag"}.get(source, source), confident)
 
@@ -300,7 +303,7 @@ def _shares(counts: dict[str, float]) -> dict[str, float]:
 
 class Classification(Strict):
     family: Family | None
-    confidence: float = Field(ge=0, le=1)
+    confidence: float = Field(ge=0, le=1, description="the winning family's score (as in scores)")
     lines: dict[str, int] = Field(default_factory=dict, description="changed lines per family")
     total: int = Field(0, description="changed lines in all")
     source: Literal["override", "title_tag", "paths", "roles", "tests", "title", "labels", "none"] = Field(

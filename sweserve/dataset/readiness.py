@@ -30,16 +30,19 @@ def family_verdict(task: Task) -> tuple[bool, str, str]:
     if not task.family_confident:
         ranked = sorted(task.family_scores.items(), key=lambda kv: -kv[1])
         scores = ", ".join(f"{family} {score:.2f}" for family, score in ranked[:2]) or "no signal"
-        return False, "family_confident", f"the classifier is not confident of {task.family} ({scores})"
+        return False, "family_confident", (f"the classifier is not confident of {task.family} ({scores}: the top "
+                                           "score is low, close to the next, or no changed line lies under the "
+                                           "family's paths)")
     return True, "family_confident", ""
 
 
 _FINDING_KINDS = (  # a lint finding's opening words -> its readiness key (lint:<kind>); others are lint:findings
-    ("statement names hidden tests", "leak"), ("statement repeats", "leak"), ("unfair:", "unfair"),
+    ("statement names hidden tests", "leak"), ("statement repeats", "leak"),
+    ("statement prescribes the change", "recipe"), ("unfair:", "unfair"),
     ("tests need new names", "vocabulary"), ("statement is the PR title only", "statement"),
     ("statement has ", "statement"), ("statement stops mid-sentence", "truncated"),
     ("statement leaves open", "open_question"), ("tests pin exact numbers", "private_numbers"),
-    ("scope larger than the statement", "oversize_scope"), ("the clone cannot read", "clone"),
+    ("scope larger than the statement", "oversize_scope"), ("tests reach changed code", "unstated"), ("the clone cannot read", "clone"),
     ("interface not computed", "clone"), ("new vocabulary not checked", "clone"),
 )
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from sweserve import pyast
 from sweserve.dataset.gaps import cut_back
 from sweserve.dataset.github import GitHubClient, IssueInfo, PullRequestInfo
-from sweserve.dataset.leaks import hidden_test_names, leak_findings
+from sweserve.dataset.leaks import hidden_test_names, leak_findings, recipe_item, recipe_sentence
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.rewrite import Rewriter
 from sweserve.models import QualityRecord, StatementPart, StatementSource
@@ -234,6 +234,8 @@ class _Judge:
             return None, "describes the fix"
         if _CODE_LABEL.match(plain) and _IMPL_START.search(plain.split(":", 1)[-1].strip()):
             return None, "describes the fix"
+        if self.oracle and (why := recipe_sentence(plain, self.oracle)):
+            return None, f"describes the fix: {why}"
         by = _BY_CLAUSE.search(plain)
         if by and _CODE_WORD.search(by[0]):
             return plain[:by.start()].rstrip(" ,;:") + ".", "problem prose (the fix's 'by …' clause cut)"
@@ -249,6 +251,8 @@ class _Judge:
             return None, "solution step"
         if self.mode != SOURCE_ISSUE and _CODE_LABEL.match(body):
             return None, "change to a named piece of code"
+        if self.mode != SOURCE_ISSUE and self.oracle and (why := recipe_item(text, self.oracle)):
+            return None, f"change to a named component ({why})"
         label = _ITEM_LABEL.match(body)
         if label and self.mode != SOURCE_ISSUE and _SOLUTION_HEADING.match(label[1].strip()):
             return None, f"labelled as the change ('{label[1].strip()}:')"
@@ -310,7 +314,8 @@ class _Judge:
                 if out is not None and (leak := self.leak(out)):
                     out, why = None, leak
                 judged.append((item, out, why))
-            steps = sum(why in ("solution step", "change to a named piece of code") for _, _, why in judged)
+            steps = sum(why in ("solution step", "change to a named piece of code")
+                        or why.startswith("change to a named component") for _, _, why in judged)
             change_list = self.mode != SOURCE_ISSUE and steps * 2 >= len(judged)
             kept = []
             for item, out, why in judged:
