@@ -101,9 +101,10 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
 
 
 def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
-           gpu_ids: list[str], logs: TrialFolder | None = None, seed: int | None = None) -> list[TestRun]:
+           gpu_ids: list[str], logs: TrialFolder | None = None, seed: int | None = None,
+           prefix: str = "") -> list[TestRun]:
     """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline;
-    each run's output kept in logs as NAME-N.log. `seed`: the grading plan's (see verify)."""
+    each run's output kept in logs as PREFIXNAME-N.log. `seed`: the grading plan's (see verify)."""
     name = agent.name
 
     def keep(file: str, text: str) -> None:
@@ -115,20 +116,20 @@ def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, i
     except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
         raise LimitExceeded(f"the {name} submission: {exc}") from None
     except PatchError as exc:
-        keep(f"{name}-apply.log", str(exc) + "\n")
+        keep(f"{prefix}{name}-apply.log", str(exc) + "\n")
         category = (RejectionCategory.ORACLE_DOES_NOT_APPLY if exc.which == "oracle"
                     else RejectionCategory.TESTS_DO_NOT_APPLY)
         raise TaskRejected(category, f"{exc.which}.patch does not apply: {exc}") from None
     except TestRunError as exc:
-        keep(f"{name}-1.log", exc.output or f"{exc}\n")
+        keep(f"{prefix}{name}-1.log", exc.output or f"{exc}\n")
         category = RejectionCategory.TIMEOUT if exc.timed_out else RejectionCategory.RUNNER_CRASHED
         raise TaskRejected(category, str(exc)) from None
     if solved.graded is None:  # the reference agent failed in its sandbox: the oracle did not apply
-        keep(f"{name}-apply.log", (solved.run.error or solved.run.log_tail) + "\n")
+        keep(f"{prefix}{name}-apply.log", (solved.run.error or solved.run.log_tail) + "\n")
         raise TaskRejected(RejectionCategory.ORACLE_DOES_NOT_APPLY,
                            solved.run.error or f"the {name} agent ended with {solved.run.exit_reason}")
     for n, run in enumerate(solved.graded.runs, 1):
-        keep(f"{name}-{n}.log", run.output)
+        keep(f"{prefix}{name}-{n}.log", run.output)
     return solved.graded.runs
 
 
@@ -201,8 +202,8 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             # twins are chosen anew from candidates run in both states (a task validated before had them in
             # every run; a new one gets one more run of each state, its graded tests now known)
             twin_runs = (before, after) if any(r.twins for r in before) else (
-                _state(ctx, bundle, NullAgent(), inputs, image, 1, gpu_ids, None, seed + 1),
-                _state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, None, seed + 1))
+                _state(ctx, bundle, NullAgent(), inputs, image, 1, gpu_ids, logs, seed + 1, "twins-"),
+                _state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, logs, seed + 1, "twins-"))
             signals = signal_checks(ctx, bundle, image, gpu_ids, f2p, lambda n, t: write_quietly(logs, n, t))
         result.signals = [c.name for c in signals if c.fired]
         result.status = "valid"
