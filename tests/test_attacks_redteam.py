@@ -18,7 +18,7 @@ from sweserve.environment.sandbox import WORKDIR, TreeTooLarge
 from sweserve.evaluation import twins
 from sweserve.evaluation.submission import SUBMITTED, SubmissionRejected, copy_tree, take_submission
 from sweserve.evaluation.trial import evaluate_task
-from sweserve.models import Task, TestSpec
+from sweserve.models import Task, TestSpec, Twin
 from tests.test_attacks_inert_tree import DIST, PREFIX, STATE, crafted, grade_box
 
 PREFIX_IN_TAR = SUBMITTED.lstrip("/") + "/"
@@ -337,3 +337,18 @@ def test_through_the_real_runner_a_fix_of_one_step_keeps_no_twin_at_its_site(tmp
         if groups == 2:
             break
     assert groups == 2
+
+
+def test_numbers_an_earlier_check_shows_do_not_drop_a_later_site():
+    """The failure at base can be an earlier check's (`<OTHER: 3> != <CONTINUE: 1>`, the same for every
+    member): it says nothing about the site's value, so its numbers do not drop a group around 2 (real
+    sglang-jax tests kept no twin for this); a failure at the site that shows a value near the group does."""
+    graded = "t.py::test_x"
+    group = [Twin(test=graded, site=0, value=v) for v in ("3", "4", "5")]
+    keys = [t.model_dump_json() for t in group]
+    earlier = "E AssertionError: <AddReqResult.OTHER: 3> != <AddReqResult.CONTINUE: 1>"
+    run = SimpleNamespace(shapes={graded: (earlier,), **{k: (earlier, "2", t.value) for k, t in zip(keys, group)}})
+    assert not twins._shown_near(graded, group, keys, [run])
+    at_site = {graded: ("E assert 7 == 2",), **{k: (f"E assert 7 == {t.value}", "2", t.value)
+                                                for k, t in zip(keys, group)}}
+    assert twins._shown_near(graded, group, keys, [SimpleNamespace(shapes=at_site)])

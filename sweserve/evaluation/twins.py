@@ -1061,7 +1061,8 @@ def _shown_near(test_id: str, group: list[Twin], keys: list[str], before: list) 
     """Whether a number that every member's failure at base shows (the value the unsolved code computes, as
     pytest and unittest print it), other than the members' own values, lies within SHOWN_MARGIN steps of the
     group: the forger reads it off the failures alike, and the member nearest it would be the real one where
-    the fix moves the value a little. No run, no planted copy: the margins (`margins`) find such a value by
+    the fix moves the value a little. Only where each member's failure is at the site (it shows the member's
+    own value): an earlier check's failure shows nothing about the site's. No run, no planted copy: the margins (`margins`) find such a value by
     running it where the message does not show it, within fewer steps."""
     for run in before:
         shaped = run.shapes.get(test_id)
@@ -1085,7 +1086,10 @@ def _shown_near(test_id: str, group: list[Twin], keys: list[str], before: list) 
                 except ArithmeticError:
                     continue
             return out
-        common = shown(shaped[0]).intersection(*(shown(t[0]) for t in twin_shapes if t)) - set(values)
+        seen = [shown(shaped[0]), *(shown(t[0]) for t in twin_shapes if t)]
+        if not all(v in numbers for v, numbers in zip(values, seen)):
+            continue  # the failure is at an earlier check (`OTHER: 3 != CONTINUE: 1`), not at the site
+        common = seen[0].intersection(*seen[1:]) - set(values)
         if any(low <= v <= high for v in common):
             return True
     return False
