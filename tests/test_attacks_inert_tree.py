@@ -140,3 +140,46 @@ def test_a_hostile_tree_is_graded_as_its_patch_alone(demo):
     assert r.status == "failed", (r.status, r.reason)
     assert r.tests is not None and "passed" not in r.tests.fail_to_pass.values()
     assert "b/rootlink" in r.model_patch
+
+
+GIT_TRICKS = (
+    # a large .git (64 MB of random data), then a .git that lies: HEAD and the branch moved to an orphan commit
+    # holding the candidate's files, the index rewritten, hooks, an fsmonitor and an alternate object store
+    "head -c 64000000 /dev/urandom > .git/objects/pack/planted-big.pack && "
+    "echo 'print(1)' > python/planted_new.py && echo changed >> README.md && "
+    "git -c user.name=x -c user.email=x@x add -A && "
+    "git -c user.name=x -c user.email=x@x commit -qm lie && "
+    "git update-ref HEAD $(git commit-tree $(git write-tree) -m orphan) && "
+    "printf '#!/bin/sh\\ntouch /tmp/planted_hook\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && "
+    "git config core.fsmonitor 'touch /tmp/planted_fsmonitor' && echo /tmp > .git/objects/info/alternates")
+
+
+def test_the_candidates_git_never_travels_nor_steers_the_diff(demo, monkeypatch):
+    """The copy out of the candidate's sandbox asks dockerd for /testbed's names one by one, never for /testbed
+    whole nor its .git (a 64 MB .git costs nothing to copy); the patch is the tree against the task's base
+    commit, whatever the candidate's HEAD, index, hooks, config or alternates say."""
+    from sweserve.environment import transfer
+
+    asked: list[str] = []
+    real = transfer._copy_one
+
+    def spy(box, path, *args, **kwargs):
+        asked.append(path)
+        return real(box, path, *args, **kwargs)
+
+    monkeypatch.setattr(transfer, "_copy_one", spy)
+    b = demo.bundle(DIST)
+    with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "candidate", b.task.resources, []) as cand:
+        made = cand.exec(GIT_TRICKS, 300)
+        assert made.exit_code == 0, made.output
+        tree = copy_tree(cand)
+    assert asked and "/testbed" not in asked and not any(".git" in p for p in asked), asked
+    with tree:
+        names = tarfile.open(fileobj=tree, mode="r|").getnames()
+        tree.seek(0)
+        assert not any("/.git" in n for n in names) and PREFIX + "python/planted_new.py" in names
+        with grade_box(demo, b) as box:
+            patch = take_submission(box, tree, b.task.base_commit)
+            ran = box.exec("ls /tmp/planted* 2>/dev/null", 30).output
+    assert ran.strip() == ""
+    assert "b/python/planted_new.py" in patch and "+changed" in patch and "planted-big" not in patch
