@@ -248,7 +248,8 @@ class Readiness(Strict):
 
     ready: bool
     reasons: list[ReadinessReason] = Field(default_factory=list, description="why not, one per failed check")
-    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals")
+    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals; and `guarded` "
+                                   "(some FAIL_TO_PASS test keeps a twin), recorded but not required")
     family_from: str = Field("", description="which recorded verdict the family check read")
     assessed_at: datetime = Field(default_factory=now)
 

@@ -45,7 +45,7 @@ def keys(t: Task) -> list[str]:
 def test_a_good_task_is_ready_and_says_which_family_field_it_read():
     r = assess(task())
     assert r.ready and r.reasons == [] and r.family_from == "family_confident"
-    assert r.checks == {"valid": True, "lint": True, "family": True, "signals": True}
+    assert r.checks == {"valid": True, "lint": True, "family": True, "signals": True, "guarded": False}
 
 
 def test_each_failed_check_is_a_reason():
@@ -112,6 +112,19 @@ def test_funnel_counts_every_drop_by_reason(tmp_path):
     assert load_task(tasks / "o__r-1").readiness is None  # not written without write
     compute(tasks, write=True)
     assert load_task(tasks / "o__r-1").ready and not load_task(tasks / "o__r-5").ready
+    assert any(n.startswith("1 of 1 ready tasks keep no twin") for n in f.notes), f.notes
+
+
+def test_guarded_is_recorded_not_required():
+    """A ready task whose FAIL_TO_PASS tests keep no twin is passed by a forger in the tests' process for
+    free: readiness records it (`checks["guarded"]`) and the funnel says how many, but does not drop it."""
+    from sweserve.models import Twin
+
+    bare = assess(task())
+    assert bare.ready and bare.checks["guarded"] is False
+    twinned = task(FAIL_TO_PASS=["test/test_a.py::test_a[1]"],
+                   twins=[Twin(test="test/test_a.py::test_a", site=0, value=v) for v in ("4", "5", "7")])
+    assert assess(twinned).checks["guarded"] is True
 
 
 def cli(*args, cwd):

@@ -9,6 +9,9 @@ A task is **ready** when all of these hold, and otherwise carries one reason per
   `family_min_margin`) is confident;
 - **signals** — validation's signal checks (`evaluation/signals.py`) ran and none fired.
 
+Beside them `checks` records **guarded** (some FAIL_TO_PASS test keeps a mutation twin), which readiness
+does not require yet (`guarded`).
+
 Nothing here reads a clone or runs a container: it is a function of task.json alone.
 """
 
@@ -91,8 +94,17 @@ def assess(task: Task) -> Readiness:
                     reasons.append(ReadinessReason(kind="signal", key=f"signal:{check.name}",
                                                    detail=f"{check.name}: {check.detail}"))
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
-              "signals": task.validated and signals_ok}
+              "signals": task.validated and signals_ok, "guarded": guarded(task)}
     return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
+
+
+def guarded(task: Task) -> bool:
+    """Whether some FAIL_TO_PASS test keeps a mutation twin (`Task.twins`). Recorded beside the checks, not one
+    of them: a task whose graded tests are all twinless is passed without solving it by code in a module the
+    tests import (README, "Grading and its defences"), but on real tasks twins are still rare (docs/real-repos.md,
+    "Twins on real tasks"), and gating on them would leave no task ready."""
+    twinned = {t.test for t in task.twins}
+    return any(t.split("[")[0] in twinned for t in task.FAIL_TO_PASS)
 
 
 def cannot_be_ready(task: Task) -> list[str]:
