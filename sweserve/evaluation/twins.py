@@ -572,6 +572,13 @@ def _same_named(tree: ast.Module, cls: ast.ClassDef | None, fn: ast.stmt) -> lis
     return [n for n in body if isinstance(n, _DEFS) and n.name == getattr(fn, "name", None)]
 
 
+def _same_test(a: str, b: str) -> bool:
+    """One test named from two rootdirs (`python/pkg/test/t.py::T::test_x`, `pkg/test/t.py::T::test_x`)."""
+    file_a, _, rest_a = a.partition("::")
+    file_b, _, rest_b = b.partition("::")
+    return rest_a == rest_b and _same_path(file_a, file_b)
+
+
 def _same_path(a: str, b: str) -> bool:
     """One file named from two rootdirs: equal, or one a whole-component suffix of the other."""
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
@@ -1138,20 +1145,22 @@ def select(graded: list[str], before: list, after: list,
             if outcome == "passed":
                 twin = Twin.model_validate_json(key)
                 passed_beside.add((twin.test, twin.site))
-    for test_id in sorted({_base_id(t) for t in graded}):
+    named = {test for by_site in planted for test, _ in by_site}  # as the plan names them: task.test.files' paths
+    for test_id in sorted({_base_id(t) for t in graded}):  # as the runner names them: from its rootdir
+        mine = next((n for n in sorted(named) if _same_test(n, test_id)), test_id)
         # the first run that reached the test's module (before the fix it may not import: no member ran)
-        first = next((by_site for by_site in planted if any(test == test_id for test, _ in by_site)), {})
-        groups = {site: group for (test, site), group in first.items() if test == test_id}
+        first = next((by_site for by_site in planted if any(test == mine for test, _ in by_site)), {})
+        groups = {site: group for (test, site), group in first.items() if test == mine}
         chosen = None
         for site in sorted(groups, key=lambda i: (not _same_sign(groups[i]), i)):
             group = groups[site]
             keys = [t.model_dump_json() for t in group]
             # every run must have planted the same candidates
-            every = {t.model_dump_json() for by_site in planted for t in by_site.get((test_id, site), [])}
+            every = {t.model_dump_json() for by_site in planted for t in by_site.get((mine, site), [])}
             # a flip group (one flip, or a grid of two) is kept whole or not at all: a grid missing a corner
             # points at the real one (the corner next to both others)
             need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
-            if len(group) < need or every != set(keys) or (test_id, site) in passed_beside \
+            if len(group) < need or every != set(keys) or (mine, site) in passed_beside \
                     or any(run.twins.get(k) != "failed" for run in after for k in keys) \
                     or not all(_failed_at_base(run, test_id, run.twins.get(k, "missing")) for run in before
                                for k in keys):
