@@ -169,7 +169,6 @@ def test_the_candidates_git_never_travels_nor_steers_the_diff(demo, monkeypatch)
         return real(box, path, *args, **kwargs)
 
     monkeypatch.setattr(transfer, "_copy_one", spy)
-    monkeypatch.setattr(transfer, "NAMES_FROM_INDEX_BYTES", 1)  # the demo's history stands for a large one
     b = demo.bundle(DIST)
     with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "candidate", b.task.resources, []) as cand:
         made = cand.exec(GIT_TRICKS, 300)
@@ -193,9 +192,6 @@ def test_a_lying_listing_falls_back_to_the_whole_tree(demo, monkeypatch):
 
     b = demo.bundle(DIST)
     with demo.ctx.sandbox(demo.ctx.task_image(b), b.task.task_id, "candidate", b.task.resources, []) as cand:
-        assert transfer.git_index_bytes(cand, "/testbed") > 0
-        assert transfer.top_names(cand, "/testbed") is None  # a small history: streamed, then dropped
-        monkeypatch.setattr(transfer, "NAMES_FROM_INDEX_BYTES", 1)
         assert transfer.top_names(cand, "/testbed") == ["README.md", "python", "test"]
         for lie in ("printf 'python\\0../../etc\\0'", "printf 'python/x\\0'", "printf 'python'"):
             monkeypatch.setattr(transfer, "LIST_NAMES", lie)

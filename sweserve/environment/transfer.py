@@ -10,9 +10,7 @@ paths are relative to the directory, ready for `put_tree` into another container
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import shlex
 import tarfile
 import tempfile
@@ -60,37 +58,18 @@ def _relative(name: str, root: str) -> str | None:
     return "/".join(rel) if rel else "."
 
 
-NAMES_FROM_INDEX_BYTES = 64 << 10  # about 700 tracked files: a history that costs more to stream than to avoid
 MAX_NAMES = 4096  # more names directly under the directory than this: it is copied whole
 LIST_NAMES = ("cd -- \"$1\" || exit 3; shopt -s nullglob dotglob; for f in *; do printf '%s\\0' \"$f\"; done")
 
 
-def git_index_bytes(box: DockerSandbox, path: str) -> int:
-    """The size of `path`/.git/index from dockerd's stat of it (0 when there is none): how many files the
-    repository tracks, and so about how large its history is."""
-    api = box.container.client.api
-    try:
-        res = api.head(api._url("/containers/{0}/archive", box.container.id), params={"path": f"{path}/.git/index"})
-        if res.status_code != 200:
-            return 0
-        stat = json.loads(base64.b64decode(res.headers.get("X-Docker-Container-Path-Stat", "")))
-        return int(stat.get("size", 0)) if not stat.get("linkTarget") else 0
-    except Exception:  # noqa: BLE001 - no answer: a small repository, copied whole
-        return 0
-
-
 def top_names(box: DockerSandbox, path: str) -> list[str] | None:
-    """The names directly under `path`, `.git` left out, or None when they cannot be had or the repository is
-    small (an index under NAMES_FROM_INDEX_BYTES: its .git costs less to stream than an archive call per name
-    does): then the whole directory is copied, `.git` read and dropped.
+    """The names directly under `path`, `.git` left out, or None when they cannot be had (then the whole
+    directory is copied, `.git` read and dropped).
 
     The list comes from a shell in the container, which the candidate may control: it only chooses which
     names dockerd archives (each alone, by the Docker API, a link as a link). A list that lies leaves out the
     candidate's own files or names one of its own twice (`inert_tree` refuses a tree with an entry twice);
-    a name with a `/`, `.` or `..` is refused, and a list past MAX_NAMES or cut short is not used. The index's
-    size only chooses between the two ways, both safe."""
-    if git_index_bytes(box, path) < NAMES_FROM_INDEX_BYTES:
-        return None
+    a name with a `/`, `.` or `..` is refused, and a list past MAX_NAMES or cut short is not used."""
     try:
         res = box.exec(f"bash -c {shlex.quote(LIST_NAMES)} - {shlex.quote(path)}", 60)
     except Exception:  # noqa: BLE001 - whatever went wrong, the whole directory still copies
