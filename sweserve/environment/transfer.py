@@ -11,7 +11,6 @@ paths are relative to the directory, ready for `put_tree` into another container
 from __future__ import annotations
 
 import io
-import shlex
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -58,31 +57,25 @@ def _relative(name: str, root: str) -> str | None:
     return "/".join(rel) if rel else "."
 
 
-MAX_NAMES = 4096  # more names directly under the directory than this: it is copied whole
-LIST_NAMES = ("cd -- \"$1\" || exit 3; shopt -s nullglob dotglob; for f in *; do printf '%s\\0' \"$f\"; done")
-
-
 def top_names(box: DockerSandbox, path: str) -> list[str] | None:
-    """The names directly under `path`, `.git` left out, or None when they cannot be had (then the whole
-    directory is copied, `.git` read and dropped).
+    """The names directly under `path` that can differ from the image's, from dockerd's record of the
+    container's changes (`GET /containers/{id}/changes`; no program in the container takes part), `.git`
+    left out; None when dockerd cannot say (then the whole directory is copied).
 
-    The list comes from a shell in the container, which the candidate may control: it only chooses which
-    names dockerd archives (each alone, by the Docker API, a link as a link). A list that lies leaves out the
-    candidate's own files or names one of its own twice (`inert_tree` refuses a tree with an entry twice);
-    a name with a `/`, `.` or `..` is refused, and a list past MAX_NAMES or cut short is not used."""
+    A task image's `path` holds its `.git` and what the install left (ignored by the image's git) and nothing
+    else (images/task: the tracked files are checked out when a container starts), so every name a diff can
+    see was written in the container and is in its changes."""
+    if box.container.labels.get("sweserve.tree") != "checkout-at-start":
+        return None
+    api = box.container.client.api
     try:
-        res = box.exec(f"bash -c {shlex.quote(LIST_NAMES)} - {shlex.quote(path)}", 60)
-    except Exception:  # noqa: BLE001 - whatever went wrong, the whole directory still copies
+        changes = api._result(api._get(api._url("/containers/{0}/changes", box.container.id)), True) or []
+    except Exception:  # noqa: BLE001 - a driver that cannot list them: copy the whole directory
         return None
-    if res.exit_code != 0 or res.truncated or res.timed_out or "\ufffd" in res.output:  # not UTF-8: copied whole
-        return None
-    names = res.output.split("\0")
-    if names[-1:] != [""] or len(names) > MAX_NAMES + 1:
-        return None
-    listed = [n for n in names[:-1] if n not in SKIPPED_DIRS]
-    if any(not n or "/" in n or n in (".", "..") for n in listed) or len(set(listed)) != len(listed):
-        return None
-    return sorted(listed)
+    top = path.rstrip("/") + "/"
+    names = {str(c.get("Path", ""))[len(top):].split("/", 1)[0] for c in changes
+             if str(c.get("Path", "")).startswith(top)}
+    return sorted(n for n in names if n and n not in SKIPPED_DIRS and n not in (".", ".."))
 
 
 def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
