@@ -57,67 +57,31 @@ def _relative(name: str, root: str) -> str | None:
     return "/".join(rel) if rel else "."
 
 
-def top_names(box: DockerSandbox, path: str) -> list[str] | None:
-    """The names directly under `path` that can differ from the image's, from dockerd's record of the
-    container's changes (`GET /containers/{id}/changes`; no program in the container takes part), `.git`
-    left out; None when dockerd cannot say (then the whole directory is copied).
-
-    A task image's `path` holds its `.git` and what the install left (ignored by the image's git) and nothing
-    else (images/task: the tracked files are checked out when a container starts), so every name a diff can
-    see was written in the container and is in its changes."""
-    if box.container.labels.get("sweserve.tree") != "checkout-at-start":
-        return None
-    api = box.container.client.api
-    try:
-        changes = api._result(api._get(api._url("/containers/{0}/changes", box.container.id)), True) or []
-    except Exception:  # noqa: BLE001 - a driver that cannot list them: copy the whole directory
-        return None
-    top = path.rstrip("/") + "/"
-    names = {str(c.get("Path", ""))[len(top):].split("/", 1)[0] for c in changes
-             if str(c.get("Path", "")).startswith(top)}
-    return sorted(n for n in names if n and n not in SKIPPED_DIRS and n not in (".", ".."))
-
-
 def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
     """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
     behind `prefix`; TreeTooLarge over max_bytes, counting every entry (ENTRY_BYTES) and a hard link's data
     again (millions of empty files, or one file linked a thousand times, cost time and disk to copy and
-    diff). The names under `path` are copied one by one (`top_names`), so its `.git` never travels; each is
-    archived as it is (a link as a link)."""
+    diff)."""
+    root = PurePosixPath(path).name
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     kept: dict[str, int] = {}  # kept paths and their data's size
-    names = top_names(box, path)
-    sources = [(path, PurePosixPath(path).name)] if names is None else \
-        [(f"{path.rstrip('/')}/{n}", "") for n in names]
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
-        total = 0
-        for source, root in sources:
-            total = _copy_one(box, source, root, dst, kept, total, max_bytes, prefix)
-    out.seek(0)
-    return out
-
-
-def _copy_one(box: DockerSandbox, path: str, root: str, dst: tarfile.TarFile, kept: dict[str, int], total: int,
-              max_bytes: int, prefix: str) -> int:
-    """One archive of `path` into `dst`: its entries relative to `root` (the directory copied; "" when `path`
-    is a name under it, kept itself); returns the bytes counted so far. A name gone meanwhile is skipped."""
+    total = 0
     api = box.container.client.api
     with docker_errors(f"copying {path} out of the sandbox"), \
             api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
                      headers={"Accept-Encoding": "identity"}, stream=True) as response:
         # the response itself, not the SDK's generator: a refused tree closes the stream at once
-        if root == "" and response.status_code == 404:
-            return total
         api._raise_for_status(response)
         chunks = response.iter_content(1 << 20, False)
-        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src:
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
+                tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
             for member in src:
-                rel = _relative(member.name, root) if root else _name(member.name)
+                rel = _relative(member.name, root)
                 if rel is None or rel == ".":
                     continue
                 size = member.size if member.isreg() else 0
                 if member.islnk():
-                    target = _relative(member.linkname, root) if root else _name(member.linkname)
+                    target = _relative(member.linkname, root)
                     if target is None or target not in kept:
                         continue
                     member.linkname = prefix + target
@@ -136,15 +100,8 @@ def _copy_one(box: DockerSandbox, path: str, root: str, dst: tarfile.TarFile, ke
                 else:
                     dst.addfile(member)
                 kept[rel] = size
-    return total
-
-
-def _name(name: str) -> str | None:
-    """An entry of a name's own archive (its paths start with the name) as a path under the directory."""
-    parts = PurePosixPath(name).parts
-    if not parts or any(p in SKIPPED_DIRS or p in ("..", "", "/") for p in parts):
-        return None
-    return "/".join(parts)
+    out.seek(0)
+    return out
 
 
 def put_tree(box: DockerSandbox, dest: str, tar: bytes | IO[bytes]) -> None:
