@@ -101,8 +101,10 @@ def _worst(mapping, key, outcome):
 def read(members, outcomes, exit_status=None):
     """(outcomes by real id, without twins and canaries; what was forged), from outcomes by planted id."""
     by_file: dict = {}
+    by_name: dict = {}  # a planted name is unique in its file (a subclass inherits it)
     for i, m in enumerate(members):
         by_file.setdefault(m["file"], {})[(m["cls"], m["name"])] = i
+        by_name.setdefault(m["file"], {})[m["name"]] = i
     real: dict = {}
     seen: dict = {}
     files_ran = set()
@@ -113,8 +115,8 @@ def read(members, outcomes, exit_status=None):
         cls = parts[1] if len(parts) == 3 else None
         file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
         index = by_file[file].get((cls, name)) if file else None
-        if index is None and file:  # a planted member a subclass inherits: its names are unique in the file
-            index = next((i for (_, n), i in by_file[file].items() if n == name), None)
+        if index is None and file:  # a planted member a subclass inherits
+            index = by_name[file].get(name)
         if file:
             files_ran.add(file)
         if index is None:

@@ -885,8 +885,10 @@ def same_failure(a: str, literal_a: str, b: str, literal_b: str) -> bool:
 def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str], messages: dict[str, str],
           exit_status: int | None) -> Reading:
     by_file: dict[str, dict[tuple[str | None, str], Member]] = {}
+    by_name: dict[str, dict[str, Member]] = {}  # a planted name is unique in its file (a subclass inherits it)
     for m in plan.members:
         by_file.setdefault(m.file, {})[(m.cls, m.name)] = m
+        by_name.setdefault(m.file, {})[m.name] = m
     reading = Reading({}, {}, {}, {}, {}, [])
     seen: dict[Member, Outcome] = {}
     files_ran: set[str] = set()
@@ -897,8 +899,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
         cls = parts[1] if len(parts) == 3 else None
         file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
         member = by_file[file].get((cls, name)) if file else None
-        if member is None and file:  # a planted member a subclass inherits: its names are unique in the file
-            member = next((m for (_, n), m in by_file[file].items() if n == name), None)
+        if member is None and file:  # a planted member a subclass inherits
+            member = by_name[file].get(name)
         if file:
             files_ran.add(file)
         if member is None:
