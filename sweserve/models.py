@@ -105,6 +105,11 @@ class ValidationRecord(Strict):
     signals: list[SignalCheck] | None = Field(None, description="the signal checks of a valid task; None: not run")
     logs: str | None = Field(None, description="folder holding each run's test output (null-N.log, oracle-N.log)")
     twinless: list[str] = Field(default_factory=list, description="graded tests no twin could be kept for")
+    forge_odds: float | None = Field(None, ge=0, le=1, description="odds that code in a module the tests import "
+                                     "passes every FAIL_TO_PASS test by guessing among its twins (evaluation/guard.py); "
+                                     "None: not measured")
+    max_forge_odds: float | None = Field(None, gt=0, le=1, description="the profile's bound on forge_odds for "
+                                         "readiness, as validation read it")
     runner_only: list[str] = Field(default_factory=list, description="tests that pass with the oracle under plain "
                                    "pytest in the image and fail only under sweserve's runner")
 
@@ -231,7 +236,7 @@ class QualityRecord(Strict):
         return not self.findings
 
 
-ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal"]
+ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal", "guard"]
 
 
 class ReadinessReason(Strict):
@@ -248,8 +253,8 @@ class Readiness(Strict):
 
     ready: bool
     reasons: list[ReadinessReason] = Field(default_factory=list, description="why not, one per failed check")
-    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals; and `guarded` "
-                                   "(some FAIL_TO_PASS test keeps a twin), recorded but not required")
+    checks: dict[str, bool] = Field(default_factory=dict, description="valid, lint, family, signals, guarded "
+                                   "(forge odds measured and within the profile's bound)")
     family_from: str = Field("", description="which recorded verdict the family check read")
     assessed_at: datetime = Field(default_factory=now)
 

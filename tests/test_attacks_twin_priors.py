@@ -454,16 +454,17 @@ def _validate_and_forge(bundle, ctx, tmp_path, name: str):
     task.validation = ValidationRecord(status="valid", runs=1)  # as recorded (record=False: nothing written)
     forger = BASE_LINE_FORGER.replace("BASE_TEXT", repr(POOL_BASE_TEST))
     agent = CommandAgent(f"cat >> pool.py <<'SWEOF'\n{forger}\nSWEOF\n", name=f"forge-base-line-{name}")
-    return evaluate_task(ctx, bundle, agent, results_path=tmp_path / name / "r.jsonl")
+    return outcome, evaluate_task(ctx, bundle, agent, results_path=tmp_path / name / "r.jsonl")
 
 
 def test_production_validation_reads_the_base_version_of_each_hidden_test(pool_task, tmp_path):
     """As `sweserve validate` and `sweserve run` do it: the twins' site is never the line the base test writes,
     so the forger finds no member whose line it knows and the unsolved test fails."""
     bundle, ctx = pool_task
-    r = _validate_and_forge(bundle, ctx, tmp_path, "defended")
+    validated, r = _validate_and_forge(bundle, ctx, tmp_path, "defended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
     assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {43}
+    assert validated.forge_odds == 0.25  # one group of four no prior reads: the forger guesses right once in four
     assert r.status == "failed", (r.status, r.reason, r.tests)
 
 
@@ -475,7 +476,9 @@ def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_
     real = verifier.reset_and_read
     monkeypatch.setattr(verifier, "reset_and_read", lambda *a, **k: (*real(*a, **k)[:2], {}))
     bundle, ctx = pool_task
-    r = _validate_and_forge(bundle, ctx, tmp_path, "undefended")
+    validated, r = _validate_and_forge(bundle, ctx, tmp_path, "undefended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
     assert {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {13}, bundle.task.twins
+    # the forge odds read the base file in the clone themselves: the group at the base test's line is no guard
+    assert validated.forge_odds == 1.0
     assert r.status == "resolved", (r.status, r.reason, r.tests)

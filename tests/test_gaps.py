@@ -164,7 +164,7 @@ def test_gap_findings_read_the_problem_not_the_requirements_and_name_their_reaso
     task = Task(task_id="o__r-1", repo="o/r", profile="sglang-demo", pr_number=1, title="t", base_commit="a" * 40,
                 merge_commit="b" * 40, family="decoding", family_confident=True, created_at="2026-01-01T00:00:00Z",
                 test=TestSpec(files=["test/test_sched.py"]), FAIL_TO_PASS=["test/test_sched.py::test_default_policy"],
-                validation=ValidationRecord(status="valid", runs=1, signals=[]),
+                validation=ValidationRecord(status="valid", runs=1, signals=[], forge_odds=0.25),
                 quality=QualityRecord(interface_from="fail_to_pass", findings=found + [
                     "tests need new names the instruction never gives: `_x`", "leak: y"]))
     assert [r.key for r in assess(task).reasons] == ["lint:open_question", "lint:vocabulary", "lint:findings"]

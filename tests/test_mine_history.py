@@ -149,7 +149,7 @@ def test_remining_with_a_new_statement_keeps_validation_and_asks_for_lint_again(
     bundle = load_bundle(task_dir)
     task = bundle.task
     task.FAIL_TO_PASS = [f"{TEST}::test_f"]
-    task.validation = ValidationRecord(status="valid", runs=1, signals=[SignalCheck(name="cosmetic_oracle")])
+    task.validation = ValidationRecord(status="valid", runs=1, forge_odds=0.25, signals=[SignalCheck(name="cosmetic_oracle")])
     task.quality = QualityRecord(statement_source="commit_message", interface_from="fail_to_pass")
     task.family_override = task.family
     task.readiness = assess(task)

@@ -29,7 +29,7 @@ def task(n=1, **kw) -> Task:
                   merge_commit="b" * 40, family="decoding", family_confidence=0.9, family_confident=True, family_scores={"decoding": 0.9},
                   created_at="2026-01-01T00:00:00Z",
                   test=TestSpec(files=["test/test_a.py"]), FAIL_TO_PASS=["test/test_a.py::test_a"],
-                  validation=ValidationRecord(status="valid", runs=1, signals=[
+                  validation=ValidationRecord(status="valid", runs=1, forge_odds=0.25, max_forge_odds=0.25, signals=[
                       SignalCheck(name="relax_only_tests"), SignalCheck(name="cosmetic_oracle"),
                       SignalCheck(name="structure_only")]),
                   quality=QualityRecord(statement_source="pr_description", statement_chars=300,
@@ -45,7 +45,7 @@ def keys(t: Task) -> list[str]:
 def test_a_good_task_is_ready_and_says_which_family_field_it_read():
     r = assess(task())
     assert r.ready and r.reasons == [] and r.family_from == "family_confident"
-    assert r.checks == {"valid": True, "lint": True, "family": True, "signals": True, "guarded": False}
+    assert r.checks == {"valid": True, "lint": True, "family": True, "signals": True, "guarded": True}
 
 
 def test_each_failed_check_is_a_reason():
@@ -112,19 +112,32 @@ def test_funnel_counts_every_drop_by_reason(tmp_path):
     assert load_task(tasks / "o__r-1").readiness is None  # not written without write
     compute(tasks, write=True)
     assert load_task(tasks / "o__r-1").ready and not load_task(tasks / "o__r-5").ready
-    assert any(n.startswith("1 of 1 ready tasks keep no twin") for n in f.notes), f.notes
 
 
-def test_guarded_is_recorded_not_required():
-    """A ready task whose FAIL_TO_PASS tests keep no twin is passed by a forger in the tests' process for
-    free: readiness records it (`checks["guarded"]`) and the funnel says how many, but does not drop it."""
-    from sweserve.models import Twin
+def test_forge_odds_must_be_measured_and_within_the_bound():
+    """A valid task whose FAIL_TO_PASS tests a forger in the tests' process passes by guessing with odds over
+    the profile's bound (1: no twin no prior reads) is not ready; one validated before the odds were measured
+    is not either (validate it again)."""
+    def record(odds, bound):
+        return task().validation.model_copy(update={"forge_odds": odds, "max_forge_odds": bound})
 
-    bare = assess(task())
-    assert bare.ready and bare.checks["guarded"] is False
-    twinned = task(FAIL_TO_PASS=["test/test_a.py::test_a[1]"],
-                   twins=[Twin(test="test/test_a.py::test_a", site=0, value=v) for v in ("4", "5", "7")])
-    assert assess(twinned).checks["guarded"] is True
+    assert keys(task(validation=record(1.0, 0.25))) == ["unguarded"]
+    assert "odds 1.00, over the profile's max_forge_odds 0.25" in assess(task(validation=record(1.0, 0.25))).reasons[0].detail
+    assert keys(task(validation=record(None, 0.25))) == ["unguarded"]
+    assert "not measured" in assess(task(validation=record(None, None))).reasons[0].detail
+    assert keys(task(validation=record(0.0625, 0.25))) == [] and keys(task(validation=record(1.0, 1.0))) == []
+    assert keys(task(validation=record(0.25, None))) == []  # the default bound
+    assert assess(task(validation=record(0.5, 0.25))).checks["guarded"] is False
+
+
+def test_the_funnel_counts_unguarded_tasks_as_a_drop(tmp_path):
+    tasks = tmp_path / "tasks"
+    save_bundle(tasks, bundle(task(1)))
+    t2 = task(2)
+    t2.validation.forge_odds = 1.0
+    save_bundle(tasks, bundle(t2))
+    ready = {s.stage: s for s in compute(tasks).stages}["ready"]
+    assert ready.count == 1 and ready.dropped == {"unguarded": 1}
 
 
 def cli(*args, cwd):

@@ -120,6 +120,10 @@ def test_each_defect_is_dropped_with_its_reason_and_good_tasks_stay_ready(docker
     tasks = {d.name: load_task(d) for d in (tmp_path / "tasks").iterdir() if (d / "task.json").exists()}
     good = [t for t in tasks.values() if t.pr_number < 200]
     assert len(good) == 6 and all(t.ready for t in good), {t.task_id: t.readiness for t in good if not t.ready}
+    # every valid task records its forge odds, read in the clone, and the demo profile's bound (1: the demo's toy
+    # tests compare few literals, so most keep no strong twin; a real profile's default is 0.25)
+    odds = {t.pr_number: t.validation.forge_odds for t in good}
+    assert all(t.validation.max_forge_odds == 1.0 for t in good) and all(o is not None for o in odds.values()), odds
     for number, _, reason, _ in DEFECTS:
         t = tasks[f"{PREFIX}-{number}"]
         assert not t.ready, (number, t.readiness)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,6 +32,14 @@ def register(sub, common) -> None:
     tf.add_argument("--json", action="store_true", help="print the funnel as JSON")
     tf.add_argument("--write", action="store_true", help="record each valid task's readiness, as assessed now, "
                     "in its task.json")
+    tg = tsub.add_parser("guard", parents=[common], help="forge odds of validated tasks: how likely code in a "
+                         "module the tests import passes every FAIL_TO_PASS test by guessing among its twins")
+    tg.add_argument("task_ids", nargs="*", help="tasks to measure (default: all validated ones)")
+    tg.add_argument("--repo-path", default=None, help="the clone the tasks were mined from (default: the one "
+                    "`mine` recorded)")
+    tg.add_argument("--write", action="store_true", help="record the odds, the profile's max_forge_odds and the "
+                    "readiness they give in task.json (no container: the recorded twins and the clone)")
+    tg.add_argument("--json", action="store_true", help="print the measurements as JSON")
     t.set_defaults(func=run)
 
 
@@ -112,11 +121,57 @@ def lint(args, console: Console) -> int:
     return 1 if any(not r.passed for r in reports) else 0
 
 
+def guard(args, console: Console) -> int:
+    from sweserve.config_search import ConfigSearch
+    from sweserve.dataset.profiles import load_profile
+    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.taskstore import save_task, select
+    from sweserve.evaluation import guard as forge
+
+    tasks_dir = Path(args.tasks)
+    bundles = [b for b in select(tasks_dir, args.task_ids) if b.task.validated]
+    if args.task_ids and len(bundles) < len(args.task_ids):
+        console.print(f"{len(args.task_ids) - len(bundles)} of the named tasks are not valid: nothing to measure")
+    search = ConfigSearch.for_project(args.state_dir)
+    rows: list[dict[str, Any]] = []
+    for b in bundles:
+        task = b.task
+        odds, per = forge.measure(clone_of(args, task.repo), b)
+        bound = load_profile(task.profile, search).max_forge_odds
+        twinned = {t.test for t in task.twins}
+        rows.append({"task_id": task.task_id, "fail_to_pass": len(per),
+                     "twinned": sum(any(forge.twins.same_test(p, k) for p in twinned) for k in per),
+                     "strong": sum(v < 1 for v in per.values()), "forge_odds": odds, "max_forge_odds": bound,
+                     "per_test": per})
+        assert task.validation is not None  # a valid task
+        measured = task.model_copy(update={"validation": task.validation.model_copy(
+            update={"forge_odds": odds, "max_forge_odds": bound})})
+        measured.readiness = assess(measured)
+        rows[-1]["ready"] = measured.readiness.ready
+        if args.write:
+            save_task(tasks_dir / task.task_id, measured)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title=f"forge odds {escape(str(tasks_dir))}")
+    for name in ("task", "F2P tests", "twinned", "strong", "forge odds", "bound", "ready"):
+        table.add_column(name, no_wrap=True)
+    for r in rows:
+        table.add_row(escape(r["task_id"]), str(r["fail_to_pass"]), str(r["twinned"]), str(r["strong"]),
+                      f"{r['forge_odds']:.3g}", f"{r['max_forge_odds']:.3g}", "yes" if r["ready"] else "no")
+    console.print(table)
+    console.print(f"{sum(r['forge_odds'] <= r['max_forge_odds'] for r in rows)} of {len(rows)} valid tasks within "
+                  "their bound" + (" (written)" if args.write else ""))
+    return 0
+
+
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import load_bundle, select, task_dirs
 
     if args.tasks_cmd == "lint":
         return lint(args, console)
+    if args.tasks_cmd == "guard":
+        return guard(args, console)
     if args.tasks_cmd == "funnel":
         return funnel(args, console)
     tasks_dir = Path(args.tasks)

@@ -108,7 +108,7 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
             valid_drops[f"rejected:{task.validation.category or 'other'}"] += 1
     ready_drops: Counter = Counter()
     not_ready: dict[str, list[str]] = {}
-    ready = unguarded = 0
+    ready = 0
     for task in valid:
         readiness = assess(task)
         if write and readiness.model_dump(exclude={"assessed_at"}) != (
@@ -117,7 +117,6 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
             save_task(tasks_dir / task.task_id, task)
         if readiness.ready:
             ready += 1
-            unguarded += not readiness.checks.get("guarded", False)
             continue
         keys = sorted({r.key for r in readiness.reasons})
         ready_drops.update(keys)
@@ -128,7 +127,4 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
         Stage(stage="valid", count=len(valid), dropped=dict(valid_drops.most_common())),
         Stage(stage="ready", count=ready, dropped=dict(ready_drops.most_common())),
     ]
-    if unguarded:
-        notes.append(f"{unguarded} of {ready} ready tasks keep no twin for any FAIL_TO_PASS test: code in a module "
-                     "the tests import can pass them without solving them (README, Grading and its defences)")
     return Funnel(stages=stages, not_ready=not_ready, notes=notes)

@@ -95,6 +95,9 @@ class RepoProfile(Strict):
                                      "not confident")
     min_statement_chars: int = Field(150, ge=0, description="a shorter statement (or the title alone) is not "
                                      "ready-eligible unless --github or --rewrite-with enriches it")
+    max_forge_odds: float = Field(0.25, gt=0, le=1, description="a validated task is ready only if code in a module "
+                                  "the tests import passes all its FAIL_TO_PASS tests by guessing with at most these "
+                                  "odds (evaluation/guard.py: 0.25 is one twin group no prior reads; 1 requires none)")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
 

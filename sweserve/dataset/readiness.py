@@ -7,10 +7,12 @@ A task is **ready** when all of these hold, and otherwise carries one reason per
 - **family** — the family is settled: set by hand (`family_override`), or the classifier's recorded verdict
   (`family_confident`: the top family score at least the profile's `family_min_score`, ahead of the next by
   `family_min_margin`) is confident;
-- **signals** — validation's signal checks (`evaluation/signals.py`) ran and none fired.
-
-Beside them `checks` records **guarded** (some FAIL_TO_PASS test keeps a mutation twin), which readiness
-does not require yet (`guarded`).
+- **signals** — validation's signal checks (`evaluation/signals.py`) ran and none fired;
+- **guarded** — a forger cannot pass it cheaply: code the candidate adds to a module the tests import can
+  report any test as passed, and only mutation twins make it guess which member is real. Validation records
+  the odds that such code passes every FAIL_TO_PASS test by guessing (`forge_odds`, `evaluation/guard.py`:
+  1 when no test keeps a twin no prior reads) and the profile's bound (`max_forge_odds`, 0.25 by default:
+  one such group of four); the odds must be measured and within the bound.
 
 Nothing here reads a clone or runs a container: it is a function of task.json alone.
 """
@@ -93,18 +95,34 @@ def assess(task: Task) -> Readiness:
                     signals_ok = False
                     reasons.append(ReadinessReason(kind="signal", key=f"signal:{check.name}",
                                                    detail=f"{check.name}: {check.detail}"))
+    guard_ok = task.validated and guarded(task)
+    if task.validated and not guard_ok:
+        reasons.append(ReadinessReason(kind="guard", key="unguarded", detail=_unguarded(task)))
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
-              "signals": task.validated and signals_ok, "guarded": guarded(task)}
+              "signals": task.validated and signals_ok, "guarded": guard_ok}
     return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
 
 
 def guarded(task: Task) -> bool:
-    """Whether some FAIL_TO_PASS test keeps a mutation twin (`Task.twins`). Recorded beside the checks, not one
-    of them: a task whose graded tests are all twinless is passed without solving it by code in a module the
-    tests import (README, "Grading and its defences"), but on real tasks twins are still rare (docs/real-repos.md,
-    "Twins on real tasks"), and gating on them would leave no task ready."""
-    twinned = {t.test for t in task.twins}
-    return any(t.split("[")[0] in twinned for t in task.FAIL_TO_PASS)
+    """Whether validation measured the task's forge odds (`ValidationRecord.forge_odds`) within its profile's
+    bound (`max_forge_odds`, as validation read it)."""
+    v = task.validation
+    if v is None or v.forge_odds is None:
+        return False
+    return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
+
+
+DEFAULT_MAX_FORGE_ODDS = 0.25  # the profile default (`RepoProfile.max_forge_odds`), for a record without the bound
+
+
+def _unguarded(task: Task) -> str:
+    v = task.validation
+    if v is None or v.forge_odds is None:
+        return "forge odds not measured (validated before they were, or no clone): validate it again"
+    bound = v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS
+    return (f"unguarded: code in a module the tests import passes every FAIL_TO_PASS test by guessing with odds "
+            f"{v.forge_odds:.2f}, over the profile's max_forge_odds {bound:.2f} (no FAIL_TO_PASS test keeps enough "
+            "twins no prior reads)")
 
 
 def cannot_be_ready(task: Task) -> list[str]:

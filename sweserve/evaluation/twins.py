@@ -572,7 +572,7 @@ def _same_named(tree: ast.Module, cls: ast.ClassDef | None, fn: ast.stmt) -> lis
     return [n for n in body if isinstance(n, _DEFS) and n.name == getattr(fn, "name", None)]
 
 
-def _same_test(a: str, b: str) -> bool:
+def same_test(a: str, b: str) -> bool:
     """One test named from two rootdirs (`python/pkg/test/t.py::T::test_x`, `pkg/test/t.py::T::test_x`)."""
     file_a, _, rest_a = a.partition("::")
     file_b, _, rest_b = b.partition("::")
@@ -1027,9 +1027,7 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     the literals of the base version of the same test, numbers of the instruction) is never tried: its
     twins would be told apart by that alone."""
     near = near if near is not None else _near(fn_sites, avoid, fn)  # computed once by `grading_plan`
-    usable = [i for i, g in enumerate(fn_sites)
-              if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
-              and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
+    usable = strong_sites(fn_sites, near)
     safe = [i for i in usable if _sign_safe(_number(fn_sites[i][0]))]  # type: ignore[arg-type]
     other = [i for i in usable if i not in safe]
     picked = [safe[j] for j in _spread(len(safe), CANDIDATE_SITES)]
@@ -1044,6 +1042,22 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K)]  # type: ignore[arg-type]
     leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
+
+
+def strong_site(fn: ast.FunctionDef | ast.AsyncFunctionDef, site: int, avoid: frozenset[Decimal]) -> bool:
+    """Whether the test's numeric site is one no prior reads (`strong_sites`), `avoid` being what the forger
+    reads beside the test (`visible` and `around`, as `grading_plan` computes them)."""
+    fn_sites = sites(fn)
+    return site < len(fn_sites) and site in strong_sites(fn_sites, _near(fn_sites, avoid, fn))
+
+
+def strong_sites(fn_sites: list[list[ast.expr]], near: list[frozenset[Decimal]]) -> list[int]:
+    """The sites no prior reads: a value not singled out (`_marked`), not one the forger reads elsewhere (`near`,
+    per site), with room for K values of its shape on each side. Validation tries these first; its fall-back
+    sites are weak twins (`evaluation/guard.py` counts them as no guard)."""
+    return [i for i, g in enumerate(fn_sites)
+            if not _marked(_number(g[0])) and _decimal(_number(g[0])) not in near[i]  # type: ignore[arg-type]
+            and _room(_number(g[0]), K, near[i])]  # type: ignore[arg-type]
 
 
 def _spread(n: int, k: int) -> list[int]:
@@ -1149,7 +1163,7 @@ def select(graded: list[str], before: list, after: list,
                 passed_beside.add((twin.test, twin.site))
     named = {test for by_site in planted for test, _ in by_site}  # as the plan names them: task.test.files' paths
     for test_id in sorted({_base_id(t) for t in graded}):  # as the runner names them: from its rootdir
-        mine = next((n for n in sorted(named) if _same_test(n, test_id)), test_id)
+        mine = next((n for n in sorted(named) if same_test(n, test_id)), test_id)
         # the first run that reached the test's module (before the fix it may not import: no member ran)
         first = next((by_site for by_site in planted if any(test == mine for test, _ in by_site)), {})
         groups = {site: group for (test, site), group in first.items() if test == mine}

@@ -40,6 +40,7 @@ from sweserve.errors import (
     TaskRejected,
     TrialSkipped,
 )
+from sweserve.evaluation import guard
 from sweserve.evaluation.accelerators import accelerator_kind, accelerator_tests
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.derive import derive, recheck
@@ -75,6 +76,7 @@ class ValidateOutcome(BaseModel):
     not_ready: list[str] = Field(default_factory=list, description="why the task is not ready, one line each")
     twins: int = 0
     twinless: list[str] = Field(default_factory=list)
+    forge_odds: float | None = None  # evaluation/guard.py
     runner_only: list[str] = Field(default_factory=list)  # pass under plain pytest, fail under sweserve's runner
 
 
@@ -185,6 +187,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
     before = after = None
     signals: list[SignalCheck] | None = None
     image = ""
+    bound: float | None = None
     logs = TrialFolder(req.log_dir or log_dir_for(ctx, task.task_id))
     try:
         check_prerequisites(ctx, bundle)  # seconds, no disk: before any image is built
@@ -209,6 +212,12 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         result.status = "valid"
         kept, result.twinless = select_twins(f2p + p2p, *twin_runs)
         task.twins, result.twins = kept, len(kept)
+        bound = inputs.profile.max_forge_odds
+        if inputs.clone is not None:  # read in the clone the image was built from; none: not measured
+            try:
+                result.forge_odds = guard.measure(inputs.clone, bundle)[0]
+            except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
+                result.forge_odds = None
     except TrialSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
         return result
@@ -233,6 +242,8 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         signals=signals,
         logs=str(logs.path) if logs.path.is_dir() else None,
         twinless=result.twinless,
+        forge_odds=result.forge_odds,
+        max_forge_odds=bound,
         runner_only=result.runner_only,
     )
     task.readiness = assess(task)

@@ -1,0 +1,91 @@
+"""The forge odds of a task: how likely code the candidate adds to a module the tests import passes every
+FAIL_TO_PASS test without solving the task, by guessing which planted member is real.
+
+Such code can report any test as passed, so a FAIL_TO_PASS test is guarded only by its mutation twins
+(`evaluation/twins.py`): to pass it without being graded `tampered`, the forger must pass the real member
+and fail every twin, that is pick the real one out of its group. Per test, the odds of that pick are:
+
+- **1** for a test with no twin: it is passed for free (the plain canaries beside it can be told apart);
+- **1 / members** for a group no prior reads: a numeric site validation tries first (`twins._candidate_sites`
+  without its fall-back: a value of the real one's shape, that neither the base test, the instruction, nor
+  the file outside the site writes, with room for K such values on each side), or a flip group (a tried
+  check reads either way with odds 1:1 under the measured prior);
+- **1** for a *weak* numeric group (the fall-back sites: a value the forger can read elsewhere, a power of
+  two, a small value whose group crosses zero): its prior's odds were measured at 0.44 to 0.92, and they are
+  counted here as no guard at all, since no bound below 1 holds for every such group.
+
+A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
+they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
+profile's `max_forge_odds` (`dataset/readiness.py`). Unknown twin kinds count as no guard.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from sweserve import pyast
+from sweserve.dataset.gitio import Git
+from sweserve.evaluation import twins
+from sweserve.models import Task, TaskBundle, Twin
+
+
+def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruction: str) -> dict[str, float]:
+    """Per FAIL_TO_PASS test (its id without parameters), the odds that a forger passes it beside its twins.
+
+    `sources`: each hidden test file -> its text at base + tests.patch; `base`: each hidden file -> its text
+    at base, where it existed; `instruction`: what the candidate reads."""
+    recorded: dict[str, list[Twin]] = {}
+    for twin in task.twins:
+        recorded.setdefault(twin.test, []).append(twin)
+    functions: dict[str, tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for file, text in sources.items():
+        try:
+            tree = pyast.parse_module(text)
+        except (SyntaxError, ValueError):
+            continue
+        for cls, fn in twins.collected(tree, task.test.runner):
+            functions["::".join([file, *([cls.name] if cls else []), fn.name])] = (file, cls.name if cls else None, fn)
+    odds: dict[str, float] = {}
+    for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS):
+        planned = next((p for p in sorted(recorded) if twins.same_test(p, test)), None)
+        found = next((p for p in sorted(functions) if twins.same_test(p, test)), None)
+        group = recorded.get(planned or "", [])
+        odds[test] = 1.0 if not group or found is None else _group_odds(group, *functions[found], sources, base,
+                                                                        instruction)
+    return odds
+
+
+def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                sources: dict[str, str], base: dict[str, str], instruction: str) -> float:
+    members = len(group) + 1
+    if all(twins.flip_indices(t.value) is not None for t in group):
+        return 1 / members
+    if any(twins.flip_indices(t.value) is not None for t in group) or len({t.site for t in group}) != 1:
+        return 1.0  # not a shape validation records
+    avoid = twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
+    return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
+
+
+def forge_odds(odds: dict[str, float]) -> float:
+    """A task's odds: the product over its FAIL_TO_PASS tests."""
+    product = 1.0
+    for value in odds.values():
+        product *= value
+    return product
+
+
+def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
+    """Each of `files` at the task's base commit, where it existed there (what a forger reads beside them)."""
+    with Git(clone) as git:
+        return {f: text for f in files if (text := git.read(task.base_commit, f)) is not None}
+
+
+def measure(clone: Path, bundle: TaskBundle) -> tuple[float, dict[str, float]]:
+    """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
+    the clone: base + tests.patch, and base."""
+    from sweserve.evaluation.export_plan import hidden_sources
+
+    sources = hidden_sources(clone, bundle)
+    per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction)
+    return forge_odds(per_test), per_test

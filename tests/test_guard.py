@@ -1,0 +1,147 @@
+"""Forge odds (evaluation/guard.py): how likely code in a module the tests import passes every FAIL_TO_PASS
+test by guessing which planted member is real, from the recorded twins and the hidden files."""
+
+import subprocess
+
+from sweserve.evaluation import guard
+from sweserve.models import Task, TaskBundle, TestSpec, Twin
+
+FILE = "test/test_pool.py"
+TEXT = '''from pool import Pool
+
+
+def test_pages():
+    assert Pool(3).pages() == 13
+
+
+def test_small():
+    assert Pool(1).pages() == 2
+
+
+def test_none():
+    assert Pool(0).owner is None
+
+
+class TestPool:
+    def test_cap(self):
+        assert Pool(4).cap() == 47
+'''
+
+
+def task(f2p: list[str], twins: list[Twin], **kw) -> Task:
+    return Task(task_id="o__r-1", repo="o/r", profile="sglang-demo", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="decoding", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(files=[FILE]), FAIL_TO_PASS=f2p, twins=twins, **kw)
+
+
+def group(test: str, site: int, *values: str) -> list[Twin]:
+    return [Twin(test=f"{FILE}::{test}", site=site, value=v) for v in values]
+
+
+def test_a_strong_group_is_one_guess_in_its_members():
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "11", "12", "14"))
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 0.25}
+
+
+def test_a_test_without_twins_or_with_only_weak_ones_is_free():
+    twinless = task([f"{FILE}::test_pages"], [])
+    assert guard.test_odds(twinless, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 1.0}
+    # the instruction writes the real value: a forger reads it, the group is weak
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "11", "12", "14"))
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(3) must report 13 pages.") == {f"{FILE}::test_pages": 1.0}
+    # so does the base version of the same test
+    base = {FILE: "def test_pages():\n    assert Pool(3).pages() == 13\n"}
+    assert guard.test_odds(t, {FILE: TEXT}, base, "") == {f"{FILE}::test_pages": 1.0}
+    # a small value whose group crosses zero: the sign prior reads it
+    small = task([f"{FILE}::test_small"], group("test_small", 0, "-1", "0", "1"))
+    assert guard.test_odds(small, {FILE: TEXT}, {}, "") == {f"{FILE}::test_small": 1.0}
+
+
+def test_a_flip_group_is_one_guess_in_its_members():
+    t = task([f"{FILE}::test_none"], group("test_none", 0, "flip 0"))
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_none": 0.5}
+
+
+def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():
+    twins = group("test_pages", 0, "11", "12", "14") + group("TestPool::test_cap", 0, "44", "45", "46")
+    # the runner names tests from its rootdir (`pool/...` under `test/`): they still match the plan's ids
+    t = task([f"{FILE}::test_pages[1]", f"{FILE}::test_pages[2]", "test_pool.py::TestPool::test_cap",
+              f"{FILE}::test_none"], twins)
+    per = guard.test_odds(t, {FILE: TEXT}, {}, "")
+    assert per == {f"{FILE}::test_pages": 0.25, "test_pool.py::TestPool::test_cap": 0.25, f"{FILE}::test_none": 1.0}
+    assert guard.forge_odds(per) == 0.0625
+
+
+def clone_task(tmp_path):
+    """A real clone whose base writes `test_cap` with its value, and a task adding `test_pages`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (repo / "test").mkdir()
+    (repo / FILE).write_text("from pool import Pool\n\n\ndef test_cap():\n    assert Pool(4).cap() == 47\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD").strip()
+    (repo / FILE).write_text(TEXT)
+    patch = git("diff")
+    git("checkout", "-q", ".")
+    (repo / "pool.py").write_text("class Pool:\n    pass\n")
+    git("add", "-N", "pool.py")
+    oracle = git("diff")
+    (repo / "pool.py").unlink()
+    git("reset", "-q")
+    twins = group("test_pages", 0, "11", "12", "14") + group("test_cap", 0, "44", "45", "46")
+    t = task([f"{FILE}::test_pages", f"{FILE}::test_cap"], twins).model_copy(update={"base_commit": base})
+    return repo, TaskBundle(task=t, instruction="Count pages.", oracle_patch=oracle, tests_patch=patch)
+
+
+def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
+    """`measure` reads base + tests.patch and base in a real clone: a test the base version already writes
+    with the same value is weak there."""
+    repo, bundle = clone_task(tmp_path)
+    odds, per = guard.measure(repo, bundle)
+    assert per == {f"{FILE}::test_pages": 0.25, f"{FILE}::test_cap": 1.0} and odds == 0.25
+
+
+def test_tasks_guard_measures_and_records_the_odds_without_a_container(tmp_path):
+    """`sweserve tasks guard --write`: for tasks validated before the odds were measured, from their recorded
+    twins and the clone; readiness follows the profile's bound."""
+    import json
+    import sys
+
+    from sweserve.dataset.taskstore import load_task, save_bundle
+    from sweserve.models import QualityRecord, SignalCheck, ValidationRecord
+
+    repo, bundle = clone_task(tmp_path)
+    bundle.task.family_confident = True
+    bundle.task.validation = ValidationRecord(status="valid", runs=1, signals=[SignalCheck(name="cosmetic_oracle")])
+    bundle.task.quality = QualityRecord(statement_source="pr_description", statement_chars=300,
+                                        interface_from="fail_to_pass")
+    bundle.task.profile = "sglang"  # the default bound, 0.25
+    save_bundle(tmp_path / "tasks", bundle)
+    unguarded = bundle.model_copy(deep=True)
+    unguarded.task.task_id, unguarded.task.twins = "o__r-2", []
+    save_bundle(tmp_path / "tasks", unguarded)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "sweserve.cli", "tasks", "guard", "--tasks",
+                               str(tmp_path / "tasks"), "--state-dir", str(tmp_path / "state"), *args],
+                              capture_output=True, text=True)
+
+    assert load_task(tmp_path / "tasks" / "o__r-1").validation.forge_odds is None
+    proc = cli("--repo-path", str(repo), "--json", "--write")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["task_id"]: r for r in json.loads(proc.stdout)}
+    assert rows["o__r-1"]["forge_odds"] == 0.25 and rows["o__r-1"]["strong"] == 1 and rows["o__r-1"]["ready"]
+    assert rows["o__r-2"]["forge_odds"] == 1.0 and not rows["o__r-2"]["ready"]
+    one, two = load_task(tmp_path / "tasks" / "o__r-1"), load_task(tmp_path / "tasks" / "o__r-2")
+    assert one.validation.forge_odds == 0.25 and one.validation.max_forge_odds == 0.25 and one.ready
+    assert not two.ready and [r.key for r in two.readiness.reasons] == ["unguarded"]
+    bad = cli("--repo-path", str(tmp_path / "nope"))
+    assert bad.returncode != 0 and "no such folder" in bad.stderr + bad.stdout and "Traceback" not in bad.stderr
