@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sweserve.errors import ErrorKind
 
@@ -236,7 +236,34 @@ class QualityRecord(Strict):
         return not self.findings
 
 
-ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal", "guard"]
+ReadinessKind = Literal["not_validated", "rejected", "lint", "family_unsure", "signal", "guard", "review"]
+
+
+class Review(Strict):
+    """One reviewer's blind judgement of a task (SWE-bench Verified style: the statement first, then the tests
+    and the oracle; `sweserve tasks review`)."""
+
+    task: str = Field(description="the task's id")
+    reviewer: str = Field(min_length=1, description="who judged it; a later verdict of the same reviewer replaces it")
+    predicted_before_tests: str = Field("", description="what the reviewer would build, written before reading the "
+                                        "tests and the oracle")
+    sufficient: int = Field(ge=0, le=3, description="0: the tests need what the statement does not give; 1: only "
+                            "with lucky guesses; 2: with reasonable inference; 3: clearly")
+    leak: bool = Field(description="the statement prescribes the fix (code, a file-by-file recipe)")
+    fair_tests: bool = Field(description="the tests check the behaviour asked for, not layout, names or a threshold")
+    family_ok: bool
+    family_should_be: str = ""
+    verdict: Literal["GOOD", "BAD"]
+    reason: str = ""
+    at: datetime = Field(default_factory=now)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Review":
+        good = self.sufficient >= 2 and not self.leak and self.fair_tests and self.family_ok
+        if (self.verdict == "GOOD") != good:
+            raise ValueError(f"verdict {self.verdict} contradicts the rubric (GOOD exactly when sufficient >= 2, no "
+                             "leak, fair tests and the family right)")
+        return self
 
 
 class ReadinessReason(Strict):
@@ -292,6 +319,8 @@ class Task(Strict):
     validation: ValidationRecord | None = None
     quality: QualityRecord | None = None
     readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
+    reviews: list[Review] = Field(default_factory=list, description="blind reviews (`sweserve tasks review record`); "
+                                  "a task most reviewers judge BAD is not ready")
     unreadable: list[str] = Field(default_factory=list, description="files of base_commit git cannot read in the "
                                   "clone, left out of the task image (no test path needs them)")
 

@@ -40,6 +40,17 @@ def register(sub, common) -> None:
     tg.add_argument("--write", action="store_true", help="record the odds, the profile's max_forge_odds and the "
                     "readiness they give in task.json (no container: the recorded twins and the clone)")
     tg.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    tr = tsub.add_parser("review", parents=[common], help="blind review, SWE-bench Verified style: write "
+                         "packets for reviewers, record their verdicts")
+    trs = tr.add_subparsers(dest="review_cmd", required=True)
+    rp = trs.add_parser("packet", parents=[common], help="one folder per task: the statement first, the tests "
+                        "and oracle apart under evidence/, and RUBRIC.md")
+    rp.add_argument("task_ids", nargs="*", help="tasks to review (default: the ready ones)")
+    rp.add_argument("--valid", action="store_true", help="every valid task, ready or not")
+    rp.add_argument("--out", required=True, help="folder to write the packet into")
+    rr = trs.add_parser("record", parents=[common], help="record reviewers' verdicts (JSON lines, see RUBRIC.md)")
+    rr.add_argument("results", help="a results file: one verdict per line")
+    rr.add_argument("--write", action="store_true", help="save the reviews and the readiness they give")
     t.set_defaults(func=run)
 
 
@@ -165,8 +176,31 @@ def guard(args, console: Console) -> int:
     return 0
 
 
+def review(args, console: Console) -> int:
+    from sweserve.dataset import screening
+    from sweserve.dataset.taskstore import select
+
+    tasks_dir = Path(args.tasks)
+    if args.review_cmd == "packet":
+        bundles = select(tasks_dir, args.task_ids)
+        if not args.task_ids:
+            bundles = [b for b in bundles if (b.task.validated if args.valid else b.task.ready)]
+        folders = screening.write_packet(bundles, Path(args.out))
+        console.print(f"{len(folders)} tasks in {args.out}: give a reviewer RUBRIC.md first", markup=False,
+                      highlight=False)
+        return 0
+    out = screening.record(tasks_dir, screening.read_verdicts(Path(args.results)), write=args.write)
+    for task_id, (ready, line) in sorted(out.items()):
+        console.print(f"{task_id}: {line}; {'ready' if ready else 'not ready'}", markup=False, highlight=False)
+    console.print(f"{len(out)} tasks reviewed" + (" (written)" if args.write else " (not written: --write)"))
+    return 0
+
+
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import load_bundle, select, task_dirs
+
+    if args.tasks_cmd == "review":
+        return review(args, console)
 
     if args.tasks_cmd == "lint":
         return lint(args, console)

@@ -108,7 +108,7 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
             valid_drops[f"rejected:{task.validation.category or 'other'}"] += 1
     ready_drops: Counter = Counter()
     not_ready: dict[str, list[str]] = {}
-    ready = 0
+    ready = reviewed = 0
     for task in valid:
         readiness = assess(task)
         if write and readiness.model_dump(exclude={"assessed_at"}) != (
@@ -117,6 +117,7 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
             save_task(tasks_dir / task.task_id, task)
         if readiness.ready:
             ready += 1
+            reviewed += readiness.checks.get("reviewed_good", False)
             continue
         keys = sorted({r.key for r in readiness.reasons})
         ready_drops.update(keys)
@@ -127,4 +128,7 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
         Stage(stage="valid", count=len(valid), dropped=dict(valid_drops.most_common())),
         Stage(stage="ready", count=ready, dropped=dict(ready_drops.most_common())),
     ]
+    if ready:
+        notes.append(f"{reviewed} of {ready} ready tasks have a blind review most reviewers judged GOOD "
+                     "(`sweserve tasks review`)")
     return Funnel(stages=stages, not_ready=not_ready, notes=notes)

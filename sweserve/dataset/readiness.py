@@ -12,7 +12,9 @@ A task is **ready** when all of these hold, and otherwise carries one reason per
   report any test as passed, and only mutation twins make it guess which member is real. Validation records
   the odds that such code passes every FAIL_TO_PASS test by guessing (`forge_odds`, `evaluation/guard.py`:
   1 when no test keeps a twin no prior reads) and the profile's bound (`max_forge_odds`, 0.25 by default:
-  one such group of four); the odds must be measured and within the bound.
+  one such group of four); the odds must be measured and within the bound;
+- **review** — no blind review recorded (`Task.reviews`, `sweserve tasks review`), or most reviewers judged
+  it GOOD: a task at least half of its reviewers judge BAD is not ready (`review:bad`; a tie drops it).
 
 Nothing here reads a clone or runs a container: it is a function of task.json alone.
 """
@@ -98,9 +100,25 @@ def assess(task: Task) -> Readiness:
     guard_ok = task.validated and guarded(task)
     if task.validated and not guard_ok:
         reasons.append(ReadinessReason(kind="guard", key="unguarded", detail=_unguarded(task)))
+    if (bad := review_verdict(task)) is not None and bad:
+        reasons.append(ReadinessReason(kind="review", key="review:bad", detail=bad))
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
               "signals": task.validated and signals_ok, "guarded": guard_ok}
+    if task.reviews:
+        checks["reviewed_good"] = not bad
     return Readiness(ready=not reasons, reasons=reasons, checks=checks, family_from=family_from)
+
+
+def review_verdict(task: Task) -> str | None:
+    """None when no review is recorded; "" when most reviewers judged the task GOOD; else why it is dropped (at
+    least half judged it BAD: precision first, a tie drops it). A reviewer's latest verdict counts."""
+    latest = {r.reviewer: r for r in sorted(task.reviews, key=lambda r: r.at)}
+    if not latest:
+        return None
+    bad = [r for r in latest.values() if r.verdict == "BAD"]
+    if 2 * len(bad) < len(latest):
+        return ""
+    return f"blind review: BAD ({len(bad)} of {len(latest)} reviewers): {bad[0].reason or 'no reason given'}"
 
 
 def guarded(task: Task) -> bool:
