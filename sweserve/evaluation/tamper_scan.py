@@ -117,6 +117,10 @@ def _tree_flags(tree: ast.AST) -> set[str]:
     return found
 
 
+MAX_PARSED = 256 * 1024  # characters of one file's added Python the scan parses; past it, one flag says so
+MAX_PARSED_TOTAL = 1024 * 1024  # and of a whole submission's (the rest is flagged, not parsed)
+
+
 def _parsed(added: str) -> ast.AST | None:
     for text in (added, textwrap.dedent(added)):
         try:
@@ -135,6 +139,7 @@ def _is_binary(name: str, section: str) -> bool:
 def scan(patch: str) -> list[str]:
     """Flags for what a submission adds: `what (file)`, one per kind and file, sorted."""
     flags = set()
+    parsed = 0
     for name, section in _files(patch):
         if _is_binary(name, section):
             flags.add(f"binary or compiled module ({name})")
@@ -143,6 +148,12 @@ def scan(patch: str) -> list[str]:
         for what, pattern in PATTERNS:
             if pattern.search(added):
                 flags.add(f"{what} ({name})")
-        if name.endswith((".py", ".pyw")) and added.strip() and (tree := _parsed(added)) is not None:
+        if not name.endswith((".py", ".pyw")) or not added.strip():
+            continue
+        if len(added) > MAX_PARSED or parsed + len(added) > MAX_PARSED_TOTAL:
+            flags.add(f"added Python too large to scan ({name})")  # a syntax tree costs ~200x its text in memory
+            continue
+        parsed += len(added)
+        if (tree := _parsed(added)) is not None:
             flags.update(f"{what} ({name})" for what in _tree_flags(tree))
     return sorted(flags)

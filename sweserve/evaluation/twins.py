@@ -51,7 +51,6 @@ MARGIN = 3  # steps beyond a group's values that validation also plants (`margin
 SHOWN_MARGIN = 2 * MARGIN  # steps beyond a group within which a number every member's failure shows drops it
 CANDIDATE_SITES = 3  # sites tried per test at validation, spread over its checks
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
-_PARAMS = re.compile(r"\[.*\]$", re.S)
 _CHECK_CALL = re.compile(r"^(assert|approx$|isclose$|allclose$)", re.I)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Kind = str  # "test", "twin", "canary"; in validation's plan also "margin" (`margins`)
@@ -585,7 +584,10 @@ def _same_path(a: str, b: str) -> bool:
 
 
 def _base_id(test_id: str) -> str:
-    return _PARAMS.sub("", test_id)
+    """The id without its parameters (`name[1-a]` -> `name`): cut at the first `[` of an id ending in `]`, in
+    one pass (a regex search for it was quadratic in the id, which the tests' process writes)."""
+    at = test_id.find("[")
+    return test_id[:at] if at >= 0 and test_id.endswith("]") else test_id
 
 
 def _replace(line: str, node: ast.expr, text: str) -> str:
@@ -889,24 +891,33 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
     for m in plan.members:
         by_file.setdefault(m.file, {})[(m.cls, m.name)] = m
         by_name.setdefault(m.file, {})[m.name] = m
+    planted_reals = {(m.file, m.cls, m.real) for m in plan.members if m.kind == "test"}
     reading = Reading({}, {}, {}, {}, {}, [])
     seen: dict[Member, Outcome] = {}
+    ids_of: dict[Member, set[str]] = {}  # a planted test -> the real ids its outcomes were read as
     files_ran: set[str] = set()
+    forged_names = False
     for test_id, outcome in outcomes.items():
         parts = test_id.split("::")
         params = test_id[len(_base_id(test_id)):]
         name = _base_id(parts[-1])
         cls = parts[1] if len(parts) == 3 else None
-        file = next((f for f in by_file if _same_path(parts[0], f)), None) if len(parts) > 1 else None
+        file = _file_of(parts[0], by_file) if len(parts) > 1 else None
         member = by_file[file].get((cls, name)) if file else None
         if member is None and file:  # a planted member a subclass inherits
             member = by_name[file].get(name)
         if file:
             files_ran.add(file)
+        if member is None and (file, cls, name) in planted_reals:
+            # the real name of a test planted under another: no planted file defines it, so code in the run
+            # reported it (dropping the planted group and adding the name the forger read): never a pass
+            forged_names = True
+            continue
         if member is None:
             real_id = test_id
         elif member.kind == "test":
             real_id = "::".join([parts[0], *parts[1:-1], member.real]) + params
+            ids_of.setdefault(member, set()).add(real_id)
         else:
             _worst(seen, member, outcome)  # type: ignore[arg-type]
             if member.kind == "margin":
@@ -926,12 +937,22 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
             reading.skips[real_id] = skips[test_id]
         if test_id in messages:
             reading.messages[real_id] = messages[test_id]
-    reading.problems = _problems(plan, seen, files_ran, reading, exit_status)
+    reading.problems = _problems(plan, seen, ids_of, files_ran, reading, exit_status)
+    if forged_names:
+        reading.problems = sorted({*reading.problems, "an outcome names a hidden test planted under another name"})
     return reading
 
 
-def _problems(plan: GradingPlan, seen: dict[Member, Outcome], files_ran: set[str], reading: Reading,
-              exit_status: int | None) -> list[str]:
+def _file_of(path: str, files) -> str | None:
+    """The planted file a runner's path names: the same path, else the longest one it is a whole-component
+    suffix of, or that is one of it (two hidden files, one path a suffix of the other, are read apart)."""
+    if path in files:
+        return path
+    return max((f for f in files if _same_path(path, f)), key=len, default=None)
+
+
+def _problems(plan: GradingPlan, seen: dict[Member, Outcome], ids_of: dict[Member, set[str]], files_ran: set[str],
+              reading: Reading, exit_status: int | None) -> list[str]:
     problems = []
     tests = {(m.file, m.cls, m.real): m for m in plan.members if m.kind == "test"}
     failed_must_fail = False
@@ -950,10 +971,11 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], files_ran: set[str
                 problems.append("a canary test was skipped or errored while its neighbours passed")
             failed_must_fail |= not m.must_pass and outcome == "failed"
         elif m.kind == "twin" and not plan.candidates:
-            real = seen.get(tests[(m.file, m.cls, m.real)], "missing")
-            # the test's own outcomes, in any class (a subclass inherits it) and for any parameters
-            mine = [t for t in reading.outcomes
-                    if _same_path(t.split("::")[0], m.file) and _base_id(t).split("::")[-1] == m.real]
+            test = tests[(m.file, m.cls, m.real)]
+            real = seen.get(test, "missing")
+            # the test's own outcomes: read from its planted name, in its class or a subclass that inherits it,
+            # for any parameters (never a same-named test of another class)
+            mine = sorted(ids_of.get(test, set()))
             if outcome == "passed" and any(reading.outcomes[t] == "passed" for t in mine):
                 problems.append("a twin of a hidden test passed beside its test")
                 for test_id in mine:
