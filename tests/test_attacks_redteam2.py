@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from sweserve.evaluation import twins
-from tests.test_attacks_twins import BASE, F2P, FILE, HIDDEN, ORACLE, _resolved, _run, validated  # noqa: F401
+from sweserve.models import Task, TestSpec, Twin
+from tests.test_attacks_twins import BASE, F2P, FILE, HIDDEN, ORACLE, _resolved, _run, _task, validated  # noqa: F401
 
 # The real test names a forger reads off the base version of the hidden file (a modified test file: its
 # PASS_TO_PASS tests and the FAIL_TO_PASS tests whose expected values the PR changes keep their names), the
@@ -77,3 +78,108 @@ _pp.PyCollector.collect = _collect
 def test_dropping_every_group_and_adding_the_real_names_is_not_resolved(validated, tmp_path):
     run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, DROP_AND_ADD)
     assert run.tampered or not _resolved(run, validated), (run.outcomes, run.tampered)
+
+
+def _honest_outcomes(plan: twins.GradingPlan, real_passes: bool = True) -> dict[str, str]:
+    """The outcomes an honest run reports by planted id: each graded test as told, every twin failing, each
+    canary as it must."""
+    out = {}
+    for m in plan.members:
+        planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
+        out[planted] = {"test": "passed" if real_passes else "failed", "twin": "failed"}.get(
+            m.kind, "passed" if m.must_pass else "failed")
+    return out
+
+
+# --- names: one test named in two classes -----------------------------------------------------------------------
+
+SAME_NAMED = '''from pkg.thing import pages, slots
+
+
+class TestPool:
+    def test_size(self):
+        assert pages(100) == 13
+
+
+class TestCache:
+    def test_size(self):
+        assert slots() == 4
+'''
+POOL, CACHE = f"{FILE}::TestPool::test_size", f"{FILE}::TestCache::test_size"
+
+
+def _same_named_task() -> Task:
+    return _task(FAIL_TO_PASS=[POOL], PASS_TO_PASS=[CACHE],
+                 twins=[Twin(test=POOL, site=0, value=v) for v in ("11", "12", "14")])
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: `_problems` reads a twin's test 'in any class', so a passing "
+                   "same-named test of another class makes an honest wrong value `tampered` (and fails that test)")
+def test_an_honest_wrong_value_beside_a_same_named_test_of_another_class_is_failed_not_tampered(tmp_path):
+    """The verdict rule: a twin that passes while its own test fails is a wrong value equal to the twin's, the
+    test's `failed`, no accusation. An honest fix off by one (12 where 13 is right, 12 a twin) in
+    `TestPool::test_size` while `TestCache::test_size` (another test, same name) passes is read as a twin
+    passing beside its test: `tampered`, and the passing PASS_TO_PASS test is failed too."""
+    task = _same_named_task()
+    plan = twins.grading_plan(task, {FILE: SAME_NAMED})
+    code = "def pages(n):\n    return 12\n\n\ndef slots():\n    return 4\n"
+    run = _run(tmp_path, plan, code)
+    assert run.outcomes[POOL] == "failed", run.outcomes
+    assert run.outcomes[CACHE] == "passed", run.outcomes
+    assert not run.tampered, run.tampered
+
+
+# --- files: one path a suffix of another ------------------------------------------------------------------------
+
+ALPHA = '''from pkg.thing import pages
+
+
+def test_alpha_pages():
+    assert pages(100) == 13
+'''
+BETA = '''from pkg.thing import slots
+
+
+def test_beta_slots():
+    assert slots() == 47
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: outcomes of `x/tests/test_a.py` are looked up in `tests/test_a.py` "
+                   "(`_same_path` takes the first whole-component suffix): its planted names pass through as "
+                   "ids, the real ids are missing, an honest solution is `failed` (validation records random ids)")
+@pytest.mark.parametrize("reader", ["host", "in-box"])
+def test_two_hidden_files_one_a_suffix_of_the_other_are_read_apart(reader):
+    from sweserve.harness import sweserve_plan
+
+    files = ["tests/test_a.py", "x/tests/test_a.py"]
+    alpha, beta = f"{files[0]}::test_alpha_pages", f"{files[1]}::test_beta_slots"
+    task = Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="distributed", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=files), FAIL_TO_PASS=[alpha, beta],
+                twins=[Twin(test=alpha, site=0, value=v) for v in ("11", "12", "14")]
+                + [Twin(test=beta, site=0, value=v) for v in ("45", "46", "48")])
+    plan = twins.grading_plan(task, {files[0]: ALPHA, files[1]: BETA})
+    outcomes = _honest_outcomes(plan)
+    if reader == "host":
+        reading = plan.read(outcomes, exit_status=1)
+        real, problems = reading.outcomes, reading.problems
+    else:
+        members = [{k: v for k, v in m.items() if k != "twin"} for m in __import__("json").loads(plan.map_json())["members"]]
+        real, problems = sweserve_plan.read(members, outcomes, 1)
+    assert real.get(alpha) == "passed" and real.get(beta) == "passed" and not problems, (real, problems)
+
+
+@pytest.mark.xfail(strict=True, reason="WINS in the exports' in-box reader too (`sweserve_plan.read`): real ids "
+                   "reported under their own names, the planted groups never reported, read as a clean pass")
+def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(validated):
+    from sweserve.harness import sweserve_plan
+
+    plan = twins.grading_plan(validated, {FILE: HIDDEN})
+    outcomes = {k: v for k, v in _honest_outcomes(plan).items()
+                if any(m.kind == "canary" and k.endswith("::" + m.name) for m in plan.members)}
+    outcomes |= {t: "passed" for t in validated.FAIL_TO_PASS + validated.PASS_TO_PASS}
+    members = [{k: v for k, v in m.items() if k != "twin"}
+               for m in __import__("json").loads(plan.map_json())["members"]]
+    real, problems = sweserve_plan.read(members, outcomes, 1)
+    assert problems or not all(real.get(t) == "passed" for t in validated.FAIL_TO_PASS), (real, problems)
