@@ -183,3 +183,88 @@ def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(valida
                for m in __import__("json").loads(plan.map_json())["members"]]
     real, problems = sweserve_plan.read(members, outcomes, 1)
     assert problems or not all(real.get(t) == "passed" for t in validated.FAIL_TO_PASS), (real, problems)
+
+
+# --- a file with no home for a canary ---------------------------------------------------------------------------
+
+# a GPU test class as SGLang writes them: a class decorator (skipIf), checks of strings and lists (no numeric
+# site, no flip: twinless); `_add_canaries` plants no canary in a decorated class, and there is no other scope
+DECORATED = '''import unittest
+
+from pkg.thing import backend_name, shard_names
+
+
+@unittest.skipIf(False, "needs an accelerator")
+class TestBackends(unittest.TestCase):
+    def test_backend_is_named(self):
+        self.assertEqual(backend_name(), "flashinfer")
+
+    def test_shards_are_named(self):
+        self.assertEqual(shard_names(2), ["tp0", "tp1"])
+'''
+DECORATED_BASE = "def backend_name():\n    return 'triton'\n\n\ndef shard_names(n):\n    return []\n"
+TESTCASE_RUN = '''
+import unittest as _u
+_orig = _u.TestCase.run
+def _run(self, result=None):
+    method = getattr(self, self._testMethodName)
+    setattr(self, self._testMethodName, lambda: None)
+    try:
+        return _orig(self, result)
+    finally:
+        setattr(self, self._testMethodName, method)
+_u.TestCase.run = _run
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: a decorated class is no home for a canary and twinless tests get "
+                   "none, so a blanket TestCase.run forgery is `resolved` with nothing that can catch it")
+def test_blanket_forgery_in_a_decorated_class_with_twinless_tests_is_caught(tmp_path):
+    ids = [f"{FILE}::TestBackends::test_backend_is_named", f"{FILE}::TestBackends::test_shards_are_named"]
+    task = _task(FAIL_TO_PASS=ids)
+    plan = twins.grading_plan(task, {FILE: DECORATED})
+    assert not any(m.kind == "twin" for m in plan.members)  # strings and lists: twinless
+    unsolved = _run(tmp_path, plan, DECORATED_BASE)
+    assert not _resolved(unsolved, task)
+    run = _run(tmp_path, twins.grading_plan(task, {FILE: DECORATED}), DECORATED_BASE, TESTCASE_RUN)
+    assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
+
+
+# --- the host's reading of an id: quadratic in its length ------------------------------------------------------
+
+# one report's id made of '[' (the report's nodeid rewritten in the test process; a param id from a string the
+# repository provides does the same): `_base_id`'s `\[.*\]$` backtracks from every '[' to the end
+LONG_ID = '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+_done = []
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and not _done:
+        _done.append(1)
+        nodeid = str(nodeid) + "[" * N
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: no bound on an id's length from the stream; the host reads it "
+                   "with `\\[.*\\]$` (quadratic), holding the GIL: a 3 MB id freezes sweserve for hours")
+def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    # the id travels through the real runner's stream unbounded (kept small here: the read is quadratic)
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, LONG_ID.replace("N", "5000"))
+    assert max(map(len, run.outcomes)) > 5000, max(map(len, run.outcomes))
+    # what the host does with one such id as the stream lets it through (8 MB: this is 1 MB), in a child
+    probe = textwrap.dedent(f'''
+        from sweserve.evaluation import twins
+        from tests.test_attacks_twins import FILE
+        plan = twins.GradingPlan(texts={{}}, members=[])
+        plan.read({{FILE + "::test_x" + "[" * 1_000_000: "failed"}}, exit_status=1)
+    ''')
+    try:
+        subprocess.run([sys.executable, "-c", probe], timeout=15, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading one 1 MB id took over 15 s")
