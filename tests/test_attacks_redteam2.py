@@ -268,3 +268,73 @@ def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path)
         subprocess.run([sys.executable, "-c", probe], timeout=15, check=True)
     except subprocess.TimeoutExpired:
         pytest.fail("reading one 1 MB id took over 15 s")
+
+
+# --- a graded test the plan never sees: defined in a mixin --------------------------------------------------------
+
+MIXIN = '''import unittest
+
+from pkg.thing import pages
+
+
+class PoolChecks:
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(100), 13)
+
+
+class TestPool(PoolChecks, unittest.TestCase):
+    def test_pages_for_nothing(self):
+        self.assertEqual(pages(0), 0)
+'''
+MIXIN_BASE = "def pages(n):\n    return n // 8\n"
+# the real name is in the planted file as written: pass exactly that test, touch nothing else
+BY_REAL_NAME = '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and str(nodeid).endswith("::test_pages_for_a_hundred_tokens"):
+        outcome, longrepr = "passed", None
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: `collected` reads only test methods written in a Test* or *TestCase "
+                   "class's own body; one a TestCase inherits from a mixin keeps its real name and text, no twins")
+def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_path):
+    f2p, p2p = f"{FILE}::TestPool::test_pages_for_a_hundred_tokens", f"{FILE}::TestPool::test_pages_for_nothing"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[p2p])
+    plan = twins.grading_plan(task, {FILE: MIXIN})
+    unsolved = _run(tmp_path, plan, MIXIN_BASE)
+    assert unsolved.outcomes.get(f2p) == "failed", unsolved.outcomes
+    run = _run(tmp_path, twins.grading_plan(task, {FILE: MIXIN}), MIXIN_BASE, BY_REAL_NAME)
+    assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
+    assert "test_pages_for_a_hundred_tokens" not in plan.texts[FILE]  # every graded test gets a fresh name
+
+
+# --- the tamper scan: unbounded work on the host, outside every deadline ------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="WINS: the scan parses added Python whole on the host before any deadline: "
+                   "~480 MB of memory and ~14 s per MB of patch (the 8 MB patch limit: ~4 GB, ~2 min a trial)")
+def test_the_scan_of_a_large_added_python_file_is_bounded():
+    import subprocess
+    import sys
+    import textwrap
+
+    probe = textwrap.dedent('''
+        import resource, time
+        from sweserve.evaluation.tamper_scan import scan
+        item = "~" * 90 + "0,"
+        body = "x = [" + item * (2_000_000 // len(item)) + "]\\n"
+        patch = ("diff --git a/big.py b/big.py\\nnew file mode 100644\\n--- /dev/null\\n+++ b/big.py\\n"
+                 "@@ -0,0 +1 @@\\n+" + body)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.monotonic()
+        scan(patch)
+        grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        print(f"{time.monotonic() - start:.1f} s, {grew:.0f} MB")
+        assert grew < 256 and time.monotonic() - start < 10, (grew, time.monotonic() - start)
+    ''')
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-500:]
