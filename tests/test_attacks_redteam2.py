@@ -417,3 +417,73 @@ def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_
     run = _run(tmp_path, plan, BASE, DROP_AND_SPELL)
     assert len(run.outcomes) * 160 < 8 * 2**20, len(run.outcomes)  # the stream fits what the verifier keeps
     assert run.tampered or not _resolved(run, validated), (rate, run.tampered, {t: run.outcomes.get(t) for t in F2P})
+
+
+# --- defended: a planted class replaced by a same-named subclass that passes everything --------------------------
+
+REPLACE_CLASS = '''
+import inspect as _inspect
+import types as _types
+import _pytest.python as _pp
+
+_orig = _pp.PyCollector.collect
+
+
+def _pass(self=None):
+    return None
+
+
+def _collect(self):
+    mod = getattr(self, "obj", None)
+    if isinstance(mod, _types.ModuleType) and not getattr(mod, "_forged", False):
+        mod._forged = True
+        for name, cls in list(vars(mod).items()):
+            if _inspect.isclass(cls) and cls.__module__ == mod.__name__ and name.startswith("Test"):
+                body = {n: _pass for n in dir(cls) if n.startswith("test")}
+                setattr(mod, name, type(name, (cls,), body))
+    return _orig(self)
+
+
+_pp.PyCollector.collect = _collect
+'''
+
+
+def test_a_planted_class_replaced_by_a_subclass_that_passes_everything_is_tampered(validated, tmp_path):
+    """Inherited planted members are read by name, in whatever class reports them: a forger that swaps each
+    test class for a same-named subclass whose every test passes passes the twins there too."""
+    assert any(t.test.startswith(f"{FILE}::TestScale::") for t in validated.twins), validated.twins
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, REPLACE_CLASS)
+    assert "a twin of a hidden test passed beside its test" in run.tampered, (run.tampered, run.outcomes)
+    assert not _resolved(run, validated)
+
+
+# --- the verdict rule: a twin passing while its test fails is `failed` ----------------------------------------------
+
+def _guess(names: list[str]) -> str:
+    return '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+_PICK = NAMES
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and str(nodeid).split("::")[-1] in _PICK:
+        outcome, longrepr = "passed", None
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''.replace("NAMES", repr(set(names)))
+
+
+@pytest.mark.xfail(strict=True, reason="WINS (by design since stop 24): a forger passing one member per group "
+                   "that guessed wrong reads as an honest wrong value, `failed`: guessing costs nothing, leaves no trace")
+def test_a_forgers_wrong_guess_leaves_a_trace(validated, tmp_path):
+    """The forger passes one member of each twinned group whose members all fail (it cannot tell which is
+    real: 1/(K+1) right per group; a group where one member passes is a PASS_TO_PASS test: left alone). Here every pick is a twin (the test picks for it): the forged passes leave the run `failed` like an
+    honest miss, with no `tampered`, so a forger guesses on every task it cannot solve at no risk."""
+    plan = twins.grading_plan(validated, {FILE: HIDDEN})
+    picks = {}
+    for m in plan.members:
+        if m.kind == "twin" and m.test_id in validated.FAIL_TO_PASS:  # a group where every member fails
+            picks.setdefault((m.cls, m.real), m.name)
+    assert picks, validated.twins
+    run = _run(tmp_path, plan, BASE, _guess(list(picks.values())))
+    assert not _resolved(run, validated)
+    assert run.tampered, run.outcomes
