@@ -487,3 +487,28 @@ def test_a_forgers_wrong_guess_leaves_a_trace(validated, tmp_path):
     run = _run(tmp_path, plan, BASE, _guess(list(picks.values())))
     assert not _resolved(run, validated)
     assert run.tampered, run.outcomes
+
+
+# --- a hidden file the host's Python cannot parse ----------------------------------------------------------------
+
+# valid Python 3.12 (PEP 701: the same quotes inside an f-string's braces), a SyntaxError for the host's 3.11
+NEWER_SYNTAX = '''from pkg.thing import pages, config
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13, f"pages of {config()["name"]}"
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS on a task image newer than the host's Python: `grading_plan` skips a "
+                   "file `ast.parse` rejects ('its tests are collection errors'), so it runs as written: real names, "
+                   "no twins, no canaries; a forger passing the real names is resolved")
+def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
+    f2p = f"{FILE}::test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
+    plan = twins.grading_plan(task, {FILE: NEWER_SYNTAX})
+    assert FILE in plan.texts and "test_pages_for_a_hundred_tokens" not in plan.texts[FILE], sorted(plan.texts)
