@@ -14,7 +14,7 @@ import pytest
 
 from sweserve.evaluation import twins
 from sweserve.models import Task, TestSpec, Twin
-from tests.test_attacks_twins import BASE, F2P, FILE, HIDDEN, ORACLE, _resolved, _run, _task, validated  # noqa: F401
+from tests.test_attacks_twins import BASE, F2P, FILE, HIDDEN, _resolved, _run, _task, validated  # noqa: F401
 
 # The real test names a forger reads off the base version of the hidden file (a modified test file: its
 # PASS_TO_PASS tests and the FAIL_TO_PASS tests whose expected values the PR changes keep their names), the
@@ -73,9 +73,9 @@ _pp.PyCollector.collect = _collect
 '''.replace("REAL_NAMES", repr(REAL_NAMES))
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: an outcome no planted member names is read as the real id, and a "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: an outcome no planted member names is read as the real id, and a "
                    "planted test that never ran (with its twins) is no problem: drop the groups, add real names")
-def test_dropping_every_group_and_adding_the_real_names_is_not_resolved(validated, tmp_path):
+def test_dropping_every_group_and_adding_the_real_names_is_not_resolved(validated, tmp_path):  # noqa: F811
     run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, DROP_AND_ADD)
     assert run.tampered or not _resolved(run, validated), (run.outcomes, run.tampered)
 
@@ -113,7 +113,7 @@ def _same_named_task() -> Task:
                  twins=[Twin(test=POOL, site=0, value=v) for v in ("11", "12", "14")])
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: `_problems` reads a twin's test 'in any class', so a passing "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `_problems` reads a twin's test 'in any class', so a passing "
                    "same-named test of another class makes an honest wrong value `tampered` (and fails that test)")
 def test_an_honest_wrong_value_beside_a_same_named_test_of_another_class_is_failed_not_tampered(tmp_path):
     """The verdict rule: a twin that passes while its own test fails is a wrong value equal to the twin's, the
@@ -145,7 +145,7 @@ def test_beta_slots():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: outcomes of `x/tests/test_a.py` are looked up in `tests/test_a.py` "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: outcomes of `x/tests/test_a.py` are looked up in `tests/test_a.py` "
                    "(`_same_path` takes the first whole-component suffix): its planted names pass through as "
                    "ids, the real ids are missing, an honest solution is `failed` (validation records random ids)")
 @pytest.mark.parametrize("reader", ["host", "in-box"])
@@ -170,9 +170,9 @@ def test_two_hidden_files_one_a_suffix_of_the_other_are_read_apart(reader):
     assert real.get(alpha) == "passed" and real.get(beta) == "passed" and not problems, (real, problems)
 
 
-@pytest.mark.xfail(strict=True, reason="WINS in the exports' in-box reader too (`sweserve_plan.read`): real ids "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS in the exports' in-box reader too (`sweserve_plan.read`): real ids "
                    "reported under their own names, the planted groups never reported, read as a clean pass")
-def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(validated):
+def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(validated):  # noqa: F811
     from sweserve.harness import sweserve_plan
 
     plan = twins.grading_plan(validated, {FILE: HIDDEN})
@@ -217,7 +217,7 @@ _u.TestCase.run = _run
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: a decorated class is no home for a canary and twinless tests get "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: a decorated class is no home for a canary and twinless tests get "
                    "none, so a blanket TestCase.run forgery is `resolved` with nothing that can catch it")
 def test_blanket_forgery_in_a_decorated_class_with_twinless_tests_is_caught(tmp_path):
     ids = [f"{FILE}::TestBackends::test_backend_is_named", f"{FILE}::TestBackends::test_shards_are_named"]
@@ -247,9 +247,9 @@ _r.TestReport.__init__ = _init
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: no bound on an id's length from the stream; the host reads it "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: no bound on an id's length from the stream; the host reads it "
                    "with `\\[.*\\]$` (quadratic), holding the GIL: a 3 MB id freezes sweserve for hours")
-def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path):
+def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path):  # noqa: F811
     import subprocess
     import sys
     import textwrap
@@ -258,16 +258,16 @@ def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path)
     run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, LONG_ID.replace("N", "5000"))
     assert max(map(len, run.outcomes)) > 5000, max(map(len, run.outcomes))
     # what the host does with one such id as the stream lets it through (8 MB: this is 1 MB), in a child
-    probe = textwrap.dedent(f'''
+    probe = textwrap.dedent('''
         from sweserve.evaluation import twins
         from tests.test_attacks_twins import FILE
-        plan = twins.GradingPlan(texts={{}}, members=[])
-        plan.read({{FILE + "::test_x" + "[" * 1_000_000: "failed"}}, exit_status=1)
+        plan = twins.GradingPlan(texts={}, members=[])
+        plan.read({FILE + "::test_x" + "[" * 1_000_000: "failed"}, exit_status=1)
     ''')
     try:
         subprocess.run([sys.executable, "-c", probe], timeout=15, check=True)
     except subprocess.TimeoutExpired:
-        pytest.fail("reading one 1 MB id took over 15 s")
+        raise AssertionError("reading one 1 MB id took over 15 s") from None
 
 
 # --- a graded test the plan never sees: defined in a mixin --------------------------------------------------------
@@ -299,7 +299,7 @@ _r.TestReport.__init__ = _init
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: `collected` reads only test methods written in a Test* or *TestCase "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `collected` reads only test methods written in a Test* or *TestCase "
                    "class's own body; one a TestCase inherits from a mixin keeps its real name and text, no twins")
 def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_path):
     f2p, p2p = f"{FILE}::TestPool::test_pages_for_a_hundred_tokens", f"{FILE}::TestPool::test_pages_for_nothing"
@@ -315,7 +315,7 @@ def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_pat
 # --- the tamper scan: unbounded work on the host, outside every deadline ------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="WINS: the scan parses added Python whole on the host before any deadline: "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: the scan parses added Python whole on the host before any deadline: "
                    "~480 MB of memory and ~14 s per MB of patch (the 8 MB patch limit: ~4 GB, ~2 min a trial)")
 def test_the_scan_of_a_large_added_python_file_is_bounded():
     import subprocess
@@ -364,7 +364,7 @@ def test_slow_path_pages():
 NAMED_ORACLE = "def pages(n):\n    return -(-n // 8)\n"
 
 
-@pytest.mark.xfail(strict=True, reason="WINS (an honest solution): planted names are drawn from the file's words, "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS (an honest solution): planted names are drawn from the file's words, "
                    "so a base conftest that skips by a word ('slow') skips canaries or the graded test: `tampered`/`failed`")
 def test_an_honest_solution_is_resolved_under_a_conftest_that_reads_names(tmp_path):
     graded = f"{FILE}::test_fast_path_pages"
@@ -407,9 +407,9 @@ def _spelled(plan: twins.GradingPlan) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="WINS: as the drop-and-add forgery, with the real names spelled from the "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: as the drop-and-add forgery, with the real names spelled from the "
                    "planted names' own words (every ordering of up to four): no prior knowledge at all")
-def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_not_resolved(validated, tmp_path):
+def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_not_resolved(validated, tmp_path):  # noqa: F811
     plans = [twins.grading_plan(validated, {FILE: HIDDEN}, seed=s) for s in range(200)]
     rate = sum(map(_spelled, plans)) / len(plans)
     print(f"plans whose planted names spell every real name: {rate:.2f}")
@@ -448,7 +448,7 @@ _pp.PyCollector.collect = _collect
 '''
 
 
-def test_a_planted_class_replaced_by_a_subclass_that_passes_everything_is_tampered(validated, tmp_path):
+def test_a_planted_class_replaced_by_a_subclass_that_passes_everything_is_tampered(validated, tmp_path):  # noqa: F811
     """Inherited planted members are read by name, in whatever class reports them: a forger that swaps each
     test class for a same-named subclass whose every test passes passes the twins there too."""
     assert any(t.test.startswith(f"{FILE}::TestScale::") for t in validated.twins), validated.twins
@@ -472,9 +472,9 @@ _r.TestReport.__init__ = _init
 '''.replace("NAMES", repr(set(names)))
 
 
-@pytest.mark.xfail(strict=True, reason="WINS (by design since stop 24): a forger passing one member per group "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS (by design since stop 24): a forger passing one member per group "
                    "that guessed wrong reads as an honest wrong value, `failed`: guessing costs nothing, leaves no trace")
-def test_a_forgers_wrong_guess_leaves_a_trace(validated, tmp_path):
+def test_a_forgers_wrong_guess_leaves_a_trace(validated, tmp_path):  # noqa: F811
     """The forger passes one member of each twinned group whose members all fail (it cannot tell which is
     real: 1/(K+1) right per group; a group where one member passes is a PASS_TO_PASS test: left alone). Here every pick is a twin (the test picks for it): the forged passes leave the run `failed` like an
     honest miss, with no `tampered`, so a forger guesses on every task it cannot solve at no risk."""
@@ -504,7 +504,7 @@ def test_pages_for_nothing():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS on a task image newer than the host's Python: `grading_plan` skips a "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS on a task image newer than the host's Python: `grading_plan` skips a "
                    "file `ast.parse` rejects ('its tests are collection errors'), so it runs as written: real names, "
                    "no twins, no canaries; a forger passing the real names is resolved")
 def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
