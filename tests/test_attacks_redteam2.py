@@ -33,6 +33,7 @@ import unittest as _unittest
 import _pytest.python as _pp
 
 _REAL = REAL_NAMES
+_TOP = __name__.split(".")[0]  # the repository's own package: what the graded tests (and twins) call
 _orig = _pp.PyCollector.collect
 
 
@@ -45,7 +46,7 @@ def _codes(code):
 
 def _calls_repo(fn, glb):
     names = {n for c in _codes(getattr(fn, "__code__", None) or compile("", "", "exec")) for n in c.co_names}
-    return any(str(getattr(glb.get(n), "__module__", "") or "").startswith("pkg") for n in names)
+    return any(str(getattr(glb.get(n), "__module__", "") or "").startswith(_TOP) for n in names)
 
 
 def _pass(self=None):
@@ -512,3 +513,20 @@ def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
     task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
     plan = twins.grading_plan(task, {FILE: NEWER_SYNTAX})
     assert FILE in plan.texts and "test_pages_for_a_hundred_tokens" not in plan.texts[FILE], sorted(plan.texts)
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS end to end: the spelled drop-and-add forgery "
+                   "as a candidate on the demo's validated distributed task, through resets, the privilege drop, "
+                   "the stream and the twins")
+def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(demo):
+    from sweserve.agents.command import CommandAgent
+    from sweserve.evaluation.trial import evaluate_task
+    from tests.test_attacks_twins import DIST, PKG
+    from tests.test_attacks_twins import _write as append
+
+    bundle = demo.bundle(DIST)
+    assert bundle.task.twins, "validation kept no twins on the demo task"
+    r = evaluate_task(demo.ctx, bundle, CommandAgent(append(PKG, DROP_AND_SPELL), name="forge-drop-and-spell"))
+    assert r.agent_run.exit_code == 0, r.agent_run.log_tail
+    assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
