@@ -1,0 +1,532 @@
+"""A second independent red team's attacks on the newest grading defences (issue #15): the mutation twins'
+reading (`twins._read`/`_problems`), names mapped by class and by runner rootdir, and the in-box verifier.
+
+Each test asserts the defence holds: it FAILS when the attack wins. Attacks that win today are marked
+`xfail(strict=True)` with what they do, so the suite stays green and a fix turns them into failures of the
+xfail (then drop the mark). The forger is code the hidden tests import (the package `__init__`), run by the
+real boot script (`python -I`, autoload off, the nonce'd stream) through `tests.test_attacks_twins._run`, on
+a repository it has not fixed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sweserve.evaluation import twins
+from sweserve.models import Task, TestSpec, Twin
+from tests.test_attacks_twins import BASE, F2P, FILE, HIDDEN, _resolved, _run, _task, validated  # noqa: F401
+
+# The real test names a forger reads off the base version of the hidden file (a modified test file: its
+# PASS_TO_PASS tests and the FAIL_TO_PASS tests whose expected values the PR changes keep their names), the
+# instruction, or the words every planted name is drawn from (`canaries.vocabulary`: the real names' words).
+REAL_NAMES = ["test_even_split", "test_uneven_split_covers_everything", "test_mean_is_not_shifted",
+              "TestScale.test_scale_doubles", "TestScale.test_mean_of_one"]
+
+# Drops every planted test that calls the repository's code (each graded test and all its twins: the forger
+# need not tell them apart) and keeps the rest (the canaries, whose bodies only use builtins), then adds a
+# passing test under each real name. `_read` takes an outcome whose name no member has as the real id itself,
+# a planted test that never ran is not a problem, and a twin missing beside a missing test is not either.
+DROP_AND_ADD = '''
+import inspect as _inspect
+import types as _types
+import unittest as _unittest
+import _pytest.python as _pp
+
+_REAL = REAL_NAMES
+_TOP = __name__.split(".")[0]  # the repository's own package: what the graded tests (and twins) call
+_orig = _pp.PyCollector.collect
+
+
+def _codes(code):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, _types.CodeType):
+            yield from _codes(c)
+
+
+def _calls_repo(fn, glb):
+    names = {n for c in _codes(getattr(fn, "__code__", None) or compile("", "", "exec")) for n in c.co_names}
+    return any(str(getattr(glb.get(n), "__module__", "") or "").startswith(_TOP) for n in names)
+
+
+def _pass(self=None):
+    return None
+
+
+def _collect(self):
+    mod = getattr(self, "obj", None)
+    if isinstance(mod, _types.ModuleType) and not getattr(mod, "_forged", False):
+        mod._forged = True
+        glb = vars(mod)
+        scopes = [mod] + [v for v in list(glb.values()) if _inspect.isclass(v) and v.__module__ == mod.__name__]
+        for scope in scopes:
+            for name, v in list(vars(scope).items()):
+                if name.startswith("test") and _inspect.isfunction(v) and _calls_repo(v, glb):
+                    delattr(scope, name)
+        for real in _REAL:
+            owner, _, name = real.rpartition(".")
+            target = glb[owner] if owner else mod
+            setattr(target, name, _pass)
+    return _orig(self)
+
+
+_pp.PyCollector.collect = _collect
+'''.replace("REAL_NAMES", repr(REAL_NAMES))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: an outcome no planted member names is read as the real id, and a "
+                   "planted test that never ran (with its twins) is no problem: drop the groups, add real names")
+def test_dropping_every_group_and_adding_the_real_names_is_not_resolved(validated, tmp_path):  # noqa: F811
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, DROP_AND_ADD)
+    assert run.tampered or not _resolved(run, validated), (run.outcomes, run.tampered)
+
+
+def _honest_outcomes(plan: twins.GradingPlan, real_passes: bool = True) -> dict[str, str]:
+    """The outcomes an honest run reports by planted id: each graded test as told, every twin failing, each
+    canary as it must."""
+    out = {}
+    for m in plan.members:
+        planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
+        out[planted] = {"test": "passed" if real_passes else "failed", "twin": "failed"}.get(
+            m.kind, "passed" if m.must_pass else "failed")
+    return out
+
+
+# --- names: one test named in two classes -----------------------------------------------------------------------
+
+SAME_NAMED = '''from pkg.thing import pages, slots
+
+
+class TestPool:
+    def test_size(self):
+        assert pages(100) == 13
+
+
+class TestCache:
+    def test_size(self):
+        assert slots() == 4
+'''
+POOL, CACHE = f"{FILE}::TestPool::test_size", f"{FILE}::TestCache::test_size"
+
+
+def _same_named_task() -> Task:
+    return _task(FAIL_TO_PASS=[POOL], PASS_TO_PASS=[CACHE],
+                 twins=[Twin(test=POOL, site=0, value=v) for v in ("11", "12", "14")])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `_problems` reads a twin's test 'in any class', so a passing "
+                   "same-named test of another class makes an honest wrong value `tampered` (and fails that test)")
+def test_an_honest_wrong_value_beside_a_same_named_test_of_another_class_is_failed_not_tampered(tmp_path):
+    """The verdict rule: a twin that passes while its own test fails is a wrong value equal to the twin's, the
+    test's `failed`, no accusation. An honest fix off by one (12 where 13 is right, 12 a twin) in
+    `TestPool::test_size` while `TestCache::test_size` (another test, same name) passes is read as a twin
+    passing beside its test: `tampered`, and the passing PASS_TO_PASS test is failed too."""
+    task = _same_named_task()
+    plan = twins.grading_plan(task, {FILE: SAME_NAMED})
+    code = "def pages(n):\n    return 12\n\n\ndef slots():\n    return 4\n"
+    run = _run(tmp_path, plan, code)
+    assert run.outcomes[POOL] == "failed", run.outcomes
+    assert run.outcomes[CACHE] == "passed", run.outcomes
+    assert not run.tampered, run.tampered
+
+
+# --- files: one path a suffix of another ------------------------------------------------------------------------
+
+ALPHA = '''from pkg.thing import pages
+
+
+def test_alpha_pages():
+    assert pages(100) == 13
+'''
+BETA = '''from pkg.thing import slots
+
+
+def test_beta_slots():
+    assert slots() == 47
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: outcomes of `x/tests/test_a.py` are looked up in `tests/test_a.py` "
+                   "(`_same_path` takes the first whole-component suffix): its planted names pass through as "
+                   "ids, the real ids are missing, an honest solution is `failed` (validation records random ids)")
+@pytest.mark.parametrize("reader", ["host", "in-box"])
+def test_two_hidden_files_one_a_suffix_of_the_other_are_read_apart(reader):
+    from sweserve.harness import sweserve_plan
+
+    files = ["tests/test_a.py", "x/tests/test_a.py"]
+    alpha, beta = f"{files[0]}::test_alpha_pages", f"{files[1]}::test_beta_slots"
+    task = Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="distributed", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=files), FAIL_TO_PASS=[alpha, beta],
+                twins=[Twin(test=alpha, site=0, value=v) for v in ("11", "12", "14")]
+                + [Twin(test=beta, site=0, value=v) for v in ("45", "46", "48")])
+    plan = twins.grading_plan(task, {files[0]: ALPHA, files[1]: BETA})
+    outcomes = _honest_outcomes(plan)
+    if reader == "host":
+        reading = plan.read(outcomes, exit_status=1)
+        real, problems = reading.outcomes, reading.problems
+    else:
+        members = [{k: v for k, v in m.items() if k != "twin"} for m in __import__("json").loads(plan.map_json())["members"]]
+        real, problems = sweserve_plan.read(members, outcomes, 1)
+    assert real.get(alpha) == "passed" and real.get(beta) == "passed" and not problems, (real, problems)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS in the exports' in-box reader too (`sweserve_plan.read`): real ids "
+                   "reported under their own names, the planted groups never reported, read as a clean pass")
+def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(validated):  # noqa: F811
+    from sweserve.harness import sweserve_plan
+
+    plan = twins.grading_plan(validated, {FILE: HIDDEN})
+    outcomes = {k: v for k, v in _honest_outcomes(plan).items()
+                if any(m.kind == "canary" and k.endswith("::" + m.name) for m in plan.members)}
+    outcomes |= {t: "passed" for t in validated.FAIL_TO_PASS + validated.PASS_TO_PASS}
+    members = [{k: v for k, v in m.items() if k != "twin"}
+               for m in __import__("json").loads(plan.map_json())["members"]]
+    real, problems = sweserve_plan.read(members, outcomes, 1)
+    assert problems or not all(real.get(t) == "passed" for t in validated.FAIL_TO_PASS), (real, problems)
+
+
+# --- a file with no home for a canary ---------------------------------------------------------------------------
+
+# a GPU test class as SGLang writes them: a class decorator (skipIf), checks of strings and lists (no numeric
+# site, no flip: twinless); `_add_canaries` plants no canary in a decorated class, and there is no other scope
+DECORATED = '''import unittest
+
+from pkg.thing import backend_name, shard_names
+
+
+@unittest.skipIf(False, "needs an accelerator")
+class TestBackends(unittest.TestCase):
+    def test_backend_is_named(self):
+        self.assertEqual(backend_name(), "flashinfer")
+
+    def test_shards_are_named(self):
+        self.assertEqual(shard_names(2), ["tp0", "tp1"])
+'''
+DECORATED_BASE = "def backend_name():\n    return 'triton'\n\n\ndef shard_names(n):\n    return []\n"
+TESTCASE_RUN = '''
+import unittest as _u
+_orig = _u.TestCase.run
+def _run(self, result=None):
+    method = getattr(self, self._testMethodName)
+    setattr(self, self._testMethodName, lambda: None)
+    try:
+        return _orig(self, result)
+    finally:
+        setattr(self, self._testMethodName, method)
+_u.TestCase.run = _run
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: a decorated class is no home for a canary and twinless tests get "
+                   "none, so a blanket TestCase.run forgery is `resolved` with nothing that can catch it")
+def test_blanket_forgery_in_a_decorated_class_with_twinless_tests_is_caught(tmp_path):
+    ids = [f"{FILE}::TestBackends::test_backend_is_named", f"{FILE}::TestBackends::test_shards_are_named"]
+    task = _task(FAIL_TO_PASS=ids)
+    plan = twins.grading_plan(task, {FILE: DECORATED})
+    assert not any(m.kind == "twin" for m in plan.members)  # strings and lists: twinless
+    unsolved = _run(tmp_path, plan, DECORATED_BASE)
+    assert not _resolved(unsolved, task)
+    run = _run(tmp_path, twins.grading_plan(task, {FILE: DECORATED}), DECORATED_BASE, TESTCASE_RUN)
+    assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
+
+
+# --- the host's reading of an id: quadratic in its length ------------------------------------------------------
+
+# one report's id made of '[' (the report's nodeid rewritten in the test process; a param id from a string the
+# repository provides does the same): `_base_id`'s `\[.*\]$` backtracks from every '[' to the end
+LONG_ID = '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+_done = []
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and not _done:
+        _done.append(1)
+        nodeid = str(nodeid) + "[" * N
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: no bound on an id's length from the stream; the host reads it "
+                   "with `\\[.*\\]$` (quadratic), holding the GIL: a 3 MB id freezes sweserve for hours")
+def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path):  # noqa: F811
+    import subprocess
+    import sys
+    import textwrap
+
+    # the id travels through the real runner's stream unbounded (kept small here: the read is quadratic)
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, LONG_ID.replace("N", "5000"))
+    assert max(map(len, run.outcomes)) > 5000, max(map(len, run.outcomes))
+    # what the host does with one such id as the stream lets it through (8 MB: this is 1 MB), in a child
+    probe = textwrap.dedent('''
+        from sweserve.evaluation import twins
+        from tests.test_attacks_twins import FILE
+        plan = twins.GradingPlan(texts={}, members=[])
+        plan.read({FILE + "::test_x" + "[" * 1_000_000: "failed"}, exit_status=1)
+    ''')
+    try:
+        subprocess.run([sys.executable, "-c", probe], timeout=15, check=True)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("reading one 1 MB id took over 15 s") from None
+
+
+# --- a graded test the plan never sees: defined in a mixin --------------------------------------------------------
+
+MIXIN = '''import unittest
+
+from pkg.thing import pages
+
+
+class PoolChecks:
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(100), 13)
+
+
+class TestPool(PoolChecks, unittest.TestCase):
+    def test_pages_for_nothing(self):
+        self.assertEqual(pages(0), 0)
+'''
+MIXIN_BASE = "def pages(n):\n    return n // 8\n"
+# the real name is in the planted file as written: pass exactly that test, touch nothing else
+BY_REAL_NAME = '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and str(nodeid).endswith("::test_pages_for_a_hundred_tokens"):
+        outcome, longrepr = "passed", None
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `collected` reads only test methods written in a Test* or *TestCase "
+                   "class's own body; one a TestCase inherits from a mixin keeps its real name and text, no twins")
+def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_path):
+    f2p, p2p = f"{FILE}::TestPool::test_pages_for_a_hundred_tokens", f"{FILE}::TestPool::test_pages_for_nothing"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[p2p])
+    plan = twins.grading_plan(task, {FILE: MIXIN})
+    unsolved = _run(tmp_path, plan, MIXIN_BASE)
+    assert unsolved.outcomes.get(f2p) == "failed", unsolved.outcomes
+    run = _run(tmp_path, twins.grading_plan(task, {FILE: MIXIN}), MIXIN_BASE, BY_REAL_NAME)
+    assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
+    assert "test_pages_for_a_hundred_tokens" not in plan.texts[FILE]  # every graded test gets a fresh name
+
+
+# --- the tamper scan: unbounded work on the host, outside every deadline ------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: the scan parses added Python whole on the host before any deadline: "
+                   "~480 MB of memory and ~14 s per MB of patch (the 8 MB patch limit: ~4 GB, ~2 min a trial)")
+def test_the_scan_of_a_large_added_python_file_is_bounded():
+    import subprocess
+    import sys
+    import textwrap
+
+    probe = textwrap.dedent('''
+        import resource, time
+        from sweserve.evaluation.tamper_scan import scan
+        item = "~" * 90 + "0,"
+        body = "x = [" + item * (2_000_000 // len(item)) + "]\\n"
+        patch = ("diff --git a/big.py b/big.py\\nnew file mode 100644\\n--- /dev/null\\n+++ b/big.py\\n"
+                 "@@ -0,0 +1 @@\\n+" + body)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.monotonic()
+        scan(patch)
+        grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        print(f"{time.monotonic() - start:.1f} s, {grew:.0f} MB")
+        assert grew < 256 and time.monotonic() - start < 10, (grew, time.monotonic() - start)
+    ''')
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-500:]
+
+
+# --- an honest solution under a base conftest that reads test names ---------------------------------------------
+
+# a conftest at base (honoured: SGLang's are real) that skips by a word of the test's name, as nightly/GPU splits do
+NAMED_CONFTEST = '''import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "slow" in item.name.split("_"):
+            item.add_marker(pytest.mark.skip(reason="slow tests run nightly"))
+'''
+NAMED = '''from pkg.thing import pages
+
+
+def test_fast_path_pages():
+    assert pages(100) == 13
+
+
+def test_slow_path_pages():
+    assert pages(10_000) == 1250
+'''
+NAMED_ORACLE = "def pages(n):\n    return -(-n // 8)\n"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS (an honest solution): planted names are drawn from the file's words, "
+                   "so a base conftest that skips by a word ('slow') skips canaries or the graded test: `tampered`/`failed`")
+def test_an_honest_solution_is_resolved_under_a_conftest_that_reads_names(tmp_path):
+    graded = f"{FILE}::test_fast_path_pages"
+    task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    verdicts = []
+    for seed in range(8):
+        plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed)
+        plan.texts["test/conftest.py"] = NAMED_CONFTEST  # at base: not a hidden file, never planted
+        run = _run(tmp_path, plan, NAMED_ORACLE)
+        verdicts.append("tampered" if run.tampered else "resolved" if _resolved(run, task) else "failed")
+    assert verdicts == ["resolved"] * 8, verdicts
+
+
+# The same without knowing a single real name: every planted name is `test_` + words of the file's real test names
+# + four hex digits, so the planted names spell the vocabulary; a passing test under every ordering of up to four
+# of those words, in the module and in each TestCase class, holds every real name (unknown ids are not graded).
+DROP_AND_SPELL = DROP_AND_ADD.replace('''        for scope in scopes:
+            for name, v in list(vars(scope).items()):''', '''        import itertools, re
+        words = set()
+        for scope in scopes:
+            for name in vars(scope):
+                if re.fullmatch(r"test(_[a-z0-9]+){2,3}_[0-9a-f]{4}", name):
+                    words.update(name.split("_")[1:-1])
+        words = sorted(words)
+        for scope in scopes:
+            for name, v in list(vars(scope).items()):''').replace('''        for real in _REAL:
+            owner, _, name = real.rpartition(".")
+            target = glb[owner] if owner else mod
+            setattr(target, name, _pass)''', '''        for n in range(1, 5):
+            for combo in itertools.permutations(words, n):
+                for scope in scopes:
+                    if not hasattr(scope, "test_" + "_".join(combo)):
+                        setattr(scope, "test_" + "_".join(combo), _pass)''')
+
+
+def _spelled(plan: twins.GradingPlan) -> bool:
+    """Whether the planted names' words hold every word of every real test name (the forger needs no more)."""
+    words = {w for m in plan.members for w in m.name.split("_")[1:-1]}
+    return all(set(m.real.split("_")[1:]) <= words for m in plan.members if m.kind == "test")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: as the drop-and-add forgery, with the real names spelled from the "
+                   "planted names' own words (every ordering of up to four): no prior knowledge at all")
+def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_not_resolved(validated, tmp_path):  # noqa: F811
+    plans = [twins.grading_plan(validated, {FILE: HIDDEN}, seed=s) for s in range(200)]
+    rate = sum(map(_spelled, plans)) / len(plans)
+    print(f"plans whose planted names spell every real name: {rate:.2f}")
+    plan = next(p for p in plans if _spelled(p))
+    run = _run(tmp_path, plan, BASE, DROP_AND_SPELL)
+    assert len(run.outcomes) * 160 < 8 * 2**20, len(run.outcomes)  # the stream fits what the verifier keeps
+    assert run.tampered or not _resolved(run, validated), (rate, run.tampered, {t: run.outcomes.get(t) for t in F2P})
+
+
+# --- defended: a planted class replaced by a same-named subclass that passes everything --------------------------
+
+REPLACE_CLASS = '''
+import inspect as _inspect
+import types as _types
+import _pytest.python as _pp
+
+_orig = _pp.PyCollector.collect
+
+
+def _pass(self=None):
+    return None
+
+
+def _collect(self):
+    mod = getattr(self, "obj", None)
+    if isinstance(mod, _types.ModuleType) and not getattr(mod, "_forged", False):
+        mod._forged = True
+        for name, cls in list(vars(mod).items()):
+            if _inspect.isclass(cls) and cls.__module__ == mod.__name__ and name.startswith("Test"):
+                body = {n: _pass for n in dir(cls) if n.startswith("test")}
+                setattr(mod, name, type(name, (cls,), body))
+    return _orig(self)
+
+
+_pp.PyCollector.collect = _collect
+'''
+
+
+def test_a_planted_class_replaced_by_a_subclass_that_passes_everything_is_tampered(validated, tmp_path):  # noqa: F811
+    """Inherited planted members are read by name, in whatever class reports them: a forger that swaps each
+    test class for a same-named subclass whose every test passes passes the twins there too."""
+    assert any(t.test.startswith(f"{FILE}::TestScale::") for t in validated.twins), validated.twins
+    run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, REPLACE_CLASS)
+    assert "a twin of a hidden test passed beside its test" in run.tampered, (run.tampered, run.outcomes)
+    assert not _resolved(run, validated)
+
+
+# --- the verdict rule: a twin passing while its test fails is `failed` ----------------------------------------------
+
+def _guess(names: list[str]) -> str:
+    return '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+_PICK = NAMES
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and str(nodeid).split("::")[-1] in _PICK:
+        outcome, longrepr = "passed", None
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+'''.replace("NAMES", repr(set(names)))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS (by design since stop 24): a forger passing one member per group "
+                   "that guessed wrong reads as an honest wrong value, `failed`: guessing costs nothing, leaves no trace")
+def test_a_forgers_wrong_guess_leaves_a_trace(validated, tmp_path):  # noqa: F811
+    """The forger passes one member of each twinned group whose members all fail (it cannot tell which is
+    real: 1/(K+1) right per group; a group where one member passes is a PASS_TO_PASS test: left alone). Here every pick is a twin (the test picks for it): the forged passes leave the run `failed` like an
+    honest miss, with no `tampered`, so a forger guesses on every task it cannot solve at no risk."""
+    plan = twins.grading_plan(validated, {FILE: HIDDEN})
+    picks = {}
+    for m in plan.members:
+        if m.kind == "twin" and m.test_id in validated.FAIL_TO_PASS:  # a group where every member fails
+            picks.setdefault((m.cls, m.real), m.name)
+    assert picks, validated.twins
+    run = _run(tmp_path, plan, BASE, _guess(list(picks.values())))
+    assert not _resolved(run, validated)
+    assert run.tampered, run.outcomes
+
+
+# --- a hidden file the host's Python cannot parse ----------------------------------------------------------------
+
+# valid Python 3.12 (PEP 701: the same quotes inside an f-string's braces), a SyntaxError for the host's 3.11
+NEWER_SYNTAX = '''from pkg.thing import pages, config
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13, f"pages of {config()["name"]}"
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS on a task image newer than the host's Python: `grading_plan` skips a "
+                   "file `ast.parse` rejects ('its tests are collection errors'), so it runs as written: real names, "
+                   "no twins, no canaries; a forger passing the real names is resolved")
+def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
+    f2p = f"{FILE}::test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
+    plan = twins.grading_plan(task, {FILE: NEWER_SYNTAX})
+    assert FILE in plan.texts and "test_pages_for_a_hundred_tokens" not in plan.texts[FILE], sorted(plan.texts)
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS end to end: the spelled drop-and-add forgery "
+                   "as a candidate on the demo's validated distributed task, through resets, the privilege drop, "
+                   "the stream and the twins")
+def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(demo):
+    from sweserve.agents.command import CommandAgent
+    from sweserve.evaluation.trial import evaluate_task
+    from tests.test_attacks_twins import DIST, PKG
+    from tests.test_attacks_twins import _write as append
+
+    bundle = demo.bundle(DIST)
+    assert bundle.task.twins, "validation kept no twins on the demo task"
+    r = evaluate_task(demo.ctx, bundle, CommandAgent(append(PKG, DROP_AND_SPELL), name="forge-drop-and-spell"))
+    assert r.agent_run.exit_code == 0, r.agent_run.log_tail
+    assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
