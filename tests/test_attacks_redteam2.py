@@ -6,6 +6,14 @@ Each test asserts the defence holds: it FAILS when the attack wins. Attacks that
 xfail (then drop the mark). The forger is code the hidden tests import (the package `__init__`), run by the
 real boot script (`python -I`, autoload off, the nonce'd stream) through `tests.test_attacks_twins._run`, on
 a repository it has not fixed.
+
+Defended since (main, 74b316f): the drop-and-add forgeries (an outcome under a planted test's real name is
+never a pass, and `tampered`), a same-named test of another class, a path that is a suffix of another, an id
+of megabytes, the scan's unbounded parse. Still winning at grading, and why readiness accounts for them:
+a graded test in a mixin, in a decorated class with no canary, or in a file the host's Python cannot parse
+keeps its real name and no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every
+FAIL_TO_PASS test is such a test is not ready (`unguarded`), and elsewhere it multiplies nothing down. The
+name-reading conftest (an honest false fail) and the traceless wrong guess are open.
 """
 
 from __future__ import annotations
@@ -74,8 +82,6 @@ _pp.PyCollector.collect = _collect
 '''.replace("REAL_NAMES", repr(REAL_NAMES))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: an outcome no planted member names is read as the real id, and a "
-                   "planted test that never ran (with its twins) is no problem: drop the groups, add real names")
 def test_dropping_every_group_and_adding_the_real_names_is_not_resolved(validated, tmp_path):  # noqa: F811
     run = _run(tmp_path, twins.grading_plan(validated, {FILE: HIDDEN}), BASE, DROP_AND_ADD)
     assert run.tampered or not _resolved(run, validated), (run.outcomes, run.tampered)
@@ -114,8 +120,6 @@ def _same_named_task() -> Task:
                  twins=[Twin(test=POOL, site=0, value=v) for v in ("11", "12", "14")])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `_problems` reads a twin's test 'in any class', so a passing "
-                   "same-named test of another class makes an honest wrong value `tampered` (and fails that test)")
 def test_an_honest_wrong_value_beside_a_same_named_test_of_another_class_is_failed_not_tampered(tmp_path):
     """The verdict rule: a twin that passes while its own test fails is a wrong value equal to the twin's, the
     test's `failed`, no accusation. An honest fix off by one (12 where 13 is right, 12 a twin) in
@@ -146,9 +150,6 @@ def test_beta_slots():
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: outcomes of `x/tests/test_a.py` are looked up in `tests/test_a.py` "
-                   "(`_same_path` takes the first whole-component suffix): its planted names pass through as "
-                   "ids, the real ids are missing, an honest solution is `failed` (validation records random ids)")
 @pytest.mark.parametrize("reader", ["host", "in-box"])
 def test_two_hidden_files_one_a_suffix_of_the_other_are_read_apart(reader):
     from sweserve.harness import sweserve_plan
@@ -171,8 +172,6 @@ def test_two_hidden_files_one_a_suffix_of_the_other_are_read_apart(reader):
     assert real.get(alpha) == "passed" and real.get(beta) == "passed" and not problems, (real, problems)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS in the exports' in-box reader too (`sweserve_plan.read`): real ids "
-                   "reported under their own names, the planted groups never reported, read as a clean pass")
 def test_the_in_box_reader_does_not_take_real_names_beside_missing_groups(validated):  # noqa: F811
     from sweserve.harness import sweserve_plan
 
@@ -248,8 +247,6 @@ _r.TestReport.__init__ = _init
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: no bound on an id's length from the stream; the host reads it "
-                   "with `\\[.*\\]$` (quadratic), holding the GIL: a 3 MB id freezes sweserve for hours")
 def test_an_outcome_id_of_megabytes_is_read_in_bounded_time(validated, tmp_path):  # noqa: F811
     import subprocess
     import sys
@@ -316,8 +313,6 @@ def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_pat
 # --- the tamper scan: unbounded work on the host, outside every deadline ------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: the scan parses added Python whole on the host before any deadline: "
-                   "~480 MB of memory and ~14 s per MB of patch (the 8 MB patch limit: ~4 GB, ~2 min a trial)")
 def test_the_scan_of_a_large_added_python_file_is_bounded():
     import subprocess
     import sys
@@ -408,8 +403,6 @@ def _spelled(plan: twins.GradingPlan) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: as the drop-and-add forgery, with the real names spelled from the "
-                   "planted names' own words (every ordering of up to four): no prior knowledge at all")
 def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_not_resolved(validated, tmp_path):  # noqa: F811
     plans = [twins.grading_plan(validated, {FILE: HIDDEN}, seed=s) for s in range(200)]
     rate = sum(map(_spelled, plans)) / len(plans)
@@ -516,9 +509,6 @@ def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS end to end: the spelled drop-and-add forgery "
-                   "as a candidate on the demo's validated distributed task, through resets, the privilege drop, "
-                   "the stream and the twins")
 def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(demo):
     from sweserve.agents.command import CommandAgent
     from sweserve.evaluation.trial import evaluate_task
