@@ -36,25 +36,28 @@ def _task(graded: list[str]) -> Task:
                 test=TestSpec(runner="pytest", files=[FILE]), FAIL_TO_PASS=graded)
 
 
-def _source(rng: random.Random, share: float, n_tests: int = 6, helper: str = "") -> tuple[str, list[str]]:
+def _source(rng: random.Random, share: float, n_tests: int = 6, helper: str = "",
+            numeric: float = 0.0) -> tuple[str, list[str]]:
     """A hidden file of unittest tests that each check one raises, the real class `RuntimeError` with
-    probability `share` (a repository whose prior is skewed: the defence thins it)."""
+    probability `share` (a repository whose prior is skewed: the defence thins it); with probability `numeric`
+    a test also checks a number (it gets numeric twins, and its raises check stands written as the real one)."""
     lines = ["import unittest\n\nfrom pkg.pool import Pool\n" + helper + "\n\nclass TestPool(unittest.TestCase):\n"]
     graded = []
     for t in range(n_tests):
         action = rng.choice(ACTIONS)
         cls = "RuntimeError" if rng.random() < share else "ValueError"
         name = f"test_{action}_{t}_raises"
-        lines.append(f"    def {name}(self):\n        pool = Pool({t})\n"
+        check = f"        self.assertEqual(pool.size(), {137 + 10 * t})\n" if rng.random() < numeric else ""
+        lines.append(f"    def {name}(self):\n        pool = Pool({t})\n{check}"
                      f"        with self.assertRaises({cls}):\n            pool.{action}({t})\n\n")
         graded.append(f"{FILE}::TestPool::{name}")
     return "".join(lines), graded
 
 
-def _plans(seed: int, share: float, helper: str = "") -> twins.GradingPlan:
+def _plans(seed: int, share: float, helper: str = "", numeric: float = 0.0) -> twins.GradingPlan:
     """Validation (every candidate failed alike) and then grading, for one drawn file."""
     rng = random.Random(seed)
-    text, graded = _source(rng, share, helper=helper)
+    text, graded = _source(rng, share, helper=helper, numeric=numeric)
     task = _task(graded)
     plan = twins.grading_plan(task, {FILE: text}, seed=seed, candidates=True)
     every = {m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"}
@@ -98,14 +101,16 @@ def by_file_majority(plan: twins.GradingPlan, group: list[twins.Member], rng: ra
     return rng.choice([m for m in group if counts[m] == best])
 
 
-def _rate(forger, share: float, draws: int = 300, helper: str = "") -> tuple[float, float, int]:
-    """The forger's hit rate over groups, chance (1 / group size, averaged) and the number of groups."""
+def _rate(forger, share: float, draws: int = 300, helper: str = "", numeric: float = 0.0) -> tuple[float, float, int]:
+    """The forger's hit rate over raises groups, chance (1 / group size, averaged) and the number of groups."""
     rng = random.Random(99)
     hits = chance = 0.0
     total = 0
     for seed in range(draws):
-        plan = _plans(seed, share, helper)
+        plan = _plans(seed, share, helper, numeric)
         for group in _groups(plan):
+            if not any(m.twin and twins.raises_of(m.twin.value) for m in group):
+                continue
             hits += forger(plan, group, rng).kind == "test"
             chance += 1 / len(group)
             total += 1
@@ -142,6 +147,15 @@ def test_a_forger_betting_on_the_file_majority_sits_at_chance():
     rate, chance, groups = _rate(by_file_majority, 0.9, draws=150)
     assert groups > 150
     assert abs(rate - chance) < 0.08, (rate, chance)
+
+
+def test_the_file_prior_from_checks_that_keep_no_group_is_bounded():
+    """What is left: a graded test that keeps no raises group (its numeric site was tried instead) shows its
+    real class in the planted file, and in a file whose code raises one class 9 times in 10 the majority of
+    those names it. Measured with a quarter of the tests so: above chance, short of the file's own skew."""
+    rate, chance, groups = _rate(by_file_majority, 0.9, draws=150, numeric=0.25)
+    assert groups > 100
+    assert chance + 0.05 < rate < 0.9, (rate, chance)
 
 
 HELPER = "\n\nclass FakeWorker:\n    def run(self):\n        raise RuntimeError('boom')\n"
@@ -186,24 +200,66 @@ def test_raises_checks_are_pool_classes_only(source, expected):
     assert [n.id for n in twins.raises_checks(fn)] == expected
 
 
+def _kinds(text: str, names: list[str], seed: int) -> dict[str, set[str]]:
+    plan = twins.grading_plan(_task([f"{FILE}::{n}" for n in names]), {FILE: text}, seed=seed, candidates=True)
+    kinds: dict[str, set[str]] = {n: set() for n in names}
+    for m in plan.members:
+        if m.kind == "twin":
+            value = m.twin.value  # type: ignore[union-attr]
+            kinds[m.real].add("raises" if twins.raises_of(value) else "flip" if twins.flip_indices(value) else "numeric")
+    return kinds
+
+
+ONLY = "def test_c():\n    with pytest.raises(RuntimeError):\n        f()\n"
+NUMERIC = "def test_a():\n    with pytest.raises(RuntimeError):\n        f()\n    assert g() == 47\n"
+FLIP = "def test_b():\n    with pytest.raises(ValueError):\n        f()\n    assert g() is None\n"
+TWO = ("def test_d():\n    with pytest.raises(RuntimeError):\n        f(1)\n    with pytest.raises(RuntimeError):\n"
+       "        f(2)\n")
+
+
 def test_raises_twins_only_where_there_is_no_numeric_site_nor_flip():
-    text = ("import pytest\n\n\ndef test_a():\n    with pytest.raises(RuntimeError):\n        f()\n    assert g() == 47\n\n\n"
-            "def test_b():\n    with pytest.raises(RuntimeError):\n        f()\n    assert g() is None\n\n\n"
-            "def test_c():\n    with pytest.raises(RuntimeError):\n        f()\n")
-    task = _task([f"{FILE}::test_a", f"{FILE}::test_b", f"{FILE}::test_c"])
+    head = "import pytest\n\n\n"
     seen = set()
-    for seed in range(30):
-        plan = twins.grading_plan(task, {FILE: text}, seed=seed, candidates=True)
-        kinds: dict[str, set[str]] = {}
-        for m in plan.members:
-            if m.kind == "twin":
-                value = m.twin.value  # type: ignore[union-attr]
-                kind = "raises" if twins.raises_of(value) else "flip" if twins.flip_indices(value) else "numeric"
-                kinds.setdefault(m.real, set()).add(kind)
-        assert kinds["test_a"] == {"numeric"} and kinds["test_c"] == {"raises"}
+    for seed in range(20):
+        assert _kinds(head + ONLY, ["test_c"], seed) == {"test_c": {"raises"}}
+        # a test that keeps its numeric site, or has a flip, writes its real class in the planted file: the file's
+        # other raises checks get no group either
+        kinds = _kinds(head + NUMERIC + "\n\n" + ONLY, ["test_a", "test_c"], seed)
+        assert kinds == {"test_a": {"numeric"}, "test_c": {"raises"}}
+        kinds = _kinds(head + FLIP, ["test_b"], seed)
         assert kinds["test_b"] in ({"flip"}, {"raises"})  # raises only where the flip was not tried
         seen.add(frozenset(kinds["test_b"]))
+        assert _kinds(head + TWO, ["test_d"], seed) == {"test_d": set()}  # the second check would name it
+        other = ONLY.replace("f()", "f(ValueError)")  # the test's own text names a pool class elsewhere
+        assert _kinds(head + other, ["test_c"], seed) == {"test_c": set()}
     assert len(seen) == 2
+
+
+def by_the_other_check(plan: twins.GradingPlan, group: list[twins.Member], rng: random.Random) -> twins.Member:
+    """A test with two raises checks keeps the second written as the real one: bet on the member whose
+    differing line expects the same class."""
+    bodies = {m: _body(plan, m) for m in group}
+    rows = [i for i in range(len(bodies[group[0]])) if len({b[i] for b in bodies.values()}) > 1]
+    same = [m for m in group if sum(bodies[m].count(bodies[m][i]) for i in rows) > len(rows)]
+    return rng.choice(same or group)
+
+
+def test_a_test_with_a_second_pool_check_gets_no_group(monkeypatch):
+    monkeypatch.setattr(twins, "_raises_eligible", twins.raises_checks)  # the defence off: the first check twinned
+    rng = random.Random(4)
+    hits = total = 0
+    for seed in range(60):
+        text = "import pytest\n\n\n" + TWO.replace("RuntimeError", rng.choice(twins.RAISES_POOL))
+        task = _task([f"{FILE}::test_d"])
+        plan = twins.grading_plan(task, {FILE: text}, seed=seed, candidates=True)
+        every = {m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"}
+        run = SimpleNamespace(twins=every, shapes={})
+        task.twins, _ = twins.select(task.FAIL_TO_PASS, [run], [run], random.Random(seed))
+        plan = twins.grading_plan(task, {FILE: text}, seed=seed + 1)
+        for group in _groups(plan):
+            hits += by_the_other_check(plan, group, rng).kind == "test"
+            total += 1
+    assert total > 40 and hits / total > 0.95, (hits, total)
 
 
 def test_a_raises_group_whose_failure_at_base_differs_is_dropped_whole():

@@ -489,12 +489,27 @@ def _pool_words(text: str | None) -> set[str]:
     return {w for w in _WORD.findall(text or "") if w in RAISES_POOL}
 
 
+def _raises_eligible(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Name]:
+    """The one raises check a test may get a group at: a test with exactly one pool check and no other pool
+    class in its own text (a second check, a `raise`, a comment would stand written as the real one in every
+    member, beside the group); else none."""
+    checks = raises_checks(fn)
+    if len(checks) != 1:
+        return []
+    words = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in RAISES_POOL)
+    strings = any(_pool_words(n.value) for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return checks if words == 1 and not strings else []
+
+
 def raises_seen(text: str, tree: ast.Module, graded: list[tuple[ast.ClassDef | None, Def]],
                 base_text: str | None, instruction: str) -> set[str]:
-    """The pool's classes a forger reads beside a file's raises groups: in the instruction, anywhere in the base
-    version of the file, and in the hidden file outside the raises checks of its graded tests (a helper's
-    `raise RuntimeError`, an ungraded test's check, a comment). Where any is read, the file gets no raises
-    group: the member naming it would be the real one, or, were only the real class compared, a twin."""
+    """The pool's classes a forger reads beside a file's raises groups where they may name a group's real class:
+    in the instruction, anywhere in the base version of the file, and in the hidden file outside its graded
+    tests' raises checks (a fake's `raise RuntimeError` that the code under test must re-raise, an ungraded
+    test's check, a comment). Where any is read, the file gets no raises group: the member naming it would be
+    the real one, or, were only the real class compared, a twin. Graded tests' checks that keep no group (a
+    numeric site or a flip was tried, two checks, thinned, dropped at validation) stand as written: a prior
+    over the file's classes, measured in tests/test_attacks_twin_raises.py."""
     hidden = _lines(text)
     for _, fn in graded:
         for node in raises_checks(fn):
@@ -511,10 +526,10 @@ def raises_seen(text: str, tree: ast.Module, graded: list[tuple[ast.ClassDef | N
 
 
 def _raises_try(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: set[str], rng: random.Random) -> int | None:
-    """The raises check validation tries for a test with neither a numeric site nor a flip, or None: the first
-    one, where the file reads none of the pool elsewhere (`raises_seen`); a check whose real class is the more
-    common one is tried with probability min share / its share (`RAISES_SHARE`)."""
-    checks = raises_checks(fn)
+    """The raises check validation tries for a test with neither a numeric site nor a flip, or None: its one
+    pool check (`_raises_eligible`), where the file reads none of the pool elsewhere (`raises_seen`); a check
+    whose real class is the more common one is tried with probability min share / its share (`RAISES_SHARE`)."""
+    checks = _raises_eligible(fn)
     if not checks or seen:
         return None
     real = checks[0].id
