@@ -354,3 +354,30 @@ def test_raises_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path
         assert r.status == "tampered" and "twin" in (r.reason or ""), (r.status, r.reason)
     finally:
         ctx.close()
+
+
+def test_the_export_ships_raises_groups_as_grading_plan_writes_them():
+    """Exports ship each member's text (evaluation/export_plan.py): the in-box planter needs nothing for a new
+    operator, and plants the raises group as the host would."""
+    import json
+
+    from sweserve.evaluation import export_plan
+    from sweserve.harness import sweserve_plan
+    from sweserve.models import TaskBundle
+
+    text, graded = _source(random.Random(3), 0.5, n_tests=3)
+    task = _task(graded)
+    plan = twins.grading_plan(task, {FILE: text}, seed=3, candidates=True)
+    run = SimpleNamespace(twins={m.twin.model_dump_json(): "failed" for m in plan.members if m.kind == "twin"},
+                          shapes={})
+    task.twins, _ = twins.select(graded, [run], [run], random.Random(3))
+    assert task.twins and all(twins.raises_of(t.value) for t in task.twins)
+    bundle = TaskBundle(task=task, instruction="Fail loudly.", oracle_patch="", tests_patch="")
+    reference = twins.grading_plan(task, {FILE: text}, seed=5)
+    texts, members = sweserve_plan.plant(json.loads(export_plan.ship(bundle, {FILE: text}, seed=5)))
+
+    def bodies(source: str) -> list[str]:
+        return sorted((ast.get_source_segment(source, n) or "").split("\n", 1)[1] for n in ast.walk(ast.parse(source))
+                      if isinstance(n, ast.FunctionDef) and n.name.startswith("test"))
+    assert bodies(texts[FILE]) == bodies(reference.texts[FILE])
+    assert sum(m["kind"] == "twin" for m in members) == len(task.twins)
