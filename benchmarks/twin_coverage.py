@@ -5,7 +5,8 @@ a check `twins.flips` finds (a reading of two: `is None`/`is not None`, `in`/`no
 unittest methods; weak twins); validation then keeps a candidate only if it fails with the oracle and at base,
 by execution. This script counts the upper bound, in one run: before flips (numeric sites only), after (a
 numeric site or a flip), and the proposed operators' bound (a comparison, constant, assert method, raises or
-approx of any kind). Flips whose real reading is the common one are tried with probability (1 - p) / p
+approx of any kind), and the raises twins (`twins.raises_checks`, tests with neither a numeric site nor a flip,
+in files that write no pool class elsewhere). Flips whose real reading is the common one are tried with probability (1 - p) / p
 (`twins.FLIP_COMMON`): the expected share tried is printed too.
 
     python benchmarks/twin_coverage.py --demo tasks                    # whole files at merge_commit (demo)
@@ -27,6 +28,8 @@ from sweserve.evaluation.twins import (
     _readings_as_statements,
     collected,
     flips,
+    raises_checks,
+    raises_seen,
     seen_statements,
     sites,
 )
@@ -113,7 +116,8 @@ def base_files(task: Path, repo: Path) -> dict[str, str | None]:
 
 def measure(root: str, repo: Path | None) -> None:
     tasks = sorted(p for p in Path(root).iterdir() if (p / "tests.patch").is_file())
-    tests = covered = flipped = proposed = modified = unparsed = 0
+    tests = covered = flipped = raised = proposed = modified = unparsed = 0
+    classes: dict[str, int] = {}  # the pool's classes among the raises checks validation may try (RAISES_SHARE)
     tried = 0.0
     readings: dict[str, list[int]] = {}  # kind -> [common, other] among usable flips of tests with no numeric site
     for task in tasks:
@@ -124,15 +128,17 @@ def measure(root: str, repo: Path | None) -> None:
             files, mod = new_files((task / "tests.patch").read_text(errors="replace"))
         modified += mod
         names = graded(task) if repo is not None else None
+        instruction = (task / "instruction.md").read_text(errors="replace") if (task / "instruction.md").is_file() \
+            else ""
         for path, text in files.items():
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 unparsed += 1
                 continue
-            for _cls, fn in collected(tree, "pytest"):
-                if names is not None and fn.name not in names:
-                    continue
+            mine = [(c, fn) for c, fn in collected(tree, "pytest") if names is None or fn.name in names]
+            pool_seen = raises_seen(text, tree, mine, bases.get(path), instruction)
+            for _cls, fn in mine:
                 tests += 1
                 numeric = bool(sites(fn))
                 covered += numeric
@@ -141,6 +147,10 @@ def measure(root: str, repo: Path | None) -> None:
                     readings.setdefault(f.kind, [0, 0])[not f.common] += 1
                 flipped += bool(usable)
                 tried += _tried(usable)
+                checks = raises_checks(fn) if not numeric and not usable and not pool_seen else []
+                for node in checks[:1]:
+                    classes[node.id] = classes.get(node.id, 0) + 1
+                raised += bool(checks)
                 proposed += numeric or other_sites(fn)
 
     def share(n: float) -> str:
@@ -148,10 +158,13 @@ def measure(root: str, repo: Path | None) -> None:
     print(f"{root}: {len(tasks)} tasks, {tests} tests; >=1 candidate site before flips (numeric): {covered} "
           f"({share(covered)}); after (numeric or flip): {covered + flipped} ({share(covered + flipped)}), "
           f"of which {flipped} by flips only, {tried:.0f} expected tried after thinning "
-          f"({share(covered + tried)} in all); proposed operators' bound: {proposed} ({share(proposed)}); "
+          f"({share(covered + tried)} in all); raises twins where neither: {raised} ({share(raised)}); "
+          f"proposed operators' bound: {proposed} ({share(proposed)}); "
           f"{modified} modified .py files skipped, {unparsed} unparsable")
     print("  flips' real readings (common:other, share common; twins.FLIP_COMMON): " + ", ".join(
         f"{kind} {FLIP_COMMON[kind][0]!r} {c}:{o} ({c / (c + o):.2f})" for kind, (c, o) in sorted(readings.items())))
+    print("  classes of the raises checks validation may try (twins.RAISES_SHARE): " + ", ".join(
+        f"{k} {n}" for k, n in sorted(classes.items())))
 
 
 def main() -> None:

@@ -83,8 +83,10 @@ class Twin(Strict):
 
     `site` indexes the literals `twins.sites` finds in the test (expected values, bounds, tolerances), `value`
     is the replacement's source text. A flip twin (a test with no numeric site: `twins.flips`) has a `site`
-    past those and a `value` naming the checks it writes the other way (`flip 0 2`). Kept only when it failed
-    in every run at base and with the oracle."""
+    past those and a `value` naming the checks it writes the other way (`flip 0 2`); a raises twin (neither a
+    numeric site nor a flip: `twins.raises_checks`) one past the flips and a `value` naming the check and the
+    class it expects instead (`raises 0 ValueError`). Kept only when it failed in every run at base and with the
+    oracle."""
 
     test: str = Field(description="the graded test's id, without parameters")
     site: int = Field(ge=0)

@@ -6,7 +6,9 @@ the values around the group (`margins`), and keeps, per test, one site whose twi
 and with the oracle, reading at base like the test's own failure, and none of whose margins passed (`select`);
 they are recorded in task.json (`Task.twins`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
 readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`, paired unittest methods) written the other
-way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section).
+way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section). A test
+with neither may get a *raises* twin (`raises_checks`): `pytest.raises(RuntimeError)` written `ValueError`, or the
+other way, the same two texts in every group; weak too (a prior from the words of the test).
 
 At grading, `grading_plan` writes each hidden file anew:
 
@@ -438,6 +440,127 @@ def _flip_group(fn: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random,
     return [usable[j] for j in _spread(len(usable), 2)]
 
 
+# --- raises: the exception class a check expects ----------------------------------------------------------------
+#
+# A test that only checks that a call raises (`with pytest.raises(RuntimeError):`, `self.assertRaises(ValueError)`)
+# has no numeric site and often no flip. A raises twin writes the other class of a fixed pool, so that every group
+# of this operator is the same two texts, `RuntimeError` and `ValueError`, the real one at either: in sglang-jax's
+# hidden files (175 tasks, whole files at merge commits) they are 68 and 67 of 173 raises checks, the rest spread
+# over a dozen classes (`AssertionError` 12, tuples, library errors), and neither is a subclass of the other (a
+# pool with `NotImplementedError`, a `RuntimeError`, would keep a group only where the real class is the subclass
+# and the twin the parent fails: which group survives would name the real one). A class outside the pool gets no
+# twin: a group of the real class and pool classes would show it as the odd one out. These are *weak* twins (see
+# the README): a forger who learns which words go with which class (`out_of_range` -> `ValueError`, `double_free`
+# -> `RuntimeError`) from the repository's other tests picks the real one about 0.73 of the time (measured on
+# those 135 checks, leave-one-file-out), against 1.0 beside no twin.
+
+RAISES_POOL = ("RuntimeError", "ValueError")
+# each class's share among the pool's checks (counts above; among the 53 checks validation may try, 26 to 27,
+# `benchmarks/twin_coverage.py --repo`): validation tries a check whose real class is the more common one only
+# with probability min share / its share, so a tried check reads either way with odds 1:1
+RAISES_SHARE: dict[str, float] = {"RuntimeError": 68 / 135, "ValueError": 67 / 135}
+_RAISES_CALLS = ("raises", "assertRaises", "assertRaisesRegex")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def raises_checks(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Name]:
+    """The class names of a test's raises checks whose class is in the pool, in source order: the first argument
+    of `pytest.raises`, `assertRaises`, `assertRaisesRegex` (as a context manager or called), a bare name on one
+    line. A class written any other way (`errors.ValueError`, a tuple, a name bound in the test) is not one."""
+    out = [node.args[0] for node in ast.walk(fn) if isinstance(node, ast.Call) and _call_name(node) in _RAISES_CALLS
+           and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in RAISES_POOL]
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def raises_value(index: int, cls: str) -> str:
+    """A raises twin's `Twin.value`: the check (an index into `raises_checks`) and the class it writes."""
+    return f"raises {index} {cls}"
+
+
+def raises_of(value: str) -> tuple[int, str] | None:
+    """The check and class a raises twin's value names, or None for any other twin's value."""
+    parts = value.split()
+    if len(parts) != 3 or parts[0] != "raises" or not parts[1].isdigit() or parts[2] not in RAISES_POOL:
+        return None
+    return int(parts[1]), parts[2]
+
+
+def _pool_words(text: str | None) -> set[str]:
+    return {w for w in _WORD.findall(text or "") if w in RAISES_POOL}
+
+
+def _raises_eligible(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Name]:
+    """The one raises check a test may get a group at: a test with exactly one pool check and no other pool
+    class in its own text (a second check, a `raise`, a comment would stand written as the real one in every
+    member, beside the group); else none."""
+    checks = raises_checks(fn)
+    if len(checks) != 1:
+        return []
+    words = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in RAISES_POOL)
+    strings = any(_pool_words(n.value) for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return checks if words == 1 and not strings else []
+
+
+def raises_seen(text: str, tree: ast.Module, graded: list[tuple[ast.ClassDef | None, Def]],
+                base_text: str | None, instruction: str) -> set[str]:
+    """The pool's classes a forger reads beside a file's raises groups where they may name a group's real class:
+    in the instruction, anywhere in the base version of the file, and in the hidden file outside its graded
+    tests' raises checks (a fake's `raise RuntimeError` that the code under test must re-raise, an ungraded
+    test's check, a comment). Where any is read, the file gets no raises group: the member naming it would be
+    the real one, or, were only the real class compared, a twin. Graded tests' checks that keep no group (a
+    numeric site or a flip was tried, two checks, thinned, dropped at validation) stand as written: a prior
+    over the file's classes, measured in tests/test_attacks_twin_raises.py."""
+    hidden = _lines(text)
+    for _, fn in graded:
+        for node in raises_checks(fn):
+            i = node.lineno - 1
+            hidden[i] = _replace(hidden[i], node, " " * len(node.id.encode("utf-8")))
+    words: set[str] = set()
+    try:
+        tokens = list(tokenize.generate_tokens(iter(hidden).__next__))
+    except (tokenize.TokenError, SyntaxError):
+        return set(RAISES_POOL)
+    for tok in tokens:
+        words |= _pool_words(tok.string)
+    return words | _pool_words(base_text) | _pool_words(instruction)
+
+
+def _raises_try(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: set[str], rng: random.Random) -> int | None:
+    """The raises check validation tries for a test with neither a numeric site nor a flip, or None: its one
+    pool check (`_raises_eligible`), where the file reads none of the pool elsewhere (`raises_seen`); a check
+    whose real class is the more common one is tried with probability min share / its share (`RAISES_SHARE`)."""
+    checks = _raises_eligible(fn)
+    if not checks or seen:
+        return None
+    real = checks[0].id
+    if rng.random() >= min(RAISES_SHARE.values()) / RAISES_SHARE[real]:
+        return None
+    return 0
+
+
+RAISES_REAL = "raises"  # the real test's `Member.literal` in a raises group (its class is on the twins' members)
+
+
+def _add_raises_members(plan: GradingPlan, block: list[str], lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                        file: str, key: str | None, test_id: str, name: str, index: int, group: list[Twin], site: int,
+                        words: list[str], taken: set[str], rng: random.Random) -> None:
+    """The real test (already a member, named `name`) and its raises twins, every member written by
+    `_member_text` with its class at the check: `group` the recorded twins, or none for validation's candidates
+    (then one per other class of the pool)."""
+    checks = raises_checks(fn)
+    if index >= len(checks):  # the file changed since validation: no twins rather than wrong ones
+        block.append(_member_text(lines, fn, name, []))
+        return
+    node, real = checks[index], checks[index].id
+    block.append(_member_text(lines, fn, name, [(node, real)]))
+    for twin in group or [Twin(test=test_id, site=site, value=raises_value(index, c)) for c in RAISES_POOL
+                          if c != real]:
+        cls = (raises_of(twin.value) or (0, real))[1]
+        twin_name = _fresh_name(rng, words, taken)
+        plan.members.append(Member(file, key, twin_name, "twin", fn.name, twin, literal=cls, real_literal=real))
+        block.append(_member_text(lines, fn, twin_name, [(node, cls)]))
+
+
 # --- the files --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -704,6 +827,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
         taken = set(everywhere)
         file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
+        pool_seen: set[str] | None = None  # the raises pool's classes read beside the file's groups, once
         removed: set[int] = set()
         blocks: dict[str | None, list[str]] = {}
         scopes: dict[str | None, ast.ClassDef | None] = {}
@@ -730,6 +854,14 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
                     fn_flips = flips(fn)
                     tried = _flip_group(fn, rng, seen_statements((base or {}).get(file), tree, fn, file_seen))
+                    if not tried:  # nor a flip: the class a raises check expects (weak twins too)
+                        if pool_seen is None:
+                            pool_seen = raises_seen(text, tree, tests, (base or {}).get(file), instruction)
+                        index = _raises_try(fn, pool_seen, rng)
+                        if index is not None:
+                            _add_raises_members(plan, block, lines, fn, file, key, test_id, name, index, [],
+                                                len(fn_sites) + len(fn_flips) + index, words, taken, rng)
+                            continue
                     _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
                                       _flip_draws(tried), len(fn_sites), words, taken, rng)
                     continue
@@ -743,6 +875,13 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                                   + [(n, twin.value) for n in nodes]))
                 continue
             group = recorded.get(test_id, [])
+            raised = [raises_of(t.value) for t in group]
+            if group and all(r is not None for r in raised):
+                name = _fresh_name(rng, words, taken)
+                plan.members.append(Member(file, key, name, "test", fn.name, literal=RAISES_REAL))
+                _add_raises_members(plan, block, lines, fn, file, key, test_id, name, raised[0][0],  # type: ignore[index]
+                                    group, group[0].site, words, taken, rng)
+                continue
             flipped = [flip_indices(t.value) for t in group]
             if group and all(f is not None for f in flipped):
                 name = _fresh_name(rng, words, taken)
@@ -877,6 +1016,11 @@ def same_failure(a: str, literal_a: str, b: str, literal_b: str) -> bool:
     it, an input equal to it) tells the real test from its twins."""
     def skeleton(text: str) -> str:
         return _NUMBER.sub("N", re.sub(r"\S*\.\.\.\S*", "~", text))
+
+    if literal_a in RAISES_POOL and literal_b in RAISES_POOL:  # a raises group: each member's class masked,
+        (a, shown_a), (b, shown_b) = (re.subn(rf"\b{lit}\b", "<class>", text)  # shown as often
+                                      for text, lit in ((a, literal_a), (b, literal_b)))
+        return skeleton(a) == skeleton(b) and shown_a == shown_b
 
     def count(text: str, literal: str) -> int:
         forms = _forms(literal)
@@ -1195,9 +1339,10 @@ def select(graded: list[str], before: list, after: list,
             keys = [t.model_dump_json() for t in group]
             # every run must have planted the same candidates
             every = {t.model_dump_json() for by_site in planted for t in by_site.get((mine, site), [])}
-            # a flip group (one flip, or a grid of two) is kept whole or not at all: a grid missing a corner
-            # points at the real one (the corner next to both others)
-            need = len(group) if all(flip_indices(t.value) is not None for t in group) else K
+            # a flip group (one flip, or a grid of two) or a raises group is kept whole or not at all: a grid
+            # missing a corner points at the real one (the corner next to both others)
+            need = len(group) if all(flip_indices(t.value) is not None or raises_of(t.value) is not None
+                                     for t in group) else K
             if len(group) < need or every != set(keys) or (mine, site) in passed_beside \
                     or any(run.twins.get(k) != "failed" for run in after for k in keys) \
                     or not all(_failed_at_base(run, test_id, run.twins.get(k, "missing")) for run in before
