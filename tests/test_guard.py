@@ -57,9 +57,12 @@ def test_a_test_without_twins_or_with_only_weak_ones_is_free():
     assert guard.test_odds(small, {FILE: TEXT}, {}, "") == {f"{FILE}::test_small": 1.0}
 
 
-def test_a_flip_group_is_one_guess_in_its_members():
+def test_flip_and_raises_groups_are_weak():
+    """Two readings a prior from the test's name, the instruction or the file can read: no bound below 1."""
     t = task([f"{FILE}::test_none"], group("test_none", 0, "flip 0"))
-    assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_none": 0.5}
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_none": 1.0}
+    t = task([f"{FILE}::test_none"], group("test_none", 0, "raises 0 ValueError"))
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_none": 1.0}
 
 
 def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():

@@ -6,13 +6,14 @@ Such code can report any test as passed, so a FAIL_TO_PASS test is guarded only 
 and fail every twin, that is pick the real one out of its group. Per test, the odds of that pick are:
 
 - **1** for a test with no twin: it is passed for free (the plain canaries beside it can be told apart);
-- **1 / members** for a group no prior reads: a numeric site validation tries first (`twins._candidate_sites`
-  without its fall-back: a value of the real one's shape, that neither the base test, the instruction, nor
-  the file outside the site writes, with room for K such values on each side), or a flip group (a tried
-  check reads either way with odds 1:1 under the measured prior);
-- **1** for a *weak* numeric group (the fall-back sites: a value the forger can read elsewhere, a power of
-  two, a small value whose group crosses zero): its prior's odds were measured at 0.44 to 0.92, and they are
-  counted here as no guard at all, since no bound below 1 holds for every such group.
+- **1 / members** for a group no prior reads: a numeric site validation tries first (`twins.strong_sites`:
+  a value of the real one's shape, that neither the base test, the instruction, nor the file outside the
+  site writes, with room for K such values on each side);
+- **1** for a *weak* group: a numeric one at a fall-back site (a value the forger can read elsewhere, a power
+  of two, a small value whose group crosses zero; its prior's odds were measured at 0.44 to 0.92), a flip
+  group (a prior from the test's name or the instruction can read a check's two readings) or a raises group
+  (which class goes with which words, learnt from the repository's tests: 0.73). They cost a forger a guess,
+  but they are counted here as no guard at all, since no bound below 1 holds for every such group.
 
 A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
 they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
@@ -59,9 +60,9 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
 def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionDef | ast.AsyncFunctionDef,
                 sources: dict[str, str], base: dict[str, str], instruction: str) -> float:
     members = len(group) + 1
-    if all(twins.flip_indices(t.value) is not None for t in group):
-        return 1 / members
-    if any(twins.flip_indices(t.value) is not None for t in group) or len({t.site for t in group}) != 1:
+    if any(twins.flip_indices(t.value) is not None or twins.raises_of(t.value) is not None for t in group):
+        return 1.0  # flips and raises groups: two readings, and priors (the test's name, the file) that can read them
+    if len({t.site for t in group}) != 1:
         return 1.0  # not a shape validation records
     avoid = twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
     return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
