@@ -45,7 +45,7 @@ from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Applied, Graded, look_and_apply, prepare, verify
+from sweserve.evaluation.verifier import Applied, Graded, apply_and_list, joined, prepare, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -177,10 +177,11 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     `name` in that same sandbox. Raises what `grade_in` raises.
 
     Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
-    takes the harness then (`verifier.prepare`, a copy: the candidate has no way to that sandbox); the
-    candidate's sandbox is removed while the tree is diffed, and is gone before any hidden test runs. After the
-    candidate stops, one copy and one exec: the tree in, diffed, removed and checked gone, then the first look
-    (the runner's digest, the image's modules) and the patch's `git apply` (`verifier.look_and_apply`)."""
+    takes the harness and its first look then (`verifier.prepare`, a copy and an exec: the runner's digest, the
+    image's modules, tests.patch's paths; the candidate has no way to that sandbox); the candidate's sandbox is
+    removed while the tree is diffed, and is gone before any hidden test runs. After the candidate stops, one
+    copy and one exec: the tree in, diffed, removed and checked gone, then the patch's `git apply`
+    (`verifier.apply_and_list`)."""
     task = bundle.task
     with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
@@ -194,7 +195,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     wait([prepared])  # its first look is taken before anything of the candidate comes in
                     patch_path = f"{IN_BOX}/{name}.patch"
                     patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
-                                                  look_and_apply(bundle, patch_path))
+                                                  apply_and_list(bundle, patch_path))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
@@ -202,9 +203,9 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             if run.error or run.exit_reason == "patch_failed":
                 return Solved(run, patch, None)
             # an empty submission is graded too: the null control must go through the same verifier
-            prepared.result()  # the harness went in (else its error)
+            look = prepared.result()  # the harness went in and took its first look (else its error)
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
-                                               Applied(code, said)))
+                                               joined(look, Applied(code, said))))
         finally:
             _discard_started(ctx, grade_box)
 

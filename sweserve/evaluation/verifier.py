@@ -129,10 +129,14 @@ def _prepared(lines: list[str]) -> Prepared:
     return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)))
 
 
-def prepare(box: Sandbox, bundle: TaskBundle) -> None:
-    """Harness and tests.patch into a grade sandbox, one copy (a trial's, while its candidate works, before
-    anything of the candidate reaches that sandbox); `look_and_apply` runs the first look later."""
+def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
+    """Harness and tests.patch into a grade sandbox (one copy), and its first look taken there (one exec: the
+    runner's digest, the image's module names and plugins, tests.patch's paths): a trial's, while its candidate
+    works, before anything of the candidate reaches that sandbox. Its exit status and output, for `joined`
+    with what `apply_and_list` says once the patch is in."""
     box.copy_tree_in("/", tar_of(_harness_files(bundle)))
+    res = _git(box, _look_command(bundle))
+    return Applied(res.exit_code, res.output)
 
 
 def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
@@ -159,6 +163,15 @@ class Applied:
 
     exit_code: int
     output: str
+
+
+def joined(look: Applied, applied: Applied) -> Applied:
+    """The first look (`prepare`) and `apply_and_list`'s command, each run apart in the same grade sandbox, as
+    `look_and_apply`'s one command would have said them: a look that failed is the answer (20: the runner
+    cannot start; 19: tests.patch's paths could not be listed)."""
+    if look.exit_code != 0:
+        return Applied(20 if look.exit_code == 20 else 19, look.output)
+    return Applied(applied.exit_code, look.output + applied.output)
 
 
 def _looked(applied: Applied, name: str) -> FirstLook:
