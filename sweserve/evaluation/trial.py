@@ -45,7 +45,7 @@ from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Applied, Graded, apply_and_list, joined, prepare, verify
+from sweserve.evaluation.verifier import Applied, Graded, Staging, apply_and_list, joined, prepare, stage, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -146,10 +146,12 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
-             name: str = "candidate", seed: int | None = None, taken: Applied | None = None) -> Graded:
-    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`); a
-    reference submission that trips a canary is an error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed, taken)
+             name: str = "candidate", seed: int | None = None, taken: Applied | None = None,
+             staged: Staging | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`, the
+    plan made and its first run staged there when `staged`); a reference submission that trips a canary is an
+    error."""
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -183,9 +185,11 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     copy and one exec: the tree in, diffed, removed and checked gone, then the patch's `git apply`
     (`verifier.apply_and_list`)."""
     task = bundle.task
-    with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
+    with ThreadPoolExecutor(4, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
         prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
+        staged = pool.submit(lambda: stage(grade_box.result(), bundle, inputs.profile, prepared.result(), name,
+                                           seed))
         try:
             run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
             gone = pool.submit(candidate.remove)
@@ -205,7 +209,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             # an empty submission is graded too: the null control must go through the same verifier
             look = prepared.result()  # the harness went in and took its first look (else its error)
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
-                                               joined(look, Applied(code, said))))
+                                               joined(look, Applied(code, said)), staged.result()))
         finally:
             _discard_started(ctx, grade_box)
 
