@@ -487,8 +487,9 @@ class DockerSandbox:
     def copy_tree_in(self, dest: str, tar: bytes | IO[bytes]) -> None:
         from sweserve.environment import transfer
 
-        if not (dest == "/" and isinstance(tar, bytes) and _outside_tree(tar)):
-            self._check_out_tree()  # a tar that only writes outside /testbed (the harness's) need not wait
+        if not (dest == "/" and _outside_tree(tar)):
+            self._check_out_tree()  # a tar that only writes outside /testbed (the harness's, a tree to diff) need
+            # not wait
 
         transfer.put_tree(self, dest, tar)
 
@@ -575,11 +576,19 @@ class DockerSandbox:
         self.remove()
 
 
-def _outside_tree(tar: bytes) -> bool:
-    """Whether every entry of `tar` (unpacked at "/") is outside WORKDIR."""
+def _outside_tree(tar: bytes | IO[bytes]) -> bool:
+    """Whether every entry of `tar` (unpacked at "/") is outside WORKDIR (a file is read and put back where it
+    was)."""
     top = WORKDIR.strip("/")
-    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
-        return all(m.name.lstrip("./").split("/", 1)[0] != top for m in t.getmembers())
+    fileobj = io.BytesIO(tar) if isinstance(tar, bytes) else tar
+    at = fileobj.tell()
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r|") as t:
+            return all(m.name.lstrip("./").split("/", 1)[0] != top for m in t)
+    except tarfile.TarError:
+        return False
+    finally:
+        fileobj.seek(at)
 
 
 def _discard(stream) -> None:

@@ -196,10 +196,10 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             try:
                 with tree:
                     box = grade_box.result()
-                    wait([prepared])  # its first look is taken before anything of the candidate comes in
                     patch_path = f"{IN_BOX}/{name}.patch"
+                    # the tree goes in as inert data while the first look runs; the look ends before the apply
                     patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
-                                                  apply_and_list(bundle, patch_path))
+                                                  apply_and_list(bundle, patch_path), lambda: wait([prepared]))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
