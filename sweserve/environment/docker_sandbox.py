@@ -47,6 +47,8 @@ DISK_POLL_S = 0.5  # how often the disk watchdog measures a sandbox's writable l
 TREE_LABEL, TREE_AT_START = "sweserve.tree", "checkout-at-start"  # set by images/task/Dockerfile
 TREE_RESTORE = "/usr/local/bin/sweserve-tree restore"
 TREE_FAILED = 203  # a first command's exit status when the checkout before it failed (or its own 203)
+TREE_DONE = "/run/sweserve-tree.done"  # what `sweserve-tree restore` leaves once the tree is checked out
+TREE_POLL_S = 0.5  # how long a checkout at start is waited for through dockerd before an exec waits for it
 TREE_TIMEOUT_S = 600  # checking out a large repository's tree (sglang's takes about a second)
 # A sandbox network gets a small subnet of its own in this range (with no gateway address on the host it is
 # routed nowhere; Docker's default pools would run out after ~30 networks).
@@ -360,11 +362,31 @@ class DockerSandbox:
         does it too; whichever comes second waits."""
         if not self._tree_pending:
             return
+        if self._tree_done():
+            self._tree_pending = False
+            return
         res = self._exec(TREE_RESTORE, TREE_TIMEOUT_S)
         if res.exit_code != 0:
             raise InfraError("sandbox", f"checking out /testbed in {self.name} failed "
                                         f"(exit {res.exit_code}): {res.output.strip()[-300:]}")
         self._tree_pending = False
+
+    def _tree_done(self, wait_s: float = TREE_POLL_S) -> bool:
+        """Whether the ENTRYPOINT's checkout has finished (its marker, TREE_DONE, is there: what `sweserve-tree
+        restore` itself goes by), asked of dockerd without an exec for up to `wait_s`. Only while nothing has
+        run in the sandbox (`_tree_pending`): nothing but the image's ENTRYPOINT can have written the marker."""
+        api = self.container.client.api
+        url = api._url("/containers/{0}/archive", self.container.id)
+        until = time.monotonic() + wait_s
+        while True:
+            try:
+                if api.head(url, params={"path": TREE_DONE}).status_code == 200:
+                    return True
+            except Exception:  # noqa: BLE001 - dockerd could not say: the exec decides
+                return False
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.02)
 
     @property
     def name(self) -> str:

@@ -17,6 +17,7 @@ canaries that read wrong make a run `tampered`.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import shlex
@@ -57,6 +58,8 @@ FORGET_TESTS = f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
 HIDDEN_SCRATCH = (f"{IN_BOX}/hidden.index", f"{IN_BOX}/hidden.objects")  # `_hidden_command`'s, removed by it
 LOOK_LINES = 4  # the first look's lines (`_look_command`)
+INLINE_HARNESS = 96 * 1024  # the harness and tests.patch (gzipped, base64) up to this go in inside the look's exec
+NO_UNPACK = 18  # `prepare`'s inline unpacking could not run (no tar or gzip in the image): a copy instead
 INLINE_LISTS = 64 * 1024  # reset lists up to this size travel in the run's command, larger ones by a copy
 
 
@@ -73,8 +76,10 @@ class Graded:
         return sorted({t for run in self.runs for t in run.tampered})
 
 
-def _git(box: Sandbox, command: str, timeout: float = 120):
-    return box.exec(f"exec 2>{IN_BOX}/git.err; {command}", timeout, env=PRISTINE_GIT_ENV)
+def _git(box: Sandbox, command: str, timeout: float = 120, made: bool = False):
+    """`command` with git's pristine environment, its stderr to a file (`made`: IN_BOX made first)."""
+    mkdir = f"mkdir -p {IN_BOX} && " if made else ""
+    return box.exec(f"{mkdir}exec 2>{IN_BOX}/git.err; {command}", timeout, env=PRISTINE_GIT_ENV)
 
 
 def _split_z(raw: str) -> list[str]:
@@ -172,10 +177,18 @@ def _prepared(lines: list[str], files: list[str]) -> Prepared:
 
 
 def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
-    """Harness and tests.patch into a grade sandbox (one copy), and its first look taken there (one exec: the
-    runner's digest, the image's module names and plugins, tests.patch's paths): a trial's, while its candidate
-    works, before anything of the candidate reaches that sandbox. Its exit status and output, for `joined`
-    with what `apply_and_list` says once the patch is in."""
+    """Harness and tests.patch into a grade sandbox, and its first look taken there (the runner's digest, the
+    image's module names and plugins, tests.patch's paths, the hidden files): a trial's, while its candidate
+    works, before anything of the candidate reaches that sandbox. One exec: the files travel in its command
+    (a gzipped tar, base64) up to INLINE_HARNESS bytes, else by a copy before it, or when the image has no tar
+    or gzip. Its exit status and output, for `joined` with what `apply_and_list` says once the patch is in."""
+    packed = base64.b64encode(gzip.compress(tar_of(_harness_files(bundle)), 6, mtime=0)).decode()
+    if len(packed) <= INLINE_HARNESS:
+        res = _git(box, f"{{ command -v tar && command -v gzip; }} >/dev/null || exit {NO_UNPACK}; "
+                        f"printf %s {packed} | base64 -d | tar -xzf - -C / || exit {NO_UNPACK}; "
+                        f"{_look_command(bundle)}", made=True)
+        if res.exit_code != NO_UNPACK:
+            return Applied(res.exit_code, res.output)
     box.copy_tree_in("/", tar_of(_harness_files(bundle)))
     res = _git(box, _look_command(bundle))
     return Applied(res.exit_code, res.output)
