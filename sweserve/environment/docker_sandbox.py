@@ -300,6 +300,7 @@ class DockerSandbox:
     """
 
     test_user: str | None = "nobody"  # every Debian image has it; the hidden tests run as it
+    unpacks_at_root = True  # a tar a command unpacks at / lands where `copy_tree_in("/", …)` puts it (`Sandbox`)
 
     def __init__(self, container, network: str | None = None, watchdog: DiskWatchdog | None = None,
                  output_tail: int = OUTPUT_TAIL_BYTES, host: Any = None):

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of, unpacks_at_root
 from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
     BOOT,
@@ -183,7 +183,7 @@ def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
     (a gzipped tar, base64) up to INLINE_HARNESS bytes, else by a copy before it, or when the image has no tar
     or gzip. Its exit status and output, for `joined` with what `apply_and_list` says once the patch is in."""
     packed = base64.b64encode(gzip.compress(tar_of(_harness_files(bundle)), 6, mtime=0)).decode()
-    if len(packed) <= INLINE_HARNESS:
+    if unpacks_at_root(box) and len(packed) <= INLINE_HARNESS:
         res = _git(box, f"{{ command -v tar && command -v gzip; }} >/dev/null || exit {NO_UNPACK}; "
                         f"printf %s {packed} | base64 -d | tar -xzf - -C / || exit {NO_UNPACK}; "
                         f"{_look_command(bundle)}", made=True)
