@@ -2,11 +2,13 @@
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
       → candidate phase (agent in a sandbox; its tree copied out by the backend)
-      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness
-        while the candidate worked; diffed there by the image's git, never the candidate's, and removed before
-        anything else runs there; the first look and the patch's apply in the same exec)
-      → grading (in that sandbox: test paths and runner hooks reset to base,
-        tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
+      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness and
+        its first look, and had its grading plan staged, while the candidate worked; diffed there by the
+        image's git, never the candidate's, and removed before anything else runs there; the patch's apply
+        in the same exec)
+      → grading (in that sandbox, one exec: test paths and runner hooks reset to base, tests.patch added,
+        the planted files (graded tests, twins, canaries) moved into place, hidden tests run isolated,
+        outcomes streamed)
       → one RunResult, also written to the trial's folder
 
 `reservation` is the one place that takes and gives back what a trial needs; `solve_and_grade` (the candidate
@@ -179,11 +181,14 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     `name` in that same sandbox. Raises what `grade_in` raises.
 
     Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
-    takes the harness and its first look then (`verifier.prepare`, a copy and an exec: the runner's digest, the
-    image's modules, tests.patch's paths; the candidate has no way to that sandbox); the candidate's sandbox is
-    removed while the tree is diffed, and is gone before any hidden test runs. After the candidate stops, one
-    copy and one exec: the tree in, diffed, removed and checked gone, then the patch's `git apply`
-    (`verifier.apply_and_list`)."""
+    takes the harness and its first look then (`verifier.prepare`, one exec: the runner's digest, the image's
+    modules, tests.patch's paths, the hidden files read from the image's repository; the candidate has no way
+    to that sandbox); the grading plan is made from those files and its first run staged there, root's alone
+    (`verifier.stage`: one copy). The candidate's sandbox is removed while the tree is diffed, and is gone
+    before any hidden test runs. After the candidate stops: the tree in (one copy, while the first look may
+    still run), one exec once the look has ended (the tree diffed, removed and checked gone, then the patch's
+    `git apply`, `verifier.apply_and_list`), and one exec for the resets, tests.patch, the planted files and
+    the hidden tests (`grading.run_tests`)."""
     task = bundle.task
     with ThreadPoolExecutor(4, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)

@@ -1,13 +1,15 @@
 """The verifier: one grade sandbox (no network, fresh from the task image) from submission to outcomes.
 
-    harness in (and a digest of pytest's files and the image's installed module names, before anything else)
+    harness in (and a digest of pytest's files, the image's installed module names, and the hidden files
+      after tests.patch and at base, read from the image's repository: before anything else)
+      → the grading plan made from those files on the host (`twins.py`: graded tests, their twins and
+        canaries under fresh names, shuffled; the map stays here), its planted files staged root's alone
       → submission applied with `git apply --index` (git names every path it touched)
-      → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
-        metadata and modules shadowing the stdlib, the runner or anything installed, back to base
-      → tests.patch applied (and removed from the box) → the hidden files rewritten by the grading plan
-        (`twins.py`: graded tests, their twins and canaries under fresh names, shuffled; the map stays here)
-      → hidden tests run `runs` times (`grading.run_tests`: isolated interpreter, outcomes streamed behind a
-        nonce), their outcomes read back through the plan
+      → in the first run's exec: resets (`resets.py`): test paths, foreign conftests, pytest config, start-up
+        hooks, package metadata and modules shadowing the stdlib, the runner or anything installed, back to
+        base → tests.patch applied (and removed from the box) → the planted files moved over the hidden
+        files, their staging folder removed → hidden tests run `runs` times (`grading.run_tests`: isolated
+        interpreter, outcomes streamed behind a nonce), their outcomes read back through the plan
 
 A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded` (and in the errors
 raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them; twins and
