@@ -11,6 +11,8 @@ folder, never into a result a candidate sees.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import json
 import secrets
@@ -45,6 +47,7 @@ RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
 DROP = "sweserve_drop"
 PLANT = f"{IN_BOX}/plant"  # the planted files, staged root's alone until the run's command moves them into place
+INLINE_BYTES = 96 * 1024  # files sent inside a command (`unpack_command`): up to this, gzipped and in base64
 RESET_FAILED, TESTS_PATCH_FAILED, PLANT_LEFT = 22, 23, 24  # a run's steps before its runner that failed
 HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
 __all__ = ["SEVERITY", "event_of", "merge_events", "parse_stream", "stream_problems"]
@@ -138,17 +141,36 @@ def _staging_tar(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def stage_run(box: Sandbox, task: Task, plugins: Sequence[str] = (), files: dict[str, bytes] | None = None) -> Staged:
-    """One copy into the grade sandbox: a run's config and fresh nonce, and the planted files (`files`, paths
-    under the repository) under PLANT, root's alone, where nothing the submission's apply writes reaches them;
-    `run_tests` moves them into the repository after the resets and tests.patch, before the runner starts. A
-    trial stages while its candidate works (`verifier.stage`)."""
+def staging(task: Task, test_user: str | None, plugins: Sequence[str] = (),
+            files: dict[str, bytes] | None = None) -> tuple[Staged, bytes]:
+    """A run's config and fresh nonce, and the planted files (`files`, paths under the repository) under PLANT,
+    as one tar to unpack at / in the grade sandbox (`stage_run`, or inside a command before the tests run:
+    `unpack_command`)."""
     nonce = secrets.token_hex(16)
-    config = run_config(task, list(plugins), NONCE_FILE, box.test_user)
+    config = run_config(task, list(plugins), NONCE_FILE, test_user)
     planted = dict(sorted((files or {}).items()))
     own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
-    box.copy_tree_in("/", _staging_tar({**{f"{PLANT[1:]}/{f}": d for f, d in planted.items()}, **own}))
-    return Staged(nonce, list(planted))
+    return Staged(nonce, list(planted)), _staging_tar({**{f"{PLANT[1:]}/{f}": d for f, d in planted.items()}, **own})
+
+
+def stage_run(box: Sandbox, task: Task, plugins: Sequence[str] = (), files: dict[str, bytes] | None = None) -> Staged:
+    """One copy into the grade sandbox (`staging`): a run's config and fresh nonce, and the planted files under
+    PLANT, root's alone, where nothing the submission's apply writes reaches them; `run_tests` moves them into
+    the repository after the resets and tests.patch, before the runner starts."""
+    staged, tar = staging(task, box.test_user, plugins, files)
+    box.copy_tree_in("/", tar)
+    return staged
+
+
+def unpack_command(tar: bytes, fails: int) -> str | None:
+    """A shell step unpacking `tar` at / (gzipped, base64, in the command itself; exit `fails` if it cannot), or
+    None past INLINE_BYTES. The tar is in the command line of the exec's processes while they run: only for an
+    exec that ends before any code of the submission runs in the sandbox."""
+    packed = base64.b64encode(gzip.compress(tar, 6, mtime=0)).decode()
+    if len(packed) > INLINE_BYTES:
+        return None
+    return (f"{{ {{ command -v tar && command -v gzip; }} >/dev/null && "
+            f"printf %s {packed} | base64 -d | tar -xzf - -C /; }} || exit {fails}")
 
 
 def place_planted(planted: Sequence[str]) -> str:

@@ -195,6 +195,17 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
         prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
         staged = pool.submit(lambda: stage(grade_box.result(), bundle, inputs.profile, prepared.result(), name,
                                            seed))
+
+        def then(patch_path: str) -> str:
+            """The apply, after the staged first run unpacked (when it can go inside this exec)."""
+            try:
+                staging = staged.result()
+            except Exception:  # noqa: BLE001 - said where the grading asks for it (`staged.result()` below)
+                staging = None
+            if staging is None or staging.unpack is None:
+                return apply_and_list(bundle, patch_path)
+            staging.placed = True  # the exec fails (NO_UNPACK) if it is not: no grading follows then
+            return f"{staging.unpack}; {apply_and_list(bundle, patch_path)}"
         try:
             run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
             gone = pool.submit(candidate.remove)
@@ -204,7 +215,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
                     patch_path = f"{IN_BOX}/{name}.patch"
                     # the tree goes in as inert data while the first look runs; the look ends before the apply
                     patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
-                                                  apply_and_list(bundle, patch_path), lambda: wait([prepared]))
+                                                  lambda: then(patch_path), lambda: wait([prepared]))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:

@@ -19,7 +19,6 @@ canaries that read wrong make a run `tampered`.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import re
 import shlex
@@ -45,7 +44,8 @@ from sweserve.evaluation.grading import (
     apply_patch,
     in_sandbox_script,
     run_tests,
-    stage_run,
+    staging,
+    unpack_command,
 )
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
@@ -60,8 +60,7 @@ FORGET_TESTS = f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
 HIDDEN_SCRATCH = (f"{IN_BOX}/hidden.index", f"{IN_BOX}/hidden.objects")  # `_hidden_command`'s, removed by it
 LOOK_LINES = 4  # the first look's lines (`_look_command`)
-INLINE_HARNESS = 96 * 1024  # the harness and tests.patch (gzipped, base64) up to this go in inside the look's exec
-NO_UNPACK = 18  # `prepare`'s inline unpacking could not run (no tar or gzip in the image): a copy instead
+NO_UNPACK = 18  # files sent inside a command could not be unpacked (no tar or gzip in the image)
 INLINE_LISTS = 64 * 1024  # reset lists up to this size travel in the run's command, larger ones by a copy
 
 
@@ -184,13 +183,11 @@ def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
     works, before anything of the candidate reaches that sandbox. One exec: the files travel in its command
     (a gzipped tar, base64) up to INLINE_HARNESS bytes, else by a copy before it, or when the image has no tar
     or gzip. Its exit status and output, for `joined` with what `apply_and_list` says once the patch is in."""
-    packed = base64.b64encode(gzip.compress(tar_of(_harness_files(bundle)), 6, mtime=0)).decode()
-    if unpacks_at_root(box) and len(packed) <= INLINE_HARNESS:
-        res = _git(box, f"{{ command -v tar && command -v gzip; }} >/dev/null || exit {NO_UNPACK}; "
-                        f"printf %s {packed} | base64 -d | tar -xzf - -C / || exit {NO_UNPACK}; "
-                        f"{_look_command(bundle)}", made=True)
+    unpack = unpack_command(tar_of(_harness_files(bundle)), NO_UNPACK) if unpacks_at_root(box) else None
+    if unpack is not None:
+        res = _git(box, f"{unpack}; {_look_command(bundle)}", made=True)
         if res.exit_code != NO_UNPACK:
-            return Applied(res.exit_code, res.output)
+            return Applied(res.exit_code, res.output, unpacks=True)
     box.copy_tree_in("/", tar_of(_harness_files(bundle)))
     res = _git(box, _look_command(bundle))
     return Applied(res.exit_code, res.output)
@@ -220,6 +217,7 @@ class Applied:
 
     exit_code: int
     output: str
+    unpacks: bool = False  # `prepare` sent the harness inside its command (the box unpacks at its root, has tar)
 
 
 def joined(look: Applied, applied: Applied) -> Applied:
@@ -328,19 +326,27 @@ def _plugins(profile: RepoProfile, image_plugins: list[str]) -> list[str]:
 
 @dataclass
 class Staging:
-    """A grading staged in a trial's grade sandbox while its candidate worked (`stage`): the plan (its map stays
-    here), the first run's config, nonce and planted files in the box, root's alone, and the plugins it names."""
+    """A grading made ready for a trial's grade sandbox while its candidate worked (`stage`): the plan (its map
+    stays here), the first run's config, nonce and planted files as one tar (`tar`), and the plugins it names.
+    `unpack`: the step that puts the tar in the box inside the diff's exec (None: it goes by a copy before the
+    first run); `placed`: it is in the box."""
 
     plan: twins.GradingPlan
     run: Staged
     plugins: list[str]
+    tar: bytes
+    unpack: str | None = None
+    placed: bool = False
 
 
 def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied, name: str,
           seed: int | None) -> Staging | None:
     """The grading plan made from the first look's hidden files (`prepare`'s, in this box) and its first run
-    staged there (`grading.stage_run`: one copy), before anything of the submission is in the box: none of it
-    depends on the submission. None when the look failed (the verifier says why)."""
+    staged (`grading.staging`), before anything of the submission is in the box: none of it depends on the
+    submission. Nothing goes into the box here: a trial unpacks the tar in the exec that diffs its candidate's
+    tree (`Staging.unpack`, when the box unpacks at its root: that exec ends before any code of the submission
+    runs, so no process is left whose command line holds the nonce), else `verify` copies it. None when the
+    look failed (the verifier says why)."""
     lines = look.output.split("\n")
     if look.exit_code != 0 or len(lines) != LOOK_LINES + 1:
         return None
@@ -351,7 +357,8 @@ def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied,
         return None
     plan = plan_of(bundle, prepared.sources, prepared.based, name, seed)
     plugins = _plugins(profile, prepared.plugins)
-    return Staging(plan, stage_run(box, bundle.task, plugins, _planted(plan)), plugins)
+    run, tar = staging(bundle.task, box.test_user, plugins, _planted(plan))
+    return Staging(plan, run, plugins, tar, unpack_command(tar, NO_UNPACK) if look.unpacks else None)
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
@@ -378,6 +385,8 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
     plugins = _plugins(profile, look.plugins)
     first: Staged | None
     if staged is not None and staged.plugins == plugins:
+        if not staged.placed:
+            box.copy_tree_in("/", staged.tar)
         plan, planted, first = staged.plan, {}, staged.run
     else:
         plan, first = plan_of(bundle, look.sources, look.based, name, seed), None
