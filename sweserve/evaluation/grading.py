@@ -1,7 +1,8 @@
 """Running the hidden tests in the grade sandbox and reading their outcomes from the stream they send.
 
-The runner scripts (`harness/`) go into the grade sandbox before the candidate's tree does (`verifier.prepare`,
-while the candidate works: it has no way to that sandbox). Tests
+The runner scripts (`harness/`) go into the grade sandbox with its first look, while the candidate works
+(`verifier.prepare`: it has no way to that sandbox; its tree may arrive meanwhile, inert data under
+/sweserve/submitted). Tests
 run as `python -I sweserve_boot.py` (see that script): isolated start-up, repo paths after the standard
 library and site-packages, pytest plugin autoload off, outcomes sent per test on stdout behind a
 per-run nonce. Nothing here reads a file the code under test could have written, and no test output
