@@ -117,9 +117,15 @@ def instrument() -> Recorder:
                  .labels.get("sweserve.role", "?") if hasattr(a[0], "container") else "?")
         trial.prepare = verifier.prepare
     rec.wrap(verifier, "first_look", "grading: first look (harness in, apply, list)")
-    rec.wrap(verifier, "reset_and_read", "grading: resets, tests.patch, read hidden files")
+    for name, step in [("reset_and_read", "grading: resets, tests.patch, read hidden files"),
+                       ("reset_steps", "grading: resets planned (run in the tests' exec)")]:
+        if hasattr(verifier, name):
+            rec.wrap(verifier, name, step)
+    if hasattr(verifier, "stage"):
+        rec.wrap(verifier, "stage", "grading: plan made, first run staged")
+        trial.stage = verifier.stage
     from sweserve.evaluation import grading
-    rec.wrap(grading, "run_tests", "grading: hidden tests run (copy in + exec)")
+    rec.wrap(grading, "run_tests", "grading: hidden tests run (resets, tests.patch, plant, exec)")
     verifier.run_tests = grading.run_tests
 
     used = docker_sandbox.DiskWatchdog.used

@@ -473,8 +473,8 @@ def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_
     site 13, the base test's own line, and the forger passes exactly the real test: `resolved`."""
     from sweserve.evaluation import verifier
 
-    real = verifier.reset_and_read
-    monkeypatch.setattr(verifier, "reset_and_read", lambda *a, **k: (*real(*a, **k)[:2], {}))
+    real = verifier.plan_of
+    monkeypatch.setattr(verifier, "plan_of", lambda bundle, sources, based, *a: real(bundle, sources, {}, *a))
     bundle, ctx = pool_task
     validated, r = _validate_and_forge(bundle, ctx, tmp_path, "undefended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))

@@ -45,6 +45,10 @@ OUTPUT_TAIL_BYTES = 8 * 2**20  # what exec keeps of a command's output (its end)
 READ_FILE_MAX_BYTES = 16 * 2**20  # default cap on a file read out of a sandbox
 DISK_POLL_S = 0.5  # how often the disk watchdog measures a sandbox's writable layer
 TREE_LABEL, TREE_AT_START = "sweserve.tree", "checkout-at-start"  # set by images/task/Dockerfile
+TREE_RESTORE = "/usr/local/bin/sweserve-tree restore"
+TREE_FAILED = 203  # a first command's exit status when the checkout before it failed (or its own 203)
+TREE_DONE = "/run/sweserve-tree.done"  # what `sweserve-tree restore` leaves once the tree is checked out
+TREE_POLL_S = 0.5  # how long a checkout at start is waited for through dockerd before an exec waits for it
 TREE_TIMEOUT_S = 600  # checking out a large repository's tree (sglang's takes about a second)
 # A sandbox network gets a small subnet of its own in this range (with no gateway address on the host it is
 # routed nowhere; Docker's default pools would run out after ~30 networks).
@@ -296,6 +300,7 @@ class DockerSandbox:
     """
 
     test_user: str | None = "nobody"  # every Debian image has it; the hidden tests run as it
+    unpacks_at_root = True  # a tar a command unpacks at / lands where `copy_tree_in("/", …)` puts it (`Sandbox`)
 
     def __init__(self, container, network: str | None = None, watchdog: DiskWatchdog | None = None,
                  output_tail: int = OUTPUT_TAIL_BYTES, host: Any = None):
@@ -305,6 +310,7 @@ class DockerSandbox:
         self.output_tail = output_tail
         self.host = host
         self._forwards: list[PortForward] = []
+        self._tree_pending = False  # /testbed not checked out yet: the first command does it (`_check_out_tree`)
 
     @classmethod
     def start(
@@ -347,22 +353,41 @@ class DockerSandbox:
             box.remove()
             raise
         box.watchdog = DiskWatchdog(client, container, resources.disk_gb)
-        try:
-            box._check_out_tree()
-        except BaseException:
-            box.remove()
-            raise
+        box._tree_pending = container.labels.get(TREE_LABEL) == TREE_AT_START
         return box
 
     def _check_out_tree(self) -> None:
         """A task image keeps /testbed's tracked files in .git alone (images/task/sweserve-tree): they are
-        checked out before anything runs here. The image's ENTRYPOINT does it too; whichever comes second waits."""
-        if self.container.labels.get(TREE_LABEL) != TREE_AT_START:
+        checked out before anything runs or is read or written there: by the first command (`exec` runs the
+        checkout first, in the same exec), or by this exec before any other access. The image's ENTRYPOINT
+        does it too; whichever comes second waits."""
+        if not self._tree_pending:
             return
-        res = self._exec("/usr/local/bin/sweserve-tree restore", TREE_TIMEOUT_S)
+        if self._tree_done():
+            self._tree_pending = False
+            return
+        res = self._exec(TREE_RESTORE, TREE_TIMEOUT_S)
         if res.exit_code != 0:
             raise InfraError("sandbox", f"checking out /testbed in {self.name} failed "
                                         f"(exit {res.exit_code}): {res.output.strip()[-300:]}")
+        self._tree_pending = False
+
+    def _tree_done(self, wait_s: float = TREE_POLL_S) -> bool:
+        """Whether the ENTRYPOINT's checkout has finished (its marker, TREE_DONE, is there: what `sweserve-tree
+        restore` itself goes by), asked of dockerd without an exec for up to `wait_s`. Only while nothing has
+        run in the sandbox (`_tree_pending`): nothing but the image's ENTRYPOINT can have written the marker."""
+        api = self.container.client.api
+        url = api._url("/containers/{0}/archive", self.container.id)
+        until = time.monotonic() + wait_s
+        while True:
+            try:
+                if api.head(url, params={"path": TREE_DONE}).status_code == 200:
+                    return True
+            except Exception:  # noqa: BLE001 - dockerd could not say: the exec decides
+                return False
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.02)
 
     @property
     def name(self) -> str:
@@ -381,17 +406,20 @@ class DockerSandbox:
 
     def forward(self, port: int) -> str:
         """host:port on the harness's machine that reaches `port` on the sandbox's loopback."""
+        self._check_out_tree()
         self._arm()
         fwd = PortForward(self.container, port)
         self._forwards.append(fwd)
         return f"127.0.0.1:{fwd.port}"
 
     def start_background(self, argv: list[str], workdir: str = WORKDIR) -> None:
+        self._check_out_tree()
         self._arm()
         with docker_errors(f"starting {argv[0]} in the sandbox"):
             self.container.exec_run(argv, detach=True, workdir=workdir)
 
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
+        self._check_out_tree()
         self._arm()
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
@@ -432,7 +460,14 @@ class DockerSandbox:
         watchdog polls from the first command on.
         """
         self._arm()
-        return self._exec(command, timeout, workdir, env, user, on_output)
+        if not self._tree_pending:
+            return self._exec(command, timeout, workdir, env, user, on_output)
+        res = self._exec(f"{TREE_RESTORE} >/dev/null 2>&1 || exit {TREE_FAILED}; {command}",
+                         timeout, workdir, env, user, on_output)
+        if res.exit_code == TREE_FAILED or res.timed_out:
+            self._check_out_tree()  # raises when the checkout did fail; else the command's own status stands
+        self._tree_pending = False
+        return res
 
     def _exec(self, command: str, timeout: float, workdir: str = WORKDIR, env: dict[str, str] | None = None,
               user: str | None = None, on_output: Callable[[bytes], None] | None = None) -> ExecResult:
@@ -467,12 +502,17 @@ class DockerSandbox:
 
     def copy_tree_out(self, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
         """The tree at path as a filtered tar, read through the Docker API (`transfer.export_tree`)."""
+        self._check_out_tree()
         from sweserve.environment import transfer
 
         return transfer.export_tree(self, path, max_bytes, prefix)
 
     def copy_tree_in(self, dest: str, tar: bytes | IO[bytes]) -> None:
         from sweserve.environment import transfer
+
+        if not (dest == "/" and _outside_tree(tar)):
+            self._check_out_tree()  # a tar that only writes outside /testbed (the harness's, a tree to diff) need
+            # not wait
 
         transfer.put_tree(self, dest, tar)
 
@@ -486,6 +526,7 @@ class DockerSandbox:
         return egress_for(self.host, self, allow, closed_book, audit_path)
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        self._check_out_tree()
         directory, name = os.path.split(path)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -502,6 +543,7 @@ class DockerSandbox:
         Raises `LimitExceeded` when the file is over max_bytes: its size is read from the archive's
         header before any of it is, so a huge (or sparse) file costs nothing.
         """
+        self._check_out_tree()
         try:
             with docker_errors(f"copying {path} out of the sandbox"):
                 stream, stat = self.container.client.api.get_archive(self.container.id, path, chunk_size=None)
@@ -555,6 +597,21 @@ class DockerSandbox:
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+def _outside_tree(tar: bytes | IO[bytes]) -> bool:
+    """Whether every entry of `tar` (unpacked at "/") is outside WORKDIR (a file is read and put back where it
+    was)."""
+    top = WORKDIR.strip("/")
+    fileobj = io.BytesIO(tar) if isinstance(tar, bytes) else tar
+    at = fileobj.tell()
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r|") as t:
+            return all(m.name.lstrip("./").split("/", 1)[0] != top for m in t)
+    except tarfile.TarError:
+        return False
+    finally:
+        fileobj.seek(at)
 
 
 def _discard(stream) -> None:

@@ -61,6 +61,10 @@ class Sandbox(Protocol):
     The candidate may be root in it and may have changed anything inside, so nothing a method returns is
     trusted more than the command that produced it: outputs and files come back bounded, and trees are
     copied out by the backend, never by a program running inside.
+
+    A backend whose commands see the sandbox's own `/` (a container) may say so with a class attribute
+    `unpacks_at_root = True`: the verifier then sends small files inside a command (a tar it unpacks at `/`)
+    instead of a copy of their own (`unpacks_at_root`); any other backend gets the copies.
     """
 
     @property
@@ -140,3 +144,9 @@ class Sandbox(Protocol):
 
     def __exit__(self, *exc: object) -> None:
         """`remove()`."""
+
+
+def unpacks_at_root(box: object) -> bool:
+    """Whether a tar a command unpacks at `/` in `box` lands where `copy_tree_in("/", …)` would put it (the
+    backend says so, see `Sandbox`)."""
+    return getattr(type(box), "unpacks_at_root", False) is True

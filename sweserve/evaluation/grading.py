@@ -1,7 +1,8 @@
 """Running the hidden tests in the grade sandbox and reading their outcomes from the stream they send.
 
-The runner scripts (`harness/`) go into the grade sandbox before the candidate's tree does (`verifier.prepare`,
-while the candidate works: it has no way to that sandbox). Tests
+The runner scripts (`harness/`) go into the grade sandbox with its first look, while the candidate works
+(`verifier.prepare`: it has no way to that sandbox; its tree may arrive meanwhile, inert data under
+/sweserve/submitted). Tests
 run as `python -I sweserve_boot.py` (see that script): isolated start-up, repo paths after the standard
 library and site-packages, pytest plugin autoload off, outcomes sent per test on stdout behind a
 per-run nonce. Nothing here reads a file the code under test could have written, and no test output
@@ -11,15 +12,23 @@ folder, never into a result a candidate sees.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import io
 import json
 import secrets
+import shlex
+import tarfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
-from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox
+from sweserve.errors import InfraError
+from sweserve.evaluation.submission import PRISTINE_GIT_ENV
 from sweserve.harness.sweserve_protocol import (  # shared with the exports' in-box verifier
     SEVERITY,
     boot_config,
@@ -38,6 +47,9 @@ HARNESS = f"{IN_BOX}/harness"
 RUN_CONFIG = f"{HARNESS}/run.json"
 NONCE_FILE = f"{HARNESS}/.nonce"
 DROP = "sweserve_drop"
+PLANT = f"{IN_BOX}/plant"  # the planted files, staged root's alone until the run's command moves them into place
+INLINE_BYTES = 96 * 1024  # files sent inside a command (`unpack_command`): up to this, gzipped and in base64
+RESET_FAILED, TESTS_PATCH_FAILED, PLANT_LEFT = 22, 23, 24  # a run's steps before its runner that failed
 HARNESS_SCRIPTS = (BOOT, PLUGIN, UNITTEST_RUNNER, DROP)
 __all__ = ["SEVERITY", "event_of", "merge_events", "parse_stream", "stream_problems"]
 
@@ -106,18 +118,91 @@ def read_stream(output: str, nonce: str) -> Stream:
     return Stream(*_read_stream(output, nonce))
 
 
-def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
-              files: dict[str, bytes] | None = None) -> TestRun:
-    """One run of the hidden tests (`files`, paths from /, copied in with its config); TestRunError when the
-    runner never finished."""
+@dataclass
+class Staged:
+    """A run staged in the grade sandbox (`stage_run`): its nonce, and the planted files (paths under the
+    repository) waiting root's alone under PLANT until the run's command moves them into place."""
+
+    nonce: str
+    planted: list[str] = field(default_factory=list)
+
+
+def _staging_tar(files: dict[str, bytes]) -> bytes:
+    """The run's config and nonce at their places, the planted files under PLANT (a folder root's alone)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        if any(path.startswith(PLANT[1:] + "/") for path in files):
+            info = tarfile.TarInfo(PLANT[1:])
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o700, int(time.time())
+            tar.addfile(info)
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def staging(task: Task, test_user: str | None, plugins: Sequence[str] = (),
+            files: dict[str, bytes] | None = None) -> tuple[Staged, bytes]:
+    """A run's config and fresh nonce, and the planted files (`files`, paths under the repository) under PLANT,
+    as one tar to unpack at / in the grade sandbox (`stage_run`, or inside a command before the tests run:
+    `unpack_command`)."""
     nonce = secrets.token_hex(16)
-    config = run_config(task, list(plugins), NONCE_FILE, box.test_user)
+    config = run_config(task, list(plugins), NONCE_FILE, test_user)
+    planted = dict(sorted((files or {}).items()))
     own = {RUN_CONFIG[1:]: json.dumps(config).encode(), NONCE_FILE[1:]: nonce.encode()}
-    box.copy_tree_in("/", tar_of({**(files or {}), **own}, 0o644))
+    return Staged(nonce, list(planted)), _staging_tar({**{f"{PLANT[1:]}/{f}": d for f, d in planted.items()}, **own})
+
+
+def stage_run(box: Sandbox, task: Task, plugins: Sequence[str] = (), files: dict[str, bytes] | None = None) -> Staged:
+    """One copy into the grade sandbox (`staging`): a run's config and fresh nonce, and the planted files under
+    PLANT, root's alone, where nothing the submission's apply writes reaches them; `run_tests` moves them into
+    the repository after the resets and tests.patch, before the runner starts."""
+    staged, tar = staging(task, box.test_user, plugins, files)
+    box.copy_tree_in("/", tar)
+    return staged
+
+
+def unpack_command(tar: bytes, fails: int) -> str | None:
+    """A shell step unpacking `tar` at / (gzipped, base64, in the command itself; exit `fails` if it cannot), or
+    None past INLINE_BYTES. The tar is in the command line of the exec's processes while they run: only for an
+    exec that ends before any code of the submission runs in the sandbox."""
+    packed = base64.b64encode(gzip.compress(tar, 6, mtime=0)).decode()
+    if len(packed) > INLINE_BYTES:
+        return None
+    return (f"{{ {{ command -v tar && command -v gzip; }} >/dev/null && "
+            f"printf %s {packed} | base64 -d | tar -xzf - -C /; }} || exit {fails}")
+
+
+def place_planted(planted: Sequence[str]) -> str:
+    """The shell step moving the staged planted files into the repository and removing PLANT (exit PLANT_LEFT
+    if any is left): the last step before the runner starts."""
+    moves = [f"mv -f -- {shlex.quote(f'{PLANT}/{f}')} {shlex.quote(f'{WORKDIR}/{f}')}" for f in planted]
+    return (f"{{ {' && '.join([*moves, f'rm -rf -- {PLANT}'])} && [ ! -e {PLANT} ] && [ ! -L {PLANT} ]; }} "
+            f"|| exit {PLANT_LEFT}")
+
+
+def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: Sequence[str] = (),
+              files: dict[str, bytes] | None = None, before: str = "", staged: Staged | None = None) -> TestRun:
+    """One run of the hidden tests; TestRunError when the runner never finished. `files` (paths under the
+    repository) are planted with its config (`stage_run`), unless `staged` says that was done already.
+
+    One exec: `before` (the verifier's resets and tests.patch, as root in the repository with the pristine git
+    environment; exit RESET_FAILED or TESTS_PATCH_FAILED), the planted files moved into place and their
+    staging folder removed, then the runner. A step that fails is told apart from the runner by its status and
+    the stream's missing `start` (the runner sends it before any repository code is imported)."""
+    staged = staged or stage_run(box, task, plugins, files)
     workdir = str(PurePosixPath(WORKDIR) / task.test.workdir)
     env = {k: v for k, v in task.test.env.items() if not k.startswith("PYTHON")}
-    res = box.exec(f"python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}", timeout, workdir=workdir, env=env)
-    stream = read_stream(res.output, nonce)
+    steps = []
+    if before:
+        pristine = " ".join(f"{k}={shlex.quote(v)}" for k, v in PRISTINE_GIT_ENV.items())
+        steps.append(f"( exec 2>{IN_BOX}/git.err; export {pristine}; cd {WORKDIR} && {before} ) || exit $?")
+    if staged.planted:
+        steps.append(place_planted(staged.planted))
+    steps.append(f"exec python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}")
+    res = box.exec("; ".join(steps), timeout, workdir=workdir, env=env)
+    stream = read_stream(res.output, staged.nonce)
     events, output = stream.events, stream.output
     if res.timed_out:
         raise TestRunError(f"hidden tests timed out after {int(timeout)}s", timed_out=True, output=output)
@@ -126,6 +211,13 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
         return TestRun(outcomes, skips, messages, output, [f"the test output overflowed what the verifier keeps "
                                                           f"({res.output_bytes / 2**20:.0f} MB)"])
     starts = [e["start"] for e in events if "start" in e]
+    if not starts:  # nothing of the runner ran: a step before it failed, or it could not start
+        if res.exit_code == RESET_FAILED and before:
+            raise PatchError("tests", "could not reset the submission's test files")
+        if res.exit_code == TESTS_PATCH_FAILED and before:
+            raise PatchError("tests", res.tail(1000).strip() or "git apply failed")
+        if res.exit_code == PLANT_LEFT and staged.planted:
+            raise InfraError("sandbox", "could not move the planted test files into place")
     if not starts or not any("end" in e for e in events):
         hint = f" (killed: over the {task.resources.memory_gb:g} GB memory limit?)" if res.exit_code == 137 else ""
         raise TestRunError(f"test runner exited {res.exit_code}{hint} before reporting all outcomes", output=output)

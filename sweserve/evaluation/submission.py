@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import shlex
 import tarfile
+from collections.abc import Callable
 from typing import IO
 
 from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
@@ -137,12 +138,17 @@ def take_submission(grade_box: Sandbox, tree: IO[bytes], base_commit: str) -> st
     return diff_tree(grade_box, tree, base_commit)
 
 
-def diff_then(box: Sandbox, tree: IO[bytes], base_commit: str, patch_path: str, then: str) -> tuple[str, int, str]:
+def diff_then(box: Sandbox, tree: IO[bytes], base_commit: str, patch_path: str, then: str | Callable[[], str],
+              ready: Callable[[], object] = lambda: None) -> tuple[str, int, str]:
     """`diff_tree`, and in the same exec, once the copy is gone, the command `then` (with the patch at
     `patch_path`, git's environment without the scratch index and objects, its stdout kept apart): the patch,
-    `then`'s exit status and its output. Saves the verifier an exec (`verifier.look_and_apply`)."""
+    `then`'s exit status and its output. Saves the verifier an exec (`verifier.apply_and_list`). `ready` is
+    waited for between the tree's copy (inert data under SUBMITTED) and the exec: a trial's first look, which
+    must precede the apply, runs meanwhile; `then` may be a function, asked for the command after `ready`."""
     inert_tree(tree)
     box.copy_tree_in("/", tree)
+    ready()
+    then = then() if callable(then) else then
     scratch = " ".join(f"{k}" for k in DIFF_ENV if k not in PRISTINE_GIT_ENV)
     out = shlex.quote(f"{patch_path}.then")
     res = box.exec(f"( {diff_command(base_commit)} ) > {shlex.quote(patch_path)}; code=$?; "

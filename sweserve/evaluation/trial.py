@@ -2,11 +2,13 @@
 
     reserve (host can run it? GPUs) → inputs (profile, image spec, clone: read once) → image
       → candidate phase (agent in a sandbox; its tree copied out by the backend)
-      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness
-        while the candidate worked; diffed there by the image's git, never the candidate's, and removed before
-        anything else runs there; the first look and the patch's apply in the same exec)
-      → grading (in that sandbox: test paths and runner hooks reset to base,
-        tests.patch and canaries added, hidden tests run isolated, outcomes streamed)
+      → submission (the tree put as inert data into a fresh offline grade sandbox, which took the harness and
+        its first look, and had its grading plan staged, while the candidate worked; diffed there by the
+        image's git, never the candidate's, and removed before anything else runs there; the patch's apply
+        in the same exec)
+      → grading (in that sandbox, one exec: test paths and runner hooks reset to base, tests.patch added,
+        the planted files (graded tests, twins, canaries) moved into place, hidden tests run isolated,
+        outcomes streamed)
       → one RunResult, also written to the trial's folder
 
 `reservation` is the one place that takes and gives back what a trial needs; `solve_and_grade` (the candidate
@@ -45,7 +47,7 @@ from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.evaluation.verifier import Applied, Graded, look_and_apply, prepare, verify
+from sweserve.evaluation.verifier import Applied, Graded, Staging, apply_and_list, joined, prepare, stage, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
@@ -146,10 +148,12 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
-             name: str = "candidate", seed: int | None = None, taken: Applied | None = None) -> Graded:
-    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`); a
-    reference submission that trips a canary is an error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed, taken)
+             name: str = "candidate", seed: int | None = None, taken: Applied | None = None,
+             staged: Staging | None = None) -> Graded:
+    """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`, the
+    plan made and its first run staged there when `staged`); a reference submission that trips a canary is an
+    error."""
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -177,24 +181,41 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
     `name` in that same sandbox. Raises what `grade_in` raises.
 
     Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
-    takes the harness then (`verifier.prepare`, a copy: the candidate has no way to that sandbox); the
-    candidate's sandbox is removed while the tree is diffed, and is gone before any hidden test runs. After the
-    candidate stops, one copy and one exec: the tree in, diffed, removed and checked gone, then the first look
-    (the runner's digest, the image's modules) and the patch's `git apply` (`verifier.look_and_apply`)."""
+    takes the harness and its first look then (`verifier.prepare`, one exec: the runner's digest, the image's
+    modules, tests.patch's paths, the hidden files read from the image's repository; the candidate has no way
+    to that sandbox); the grading plan is made from those files and its first run staged there, root's alone
+    (`verifier.stage`: one copy). The candidate's sandbox is removed while the tree is diffed, and is gone
+    before any hidden test runs. After the candidate stops: the tree in (one copy, while the first look may
+    still run), one exec once the look has ended (the tree diffed, removed and checked gone, then the patch's
+    `git apply`, `verifier.apply_and_list`), and one exec for the resets, tests.patch, the planted files and
+    the hidden tests (`grading.run_tests`)."""
     task = bundle.task
-    with ThreadPoolExecutor(3, thread_name_prefix=f"trial-{task.task_id}") as pool:
+    with ThreadPoolExecutor(4, thread_name_prefix=f"trial-{task.task_id}") as pool:
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
         prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
+        staged = pool.submit(lambda: stage(grade_box.result(), bundle, inputs.profile, prepared.result(), name,
+                                           seed))
+
+        def then(patch_path: str) -> str:
+            """The apply, after the staged first run unpacked (when it can go inside this exec)."""
+            try:
+                staging = staged.result()
+            except Exception:  # noqa: BLE001 - said where the grading asks for it (`staged.result()` below)
+                staging = None
+            if staging is None or staging.unpack is None:
+                return apply_and_list(bundle, patch_path)
+            staging.placed = True  # the exec fails (NO_UNPACK) if it is not: no grading follows then
+            return f"{staging.unpack}; {apply_and_list(bundle, patch_path)}"
         try:
             run, tree, candidate = candidate_phase(ctx, bundle, agent, image, gpu_ids, folder)
             gone = pool.submit(candidate.remove)
             try:
                 with tree:
                     box = grade_box.result()
-                    wait([prepared])  # its first look is taken before anything of the candidate comes in
                     patch_path = f"{IN_BOX}/{name}.patch"
+                    # the tree goes in as inert data while the first look runs; the look ends before the apply
                     patch, code, said = diff_then(box, tree, task.base_commit, patch_path,
-                                                  look_and_apply(bundle, patch_path))
+                                                  lambda: then(patch_path), lambda: wait([prepared]))
             finally:
                 gone.result()  # the candidate's sandbox is gone before anything else happens
             if on_submission is not None:
@@ -202,9 +223,9 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             if run.error or run.exit_reason == "patch_failed":
                 return Solved(run, patch, None)
             # an empty submission is graded too: the null control must go through the same verifier
-            prepared.result()  # the harness went in (else its error)
+            look = prepared.result()  # the harness went in and took its first look (else its error)
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
-                                               Applied(code, said)))
+                                               joined(look, Applied(code, said)), staged.result()))
         finally:
             _discard_started(ctx, grade_box)
 

@@ -1,13 +1,15 @@
 """The verifier: one grade sandbox (no network, fresh from the task image) from submission to outcomes.
 
-    harness in (and a digest of pytest's files and the image's installed module names, before anything else)
+    harness in (and a digest of pytest's files, the image's installed module names, and the hidden files
+      after tests.patch and at base, read from the image's repository: before anything else)
+      → the grading plan made from those files on the host (`twins.py`: graded tests, their twins and
+        canaries under fresh names, shuffled; the map stays here), its planted files staged root's alone
       → submission applied with `git apply --index` (git names every path it touched)
-      → resets (`resets.py`): test paths, foreign conftests, pytest config, start-up hooks, package
-        metadata and modules shadowing the stdlib, the runner or anything installed, back to base
-      → tests.patch applied (and removed from the box) → the hidden files rewritten by the grading plan
-        (`twins.py`: graded tests, their twins and canaries under fresh names, shuffled; the map stays here)
-      → hidden tests run `runs` times (`grading.run_tests`: isolated interpreter, outcomes streamed behind a
-        nonce), their outcomes read back through the plan
+      → in the first run's exec: resets (`resets.py`): test paths, foreign conftests, pytest config, start-up
+        hooks, package metadata and modules shadowing the stdlib, the runner or anything installed, back to
+        base → tests.patch applied (and removed from the box) → the planted files moved over the hidden
+        files, their staging folder removed → hidden tests run `runs` times (`grading.run_tests`: isolated
+        interpreter, outcomes streamed behind a nonce), their outcomes read back through the plan
 
 A submission is also scanned (`tamper_scan.py`); flags and resets travel in `Graded` (and in the errors
 raised, so a runner that dies keeps them). Flags are a reviewer's aid: no grade depends on them; twins and
@@ -26,19 +28,24 @@ from pathlib import PurePosixPath
 from sweserve.agents.base import IN_BOX
 from sweserve.dataset.patches import apply_command
 from sweserve.dataset.profiles import RepoProfile
-from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of
+from sweserve.environment.sandbox import WORKDIR, Sandbox, tar_of, unpacks_at_root
 from sweserve.evaluation import twins
 from sweserve.evaluation.grading import (
     BOOT,
     HARNESS,
     HARNESS_SCRIPTS,
+    RESET_FAILED,
     SEVERITY,
+    TESTS_PATCH_FAILED,
     PatchError,
+    Staged,
     TestRun,
     TestRunError,
     apply_patch,
     in_sandbox_script,
     run_tests,
+    staging,
+    unpack_command,
 )
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
@@ -51,6 +58,10 @@ SEP = "\0@@sweserve@@\0"
 # files themselves are rewritten by the grading plan)
 FORGET_TESTS = f"rm -f {IN_BOX}/tests.patch {IN_BOX}/apply.err"
 SEP_PRINTF = "\\0@@sweserve@@\\0"  # what printf turns into SEP
+HIDDEN_SCRATCH = (f"{IN_BOX}/hidden.index", f"{IN_BOX}/hidden.objects")  # `_hidden_command`'s, removed by it
+LOOK_LINES = 4  # the first look's lines (`_look_command`)
+NO_UNPACK = 18  # files sent inside a command could not be unpacked (no tar or gzip in the image)
+INLINE_LISTS = 64 * 1024  # reset lists up to this size travel in the run's command, larger ones by a copy
 
 
 @dataclass
@@ -66,8 +77,10 @@ class Graded:
         return sorted({t for run in self.runs for t in run.tampered})
 
 
-def _git(box: Sandbox, command: str, timeout: float = 120):
-    return box.exec(f"exec 2>{IN_BOX}/git.err; {command}", timeout, env=PRISTINE_GIT_ENV)
+def _git(box: Sandbox, command: str, timeout: float = 120, made: bool = False):
+    """`command` with git's pristine environment, its stderr to a file (`made`: IN_BOX made first)."""
+    mkdir = f"mkdir -p {IN_BOX} && " if made else ""
+    return box.exec(f"{mkdir}exec 2>{IN_BOX}/git.err; {command}", timeout, env=PRISTINE_GIT_ENV)
 
 
 def _split_z(raw: str) -> list[str]:
@@ -84,6 +97,8 @@ class FirstLook:
     packages: set[str]  # the directories holding an `__init__.py` after the submission
     installed: frozenset[str]  # the image's top-level module names the base repository does not provide
     plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
+    sources: dict[str, str] = field(default_factory=dict)  # each hidden .py file after tests.patch (`Prepared`)
+    based: dict[str, str] = field(default_factory=dict)  # each hidden .py file at base, where it existed
 
 
 @dataclass
@@ -94,6 +109,8 @@ class Prepared:
     image_names: set[str]  # every top-level module name the image's interpreter provides
     plugins: list[str]
     tests_paths: set[str]
+    sources: dict[str, str] = field(default_factory=dict)  # each hidden .py file after tests.patch
+    based: dict[str, str] = field(default_factory=dict)  # each hidden .py file at base, where it existed
 
 
 def _unb64(line: str) -> str:
@@ -104,11 +121,35 @@ def _unb64(line: str) -> str:
 
 
 def _look_command(bundle: TaskBundle) -> str:
-    """Two lines: the runner's digest, the image's module names and plugins (one interpreter, `--first-look`,
-    exit 20 if it cannot start), then tests.patch's paths (base64 of `--numstat -z`)."""
+    """Four lines: the runner's digest, the image's module names and plugins (one interpreter, `--first-look`,
+    exit 20 if it cannot start), tests.patch's paths (base64 of `--numstat -z`), then the hidden files
+    (`_hidden_command`)."""
     numstat = f"{GIT} apply --numstat -z {IN_BOX}/tests.patch" if bundle.tests_patch.strip() else "true"
     return (f"{{ set -o pipefail; python -I {HARNESS}/{BOOT}.py --first-look || exit 20; "
-            f"{numstat} | base64 -w0 && echo; }}")
+            f"{numstat} | base64 -w0 && echo; {_hidden_command(bundle)}; }}")
+
+
+def _hidden_command(bundle: TaskBundle) -> str:
+    """Two lines: each hidden test file after tests.patch, then each at base (base64 of the texts, each behind
+    SEP; nothing for a file that is not there), read from the image's repository, never the working tree: the
+    grading plan's input, which no submission can touch (the resets put every hidden path back to base before
+    tests.patch is applied). tests.patch goes to a scratch index whose objects go to a scratch store, both
+    removed (exit 19 if not): the real tests' text never lands in the repository's objects, which the tests can
+    read; a tests.patch that does not apply there is exit 19 too."""
+    task = bundle.task
+    base = shlex.quote(task.base_commit)
+    index, objects = HIDDEN_SCRATCH
+    apply = (f" && {GIT} apply --cached --binary --whitespace=nowarn {IN_BOX}/tests.patch"
+             if bundle.tests_patch.strip() else "")
+    after = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in task.test.files)
+    at_base = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')}; "
+                      for f in task.test.files)
+    scratch = (f"GIT_INDEX_FILE={index} GIT_OBJECT_DIRECTORY={objects} "
+               f"GIT_ALTERNATE_OBJECT_DIRECTORIES={WORKDIR}/.git/objects")
+    return (f"( export {scratch}; mkdir -p {objects} && {GIT} read-tree {base}{apply} && "
+            f"{{ {after}true; }} 2>/dev/null ) | base64 -w0; code=$?; echo; rm -rf -- {index} {objects}; "
+            f"[ $code -eq 0 ] && [ ! -e {index} ] && [ ! -e {objects} ] || exit 19; "
+            f"{{ {at_base}true; }} 2>/dev/null | base64 -w0 && echo")
 
 
 def _harness_files(bundle: TaskBundle) -> dict[str, bytes]:
@@ -117,8 +158,14 @@ def _harness_files(bundle: TaskBundle) -> dict[str, bytes]:
     return files
 
 
-def _prepared(lines: list[str]) -> Prepared:
-    look, numstat = lines
+def _texts(line: str, files: list[str]) -> dict[str, str]:
+    """The hidden .py files' texts from one of `_hidden_command`'s lines (an empty one: not there)."""
+    texts = _unb64(line).split(SEP)[1:]
+    return {f: t for f, t in zip(files, texts) if f.endswith(".py") and t.strip()}
+
+
+def _prepared(lines: list[str], files: list[str]) -> Prepared:
+    look, numstat, after, at_base = lines
     try:
         seen = json.loads(look)
         manifest = str(seen["manifest"])
@@ -126,13 +173,24 @@ def _prepared(lines: list[str]) -> Prepared:
         image_plugins = [n for n in seen["plugins"] if isinstance(n, str)]
     except (ValueError, KeyError, TypeError):
         raise TestRunError("the test runner cannot list the task image's modules", output=look) from None
-    return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)))
+    return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)),
+                    _texts(after, files), _texts(at_base, files))
 
 
-def prepare(box: Sandbox, bundle: TaskBundle) -> None:
-    """Harness and tests.patch into a grade sandbox, one copy (a trial's, while its candidate works, before
-    anything of the candidate reaches that sandbox); `look_and_apply` runs the first look later."""
+def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
+    """Harness and tests.patch into a grade sandbox, and its first look taken there (the runner's digest, the
+    image's module names and plugins, tests.patch's paths, the hidden files): a trial's, while its candidate
+    works, before anything of the candidate reaches that sandbox. One exec: the files travel in its command
+    (a gzipped tar, base64) up to INLINE_HARNESS bytes, else by a copy before it, or when the image has no tar
+    or gzip. Its exit status and output, for `joined` with what `apply_and_list` says once the patch is in."""
+    unpack = unpack_command(tar_of(_harness_files(bundle)), NO_UNPACK) if unpacks_at_root(box) else None
+    if unpack is not None:
+        res = _git(box, f"{unpack}; {_look_command(bundle)}", made=True)
+        if res.exit_code != NO_UNPACK:
+            return Applied(res.exit_code, res.output, unpacks=True)
     box.copy_tree_in("/", tar_of(_harness_files(bundle)))
+    res = _git(box, _look_command(bundle))
+    return Applied(res.exit_code, res.output)
 
 
 def apply_and_list(bundle: TaskBundle, patch_path: str) -> str:
@@ -159,25 +217,36 @@ class Applied:
 
     exit_code: int
     output: str
+    unpacks: bool = False  # `prepare` sent the harness inside its command (the box unpacks at its root, has tar)
 
 
-def _looked(applied: Applied, name: str) -> FirstLook:
+def joined(look: Applied, applied: Applied) -> Applied:
+    """The first look (`prepare`) and `apply_and_list`'s command, each run apart in the same grade sandbox, as
+    `look_and_apply`'s one command would have said them: a look that failed is the answer (20: the runner
+    cannot start; 19: tests.patch's paths could not be listed)."""
+    if look.exit_code != 0:
+        return Applied(20 if look.exit_code == 20 else 19, look.output)
+    return Applied(applied.exit_code, look.output + applied.output)
+
+
+def _looked(applied: Applied, name: str, files: list[str]) -> FirstLook:
     """The first look from what `look_and_apply`'s command said."""
     if applied.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=applied.output)
     lines = applied.output.split("\n")
-    if applied.exit_code == 21 and len(lines) >= 3:
-        raise PatchError(name, _unb64(lines[2])[-1000:].strip() or "git apply failed")
-    if applied.exit_code != 0 or len(lines) != 5:
+    if applied.exit_code == 21 and len(lines) >= LOOK_LINES + 1:
+        raise PatchError(name, _unb64(lines[LOOK_LINES])[-1000:].strip() or "git apply failed")
+    if applied.exit_code != 0 or len(lines) != LOOK_LINES + 3:
         raise PatchError("tests", f"git could not list the submission's paths (exit {applied.exit_code})")
-    prepared = _prepared(lines[:2])
-    tokens = _split_z(_unb64(lines[2]))
+    prepared = _prepared(lines[:LOOK_LINES], files)
+    tokens = _split_z(_unb64(lines[LOOK_LINES]))
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
-    tracked = set(_split_z(_unb64(lines[3])))
+    tracked = set(_split_z(_unb64(lines[LOOK_LINES + 1])))
     packages = package_dirs(tracked)
     base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     return FirstLook(prepared.manifest, changed, prepared.tests_paths, packages,
-                     frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins)
+                     frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins,
+                     prepared.sources, prepared.based)
 
 
 def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Applied | None = None) -> FirstLook:
@@ -192,7 +261,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: A
         box.copy_tree_in("/", tar_of(files))
         res = _git(box, look_and_apply(bundle, patch_path))
         taken = Applied(res.exit_code, res.output)
-    return _looked(taken, name)
+    return _looked(taken, name, list(bundle.task.test.files))
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -206,10 +275,11 @@ def _pytest_config_changed(box: Sandbox, base: str):
     return changed
 
 
-def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
-                   look: FirstLook) -> tuple[list[Reset], dict[str, str], dict[str, str]]:
-    """The resets done, tests.patch applied, and the hidden test files' texts read back, after tests.patch and
-    at base (where they existed): one exec (two copies in when something is reset)."""
+def reset_steps(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: FirstLook) -> tuple[list[Reset], str]:
+    """The resets to do, and the shell steps doing them, then applying tests.patch and removing it from the box,
+    for the hidden tests' run to take first (`grading.run_tests`: as root in the repository, with git's
+    pristine environment; exit RESET_FAILED or TESTS_PATCH_FAILED). The lists of paths travel in the steps
+    (a copy in when they are large); a changed pytest config is read here (an exec each)."""
     task = bundle.task
     hidden = look.tests_paths | set(task.test.files)
     resets = plan_resets(look.changed, lambda p: profile.is_test_path(p) or p in hidden, look.packages,
@@ -217,66 +287,115 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     restore = [r.path for r in resets if r.existed]
     delete = [r.path for r in resets if not r.existed]
     steps = []
-    if resets:
-        lists = {"restore": restore, "delete": delete}
-        box.copy_tree_in("/", tar_of({f"{IN_BOX[1:]}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
-                                   for k, v in lists.items()}))
+    lists = {f"{IN_BOX}/{k}.lst": "\0".join(v).encode("utf-8", "surrogateescape")
+             for k, v in {"restore": restore, "delete": delete}.items() if v}
+    if sum(len(data) for data in lists.values()) > INLINE_LISTS:
+        box.copy_tree_in("/", tar_of({path[1:]: data for path, data in lists.items()}))
+    else:
+        steps += [f"{{ printf %s {base64.b64encode(data).decode()} | base64 -d > {path} || exit {RESET_FAILED}; }}"
+                  for path, data in lists.items()]
     if restore:
         steps.append(f"{{ {GIT} checkout {shlex.quote(task.base_commit)} --pathspec-from-file={IN_BOX}/restore.lst "
-                     f"--pathspec-file-nul || exit 22; }}")
+                     f"--pathspec-file-nul || exit {RESET_FAILED}; }}")
     if delete:
-        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit 22; }}")
+        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit {RESET_FAILED}; }}")
     if bundle.tests_patch.strip():
         steps.append(f"{{ {apply_command(f'{IN_BOX}/tests.patch')} 2>{IN_BOX}/apply.err "
-                     f"|| {{ cat {IN_BOX}/apply.err; exit 23; }}; }}")
+                     f"|| {{ cat {IN_BOX}/apply.err; exit {TESTS_PATCH_FAILED}; }}; }}")
     steps.append(FORGET_TESTS)
-    steps += [f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(f)} 2>/dev/null" for f in task.test.files]
-    # each hidden file at base, from the image's object store (nothing the submission wrote: it is content-
-    # addressed, and no candidate code has run in this box): what a forger reads beside the planted files
-    steps += [f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')} 2>/dev/null"
-              for f in task.test.files]
-    res = _git(box, "; ".join(steps) + "; true")
-    if res.exit_code == 22:
-        raise PatchError("tests", "could not reset the submission's test files")
-    if res.exit_code == 23:
-        raise PatchError("tests", res.tail(1000).strip() or "git apply failed")
-    texts = res.output.split(SEP)[1:]
-    n = len(task.test.files)
-    sources = {f: t for f, t in zip(task.test.files, texts[:n]) if f.endswith(".py") and t.strip()}
-    based = {f: t for f, t in zip(task.test.files, texts[n:]) if f.endswith(".py") and t.strip()}
-    return resets, sources, based
+    return resets, "; ".join(steps)
+
+
+def plan_of(bundle: TaskBundle, sources: dict[str, str], based: dict[str, str], name: str,
+            seed: int | None) -> twins.GradingPlan:
+    """The grading plan for a submission graded as `name`, from the hidden files after tests.patch (`sources`)
+    and at base (`based`): reference submissions (validation) get candidate twins once the graded tests are
+    known; a candidate's grading, the recorded ones."""
+    task = bundle.task
+    return twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
+                              base=based, instruction=bundle.instruction)
+
+
+def _planted(plan: twins.GradingPlan) -> dict[str, bytes]:
+    return {f: text.encode("utf-8") for f, text in plan.texts.items()}
+
+
+def _plugins(profile: RepoProfile, image_plugins: list[str]) -> list[str]:
+    return list(dict.fromkeys([*profile.pytest_plugins, *image_plugins]))
+
+
+@dataclass
+class Staging:
+    """A grading made ready for a trial's grade sandbox while its candidate worked (`stage`): the plan (its map
+    stays here), the first run's config, nonce and planted files as one tar (`tar`), and the plugins it names.
+    `unpack`: the step that puts the tar in the box inside the diff's exec (None: it goes by a copy before the
+    first run); `placed`: it is in the box."""
+
+    plan: twins.GradingPlan
+    run: Staged
+    plugins: list[str]
+    tar: bytes
+    unpack: str | None = None
+    placed: bool = False
+
+
+def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied, name: str,
+          seed: int | None) -> Staging | None:
+    """The grading plan made from the first look's hidden files (`prepare`'s, in this box) and its first run
+    staged (`grading.staging`), before anything of the submission is in the box: none of it depends on the
+    submission. Nothing goes into the box here: a trial unpacks the tar in the exec that diffs its candidate's
+    tree (`Staging.unpack`, when the box unpacks at its root: that exec ends before any code of the submission
+    runs, so no process is left whose command line holds the nonce), else `verify` copies it. None when the
+    look failed (the verifier says why)."""
+    lines = look.output.split("\n")
+    if look.exit_code != 0 or len(lines) != LOOK_LINES + 1:
+        return None
+    files = list(bundle.task.test.files)
+    try:
+        prepared = _prepared(lines[:LOOK_LINES], files)
+    except (PatchError, TestRunError):
+        return None
+    plan = plan_of(bundle, prepared.sources, prepared.based, name, seed)
+    plugins = _plugins(profile, prepared.plugins)
+    run, tar = staging(bundle.task, box.test_user, plugins, _planted(plan))
+    return Staging(plan, run, plugins, tar, unpack_command(tar, NO_UNPACK) if look.unpacks else None)
 
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-           seed: int | None = None, taken: Applied | None = None) -> Graded:
+           seed: int | None = None, taken: Applied | None = None, staged: Staging | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
     scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
     `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates).
-    `taken`: the first look's command already ran in `box` (`look_and_apply`), the patch applied."""
+    `taken`: the first look's command already ran in `box` (`look_and_apply`), the patch applied.
+    `staged`: the plan made and the first run staged in `box` already (`stage`, a trial's)."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
-        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken)
+        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken, staged)
     except (PatchError, TestRunError) as exc:
         exc.flags = sorted(set(flags))
         raise
 
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
-            flags: list[str], seed: int | None, taken: Applied | None) -> Graded:
+            flags: list[str], seed: int | None, taken: Applied | None, staged: Staging | None) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name, taken)
-    resets, sources, base = reset_and_read(box, bundle, profile, look)
+    resets, before = reset_steps(box, bundle, profile, look)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
-    # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
-    # grading, the recorded ones
-    plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
-                              base=base, instruction=bundle.instruction)
-    planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
+    plugins = _plugins(profile, look.plugins)
+    first: Staged | None
+    if staged is not None and staged.plugins == plugins:
+        if not staged.placed:
+            box.copy_tree_in("/", staged.tar)
+        plan, planted, first = staged.plan, {}, staged.run
+    else:
+        plan, first = plan_of(bundle, look.sources, look.based, name, seed), None
+        planted = _planted(plan)
     results = []
     for _ in range(runs):
-        plugins = list(dict.fromkeys([*profile.pytest_plugins, *look.plugins]))
-        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, plugins, planted)
-        planted = {}
+        # the first run takes the resets and tests.patch, and moves the planted files into place, in its exec
+        run = run_tests(box, task, task.resources.test_timeout_s, look.manifest, plugins, planted, before, first)
+        planted, before, first = {}, "", None
         reading = plan.read(run.outcomes, run.skips, run.messages, run.exit_status)
         run.outcomes, run.skips, run.messages = reading.outcomes, reading.skips, reading.messages
         run.twins, run.shapes, run.margins = reading.twins, reading.shapes, reading.margins
