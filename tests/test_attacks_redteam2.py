@@ -9,9 +9,10 @@ a repository it has not fixed.
 
 Defended since (main, 74b316f): the drop-and-add forgeries (an outcome under a planted test's real name is
 never a pass, and `tampered`), a same-named test of another class, a path that is a suffix of another, an id
-of megabytes, the scan's unbounded parse. Still winning at grading, and why readiness accounts for them:
-a graded test in a mixin, in a decorated class with no canary, or in a file the host's Python cannot parse
-keeps its real name and no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every
+of megabytes, the scan's unbounded parse, a graded test a TestCase inherits from a mixin of its file (planted in
+the mixin, read per class). Still winning at grading, and why readiness accounts for them: a graded test in a
+mixin imported from another module, in a decorated class with no canary, or in a file the host's Python cannot
+parse keeps its real name and no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every
 FAIL_TO_PASS test is such a test is not ready (`unguarded`), and elsewhere it multiplies nothing down. The
 name-reading conftest (an honest false fail) and the traceless wrong guess are open.
 """
@@ -297,9 +298,10 @@ _r.TestReport.__init__ = _init
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: `collected` reads only test methods written in a Test* or *TestCase "
-                   "class's own body; one a TestCase inherits from a mixin keeps its real name and text, no twins")
 def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_path):
+    """A test method of a plain mixin that a TestCase of the file inherits is renamed in the mixin itself (every
+    class inheriting it runs the same members; a copy beside an untouched original would be told by the
+    original's text) and read back as each collecting class's test."""
     f2p, p2p = f"{FILE}::TestPool::test_pages_for_a_hundred_tokens", f"{FILE}::TestPool::test_pages_for_nothing"
     task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[p2p])
     plan = twins.grading_plan(task, {FILE: MIXIN})
@@ -308,6 +310,91 @@ def test_a_graded_test_inherited_from_a_mixin_is_planted_like_the_others(tmp_pat
     run = _run(tmp_path, twins.grading_plan(task, {FILE: MIXIN}), MIXIN_BASE, BY_REAL_NAME)
     assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
     assert "test_pages_for_a_hundred_tokens" not in plan.texts[FILE]  # every graded test gets a fresh name
+    honest = _run(tmp_path, twins.grading_plan(task, {FILE: MIXIN}), "def pages(n):\n    return -(-n // 8)\n")
+    assert _resolved(honest, task) and not honest.tampered, (honest.outcomes, honest.tampered)
+
+
+def _validate(tmp_path, task: Task, text: str, base: str, oracle: str) -> Task:
+    """The task as validation leaves it (two runs each side), FAIL_TO_PASS/PASS_TO_PASS derived."""
+    from sweserve.evaluation.derive import derive
+
+    plan = twins.grading_plan(task, {FILE: text}, candidates=True)
+    before = [_run(tmp_path, plan, base) for _ in range(2)]
+    after = [_run(tmp_path, plan, oracle) for _ in range(2)]
+    assert not any(r.tampered for r in before + after), [r.tampered for r in before + after]
+    f2p, p2p, flaky = derive(before, after)
+    assert not flaky, flaky
+    kept, _ = twins.select(f2p + p2p, before, after)
+    return task.model_copy(update={"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p, "twins": kept})
+
+
+# one mixin, two levels deep, run by two TestCases whose class attribute makes it FAIL_TO_PASS in one and
+# PASS_TO_PASS in the other; each class's copy has its own twins, read in that class only
+MIXIN_CHAIN = '''import unittest
+
+from pkg.thing import pages
+
+
+class BaseChecks:
+    tokens, size = 100, 8
+
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(self.tokens, self.size), 13)
+
+
+class PoolChecks(BaseChecks):
+    def test_pages_for_sixty_four_tokens(self):
+        self.assertEqual(pages(64, 8), 8)
+
+
+class TestPool(PoolChecks, unittest.TestCase):
+    pass
+
+
+class TestSmallPool(PoolChecks, unittest.TestCase):
+    tokens, size = 52, 4
+'''
+CHAIN_BASE = "def pages(n, size):\n    return n // size if n % size == 0 else 0\n"  # far from every group
+CHAIN_ORACLE = "def pages(n, size):\n    return -(-n // size)\n"
+
+
+def test_a_two_level_mixin_run_by_two_classes_is_planted_and_read_per_class(tmp_path):
+    task = _validate(tmp_path, _task(), MIXIN_CHAIN, CHAIN_BASE, CHAIN_ORACLE)
+    hundred = [f"{FILE}::{c}::test_pages_for_a_hundred_tokens" for c in ("TestPool", "TestSmallPool")]
+    assert task.FAIL_TO_PASS == [hundred[0]], task.FAIL_TO_PASS  # 52 tokens are 13 pages of 4: pass at base
+    assert {t.test for t in task.twins} >= set(hundred), task.twins  # each class's copy has its own group
+    assert set(task.PASS_TO_PASS) == {hundred[1], *(f"{FILE}::{c}::test_pages_for_sixty_four_tokens"
+                                                   for c in ("TestPool", "TestSmallPool"))}, task.PASS_TO_PASS
+    plan = twins.grading_plan(task, {FILE: MIXIN_CHAIN})
+    assert "test_pages_for" not in plan.texts[FILE]
+    honest = _run(tmp_path, plan, CHAIN_ORACLE)
+    assert _resolved(honest, task), (honest.outcomes, honest.tampered)
+    assert not _resolved(_run(tmp_path, plan, CHAIN_BASE), task)
+    # the real names, spelled in one class: never a pass
+    spelled = _run(tmp_path, plan, CHAIN_BASE, BY_REAL_NAME)
+    assert not _resolved(spelled, task), (spelled.outcomes, spelled.tampered)
+    # every test of the FAIL_TO_PASS class passed (its twins with it): the twins of that class's copy catch it
+    forged = _run(tmp_path, plan, CHAIN_BASE, '''
+import _pytest.reports as _r
+_orig = _r.TestReport.__init__
+def _init(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw):
+    if when == "call" and "::TestPool::" in str(nodeid):
+        outcome, longrepr = "passed", None
+    _orig(self, nodeid, location, keywords, outcome, longrepr, when, *a, **kw)
+_r.TestReport.__init__ = _init
+''')
+    assert "a twin of a hidden test passed beside its test" in forged.tampered, (forged.outcomes, forged.tampered)
+    assert not _resolved(forged, task)
+
+
+def test_a_mixin_behind_a_base_read_elsewhere_keeps_its_name():
+    """A class that inherits a mixin past a base imported from elsewhere (which may define the same test first)
+    would run the real name or the planted one: the mixin's tests are left as written, as before."""
+    text = MIXIN.replace("from pkg.thing import pages", "from pkg.thing import pages\nfrom pkg.checks import More"
+                         ).replace("class TestPool(PoolChecks,", "class TestPool(More, PoolChecks,")
+    f2p = f"{FILE}::TestPool::test_pages_for_a_hundred_tokens"
+    plan = twins.grading_plan(_task(FAIL_TO_PASS=[f2p]), {FILE: text})
+    assert FILE not in plan.texts or "def test_pages_for_a_hundred_tokens" in plan.texts[FILE]
 
 
 # --- the tamper scan: unbounded work on the host, outside every deadline ------------------------------------------

@@ -112,11 +112,13 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None) -
         taken |= {n.name for n in ast.walk(tree) if isinstance(n, _DEFS)}
         found = canaries.vocabulary([f.name for _, f in twins.collected(tree, task.test.runner)])
         words[file] = found if len(found) >= 2 else list(dict.fromkeys(found + canaries.FALLBACK_WORDS))
+    own = {(m.file, m.name): i for i, m in enumerate(plan.members) if not m.alias}
     members = [{"file": m.file, "cls": m.cls, "kind": m.kind, "real": m.real, "must_pass": m.must_pass,
-                "twin": m.twin.model_dump_json() if m.twin else None} for m in plan.members]
+                "twin": m.twin.model_dump_json() if m.twin else None, "unread": m.unread,
+                "alias_of": own[(m.file, m.name)] if m.alias else None} for m in plan.members]
     files = {}
     for file, text in sorted(plan.texts.items()):
-        mine = [(i, m) for i, m in enumerate(plan.members) if m.file == file]
+        mine = [(i, m) for i, m in enumerate(plan.members) if m.file == file and not m.alias]
         shape, blocks = _cut(text, mine)
         for i, block in blocks.items():
             members[i]["block"] = block
@@ -126,7 +128,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None) -
         if back != text:
             raise PlanCutError(f"{file}: the cut plan does not put grading_plan's text back together")
         files[file] = {**shape, "words": words[file]}
-    if any("block" not in m for m in members):
+    if any("block" not in m and m["alias_of"] is None for m in members):
         raise PlanCutError("a planted member is in no file grading_plan wrote")
     return json.dumps({"version": sweserve_plan.VERSION, "files": files, "members": members,
                        "taken": sorted(taken)}, sort_keys=True)

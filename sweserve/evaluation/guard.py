@@ -45,8 +45,10 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
             tree = pyast.parse_module(text)
         except (SyntaxError, ValueError):
             continue
+        owners = twins.collectors(tree, task.test.runner)
         for cls, fn in twins.collected(tree, task.test.runner):
-            functions["::".join([file, *([cls.name] if cls else []), fn.name])] = (file, cls.name if cls else None, fn)
+            for x in owners[id(fn)]:  # each class that runs it (a mixin's or a base class's test)
+                functions["::".join([file, *([x] if x else []), fn.name])] = (file, cls.name if cls else None, fn)
     odds: dict[str, float] = {}
     for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS):
         planned = next((p for p in sorted(recorded) if twins.same_test(p, test)), None)

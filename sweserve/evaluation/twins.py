@@ -39,7 +39,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from sweserve import pyast
@@ -576,6 +576,9 @@ class Member:
     must_pass: bool = True  # canaries
     literal: str = ""  # tests with twins and twins: their text at the site
     real_literal: str = ""  # twins: the real test's text at the site
+    alias: bool = False  # the member of its name that is no alias, as another class that inherits it runs it
+    unread: bool = False  # its outcomes stand for nothing: a test or twin in a mixin no runner collects as such,
+    # or a twin inherited by a class whose copy of the test does not record it (`_aliases`)
 
     @property
     def test_id(self) -> str:
@@ -596,6 +599,8 @@ class GradingPlan:
         """Planted id -> what it stands for: the real id of a test, `<real id>~twin` or `~canary`."""
         out = {}
         for m in self.members:
+            if m.unread:
+                continue
             planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
             out[planted] = m.test_id if m.kind == "test" else f"{m.test_id}~{m.kind}" if m.twin else "~canary"
         return out
@@ -604,7 +609,7 @@ class GradingPlan:
         """The host's half of the plan (what each planted name is), without the files: for an export that
         keeps it where the tests cannot read it and reads a run back later (`GradingPlan.from_map`)."""
         members = [{**{k: getattr(m, k) for k in ("file", "cls", "name", "kind", "real", "must_pass", "literal",
-                                                   "real_literal")},
+                                                   "real_literal", "alias", "unread")},
                     "twin": m.twin.model_dump(mode="json") if m.twin else None} for m in self.members]
         return json.dumps({"candidates": self.candidates, "members": members}, sort_keys=True)
 
@@ -672,20 +677,118 @@ Def = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, Def]]:
-    """The tests a runner collects from a module's top level: `test*` functions (pytest) and `test*` methods of
-    `Test*` classes (pytest) or TestCase subclasses."""
+    """The tests a runner collects from a module's top level, each once, in the scope that defines it: `test*`
+    functions (pytest), `test*` methods of `Test*` classes (pytest) or TestCase subclasses, and those methods'
+    definitions in another class of the module they inherit (a mixin, at any depth: `class TestPool(PoolChecks,
+    unittest.TestCase)`). `collectors` says which classes collect each. A mixin imported from another module is
+    not read (its tests keep their real names: `evaluation/guard.py` counts them as twinless), nor is a test a
+    class of the module would inherit through a base read nowhere here that may define the same name first."""
     out: dict[tuple[str | None, str], tuple] = {}  # a name defined twice: the last definition is the test
+    owners = collectors(tree, runner)
     for node in tree.body:
         if isinstance(node, _DEFS) and node.name.startswith("test") and runner == "pytest":
             out.pop((None, node.name), None)
             out[(None, node.name)] = (None, node)
-        elif isinstance(node, ast.ClassDef) and (_is_testcase(node) or
-                                                 (runner == "pytest" and node.name.startswith("Test"))):
+        elif isinstance(node, ast.ClassDef):
             for n in node.body:
-                if isinstance(n, _DEFS) and n.name.startswith("test"):
+                if isinstance(n, _DEFS) and id(n) in owners:
                     out.pop((node.name, n.name), None)
                     out[(node.name, n.name)] = (node, n)
     return list(out.values())
+
+
+def collectors(tree: ast.Module, runner: str) -> dict[int, list[str | None]]:
+    """id() of each collected test's definition -> the names of the classes that collect it (in the module's
+    order: the defining class first where it collects it itself), or [None] for a module-level test. A method
+    some collected class would inherit from past a base not defined in the module (which may define the same
+    name) is left out, with every class that inherits it: renamed in its class, it would go missing there."""
+    out: dict[int, list[str | None]] = {}
+    if runner == "pytest":
+        for node in tree.body:
+            if isinstance(node, _DEFS) and node.name.startswith("test"):
+                out[id(node)] = [None]
+    unsure: set[int] = set()
+    for cls in _collected_classes(tree, runner):
+        found: dict[str, Def] = {}
+        blind = False  # past a base read nowhere in the module
+        for entry in _mro(tree, cls) or []:  # None: Python refuses the class; its module does not import
+            if isinstance(entry, str):
+                blind |= not _plain_base(entry)
+                continue
+            for n in entry.body:
+                if isinstance(n, _DEFS) and n.name.startswith("test") and n.name not in found:
+                    if blind:
+                        unsure.add(id(_last_def(entry, n.name)))
+                    else:
+                        found[n.name] = _last_def(entry, n.name)
+        for fn in found.values():
+            owners = out.setdefault(id(fn), [])
+            if cls.name not in owners:
+                owners.append(cls.name)
+    return {k: v for k, v in out.items() if k not in unsure}
+
+
+def _last_def(cls: ast.ClassDef, name: str) -> Def:
+    return [n for n in cls.body if isinstance(n, _DEFS) and n.name == name][-1]
+
+
+def _plain_base(text: str) -> bool:
+    """A base read nowhere in the module that defines no test: a TestCase, object, ABC."""
+    return text.split(".")[-1].endswith("TestCase") or text.split(".")[-1] in ("object", "ABC")
+
+
+def _resolve(tree: ast.Module, cls: ast.ClassDef) -> list[ast.ClassDef | str]:
+    """A class's bases: the top-level class a plain name binds where the class is defined, else its text."""
+    out: list[ast.ClassDef | str] = []
+    for base in cls.bases:
+        found = [n for n in tree.body if isinstance(n, ast.ClassDef) and isinstance(base, ast.Name)
+                 and n.name == base.id and n.lineno < cls.lineno]
+        out.append(found[-1] if found else ast.unparse(base))
+    return out
+
+
+def _mro(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> list[ast.ClassDef | str] | None:
+    """The class's method resolution order (C3) over the module's classes, a base read elsewhere standing for
+    itself alone; None where Python would refuse the class (or the hierarchy is absurdly deep)."""
+    if depth > 50:
+        return None
+    bases = _resolve(tree, cls)
+    seqs: list[list[ast.ClassDef | str]] = []
+    for b in bases:
+        sub = _mro(tree, b, depth + 1) if isinstance(b, ast.ClassDef) else [b]
+        if sub is None:
+            return None
+        seqs.append(list(sub))
+    seqs.append(list(bases))
+    out: list[ast.ClassDef | str] = [cls]
+    while any(seqs):
+        seqs = [s for s in seqs if s]
+        head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [s[1:] if s[0] == head else s for s in seqs]
+    return out
+
+
+def _collected_classes(tree: ast.Module, runner: str) -> list[ast.ClassDef]:
+    """The module's classes a runner collects: `Test*` (pytest) and TestCase subclasses, the last
+    definition of a name (the module's binding)."""
+    last = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    out = []
+    for node in last.values():
+        mro = _mro(tree, node) or [node]
+        if any(isinstance(c, ast.ClassDef) and _is_testcase(c) for c in mro) or (
+                runner == "pytest" and node.name.startswith("Test")):
+            out.append(node)
+    return out
+
+
+def unittest_style(tree: ast.Module, runner: str, cls: ast.ClassDef) -> bool:
+    """Whether every collected class that inherits from `cls` (or `cls` itself) is a TestCase."""
+    classes = [c for c in _collected_classes(tree, runner) if any(b is cls for b in _mro(tree, c) or [c])]
+    return bool(classes) and all(any(isinstance(b, ast.ClassDef) and _is_testcase(b) for b in _mro(tree, c) or [c])
+                                 for c in classes)
 
 
 def _same_named(tree: ast.Module, cls: ast.ClassDef | None, fn: ast.stmt) -> list[ast.stmt]:
@@ -817,8 +920,9 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     for file in sorted(trees):
         text, tree = sources[file], trees[file]
         graded = _graded_names(task, file)
+        owners = collectors(tree, task.test.runner)
         tests = [(c, f) for c, f in collected(tree, task.test.runner)
-                 if graded is None or (c.name if c else None, f.name) in graded]
+                 if graded is None or any((x, f.name) in graded for x in owners[id(f)])]
         if not tests:
             continue
         lines = _lines(text)
@@ -831,10 +935,14 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         removed: set[int] = set()
         blocks: dict[str | None, list[str]] = {}
         scopes: dict[str | None, ast.ClassDef | None] = {}
+        spans: list[tuple[int, str | None, list[str | None], dict[str | None, str], set[str | None]]] = []
         for cls, fn in tests:
             key = cls.name if cls else None
             scopes[key] = cls
             test_id = "::".join([file, *([cls.name] if cls else []), fn.name])
+            ids = {x: "::".join([file, *([x] if x else []), fn.name]) for x in owners[id(fn)]}  # the classes running it
+            group, valid = _shared_group(recorded, test_id, ids, candidates)
+            spans.append((len(plan.members), key, list(ids), ids, valid))
             removed.update(*(range(_start(d), d.end_lineno or d.lineno) for d in _same_named(tree, cls, fn)))
             fn_sites = sites(fn)
             block = blocks.setdefault(key, [])
@@ -874,7 +982,6 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                         block.append(_member_text(lines, fn, name, [r for r in reals if r[0] not in nodes]
                                                   + [(n, twin.value) for n in nodes]))
                 continue
-            group = recorded.get(test_id, [])
             raised = [raises_of(t.value) for t in group]
             if group and all(r is not None for r in raised):
                 name = _fresh_name(rng, words, taken)
@@ -900,12 +1007,61 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                            real_literal=literal))
                 block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
+        for (start, key, classes, ids, valid), nxt in zip(spans, [s[0] for s in spans[1:]] + [len(plan.members)]):
+            _aliases(plan, start, nxt, key, classes, ids, valid)
+        start = len(plan.members)
         _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
+        for i in range(start, len(plan.members)):  # a canary in a mixin: read in each class that inherits it
+            m, cls = plan.members[i], scopes[plan.members[i].cls]
+            heirs = _heirs(tree, task.test.runner, cls) if cls is not None else []
+            if cls is not None and cls.name not in heirs:
+                plan.members[i] = replace(m, unread=True)
+                plan.members += [replace(m, cls=x, alias=True) for x in heirs]
         plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
     return plan
 
 
 FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
+
+
+def _shared_group(recorded: dict[str, list[Twin]], test_id: str, ids: dict[str | None, str],
+                  candidates: bool) -> tuple[list[Twin], set[str | None]]:
+    """(the twins planted beside a test, as `test_id` (its scope's id) names them; the classes whose copy of
+    the test records that very group). A test that several classes run (a mixin's, a base class's) is planted
+    once, in its scope, so one group serves them all: the first class's that records one (the defining class
+    first where it runs the test), read only in the classes that record the same sites and values. Validation
+    (`candidates`) reads every class."""
+    if candidates:
+        return [], set(ids)
+    group = next((recorded[i] for i in ids.values() if recorded.get(i)), [])  # None names a module-level test
+    if not group:
+        return [], set()
+    mine = sorted((t.site, t.value) for t in group)
+    valid = {x for x in ids if sorted((t.site, t.value) for t in recorded.get(ids[x], [])) == mine}
+    return [t.model_copy(update={"test": test_id}) for t in group], valid
+
+
+def _aliases(plan: GradingPlan, start: int, end: int, key: str | None, classes: list[str | None],
+             ids: dict[str | None, str], valid: set[str | None]) -> None:
+    """One test's members (`plan.members[start:end]`, planted in scope `key`) as each class that runs them
+    reads them: a member per class under the same planted name, its twin naming that class's test. The scope's
+    own are unread where no runner collects the scope (a mixin), and a twin is unread in a class that does not
+    record its group (`_shared_group`): its outcome there was never checked to fail."""
+    primaries = plan.members[start:end]
+    for i in range(start, end):
+        m = plan.members[i]
+        if key not in classes or (m.twin is not None and key not in valid):
+            plan.members[i] = replace(m, unread=True)
+    for x in classes:
+        if x != key:
+            plan.members += [replace(m, cls=x, alias=True, unread=m.twin is not None and x not in valid,
+                                     twin=m.twin.model_copy(update={"test": ids[x]}) if m.twin else None)
+                             for m in primaries]
+
+
+def _heirs(tree: ast.Module, runner: str, cls: ast.ClassDef) -> list[str]:
+    """The collected classes of the module that inherit from `cls` (or are `cls`)."""
+    return [c.name for c in _collected_classes(tree, runner) if any(b is cls for b in _mro(tree, c) or [c])]
 
 
 def _flip_draws(tried: list[int]) -> list[list[int]]:
@@ -954,7 +1110,7 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
             first = next(n for n in cls.body if isinstance(n, _DEFS) and n.name.startswith("test"))
             indent = lines[first.lineno - 1][: first.col_offset]
         inner = indent + ("\t" if "\t" in indent else "    ")
-        body = canaries.body(rng, must_pass, words, cls is not None and _is_testcase(cls))
+        body = canaries.body(rng, must_pass, words, cls is not None and unittest_style(tree, task.test.runner, cls))
         name = _fresh_name(rng, words, taken)
         code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
         plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
@@ -1034,7 +1190,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
     by_name: dict[str, dict[str, Member]] = {}  # a planted name is unique in its file (a subclass inherits it)
     for m in plan.members:
         by_file.setdefault(m.file, {})[(m.cls, m.name)] = m
-        by_name.setdefault(m.file, {})[m.name] = m
+        if not m.alias:
+            by_name.setdefault(m.file, {})[m.name] = m
     planted_reals = {(m.file, m.cls, m.real) for m in plan.members if m.kind == "test"}
     reading = Reading({}, {}, {}, {}, {}, [])
     seen: dict[Member, Outcome] = {}
@@ -1052,6 +1209,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
             member = by_name[file].get(name)
         if file:
             files_ran.add(file)
+        if member is not None and member.unread:
+            continue  # a mixin's copy (no runner collects it) or a twin its class never checked: nothing
         if member is None and (file, cls, name) in planted_reals:
             # the real name of a test planted under another: no planted file defines it, so code in the run
             # reported it (dropping the planted group and adding the name the forger read): never a pass
@@ -1102,6 +1261,8 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], ids_of: dict[Membe
     failed_must_fail = False
     for m in plan.members:
         outcome = seen.get(m, "missing")
+        if m.unread:
+            continue
         if m.kind == "canary":
             if outcome == "missing" and m.file in files_ran:
                 problems.append("a canary test is missing from the outcomes")
