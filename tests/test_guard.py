@@ -148,3 +148,32 @@ def test_tasks_guard_measures_and_records_the_odds_without_a_container(tmp_path)
     assert not two.ready and [r.key for r in two.readiness.reasons] == ["unguarded"]
     bad = cli("--repo-path", str(tmp_path / "nope"))
     assert bad.returncode != 0 and "no such folder" in bad.stderr + bad.stdout and "Traceback" not in bad.stderr
+
+
+MIXIN_TEXT = '''import unittest
+from pool import Pool
+
+
+class PoolChecks:
+    def test_cap(self):
+        assert Pool(4).cap() == 47
+
+
+class TestSmall(PoolChecks, unittest.TestCase):
+    pass
+
+
+class TestLarge(PoolChecks, unittest.TestCase):
+    pass
+'''
+
+
+def test_a_mixin_test_counts_the_group_grading_reads_in_each_class():
+    """A mixin's test is planted once, with the group of the first class that records one; a class whose own
+    recorded group differs reads none of those twins at grading, so its copy of the test is unguarded."""
+    small, large = f"{FILE}::TestSmall::test_cap", f"{FILE}::TestLarge::test_cap"
+    same = [Twin(test=t, site=0, value=v) for t in (small, large) for v in ("44", "45", "48")]
+    assert guard.test_odds(task([small, large], same), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 0.25}
+    other = [Twin(test=small, site=0, value=v) for v in ("44", "45", "48")] + \
+        [Twin(test=large, site=0, value=v) for v in ("43", "46", "49")]
+    assert guard.test_odds(task([small, large], other), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 1.0}

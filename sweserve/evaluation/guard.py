@@ -17,7 +17,9 @@ and fail every twin, that is pick the real one out of its group. Per test, the o
 
 A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
 they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
-profile's `max_forge_odds` (`dataset/readiness.py`). Unknown twin kinds count as no guard.
+profile's `max_forge_odds` (`dataset/readiness.py`). Unknown twin kinds count as no guard. The groups counted
+are those grading reads (`twins.grading_plan`): a recorded twin no plan plants in the test's class (a class
+that inherits a mixin's test whose group was recorded for another class) guards nothing there.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
 
     `sources`: each hidden test file -> its text at base + tests.patch; `base`: each hidden file -> its text
     at base, where it existed; `instruction`: what the candidate reads."""
+    plan = twins.grading_plan(task, sources, seed=0)  # the groups grading reads, class by class
     recorded: dict[str, list[Twin]] = {}
-    for twin in task.twins:
-        recorded.setdefault(twin.test, []).append(twin)
+    for m in plan.members:
+        if m.kind == "twin" and m.twin is not None and not m.unread:
+            recorded.setdefault(m.twin.test, []).append(m.twin)
     functions: dict[str, tuple[str, str | None, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for file, text in sources.items():
         try:
