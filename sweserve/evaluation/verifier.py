@@ -43,6 +43,7 @@ from sweserve.evaluation.grading import (
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
+from sweserve.harness import sweserve_twins as canaries
 from sweserve.harness.sweserve_protocol import numstat_paths
 from sweserve.models import Outcome, TaskBundle
 
@@ -247,6 +248,18 @@ def reset_and_read(box: Sandbox, bundle: TaskBundle, profile: RepoProfile,
     return resets, sources, based
 
 
+def read_selectors(box: Sandbox, bundle: TaskBundle) -> dict[str, str]:
+    """The repository's conftest.py and pytest configuration files on the way to the hidden files, as this run
+    honours them (after `reset_and_read`: base + tests.patch, whatever the submission wrote there reset) ->
+    their texts: what `twins.grading_plan` keeps planted names clear of (`selectors`), as an export's plan is
+    made from the same files in the task's clone (`export_plan.plan_sources`)."""
+    task = bundle.task
+    paths = canaries.selector_paths(task.test.files, task.test.workdir)
+    res = _git(box, "; ".join(f"printf '{SEP_PRINTF}'; cat -- {shlex.quote(p)} 2>/dev/null" for p in paths) + "; true")
+    texts = res.output.split(SEP)[1:]
+    return {p: t for p, t in zip(paths, texts) if t.strip()}
+
+
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
            seed: int | None = None, taken: Applied | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
@@ -266,11 +279,12 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
     task = bundle.task
     look = first_look(box, bundle, patch, name, taken)
     resets, sources, base = reset_and_read(box, bundle, profile, look)
+    selectors = read_selectors(box, bundle)
     flags += [f"reset: {r.describe()}" for r in resets if r.suspicious]
     # reference submissions (validation) get candidate twins once the graded tests are known; a candidate's
     # grading, the recorded ones
     plan = twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
-                              base=base, instruction=bundle.instruction)
+                              base=base, instruction=bundle.instruction, selectors=selectors)
     planted = {f"{WORKDIR[1:]}/{f}": text.encode("utf-8") for f, text in plan.texts.items()}
     results = []
     for _ in range(runs):
