@@ -230,20 +230,22 @@ def _k_expressions(text: str) -> list[str]:
     return [m.group(1).strip("\"'") for m in _K_OPTION.finditer(text)]
 
 
-def selector_checks(texts: dict[str, str], file: str) -> list[str]:
+def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list[str]:
     """The strings a name-based selection of the repository could look for in the names of `file`'s tests
     (sorted, lowercased), from `texts` (path from the repository's root -> text, as `selector_paths` names
     them): the literals of each conftest.py in `file`'s folder or one above it, and the `-k` expressions of
-    every configuration file. See the section's comment."""
+    every configuration file and of `options` (the task's PYTEST_ADDOPTS). The hardened runner clears the
+    configuration's `addopts` (`-o addopts=`), so a `-k` there reaches only plain pytest; it is read all the
+    same (over-reading only narrows the pool). See the section's comment."""
     folder = file.rsplit("/", 1)[0] if "/" in file else ""
     found: set[str] = set()
     skip: frozenset[str]
-    for path, text in sorted(texts.items()):
+    for path, text in [*sorted(texts.items()), ("PYTEST_ADDOPTS", options)]:
         where, _, name = path.rpartition("/")
         where = "" if where in ("", ".") else where
         if name == "conftest.py" and (not where or folder == where or folder.startswith(where + "/")):
             strings, skip = _literals(text), frozenset()
-        elif name in CONFIG_FILES:
+        elif name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
             strings, skip = _k_expressions(text), _K_OPERATORS
         else:
             continue

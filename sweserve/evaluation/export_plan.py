@@ -124,7 +124,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None,
         except (SyntaxError, ValueError):
             continue
         taken |= {n.name for n in ast.walk(tree) if isinstance(n, _DEFS)}
-        checks[file] = canaries.selector_checks(selectors or {}, file)
+        checks[file] = twins.name_checks(task, selectors, file)
         words[file] = twins.name_words(tree, task.test.runner, checks[file])
     members = [{"file": m.file, "cls": m.cls, "kind": m.kind, "real": m.real, "must_pass": m.must_pass,
                 "twin": m.twin.model_dump_json() if m.twin else None} for m in plan.members]

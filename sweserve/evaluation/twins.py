@@ -14,7 +14,9 @@ At grading, `grading_plan` writes each hidden file anew:
 
 - every graded test, each of its twins and a few plain canaries (harness/sweserve_twins.py) get a fresh random name, all
   drawn from one distribution, and go, shuffled, to the end of the scope they came from (the module, or
-  their class): nothing in their names, their positions or their order says which is which;
+  their class): nothing in their names, their positions or their order says which is which; the names keep
+  clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
+  `sweserve_twins.draw_name`), each group member carrying the words of its real name such a selection reads;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
   form a progression holding the real value at a uniformly drawn rank: the group's texts differ in that
   one token only, and each value is as likely to be the real one as any other;
@@ -750,6 +752,12 @@ def _fresh_name(rng: random.Random, words: list[str], taken: set[str], checks: S
     return canaries.draw_name(rng, words, taken, checks, real)
 
 
+def name_checks(task: Task, selectors: dict[str, str] | None, file: str) -> list[str]:
+    """What the repository's own name-based selection may read in the names of `file`'s tests: the selector
+    files' texts (`grading_plan`'s `selectors`) and the task's PYTEST_ADDOPTS (`canaries.selector_checks`)."""
+    return canaries.selector_checks(selectors or {}, file, task.test.env.get("PYTEST_ADDOPTS", ""))
+
+
 def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> list[str]:
     """The words a file's planted names are drawn from: its collected tests' words (two or more, topped up from
     the fallback words), less those the repository's name-based selection reads (`canaries.name_pool`)."""
@@ -834,7 +842,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         if not tests:
             continue
         lines = _lines(text)
-        checks = canaries.selector_checks(selectors or {}, file)
+        checks = name_checks(task, selectors, file)
         words = name_words(tree, task.test.runner, checks)
         taken = set(everywhere)
         file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
