@@ -196,7 +196,7 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyp
 _RUN = re.compile(r"[a-z0-9]+")
 _JOINED = re.compile(r"_?[a-z0-9]+(?:_[a-z0-9]+)+_?|_[a-z0-9]+_?|[a-z0-9]+_")
 _QUOTED = re.compile(r"\"([^\"\\\n]*)\"|'([^'\\\n]*)'")
-_K_OPTION = re.compile(r"(?:^|[\s\"',\[=])(?:-k|--keyword)(?:\s*=\s*|\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',\]]+)")
+_K_OPTION = re.compile(r"(?:^|[\s\"',\[=])(?:-k|--keyword)(?:[\"']\s*,\s*|\s*=\s*|\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',\]]+)")
 _K_OPERATORS = frozenset({"and", "or", "not"})
 MAX_DRAWS = 200  # draws of a name before the fallback (the real name's own words, in order)
 
@@ -225,8 +225,23 @@ def _literals(text: str) -> list[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare]
 
 
-def _k_expressions(text: str) -> list[str]:
-    """The `-k` expressions a pytest configuration text writes (in `addopts`, or anywhere: over-reading is safe)."""
+_SECTION = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*$")
+_PYTEST_SECTIONS = frozenset({"pytest", "tool:pytest", "tool.pytest", "tool.pytest.ini_options"})
+
+
+def _k_expressions(text: str, sectioned: bool = True) -> list[str]:
+    """The `-k` expressions a pytest configuration text writes in its pytest section (`[pytest]`,
+    `[tool:pytest]`, `[tool.pytest.ini_options]`: what pytest reads, and what a submission cannot change
+    without the file being reset to base); the whole text for the task's PYTEST_ADDOPTS (no section)."""
+    if sectioned:
+        section, kept_lines = None, []
+        for line in text.split("\n"):
+            header = _SECTION.match(line)
+            if header:
+                section = header.group(1).strip().strip("\"'")
+            elif section in _PYTEST_SECTIONS:
+                kept_lines.append(line)
+        text = "\n".join(kept_lines)
     return [m.group(1).strip("\"'") for m in _K_OPTION.finditer(text)]
 
 
@@ -246,7 +261,7 @@ def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list
         if name == "conftest.py" and (not where or folder == where or folder.startswith(where + "/")):
             strings, skip = _literals(text), frozenset()
         elif name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
-            strings, skip = _k_expressions(text), _K_OPERATORS
+            strings, skip = _k_expressions(text, path != "PYTEST_ADDOPTS"), _K_OPERATORS
         else:
             continue
         for s in strings:

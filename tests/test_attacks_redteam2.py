@@ -492,10 +492,11 @@ def test_the_selection_read_covers_conftests_on_the_path_and_k_expressions_only(
     texts = {"conftest.py": '"""Docstring: gpu words here do nothing."""\nSKIP = {"gpu", "multi_node"}\n',
              "test/conftest.py": 'import pytest\nMARK = "nightly"\n',
              "other/conftest.py": 'NOT_MINE = "elsewhere"\n',
-             "tox.ini": "[pytest]\naddopts = --strict-markers -k 'not flaky and not Remote'\n"}
-    checks = sweserve_twins.selector_checks(texts, FILE)
-    assert {"gpu", "multi", "node", "multi_node", "nightly", "flaky", "remote"} <= set(checks), checks
-    assert not {"docstring", "elsewhere", "not", "and", "strict"} & set(checks), checks
+             "tox.ini": "[testenv]\ncommands = pytest -k cluster\n[pytest]\naddopts = --strict-markers -k 'not flaky and not Remote'\n",
+             "pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["-ra", "-k", "not network"]\n'}
+    checks = sweserve_twins.selector_checks(texts, FILE, "-k 'not tpu'")
+    assert {"gpu", "multi", "node", "multi_node", "nightly", "flaky", "remote", "network", "tpu"} <= set(checks), checks
+    assert not {"docstring", "elsewhere", "not", "and", "strict", "cluster"} & set(checks), checks
     assert sweserve_twins.name_pool(["fast", "gpus", "nightly", "path", "split"], checks) == ["fast", "path", "split"]
     assert {"conftest.py", "test/conftest.py", "pytest.ini", "test/tox.ini", "sub/pyproject.toml"} <= set(
         sweserve_twins.selector_paths([FILE], "sub"))
