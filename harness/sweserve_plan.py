@@ -10,7 +10,8 @@ drawn per run:
   with the blank lines between two of them (`gap`);
 - per member (a graded test, a twin, a canary), its text exactly as `grading_plan` wrote it, the name at `NAME`,
   and what it stands for (`kind`, `real`, `twin`, `must_pass`);
-- per file, the words its names are drawn from; the names no member may take (`taken`: every function of
+- per file, the words its names are drawn from and the strings the repository's own name-based selection
+  reads (`checks`: sweserve_twins.selector_checks, read by the exporter); the names no member may take (`taken`: every function of
   the hidden files).
 
 A member's text is whatever `grading_plan` made: a twin made by any mutation operator, now or later, plants
@@ -28,6 +29,11 @@ Standard library only: the box imports this file as it is.
 import random
 import re
 
+try:  # in the box this folder is on sys.path (sweserve_verify.py); on the host it is the package sweserve.harness
+    import sweserve_twins
+except ImportError:
+    from sweserve.harness import sweserve_twins
+
 NAME = "\0"  # where a member's name goes in its text: no Python source holds a NUL
 VERSION = 1
 _SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3, "missing": 4}
@@ -37,15 +43,11 @@ class PlanError(Exception):
     """A shipped plan that cannot be planted: a damaged or foreign export."""
 
 
-def fresh_name(rng, words, taken):
-    """`test_` + two or three words of the file's test names + four hex digits (evaluation/twins.py draws its
-    names the same way: the exported and the host's grading use one distribution)."""
-    while True:
-        picked = rng.sample(words, min(len(words), rng.randint(2, 3)))
-        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
-        if name not in taken:
-            taken.add(name)
-            return name
+def fresh_name(rng, words, taken, checks=(), real=None):
+    """`test_` + two or three words of the file's test names + four hex digits, kept clear of what the
+    repository's own name-based selection reads (`checks`, `real`: sweserve_twins.draw_name, which
+    evaluation/twins.py draws with too: the exported and the host's grading use one distribution)."""
+    return sweserve_twins.draw_name(rng, words, taken, checks, real)
 
 
 def plant(plan, rng=None):
@@ -75,7 +77,8 @@ def _plant(plan, rng):
                 m = members[i]
                 if m["file"] != file or m["block"].count(NAME) != 1:
                     raise PlanError(f"the shipped grading plan of {file} is damaged")
-                m["name"] = fresh_name(rng, shape["words"], taken)
+                m["name"] = fresh_name(rng, shape["words"], taken, shape.get("checks", ()),
+                                       m["real"] if m["kind"] != "canary" else None)
                 blocks.append(m["block"].replace(NAME, m["name"]))
             out += [slot["gap"].join(blocks), chunk]
         texts[file] = "".join(out)

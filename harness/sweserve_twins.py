@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 import threading
 import unittest
 
@@ -161,3 +162,163 @@ def vocabulary(names: list[str]) -> list[str]:
     """The words of a file's test names (`test_even_split` gives `even`, `split`), in first-seen order."""
     words = [w for n in names for w in n.lower().split("_")[1:] if w.isidentifier() and w != "test"]
     return list(dict.fromkeys(words)) or list(FALLBACK_WORDS)
+
+
+# --- names the repository's own selection reads -------------------------------------------------------------------
+#
+# A repository may select tests by a word of their name: a conftest.py that skips, marks or equips
+# `item.name`s holding "slow" or "gpu", a `-k "not slow"` in its pytest configuration. The planted names are
+# drawn from the words of the file's own test names, so a planted name would pick up such a word (a canary
+# skipped: `tampered`; a graded test skipped) or lose one the real name carries (a graded test no longer
+# equipped or selected): an honest solution failed by chance. Whatever a selector reads in a name is therefore
+# kept out of the draw and put back only where the real name has it:
+#
+# - `selector_checks`: every string the selection could look for in a name, read (over-read, never under-read)
+#   from the texts of each conftest.py on the way from the repository's root to the hidden file and the `-k`
+#   expressions of the pytest configuration files: the alphanumeric runs (two characters or more,
+#   lowercased) of every string literal a conftest's code holds (docstrings and other bare string statements
+#   do nothing and are left out), and each literal that joins such runs with underscores (`"fast_path"`);
+# - a word a check occurs in is *read* (`reads`); the pool the names are drawn from holds no read word
+#   (`name_pool`), so a canary (and every name's random part) carries none;
+# - each member of a graded test's group (the test and each of its twins) carries the real name's read words
+#   (`kept`), in a drawn order among the drawn ones, and a draw is kept only when the set of checks its name
+#   matches is the real name's (`matched`): the joins, and a check that four hex digits happen to spell, agree
+#   too. A canary's name must match what `test_` matches, no more.
+#
+# This does not single out the real test within its group: every member of a group draws its name from the
+# same distribution (one function of the real name and of texts the forger can read as well), as before; what
+# the kept words say is which group a name belongs to, which the members' bodies already say (they are the
+# real test's text), and canaries were already told apart by their bodies. Only reading by substring is
+# modelled: a selector that reads where in the name a string stands (`endswith`, a regex anchor) is not,
+# beyond the prefix `test_` and a four-hex-digit end, which every planted name has.
+
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "setup.cfg", "tox.ini")
+_RUN = re.compile(r"[a-z0-9]+")
+_JOINED = re.compile(r"_?[a-z0-9]+(?:_[a-z0-9]+)+_?|_[a-z0-9]+_?|[a-z0-9]+_")
+_QUOTED = re.compile(r"\"([^\"\\\n]*)\"|'([^'\\\n]*)'")
+_K_OPTION = re.compile(r"(?:^|[\s\"',\[=])(?:-k|--keyword)(?:[\"']\s*,\s*|\s*=\s*|\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',\]]+)")
+_K_OPERATORS = frozenset({"and", "or", "not"})
+MAX_DRAWS = 200  # draws of a name before the fallback (the real name's own words, in order)
+
+
+def selector_paths(files: list[str], workdir: str = "") -> list[str]:
+    """The files whose text `selector_checks` reads for `files` (hidden test files, from the repository's
+    root): conftest.py and each pytest configuration file in every folder from the root to each file's folder
+    and to the runner's working folder."""
+    folders = {""}
+    for path in [*files, workdir.strip("/") + "/x" if workdir.strip("/") not in ("", ".") else "x"]:
+        parts = [p for p in path.split("/")[:-1] if p not in ("", ".")]
+        folders |= {"/".join(parts[:i]) for i in range(len(parts) + 1)}
+    return sorted(f"{d}/{n}" if d else n for d in folders for n in ("conftest.py", *CONFIG_FILES))
+
+
+def _literals(text: str) -> list[str]:
+    """The string literals of a conftest's code (its docstrings and bare string statements do nothing);
+    every quoted run of a text that does not parse."""
+    try:
+        with _ONE_PARSE_AT_A_TIME:
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [a or b for a, b in _QUOTED.findall(text)]
+    bare = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare]
+
+
+_SECTION = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*$")
+_PYTEST_SECTIONS = frozenset({"pytest", "tool:pytest", "tool.pytest", "tool.pytest.ini_options"})
+
+
+def _k_expressions(text: str, sectioned: bool = True) -> list[str]:
+    """The `-k` expressions a pytest configuration text writes in its pytest section (`[pytest]`,
+    `[tool:pytest]`, `[tool.pytest.ini_options]`: what pytest reads, and what a submission cannot change
+    without the file being reset to base); the whole text for the task's PYTEST_ADDOPTS (no section)."""
+    if sectioned:
+        section, kept_lines = None, []
+        for line in text.split("\n"):
+            header = _SECTION.match(line)
+            if header:
+                section = header.group(1).strip().strip("\"'")
+            elif section in _PYTEST_SECTIONS:
+                kept_lines.append(line)
+        text = "\n".join(kept_lines)
+    return [m.group(1).strip("\"'") for m in _K_OPTION.finditer(text)]
+
+
+def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list[str]:
+    """The strings a name-based selection of the repository could look for in the names of `file`'s tests
+    (sorted, lowercased), from `texts` (path from the repository's root -> text, as `selector_paths` names
+    them): the literals of each conftest.py in `file`'s folder or one above it, and the `-k` expressions of
+    every configuration file and of `options` (the task's PYTEST_ADDOPTS). The hardened runner clears the
+    configuration's `addopts` (`-o addopts=`), so a `-k` there reaches only plain pytest; it is read all the
+    same (over-reading only narrows the pool). See the section's comment."""
+    folder = file.rsplit("/", 1)[0] if "/" in file else ""
+    found: set[str] = set()
+    skip: frozenset[str]
+    for path, text in [*sorted(texts.items()), ("PYTEST_ADDOPTS", options)]:
+        where, _, name = path.rpartition("/")
+        where = "" if where in ("", ".") else where
+        if name == "conftest.py" and (not where or folder == where or folder.startswith(where + "/")):
+            strings, skip = _literals(text), frozenset()
+        elif name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
+            strings, skip = _k_expressions(text, path != "PYTEST_ADDOPTS"), _K_OPERATORS
+        else:
+            continue
+        for s in strings:
+            s = s.lower()
+            found |= {r for r in _RUN.findall(s) if len(r) >= 2 and r not in skip}
+            found |= {j for j in _JOINED.findall(s) if len(j) >= 3}
+    return sorted(found)
+
+
+def reads(word: str, checks) -> bool:
+    """Whether a selector may read `word` in a name: a check occurs in it."""
+    low = word.lower()
+    return any(c in low for c in checks)
+
+
+def matched(name: str, checks) -> frozenset:
+    """The checks that occur in `name` (case-insensitively)."""
+    low = name.lower()
+    return frozenset(c for c in checks if c in low)
+
+
+def name_pool(words: list[str], checks) -> list[str]:
+    """The words planted names are drawn from: `words` (a file's `vocabulary`) without the read ones, topped up
+    from FALLBACK_WORDS (unread ones) while fewer than two are left."""
+    pool = [w for w in words if not reads(w, checks)]
+    if len(pool) < 2:
+        pool = list(dict.fromkeys(pool + [w for w in FALLBACK_WORDS if not reads(w, checks)]))
+    return pool
+
+
+def kept(real: str | None, checks) -> list[str]:
+    """The words of a real test's name that a selector reads: every member of its group carries them."""
+    if not real or not checks:
+        return []
+    return list(dict.fromkeys(w for w in real.split("_")[1:] if w and reads(w, checks)))
+
+
+def draw_name(rng: random.Random, words: list[str], taken: set[str], checks=(), real: str | None = None) -> str:
+    """`test_` + two or three words drawn from `words` + four hex digits, not in `taken` (then added to it): one
+    distribution for a graded test, its twins and the canaries, the host's (evaluation/twins.py) and the
+    export box's (sweserve_plan.py) alike. With `checks` (`selector_checks`): a graded test's group member
+    (`real`: the graded test's name) also carries its `kept` words and matches the checks its real name
+    matches; a canary (`real` None) matches those `test_` matches. A draw that does not is drawn again; after
+    MAX_DRAWS, the real name's own text (what follows `test`) stands for the drawn words."""
+    must = kept(real, checks)
+    want = matched(real or "test_", checks) if checks else frozenset()
+    attempt = 0
+    while True:
+        attempt += 1
+        if not checks or attempt <= MAX_DRAWS:
+            picked = rng.sample(words, min(len(words), max(0, rng.randint(2, 3) - len(must))))
+            if must:
+                picked = must + picked
+                rng.shuffle(picked)
+        else:
+            picked = [p for p in [(real or "")[4:].strip("_")] if p]
+        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
+        if name not in taken and (not checks or attempt > 3 * MAX_DRAWS or matched(name, checks) == want):
+            taken.add(name)
+            return name

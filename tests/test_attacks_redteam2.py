@@ -10,14 +10,21 @@ a repository it has not fixed.
 Defended since (main, 74b316f): the drop-and-add forgeries (an outcome under a planted test's real name is
 never a pass, and `tampered`), a same-named test of another class, a path that is a suffix of another, an id
 of megabytes, the scan's unbounded parse, a graded test a TestCase inherits from a mixin of its file (planted in
-the mixin, read per class). Still winning at grading, and why readiness accounts for them: a graded test in a
-mixin imported from another module, in a decorated class with no canary, or in a file the host's Python cannot
-parse keeps its real name and no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every
-FAIL_TO_PASS test is such a test is not ready (`unguarded`), and elsewhere it multiplies nothing down. The
-name-reading conftest (an honest false fail) and the traceless wrong guess are open.
+the mixin, read per class). Since h-conftest: the name-reading conftest (an honest false fail):
+planted names keep clear of what the repository's conftests and `-k` expressions read
+(`sweserve_twins.selector_checks`, `draw_name`), with variants (`in` on the whole name, a `-k` in pytest.ini
+or PYTEST_ADDOPTS, a real name that holds the word read, the exported plan); still open there, a selector that
+reads where in a name a string stands (`endswith`, a regex anchor) rather than whether it is there.
+
+Still winning at grading, and why readiness accounts for them: a graded test in a mixin imported from another
+module, in a decorated class with no canary, or in a file the host's Python cannot parse keeps its real name and
+no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every FAIL_TO_PASS test is such a test is
+not ready (`unguarded`), and elsewhere it multiplies nothing down. The traceless wrong guess is open.
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
@@ -447,18 +454,139 @@ def test_slow_path_pages():
 NAMED_ORACLE = "def pages(n):\n    return -(-n // 8)\n"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS (an honest solution): planted names are drawn from the file's words, "
-                   "so a base conftest that skips by a word ('slow') skips canaries or the graded test: `tampered`/`failed`")
 def test_an_honest_solution_is_resolved_under_a_conftest_that_reads_names(tmp_path):
     graded = f"{FILE}::test_fast_path_pages"
     task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
     verdicts = []
     for seed in range(8):
-        plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed)
+        plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed, selectors={"test/conftest.py": NAMED_CONFTEST})
         plan.texts["test/conftest.py"] = NAMED_CONFTEST  # at base: not a hidden file, never planted
         run = _run(tmp_path, plan, NAMED_ORACLE)
         verdicts.append("tampered" if run.tampered else "resolved" if _resolved(run, task) else "failed")
     assert verdicts == ["resolved"] * 8, verdicts
+
+
+def _verdicts(tmp_path, task: Task, source: str, selectors: dict[str, str], code: str, seeds=range(8)) -> list[str]:
+    """The honest solution's verdict per seed, with the repository's selector files in place (never planted)."""
+    out = []
+    for seed in seeds:
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed, selectors=selectors)
+        plan.texts.update(selectors)
+        run = _run(tmp_path, plan, code)
+        out.append("tampered" if run.tampered else "resolved" if _resolved(run, task) else "failed")
+    return out
+
+
+# `in` on the whole name: a substring, so a word that holds it ('slowest') is read too
+NAMED_IN_CONFTEST = NAMED_CONFTEST.replace('"slow" in item.name.split("_")', '"slow" in item.name')
+NAMED_SLOWEST = NAMED.replace("test_slow_path_pages", "test_slowest_path_pages")
+
+
+def test_an_honest_solution_is_resolved_under_a_conftest_that_reads_a_substring_of_names(tmp_path):
+    graded = f"{FILE}::test_fast_path_pages"
+    task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    assert _verdicts(tmp_path, task, NAMED_SLOWEST, {"test/conftest.py": NAMED_IN_CONFTEST},
+                     NAMED_ORACLE) == ["resolved"] * 8
+
+
+def test_an_honest_solution_is_resolved_under_a_k_expression_in_pytest_ini(tmp_path):
+    """The hardened runner clears `addopts` (`-o addopts=`), so this `-k` reaches plain pytest only; the planted
+    names stay clear of it all the same, and of the same `-k` in the task's PYTEST_ADDOPTS, which does reach it."""
+    graded = f"{FILE}::test_fast_path_pages"
+    task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    ini = {"pytest.ini": '[pytest]\naddopts = -ra -k "not slow"\n'}
+    assert _verdicts(tmp_path, task, NAMED, ini, NAMED_ORACLE) == ["resolved"] * 8
+    by_env = _task(FAIL_TO_PASS=[graded], twins=task.twins)
+    by_env.test.env["PYTEST_ADDOPTS"] = "-k 'not slow'"
+    for plan in [twins.grading_plan(t, {FILE: NAMED}, seed=seed, selectors=sel)
+                 for seed in range(20) for t, sel in ((task, ini), (by_env, {}))]:
+        assert not any("slow" in m.name for m in plan.members), [m.name for m in plan.members]
+
+
+# a conftest that equips the tests whose name holds 'slow' (a budget they need): here the graded tests include
+# one whose real name holds the word, so each member of its group must keep it, and a canary may carry it or not
+NEEDS_CONFTEST = '''import pytest
+
+
+@pytest.fixture(autouse=True)
+def slow_budget(request, monkeypatch):
+    if "slow" in request.node.name.split("_"):
+        monkeypatch.setenv("PAGES_BUDGET", "big")
+'''
+NEEDS_ORACLE = '''import os
+
+
+def pages(n):
+    if n > 1000 and os.environ.get("PAGES_BUDGET") != "big":
+        raise RuntimeError("no budget for a slow path")
+    return -(-n // 8)
+'''
+
+
+def test_an_honest_solution_is_resolved_where_the_real_name_holds_the_word_a_conftest_reads(tmp_path):
+    fast, slow = f"{FILE}::test_fast_path_pages", f"{FILE}::test_slow_path_pages"
+    task = _task(FAIL_TO_PASS=[fast, slow], twins=[*(Twin(test=fast, site=0, value=v) for v in ("11", "12", "14")),
+                                                    *(Twin(test=slow, site=0, value=v) for v in ("1249", "1251", "1252"))])
+    selectors = {"test/conftest.py": NEEDS_CONFTEST}
+    assert _verdicts(tmp_path, task, NAMED, selectors, NEEDS_ORACLE) == ["resolved"] * 8
+    for seed in range(40):  # the word goes with the slow group only, in every member, and never with a canary
+        plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed, selectors=selectors)
+        for m in plan.members:
+            assert ("slow" in m.name.split("_")) is (m.real == "test_slow_path_pages"), (m.kind, m.real, m.name)
+
+
+def test_the_members_of_a_group_draw_their_names_from_one_distribution_under_a_selector():
+    """Over many plans, the real test's name and each twin's hold the kept word, the same number of drawn words,
+    and the same other words as often: the names still say nothing of which member is real."""
+    from collections import Counter
+
+    fast, slow = f"{FILE}::test_fast_path_pages", f"{FILE}::test_slow_path_pages"
+    task = _task(FAIL_TO_PASS=[fast, slow], twins=[Twin(test=slow, site=0, value=v) for v in ("1249", "1251", "1252")])
+    shapes: dict[str, Counter] = {"test": Counter(), "twin": Counter()}
+    for seed in range(300):
+        plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed, selectors={"test/conftest.py": NEEDS_CONFTEST})
+        for m in plan.members:
+            if m.real == "test_slow_path_pages":
+                words = m.name.split("_")[1:-1]
+                shapes[m.kind].update([len(words), *sorted(words)])
+    per_member = {k: {w: n / (300 if k == "test" else 900) for w, n in c.items()} for k, c in shapes.items()}
+    assert per_member["test"]["slow"] == per_member["twin"]["slow"] == 1
+    for key in set(per_member["test"]) | set(per_member["twin"]):
+        assert abs(per_member["test"].get(key, 0) - per_member["twin"].get(key, 0)) < 0.12, (key, per_member)
+
+
+def test_an_exported_plan_keeps_names_clear_of_the_selection_as_sweserve_run_does():
+    import json
+
+    from sweserve.evaluation import export_plan
+    from sweserve.harness import sweserve_plan
+    from sweserve.models import TaskBundle
+
+    fast, slow = f"{FILE}::test_fast_path_pages", f"{FILE}::test_slow_path_pages"
+    task = _task(FAIL_TO_PASS=[fast, slow], twins=[Twin(test=slow, site=0, value=v) for v in ("1249", "1251", "1252")])
+    bundle = TaskBundle(task=task, instruction="Count pages.", oracle_patch="", tests_patch="")
+    shipped = json.loads(export_plan.ship(bundle, {FILE: NAMED}, seed=3, selectors={"test/conftest.py": NEEDS_CONFTEST}))
+    assert "slow" not in shipped["files"][FILE]["words"] and "slow" in shipped["files"][FILE]["checks"]
+    for seed in range(40):
+        _, members = sweserve_plan.plant(shipped, random.Random(seed))
+        for m in members:
+            assert ("slow" in m["name"].split("_")) is (m["real"] == "test_slow_path_pages"), m
+
+
+def test_the_selection_read_covers_conftests_on_the_path_and_k_expressions_only():
+    from sweserve.harness import sweserve_twins
+
+    texts = {"conftest.py": '"""Docstring: gpu words here do nothing."""\nSKIP = {"gpu", "multi_node"}\n',
+             "test/conftest.py": 'import pytest\nMARK = "nightly"\n',
+             "other/conftest.py": 'NOT_MINE = "elsewhere"\n',
+             "tox.ini": "[testenv]\ncommands = pytest -k cluster\n[pytest]\naddopts = --strict-markers -k 'not flaky and not Remote'\n",
+             "pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["-ra", "-k", "not network"]\n'}
+    checks = sweserve_twins.selector_checks(texts, FILE, "-k 'not tpu'")
+    assert {"gpu", "multi", "node", "multi_node", "nightly", "flaky", "remote", "network", "tpu"} <= set(checks), checks
+    assert not {"docstring", "elsewhere", "not", "and", "strict", "cluster"} & set(checks), checks
+    assert sweserve_twins.name_pool(["fast", "gpus", "nightly", "path", "split"], checks) == ["fast", "path", "split"]
+    assert {"conftest.py", "test/conftest.py", "pytest.ini", "test/tox.ini", "sub/pyproject.toml"} <= set(
+        sweserve_twins.selector_paths([FILE], "sub"))
 
 
 # The same without knowing a single real name: every planted name is `test_` + words of the file's real test names

@@ -88,7 +88,7 @@ def _plan(bundle, clone: Path | None, console: Console) -> str | None:
     """The grading plan the task's verifier plants (the hidden tests, their mutation twins and canaries, as
     `sweserve run` plants them), made from its hidden files read in the clone. A task with twins needs it; one
     without, and no clone, is graded with plain canaries, and the user is told."""
-    from sweserve.evaluation.export_plan import hidden_sources, ship
+    from sweserve.evaluation.export_plan import plan_sources, ship
 
     task = bundle.task
     if clone is None:
@@ -99,7 +99,8 @@ def _plan(bundle, clone: Path | None, console: Console) -> str | None:
                       "plain canaries, without fresh names for its hidden tests", soft_wrap=True, markup=False,
                       highlight=False)
         return None
-    return ship(bundle, hidden_sources(clone, bundle))
+    sources, selectors = plan_sources(clone, bundle)
+    return ship(bundle, sources, selectors=selectors)
 
 
 def _build_command(args) -> str:

@@ -10,7 +10,9 @@ draws every name and each scope's order afresh at run time. `ship` checks that t
 with the names and order `grading_plan` drew, is its output byte for byte.
 
 The plan is made from the hidden files as the box has them before planting: base + tests.patch, read from
-the task's clone (`hidden_sources`).
+the task's clone (`hidden_sources`), beside the repository's conftest.py and pytest configuration files as the
+box runs them (`plan_sources`): what they read in a name is shipped per file (`checks`), and the box's draw
+keeps planted names clear of it as `sweserve run` does (sweserve_twins.draw_name).
 """
 
 from __future__ import annotations
@@ -38,10 +40,19 @@ class PlanCutError(SweserveError):
 def hidden_sources(clone: Path, bundle: TaskBundle) -> dict[str, str]:
     """Each hidden test file (as `task.test.files` names it) -> its text at base + tests.patch: what the box
     reads before planting, as `sweserve run`'s grade sandbox reads it (Python files with text only)."""
+    return plan_sources(clone, bundle)[0]
+
+
+def plan_sources(clone: Path, bundle: TaskBundle) -> tuple[dict[str, str], dict[str, str]]:
+    """(`hidden_sources`, the selector files: each conftest.py and pytest configuration file on the way to the
+    hidden files that exists at base + tests.patch -> its text, as `sweserve run` reads them in the box:
+    `twins.grading_plan`'s `selectors`)."""
     task = bundle.task
     with repository_states(clone, task, bundle.oracle_patch, bundle.tests_patch) as (before, _):
         texts = {f: before.git.blob(before.files[f]) for f in task.test.files if f in before.files}
-    return {f: t for f, t in texts.items() if f.endswith(".py") and t.strip()}
+        selectors = {p: before.git.blob(before.files[p])
+                     for p in canaries.selector_paths(task.test.files, task.test.workdir) if p in before.files}
+    return {f: t for f, t in texts.items() if f.endswith(".py") and t.strip()}, selectors
 
 
 def _lines(text: str) -> list[str]:
@@ -97,21 +108,24 @@ def _cut(text: str, members: list[tuple[int, twins.Member]]) -> tuple[dict, dict
     return shape, blocks
 
 
-def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None) -> str:
+def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None,
+         selectors: dict[str, str] | None = None) -> str:
     """The plan file an export ships (JSON, for sweserve_plan.plant): made by `twins.grading_plan` from the
-    hidden files' texts (`sources`, see `hidden_sources`) and the task's recorded twins."""
+    hidden files' texts (`sources`, see `hidden_sources`), the repository's selector files (`selectors`, see
+    `plan_sources`) and the task's recorded twins."""
     task = bundle.task
-    plan = twins.grading_plan(task, sources, seed, instruction=bundle.instruction)
+    plan = twins.grading_plan(task, sources, seed, instruction=bundle.instruction, selectors=selectors)
     taken: set[str] = set()
     words: dict[str, list[str]] = {}
+    checks: dict[str, list[str]] = {}
     for file, text in sources.items():
         try:
             tree = pyast.parse_module(text)
         except (SyntaxError, ValueError):
             continue
         taken |= {n.name for n in ast.walk(tree) if isinstance(n, _DEFS)}
-        found = canaries.vocabulary([f.name for _, f in twins.collected(tree, task.test.runner)])
-        words[file] = found if len(found) >= 2 else list(dict.fromkeys(found + canaries.FALLBACK_WORDS))
+        checks[file] = twins.name_checks(task, selectors, file)
+        words[file] = twins.name_words(tree, task.test.runner, checks[file])
     own = {(m.file, m.name): i for i, m in enumerate(plan.members) if not m.alias}
     members = [{"file": m.file, "cls": m.cls, "kind": m.kind, "real": m.real, "must_pass": m.must_pass,
                 "twin": m.twin.model_dump_json() if m.twin else None, "unread": m.unread,
@@ -127,7 +141,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None) -
             + chunk for slot, chunk in zip(shape["slots"], shape["chunks"][1:]))
         if back != text:
             raise PlanCutError(f"{file}: the cut plan does not put grading_plan's text back together")
-        files[file] = {**shape, "words": words[file]}
+        files[file] = {**shape, "words": words[file], "checks": checks[file]}
     if any("block" not in m and m["alias_of"] is None for m in members):
         raise PlanCutError("a planted member is in no file grading_plan wrote")
     return json.dumps({"version": sweserve_plan.VERSION, "files": files, "members": members,

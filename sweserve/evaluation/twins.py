@@ -14,7 +14,9 @@ At grading, `grading_plan` writes each hidden file anew:
 
 - every graded test, each of its twins and a few plain canaries (harness/sweserve_twins.py) get a fresh random name, all
   drawn from one distribution, and go, shuffled, to the end of the scope they came from (the module, or
-  their class): nothing in their names, their positions or their order says which is which;
+  their class): nothing in their names, their positions or their order says which is which; the names keep
+  clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
+  `sweserve_twins.draw_name`), each group member carrying the words of its real name such a selection reads;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
   form a progression holding the real value at a uniformly drawn rank: the group's texts differ in that
   one token only, and each value is as likely to be the real one as any other;
@@ -39,6 +41,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -543,7 +546,7 @@ RAISES_REAL = "raises"  # the real test's `Member.literal` in a raises group (it
 
 def _add_raises_members(plan: GradingPlan, block: list[str], lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef,
                         file: str, key: str | None, test_id: str, name: str, index: int, group: list[Twin], site: int,
-                        words: list[str], taken: set[str], rng: random.Random) -> None:
+                        words: list[str], taken: set[str], rng: random.Random, name_checks: Sequence[str] = ()) -> None:
     """The real test (already a member, named `name`) and its raises twins, every member written by
     `_member_text` with its class at the check: `group` the recorded twins, or none for validation's candidates
     (then one per other class of the pool)."""
@@ -556,7 +559,7 @@ def _add_raises_members(plan: GradingPlan, block: list[str], lines: list[str], f
     for twin in group or [Twin(test=test_id, site=site, value=raises_value(index, c)) for c in RAISES_POOL
                           if c != real]:
         cls = (raises_of(twin.value) or (0, real))[1]
-        twin_name = _fresh_name(rng, words, taken)
+        twin_name = _fresh_name(rng, words, taken, name_checks, fn.name)
         plan.members.append(Member(file, key, twin_name, "twin", fn.name, twin, literal=cls, real_literal=real))
         block.append(_member_text(lines, fn, twin_name, [(node, cls)]))
 
@@ -844,14 +847,27 @@ def _real_literal(node: ast.expr) -> str:
     return render(real, isinstance(number, float), _unit(number))
 
 
-def _fresh_name(rng: random.Random, words: list[str], taken: set[str]) -> str:
-    """`test_` + two or three words of the file's test names + four hex digits: one distribution for all."""
-    while True:
-        picked = rng.sample(words, min(len(words), rng.randint(2, 3)))
-        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
-        if name not in taken:
-            taken.add(name)
-            return name
+def _fresh_name(rng: random.Random, words: list[str], taken: set[str], checks: Sequence[str] = (),
+                real: str | None = None) -> str:
+    """`test_` + two or three words of the file's test names + four hex digits: one distribution for all, kept
+    clear of the repository's own name-based selection (`checks`; `real`: the graded test a group member
+    stands for, None for a canary): `sweserve_twins.draw_name`, which the exports' box draws with too."""
+    return canaries.draw_name(rng, words, taken, checks, real)
+
+
+def name_checks(task: Task, selectors: dict[str, str] | None, file: str) -> list[str]:
+    """What the repository's own name-based selection may read in the names of `file`'s tests: the selector
+    files' texts (`grading_plan`'s `selectors`) and the task's PYTEST_ADDOPTS (`canaries.selector_checks`)."""
+    return canaries.selector_checks(selectors or {}, file, task.test.env.get("PYTEST_ADDOPTS", ""))
+
+
+def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> list[str]:
+    """The words a file's planted names are drawn from: its collected tests' words (two or more, topped up from
+    the fallback words), less those the repository's name-based selection reads (`canaries.name_pool`)."""
+    words = canaries.vocabulary([f.name for _, f in collected(tree, runner)])
+    if len(words) < 2:
+        words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
+    return canaries.name_pool(words, checks)
 
 
 def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
@@ -895,7 +911,8 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
 
 
 def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False,
-                 base: dict[str, str] | None = None, instruction: str = "") -> GradingPlan:
+                 base: dict[str, str] | None = None, instruction: str = "",
+                 selectors: dict[str, str] | None = None) -> GradingPlan:
     """The hidden test files as they go into the grade sandbox, and the map back, for one run.
 
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
@@ -903,7 +920,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     `candidates`: validation's plan: every graded test (every collected test while the task has no
     FAIL_TO_PASS) gets K candidate twins and their `margins` at each of up to CANDIDATE_SITES sites instead
     of its recorded ones. `base` (each hidden file -> its text at base, where it existed) and `instruction`: what a
-    forger reads beside the files; a candidate site or value equal to a number there is never used (`visible`)."""
+    forger reads beside the files; a candidate site or value equal to a number there is never used (`visible`).
+    `selectors`: the texts of the repository's own conftest.py and pytest configuration files the run honours
+    (base + tests.patch; path from the repository's root -> text, the paths `canaries.selector_paths` names):
+    no planted name picks up or loses a word their name-based selection reads (`canaries.draw_name`)."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     recorded: dict[str, list[Twin]] = {}
@@ -926,9 +946,8 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         if not tests:
             continue
         lines = _lines(text)
-        words = canaries.vocabulary([f.name for _, f in collected(tree, task.test.runner)])
-        if len(words) < 2:
-            words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
+        checks = name_checks(task, selectors, file)
+        words = name_words(tree, task.test.runner, checks)
         taken = set(everywhere)
         file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
         pool_seen: set[str] | None = None  # the raises pool's classes read beside the file's groups, once
@@ -957,7 +976,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others],
                                    [Twin(test=test_id, site=i, value=v) for v in margins(number, [real, *others])]))
                 reals = [(node, real) for nodes, real, _, _ in drafts for node in nodes]
-                name = _fresh_name(rng, words, taken)
+                name = _fresh_name(rng, words, taken, checks, fn.name)
                 plan.members.append(Member(file, key, name, "test", fn.name))
                 if not drafts:  # no numeric site: flips (weak twins), a grid where two can be tried
                     fn_flips = flips(fn)
@@ -968,15 +987,15 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                         index = _raises_try(fn, pool_seen, rng)
                         if index is not None:
                             _add_raises_members(plan, block, lines, fn, file, key, test_id, name, index, [],
-                                                len(fn_sites) + len(fn_flips) + index, words, taken, rng)
+                                                len(fn_sites) + len(fn_flips) + index, words, taken, rng, checks)
                             continue
                     _add_flip_members(plan, block, lines, fn, file, key, test_id, name, fn_flips, tried,
-                                      _flip_draws(tried), len(fn_sites), words, taken, rng)
+                                      _flip_draws(tried), len(fn_sites), words, taken, rng, checks)
                     continue
                 block.append(_member_text(lines, fn, name, reals))
                 for nodes, real, group, beside in drafts:
                     for twin, kind in [(t, "twin") for t in group] + [(t, "margin") for t in beside]:
-                        name = _fresh_name(rng, words, taken)
+                        name = _fresh_name(rng, words, taken, checks, fn.name)
                         plan.members.append(Member(file, key, name, kind, fn.name, twin, literal=twin.value,
                                                    real_literal=real))
                         block.append(_member_text(lines, fn, name, [r for r in reals if r[0] not in nodes]
@@ -984,33 +1003,33 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 continue
             raised = [raises_of(t.value) for t in group]
             if group and all(r is not None for r in raised):
-                name = _fresh_name(rng, words, taken)
+                name = _fresh_name(rng, words, taken, checks, fn.name)
                 plan.members.append(Member(file, key, name, "test", fn.name, literal=RAISES_REAL))
                 _add_raises_members(plan, block, lines, fn, file, key, test_id, name, raised[0][0],  # type: ignore[index]
-                                    group, group[0].site, words, taken, rng)
+                                    group, group[0].site, words, taken, rng, checks)
                 continue
             flipped = [flip_indices(t.value) for t in group]
             if group and all(f is not None for f in flipped):
-                name = _fresh_name(rng, words, taken)
+                name = _fresh_name(rng, words, taken, checks, fn.name)
                 plan.members.append(Member(file, key, name, "test", fn.name, literal=FLIP_REAL))
                 tried = sorted({i for f in flipped for i in f or []})
                 _add_flip_members(plan, block, lines, fn, file, key, test_id, name, flips(fn), tried,
-                                  group, len(fn_sites), words, taken, rng)
+                                  group, len(fn_sites), words, taken, rng, checks)
                 continue
             site = fn_sites[group[0].site] if group and group[0].site < len(fn_sites) else []
             literal = _real_literal(site[0]) if site else ""
-            name = _fresh_name(rng, words, taken)
+            name = _fresh_name(rng, words, taken, checks, fn.name)
             plan.members.append(Member(file, key, name, "test", fn.name, literal=literal))
             block.append(_member_text(lines, fn, name, [(n, literal) for n in site]))
             for twin in group if site else []:
-                name = _fresh_name(rng, words, taken)
+                name = _fresh_name(rng, words, taken, checks, fn.name)
                 plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                            real_literal=literal))
                 block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
         for (start, key, classes, ids, valid), nxt in zip(spans, [s[0] for s in spans[1:]] + [len(plan.members)]):
             _aliases(plan, start, nxt, key, classes, ids, valid)
         start = len(plan.members)
-        _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken)
+        _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken, checks)
         for i in range(start, len(plan.members)):  # a canary in a mixin: read in each class that inherits it
             m, cls = plan.members[i], scopes[plan.members[i].cls]
             heirs = _heirs(tree, task.test.runner, cls) if cls is not None else []
@@ -1074,7 +1093,7 @@ def _flip_draws(tried: list[int]) -> list[list[int]]:
 def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef,
                       file: str, key: str | None, test_id: str, name: str, fn_flips: list[Flip], tried: list[int],
                       draws: list[list[int]] | list[Twin], n_sites: int, words: list[str], taken: set[str],
-                      rng: random.Random) -> None:
+                      rng: random.Random, checks: Sequence[str] = ()) -> None:
     """The real test (already a member, named `name`) and its flip twins: every tried flip written by one
     function in each member, the real reading or the other. `draws`: validation's subsets of `tried`, or the
     recorded twins."""
@@ -1084,7 +1103,7 @@ def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn:
     for draw in draws:
         twin = draw if isinstance(draw, Twin) else Twin(test=test_id, site=n_sites + min(tried), value=flip_value(draw))
         other = set(flip_indices(twin.value) or [])
-        twin_name = _fresh_name(rng, words, taken)
+        twin_name = _fresh_name(rng, words, taken, checks, fn.name)
         plan.members.append(Member(file, key, twin_name, "twin", fn.name, twin, literal=twin.value,
                                    real_literal=FLIP_REAL))
         block.append(_member_text(lines, fn, twin_name, [(fn_flips[i].node, fn_flips[i].readings[i in other])
@@ -1093,7 +1112,7 @@ def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn:
 
 def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast.Module, lines: list[str],
                   scopes: dict[str | None, ast.ClassDef | None], blocks: dict[str | None, list[str]],
-                  rng: random.Random, words: list[str], taken: set[str]) -> None:
+                  rng: random.Random, words: list[str], taken: set[str], checks: Sequence[str] = ()) -> None:
     """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins."""
     homes = [key for key, cls in scopes.items()
              if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text))
@@ -1111,7 +1130,7 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
             indent = lines[first.lineno - 1][: first.col_offset]
         inner = indent + ("\t" if "\t" in indent else "    ")
         body = canaries.body(rng, must_pass, words, cls is not None and unittest_style(tree, task.test.runner, cls))
-        name = _fresh_name(rng, words, taken)
+        name = _fresh_name(rng, words, taken, checks)
         code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
         plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
         blocks.setdefault(key, []).append(code)

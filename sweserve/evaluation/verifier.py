@@ -50,6 +50,7 @@ from sweserve.evaluation.grading import (
 from sweserve.evaluation.resets import Reset, package_dirs, plan_resets, pytest_section, repo_names
 from sweserve.evaluation.submission import GIT, PRISTINE_GIT_ENV
 from sweserve.evaluation.tamper_scan import scan
+from sweserve.harness import sweserve_twins as canaries
 from sweserve.harness.sweserve_protocol import numstat_paths
 from sweserve.models import Outcome, TaskBundle
 
@@ -99,6 +100,7 @@ class FirstLook:
     plugins: list[str] = field(default_factory=list)  # the image's pytest plugins (modules), trusted: loaded by -p
     sources: dict[str, str] = field(default_factory=dict)  # each hidden .py file after tests.patch (`Prepared`)
     based: dict[str, str] = field(default_factory=dict)  # each hidden .py file at base, where it existed
+    selectors: dict[str, str] = field(default_factory=dict)  # conftests and pytest configs (`Prepared`)
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Prepared:
     tests_paths: set[str]
     sources: dict[str, str] = field(default_factory=dict)  # each hidden .py file after tests.patch
     based: dict[str, str] = field(default_factory=dict)  # each hidden .py file at base, where it existed
+    selectors: dict[str, str] = field(default_factory=dict)  # `_read_after`'s selector files after tests.patch
 
 
 def _unb64(line: str) -> str:
@@ -130,7 +133,8 @@ def _look_command(bundle: TaskBundle) -> str:
 
 
 def _hidden_command(bundle: TaskBundle) -> str:
-    """Two lines: each hidden test file after tests.patch, then each at base (base64 of the texts, each behind
+    """Two lines: each hidden test file after tests.patch, with the selector files (`_read_after`), then each
+    hidden file at base (base64 of the texts, each behind
     SEP; nothing for a file that is not there), read from the image's repository, never the working tree: the
     grading plan's input, which no submission can touch (the resets put every hidden path back to base before
     tests.patch is applied). tests.patch goes to a scratch index whose objects go to a scratch store, both
@@ -141,7 +145,7 @@ def _hidden_command(bundle: TaskBundle) -> str:
     index, objects = HIDDEN_SCRATCH
     apply = (f" && {GIT} apply --cached --binary --whitespace=nowarn {IN_BOX}/tests.patch"
              if bundle.tests_patch.strip() else "")
-    after = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in task.test.files)
+    after = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in _read_after(bundle))
     at_base = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')}; "
                       for f in task.test.files)
     scratch = (f"GIT_INDEX_FILE={index} GIT_OBJECT_DIRECTORY={objects} "
@@ -150,6 +154,14 @@ def _hidden_command(bundle: TaskBundle) -> str:
             f"{{ {after}true; }} 2>/dev/null ) | base64 -w0; code=$?; echo; rm -rf -- {index} {objects}; "
             f"[ $code -eq 0 ] && [ ! -e {index} ] && [ ! -e {objects} ] || exit 19; "
             f"{{ {at_base}true; }} 2>/dev/null | base64 -w0 && echo")
+
+
+def _read_after(bundle: TaskBundle) -> list[str]:
+    """The files the first look reads after tests.patch: the hidden files, then the selector files on the way
+    to them (each conftest.py and pytest configuration file, `canaries.selector_paths`) that are not hidden
+    files: what the plan keeps planted names clear of, read where no submission reaches."""
+    files = list(bundle.task.test.files)
+    return files + [p for p in canaries.selector_paths(files, bundle.task.test.workdir) if p not in files]
 
 
 def _harness_files(bundle: TaskBundle) -> dict[str, bytes]:
@@ -164,8 +176,13 @@ def _texts(line: str, files: list[str]) -> dict[str, str]:
     return {f: t for f, t in zip(files, texts) if f.endswith(".py") and t.strip()}
 
 
-def _prepared(lines: list[str], files: list[str]) -> Prepared:
+def _prepared(lines: list[str], bundle: TaskBundle) -> Prepared:
+    files = list(bundle.task.test.files)
     look, numstat, after, at_base = lines
+    read = _read_after(bundle)
+    texts = dict(zip(read, _unb64(after).split(SEP)[1:]))
+    selectors = {p: texts[p] for p in canaries.selector_paths(files, bundle.task.test.workdir)
+                 if texts.get(p, "").strip()}
     try:
         seen = json.loads(look)
         manifest = str(seen["manifest"])
@@ -174,7 +191,8 @@ def _prepared(lines: list[str], files: list[str]) -> Prepared:
     except (ValueError, KeyError, TypeError):
         raise TestRunError("the test runner cannot list the task image's modules", output=look) from None
     return Prepared(manifest.strip(), image_names, image_plugins, numstat_paths(_unb64(numstat)),
-                    _texts(after, files), _texts(at_base, files))
+                    {f: t for f, t in texts.items() if f in files and f.endswith(".py") and t.strip()},
+                    _texts(at_base, files), selectors)
 
 
 def prepare(box: Sandbox, bundle: TaskBundle) -> "Applied":
@@ -229,7 +247,7 @@ def joined(look: Applied, applied: Applied) -> Applied:
     return Applied(applied.exit_code, look.output + applied.output)
 
 
-def _looked(applied: Applied, name: str, files: list[str]) -> FirstLook:
+def _looked(applied: Applied, name: str, bundle: TaskBundle) -> FirstLook:
     """The first look from what `look_and_apply`'s command said."""
     if applied.exit_code == 20:
         raise TestRunError("the test runner cannot start in the task image", output=applied.output)
@@ -238,7 +256,7 @@ def _looked(applied: Applied, name: str, files: list[str]) -> FirstLook:
         raise PatchError(name, _unb64(lines[LOOK_LINES])[-1000:].strip() or "git apply failed")
     if applied.exit_code != 0 or len(lines) != LOOK_LINES + 3:
         raise PatchError("tests", f"git could not list the submission's paths (exit {applied.exit_code})")
-    prepared = _prepared(lines[:LOOK_LINES], files)
+    prepared = _prepared(lines[:LOOK_LINES], bundle)
     tokens = _split_z(_unb64(lines[LOOK_LINES]))
     changed = {tokens[i + 1]: tokens[i][0] for i in range(0, len(tokens) - 1, 2)}
     tracked = set(_split_z(_unb64(lines[LOOK_LINES + 1])))
@@ -246,7 +264,7 @@ def _looked(applied: Applied, name: str, files: list[str]) -> FirstLook:
     base_files = (tracked - {p for p, s in changed.items() if s == "A"}) | {p for p, s in changed.items() if s == "D"}
     return FirstLook(prepared.manifest, changed, prepared.tests_paths, packages,
                      frozenset(prepared.image_names - repo_names(base_files)), prepared.plugins,
-                     prepared.sources, prepared.based)
+                     prepared.sources, prepared.based, prepared.selectors)
 
 
 def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: Applied | None = None) -> FirstLook:
@@ -261,7 +279,7 @@ def first_look(box: Sandbox, bundle: TaskBundle, patch: str, name: str, taken: A
         box.copy_tree_in("/", tar_of(files))
         res = _git(box, look_and_apply(bundle, patch_path))
         taken = Applied(res.exit_code, res.output)
-    return _looked(taken, name, list(bundle.task.test.files))
+    return _looked(taken, name, bundle)
 
 
 def _pytest_config_changed(box: Sandbox, base: str):
@@ -307,13 +325,14 @@ def reset_steps(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Fi
 
 
 def plan_of(bundle: TaskBundle, sources: dict[str, str], based: dict[str, str], name: str,
-            seed: int | None) -> twins.GradingPlan:
+            seed: int | None, selectors: dict[str, str]) -> twins.GradingPlan:
     """The grading plan for a submission graded as `name`, from the hidden files after tests.patch (`sources`)
     and at base (`based`): reference submissions (validation) get candidate twins once the graded tests are
-    known; a candidate's grading, the recorded ones."""
+    known; a candidate's grading, the recorded ones. `selectors`: the conftests and pytest configuration files
+    the names keep clear of (`twins.grading_plan`)."""
     task = bundle.task
     return twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
-                              base=based, instruction=bundle.instruction)
+                              base=based, instruction=bundle.instruction, selectors=selectors)
 
 
 def _planted(plan: twins.GradingPlan) -> dict[str, bytes]:
@@ -350,12 +369,11 @@ def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied,
     lines = look.output.split("\n")
     if look.exit_code != 0 or len(lines) != LOOK_LINES + 1:
         return None
-    files = list(bundle.task.test.files)
     try:
-        prepared = _prepared(lines[:LOOK_LINES], files)
+        prepared = _prepared(lines[:LOOK_LINES], bundle)
     except (PatchError, TestRunError):
         return None
-    plan = plan_of(bundle, prepared.sources, prepared.based, name, seed)
+    plan = plan_of(bundle, prepared.sources, prepared.based, name, seed, prepared.selectors)
     plugins = _plugins(profile, prepared.plugins)
     run, tar = staging(bundle.task, box.test_user, plugins, _planted(plan))
     return Staging(plan, run, plugins, tar, unpack_command(tar, NO_UNPACK) if look.unpacks else None)
@@ -389,7 +407,7 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
             box.copy_tree_in("/", staged.tar)
         plan, planted, first = staged.plan, {}, staged.run
     else:
-        plan, first = plan_of(bundle, look.sources, look.based, name, seed), None
+        plan, first = plan_of(bundle, look.sources, look.based, name, seed, look.selectors), None
         planted = _planted(plan)
     results = []
     for _ in range(runs):
