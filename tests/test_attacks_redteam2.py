@@ -373,7 +373,8 @@ def test_a_two_level_mixin_run_by_two_classes_is_planted_and_read_per_class(tmp_
     assert set(task.PASS_TO_PASS) == {hundred[1], *(f"{FILE}::{c}::test_pages_for_sixty_four_tokens"
                                                    for c in ("TestPool", "TestSmallPool"))}, task.PASS_TO_PASS
     plan = twins.grading_plan(task, {FILE: MIXIN_CHAIN})
-    assert "test_pages_for" not in plan.texts[FILE]
+    for real in ("test_pages_for_a_hundred_tokens", "test_pages_for_sixty_four_tokens"):
+        assert f"def {real}(" not in plan.texts[FILE]  # planted names: 2-3 of the words and hex, never these
     honest = _run(tmp_path, plan, CHAIN_ORACLE)
     assert _resolved(honest, task), (honest.outcomes, honest.tampered)
     assert not _resolved(_run(tmp_path, plan, CHAIN_BASE), task)
