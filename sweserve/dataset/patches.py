@@ -110,7 +110,9 @@ def drop_paths(patch: str, drop) -> tuple[str, list[str]]:
     return "".join(kept), dropped
 
 
-def apply_command(path: str, index: bool = False) -> str:
+def apply_command(path: str, index: bool = False, cached: bool = False, git: str = "git") -> str:
     """The shell command applying the patch file at `path` to the repository in the current directory; with
-    index, git's index records every path it touched (new files included)."""
-    return shlex.join([*APPLY[:2], *(["--index"] if index else []), *APPLY[2:], path])
+    index, git's index records every path it touched (new files included); cached: to the index alone. `git`:
+    the command line that runs git (options of its own before `apply`), as shell text."""
+    mode = ["--index"] if index else ["--cached"] if cached else []
+    return f"{git} " + shlex.join([APPLY[1], *mode, *APPLY[2:], path])

@@ -143,7 +143,7 @@ def _hidden_command(bundle: TaskBundle) -> str:
     task = bundle.task
     base = shlex.quote(task.base_commit)
     index, objects = HIDDEN_SCRATCH
-    apply = (f" && {GIT} apply --cached --binary --whitespace=nowarn {IN_BOX}/tests.patch"
+    apply = (f" && {apply_command(f'{IN_BOX}/tests.patch', cached=True, git=GIT)}"
              if bundle.tests_patch.strip() else "")
     after = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in _read_after(bundle))
     at_base = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')}; "
