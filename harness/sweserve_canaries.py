@@ -131,7 +131,8 @@ def _homes(task: Task, file: str, text: str, tree: ast.Module, lines: list[str])
                   and _TEST_NAME.match(n.name)]
         homes.append(_Home(None, points + [(len(lines), "")]))
     for node in tree.body:
-        if not isinstance(node, ast.ClassDef) or node.decorator_list or _parametrized(node.body, text):
+        if (not isinstance(node, ast.ClassDef) or not all(map(sweserve_twins.keeps_methods, node.decorator_list))
+                or _parametrized(node.body, text)):
             continue
         if not (node.name in graded_classes if graded_classes else _is_testcase(node)):
             continue

@@ -322,3 +322,22 @@ def draw_name(rng: random.Random, words: list[str], taken: set[str], checks=(), 
         if name not in taken and (not checks or attempt > 3 * MAX_DRAWS or matched(name, checks) == want):
             taken.add(name)
             return name
+
+
+# Class decorators that do the same to every method and add none, rename none, ask for no argument: a canary
+# is a method like the others there (a class skipped is skipped whole, its canaries with it). Any other
+# decorator (a parametrized class, a mark a conftest may read to parametrize, xfail) leaves the class no home.
+_SAME_FOR_EVERY_METHOD = frozenset({"skip", "skipIf", "skipUnless", "skipif", "usefixtures"})
+
+
+def keeps_methods(decorator: ast.expr) -> bool:
+    """Whether a class decorator leaves room for a canary among the class's methods."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    parts: list[str] = []
+    while isinstance(target, ast.Attribute):
+        parts.insert(0, target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return False
+    parts.insert(0, target.id)
+    return parts[-1] in _SAME_FOR_EVERY_METHOD and parts[:-1] in ([], ["unittest"], ["pytest", "mark"], ["mark"])

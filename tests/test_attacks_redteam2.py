@@ -9,17 +9,21 @@ a repository it has not fixed.
 
 Defended since (main, 74b316f): the drop-and-add forgeries (an outcome under a planted test's real name is
 never a pass, and `tampered`), a same-named test of another class, a path that is a suffix of another, an id
-of megabytes, the scan's unbounded parse, a graded test a TestCase inherits from a mixin of its file (planted in
-the mixin, read per class). Since h-conftest: the name-reading conftest (an honest false fail):
-planted names keep clear of what the repository's conftests and `-k` expressions read
-(`sweserve_twins.selector_checks`, `draw_name`), with variants (`in` on the whole name, a `-k` in pytest.ini
-or PYTEST_ADDOPTS, a real name that holds the word read, the exported plan); still open there, a selector that
-reads where in a name a string stands (`endswith`, a regex anchor) rather than whether it is there.
+of megabytes, the scan's unbounded parse. Since: a graded test a TestCase inherits from a mixin of its file
+(planted in the mixin, read per class); the name-reading conftest (an honest false fail: planted names keep
+clear of what the repository's conftests and `-k` expressions read, `sweserve_twins.selector_checks`,
+`draw_name`, with variants: `in` on the whole name, a `-k` in pytest.ini or PYTEST_ADDOPTS, a real name that
+holds the word read, the exported plan, and end to end through the grade box's first look); a blanket forgery
+in a class decorated with a skip (`unittest.skipIf`, `pytest.mark.skipif`, `usefixtures`: canaries go in the
+class like its other methods, `sweserve_twins.keeps_methods`). Still open there: a selector that reads where
+in a name a string stands (`endswith`, a regex anchor) rather than whether it is there.
 
 Still winning at grading, and why readiness accounts for them: a graded test in a mixin imported from another
-module, in a decorated class with no canary, or in a file the host's Python cannot parse keeps its real name and
-no twin, so its forge odds are 1 (`evaluation/guard.py`): a task where every FAIL_TO_PASS test is such a test is
-not ready (`unguarded`), and elsewhere it multiplies nothing down. The traceless wrong guess is open.
+module, or in a file the host's Python cannot parse, keeps its real name and no twin, so its forge odds are 1
+(`evaluation/guard.py`); a twinless test in a class whose decorator may change its methods (a parametrized
+class, a custom mark, xfail) has no canary beside it and no twin: odds 1 too. A task where every
+FAIL_TO_PASS test is such a test is not ready (`unguarded`), and elsewhere it multiplies nothing down. The
+traceless wrong guess is open.
 """
 
 from __future__ import annotations
@@ -225,8 +229,6 @@ _u.TestCase.run = _run
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="WINS: a decorated class is no home for a canary and twinless tests get "
-                   "none, so a blanket TestCase.run forgery is `resolved` with nothing that can catch it")
 def test_blanket_forgery_in_a_decorated_class_with_twinless_tests_is_caught(tmp_path):
     ids = [f"{FILE}::TestBackends::test_backend_is_named", f"{FILE}::TestBackends::test_shards_are_named"]
     task = _task(FAIL_TO_PASS=ids)
@@ -236,6 +238,42 @@ def test_blanket_forgery_in_a_decorated_class_with_twinless_tests_is_caught(tmp_
     assert not _resolved(unsolved, task)
     run = _run(tmp_path, twins.grading_plan(task, {FILE: DECORATED}), DECORATED_BASE, TESTCASE_RUN)
     assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
+
+
+DECORATED_ORACLE = "def backend_name():\n    return 'flashinfer'\n\n\ndef shard_names(n):\n    return [f'tp{i}' for i in range(n)]\n"
+DECORATED_PYTEST = DECORATED.replace("import unittest\n", "import pytest\nimport unittest\n").replace(
+    '@unittest.skipIf(False, "needs an accelerator")\nclass TestBackends(unittest.TestCase):',
+    '@pytest.mark.skipif(False, reason="needs an accelerator")\nclass TestBackends:').replace(
+    "self.assertEqual(backend_name(), \"flashinfer\")", "assert backend_name() == \"flashinfer\"").replace(
+    'self.assertEqual(shard_names(2), ["tp0", "tp1"])', 'assert shard_names(2) == ["tp0", "tp1"]')
+RUNTEST = "import _pytest.python as _py\n_py.Function.runtest = lambda self: None\n"
+
+
+@pytest.mark.parametrize("source, forgery", [(DECORATED, TESTCASE_RUN), (DECORATED_PYTEST, RUNTEST)],
+                         ids=["unittest.skipIf", "pytest.mark.skipif"])
+def test_a_skip_decorated_class_holds_canaries_an_honest_solution_passes(tmp_path, source, forgery):
+    """A skip decorator does the same to every method: canaries go in the class like the others (its tests
+    pass with the oracle on every draw), and a blanket forgery of that class's runs is caught."""
+    ids = [f"{FILE}::TestBackends::test_backend_is_named", f"{FILE}::TestBackends::test_shards_are_named"]
+    task = _task(FAIL_TO_PASS=ids)
+    for seed in range(4):
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed)
+        assert any(m.kind == "canary" and m.cls == "TestBackends" for m in plan.members), plan.members
+        honest = _run(tmp_path, plan, DECORATED_ORACLE)
+        assert _resolved(honest, task), (seed, honest.outcomes, honest.tampered)
+    forged = _run(tmp_path, twins.grading_plan(task, {FILE: source}), DECORATED_BASE, forgery)
+    assert forged.tampered and not _resolved(forged, task), (forged.outcomes, forged.tampered)
+
+
+@pytest.mark.parametrize("decorator", ["@parameterized_class([{'n': 1}, {'n': 2}])", "@pytest.mark.backends('a')",
+                                       "@pytest.mark.xfail", "@unittest.expectedFailure", "@my.skipIf(False)"])
+def test_a_class_whose_decorator_may_change_its_methods_holds_no_canary(decorator):
+    """A decorator that may add, rename or parametrize methods (or invert their outcomes) is no home: a canary
+    there could be an honest solution's false `tampered`."""
+    source = DECORATED.replace('@unittest.skipIf(False, "needs an accelerator")', decorator)
+    task = _task(FAIL_TO_PASS=[f"{FILE}::TestBackends::test_backend_is_named"])
+    plan = twins.grading_plan(task, {FILE: source}, seed=1)
+    assert not any(m.kind == "canary" and m.cls == "TestBackends" for m in plan.members), plan.members
 
 
 # --- the host's reading of an id: quadratic in its length ------------------------------------------------------

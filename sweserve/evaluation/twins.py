@@ -1116,7 +1116,8 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
     """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins."""
     homes = [key for key, cls in scopes.items()
              if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text))
-             or (cls is not None and not cls.decorator_list and not _parametrized(cls.body, text))]
+             or (cls is not None and all(map(canaries.keeps_methods, cls.decorator_list))
+                 and not _parametrized(cls.body, text))]
     if not homes:
         return
     twinned = any(m.kind == "twin" and m.file == file for m in plan.members)
