@@ -20,8 +20,10 @@ Wins found:
   the real name when the only other class collecting that definition is not graded (skipped without an
   accelerator): validation renames every collected test and keeps the task; grading renames the graded ones
   only, so the oracle's run reports the real name and is read as a forged name.
-- honest fails from a conftest that reads names through a module it imports (`pytest_plugins`, an imported
-  hook): `selector_checks` reads the literals of conftest.py files only.
+- honest fails from name-based selection `selector_checks` does not read: a conftest whose hook lives in a
+  module it imports (`pytest_plugins`), and a hidden file that skips its own tests by a word of their name
+  (an autouse fixture reading `request.node.name`, a `setUp` reading `_testMethodName`): planted names draw
+  the word, canaries are skipped beside passing neighbours (`tampered`), graded tests skipped (`failed`).
 - (task side, not the candidate's) `_mro` recomputes every base's order without memo: a hidden file with a
   chain of classes each inheriting the two before it takes exponential time in `grading_plan`.
 
@@ -410,6 +412,69 @@ def test_an_honest_solution_is_resolved_under_a_selector_in_a_plugin_module(tmp_
         plan.texts.update(repo)
         verdicts.append(_verdict(_run(tmp_path, plan, NAMED_ORACLE), task))
     assert verdicts == ["resolved"] * 8, verdicts
+
+
+# --- selectors the first look does not read: the hidden file reads its own names ----------------------------------
+
+SELF_READING = {
+    "autouse-fixture": '''import pytest
+
+from pkg.thing import pages
+
+
+@pytest.fixture(autouse=True)
+def _accelerator(request):
+    if "gpu" in request.node.name.split("_"):
+        pytest.skip("needs an accelerator")
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_on_gpu():
+    assert pages(64) == 8
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+''',
+    "setUp": '''import unittest
+
+from pkg.thing import pages
+
+
+class TestPages(unittest.TestCase):
+    def setUp(self):
+        if "gpu" in self._testMethodName.split("_"):
+            self.skipTest("needs an accelerator")
+
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(100), 13)
+
+    def test_pages_on_gpu(self):
+        self.assertEqual(pages(64), 8)
+
+    def test_pages_for_nothing(self):
+        self.assertEqual(pages(0), 0)
+''',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SELF_READING))
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (honest false fail): a hidden file that skips its own tests by a word of their name (an autouse "
+    "fixture reading `request.node.name`, a setUp reading `_testMethodName`) is no selector file: 'gpu' stays in "
+    "the pool, canaries and group members draw it and are skipped beside passing neighbours (`tampered`)"))
+def test_an_honest_solution_is_resolved_where_the_hidden_file_reads_its_own_names(tmp_path, kind):
+    source = SELF_READING[kind]
+    scope = "TestPages::" if kind == "setUp" else ""
+    f2p = f"{FILE}::{scope}test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::{scope}test_pages_for_nothing"],
+                 twins=[Twin(test=f2p, site=0, value=v) for v in ("11", "12", "14")])
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: source}, seed=s), PAGES_ORACLE), task)
+                for s in range(6)]
+    assert verdicts == ["resolved"] * 6, verdicts
 
 
 # --- the host's reading: odd ids -------------------------------------------------------------------------------------
