@@ -6,15 +6,20 @@ Each test asserts the defence holds: it FAILS when the attack wins. Attacks that
 `xfail(strict=True)` with what they do. The forger is code the hidden tests import (the package `__init__`),
 run by the real boot script through `tests.test_attacks_twins._run`, on a repository it has not fixed.
 
-Wins found:
+Defended since (the fixes that followed this red team):
 
-- forged failures under a shadow id (`_read`, and the in-box `sweserve_plan.read`): the forger passes every
-  test that calls the repository, and for each one also sends a *failed* report under another id that the
-  reader maps to the same planted member: the planted id with parameters appended (`name[zz]`: `_base_id`
-  strips them, so a twin's outcome is the worst of its pass and this failure, while the test's failure goes to
+- forged failures under a shadow id (`_read`, and the in-box `sweserve_plan.read`): the forger passed every
+  test that calls the repository, and for each one also sent a *failed* report under another id that the
+  reader mapped to the same planted member: the planted id with parameters appended (`name[zz]`: `_base_id`
+  strips them, so a twin's outcome was the worst of its pass and this failure, while the test's failure went to
   a parametrized real id no one grades), or a class that does not exist (`by_name`'s "a planted member a
-  subclass inherits" fallback; not for a mixin's tests, whose fallback member is unread). Every twin reads
-  `failed`, every graded test `passed`: `resolved`, no trace, on any twinned task.
+  subclass inherits" fallback). Every twin read `failed`, every graded test `passed`: `resolved`, no trace, on
+  any twinned task. Now a must-fail member (twin, margin, must-fail canary) passed under any id is passed.
+- (task side, not the candidate's) `_mro` recomputed every base's order without memo: a hidden file with a
+  chain of classes each inheriting the two before it took exponential time in `grading_plan`. Memoized.
+
+Still winning:
+
 - honest `tampered` from a real name left reachable in the graded class: a class that overrides a mixin's
   test (or inherits a same-named test from a second mixin later in its MRO) keeps the mixin's definition under
   the real name when the only other class collecting that definition is not graded (skipped without an
@@ -24,8 +29,6 @@ Wins found:
   module it imports (`pytest_plugins`), and a hidden file that skips its own tests by a word of their name
   (an autouse fixture reading `request.node.name`, a `setUp` reading `_testMethodName`): planted names draw
   the word, canaries are skipped beside passing neighbours (`tampered`), graded tests skipped (`failed`).
-- (task side, not the candidate's) `_mro` recomputes every base's order without memo: a hidden file with a
-  chain of classes each inheriting the two before it takes exponential time in `grading_plan`.
 
 Defended: a forger passing only the classes whose twins are unread (guard counts those tests as odds 1),
 outcomes reported under the mixin's own class, a forger using the words a conftest reads to find the groups,
@@ -134,14 +137,9 @@ def _chain_task() -> Task:
 
 
 @pytest.mark.parametrize("case, shadow", [
-    pytest.param("plain", BY_PARAMS, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-        "WINS: a failed report under `<planted id>[zz]` is read as the same twin (its worst outcome: failed) but "
-        "as the parametrized real id for the test; every graded test passes, every twin reads failed"))),
-    pytest.param("plain", BY_CLASS, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-        "WINS: a failed report under a class no plan names maps by name to the primary member (the 'subclass "
-        "inherits' fallback): twins read failed, the failure of the test goes to a real id no one grades"))),
-    pytest.param("mixin", BY_PARAMS, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-        "WINS: parameters keep the planted class, so the read alias twin in the mixin's heir reads failed too"))),
+    pytest.param("plain", BY_PARAMS, id="plain-by-params"),  # a must-fail member passed under any id is passed
+    pytest.param("plain", BY_CLASS, id="plain-by-class"),
+    pytest.param("mixin", BY_PARAMS, id="mixin-by-params"),
     pytest.param("mixin", BY_CLASS, id="mixin-by-class-defended"),
 ])
 def test_failures_forged_under_a_shadow_id_do_not_hide_passing_twins(tmp_path, case, shadow):
@@ -153,8 +151,6 @@ def test_failures_forged_under_a_shadow_id_do_not_hide_passing_twins(tmp_path, c
     assert run.tampered or not _resolved(run, task), (run.outcomes, run.tampered)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS in the exports' box as on the host: `sweserve_plan.read` takes `name[zz]` as the twin too"))
 def test_the_in_box_reader_does_not_take_a_shadow_failure_for_a_twins_outcome():
     from sweserve.evaluation import export_plan
     from sweserve.harness import sweserve_plan
@@ -497,10 +493,6 @@ def test_odd_ids_give_a_verdict_not_an_exception():
 
 # --- the hidden file's classes: the MRO read without memo ---------------------------------------------------------
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (task side, not the candidate's): `_mro` recomputes each base's order, so a chain of classes each "
-    "inheriting the two before it costs Fibonacci(n) calls; 30 classes hold `grading_plan` for hours"))
 def test_a_deep_diamond_of_classes_is_planted_in_bounded_time():
     import subprocess
     import sys

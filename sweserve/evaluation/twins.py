@@ -750,16 +750,22 @@ def _resolve(tree: ast.Module, cls: ast.ClassDef) -> list[ast.ClassDef | str]:
     return out
 
 
-def _mro(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> list[ast.ClassDef | str] | None:
+def _mro(tree: ast.Module, cls: ast.ClassDef, depth: int = 0,
+         memo: dict[int, list[ast.ClassDef | str] | None] | None = None) -> list[ast.ClassDef | str] | None:
     """The class's method resolution order (C3) over the module's classes, a base read elsewhere standing for
-    itself alone; None where Python would refuse the class (or the hierarchy is absurdly deep)."""
+    itself alone; None where Python would refuse the class (or the hierarchy is absurdly deep). Each class's
+    order is computed once (`memo`): a chain of classes each inheriting the two before it stays linear."""
+    memo = {} if memo is None else memo
+    if id(cls) in memo:
+        return memo[id(cls)]
     if depth > 50:
         return None
     bases = _resolve(tree, cls)
     seqs: list[list[ast.ClassDef | str]] = []
     for b in bases:
-        sub = _mro(tree, b, depth + 1) if isinstance(b, ast.ClassDef) else [b]
+        sub = _mro(tree, b, depth + 1, memo) if isinstance(b, ast.ClassDef) else [b]
         if sub is None:
+            memo[id(cls)] = None
             return None
         seqs.append(list(sub))
     seqs.append(list(bases))
@@ -768,9 +774,11 @@ def _mro(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> list[ast.ClassD
         seqs = [s for s in seqs if s]
         head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
         if head is None:
+            memo[id(cls)] = None
             return None
         out.append(head)
         seqs = [s[1:] if s[0] == head else s for s in seqs]
+    memo[id(cls)] = out
     return out
 
 
@@ -1218,6 +1226,7 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
     ids_of: dict[Member, set[str]] = {}  # a planted test -> the real ids its outcomes were read as
     files_ran: set[str] = set()
     forged_names = False
+    passed: set[Member] = set()  # must-fail members with a passing report
     for test_id, outcome in outcomes.items():
         parts = test_id.split("::")
         params = test_id[len(_base_id(test_id)):]
@@ -1243,6 +1252,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
             ids_of.setdefault(member, set()).add(real_id)
         else:
             _worst(seen, member, outcome)  # type: ignore[arg-type]
+            if outcome == "passed" and _must_fail(member):
+                passed.add(member)
             if member.kind == "margin":
                 _worst(reading.margins, member.twin.model_dump_json(), outcome)  # type: ignore[union-attr]
             elif member.kind == "twin":
@@ -1260,10 +1271,21 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
             reading.skips[real_id] = skips[test_id]
         if test_id in messages:
             reading.messages[real_id] = messages[test_id]
+    # A must-fail member passed under any id is passed, whatever else was reported under its name: a failure
+    # reported beside it (under a parameter id no test has, or a class that does not run it) would otherwise
+    # stand for it, while its test's own failure went to an id nobody grades.
+    for member in passed:
+        seen[member] = "passed"
+        if member.twin is not None:
+            (reading.margins if member.kind == "margin" else reading.twins)[member.twin.model_dump_json()] = "passed"
     reading.problems = _problems(plan, seen, ids_of, files_ran, reading, exit_status)
     if forged_names:
         reading.problems = sorted({*reading.problems, "an outcome names a hidden test planted under another name"})
     return reading
+
+
+def _must_fail(member: Member) -> bool:
+    return member.kind in ("twin", "margin") or (member.kind == "canary" and not member.must_pass)
 
 
 def _file_of(path: str, files) -> str | None:
