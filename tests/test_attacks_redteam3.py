@@ -17,14 +17,14 @@ Defended since (the fixes that followed this red team):
   any twinned task. Now a must-fail member (twin, margin, must-fail canary) passed under any id is passed.
 - (task side, not the candidate's) `_mro` recomputed every base's order without memo: a hidden file with a
   chain of classes each inheriting the two before it took exponential time in `grading_plan`. Memoized.
+- honest `tampered` from a real name left reachable in the graded class: a class that overrides a mixin's
+  test (or inherits a same-named test from a second mixin later in its MRO) kept the mixin's definition under
+  the real name when the only other class collecting it was not graded (skipped without an accelerator), and
+  the oracle's run reported the real name. Now every definition of a graded test's name in the graded class's
+  MRO is planted (`twins._reachable`).
 
 Still winning:
 
-- honest `tampered` from a real name left reachable in the graded class: a class that overrides a mixin's
-  test (or inherits a same-named test from a second mixin later in its MRO) keeps the mixin's definition under
-  the real name when the only other class collecting that definition is not graded (skipped without an
-  accelerator): validation renames every collected test and keeps the task; grading renames the graded ones
-  only, so the oracle's run reports the real name and is read as a forged name.
 - honest fails from name-based selection `selector_checks` does not read: a conftest whose hook lives in a
   module it imports (`pytest_plugins`), and a hidden file that skips its own tests by a word of their name
   (an autouse fixture reading `request.node.name`, a `setUp` reading `_testMethodName`): planted names draw
@@ -226,10 +226,6 @@ PAGES_ORACLE = "def pages(n, size=8):\n    return -(-n // size)\n"
     pytest.param(OVERRIDE, id="class-overrides-the-mixin"),
     pytest.param(SHADOWED, id="second-mixin-in-the-mro"),
 ])
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): validation renames every collected test, grading only the graded ones: the "
-    "definition only a skipped class collects keeps the real name, the graded class inherits it under that "
-    "name, and the oracle's run is `tampered` ('an outcome names a hidden test planted under another name')"))
 def test_an_honest_solution_is_resolved_where_a_same_named_definition_stays_in_the_mro(tmp_path, source):
     task = _validate(tmp_path, _task(), source, PAGES_BASE, PAGES_ORACLE)
     assert task.FAIL_TO_PASS == [f"{FILE}::TestPool::test_pages_for_a_hundred_tokens"], task.FAIL_TO_PASS

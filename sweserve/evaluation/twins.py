@@ -782,6 +782,18 @@ def _mro(tree: ast.Module, cls: ast.ClassDef, depth: int = 0,
     return out
 
 
+def _reachable(tree: ast.Module, graded: set[tuple[str | None, str]] | None) -> set[tuple[int, str]]:
+    """(id() of a class of the module, test name) for every class in a graded class's MRO: a definition there of
+    the graded test's name goes planted too, even where only ungraded classes collect it, or the graded class
+    would run it under the real name once its own definition is renamed."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    out: set[tuple[int, str]] = set()
+    for cls, name in graded or set():
+        if cls in classes:
+            out |= {(id(c), name) for c in _mro(tree, classes[cls]) or [] if isinstance(c, ast.ClassDef)}
+    return out
+
+
 def _collected_classes(tree: ast.Module, runner: str) -> list[ast.ClassDef]:
     """The module's classes a runner collects: `Test*` (pytest) and TestCase subclasses, the last
     definition of a name (the module's binding)."""
@@ -949,8 +961,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         text, tree = sources[file], trees[file]
         graded = _graded_names(task, file)
         owners = collectors(tree, task.test.runner)
+        reach = _reachable(tree, graded)
         tests = [(c, f) for c, f in collected(tree, task.test.runner)
-                 if graded is None or any((x, f.name) in graded for x in owners[id(f)])]
+                 if graded is None or any((x, f.name) in graded for x in owners[id(f)])
+                 or (c is not None and (id(c), f.name) in reach)]
         if not tests:
             continue
         lines = _lines(text)
