@@ -264,11 +264,41 @@ def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list
             strings, skip = _k_expressions(text, path != "PYTEST_ADDOPTS"), _K_OPERATORS
         else:
             continue
-        for s in strings:
-            s = s.lower()
-            found |= {r for r in _RUN.findall(s) if len(r) >= 2 and r not in skip}
-            found |= {j for j in _JOINED.findall(s) if len(j) >= 3}
+        found |= _runs(strings, skip)
     return sorted(found)
+
+
+def _runs(strings, skip=frozenset()) -> set:
+    found: set[str] = set()
+    for s in strings:
+        s = s.lower()
+        found |= {r for r in _RUN.findall(s) if len(r) >= 2 and r not in skip}
+        found |= {j for j in _JOINED.findall(s) if len(j) >= 3}
+    return found
+
+
+# what a test's own code reads of its name: `request.node.name`, `item.name`, `self._testMethodName`,
+# `self.id()`, `request.node.nodeid`, `request.function.__name__`, `originalname`
+_NAME_ATTRS = frozenset({"_testMethodName", "nodeid", "originalname", "__name__"})
+
+
+def own_checks(text: str) -> list[str]:
+    """The strings a hidden file's own code may look for in its tests' names (an autouse fixture reading
+    `request.node.name`, a `setUp` reading `self._testMethodName`): the literals of a file that reads a test's
+    name, as `selector_checks` reads a conftest's; none for a file that never does (or does not parse)."""
+    try:
+        with _ONE_PARSE_AT_A_TIME:
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and (
+                n.attr in _NAME_ATTRS
+                or (n.attr == "name" and ((isinstance(n.value, ast.Attribute) and n.value.attr == "node")
+                                          or (isinstance(n.value, ast.Name) and n.value.id in ("item", "node"))))
+                or (n.attr == "id" and isinstance(n.value, ast.Name) and n.value.id == "self")):
+            return sorted(_runs(_literals(text)))
+    return []
 
 
 def reads(word: str, checks) -> bool:

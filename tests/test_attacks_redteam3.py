@@ -26,9 +26,10 @@ Defended since (the fixes that followed this red team):
 Still winning:
 
 - honest fails from name-based selection `selector_checks` does not read: a conftest whose hook lives in a
-  module it imports (`pytest_plugins`), and a hidden file that skips its own tests by a word of their name
-  (an autouse fixture reading `request.node.name`, a `setUp` reading `_testMethodName`): planted names draw
-  the word, canaries are skipped beside passing neighbours (`tampered`), graded tests skipped (`failed`).
+  module it imports (`pytest_plugins`): planted names draw the word, canaries are skipped beside passing
+  neighbours (`tampered`), graded tests skipped (`failed`). (A hidden file that skips its own tests by a word of
+  their name, an autouse fixture reading `request.node.name` or a `setUp` reading `_testMethodName`, is read
+  since: `sweserve_twins.own_checks`.)
 
 Defended: a forger passing only the classes whose twins are unread (guard counts those tests as odds 1),
 outcomes reported under the mixin's own class, a forger using the words a conftest reads to find the groups,
@@ -454,10 +455,6 @@ class TestPages(unittest.TestCase):
 
 
 @pytest.mark.parametrize("kind", sorted(SELF_READING))
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): a hidden file that skips its own tests by a word of their name (an autouse "
-    "fixture reading `request.node.name`, a setUp reading `_testMethodName`) is no selector file: 'gpu' stays in "
-    "the pool, canaries and group members draw it and are skipped beside passing neighbours (`tampered`)"))
 def test_an_honest_solution_is_resolved_where_the_hidden_file_reads_its_own_names(tmp_path, kind):
     source = SELF_READING[kind]
     scope = "TestPages::" if kind == "setUp" else ""

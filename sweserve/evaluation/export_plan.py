@@ -124,7 +124,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None,
         except (SyntaxError, ValueError):
             continue
         taken |= {n.name for n in ast.walk(tree) if isinstance(n, _DEFS)}
-        checks[file] = twins.name_checks(task, selectors, file)
+        checks[file] = twins.name_checks(task, selectors, file, sources)
         words[file] = twins.name_words(tree, task.test.runner, checks[file])
     own = {(m.file, m.name): i for i, m in enumerate(plan.members) if not m.alias}
     members = [{"file": m.file, "cls": m.cls, "kind": m.kind, "real": m.real, "must_pass": m.must_pass,

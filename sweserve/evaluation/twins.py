@@ -875,10 +875,15 @@ def _fresh_name(rng: random.Random, words: list[str], taken: set[str], checks: S
     return canaries.draw_name(rng, words, taken, checks, real)
 
 
-def name_checks(task: Task, selectors: dict[str, str] | None, file: str) -> list[str]:
+def name_checks(task: Task, selectors: dict[str, str] | None, file: str,
+                sources: dict[str, str] | None = None) -> list[str]:
     """What the repository's own name-based selection may read in the names of `file`'s tests: the selector
-    files' texts (`grading_plan`'s `selectors`) and the task's PYTEST_ADDOPTS (`canaries.selector_checks`)."""
-    return canaries.selector_checks(selectors or {}, file, task.test.env.get("PYTEST_ADDOPTS", ""))
+    files' texts (`grading_plan`'s `selectors`) and the task's PYTEST_ADDOPTS (`canaries.selector_checks`), and
+    the literals of each hidden file (`sources`) whose own code reads a test's name (`canaries.own_checks`)."""
+    found = set(canaries.selector_checks(selectors or {}, file, task.test.env.get("PYTEST_ADDOPTS", "")))
+    for text in (sources or {}).values():
+        found.update(canaries.own_checks(text))
+    return sorted(found)
 
 
 def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> list[str]:
@@ -968,7 +973,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         if not tests:
             continue
         lines = _lines(text)
-        checks = name_checks(task, selectors, file)
+        checks = name_checks(task, selectors, file, sources)
         words = name_words(tree, task.test.runner, checks)
         taken = set(everywhere)
         file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
