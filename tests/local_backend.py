@@ -308,3 +308,33 @@ def local_context(state_dir: Path, image_step: Callable[[ImageSpec], str] | None
     """A Context whose host is a LocalHost: the project's configuration as in production, the machine local."""
     project = Project(state_dir, search or ConfigSearch.for_project(state_dir), repo_path)
     return Context(LocalHost(run_id, list(host_gpus), image_step), project)
+
+
+def diff_of(repo, commit: str, path: str, text: str) -> str:
+    """The patch that turns `path` at `commit` into `text` in a test's GitRepo (written by git, as mining writes
+    one; the repository left as it was)."""
+    repo.git("checkout", "-q", commit)
+    repo.write({path: text})
+    repo.git("add", "-A")
+    patch = repo.git("diff", "--cached", "--binary")
+    repo.git("reset", "-q", "--hard")
+    repo.git("clean", "-qfd")
+    return patch + "\n"
+
+
+def local_task(tmp_path: Path, repo, slug: str, base: str, test_file: str, test_paths: list[str]):
+    """A one-test-file task of the fixture repository `repo` at `base` (its id `o__<slug>-1`), a profile
+    `local` for it under tmp_path/config, and a Context over a LocalHost with that configuration: (task,
+    context). The caller closes the context."""
+    import json
+
+    from sweserve.models import Resources, Task, TestSpec
+
+    (tmp_path / "config" / "profiles").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(
+        {"repo": f"o/{slug}", "test_paths": test_paths, "env_packages": [],
+         "family_rules": [{"family": "serving-api", "paths": ["*"]}]}))
+    task = Task(task_id=f"o__{slug}-1", repo=f"o/{slug}", profile="local", pr_number=1, title="t", base_commit=base,
+                merge_commit=base, family="serving-api", created_at="2026-01-01T00:00:00Z",
+                resources=Resources(test_timeout_s=120), test=TestSpec(files=[test_file]))
+    return task, local_context(tmp_path / "state", search=ConfigSearch(tmp_path / "config"), repo_path=repo.path)

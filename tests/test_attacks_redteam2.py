@@ -781,34 +781,21 @@ def test_the_first_look_reads_the_repositorys_conftest_for_the_names(make_repo, 
     the conftest that skips `slow` tests is in the repository at base, read by the grade box's first look with
     the hidden files (from base + tests.patch in the image's repository), so validation keeps the task and an
     honest solution is `resolved` on every trial, whatever names the plan draws."""
-    import json
-
-    from local_backend import LocalHost
+    from local_backend import diff_of, local_task
 
     from sweserve.agents.reference import NullAgent, OracleAgent
-    from sweserve.config_search import ConfigSearch
-    from sweserve.dataset.project import Project
-    from sweserve.evaluation.context import Context
     from sweserve.evaluation.trial import evaluate_task
     from sweserve.evaluation.validation import ValidateRequest, validate_task
-    from sweserve.models import Resources, TaskBundle, ValidationRecord
-    from tests.test_attacks_twin_raises import _diff
+    from sweserve.models import TaskBundle, ValidationRecord
 
     repo = make_repo("named")
     base = repo.commit("init", {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n):\n    return 0\n",
                                 "test/conftest.py": NAMED_CONFTEST})
-    oracle = _diff(repo, base, "pkg/thing.py", NAMED_ORACLE)
-    tests = _diff(repo, base, FILE, NAMED)
-    (tmp_path / "config" / "profiles").mkdir(parents=True)
-    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(
-        {"repo": "o/named", "test_paths": ["test/*"], "env_packages": [],
-         "family_rules": [{"family": "serving-api", "paths": ["*"]}]}))
-    task = Task(task_id="o__named-1", repo="o/named", profile="local", pr_number=1, title="t", base_commit=base,
-                merge_commit=base, family="serving-api", created_at="2026-01-01T00:00:00Z",
-                resources=Resources(test_timeout_s=120), test=TestSpec(files=[FILE]))
+    oracle = diff_of(repo, base, "pkg/thing.py", NAMED_ORACLE)
+    tests = diff_of(repo, base, FILE, NAMED)
+    task, ctx = local_task(tmp_path, repo, "named", base, FILE, ["test/*"])
     bundle = TaskBundle(task=task, instruction="A page holds 8 tokens; a part page counts.", oracle_patch=oracle,
                         tests_patch=tests)
-    ctx = Context(LocalHost("run1", []), Project(tmp_path / "state", ConfigSearch(tmp_path / "config"), repo.path))
     try:
         outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / task.task_id, bundle, runs=1, record=False))
         assert outcome.status == "valid", outcome.reason

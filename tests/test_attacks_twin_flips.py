@@ -282,43 +282,22 @@ ENGINE_TEST = ("import engine\n\n\ndef test_handle():\n    engine.warm()\n    ou
                "    assert out.handle is not None\n    assert out.error is None\n    assert 'fp8' in out.names\n")
 
 
-def _diff(repo, commit, path, text):
-    repo.git("checkout", "-q", commit)
-    repo.write({path: text})
-    repo.git("add", "-A")
-    patch = repo.git("diff", "--cached", "--binary")
-    repo.git("reset", "-q", "--hard")
-    return patch + "\n"
-
-
 def test_flip_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path):
-    import json
-
-    from local_backend import LocalHost
+    from local_backend import diff_of, local_task
 
     from sweserve.agents.command import CommandAgent
     from sweserve.agents.reference import NullAgent, OracleAgent
-    from sweserve.config_search import ConfigSearch
-    from sweserve.dataset.project import Project
-    from sweserve.evaluation.context import Context
     from sweserve.evaluation.trial import evaluate_task
     from sweserve.evaluation.validation import ValidateRequest, validate_task
-    from sweserve.models import Resources, TaskBundle, ValidationRecord
+    from sweserve.models import TaskBundle, ValidationRecord
 
     repo = make_repo("engine")
     base = repo.commit("init", {"engine.py": ENGINE, "tests/__init__.py": ""})
-    oracle = _diff(repo, base, "engine.py", ENGINE_FIXED)
-    tests = _diff(repo, base, "tests/test_engine.py", ENGINE_TEST)
-    (tmp_path / "config" / "profiles").mkdir(parents=True)
-    (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(
-        {"repo": "o/engine", "test_paths": ["tests/*"], "env_packages": [],
-         "family_rules": [{"family": "serving-api", "paths": ["*"]}]}))
-    task = Task(task_id="o__engine-1", repo="o/engine", profile="local", pr_number=1, title="t", base_commit=base,
-                merge_commit=base, family="serving-api", created_at="2026-01-01T00:00:00Z",
-                resources=Resources(test_timeout_s=120), test=TestSpec(files=["tests/test_engine.py"]))
+    oracle = diff_of(repo, base, "engine.py", ENGINE_FIXED)
+    tests = diff_of(repo, base, "tests/test_engine.py", ENGINE_TEST)
+    task, ctx = local_task(tmp_path, repo, "engine", base, "tests/test_engine.py", ["tests/*"])
     bundle = TaskBundle(task=task, instruction="Add warm(); run() returns a handle.", oracle_patch=oracle,
                         tests_patch=tests)
-    ctx = Context(LocalHost("run1", []), Project(tmp_path / "state", ConfigSearch(tmp_path / "config"), repo.path))
     try:
         outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / task.task_id, bundle, runs=1, record=False))
         assert outcome.status == "valid", outcome.reason

@@ -403,20 +403,11 @@ _py.Function.runtest = _runtest
 '''
 
 
-def _pool_diff(repo, commit, path, text):
-    repo.git("checkout", "-q", commit)
-    repo.write({path: text})
-    repo.git("add", "-A")
-    patch = repo.git("diff", "--cached", "--binary")
-    repo.git("reset", "-q", "--hard")
-    return patch + "\n"
-
-
 @pytest.fixture
 def pool_task(make_repo, tmp_path):
     import json
 
-    from local_backend import LocalHost
+    from local_backend import LocalHost, diff_of
 
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.project import Project
@@ -425,8 +416,8 @@ def pool_task(make_repo, tmp_path):
 
     repo = make_repo("pool")
     base = repo.commit("init", {"pool.py": POOL, "tests/__init__.py": "", "tests/test_pool.py": POOL_BASE_TEST})
-    oracle = _pool_diff(repo, base, "pool.py", POOL_FIXED)
-    tests = _pool_diff(repo, base, "tests/test_pool.py", POOL_TEST)
+    oracle = diff_of(repo, base, "pool.py", POOL_FIXED)
+    tests = diff_of(repo, base, "tests/test_pool.py", POOL_TEST)
     (tmp_path / "config" / "profiles").mkdir(parents=True)
     (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(POOL_PROFILE))
     task = Task(task_id="o__pool-1", repo="o/pool", profile="local", pr_number=1, title="t", base_commit=base,

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from local_backend import LocalHost
+from local_backend import LocalHost, diff_of
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.reference import NullAgent
@@ -208,24 +208,13 @@ LOCAL_PROFILE = {"repo": "o/calc", "test_paths": ["tests/*"], "env_packages": []
                  "family_rules": [{"family": "decoding", "paths": ["*"]}]}
 
 
-def _diff(repo, commit, path, text):
-    """The patch that turns path at commit into text (written by git, as mining writes one)."""
-    repo.git("checkout", "-q", commit)
-    repo.write({path: text})
-    repo.git("add", "-A")
-    patch = repo.git("diff", "--cached", "--binary")
-    repo.git("reset", "-q", "--hard")
-    repo.git("clean", "-qfd")
-    return patch + "\n"
-
-
 @pytest.fixture
 def local_task(make_repo, tmp_path):
     """A task of a small repository with its profile, and a Context whose sandboxes are local processes."""
     repo = make_repo("calc")
     base = repo.commit("init", {"calc.py": CALC, "tests/__init__.py": "", "conftest.py": ""})
-    oracle = _diff(repo, base, "calc.py", FIXED)
-    tests = _diff(repo, base, "tests/test_calc.py", TESTS)
+    oracle = diff_of(repo, base, "calc.py", FIXED)
+    tests = diff_of(repo, base, "tests/test_calc.py", TESTS)
     (tmp_path / "config" / "profiles").mkdir(parents=True)
     (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(LOCAL_PROFILE))
     task = Task(task_id="o__calc-1", repo="o/calc", profile="local", pr_number=1, title="t", base_commit=base,
