@@ -189,7 +189,7 @@ def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
     everywhere = set()  # no canary takes the name of a function in any hidden file, its own or a sibling's
     for text in sources.values():
         try:
-            everywhere |= {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef,
+            everywhere |= {n.name for n in ast.walk(sweserve_twins.parse_module(text)) if isinstance(n, (ast.FunctionDef,
                                                                                        ast.AsyncFunctionDef))}
         except (SyntaxError, ValueError):
             pass
@@ -197,7 +197,7 @@ def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
         if graded and file not in graded:
             continue
         try:
-            tree = ast.parse(text)
+            tree = sweserve_twins.parse_module(text)
         except (SyntaxError, ValueError):
             continue  # it cannot run at all: its tests (and canaries) would be collection errors
         lines = _lines(text)

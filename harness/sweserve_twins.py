@@ -22,14 +22,21 @@ import re
 import threading
 import unittest
 
-# CPython 3.11.7's parser fails when two threads parse at once, and the host draws bodies from trial threads
-# (sweserve/pyast.py does the same for the host's own parses; this module may import nothing of sweserve).
-_ONE_PARSE_AT_A_TIME = threading.Lock()
+# CPython 3.11.7's parser fails when two threads parse at once, and the host draws bodies and reads selectors
+# from trial threads. One lock for every parse of the process: sweserve/pyast.py takes this one (this module may
+# import nothing of sweserve, so the lock lives here).
+PARSE_LOCK = threading.Lock()
 
 
 def _parse_expression(source: str) -> ast.Expression:
-    with _ONE_PARSE_AT_A_TIME:
+    with PARSE_LOCK:
         return ast.parse(source, mode="eval")
+
+
+def parse_module(source: str) -> ast.Module:
+    """`ast.parse` under the process's one parse lock (the harness's modules on the host, and sweserve's)."""
+    with PARSE_LOCK:
+        return ast.parse(source)
 
 
 _VARS = ["value", "result", "got", "out", "items", "data", "parts", "total", "seq", "pairs", "text", "counts",
@@ -216,8 +223,7 @@ def _literals(text: str) -> list[str]:
     """The string literals of a conftest's code (its docstrings and bare string statements do nothing);
     every quoted run of a text that does not parse."""
     try:
-        with _ONE_PARSE_AT_A_TIME:
-            tree = ast.parse(text)
+        tree = parse_module(text)
     except (SyntaxError, ValueError):
         return [a or b for a, b in _QUOTED.findall(text)]
     bare = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
@@ -287,8 +293,7 @@ def own_checks(text: str) -> list[str]:
     `request.node.name`, a `setUp` reading `self._testMethodName`): the literals of a file that reads a test's
     name, as `selector_checks` reads a conftest's; none for a file that never does (or does not parse)."""
     try:
-        with _ONE_PARSE_AT_A_TIME:
-            tree = ast.parse(text)
+        tree = parse_module(text)
     except (SyntaxError, ValueError):
         return []
     for n in ast.walk(tree):

@@ -135,3 +135,19 @@ def test_no_model_reads_a_file_by_itself():
                  if "describe_validation_error(" in text and rel not in ("loading.py", "errors.py",
                                                                            "evaluation/results.py")]
     assert offenders == []
+
+
+def test_one_parse_lock_for_sweserve_and_the_harness_on_the_host():
+    """CPython 3.11.7 fails two `ast.parse` calls at once (sweserve/pyast.py); the harness modules parse on the
+    host too, in trial threads (the selector checks, the canaries' bodies): a second lock let a trial's plan and
+    another trial's scan parse together, and a demo trial ended in `SystemError` (CI at ab25280)."""
+    import ast
+
+    from sweserve import pyast
+    from sweserve.harness import sweserve_canaries, sweserve_twins
+
+    assert pyast._ONE_AT_A_TIME is sweserve_twins.PARSE_LOCK
+    for module in (sweserve_twins, sweserve_canaries):  # every parse of theirs goes through the lock
+        calls = [n for n in ast.walk(pyast.parse_module(Path(module.__file__).read_text()))
+                 if isinstance(n, ast.Call) and ast.unparse(n.func) == "ast.parse"]
+        assert len(calls) <= (2 if module is sweserve_twins else 0), module.__name__
