@@ -219,6 +219,73 @@ def selector_paths(files: list[str], workdir: str = "") -> list[str]:
     return sorted(f"{d}/{n}" if d else n for d in folders for n in ("conftest.py", *CONFIG_FILES))
 
 
+MAX_PLUGIN_ROUNDS = 3  # plugin modules naming plugin modules, followed this deep
+MAX_PLUGIN_PATHS = 64  # candidate paths read per round
+_P_OPTION = re.compile(r"(?:^|[\s\"',\[=])-p(?:[\"']\s*,\s*[\"']|\s*=\s*|\s*)([A-Za-z_][\w.]*)")
+
+
+def plugin_names(path: str, text: str) -> list[str]:
+    """The modules a selector file loads as pytest plugins, where a name-based selection may live outside the
+    files `selector_paths` names: a conftest's or plugin module's `pytest_plugins` (a string, or a list or tuple
+    of them), and a configuration file's `-p NAME` (`no:NAME` disables, it loads nothing)."""
+    name = path.rpartition("/")[2]
+    if name in CONFIG_FILES:
+        return [m for m in (m.group(1) for m in _P_OPTION.finditer("\n".join(_pytest_lines(text))))
+                if m != "no"]
+    if not name.endswith(".py"):
+        return []
+    try:
+        tree = parse_module(text)
+    except (SyntaxError, ValueError):
+        return []
+    found: list[str] = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        value = getattr(node, "value", None)
+        if value is None or not any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in targets):
+            continue
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return found
+
+
+def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "") -> list[str]:
+    """The paths, from the repository's root, where the plugin modules the selector files in `texts` load
+    (`plugin_names`) may be, that `texts` does not hold yet: each dotted name as a module or a package under the
+    root, the runner's working folder, and each folder holding a hidden file or a selector file (what pytest's
+    import modes put on sys.path). A reader reads them from base + tests.patch (absent ones read as nothing),
+    adds them to `texts`, and asks again, up to MAX_PLUGIN_ROUNDS times: `selector_checks` reads their literals."""
+    roots = {"", "" if workdir.strip("/") == "." else workdir.strip("/")}
+    for path in [*files, *texts]:
+        parts = [p for p in path.split("/")[:-1] if p not in ("", ".")]
+        roots |= {"/".join(parts[:i]) for i in range(len(parts) + 1)}
+    out: list[str] = []
+    for path, text in sorted(texts.items()):
+        for module in plugin_names(path, text):
+            rel = module.replace(".", "/")
+            for root in sorted(roots):
+                for tail in (f"{rel}.py", f"{rel}/__init__.py"):
+                    candidate = f"{root}/{tail}" if root else tail
+                    if candidate not in texts and candidate not in out:
+                        out.append(candidate)
+    return out[:MAX_PLUGIN_PATHS]
+
+
+def with_plugins(texts: dict[str, str], files: list[str], workdir: str, read_many) -> dict[str, str]:
+    """`texts` (selector files, path -> text) and the plugin modules they load, followed MAX_PLUGIN_ROUNDS deep:
+    `read_many(paths)` gives the texts of those of `paths` that exist at base + tests.patch (the grade box's
+    scratch index, the exporter's clone); each path is asked for once."""
+    out, tried = dict(texts), set()
+    for _ in range(MAX_PLUGIN_ROUNDS):
+        paths = [p for p in plugin_paths(out, files, workdir) if p not in tried]
+        if not paths:
+            break
+        tried.update(paths)
+        out.update({p: t for p, t in read_many(paths).items() if p in paths and t.strip()})
+    return out
+
+
 def _literals(text: str) -> list[str]:
     """The string literals of a conftest's code (its docstrings and bare string statements do nothing);
     every quoted run of a text that does not parse."""
@@ -235,19 +302,24 @@ _SECTION = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*$")
 _PYTEST_SECTIONS = frozenset({"pytest", "tool:pytest", "tool.pytest", "tool.pytest.ini_options"})
 
 
+def _pytest_lines(text: str) -> list[str]:
+    """The lines of a pytest configuration text's pytest section (what pytest reads)."""
+    section, kept_lines = None, []
+    for line in text.split("\n"):
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1).strip().strip("\"'")
+        elif section in _PYTEST_SECTIONS:
+            kept_lines.append(line)
+    return kept_lines
+
+
 def _k_expressions(text: str, sectioned: bool = True) -> list[str]:
     """The `-k` expressions a pytest configuration text writes in its pytest section (`[pytest]`,
     `[tool:pytest]`, `[tool.pytest.ini_options]`: what pytest reads, and what a submission cannot change
     without the file being reset to base); the whole text for the task's PYTEST_ADDOPTS (no section)."""
     if sectioned:
-        section, kept_lines = None, []
-        for line in text.split("\n"):
-            header = _SECTION.match(line)
-            if header:
-                section = header.group(1).strip().strip("\"'")
-            elif section in _PYTEST_SECTIONS:
-                kept_lines.append(line)
-        text = "\n".join(kept_lines)
+        text = "\n".join(_pytest_lines(text))
     return [m.group(1).strip("\"'") for m in _K_OPTION.finditer(text)]
 
 
@@ -268,6 +340,8 @@ def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list
             strings, skip = _literals(text), frozenset()
         elif name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
             strings, skip = _k_expressions(text, path != "PYTEST_ADDOPTS"), _K_OPERATORS
+        elif name.endswith(".py") and name != "conftest.py":  # a plugin module a selector file loads
+            strings, skip = _literals(text), frozenset()
         else:
             continue
         found |= _runs(strings, skip)

@@ -776,11 +776,16 @@ def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(d
     assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
 
 
-def test_the_first_look_reads_the_repositorys_conftest_for_the_names(make_repo, tmp_path):
+@pytest.mark.parametrize("selector", [
+    {"test/conftest.py": NAMED_CONFTEST},
+    # the hook in a plugin module the root conftest loads: read after the first look (`with_plugin_modules`)
+    {"conftest.py": 'pytest_plugins = ("nightly",)\n', "nightly.py": NAMED_CONFTEST},
+], ids=["conftest", "plugin-module"])
+def test_the_first_look_reads_the_repositorys_conftest_for_the_names(make_repo, tmp_path, selector):
     """End to end on the local test backend (tests/local_backend.py: the real verifier, first look and runner):
-    the conftest that skips `slow` tests is in the repository at base, read by the grade box's first look with
-    the hidden files (from base + tests.patch in the image's repository), so validation keeps the task and an
-    honest solution is `resolved` on every trial, whatever names the plan draws."""
+    the hook that skips `slow` tests is in the repository at base, read in the grade box (from base +
+    tests.patch in the image's repository) with the hidden files, so validation keeps the task and an honest
+    solution is `resolved` on every trial, whatever names the plan draws."""
     from local_backend import diff_of, local_task
 
     from sweserve.agents.reference import NullAgent, OracleAgent
@@ -789,8 +794,7 @@ def test_the_first_look_reads_the_repositorys_conftest_for_the_names(make_repo, 
     from sweserve.models import TaskBundle, ValidationRecord
 
     repo = make_repo("named")
-    base = repo.commit("init", {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n):\n    return 0\n",
-                                "test/conftest.py": NAMED_CONFTEST})
+    base = repo.commit("init", {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n):\n    return 0\n", **selector})
     oracle = diff_of(repo, base, "pkg/thing.py", NAMED_ORACLE)
     tests = diff_of(repo, base, FILE, NAMED)
     task, ctx = local_task(tmp_path, repo, "named", base, FILE, ["test/*"])

@@ -23,13 +23,12 @@ Defended since (the fixes that followed this red team):
   the oracle's run reported the real name. Now every definition of a graded test's name in the graded class's
   MRO is planted (`twins._reachable`).
 
-Still winning:
-
-- honest fails from name-based selection `selector_checks` does not read: a conftest whose hook lives in a
-  module it imports (`pytest_plugins`): planted names draw the word, canaries are skipped beside passing
-  neighbours (`tampered`), graded tests skipped (`failed`). (A hidden file that skips its own tests by a word of
-  their name, an autouse fixture reading `request.node.name` or a `setUp` reading `_testMethodName`, is read
-  since: `sweserve_twins.own_checks`.)
+- honest fails from name-based selection in a module a conftest loads (`pytest_plugins`, or a configuration's
+  `-p`): planted names drew the word, canaries were skipped beside passing neighbours (`tampered`), graded tests
+  skipped (`failed`). The plugin modules the selector files load are read now, from base + tests.patch, in the
+  grade box after its first look and in the exporter's clone (`sweserve_twins.with_plugins`). (A hidden file that
+  skips its own tests by a word of their name, an autouse fixture reading `request.node.name` or a `setUp`
+  reading `_testMethodName`, is read too: `sweserve_twins.own_checks`.)
 
 Defended: a forger passing only the classes whose twins are unread (guard counts those tests as odds 1),
 outcomes reported under the mixin's own class, a forger using the words a conftest reads to find the groups,
@@ -388,23 +387,58 @@ def test_the_words_a_conftest_reads_find_a_group_not_its_real_member(tmp_path):
 
 # --- selectors the first look does not read: a hook in a module the conftest imports --------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): `selector_checks` reads only conftest.py literals; the root conftest's "
-    "`pytest_plugins` module skips names with 'slow', a word the planted names are drawn from: graded tests "
-    "skipped (failed) and canaries skipped beside passing neighbours (tampered) on most draws"))
 def test_an_honest_solution_is_resolved_under_a_selector_in_a_plugin_module(tmp_path):
+    """The root conftest loads `nightly` (`pytest_plugins`), whose hook skips names with 'slow', a word the
+    planted names are drawn from. The first look's selector files name the conftest only; the plugin modules
+    they load are read after it (`with_plugins`: `verifier.with_plugin_modules` in the box, the exporter's clone),
+    so the names keep clear of the hook's words. Before: graded tests skipped (failed) and canaries skipped beside
+    passing neighbours (tampered) on most draws."""
     graded = f"{FILE}::test_fast_path_pages"
     task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
     repo = {"conftest.py": 'pytest_plugins = ["nightly"]\n', "nightly.py": NAMED_CONFTEST}
     from sweserve.harness import sweserve_twins
-    read = {p: t for p, t in repo.items() if p in sweserve_twins.selector_paths([FILE])}  # what the first look reads
-    assert set(read) == {"conftest.py"}
+
+    def read_many(paths):
+        return {p: repo[p] for p in paths if p in repo}
+
+    first = read_many(sweserve_twins.selector_paths([FILE]))  # what the first look reads
+    assert set(first) == {"conftest.py"}
+    read = sweserve_twins.with_plugins(first, [FILE], "", read_many)
+    assert set(read) == {"conftest.py", "nightly.py"}
     verdicts = []
     for seed in range(8):
         plan = twins.grading_plan(task, {FILE: NAMED}, seed=seed, selectors=read)
         plan.texts.update(repo)
         verdicts.append(_verdict(_run(tmp_path, plan, NAMED_ORACLE), task))
     assert verdicts == ["resolved"] * 8, verdicts
+
+
+def test_plugin_modules_are_found_where_pytest_imports_them_and_followed_a_bounded_depth():
+    from sweserve.harness import sweserve_twins as c
+
+    assert c.plugin_names("conftest.py", 'pytest_plugins = "a.b"\n') == ["a.b"]
+    assert c.plugin_names("x/conftest.py", 'pytest_plugins = ["a", ("no",)]\npytest_plugins += ("c",)\n') == ["a", "c"]
+    assert c.plugin_names("pytest.ini", "[pytest]\naddopts = -ra -p sel.hooks -p no:cacheprovider -pfoo\n") == [
+        "sel.hooks", "foo"]
+    assert c.plugin_names("setup.cfg", "[metadata]\nname = -p nothing\n") == []  # outside the pytest section
+    assert c.plugin_names("conftest.py", "pytest_plugins = [\n") == []  # does not parse: nothing to follow
+    # a dotted name under the runner's folder (sglang-jax runs from python/), a module or a package
+    paths = c.plugin_paths({"python/conftest.py": 'pytest_plugins = ["sgl.testing.sel"]\n'},
+                           ["python/sgl/test/t.py"], "python")
+    assert "python/sgl/testing/sel.py" in paths and "python/sgl/testing/sel/__init__.py" in paths
+    # followed: a plugin loading a plugin; each path asked for once; a cycle ends; the depth is bounded
+    repo = {"conftest.py": 'pytest_plugins = ["p1"]\n', "p1.py": 'pytest_plugins = ["p2"]\nW = "alpha"\n',
+            "p2.py": 'pytest_plugins = ["p1", "p3"]\n', "p3.py": 'pytest_plugins = ["p4"]\n', "p4.py": "W = 'deep'\n"}
+    asked: list[str] = []
+
+    def read_many(paths):
+        asked.extend(paths)
+        return {p: repo[p] for p in paths if p in repo}
+
+    read = c.with_plugins({"conftest.py": repo["conftest.py"]}, ["test/t.py"], "", read_many)
+    assert set(read) == {"conftest.py", "p1.py", "p2.py", "p3.py"}, sorted(read)  # p4 is a fourth round
+    assert len(asked) == len(set(asked))
+    assert "alpha" in c.selector_checks(read, "test/t.py")  # a plugin module's literals are read
 
 
 # --- selectors the first look does not read: the hidden file reads its own names ----------------------------------

@@ -45,13 +45,16 @@ def hidden_sources(clone: Path, bundle: TaskBundle) -> dict[str, str]:
 
 def plan_sources(clone: Path, bundle: TaskBundle) -> tuple[dict[str, str], dict[str, str]]:
     """(`hidden_sources`, the selector files: each conftest.py and pytest configuration file on the way to the
-    hidden files that exists at base + tests.patch -> its text, as `sweserve run` reads them in the box:
-    `twins.grading_plan`'s `selectors`)."""
+    hidden files, and the plugin modules they load, that exist at base + tests.patch -> its text, as `sweserve
+    run` reads them in the box: `twins.grading_plan`'s `selectors`)."""
     task = bundle.task
     with repository_states(clone, task, bundle.oracle_patch, bundle.tests_patch) as (before, _):
         texts = {f: before.git.blob(before.files[f]) for f in task.test.files if f in before.files}
-        selectors = {p: before.git.blob(before.files[p])
-                     for p in canaries.selector_paths(task.test.files, task.test.workdir) if p in before.files}
+        def read_many(paths: list[str]) -> dict[str, str]:
+            return {p: before.git.blob(before.files[p]) for p in paths if p in before.files}
+
+        selectors = canaries.with_plugins(read_many(canaries.selector_paths(task.test.files, task.test.workdir)),
+                                          list(task.test.files), task.test.workdir, read_many)
     return {f: t for f, t in texts.items() if f.endswith(".py") and t.strip()}, selectors
 
 

@@ -141,19 +141,24 @@ def _hidden_command(bundle: TaskBundle) -> str:
     removed (exit 19 if not): the real tests' text never lands in the repository's objects, which the tests can
     read; a tests.patch that does not apply there is exit 19 too."""
     task = bundle.task
-    base = shlex.quote(task.base_commit)
+    at_base = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')}; "
+                      for f in task.test.files)
+    return f"{_scratch_show(bundle, _read_after(bundle))}; {{ {at_base}true; }} 2>/dev/null | base64 -w0 && echo"
+
+
+def _scratch_show(bundle: TaskBundle, paths: list[str]) -> str:
+    """One line: the texts of `paths` at base + tests.patch (base64, each behind SEP; nothing for one that is not
+    there), read through a scratch index and object store, both removed (exit 19 if not, or if tests.patch does
+    not apply there)."""
     index, objects = HIDDEN_SCRATCH
     apply = (f" && {apply_command(f'{IN_BOX}/tests.patch', cached=True, git=GIT)}"
              if bundle.tests_patch.strip() else "")
-    after = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in _read_after(bundle))
-    at_base = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(f'{task.base_commit}:{f}')}; "
-                      for f in task.test.files)
+    show = "".join(f"printf '{SEP_PRINTF}'; {GIT} show {shlex.quote(':' + f)}; " for f in paths)
     scratch = (f"GIT_INDEX_FILE={index} GIT_OBJECT_DIRECTORY={objects} "
                f"GIT_ALTERNATE_OBJECT_DIRECTORIES={WORKDIR}/.git/objects")
-    return (f"( export {scratch}; mkdir -p {objects} && {GIT} read-tree {base}{apply} && "
-            f"{{ {after}true; }} 2>/dev/null ) | base64 -w0; code=$?; echo; rm -rf -- {index} {objects}; "
-            f"[ $code -eq 0 ] && [ ! -e {index} ] && [ ! -e {objects} ] || exit 19; "
-            f"{{ {at_base}true; }} 2>/dev/null | base64 -w0 && echo")
+    return (f"( export {scratch}; mkdir -p {objects} && {GIT} read-tree {shlex.quote(bundle.task.base_commit)}"
+            f"{apply} && {{ {show}true; }} 2>/dev/null ) | base64 -w0; code=$?; echo; rm -rf -- {index} {objects}; "
+            f"[ $code -eq 0 ] && [ ! -e {index} ] && [ ! -e {objects} ] || exit 19")
 
 
 def _read_after(bundle: TaskBundle) -> list[str]:
@@ -174,6 +179,21 @@ def _texts(line: str, files: list[str]) -> dict[str, str]:
     """The hidden .py files' texts from one of `_hidden_command`'s lines (an empty one: not there)."""
     texts = _unb64(line).split(SEP)[1:]
     return {f: t for f, t in zip(files, texts) if f.endswith(".py") and t.strip()}
+
+
+def with_plugin_modules(box: Sandbox, bundle: TaskBundle, selectors: dict[str, str]) -> dict[str, str]:
+    """The selector files and the plugin modules they load (`canaries.with_plugins`: a conftest's
+    `pytest_plugins`, a configuration's `-p`), read in `box` from base + tests.patch as the first look reads:
+    an exec a round, none for a task whose selector files load no plugin module. Unreadable: none added."""
+    def read_many(paths: list[str]) -> dict[str, str]:
+        res = _git(box, _scratch_show(bundle, paths), made=True)
+        if res.exit_code != 0:
+            return {}
+        try:
+            return dict(zip(paths, _unb64(res.output.split("\n")[0]).split(SEP)[1:]))
+        except PatchError:
+            return {}
+    return canaries.with_plugins(selectors, list(bundle.task.test.files), bundle.task.test.workdir, read_many)
 
 
 def _prepared(lines: list[str], bundle: TaskBundle) -> Prepared:
@@ -373,7 +393,8 @@ def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied,
         prepared = _prepared(lines[:LOOK_LINES], bundle)
     except (PatchError, TestRunError):
         return None
-    plan = plan_of(bundle, prepared.sources, prepared.based, name, seed, prepared.selectors)
+    plan = plan_of(bundle, prepared.sources, prepared.based, name, seed,
+                   with_plugin_modules(box, bundle, prepared.selectors))
     plugins = _plugins(profile, prepared.plugins)
     run, tar = staging(bundle.task, box.test_user, plugins, _planted(plan))
     return Staging(plan, run, plugins, tar, unpack_command(tar, NO_UNPACK) if look.unpacks else None)
@@ -407,7 +428,8 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
             box.copy_tree_in("/", staged.tar)
         plan, planted, first = staged.plan, {}, staged.run
     else:
-        plan, first = plan_of(bundle, look.sources, look.based, name, seed, look.selectors), None
+        selectors = with_plugin_modules(box, bundle, look.selectors)
+        plan, first = plan_of(bundle, look.sources, look.based, name, seed, selectors), None
         planted = _planted(plan)
     results = []
     for _ in range(runs):
