@@ -149,14 +149,18 @@ def _vocabulary(names: list[str]) -> list[str]:
     return sweserve_twins.vocabulary(names)
 
 
-def _name(words: list[str], taken: set[str]) -> str:
-    pool = list(dict.fromkeys(words))
+def _name(words: list[str], taken: set[str], checks: list[str] | tuple[str, ...] = ()) -> str:
+    """A canary's name from the file's words; with `checks` (what the repository's name-based selection reads,
+    `sweserve_twins.selector_checks`), none of the words such a selection reads, and no name it matches beyond
+    what `test_` matches: a conftest that skips `slow` tests never skips a canary beside passing neighbours."""
+    pool = sweserve_twins.name_pool(list(dict.fromkeys(words)), checks) if checks else list(dict.fromkeys(words))
+    want = sweserve_twins.matched("test_", checks)
     for attempt in range(200):
         if attempt == 50:  # a file with too few words for new names: borrow some
-            pool = list(dict.fromkeys(pool + _FALLBACK_WORDS))
+            pool = list(dict.fromkeys(pool + [w for w in _FALLBACK_WORDS if not sweserve_twins.reads(w, checks)]))
         picked = _RNG.sample(pool, _RNG.randint(2, min(4, len(pool)))) if len(pool) > 1 else pool
         name = "test_" + "_".join(picked)
-        if name not in taken:
+        if name not in taken and sweserve_twins.matched(name, checks) == want:
             taken.add(name)
             return name
     name = f"test_{_RNG.choice(pool)}_{secrets.token_hex(3)}"
@@ -182,8 +186,9 @@ def _plant(text: str, inserts: list[tuple[int, str]]) -> str:
     return "".join(lines)
 
 
-def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
-    """Canaries for the hidden test files whose text is in `sources` (file -> text)."""
+def plan(task: Task, sources: dict[str, str], checks: dict[str, list[str]] | None = None) -> CanaryPlan:
+    """Canaries for the hidden test files whose text is in `sources` (file -> text); `checks`: per file, what
+    the repository's name-based selection reads in its tests' names (`_name`)."""
     graded = {t.split("::")[0] for t in task.FAIL_TO_PASS + task.PASS_TO_PASS}
     out = CanaryPlan()
     everywhere = set()  # no canary takes the name of a function in any hidden file, its own or a sibling's
@@ -213,7 +218,7 @@ def plan(task: Task, sources: dict[str, str]) -> CanaryPlan:
         for must_pass in kinds:
             home = _RNG.choice(homes)
             at, indent = _RNG.choice(home.points)
-            canary = Canary(file, _name(words, taken), must_pass, home.cls)
+            canary = Canary(file, _name(words, taken, (checks or {}).get(file, ())), must_pass, home.cls)
             out.canaries.append(canary)
             body = _body(must_pass, words, home.unittest_style)
             inserts.append((at, _code(canary.name, indent, body, method=home.cls is not None)))

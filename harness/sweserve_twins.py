@@ -17,6 +17,7 @@ forgery (every outcome flipped); twins are what catch targeted forgery.
 from __future__ import annotations
 
 import ast
+import os
 import random
 import re
 import threading
@@ -284,6 +285,26 @@ def with_plugins(texts: dict[str, str], files: list[str], workdir: str, read_man
         tried.update(paths)
         out.update({p: t for p, t in read_many(paths).items() if p in paths and t.strip()})
     return out
+
+
+def tree_checks(root: str, files: list[str], workdir: str, sources: dict[str, str], options: str = "") -> dict:
+    """Per hidden file of `sources`, what the repository's name-based selection reads in its tests' names
+    (`selector_checks` over the selector files on the way and the plugin modules they load, `own_checks` of the
+    file), read from the tree at `root`: the exports' in-box verifier, whose tree holds the conftests and pytest
+    configuration at base (the resets) with tests.patch applied, as `sweserve run` reads them."""
+    def read_many(paths: list[str]) -> dict[str, str]:
+        out = {}
+        for path in paths:
+            try:
+                with open(os.path.join(root, path), encoding="utf-8") as fh:
+                    out[path] = fh.read()
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+        return out
+
+    workdir = "" if workdir in (".", "") else workdir
+    texts = with_plugins(read_many(selector_paths(list(files), workdir)), list(files), workdir, read_many)
+    return {f: sorted(set(selector_checks(texts, f, options)) | set(own_checks(t))) for f, t in sources.items()}
 
 
 def _literals(text: str) -> list[str]:

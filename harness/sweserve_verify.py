@@ -42,6 +42,7 @@ import sweserve_drop  # noqa: E402
 import sweserve_plan  # noqa: E402
 import sweserve_protocol  # noqa: E402
 import sweserve_resets  # noqa: E402
+import sweserve_twins  # noqa: E402
 
 WORKDIR = "/testbed"
 OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
@@ -161,7 +162,10 @@ def grading_plan(cfg, sources):
                 lambda output: sweserve_plan.unmask(members, output))
     task = types.SimpleNamespace(FAIL_TO_PASS=cfg["FAIL_TO_PASS"], PASS_TO_PASS=cfg["PASS_TO_PASS"],
                                  test=types.SimpleNamespace(runner=cfg["runner"], files=cfg["test_files"]))
-    plan = sweserve_canaries.plan(task, sources)
+    workdir = os.path.relpath(cfg["workdir"], WORKDIR)  # the tree after the resets and tests.patch, as run reads it
+    checks = sweserve_twins.tree_checks(WORKDIR, cfg["test_files"], workdir, sources,
+                                        cfg["env"].get("PYTEST_ADDOPTS", ""))
+    plan = sweserve_canaries.plan(task, sources, checks)
     return (plan.texts, lambda outcomes, exit_status: sweserve_canaries.check(plan.canaries, outcomes, exit_status),
             lambda output: output)
 

@@ -441,6 +441,25 @@ def test_plugin_modules_are_found_where_pytest_imports_them_and_followed_a_bound
     assert "alpha" in c.selector_checks(read, "test/t.py")  # a plugin module's literals are read
 
 
+def test_an_export_without_a_plan_keeps_its_canaries_clear_of_the_repositorys_selection(tmp_path):
+    """An export made without the task's clone (a task without twins) plants plain canaries in the box
+    (`sweserve_canaries.plan`); their names came from the file's words alone, so a repository hook skipping
+    `slow` tests skipped a canary beside passing neighbours (`tampered`) on many draws. The in-box verifier now
+    reads the selector files and the plugin modules they load in the tree (after the resets and tests.patch),
+    and no canary draws a word they read."""
+    from sweserve.harness import sweserve_canaries, sweserve_twins
+
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["nightly"]\n')
+    (tmp_path / "nightly.py").write_text(NAMED_CONFTEST)
+    checks = sweserve_twins.tree_checks(str(tmp_path), [FILE], ".", {FILE: NAMED})
+    assert "slow" in checks[FILE], checks
+    task = _task(FAIL_TO_PASS=[f"{FILE}::test_fast_path_pages"])
+    drawn = [c.name for _ in range(60) for c in sweserve_canaries.plan(task, {FILE: NAMED}, checks).canaries]
+    assert drawn and not any("slow" in n for n in drawn), drawn
+    unread = [c.name for _ in range(60) for c in sweserve_canaries.plan(task, {FILE: NAMED}).canaries]
+    assert any("slow" in n for n in unread)  # the words were drawn before
+
+
 # --- selectors the first look does not read: the hidden file reads its own names ----------------------------------
 
 SELF_READING = {
