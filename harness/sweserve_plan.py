@@ -120,9 +120,9 @@ def read(members, outcomes, exit_status=None):
     forged_names = False
     passed = set()  # must-fail members with a passing report
     for test_id, outcome in outcomes.items():
-        parts = test_id.split("::")
+        parts = _base_id(test_id).split("::")  # a parameter may hold '::' (an IPv6 '::1'): split without it
         params = test_id[len(_base_id(test_id)):]
-        name = _base_id(parts[-1])
+        name = parts[-1]
         cls = parts[1] if len(parts) == 3 else None
         file = _file_of(parts[0], by_file) if len(parts) > 1 else None
         index = by_file[file].get((cls, name)) if file else None

@@ -112,6 +112,9 @@ class ValidationRecord(Strict):
                                      "None: not measured")
     max_forge_odds: float | None = Field(None, gt=0, le=1, description="the profile's bound on forge_odds for "
                                          "readiness, as validation read it")
+    forge_odds_instruction: str | None = Field(None, description="sha256 of the instruction forge_odds was measured "
+                                               "with (its numbers are what a forger reads); another instruction "
+                                               "makes the odds stale")
     runner_only: list[str] = Field(default_factory=list, description="tests that pass with the oracle under plain "
                                    "pytest in the image and fail only under sweserve's runner")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sweserve.dataset.funnel import compute, save_mine_record
 from sweserve.dataset.profiles import load_profile
-from sweserve.dataset.readiness import assess, family_verdict
+from sweserve.dataset.readiness import assess, family_verdict, instruction_digest
 from sweserve.dataset.taskstore import load_task, save_bundle, save_task
 from sweserve.models import (
     QualityRecord,
@@ -81,6 +81,8 @@ def test_the_classifiers_verdict_is_read_with_its_scores_as_the_reason():
 
 
 def bundle(t: Task) -> TaskBundle:
+    if t.validation is not None and t.validation.forge_odds is not None:  # measured with this instruction
+        t.validation.forge_odds_instruction = instruction_digest("# t\n")
     return TaskBundle(task=t, instruction="# t\n", oracle_patch="diff --git a/x b/x\n",
                       tests_patch="diff --git a/t b/t\n")
 
@@ -210,3 +212,21 @@ def test_validate_ready_eligible_skips_before_any_image(tmp_path):
     assert "2 of 2 tasks skipped" in proc.stdout and "'statement': 1" in proc.stdout
     assert "'family_unsure': 1" in proc.stdout and "0 to validate" in proc.stdout
     assert load_task(tasks / "o__r-1").validation is None
+
+
+def test_forge_odds_measured_with_another_instruction_are_stale(tmp_path):
+    """The numbers an instruction writes are what a forger reads beside the files: odds measured before an
+    interface section (or a statement mined again, or an edit) wrote the real value are stale, so the task is
+    not ready until `tasks guard --write` (or validate) measures them for the instruction the candidate reads."""
+    t = task()
+    t.validation.forge_odds_instruction = instruction_digest("# t\n")
+    assert assess(t, "# t\n").ready and assess(t).ready  # no instruction given: the record as it stands
+    stale = assess(t, "# t\n\n## New interfaces\n- `max_pages(budget: int = 13)`\n")
+    assert [r.key for r in stale.reasons] == ["unguarded"] and "another instruction" in stale.reasons[0].detail
+    t.validation.forge_odds_instruction = None  # measured before the digest was recorded: stale too
+    assert not assess(t, "# t\n").ready
+    tasks = tmp_path / "tasks"
+    save_bundle(tasks, bundle(task(1)))
+    (tasks / "o__r-1" / "instruction.md").write_text("# t\n\nedited by hand: 13\n")
+    f = compute(tasks)
+    assert f.stages[-1].count == 0 and set(f.not_ready) == {"o__r-1"}

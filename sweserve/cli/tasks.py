@@ -135,7 +135,7 @@ def lint(args, console: Console) -> int:
 def guard(args, console: Console) -> int:
     from sweserve.config_search import ConfigSearch
     from sweserve.dataset.profiles import load_profile
-    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.readiness import assess, instruction_digest
     from sweserve.dataset.taskstore import save_task, select
     from sweserve.evaluation import guard as forge
 
@@ -156,8 +156,8 @@ def guard(args, console: Console) -> int:
                      "per_test": per})
         assert task.validation is not None  # a valid task
         measured = task.model_copy(update={"validation": task.validation.model_copy(
-            update={"forge_odds": odds, "max_forge_odds": bound})})
-        measured.readiness = assess(measured)
+            update={"forge_odds": odds, "max_forge_odds": bound, "forge_odds_instruction": instruction_digest(b.instruction)})})
+        measured.readiness = assess(measured, b.instruction)
         rows[-1]["ready"] = measured.readiness.ready
         if args.write:
             save_task(tasks_dir / task.task_id, measured)

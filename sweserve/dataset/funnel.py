@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from sweserve.dataset.readiness import assess
-from sweserve.dataset.taskstore import load_task, save_task, task_dirs
+from sweserve.dataset.taskstore import TEXT_FILES, load_task, save_task, task_dirs
 from sweserve.errors import SweserveError
 from sweserve.models import Task
 
@@ -110,7 +110,8 @@ def compute(tasks_dir: Path, write: bool = False) -> Funnel:
     not_ready: dict[str, list[str]] = {}
     ready = reviewed = 0
     for task in valid:
-        readiness = assess(task)
+        text = tasks_dir / task.task_id / TEXT_FILES["instruction"]
+        readiness = assess(task, text.read_text(encoding="utf-8") if text.is_file() else None)
         if write and readiness.model_dump(exclude={"assessed_at"}) != (
                 task.readiness.model_dump(exclude={"assessed_at"}) if task.readiness else None):
             task.readiness = readiness

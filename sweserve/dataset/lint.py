@@ -250,6 +250,6 @@ def lint_task(task_dir: Path, repo_path: Path, write: bool = False, reject: bool
         report.rejected = True
     if report.written or report.rejected:
         if task.readiness is not None or task.validation is not None:  # what lint found changes readiness
-            task.readiness = assess(task)
+            task.readiness = assess(task, report.instruction if write else bundle.instruction)
         save_task(task_dir, task)
     return report

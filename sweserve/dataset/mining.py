@@ -329,7 +329,7 @@ def store(tasks_dir: Path, bundle: TaskBundle, report: MineReport) -> None:
         return
     task = old.task.model_copy(update=updates)
     if task.readiness is not None:  # readiness reads the quality and family records
-        task.readiness = assess(task)
+        task.readiness = assess(task, bundle.instruction)
     save_task(task_dir, task)
     report.updated.append(task_id)
 

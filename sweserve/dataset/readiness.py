@@ -21,9 +21,10 @@ Nothing here reads a clone or runs a container: it is a function of task.json al
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from sweserve.dataset.taskstore import load_task, save_task
+from sweserve.dataset.taskstore import TEXT_FILES, load_task, save_task
 from sweserve.models import Readiness, ReadinessReason, Task
 
 
@@ -59,8 +60,9 @@ def finding_kind(finding: str) -> str:
     return next((kind for opening, kind in _FINDING_KINDS if finding.startswith(opening)), "findings")
 
 
-def assess(task: Task) -> Readiness:
-    """The task's readiness now, from its records."""
+def assess(task: Task, instruction: str | None = None) -> Readiness:
+    """The task's readiness now, from its records; with `instruction` (what the candidate reads now), forge odds
+    measured with another instruction are stale (`stale_odds`)."""
     reasons: list[ReadinessReason] = []
     v = task.validation
     if v is None:
@@ -97,9 +99,12 @@ def assess(task: Task) -> Readiness:
                     signals_ok = False
                     reasons.append(ReadinessReason(kind="signal", key=f"signal:{check.name}",
                                                    detail=f"{check.name}: {check.detail}"))
-    guard_ok = task.validated and guarded(task)
+    stale = instruction is not None and stale_odds(task, instruction)
+    guard_ok = task.validated and guarded(task) and not stale
     if task.validated and not guard_ok:
-        reasons.append(ReadinessReason(kind="guard", key="unguarded", detail=_unguarded(task)))
+        reasons.append(ReadinessReason(kind="guard", key="unguarded", detail=_unguarded(task) if not stale else (
+            "forge odds measured with another instruction (its numbers are what a forger reads): "
+            "`sweserve tasks guard --write` measures them again")))
     if (bad := review_verdict(task)) is not None and bad:
         reasons.append(ReadinessReason(kind="review", key="review:bad", detail=bad))
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,
@@ -128,6 +133,19 @@ def guarded(task: Task) -> bool:
     if v is None or v.forge_odds is None:
         return False
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
+
+
+def instruction_digest(instruction: str) -> str:
+    """What a task records of the instruction its forge odds were measured with (`forge_odds_instruction`)."""
+    return hashlib.sha256(instruction.encode("utf-8")).hexdigest()
+
+
+def stale_odds(task: Task, instruction: str) -> bool:
+    """Whether the task's recorded forge odds were measured with another instruction than `instruction` (an
+    interface section written after validation, a statement mined again, an edit by hand): the numbers an
+    instruction writes are what a forger reads beside the files (`twins.visible`), so the odds may not hold."""
+    v = task.validation
+    return v is not None and v.forge_odds is not None and v.forge_odds_instruction != instruction_digest(instruction)
 
 
 DEFAULT_MAX_FORGE_ODDS = 0.25  # the profile default (`RepoProfile.max_forge_odds`), for a record without the bound
@@ -161,7 +179,8 @@ def cannot_be_ready(task: Task) -> list[str]:
 def record(task_dir: Path) -> Task:
     """Assess the task in task_dir and save its readiness in task.json."""
     task = load_task(task_dir)
-    task.readiness = assess(task)
+    text = task_dir / TEXT_FILES["instruction"]
+    task.readiness = assess(task, text.read_text(encoding="utf-8") if text.is_file() else None)
     save_task(task_dir, task)
     return task
 

@@ -103,11 +103,12 @@ def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tup
                                                                      if len(missing) > 1 else ""))
     out = {}
     for task_id, mine in by_task.items():
-        task = load_bundle(tasks_dir / task_id).task
+        bundle = load_bundle(tasks_dir / task_id)
+        task = bundle.task
         newer = {r.reviewer for r in mine}
         task.reviews = [r for r in task.reviews if r.reviewer not in newer] + mine
         if task.validation is not None:
-            task.readiness = assess(task)
+            task.readiness = assess(task, bundle.instruction)
         good = sum(r.verdict == "GOOD" for r in task.reviews)
         out[task_id] = (task.ready, f"{good} of {len(task.reviews)} GOOD")
         if write:

@@ -25,6 +25,8 @@ that inherits a mixin's test whose group was recorded for another class) guards 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 
 from sweserve import pyast
@@ -53,24 +55,62 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         for cls, fn in twins.collected(tree, task.test.runner):
             for x in owners[id(fn)]:  # each class that runs it (a mixin's or a base class's test)
                 functions["::".join([file, *([x] if x else []), fn.name])] = (file, cls.name if cls else None, fn)
+    by_function: dict[str, list[Twin]] = {}  # each recorded group under the function it was planted for
+    for planned, group in recorded.items():
+        if (key := _resolve(planned, functions)) is not None:
+            by_function.setdefault(key, []).extend(group)
+    shown = {key: _members(group, functions[key][2]) for key, group in by_function.items()}
     odds: dict[str, float] = {}
     for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS):
-        planned = next((p for p in sorted(recorded) if twins.same_test(p, test)), None)
-        found = next((p for p in sorted(functions) if twins.same_test(p, test)), None)
-        group = recorded.get(planned or "", [])
-        odds[test] = 1.0 if not group or found is None else _group_odds(group, *functions[found], sources, base,
-                                                                        instruction)
+        found = _resolve(test, functions)
+        group = by_function.get(found or "", [])
+        if not group or found is None:
+            odds[test] = 1.0
+            continue
+        # the other groups planted beside it (a mixin's test is one group, read in each class that runs it)
+        others = [values for key, values in shown.items() if functions[key][2] is not functions[found][2]]
+        odds[test] = _group_odds(group, *functions[found], sources, base, instruction, others)
     return odds
 
 
+def _resolve(test: str, keys: Mapping[str, object]) -> str | None:
+    """The key naming `test`: the same id, else the one key naming it from another rootdir (`twins.same_test`);
+    None when none does or several do (a path that is a suffix of two hidden files' paths names neither)."""
+    if test in keys:
+        return test
+    found = [k for k in sorted(keys) if twins.same_test(k, test)]
+    return found[0] if len(found) == 1 else None
+
+
+def _members(group: list[Twin], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[Decimal]:
+    """The values a numeric group shows in the planted files: its twins' and the real one's (none for flips
+    and raises groups)."""
+    out: set[Decimal] = set()
+    for t in group:
+        try:
+            out.add(Decimal(t.value))
+        except ArithmeticError:
+            return frozenset()
+    fn_sites = twins.sites(fn)
+    site = group[0].site if group else -1
+    if 0 <= site < len(fn_sites) and (real := twins.site_value(fn_sites[site])) is not None:
+        out.add(real)
+    return frozenset(out)
+
+
 def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                sources: dict[str, str], base: dict[str, str], instruction: str) -> float:
+                sources: dict[str, str], base: dict[str, str], instruction: str,
+                others: list[frozenset[Decimal]]) -> float:
     members = len(group) + 1
     if any(twins.flip_indices(t.value) is not None or twins.raises_of(t.value) is not None for t in group):
         return 1.0  # flips and raises groups: two readings, and priors (the test's name, the file) that can read them
     if len({t.site for t in group}) != 1:
         return 1.0  # not a shape validation records
-    avoid = twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
+    mine = _members(group, fn)
+    if any(mine & other for other in others):
+        return 1.0  # a value two groups show: drawn apart, where they meet says which members are real or twins
+    avoid = (twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
+             | twins.other_files(sources, file))
     return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
 
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from sweserve.agents.base import Agent
 from sweserve.agents.reference import NullAgent, OracleAgent
 from sweserve.dataset.project import TaskInputs
-from sweserve.dataset.readiness import assess
+from sweserve.dataset.readiness import assess, instruction_digest
 from sweserve.dataset.taskstore import save_task
 from sweserve.errors import (
     ErrorKind,
@@ -77,6 +77,7 @@ class ValidateOutcome(BaseModel):
     twins: int = 0
     twinless: list[str] = Field(default_factory=list)
     forge_odds: float | None = None  # evaluation/guard.py
+    forge_odds_instruction: str | None = None  # `guard.digest` of the instruction the odds were measured with
     runner_only: list[str] = Field(default_factory=list)  # pass under plain pytest, fail under sweserve's runner
 
 
@@ -216,6 +217,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         if inputs.clone is not None:  # read in the clone the image was built from; none: not measured
             try:
                 result.forge_odds = guard.measure(inputs.clone, bundle)[0]
+                result.forge_odds_instruction = instruction_digest(bundle.instruction)
             except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
                 result.forge_odds = None
     except TrialSkipped as exc:
@@ -244,9 +246,10 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         twinless=result.twinless,
         forge_odds=result.forge_odds,
         max_forge_odds=bound,
+        forge_odds_instruction=result.forge_odds_instruction,
         runner_only=result.runner_only,
     )
-    task.readiness = assess(task)
+    task.readiness = assess(task, bundle.instruction)
     result.ready = task.readiness.ready
     result.not_ready = [r.detail for r in task.readiness.reasons]
     save_task(req.task_dir, task)
