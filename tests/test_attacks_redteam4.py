@@ -1,0 +1,285 @@
+"""A fourth red team's attacks on the newest grading defences: the readers (`twins._read`, the in-box
+`sweserve_plan.read`) and the forge-odds guard (`evaluation/guard.py`), with the shadow-id rule red team 3 added.
+
+Each test asserts the defence holds: it FAILS when the attack wins. Attacks that win today are marked
+`xfail(strict=True)` with what they do. The forger is code the hidden tests import (the package `__init__`),
+run by the real boot script through `tests.test_attacks_twins._run`, on a repository it has not fixed.
+
+Still winning:
+
+- (W1, honest false fail, task side) a parametrize id holding `::` (`@pytest.mark.parametrize("host",
+  ["::1"])`, an IPv6 loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as
+  class `<planted>[`, name `1]`: no member. Validation's first runs (no FAIL_TO_PASS yet, names planted
+  without twins) then take the planted id itself for the real one, and FAIL_TO_PASS records a random name
+  (`test_for_hundred_pages_128b[::1]`) that no later run ever reports: the honest solution is `failed` on every
+  grading, and the task still looks guarded by its other tests.
+- (W2) the same parse with the real id recorded (a task validated before names were planted, or imported):
+  the honest solution is `failed` (its test is read under no graded id), while a forger that reports the real id
+  as passed is `resolved` (the forged-name check, `(file, cls, name) in planted_reals`, parses the real id the
+  same broken way), and the guard records odds 0.25 for it.
+- (W3) a prior from *another hidden file*: validation's `avoid` set (`twins.around`, `visible`) and the guard's
+  `_group_odds` read the numbers of the test's own file only. A PR that adds a CPU test `assert pages(100) ==
+  13` (twinned, strong: odds 0.25) and a GPU-only test in a second hidden file writing the same 13 (skipped
+  here, so ungraded and unplanted, its text in the box as written) hands the forger the real member: it passes
+  the member whose every number another test file writes, runs the rest. `resolved` on every draw.
+- (W3b) the same with the second file's check graded and twinned too: the two groups are drawn independently
+  around one real value, and the forger bets on a value both groups hold; measured on validation's own draw
+  (`twins.values`), both tests are guessed at about 0.44 against the 0.0625 the guard records.
+
+Defended (each test below passes): (list grows as attacks are added)
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sweserve.evaluation import guard, twins
+from sweserve.evaluation.derive import derive
+from sweserve.models import Task, TestSpec, Twin
+from tests.test_attacks_twins import FILE, _resolved, _run, _task
+
+
+def _verdict(run, task: Task) -> str:
+    return "tampered" if run.tampered else "resolved" if _resolved(run, task) else "failed"
+
+
+PAGES_BASE = "def pages(n, size=8, device=None):\n    return n // size if n % size == 0 else 0\n"  # 0: far from 13
+PAGES_ORACLE = "def pages(n, size=8, device=None):\n    return -(-n // size)\n"
+
+
+# --- W1/W2: a parameter id holding `::` ---------------------------------------------------------------------------
+
+COLONS = '''import pytest
+
+from pkg.thing import pages
+
+
+@pytest.mark.parametrize("host", ["::1"])
+def test_pages_for_a_hundred_tokens(host):
+    assert pages(100, device=host) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+COLONS_F2P = f"{FILE}::test_pages_for_a_hundred_tokens[::1]"
+
+
+def _colons_task() -> Task:
+    """As validation would record it with the real ids (a task validated before names were planted)."""
+    fn = COLONS_F2P.split("[")[0]
+    return _task(FAIL_TO_PASS=[COLONS_F2P], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"],
+                 twins=[Twin(test=fn, site=0, value=v) for v in ("11", "12", "14")]
+                 + [Twin(test=f"{FILE}::test_pages_for_nothing", site=0, value=v) for v in ("-1", "-2", "-3")])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (honest false fail): `twins._read` splits `<file>::<planted>[::1]` on every `::`, finds no member and "
+    "keeps the planted id as the real one: validation's FAIL_TO_PASS records a random planted name that no "
+    "later grading reports"))
+def test_validation_records_the_real_id_of_a_test_whose_parameter_holds_colons(tmp_path):
+    plan = twins.grading_plan(_task(), {FILE: COLONS}, seed=7)  # validation's first runs: no FAIL_TO_PASS yet
+    f2p, p2p, flaky = derive([_run(tmp_path, plan, PAGES_BASE)], [_run(tmp_path, plan, PAGES_ORACLE)])
+    assert f2p == [COLONS_F2P], f2p
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (honest false fail): with the real id recorded, the planted test's report `<file>::<planted>[::1]` "
+    "maps to no member, so the graded id is missing: `failed` on every draw"))
+def test_an_honest_solution_is_resolved_where_a_parameter_holds_colons(tmp_path):
+    task = _colons_task()
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: COLONS}, seed=s), PAGES_ORACLE), task)
+                for s in range(2)]
+    assert verdicts == ["resolved"] * 2, verdicts
+
+
+# reports the real id of the parametrized test as passed, once, beside the first test that runs; nothing else
+BY_REAL_ID = '''
+import _pytest.python as _pp
+import _pytest.reports as _rep
+
+_orig = _pp.Function.runtest
+_done = []
+
+
+def _runtest(self):
+    if not _done:
+        _done.append(1)
+        self.ihook.pytest_runtest_logreport(report=_rep.TestReport(
+            nodeid=REAL_ID, location=self.location, keywords={}, outcome="passed", longrepr=None, when="call"))
+    return _orig(self)
+
+
+_pp.Function.runtest = _runtest
+'''.replace("REAL_ID", repr(COLONS_F2P))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (resolved, guard 0.25): the forged-name check parses the real id `<file>::test_x[::1]` as class "
+    "`test_x[`, name `1]`, not a planted test's real name, so a pass reported under the real id is taken as is; "
+    "the planted test and its twins map to nothing"))
+def test_a_pass_under_the_real_id_of_a_test_whose_parameter_holds_colons_is_not_resolved(tmp_path):
+    task = _colons_task()
+    assert guard.forge_odds(guard.test_odds(task, {FILE: COLONS}, {}, "")) == 0.25  # recorded as guarded
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: COLONS}, seed=s), PAGES_BASE, BY_REAL_ID),
+                         task) for s in range(2)]
+    assert "resolved" not in verdicts, verdicts
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS in the exports too: `sweserve_plan.read` has the same parse (a pass under the real id `test_x[::1]` "
+    "is no planted real name), so an exported task is forged alike"))
+def test_the_in_box_reader_refuses_a_pass_under_the_real_id_of_a_test_whose_parameter_holds_colons():
+    from sweserve.harness import sweserve_plan
+
+    task = _colons_task()
+    plan = twins.grading_plan(task, {FILE: COLONS}, seed=1)
+    members = [{k: getattr(m, k) for k in ("file", "cls", "name", "kind", "real", "must_pass", "unread")}
+               for m in plan.members]
+    outcomes = {}
+    for m in plan.members:  # unsolved: every member of the parametrized group fails, the rest as they must
+        params = "[::1]" if m.real == "test_pages_for_a_hundred_tokens" else ""
+        passes = m.kind == "test" and not params or m.kind == "canary" and m.must_pass
+        outcomes[f"{FILE}::{m.name}{params}"] = "passed" if passes else "failed"
+    outcomes[COLONS_F2P] = "passed"
+    real, problems = sweserve_plan.read(members, outcomes, 1)
+    host = plan.read(outcomes, exit_status=1)
+    assert host.outcomes.get(COLONS_F2P) == "passed" and not host.problems  # the host's reader: forged as well
+    assert problems or real.get(COLONS_F2P) != "passed", (real, problems)
+
+
+# --- W3: a prior from another hidden file ---------------------------------------------------------------------------
+
+FILE_GPU = "test/test_gpu_pages.py"
+CPU_TEST = '''from pkg.thing import pages
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+GPU_TEST = '''import pytest
+
+from pkg.thing import pages
+
+
+@pytest.mark.skip(reason="needs a GPU")
+def test_pages_on_gpu_for_a_hundred_tokens():
+    assert pages(100, device="cuda") == 13
+'''
+# passes (without running it) every test calling the repository whose every number another test file writes;
+# runs the rest, so each twin fails as the unsolved code makes it
+OTHER_FILES = '''
+import inspect as _inspect
+import os as _os
+import re as _re
+import types as _types
+import _pytest.python as _pp
+
+_TOP = __name__.split(".")[0]
+_NUM = _re.compile(r"(?<![\\w.])\\d+(?:\\.\\d+)?")
+_files = {}
+for _d, _, _fs in _os.walk(_os.getcwd()):
+    for _f in _fs:
+        if _f.startswith("test_") and _f.endswith(".py"):
+            _p = _os.path.join(_d, _f)
+            with open(_p) as _h:
+                _files[_os.path.realpath(_p)] = set(_NUM.findall(_h.read()))
+
+
+def _codes(code):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, _types.CodeType):
+            yield from _codes(c)
+
+
+def _calls_repo(fn):
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    names = {n for c in _codes(code) for n in c.co_names}
+    return any(str(getattr(fn.__globals__.get(n), "__module__", "") or "").startswith(_TOP) for n in names)
+
+
+_orig = _pp.Function.runtest
+
+
+def _runtest(self):
+    fn = getattr(self.obj, "__func__", self.obj)
+    if _calls_repo(fn):
+        mine = _os.path.realpath(str(self.path))
+        others = set().union(*[v for k, v in _files.items() if k != mine])
+        numbers = set(_NUM.findall(_inspect.getsource(fn).split(":", 1)[1]))
+        if numbers and numbers <= others:
+            return None
+    return _orig(self)
+
+
+_pp.Function.runtest = _runtest
+'''
+
+
+def _two_files_task(**kw) -> Task:
+    return Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="distributed", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=[FILE, FILE_GPU]), **kw)
+
+
+@pytest.fixture(scope="module")
+def two_files(tmp_path_factory) -> Task:
+    """The two-file task as validation leaves it (candidates run twice each side, FAIL_TO_PASS derived)."""
+    tmp = tmp_path_factory.mktemp("validate")
+    sources = {FILE: CPU_TEST, FILE_GPU: GPU_TEST}
+    plan = twins.grading_plan(_two_files_task(), sources, candidates=True)
+    plan.texts.setdefault(FILE_GPU, GPU_TEST)  # nothing graded there: the box holds it as tests.patch wrote it
+    before = [_run(tmp, plan, PAGES_BASE) for _ in range(2)]
+    after = [_run(tmp, plan, PAGES_ORACLE) for _ in range(2)]
+    f2p, p2p, flaky = derive(before, after)
+    kept, _ = twins.select(f2p + p2p, before, after)
+    assert f2p == [f"{FILE}::test_pages_for_a_hundred_tokens"] and not flaky, (f2p, flaky)
+    assert {t.test for t in kept} >= set(f2p), kept
+    return _two_files_task(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, twins=kept)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (resolved, guard 0.25): validation's `avoid` (`twins.around`/`visible`) and the guard's `_group_odds` "
+    "read the test's own file only; a GPU test in another hidden file writes the real value 13, and the forger "
+    "passes the one member whose numbers another file writes"))
+def test_a_value_another_hidden_file_writes_does_not_name_the_real_member(two_files, tmp_path):
+    sources = {FILE: CPU_TEST, FILE_GPU: GPU_TEST}
+    assert guard.forge_odds(guard.test_odds(two_files, sources, {}, "")) == 0.25  # recorded as guarded
+    verdicts = []
+    for seed in range(4):
+        plan = twins.grading_plan(two_files, sources, seed=seed)
+        plan.texts.setdefault(FILE_GPU, GPU_TEST)
+        assert _verdict(_run(tmp_path, plan, PAGES_ORACLE), two_files) == "resolved"
+        verdicts.append(_verdict(_run(tmp_path, plan, PAGES_BASE, OTHER_FILES), two_files))
+    assert verdicts.count("resolved") <= 2, verdicts  # chance: 1 in 4 per draw
+
+
+def test_the_other_file_forger_is_at_chance_where_no_other_file_writes_the_value(two_files, tmp_path):
+    """Control: the same forger with the GPU test's line gone passes nothing (no twin, no test): `failed`."""
+    sources = {FILE: CPU_TEST, FILE_GPU: GPU_TEST.replace("== 13", "> 0")}
+    plan = twins.grading_plan(two_files, sources, seed=0)
+    plan.texts.setdefault(FILE_GPU, sources[FILE_GPU])
+    assert _verdict(_run(tmp_path, plan, PAGES_BASE, OTHER_FILES), two_files) == "failed"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (measured): two hidden files check one value, each twinned with its own group drawn independently "
+    "around it (`twins.values`); betting on a value in both groups guesses both at ~0.44, not the 0.0625 the "
+    "guard records"))
+def test_two_files_checking_one_value_are_not_guessed_above_the_recorded_odds():
+    rng, draws, wins = random.Random(4), 4000, 0
+    for _ in range(draws):
+        real, a = twins.values(13, rng)
+        _, b = twins.values(13, rng)
+        both = sorted({real, *a} & {real, *b}, key=float)
+        wins += rng.choice(both) == real  # one bet, the same member value in both files
+    assert wins / draws <= 2 * 0.25 ** 2, wins / draws
