@@ -283,3 +283,65 @@ def test_two_files_checking_one_value_are_not_guessed_above_the_recorded_odds():
         both = sorted({real, *a} & {real, *b}, key=float)
         wins += rng.choice(both) == real  # one bet, the same member value in both files
     assert wins / draws <= 2 * 0.25 ** 2, wins / draws
+
+
+# --- W4: the instruction the candidate reads is not the one validation measured ------------------------------------
+
+DEFAULT_TEST = '''from pkg.thing import max_pages
+
+
+def test_max_pages_by_default():
+    assert max_pages() == 13
+'''
+DEFAULT_F2P = f"{FILE}::test_max_pages_by_default"
+STATEMENT = ("Requests that name no page budget get an unbounded one, so a long prompt can take the whole pool. "
+             "There should be a default budget of pages per request, and a way to read it without a request.\n")
+
+
+def _interface() -> str:
+    """`tasks lint --write`'s section, as `validate` writes it after validation (`cli/validate.py`
+    `lint_after_validation`): a new function, its signature as the oracle defines it."""
+    from sweserve.dataset.interface import render_section
+    from sweserve.models import InterfaceItem
+
+    return render_section([InterfaceItem(kind="function", name="pkg.thing.max_pages", path="pkg/thing.py",
+                                         signature="max_pages(budget: int = 13) -> int",
+                                         doc="The page budget of a request that names none.")])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (stale odds): `validate` measures the forge odds (`guard.measure`, bundle.instruction) and draws the twin "
+    "values before `lint_after_validation` writes the New interfaces section; the section's signature writes the "
+    "real value (a new default), which `twins.visible` would read: recorded 0.25, 1.0 for the instruction the "
+    "candidate gets"))
+def test_the_recorded_forge_odds_hold_for_the_instruction_the_candidate_reads():
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("11", "12", "14")])
+    sources = {FILE: DEFAULT_TEST}
+    recorded = guard.forge_odds(guard.test_odds(task, sources, {}, STATEMENT))
+    assert recorded == 0.25
+    candidate_reads = STATEMENT + "\n" + _interface()
+    assert "13" in candidate_reads
+    assert guard.forge_odds(guard.test_odds(task, sources, {}, candidate_reads)) == recorded
+
+
+# the forger of W3, its numbers read from the instruction: the member whose numbers the instruction writes passes
+FROM_INSTRUCTION = OTHER_FILES.replace(
+    'others = set().union(*[v for k, v in _files.items() if k != mine])', 'others = KNOWN').replace(
+    "_TOP = ", "KNOWN = NUMBERS\n_TOP = ")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (resolved on every draw, recorded odds 0.25): the forger passes the member whose value the interface "
+    "section writes"))
+def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_path):
+    import re
+
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("11", "12", "14")])
+    numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", STATEMENT + _interface()))
+    forger = FROM_INSTRUCTION.replace("NUMBERS", repr(numbers))
+    unsolved = "def max_pages(budget=None):\n    return 0\n"
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=s), unsolved, forger), task)
+                for s in range(3)]
+    assert _verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=0),
+                         "def max_pages(budget=13):\n    return budget\n"), task) == "resolved"
+    assert verdicts.count("resolved") <= 1, verdicts
