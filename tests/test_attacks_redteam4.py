@@ -345,3 +345,41 @@ def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_
     assert _verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=0),
                          "def max_pages(budget=13):\n    return budget\n"), task) == "resolved"
     assert verdicts.count("resolved") <= 1, verdicts
+
+
+# --- W5: tests that rely on the order their names give them --------------------------------------------------------
+
+ORDERED = '''import unittest
+
+from pkg.thing import Pool
+
+
+class TestPoolLifecycle(unittest.TestCase):
+    shared = {}
+
+    def test_1_create(self):
+        self.shared["pool"] = Pool(100)
+        self.assertEqual(self.shared["pool"].name, "main")
+
+    def test_2_pages(self):
+        self.assertEqual(self.shared["pool"].pages(), 13)
+'''
+POOL_BASE = ("class Pool:\n    name = 'main'\n\n    def __init__(self, n):\n        self.n = n\n\n"
+             "    def pages(self):\n        return 0\n")
+POOL_ORACLE = POOL_BASE.replace("return 0", "return -(-self.n // 8)")
+ORDERED_F2P = f"{FILE}::TestPoolLifecycle::test_2_pages"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (honest false fail): unittest (and pytest's unittest collector) runs a TestCase's methods sorted by "
+    "name; the planted names (`draw_name`: random words, and `_assemble`'s shuffle) lose the order `test_1_`, "
+    "`test_2_` gave them, so `test_2_pages` runs before `test_1_create` on about half the draws: KeyError, "
+    "`failed`"))
+def test_an_honest_solution_is_resolved_where_tests_rely_on_their_names_order(tmp_path):
+    task = _task(FAIL_TO_PASS=[ORDERED_F2P], PASS_TO_PASS=[f"{FILE}::TestPoolLifecycle::test_1_create"],
+                 twins=[Twin(test=ORDERED_F2P, site=0, value=v) for v in ("11", "12", "14")])
+    exposed = twins.GradingPlan(texts={FILE: ORDERED})  # the file as written: the oracle passes both
+    assert _verdict(_run(tmp_path, exposed, POOL_ORACLE), task) == "resolved"
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: ORDERED}, seed=s), POOL_ORACLE), task)
+                for s in range(8)]
+    assert verdicts == ["resolved"] * 8, verdicts
