@@ -1,5 +1,6 @@
 """A fourth red team's attacks on the newest grading defences: the readers (`twins._read`, the in-box
-`sweserve_plan.read`) and the forge-odds guard (`evaluation/guard.py`), with the shadow-id rule red team 3 added.
+`sweserve_plan.read`) with red team 3's shadow-id rule, the planted names and their order, validation's choice of
+twin values, and the forge-odds guard (`evaluation/guard.py`) that readiness rests on.
 
 Each test asserts the defence holds: it FAILS when the attack wins. Attacks that win today are marked
 `xfail(strict=True)` with what they do. The forger is code the hidden tests import (the package `__init__`),
@@ -7,26 +8,40 @@ run by the real boot script through `tests.test_attacks_twins._run`, on a reposi
 
 Still winning:
 
-- (W1, honest false fail, task side) a parametrize id holding `::` (`@pytest.mark.parametrize("host",
-  ["::1"])`, an IPv6 loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as
-  class `<planted>[`, name `1]`: no member. Validation's first runs (no FAIL_TO_PASS yet, names planted
-  without twins) then take the planted id itself for the real one, and FAIL_TO_PASS records a random name
-  (`test_for_hundred_pages_128b[::1]`) that no later run ever reports: the honest solution is `failed` on every
-  grading, and the task still looks guarded by its other tests.
-- (W2) the same parse with the real id recorded (a task validated before names were planted, or imported):
-  the honest solution is `failed` (its test is read under no graded id), while a forger that reports the real id
-  as passed is `resolved` (the forged-name check, `(file, cls, name) in planted_reals`, parses the real id the
-  same broken way), and the guard records odds 0.25 for it.
-- (W3) a prior from *another hidden file*: validation's `avoid` set (`twins.around`, `visible`) and the guard's
-  `_group_odds` read the numbers of the test's own file only. A PR that adds a CPU test `assert pages(100) ==
-  13` (twinned, strong: odds 0.25) and a GPU-only test in a second hidden file writing the same 13 (skipped
-  here, so ungraded and unplanted, its text in the box as written) hands the forger the real member: it passes
-  the member whose every number another test file writes, runs the rest. `resolved` on every draw.
+- (W1, honest false fail) a parametrize id holding `::` (`@pytest.mark.parametrize("host", ["::1"])`, an IPv6
+  loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as class `<planted>[`,
+  name `1]`: no member. Validation's first runs (no FAIL_TO_PASS yet, names planted without twins) take the
+  planted id for the real one, and FAIL_TO_PASS records a random name (`test_for_hundred_pages_128b[::1]`) no
+  later run reports: every grading `failed`, while the task can look guarded by its other tests.
+- (W2) the same parse with the real id recorded (a task validated before names were planted, or imported): the
+  honest solution is `failed` (its test is read under no graded id), and a forger reporting the real id as passed
+  is `resolved` (the forged-name check `(file, cls, name) in planted_reals` parses the real id the same broken
+  way), guard 0.25; the exports' reader alike.
+- (W3) a prior from *another hidden file*: validation's `avoid` (`twins.around`, `visible`) and the guard's
+  `_group_odds` read the numbers of the test's own file only. A PR adding a CPU test `assert pages(100) == 13`
+  (twinned, strong: 0.25) and a GPU-only test in a second hidden file writing the same 13 (skipped on CPU: not
+  graded, not planted, in the box as written) hands the forger the real member: it passes the member whose
+  every number another test file writes and runs the rest. `resolved` on every draw.
 - (W3b) the same with the second file's check graded and twinned too: the two groups are drawn independently
-  around one real value, and the forger bets on a value both groups hold; measured on validation's own draw
-  (`twins.values`), both tests are guessed at about 0.44 against the 0.0625 the guard records.
+  around one value, and the forger bets on a value both groups hold: both tests guessed at 0.44 (validation's
+  own draw, `twins.values`), against the 0.0625 the guard records.
+- (W4) stale odds: `validate` measures the forge odds and draws twin values from the instruction as mined, then
+  (`cli/validate.py` `lint_after_validation`) writes the New interfaces section into instruction.md; a
+  signature there that writes the real value (a new default: `max_pages(budget: int = 13)`) names the real
+  member. Recorded 0.25, 1.0 for the instruction the candidate reads; the forger is `resolved` on every draw.
+- (W5, honest false fail) order: unittest (and pytest's unittest collector) runs a TestCase's methods sorted
+  by name; planted names are random (`draw_name`) and blocks shuffled (`_assemble`), so `test_2_pages`, which
+  relies on `test_1_create` having run (a shared class attribute, setUpClass state), runs first on about half
+  the draws: `failed`. Validation sees one draw, so such a task validates half the time and then fails honest
+  solutions half the time. (pytest-style tests that rely on definition order: the same shuffle.)
+- (W6) the guard matches a FAIL_TO_PASS test to its group with `twins.same_test`, which takes a path that is a
+  whole-component suffix of another (`test/test_shards.py`, `python/test/test_shards.py`) for the same file: a
+  twinless test gets the group recorded for the other file's same-named test, odds 0.25 instead of 1, and a
+  forger passing it (its file holds no twin; canaries told apart by their bodies) is resolved. The reader was
+  fixed for this by red team 2; the guard was not.
 
-Defended (each test below passes): (list grows as attacks are added)
+Defended (tests below that pass): the in-box reader agrees with the host's on the `::` parse (a shared bug, not a
+divergence: W2's test shows both); the W3 forger with no other file writing the value is `failed` (control).
 """
 
 from __future__ import annotations
@@ -383,3 +398,36 @@ def test_an_honest_solution_is_resolved_where_tests_rely_on_their_names_order(tm
     verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: ORDERED}, seed=s), POOL_ORACLE), task)
                 for s in range(8)]
     assert verdicts == ["resolved"] * 8, verdicts
+
+
+# --- W6: the guard reads another file's group for a test whose path is a suffix of it ---------------------------------
+
+FILE_DEEP = "python/test/test_shards.py"  # a whole-component suffix of it is FILE
+SUFFIX_TEST = '''from pkg.thing import pages
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (guard 0.25 for a twinless test): `guard.test_odds` finds a test's group with `twins.same_test`, which "
+    "takes a path that is a whole-component suffix of another for the same file; the twinless FAIL_TO_PASS test "
+    "of test/test_shards.py gets the group recorded for python/test/test_shards.py's same-named test, and a forger "
+    "passing it (its file holds no twin) is resolved"))
+def test_the_guard_reads_a_tests_own_group_not_a_same_named_one_of_a_suffix_path():
+    a, b = f"{FILE}::test_pages_for_a_hundred_tokens", f"{FILE_DEEP}::test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[a], PASS_TO_PASS=[b], twins=[Twin(test=b, site=0, value=v) for v in ("11", "12", "14")])
+    task.test.files = [FILE, FILE_DEEP]
+    sources = {FILE: SUFFIX_TEST, FILE_DEEP: SUFFIX_TEST.replace("100) == 13", "104) == 13")}
+    plan = twins.grading_plan(task, sources, seed=0)
+    assert not any(m.kind == "twin" and m.file == FILE for m in plan.members)  # A's test: no twin beside it
+    # the forger: every member of A that calls the repository passes; B runs as the unsolved code makes it
+    outcomes = {}
+    for m in plan.members:
+        planted = "::".join([m.file, *([m.cls] if m.cls else []), m.name])
+        outcomes[planted] = ("passed" if m.kind == "test" or m.must_pass else "failed") if m.kind != "twin" else "failed"
+    reading = plan.read(outcomes, exit_status=1)
+    assert reading.outcomes.get(a) == "passed" and not reading.problems  # resolved, unsolved
+    assert guard.test_odds(task, sources, {}, "")[a] == 1.0, guard.test_odds(task, sources, {}, "")
