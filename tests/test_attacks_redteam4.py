@@ -13,10 +13,11 @@ Still winning:
   name `1]`: no member. Validation's first runs (no FAIL_TO_PASS yet, names planted without twins) take the
   planted id for the real one, and FAIL_TO_PASS records a random name (`test_for_hundred_pages_128b[::1]`) no
   later run reports: every grading `failed`, while the task can look guarded by its other tests.
-- (W2) the same parse with the real id recorded (a task validated before names were planted, or imported): the
-  honest solution is `failed` (its test is read under no graded id), and a forger reporting the real id as passed
-  is `resolved` (the forged-name check `(file, cls, name) in planted_reals` parses the real id the same broken
-  way), guard 0.25; the exports' reader alike.
+- (W2, latent) the same parse with the real id recorded: the honest solution is `failed` (its test is read
+  under no graded id), and a forger reporting the real id as passed is `resolved`, guard 0.25, in both readers:
+  the forged-name check `(file, cls, name) in planted_reals` parses the real id the same broken way. Today's
+  pipeline cannot record such an id (W1 records the planted name; re-validating a task recorded before names
+  were planted rejects it as regressed), so this is the same root cause seen from the forger's side.
 - (W3) a prior from *another hidden file*: validation's `avoid` (`twins.around`, `visible`) and the guard's
   `_group_odds` read the numbers of the test's own file only. A PR adding a CPU test `assert pages(100) == 13`
   (twinned, strong: 0.25) and a GPU-only test in a second hidden file writing the same 13 (skipped on CPU: not
@@ -40,8 +41,20 @@ Still winning:
   forger passing it (its file holds no twin; canaries told apart by their bodies) is resolved. The reader was
   fixed for this by red team 2; the guard was not.
 
-Defended (tests below that pass): the in-box reader agrees with the host's on the `::` parse (a shared bug, not a
-divergence: W2's test shows both); the W3 forger with no other file writing the value is `failed` (control).
+- (W7, honest tampered) `_add_canaries` draws each canary's scope per run among the graded tests' scopes; a
+  TestCase whose setUp reads what each method carries (`getattr(self, self._testMethodName).tokens`, an attribute
+  a decorator set; in pytest, an autouse fixture reading `request.node.callspec` or a method's marker) errors a
+  canary drawn into it while its graded neighbour passes: `tampered` on about half the draws. Validation accepts
+  the task on a draw that left the class without a canary (a reference run that trips one is rejected, so this
+  only shows later, at grading).
+
+Defended (tests that pass): the W3 forger where no other file writes the value is `failed` (control: the forger
+itself guesses nothing). Tried and not pursued as attacks (no win found; notes for the fixer): pytest 9 reports
+each `subTest` (and `subtests` fixture) as a `SubtestReport` with the test's own nodeid and `when="call"`, so a
+twin whose earlier subtest passes is read `passed` under red team 3's any-id rule; validation reads it the same
+way and drops the site (a test with subtests before its site gets no twin: coverage, not a false verdict).
+Unicode or NFKC-equivalent spellings of a real id, a path spelled `./test/...`, reports before collection and
+duplicate reports: each names no graded id or is merged worst-first, as red teams 2 and 3 found.
 """
 
 from __future__ import annotations
@@ -431,3 +444,49 @@ def test_the_guard_reads_a_tests_own_group_not_a_same_named_one_of_a_suffix_path
     reading = plan.read(outcomes, exit_status=1)
     assert reading.outcomes.get(a) == "passed" and not reading.problems  # resolved, unsolved
     assert guard.test_odds(task, sources, {}, "")[a] == 1.0, guard.test_odds(task, sources, {}, "")
+
+
+# --- W7: a canary's home is drawn per run; validation saw one draw --------------------------------------------------
+
+PER_METHOD = '''import unittest
+
+from pkg.thing import pages
+
+
+def needs(tokens):
+    def mark(fn):
+        fn.tokens = tokens
+        return fn
+    return mark
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+
+
+class TestPages(unittest.TestCase):
+    def setUp(self):
+        self.tokens = getattr(self, self._testMethodName).tokens
+
+    @needs(100)
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(self.tokens), 13)
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (honest tampered): `_add_canaries` draws each canary's scope per run among the graded tests' scopes; "
+    "a TestCase whose setUp reads what each test method carries (an attribute a decorator set) errors a canary "
+    "placed there while its graded neighbour passes: `tampered` on the draws that put one there. Validation "
+    "passes on a draw that put them all at module level"))
+def test_an_honest_solution_is_resolved_whatever_scope_the_canaries_are_drawn_into(tmp_path):
+    f2p = f"{FILE}::TestPages::test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"],
+                 twins=[Twin(test=f2p, site=0, value=v) for v in ("11", "12", "14")])
+    verdicts, homes = [], []
+    for seed in range(8):
+        plan = twins.grading_plan(task, {FILE: PER_METHOD}, seed=seed)
+        homes.append({m.cls for m in plan.members if m.kind == "canary"})
+        verdicts.append(_verdict(_run(tmp_path, plan, PAGES_ORACLE), task))
+    assert "resolved" in verdicts, (verdicts, homes)  # a draw validation would accept
+    assert verdicts == ["resolved"] * 8, (verdicts, homes)
