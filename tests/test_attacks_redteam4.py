@@ -49,12 +49,11 @@ Still winning:
   only shows later, at grading).
 
 Defended (tests that pass): the W3 forger where no other file writes the value is `failed` (control: the forger
-itself guesses nothing). Tried and not pursued as attacks (no win found; notes for the fixer): pytest 9 reports
-each `subTest` (and `subtests` fixture) as a `SubtestReport` with the test's own nodeid and `when="call"`, so a
-twin whose earlier subtest passes is read `passed` under red team 3's any-id rule; validation reads it the same
-way and drops the site (a test with subtests before its site gets no twin: coverage, not a false verdict).
-Unicode or NFKC-equivalent spellings of a real id, a path spelled `./test/...`, reports before collection and
-duplicate reports: each names no graded id or is merged worst-first, as red teams 2 and 3 found.
+itself guesses nothing). Odd spellings of a real id (a fullwidth
+letter, an NFKC-equivalent ligature, `./`, an absolute path, a trailing space, a doubled separator) pass no
+graded test. pytest 9 sends each `subTest` as a `SubtestReport` under the test's own id (`when="call"`), so a
+twin whose earlier subtest passes sends a `passed`: the stream merges one id worst-first before the reader's
+any-id rule sees it, so the twin reads `failed`, validation keeps the group and the oracle resolves.
 """
 
 from __future__ import annotations
@@ -490,3 +489,58 @@ def test_an_honest_solution_is_resolved_whatever_scope_the_canaries_are_drawn_in
         verdicts.append(_verdict(_run(tmp_path, plan, PAGES_ORACLE), task))
     assert "resolved" in verdicts, (verdicts, homes)  # a draw validation would accept
     assert verdicts == ["resolved"] * 8, (verdicts, homes)
+
+
+# --- defended: odd spellings of a real id, and pytest 9's subtest reports ------------------------------------------
+
+def test_odd_spellings_of_a_real_id_never_pass_it():
+    """Unsolved outcomes (every graded member fails), plus a pass under spellings of each real id that are not
+    the graded string: a fullwidth letter, an NFKC-equivalent ligature, `./`, an absolute path, a trailing space,
+    a doubled separator. None stands for the graded test."""
+    from tests.test_attacks_redteam2 import _honest_outcomes
+    from tests.test_attacks_redteam3 import _plain_task
+    from tests.test_attacks_twins import HIDDEN
+
+    task = _plain_task()
+    plan = twins.grading_plan(task, {FILE: HIDDEN}, seed=5)
+    outcomes = _honest_outcomes(plan, real_passes=False)
+    for real in task.FAIL_TO_PASS:
+        file, _, rest = real.partition("::")
+        for odd in (f"{file}::{rest.replace('t', 'ｔ', 1)}", f"{file}::{rest.replace('fi', 'ﬁ')}", f"./{real}",
+                    f"/testbed/{real}", f"{real} ", real.replace("::", ":::", 1), f"{file}::::{rest}"):
+            outcomes[odd] = "passed"
+    reading = plan.read(outcomes, exit_status=1)
+    assert not any(reading.outcomes.get(t) == "passed" for t in task.FAIL_TO_PASS), reading.outcomes
+
+
+SUBTESTS = '''import unittest
+
+from pkg.thing import pages
+
+
+class TestPages(unittest.TestCase):
+    def test_pages_for_a_hundred_tokens(self):
+        with self.subTest("nothing"):
+            self.assertEqual(pages(0), 0)
+        with self.subTest("a hundred"):
+            self.assertEqual(pages(100), 73)
+'''
+
+
+def test_a_twin_whose_earlier_subtest_passes_is_read_failed_and_kept(tmp_path):
+    """pytest 9 sends each subTest as a report of the test's own id, `when="call"`: the twin at 73's first subtest
+    passes. The stream merges one id's reports worst-first (`merge_events`) before any reader sees them, so red
+    team 3's any-id rule never sees that pass: the twins read `failed` with the oracle and the group is kept; the
+    oracle resolves beside it."""
+    oracle = "def pages(n, size=8, device=None):\n    return n * 73 // 100\n"
+    task = _task()
+    plan = twins.grading_plan(task, {FILE: SUBTESTS}, candidates=True, seed=2)
+    before = [_run(tmp_path, plan, PAGES_BASE)]
+    after = [_run(tmp_path, plan, oracle)]
+    f2p, p2p, _ = derive(before, after)
+    assert f2p == [f"{FILE}::TestPages::test_pages_for_a_hundred_tokens"], (f2p, after[0].outcomes)
+    assert set(after[0].twins.values()) == {"failed"}, after[0].twins
+    kept, _ = twins.select(f2p + p2p, before, after)
+    assert kept, kept
+    graded = task.model_copy(update={"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p, "twins": kept})
+    assert _verdict(_run(tmp_path, twins.grading_plan(graded, {FILE: SUBTESTS}, seed=3), oracle), graded) == "resolved"
