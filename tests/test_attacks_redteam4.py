@@ -48,6 +48,13 @@ Still winning:
   the task on a draw that left the class without a canary (a reference run that trips one is rejected, so this
   only shows later, at grading).
 
+- (W8) one file's groups rule each other out: validation's `avoid` (`twins.around`) keeps every number the file
+  writes outside a test out of that test's group, so the group of `pages(90) == 12` never holds 13, the real
+  value of its neighbour `pages(100) == 13`, and the other way round: a member whose value the other test's group
+  holds is a twin. Striking those and betting among the rest guesses both tests at 0.34 (validation's own draws)
+  where the guard records 0.0625; on many draws one member is left (`{13, 14, 15, 17}` beside `{12, 14, 15,
+  17}`). The rule meant to hide a value the file repeats makes neighbouring checks of close values leak.
+
 Defended (tests that pass): the W3 forger where no other file writes the value is `failed` (control: the forger
 itself guesses nothing). Odd spellings of a real id (a fullwidth
 letter, an NFKC-equivalent ligature, `./`, an absolute path, a trailing space, a doubled separator) pass no
@@ -544,3 +551,52 @@ def test_a_twin_whose_earlier_subtest_passes_is_read_failed_and_kept(tmp_path):
     assert kept, kept
     graded = task.model_copy(update={"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p, "twins": kept})
     assert _verdict(_run(tmp_path, twins.grading_plan(graded, {FILE: SUBTESTS}, seed=3), oracle), graded) == "resolved"
+
+
+# --- W8: one file's groups avoid each other's real values -----------------------------------------------------------
+
+NEIGHBOURS = '''from pkg.thing import pages
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_for_ninety_tokens():
+    assert pages(90) == 12
+'''
+NEIGHBOURS_F2P = [f"{FILE}::test_pages_for_a_hundred_tokens", f"{FILE}::test_pages_for_ninety_tokens"]
+
+
+def _groups_of(plan: twins.GradingPlan) -> dict[str, list[tuple[str, bool]]]:
+    """Per graded test, its members as (value at the site, whether it is the real one): what the planted file
+    shows the forger (the values), and the answer."""
+    real = {m.real: m.real_literal for m in plan.members if m.kind == "twin"}  # a candidate test's own literal is ""
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for m in plan.members:
+        if m.kind in ("test", "twin"):
+            out.setdefault(m.real, []).append((m.literal or real[m.real], m.kind == "test"))
+    return out
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (measured ~0.35 for both tests, guard 0.0625): validation's `avoid` (`twins.around`) keeps every number "
+    "the file writes outside a test out of that test's group, so the group of `pages(90) == 12` never holds 13, the "
+    "real value of its neighbour `pages(100) == 13`, and the other way round; a member whose value the other "
+    "test's group holds is therefore a twin. The forger strikes those and bets among the rest"))
+def test_one_files_groups_do_not_rule_out_each_others_members():
+    rng, draws, wins = random.Random(1), 300, 0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: NEIGHBOURS}, seed=seed, candidates=True)  # validation's draw
+        groups = _groups_of(plan)
+        a, b = groups["test_pages_for_a_hundred_tokens"], groups["test_pages_for_ninety_tokens"]
+        picks = []
+        for mine, other in ((a, b), (b, a)):
+            shown = {v for v, _ in other}
+            picks.append(rng.choice([m for m in mine if m[0] not in shown] or mine)[1])
+        wins += all(picks)
+        if seed == 0:  # the guard's reading of such a task: both groups strong
+            task = _task(FAIL_TO_PASS=NEIGHBOURS_F2P, twins=[
+                Twin(test=m.twin.test, site=m.twin.site, value=m.twin.value) for m in plan.members if m.kind == "twin"])
+            assert guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, "")) == 0.0625
+    assert wins / draws <= 2 * 0.0625, wins / draws
