@@ -44,9 +44,10 @@ Still winning:
 - (W7, honest tampered) `_add_canaries` draws each canary's scope per run among the graded tests' scopes; a
   TestCase whose setUp reads what each method carries (`getattr(self, self._testMethodName).tokens`, an attribute
   a decorator set; in pytest, an autouse fixture reading `request.node.callspec` or a method's marker) errors a
-  canary drawn into it while its graded neighbour passes: `tampered` on about half the draws. Validation accepts
-  the task on a draw that left the class without a canary (a reference run that trips one is rejected, so this
-  only shows later, at grading).
+  canary drawn into it while its graded neighbour passes: `tampered` on about half the draws. A reference run
+  that trips a canary is rejected, so validation (two draws: its first plan's 3-4 canaries, the twin plan's 1-2)
+  accepts such a task only when no canary landed there, about 3% of the time (else a coverage loss: rejected as
+  a runner crash); an accepted one then tampers about half of its honest gradings.
 
 - (W8) one file's groups rule each other out: validation's `avoid` (`twins.around`) keeps every number the file
   writes outside a test out of that test's group, so the group of `pages(90) == 12` never holds 13, the real
