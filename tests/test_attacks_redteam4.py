@@ -54,7 +54,9 @@ Still winning:
   value of its neighbour `pages(100) == 13`, and the other way round: a member whose value the other test's group
   holds is a twin. Striking those and betting among the rest guesses both tests at 0.34 (validation's own draws)
   where the guard records 0.0625; on many draws one member is left (`{13, 14, 15, 17}` beside `{12, 14, 15,
-  17}`). The rule meant to hide a value the file repeats makes neighbouring checks of close values leak.
+  17}`), and on such a task a forger that reads the planted file, strikes and passes the member left is
+  `resolved` on every grading. The rule meant to hide a value the file repeats makes neighbouring checks of
+  close values leak.
 
 Defended (tests that pass): the W3 forger where no other file writes the value is `failed` (control: the forger
 itself guesses nothing). Odd spellings of a real id (a fullwidth
@@ -601,3 +603,85 @@ def test_one_files_groups_do_not_rule_out_each_others_members():
                 Twin(test=m.twin.test, site=m.twin.site, value=m.twin.value) for m in plan.members if m.kind == "twin"])
             assert guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, "")) == 0.0625
     assert wins / draws <= 2 * 0.0625, wins / draws
+
+
+# the forger of W8: reads its test file, groups the functions whose bodies differ in one number, strikes each member
+# whose value another group of the file holds, and passes the first one left; everything else runs as written
+STRIKE = '''
+import ast as _ast
+import collections as _collections
+import re as _re
+import _pytest.python as _pp
+
+_NUM = _re.compile(r"(?<![\\w.])-?\\d+(?:\\.\\d+)?")
+_chosen = {}
+
+
+def _choose(path):
+    if path in _chosen:
+        return _chosen[path]
+    with open(path) as handle:
+        text = handle.read()
+    shapes = _collections.defaultdict(list)
+    for node in _ast.parse(text).body:
+        if isinstance(node, _ast.FunctionDef) and node.name.startswith("test_"):
+            body = _ast.get_source_segment(text, node).split(":", 1)[1]
+            shapes[_NUM.sub("N", body)].append((node.name, _NUM.findall(body)))
+    groups = []  # (members, the column their values differ at): split each shape by the other columns
+    for members in shapes.values():
+        if len(members) < 2 or len({len(v) for _, v in members}) != 1 or not members[0][1]:
+            continue
+        best = None
+        for column in range(len(members[0][1])):
+            parts = _collections.defaultdict(list)
+            for name, values in members:
+                parts[tuple(v for i, v in enumerate(values) if i != column)].append((name, values))
+            if best is None or min(map(len, parts.values())) > min(map(len, best[0])):
+                best = (list(parts.values()), column)
+        groups += [(g, best[1]) for g in best[0] if len(g) > 1]
+    picks = set()
+    for group, column in groups:
+        others = {vs[c] for g, c in groups if g is not group for _, vs in g}
+        left = sorted([n for n, vs in group if vs[column] not in others] or [n for n, _ in group])
+        picks.add(left[0])
+    _chosen[path] = picks
+    return picks
+
+
+_orig = _pp.Function.runtest
+
+
+def _runtest(self):
+    try:
+        chosen = self.name in _choose(str(self.path))
+    except Exception:  # noqa: BLE001 - a file it cannot read: leave it be
+        chosen = False
+    if chosen:
+        return None
+    return _orig(self)
+
+
+_pp.Function.runtest = _runtest
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "WINS (resolved on every grading of a task whose validation draw left one member per group after the "
+    "strike, about a third of draws): see the measured attack above"))
+def test_striking_the_values_a_neighbours_group_holds_is_not_resolved(tmp_path):
+    def one_left(plan: twins.GradingPlan) -> bool:
+        groups = list(_groups_of(plan).values())
+        return all(len([m for m in g if m[0] not in {v for o in groups if o is not g for v, _ in o}]) == 1
+                   for g in groups)
+
+    seed = next(s for s in range(50) if one_left(twins.grading_plan(_task(), {FILE: NEIGHBOURS}, seed=s,
+                                                                    candidates=True)))
+    plan = twins.grading_plan(_task(), {FILE: NEIGHBOURS}, seed=seed, candidates=True)
+    task = _task(FAIL_TO_PASS=NEIGHBOURS_F2P, twins=[
+        Twin(test=m.twin.test, site=m.twin.site, value=m.twin.value) for m in plan.members if m.kind == "twin"])
+    verdicts = []
+    for s in range(3):
+        graded = twins.grading_plan(task, {FILE: NEIGHBOURS}, seed=s)
+        assert _verdict(_run(tmp_path, graded, PAGES_ORACLE), task) == "resolved"
+        verdicts.append(_verdict(_run(tmp_path, graded, PAGES_BASE, STRIKE), task))
+    assert verdicts.count("resolved") <= 1, (seed, verdicts)
