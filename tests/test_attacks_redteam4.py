@@ -40,7 +40,6 @@ Still winning:
   twinless test gets the group recorded for the other file's same-named test, odds 0.25 instead of 1, and a
   forger passing it (its file holds no twin; canaries told apart by their bodies) is resolved. The reader was
   fixed for this by red team 2; the guard was not.
-
 - (W7, honest tampered) `_add_canaries` draws each canary's scope per run among the graded tests' scopes; a
   TestCase whose setUp reads what each method carries (`getattr(self, self._testMethodName).tokens`, an attribute
   a decorator set; in pytest, an autouse fixture reading `request.node.callspec` or a method's marker) errors a
@@ -48,7 +47,6 @@ Still winning:
   that trips a canary is rejected, so validation (two draws: its first plan's 3-4 canaries, the twin plan's 1-2)
   accepts such a task only when no canary landed there, about 3% of the time (else a coverage loss: rejected as
   a runner crash); an accepted one then tampers about half of its honest gradings.
-
 - (W8) one file's groups rule each other out: validation's `avoid` (`twins.around`) keeps every number the file
   writes outside a test out of that test's group, so the group of `pages(90) == 12` never holds 13, the real
   value of its neighbour `pages(100) == 13`, and the other way round: a member whose value the other test's group
@@ -59,11 +57,11 @@ Still winning:
   close values leak.
 
 Defended (tests that pass): the W3 forger where no other file writes the value is `failed` (control: the forger
-itself guesses nothing). Odd spellings of a real id (a fullwidth
-letter, an NFKC-equivalent ligature, `./`, an absolute path, a trailing space, a doubled separator) pass no
-graded test. pytest 9 sends each `subTest` as a `SubtestReport` under the test's own id (`when="call"`), so a
-twin whose earlier subtest passes sends a `passed`: the stream merges one id worst-first before the reader's
-any-id rule sees it, so the twin reads `failed`, validation keeps the group and the oracle resolves.
+itself guesses nothing). Odd spellings of a real id (a fullwidth letter, an NFKC-equivalent ligature, `./`, an
+absolute path, a trailing space, a doubled separator) pass no graded test. pytest 9 sends each `subTest` as a
+`SubtestReport` under the test's own id (`when="call"`), so a twin whose earlier subtest passes sends a `passed`:
+the stream merges one id worst-first before the reader's any-id rule sees it, so the twin reads `failed`,
+validation keeps the group and the oracle resolves.
 """
 
 from __future__ import annotations
