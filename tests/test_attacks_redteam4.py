@@ -405,17 +405,37 @@ POOL_ORACLE = POOL_BASE.replace("return 0", "return -(-self.n // 8)")
 ORDERED_F2P = f"{FILE}::TestPoolLifecycle::test_2_pages"
 
 
+ORDERED_PYTEST = '''from pkg.thing import Pool
+
+shared = {}
+
+
+def test_create_pool():
+    shared["pool"] = Pool(100)
+    assert shared["pool"].name == "main"
+
+
+def test_pages_of_the_pool():
+    assert shared["pool"].pages() == 13
+'''
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "WINS (honest false fail): unittest (and pytest's unittest collector) runs a TestCase's methods sorted by "
-    "name; the planted names (`draw_name`: random words, and `_assemble`'s shuffle) lose the order `test_1_`, "
-    "`test_2_` gave them, so `test_2_pages` runs before `test_1_create` on about half the draws: KeyError, "
-    "`failed`"))
-def test_an_honest_solution_is_resolved_where_tests_rely_on_their_names_order(tmp_path):
-    task = _task(FAIL_TO_PASS=[ORDERED_F2P], PASS_TO_PASS=[f"{FILE}::TestPoolLifecycle::test_1_create"],
-                 twins=[Twin(test=ORDERED_F2P, site=0, value=v) for v in ("11", "12", "14")])
-    exposed = twins.GradingPlan(texts={FILE: ORDERED})  # the file as written: the oracle passes both
+    "name, pytest runs functions in the file's order; the planted names (`draw_name`: random words) and "
+    "`_assemble`'s shuffle lose the order the file gave them, so the test that relies on its predecessor's state "
+    "runs first on about half the draws: KeyError, `failed`"))
+@pytest.mark.parametrize("style", ["unittest-names", "pytest-order"])
+def test_an_honest_solution_is_resolved_where_tests_rely_on_their_order(tmp_path, style):
+    if style == "unittest-names":
+        source, first, graded = ORDERED, "TestPoolLifecycle::test_1_create", ORDERED_F2P
+    else:
+        source, first, graded = ORDERED_PYTEST, "test_create_pool", f"{FILE}::test_pages_of_the_pool"
+    task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::{first}"],
+                 twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    exposed = twins.GradingPlan(texts={FILE: source})  # the file as written: the oracle passes both
     assert _verdict(_run(tmp_path, exposed, POOL_ORACLE), task) == "resolved"
-    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: ORDERED}, seed=s), POOL_ORACLE), task)
+    verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: source}, seed=s), POOL_ORACLE), task)
                 for s in range(8)]
     assert verdicts == ["resolved"] * 8, verdicts
 
