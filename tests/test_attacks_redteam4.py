@@ -6,7 +6,18 @@ Each test asserts the defence holds: it FAILS when the attack wins. Attacks that
 `xfail(strict=True)` with what they do. The forger is code the hidden tests import (the package `__init__`),
 run by the real boot script through `tests.test_attacks_twins._run`, on a repository it has not fixed.
 
-Still winning:
+Defended since (the fixes that followed this red team; the tests below assert them):
+
+- W1/W2: both readers take the parameters off an id before splitting it on `::`.
+- W3/W3b/W8: validation's avoid set and the guard read the numbers of every hidden file (`twins.other_files`),
+  and the guard counts two groups that show a common value as no guard; the tests now assert that the odds the
+  guard records bound what each forger wins (the forgers still win on such tasks: they are not ready).
+- W4: a task records the digest of the instruction its odds were measured with (`forge_odds_instruction`);
+  readiness, given the instruction the candidate reads, takes other odds as stale, and `validate` measures
+  them again after lint writes the interface section.
+- W6: the guard takes a test's own id first, a suffix path only where it names one function.
+
+Still winning: W5 and W7 (strict xfails). What each attack did when found:
 
 - (W1, honest false fail) a parametrize id holding `::` (`@pytest.mark.parametrize("host", ["::1"])`, an IPv6
   loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as class `<planted>[`,
@@ -110,19 +121,12 @@ def _colons_task() -> Task:
                  + [Twin(test=f"{FILE}::test_pages_for_nothing", site=0, value=v) for v in ("-1", "-2", "-3")])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): `twins._read` splits `<file>::<planted>[::1]` on every `::`, finds no member and "
-    "keeps the planted id as the real one: validation's FAIL_TO_PASS records a random planted name that no "
-    "later grading reports"))
 def test_validation_records_the_real_id_of_a_test_whose_parameter_holds_colons(tmp_path):
     plan = twins.grading_plan(_task(), {FILE: COLONS}, seed=7)  # validation's first runs: no FAIL_TO_PASS yet
     f2p, p2p, flaky = derive([_run(tmp_path, plan, PAGES_BASE)], [_run(tmp_path, plan, PAGES_ORACLE)])
     assert f2p == [COLONS_F2P], f2p
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): with the real id recorded, the planted test's report `<file>::<planted>[::1]` "
-    "maps to no member, so the graded id is missing: `failed` on every draw"))
 def test_an_honest_solution_is_resolved_where_a_parameter_holds_colons(tmp_path):
     task = _colons_task()
     verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: COLONS}, seed=s), PAGES_ORACLE), task)
@@ -151,10 +155,6 @@ _pp.Function.runtest = _runtest
 '''.replace("REAL_ID", repr(COLONS_F2P))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (resolved, guard 0.25): the forged-name check parses the real id `<file>::test_x[::1]` as class "
-    "`test_x[`, name `1]`, not a planted test's real name, so a pass reported under the real id is taken as is; "
-    "the planted test and its twins map to nothing"))
 def test_a_pass_under_the_real_id_of_a_test_whose_parameter_holds_colons_is_not_resolved(tmp_path):
     task = _colons_task()
     assert guard.forge_odds(guard.test_odds(task, {FILE: COLONS}, {}, "")) == 0.25  # recorded as guarded
@@ -163,9 +163,6 @@ def test_a_pass_under_the_real_id_of_a_test_whose_parameter_holds_colons_is_not_
     assert "resolved" not in verdicts, verdicts
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS in the exports too: `sweserve_plan.read` has the same parse (a pass under the real id `test_x[::1]` "
-    "is no planted real name), so an exported task is forged alike"))
 def test_the_in_box_reader_refuses_a_pass_under_the_real_id_of_a_test_whose_parameter_holds_colons():
     from sweserve.harness import sweserve_plan
 
@@ -181,7 +178,7 @@ def test_the_in_box_reader_refuses_a_pass_under_the_real_id_of_a_test_whose_para
     outcomes[COLONS_F2P] = "passed"
     real, problems = sweserve_plan.read(members, outcomes, 1)
     host = plan.read(outcomes, exit_status=1)
-    assert host.outcomes.get(COLONS_F2P) == "passed" and not host.problems  # the host's reader: forged as well
+    assert host.problems or host.outcomes.get(COLONS_F2P) != "passed", (host.outcomes, host.problems)
     assert problems or real.get(COLONS_F2P) != "passed", (real, problems)
 
 
@@ -282,20 +279,20 @@ def two_files(tmp_path_factory) -> Task:
     return _two_files_task(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, twins=kept)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (resolved, guard 0.25): validation's `avoid` (`twins.around`/`visible`) and the guard's `_group_odds` "
-    "read the test's own file only; a GPU test in another hidden file writes the real value 13, and the forger "
-    "passes the one member whose numbers another file writes"))
 def test_a_value_another_hidden_file_writes_does_not_name_the_real_member(two_files, tmp_path):
+    """Defended by counting, not by luck: validation's avoid set and the guard read the numbers of every hidden
+    file (`twins.other_files`), so the site is weak and the task's odds are 1 (not ready), whatever the forger
+    wins. Before: recorded 0.25 while this forger was `resolved` on every draw."""
     sources = {FILE: CPU_TEST, FILE_GPU: GPU_TEST}
-    assert guard.forge_odds(guard.test_odds(two_files, sources, {}, "")) == 0.25  # recorded as guarded
-    verdicts = []
+    odds = guard.forge_odds(guard.test_odds(two_files, sources, {}, ""))
+    wins = 0
     for seed in range(4):
         plan = twins.grading_plan(two_files, sources, seed=seed)
         plan.texts.setdefault(FILE_GPU, GPU_TEST)
         assert _verdict(_run(tmp_path, plan, PAGES_ORACLE), two_files) == "resolved"
-        verdicts.append(_verdict(_run(tmp_path, plan, PAGES_BASE, OTHER_FILES), two_files))
-    assert verdicts.count("resolved") <= 2, verdicts  # chance: 1 in 4 per draw
+        wins += _verdict(_run(tmp_path, plan, PAGES_BASE, OTHER_FILES), two_files) == "resolved"
+    assert odds == 1.0 or wins <= 2, (odds, wins)  # the recorded odds bound what the forger wins
+    assert odds == 1.0
 
 
 def test_the_other_file_forger_is_at_chance_where_no_other_file_writes_the_value(two_files, tmp_path):
@@ -306,18 +303,26 @@ def test_the_other_file_forger_is_at_chance_where_no_other_file_writes_the_value
     assert _verdict(_run(tmp_path, plan, PAGES_BASE, OTHER_FILES), two_files) == "failed"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (measured): two hidden files check one value, each twinned with its own group drawn independently "
-    "around it (`twins.values`); betting on a value in both groups guesses both at ~0.44, not the 0.0625 the "
-    "guard records"))
 def test_two_files_checking_one_value_are_not_guessed_above_the_recorded_odds():
-    rng, draws, wins = random.Random(4), 4000, 0
-    for _ in range(draws):
+    """Two groups drawn apart around one value: betting on a value both show guesses both at ~0.44 (measured
+    here on validation's own draw). The guard counts two groups that show a common value as no guard (1 each),
+    so the recorded odds bound that forger; before, 0.0625."""
+    rng, draws, wins = random.Random(4), 2000, 0
+    deep = "python/" + FILE
+    f2p = [f"{FILE}::test_pages_for_a_hundred_tokens", f"{deep}::test_pages_for_a_hundred_tokens"]
+    recorded = []
+    for n in range(draws):
         real, a = twins.values(13, rng)
         _, b = twins.values(13, rng)
         both = sorted({real, *a} & {real, *b}, key=float)
         wins += rng.choice(both) == real  # one bet, the same member value in both files
-    assert wins / draws <= 2 * 0.25 ** 2, wins / draws
+        if n < 20:  # the guard's reading of such a task (it parses the files: a few draws)
+            task = _task(FAIL_TO_PASS=f2p, twins=[Twin(test=f2p[0], site=0, value=v) for v in a]
+                         + [Twin(test=f2p[1], site=0, value=v) for v in b])
+            task.test.files = [FILE, deep]
+            recorded.append(guard.forge_odds(guard.test_odds(task, {FILE: SUFFIX_TEST, deep: SUFFIX_TEST}, {}, "")))
+    assert wins / draws > 2 * 0.25 ** 2  # the bet does win more than two strong groups would allow
+    assert recorded == [1.0] * 20, recorded  # and the guard no longer counts such groups as strong
 
 
 # --- W4: the instruction the candidate reads is not the one validation measured ------------------------------------
@@ -344,19 +349,26 @@ def _interface() -> str:
                                          doc="The page budget of a request that names none.")])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (stale odds): `validate` measures the forge odds (`guard.measure`, bundle.instruction) and draws the twin "
-    "values before `lint_after_validation` writes the New interfaces section; the section's signature writes the "
-    "real value (a new default), which `twins.visible` would read: recorded 0.25, 1.0 for the instruction the "
-    "candidate gets"))
 def test_the_recorded_forge_odds_hold_for_the_instruction_the_candidate_reads():
     task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("11", "12", "14")])
     sources = {FILE: DEFAULT_TEST}
     recorded = guard.forge_odds(guard.test_odds(task, sources, {}, STATEMENT))
-    assert recorded == 0.25
+    assert recorded == 0.25  # what validation measured, before lint wrote the section
     candidate_reads = STATEMENT + "\n" + _interface()
     assert "13" in candidate_reads
-    assert guard.forge_odds(guard.test_odds(task, sources, {}, candidate_reads)) == recorded
+    assert guard.forge_odds(guard.test_odds(task, sources, {}, candidate_reads)) == 1.0  # what the candidate reads
+    # the record says which instruction it was measured with: with any other, readiness takes it as stale
+    from sweserve.dataset.readiness import assess, instruction_digest
+    from sweserve.models import QualityRecord, SignalCheck, ValidationRecord
+
+    task.validation = ValidationRecord(status="valid", runs=1, forge_odds=recorded, max_forge_odds=0.25,
+                                       forge_odds_instruction=instruction_digest(STATEMENT), signals=[
+                                           SignalCheck(name="cosmetic_oracle")])
+    task.quality = QualityRecord(statement_source="pr_description", statement_chars=300, interface_from="fail_to_pass")
+    task.family, task.family_confident, task.family_scores = "scheduling-memory", True, {"scheduling-memory": 1.0}
+    assert assess(task, STATEMENT).checks["guarded"]
+    stale = assess(task, candidate_reads)
+    assert not stale.ready and "another instruction" in stale.reasons[0].detail, stale.reasons
 
 
 # the forger of W3, its numbers read from the instruction: the member whose numbers the instruction writes passes
@@ -365,9 +377,6 @@ FROM_INSTRUCTION = OTHER_FILES.replace(
     "_TOP = ", "KNOWN = NUMBERS\n_TOP = ")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (resolved on every draw, recorded odds 0.25): the forger passes the member whose value the interface "
-    "section writes"))
 def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_path):
     import re
 
@@ -379,7 +388,9 @@ def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_
                 for s in range(3)]
     assert _verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=0),
                          "def max_pages(budget=13):\n    return budget\n"), task) == "resolved"
-    assert verdicts.count("resolved") <= 1, verdicts
+    # the forger wins on every draw; the guard, measured with the instruction it reads, records no guard
+    odds = guard.forge_odds(guard.test_odds(task, {FILE: DEFAULT_TEST}, {}, STATEMENT + "\n" + _interface()))
+    assert odds == 1.0 or verdicts.count("resolved") <= 1, (odds, verdicts)
 
 
 # --- W5: tests that rely on the order their names give them --------------------------------------------------------
@@ -451,11 +462,6 @@ def test_pages_for_a_hundred_tokens():
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (guard 0.25 for a twinless test): `guard.test_odds` finds a test's group with `twins.same_test`, which "
-    "takes a path that is a whole-component suffix of another for the same file; the twinless FAIL_TO_PASS test "
-    "of test/test_shards.py gets the group recorded for python/test/test_shards.py's same-named test, and a forger "
-    "passing it (its file holds no twin) is resolved"))
 def test_the_guard_reads_a_tests_own_group_not_a_same_named_one_of_a_suffix_path():
     a, b = f"{FILE}::test_pages_for_a_hundred_tokens", f"{FILE_DEEP}::test_pages_for_a_hundred_tokens"
     task = _task(FAIL_TO_PASS=[a], PASS_TO_PASS=[b], twins=[Twin(test=b, site=0, value=v) for v in ("11", "12", "14")])
@@ -600,13 +606,11 @@ def _groups_of(plan: twins.GradingPlan) -> dict[str, list[tuple[str, bool]]]:
     return out
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (measured ~0.35 for both tests, guard 0.0625): validation's `avoid` (`twins.around`) keeps every number "
-    "the file writes outside a test out of that test's group, so the group of `pages(90) == 12` never holds 13, the "
-    "real value of its neighbour `pages(100) == 13`, and the other way round; a member whose value the other "
-    "test's group holds is therefore a twin. The forger strikes those and bets among the rest"))
 def test_one_files_groups_do_not_rule_out_each_others_members():
-    rng, draws, wins = random.Random(1), 300, 0
+    """The forger that strikes the values a neighbour's group holds wins at ~0.34 on validation's draws; the guard
+    counts two groups that meet as no guard, so what it records (averaged over the same draws) bounds it. Before:
+    0.0625 recorded on every draw."""
+    rng, draws, wins, recorded = random.Random(1), 300, 0, 0.0
     for seed in range(draws):
         plan = twins.grading_plan(_task(), {FILE: NEIGHBOURS}, seed=seed, candidates=True)  # validation's draw
         groups = _groups_of(plan)
@@ -616,11 +620,11 @@ def test_one_files_groups_do_not_rule_out_each_others_members():
             shown = {v for v, _ in other}
             picks.append(rng.choice([m for m in mine if m[0] not in shown] or mine)[1])
         wins += all(picks)
-        if seed == 0:  # the guard's reading of such a task: both groups strong
-            task = _task(FAIL_TO_PASS=NEIGHBOURS_F2P, twins=[
-                Twin(test=m.twin.test, site=m.twin.site, value=m.twin.value) for m in plan.members if m.kind == "twin"])
-            assert guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, "")) == 0.0625
-    assert wins / draws <= 2 * 0.0625, wins / draws
+        task = _task(FAIL_TO_PASS=NEIGHBOURS_F2P, twins=[
+            Twin(test=m.twin.test, site=m.twin.site, value=m.twin.value) for m in plan.members if m.kind == "twin"])
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, ""))  # as validation records it
+    assert wins / draws > 2 * 0.0625  # the strike does beat two strong groups
+    assert wins / draws <= recorded / draws, (wins / draws, recorded / draws)
 
 
 # the forger of W8: reads its test file, groups the functions whose bodies differ in one number, strikes each member
@@ -683,10 +687,9 @@ _pp.Function.runtest = _runtest
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (resolved on every grading of a task whose validation draw left one member per group after the "
-    "strike, about a third of draws): see the measured attack above"))
-def test_striking_the_values_a_neighbours_group_holds_is_not_resolved(tmp_path):
+def test_striking_the_values_a_neighbours_group_holds_is_not_resolved_unless_counted(tmp_path):
+    """The strike forger is `resolved` on such a task on every grading; the guard records it as unguarded
+    (odds 1), so it is not ready. Before: recorded 0.0625."""
     def one_left(plan: twins.GradingPlan) -> bool:
         groups = list(_groups_of(plan).values())
         return all(len([m for m in g if m[0] not in {v for o in groups if o is not g for v, _ in o}]) == 1
@@ -702,4 +705,5 @@ def test_striking_the_values_a_neighbours_group_holds_is_not_resolved(tmp_path):
         graded = twins.grading_plan(task, {FILE: NEIGHBOURS}, seed=s)
         assert _verdict(_run(tmp_path, graded, PAGES_ORACLE), task) == "resolved"
         verdicts.append(_verdict(_run(tmp_path, graded, PAGES_BASE, STRIKE), task))
-    assert verdicts.count("resolved") <= 1, (seed, verdicts)
+    odds = guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, ""))
+    assert odds == 1.0 or verdicts.count("resolved") <= 1, (seed, odds, verdicts)

@@ -168,4 +168,5 @@ def test_remining_with_a_new_statement_keeps_validation_and_asks_for_lint_again(
     assert again.task.validated and again.task.FAIL_TO_PASS == [f"{TEST}::test_f"]
     assert again.task.quality.interface_from is None  # mining's record: lint has not read this statement
     assert not again.task.ready
-    assert [r.key for r in again.task.readiness.reasons] == ["lint:not_run"]
+    # lint must read the new statement, and the forge odds were measured with the old one (its numbers)
+    assert [r.key for r in again.task.readiness.reasons] == ["lint:not_run", "unguarded"]
