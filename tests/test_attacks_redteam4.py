@@ -16,8 +16,10 @@ Defended since (the fixes that followed this red team; the tests below assert th
   readiness, given the instruction the candidate reads, takes other odds as stale, and `validate` measures
   them again after lint writes the interface section.
 - W6: the guard takes a test's own id first, a suffix path only where it names one function.
+- W7: a scope whose set-up code reads what each test carries beyond its name (`_testMethodName`, a
+  fixture's `request.function`, marks, `callspec`) holds no canary (`twins._reads_each_test`).
 
-Still winning: W5 and W7 (strict xfails). What each attack did when found:
+Still winning: W5 (strict xfails). What each attack did when found:
 
 - (W1, honest false fail) a parametrize id holding `::` (`@pytest.mark.parametrize("host", ["::1"])`, an IPv6
   loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as class `<planted>[`,
@@ -507,11 +509,6 @@ class TestPages(unittest.TestCase):
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest tampered): `_add_canaries` draws each canary's scope per run among the graded tests' scopes; "
-    "a TestCase whose setUp reads what each test method carries (an attribute a decorator set) errors a canary "
-    "placed there while its graded neighbour passes: `tampered` on the draws that put one there. Validation "
-    "passes on a draw that put them all at module level"))
 def test_an_honest_solution_is_resolved_whatever_scope_the_canaries_are_drawn_into(tmp_path):
     f2p = f"{FILE}::TestPages::test_pages_for_a_hundred_tokens"
     task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"],
@@ -707,3 +704,28 @@ def test_striking_the_values_a_neighbours_group_holds_is_not_resolved_unless_cou
         verdicts.append(_verdict(_run(tmp_path, graded, PAGES_BASE, STRIKE), task))
     odds = guard.forge_odds(guard.test_odds(task, {FILE: NEIGHBOURS}, {}, ""))
     assert odds == 1.0 or verdicts.count("resolved") <= 1, (seed, odds, verdicts)
+
+
+@pytest.mark.parametrize("setup, home", [
+    ("    def setUp(self):\n        self.tokens = getattr(self, self._testMethodName).tokens\n", False),
+    ("    def setUp(self):\n        self.instance = 3\n        self.function = len\n", True),
+])
+def test_a_class_whose_setup_reads_each_method_holds_no_canary(setup, home):
+    text = PER_METHOD.replace("    def setUp(self):\n        self.tokens = getattr(self, self._testMethodName).tokens\n",
+                              setup)
+    f2p = f"{FILE}::TestPages::test_pages_for_a_hundred_tokens"
+    task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
+    classes = {m.cls for seed in range(30) for m in twins.grading_plan(task, {FILE: text}, seed=seed).members
+               if m.kind == "canary"}
+    assert ("TestPages" in classes) is home, classes
+
+
+def test_a_file_whose_fixture_reads_each_tests_marks_holds_no_module_canary():
+    text = CPU_TEST.replace("from pkg.thing import pages\n", (
+        "import pytest\n\nfrom pkg.thing import pages\n\n\n@pytest.fixture(autouse=True)\ndef _budget(request):\n"
+        "    mark = request.node.get_closest_marker('budget')\n    return mark.args[0] if mark else None\n"))
+    task = _task(FAIL_TO_PASS=[f"{FILE}::test_pages_for_a_hundred_tokens"])
+    plans = [twins.grading_plan(task, {FILE: text}, seed=seed) for seed in range(10)]
+    assert not any(m.kind == "canary" for p in plans for m in p.members)
+    assert any(m.kind == "canary" for seed in range(10)
+               for m in twins.grading_plan(task, {FILE: CPU_TEST}, seed=seed).members)

@@ -1144,9 +1144,12 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
                   rng: random.Random, words: list[str], taken: set[str], checks: Sequence[str] = ()) -> None:
     """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins."""
     homes = [key for key, cls in scopes.items()
-             if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text))
+             if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text)
+                 and not _reads_each_test([n for n in tree.body if isinstance(n, _DEFS) and _is_fixture(n)]))
              or (cls is not None and all(map(canaries.keeps_methods, cls.decorator_list))
-                 and not _parametrized(cls.body, text))]
+                 and not _parametrized(cls.body, text)
+                 and not _reads_each_test([n for n in cls.body if isinstance(n, _DEFS)
+                                           and (not n.name.startswith("test") or _is_fixture(n))]))]
     if not homes:
         return
     twinned = any(m.kind == "twin" and m.file == file for m in plan.members)
@@ -1164,6 +1167,27 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
         code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
         plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
         blocks.setdefault(key, []).append(code)
+
+
+# what per-test set-up code reads of the test it sets up beyond its name (which `own_checks` reads): the method
+# itself (`getattr(self, self._testMethodName).tokens`, `request.function`), its marks or its parameters
+_EACH_TEST = frozenset({"function", "callspec", "get_closest_marker", "iter_markers", "keywords", "own_markers"})
+
+
+def _is_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("fixture" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def _reads_each_test(setups: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> bool:
+    """Whether set-up code of a scope (a class's non-test methods, `setUp`; a file's fixtures) reads what each
+    test carries beyond its name: a canary there, which carries nothing (no attribute, no mark, no parameter),
+    may error while its neighbours pass, an honest run read `tampered`. Such a scope holds no canary; the draw
+    of homes is per run, so validation's one draw cannot vouch for it."""
+    return any(isinstance(n, ast.Attribute) and (
+        n.attr == "_testMethodName"
+        or n.attr in _EACH_TEST and any(isinstance(b, ast.Name) and b.id in ("request", "node", "item")
+                                        for b in ast.walk(n.value)))
+        for fn in setups for n in ast.walk(fn))
 
 
 def _assemble(lines: list[str], removed: set[int], blocks: dict[str | None, list[str]],
