@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from sweserve.dataset.readiness import assess
+from sweserve.dataset.readiness import assess, instruction_digest
 from sweserve.dataset.taskstore import load_task, save_bundle
 from sweserve.models import Review, TaskBundle
 from tests.test_readiness import task
@@ -56,6 +56,7 @@ def test_packet_then_record_end_to_end(tmp_path):
     tasks = tmp_path / "tasks"
     for n in (1, 2):
         t = task(n)
+        t.validation.forge_odds_instruction = instruction_digest(f"# Fix pages {n}\n")  # measured with it
         t.readiness = assess(t)
         save_bundle(tasks, TaskBundle(task=t, instruction=f"# Fix pages {n}\n",
                                       oracle_patch="diff --git a/pool.py b/pool.py\n+FIX\n",

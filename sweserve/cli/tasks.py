@@ -110,6 +110,11 @@ def lint(args, console: Console) -> int:
     search = ConfigSearch.for_project(args.state_dir)  # a task's profile by name, as mine and validate find it
     reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write, search=search)
                for b in bundles]
+    if args.write:  # a section lint wrote may write numbers a forger reads: the odds are measured for it
+        from sweserve.evaluation.guard import measure_if_stale
+
+        for b in bundles:
+            measure_if_stale(tasks_dir / b.task.task_id, clone_of(args, b.task.repo))
     if args.json:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
     else:

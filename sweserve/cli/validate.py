@@ -137,24 +137,12 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
     if report.rejected:
         outcome.status, outcome.reason = "rejected", f"lint: {report.task_findings[0]}"
         outcome.category = RejectionCategory.LINT
-    from sweserve.dataset.readiness import assess, instruction_digest, stale_odds
-    from sweserve.dataset.taskstore import load_bundle, save_task
     from sweserve.evaluation import guard
 
     try:
-        bundle = load_bundle(tasks_dir / outcome.task_id)
+        # lint wrote the interface section after validation measured the odds: measured again for it
+        task = guard.measure_if_stale(tasks_dir / outcome.task_id, clone)
     except SweserveError:
         return
-    task = bundle.task
-    if task.validation is not None and stale_odds(task, bundle.instruction):
-        # lint wrote the interface section after validation measured the odds: the numbers it writes are read
-        # by a forger too, so the odds are measured again for the instruction the candidate reads
-        try:
-            task.validation.forge_odds = guard.measure(clone, bundle)[0]
-            task.validation.forge_odds_instruction = instruction_digest(bundle.instruction)
-        except SweserveError:
-            task.validation.forge_odds = task.validation.forge_odds_instruction = None
-        task.readiness = assess(task, bundle.instruction)
-        save_task(tasks_dir / outcome.task_id, task)
     outcome.ready = task.ready if task.readiness is not None else None
     outcome.not_ready = [r.detail for r in task.readiness.reasons] if task.readiness else []

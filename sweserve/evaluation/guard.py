@@ -31,6 +31,9 @@ from pathlib import Path
 
 from sweserve import pyast
 from sweserve.dataset.gitio import Git
+from sweserve.dataset.readiness import assess, instruction_digest, stale_odds
+from sweserve.dataset.taskstore import load_bundle, save_task
+from sweserve.errors import SweserveError
 from sweserve.evaluation import twins
 from sweserve.models import Task, TaskBundle, Twin
 
@@ -112,6 +115,23 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     avoid = (twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
              | twins.other_files(sources, file))
     return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
+
+
+def measure_if_stale(task_dir: Path, clone: Path) -> Task:
+    """The task in `task_dir`, its forge odds measured again (and saved, with its readiness) when they were
+    measured with another instruction than its instruction.md: lint's interface section, written after
+    validation, writes numbers a forger reads too (`readiness.stale_odds`)."""
+    bundle = load_bundle(task_dir)
+    task = bundle.task
+    if task.validation is not None and stale_odds(task, bundle.instruction):
+        try:
+            task.validation.forge_odds = measure(clone, bundle)[0]
+            task.validation.forge_odds_instruction = instruction_digest(bundle.instruction)
+        except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
+            task.validation.forge_odds = task.validation.forge_odds_instruction = None
+        task.readiness = assess(task, bundle.instruction)
+        save_task(task_dir, task)
+    return task
 
 
 def forge_odds(odds: dict[str, float]) -> float:
