@@ -7,8 +7,10 @@ and fail every twin, that is pick the real one out of its group. Per test, the o
 
 - **1** for a test with no twin: it is passed for free (the plain canaries beside it can be told apart);
 - **1 / members** for a group no prior reads: a numeric site validation tries first (`twins.strong_sites`:
-  a value of the real one's shape, that neither the base test, the instruction, nor the file outside the
-  site writes, with room for K such values on each side);
+  a value of the real one's shape, that neither the base test, the instruction, the file outside the site,
+  nor any other hidden file writes, with room for K such values on each side), showing no value another
+  group shows (two groups drawn apart around near or equal values give away, where they meet, which members
+  are real: red team 4);
 - **1** for a *weak* group: a numeric one at a fall-back site (a value the forger can read elsewhere, a power
   of two, a small value whose group crosses zero; its prior's odds were measured at 0.44 to 0.92), a flip
   group (a prior from the test's name or the instruction can read a check's two readings) or a raises group
