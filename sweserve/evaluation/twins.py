@@ -1410,15 +1410,19 @@ def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[D
     them alike, so a member whose value is one of them is read off the file (`Queue(capacity=37)` in a
     fixture, `assert q.capacity() == 37` in the test)."""
     start, end = _start(fn) + 1, fn.end_lineno or fn.lineno
+    return _numbers(text, lambda tok: tok.type != tokenize.NUMBER or not start <= tok.start[0] <= end)
+
+
+def _numbers(text: str, keep) -> frozenset[Decimal]:
+    """The numbers a file writes in its comments, strings and number tokens, of the tokens `keep` takes."""
     out: set[Decimal] = set()
     try:
         tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
     except (tokenize.TokenError, SyntaxError):
         tokens = []
     for tok in tokens:
-        inside = start <= tok.start[0] <= end
-        if tok.type in (tokenize.COMMENT, tokenize.STRING) or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE" \
-                or (tok.type == tokenize.NUMBER and not inside):
+        if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
+                or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
             for number in _TEXT_NUMBER.findall(tok.string):
                 try:
                     out.add(Decimal(number))
@@ -1429,20 +1433,7 @@ def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[D
 
 def file_numbers(text: str) -> frozenset[Decimal]:
     """Every number a file writes: in its code, comments and strings."""
-    out: set[Decimal] = set()
-    try:
-        tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
-    except (tokenize.TokenError, SyntaxError):
-        tokens = []
-    for tok in tokens:
-        if tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER) \
-                or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE":
-            for number in _TEXT_NUMBER.findall(tok.string):
-                try:
-                    out.add(Decimal(number))
-                except ArithmeticError:
-                    continue
-    return frozenset(out)
+    return _numbers(text, lambda tok: True)
 
 
 def other_files(sources: dict[str, str], file: str) -> frozenset[Decimal]:
