@@ -6,8 +6,10 @@ export cannot run that module in the box (it is the host's: pydantic, the task m
 (`evaluation/export_plan.py`) runs `grading_plan` once and cuts its output into what is fixed and what must be
 drawn per run:
 
-- per hidden file, the text around the planted tests (`chunks`) and, per scope, a `slot` where its members go,
-  with the blank lines between two of them (`gap`);
+- per hidden file, the text around the planted tests (`chunks`) and a `slot` per graded test's group (where
+  the file had the test) and per scope's canaries, with the blank lines between two of its members (`gap`),
+  and the scopes whose runner runs them by name (`ordered`: their drawn names are dealt out to sort in the
+  file's order, `sweserve_twins.in_order`);
 - per member (a graded test, a twin, a canary), its text exactly as `grading_plan` wrote it, the name at `NAME`,
   and what it stands for (`kind`, `real`, `twin`, `must_pass`);
 - per file, the words its names are drawn from and the strings the repository's own name-based selection
@@ -68,19 +70,26 @@ def _plant(plan, rng):
         chunks, slots = shape["chunks"], shape["slots"]
         if len(chunks) != len(slots) + 1:
             raise PlanError(f"the shipped grading plan of {file} is damaged")
-        out = [chunks[0]]
-        for slot, chunk in zip(slots, chunks[1:]):
+        orders = []
+        for slot in slots:
             order = list(slot["members"])
             rng.shuffle(order)
-            blocks = []
             for i in order:
                 m = members[i]
                 if m["file"] != file or m["block"].count(NAME) != 1:
                     raise PlanError(f"the shipped grading plan of {file} is damaged")
                 m["name"] = fresh_name(rng, shape["words"], taken, shape.get("checks", ()),
                                        m["real"] if m["kind"] != "canary" else None)
-                blocks.append(m["block"].replace(NAME, m["name"]))
-            out += [slot["gap"].join(blocks), chunk]
+            orders.append(order)
+        for scope in shape.get("ordered", []):  # run sorted by name: the names dealt out in the file's order
+            mine = [i for order in orders for i in order if members[i]["cls"] == scope and members[i]["kind"] != "canary"]
+            names = sweserve_twins.in_order([(members[i]["name"], members[i]["real"]) for i in mine],
+                                            shape.get("checks", ()))
+            for i, name in zip(mine, names):
+                members[i]["name"] = name
+        out = [chunks[0]]
+        for slot, order, chunk in zip(slots, orders, chunks[1:]):
+            out += [slot["gap"].join(members[i]["block"].replace(NAME, members[i]["name"]) for i in order), chunk]
         texts[file] = "".join(out)
     for m in members:  # a class that inherits a planted test runs it under the name drawn for its scope's copy
         if m.get("alias_of") is not None:

@@ -429,6 +429,24 @@ def kept(real: str | None, checks) -> list[str]:
     return list(dict.fromkeys(w for w in real.split("_")[1:] if w and reads(w, checks)))
 
 
+def in_order(members, checks=()) -> list:
+    """The drawn names of a scope whose runner runs its tests sorted by name (a unittest TestCase), given back so
+    that sorting them keeps the order the file gave its tests: `members` is [(drawn name, real name)] in that
+    order (each group's members shuffled among themselves); the same names, sorted within each set of members
+    whose draws are interchangeable (the same `kept` words and `matched` checks: all of them where nothing reads
+    names), and dealt out in that order. A group's names are consecutive ranks dealt to its members at random:
+    which one is real is as open as before, and a test that relies on its predecessor's state still follows it."""
+    out = [name for name, _ in members]
+    sets: dict = {}
+    for i, (_, real) in enumerate(members):
+        key = (tuple(sorted(kept(real, checks))), matched(real or "test_", checks)) if checks else ()
+        sets.setdefault(key, []).append(i)
+    for places in sets.values():
+        for i, name in zip(places, sorted(out[i] for i in places)):
+            out[i] = name
+    return out
+
+
 def draw_name(rng: random.Random, words: list[str], taken: set[str], checks=(), real: str | None = None) -> str:
     """`test_` + two or three words drawn from `words` + four hex digits, not in `taken` (then added to it): one
     distribution for a graded test, its twins and the canaries, the host's (evaluation/twins.py) and the

@@ -24,7 +24,7 @@ from sweserve.evaluation.grading import run_tests
 from sweserve.evaluation.resets import plan_resets
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.evaluation.trial import evaluate_task
-from sweserve.models import Task, TestSpec
+from sweserve.models import Task, TestSpec, Twin
 
 DIST = "sweserve-demo__sglang-mini-103"
 PKG = "python/sglang/srt/distributed/__init__.py"  # imported while the hidden tests are collected
@@ -295,15 +295,25 @@ def test_no_fixed_text_is_shared_by_every_canary():
     assert not common, sorted(common)[:5]
 
 
-def test_planted_tests_are_shuffled_within_their_scope():
+def test_planted_tests_keep_the_files_order_and_each_group_is_shuffled_where_its_test_was():
+    """Each graded test's group goes where the file had the test, its members shuffled among themselves (red team
+    4's W5: a test may rely on the state its predecessor left); the canaries go, shuffled, to their scope's end."""
+    single = "test/t.py::test_single_rank_gets_all"
+    task = _task()
+    task.twins = [Twin(test=single, site=1, value=v) for v in ("4", "6", "7")]
     firsts = set()
     for _ in range(12):
-        plan = twins.grading_plan(_task(), {"test/t.py": SOURCE})
+        plan = twins.grading_plan(task, {"test/t.py": SOURCE})
         order = re.findall(r"^def (test_\w+)\(", plan.texts["test/t.py"], re.M)
         assert order[0] == "test_even_split" and len(order) == len(set(order))  # not graded: where it was
-        order = order[1:]
-        firsts.add(next(m.kind + (m.real or "") for m in plan.members if m.name == order[0]))
-    assert len(firsts) >= 2, firsts
+        of = {m.name: m for m in plan.members if m.cls is None}
+        kinds = [of[n].kind + ":" + of[n].real for n in order[1:]]
+        graded = [k for k in kinds if not k.startswith("canary")]
+        assert graded[0] == "test:test_uneven_split_covers_everything" and len(graded) == 5, kinds  # file order
+        assert sorted(graded[1:]) == ["test:test_single_rank_gets_all"] + ["twin:test_single_rank_gets_all"] * 3
+        assert kinds[:len(graded)] == graded  # the canaries after every group of the module
+        firsts.add(graded[1])
+    assert firsts == {"test:test_single_rank_gets_all", "twin:test_single_rank_gets_all"}, firsts
 
 
 def test_class_members_are_methods_of_the_class(tmp_path):

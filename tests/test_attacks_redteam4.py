@@ -18,8 +18,11 @@ Defended since (the fixes that followed this red team; the tests below assert th
 - W6: the guard takes a test's own id first, a suffix path only where it names one function.
 - W7: a scope whose set-up code reads what each test carries beyond its name (`_testMethodName`, a
   fixture's `request.function`, marks, `callspec`) holds no canary (`twins._reads_each_test`).
+- W5: each graded test's group is planted where the file had the test (shuffled among its own members), and a
+  class run by name gets its drawn names dealt out in the file's order (`sweserve_twins.in_order`), by the
+  host's plan and the export box alike.
 
-Still winning: W5 (strict xfails). What each attack did when found:
+Nothing here wins today. What each attack did when found:
 
 - (W1, honest false fail) a parametrize id holding `::` (`@pytest.mark.parametrize("host", ["::1"])`, an IPv6
   loopback): both readers split the whole id on `::`, so `<file>::<planted>[::1]` parses as class `<planted>[`,
@@ -433,11 +436,6 @@ def test_pages_of_the_pool():
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "WINS (honest false fail): unittest (and pytest's unittest collector) runs a TestCase's methods sorted by "
-    "name, pytest runs functions in the file's order; the planted names (`draw_name`: random words) and "
-    "`_assemble`'s shuffle lose the order the file gave them, so the test that relies on its predecessor's state "
-    "runs first on about half the draws: KeyError, `failed`"))
 @pytest.mark.parametrize("style", ["unittest-names", "pytest-order"])
 def test_an_honest_solution_is_resolved_where_tests_rely_on_their_order(tmp_path, style):
     if style == "unittest-names":
@@ -451,6 +449,34 @@ def test_an_honest_solution_is_resolved_where_tests_rely_on_their_order(tmp_path
     verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: source}, seed=s), POOL_ORACLE), task)
                 for s in range(8)]
     assert verdicts == ["resolved"] * 8, verdicts
+
+
+@pytest.mark.parametrize("style", ["unittest-names", "pytest-order"])
+def test_an_exported_plan_keeps_the_order_its_tests_run_in(style):
+    """The export box draws names and shuffles on its own (`sweserve_plan.plant`): the same order property,
+    read off the planted text as each runner orders it (unittest: names sorted; pytest: the file's order)."""
+    import ast
+    import json
+
+    from sweserve.evaluation import export_plan
+    from sweserve.harness import sweserve_plan
+    from sweserve.models import TaskBundle
+
+    if style == "unittest-names":
+        source, first, graded = ORDERED, "TestPoolLifecycle::test_1_create", ORDERED_F2P
+    else:
+        source, first, graded = ORDERED_PYTEST, "test_create_pool", f"{FILE}::test_pages_of_the_pool"
+    task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::{first}"],
+                 twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
+                                          {FILE: source}, seed=0))
+    for seed in range(20):
+        texts, members = sweserve_plan.plant(shipped, random.Random(seed))
+        defs = [n.name for n in ast.walk(ast.parse(texts[FILE])) if isinstance(n, ast.FunctionDef)]
+        order = sorted(defs) if style == "unittest-names" else defs
+        real_of = {m["name"]: m["real"] for m in members if m["kind"] != "canary"}
+        reals = [real_of[n] for n in order if n in real_of]
+        assert reals[0] == first.split("::")[-1] and len(reals) == 5, reals  # the creating test runs first
 
 
 # --- W6: the guard reads another file's group for a test whose path is a suffix of it ---------------------------------

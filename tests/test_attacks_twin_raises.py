@@ -295,8 +295,11 @@ POOL_TEST = ("import pytest\n\nimport pool\n\n\ndef test_double_free():\n    p =
              "    with pytest.raises(RuntimeError):\n        p.free(3)\n")
 
 
-def test_raises_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path):
+def test_raises_twins_are_must_fails_by_execution_and_graded(make_repo, tmp_path, monkeypatch):
     from local_backend import diff_of, local_task
+    # the test's class is the pool's more common one, tried with probability 67/68 in each of validation's plans;
+    # a run that skips it drops the group (`select`): a 3-6% flake, unless both classes are as common
+    monkeypatch.setattr(twins, "RAISES_SHARE", {c: 0.5 for c in twins.RAISES_POOL})
 
     from sweserve.agents.command import CommandAgent
     from sweserve.agents.reference import NullAgent, OracleAgent

@@ -79,12 +79,13 @@ def _cut(text: str, members: list[tuple[int, twins.Member]]) -> tuple[dict, dict
     """(the file's shape: chunks and slots, {member index: its text with the name at NAME})."""
     lines = _lines(text)
     tree = pyast.parse_module(text)
-    spans: dict[str | None, list[tuple[int, int, int]]] = {}
+    spans: list[tuple[int, int, int]] = []
+    keys: dict[int, tuple[str | None, str]] = {}
     blocks: dict[int, str] = {}
     for index, m in members:
         node = _node(tree, m.cls, m.name)
         start, end = _start(node), node.end_lineno or node.lineno
-        spans.setdefault(m.cls, []).append((start, end, index))
+        spans.append((start, end, index))
         chunk = lines[start:end]
         at = node.lineno - 1 - start
         chunk[at], n = re.subn(rf"(\bdef\s+){re.escape(m.name)}(\s*\()",
@@ -92,14 +93,20 @@ def _cut(text: str, members: list[tuple[int, twins.Member]]) -> tuple[dict, dict
         if n != 1:
             raise PlanCutError(f"planted test {m.name}: its def line does not name it")
         blocks[index] = "".join(chunk)
-    slots = []
-    for group in spans.values():
-        group.sort()
-        gaps = {"".join(lines[a[1]:b[0]]) for a, b in zip(group, group[1:])}
-        if len(gaps) > 1 or any(g.strip() for g in gaps):
-            raise PlanCutError("the planted tests of one scope are not side by side")
-        slots.append((group[0][0], group[-1][1], gaps.pop() if gaps else "\n", [i for _, _, i in group]))
-    slots.sort()
+    slots: list[tuple[int, int, str, list[int]]] = []  # one per graded test's group, one per scope's canaries
+    of = dict(members)
+    for start, end, index in sorted(spans):
+        m = of[index]
+        key = (m.cls, "~canary" if m.kind == "canary" else m.real)
+        last = slots[-1] if slots else None
+        if last is not None and keys[last[3][-1]] == key:
+            gap = "".join(lines[last[1]:start])
+            if gap.strip() or (len(last[3]) > 1 and gap != last[2]):
+                raise PlanCutError("the planted members of one group are not side by side")
+            slots[-1] = (last[0], end, gap, last[3] + [index])
+        else:
+            slots.append((start, end, "\n", [index]))
+        keys[index] = key
     chunks, at = [], 0
     for start, end, _, _ in slots:
         if start < at:
@@ -144,7 +151,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None,
             + chunk for slot, chunk in zip(shape["slots"], shape["chunks"][1:]))
         if back != text:
             raise PlanCutError(f"{file}: the cut plan does not put grading_plan's text back together")
-        files[file] = {**shape, "words": words[file], "checks": checks[file]}
+        files[file] = {**shape, "words": words[file], "checks": checks[file], "ordered": plan.ordered.get(file, [])}
     if any("block" not in m and m["alias_of"] is None for m in members):
         raise PlanCutError("a planted member is in no file grading_plan wrote")
     return json.dumps({"version": sweserve_plan.VERSION, "files": files, "members": members,

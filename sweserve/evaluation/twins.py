@@ -13,8 +13,11 @@ other way, the same two texts in every group; weak too (a prior from the words o
 At grading, `grading_plan` writes each hidden file anew:
 
 - every graded test, each of its twins and a few plain canaries (harness/sweserve_twins.py) get a fresh random name, all
-  drawn from one distribution, and go, shuffled, to the end of the scope they came from (the module, or
-  their class): nothing in their names, their positions or their order says which is which; the names keep
+  drawn from one distribution; a graded test's group goes where the file had the test, shuffled among its own
+  members, and the canaries, shuffled, to the end of their scope (the module, or a class), so the tests keep
+  the order they run in (in a class run by name, the drawn names are dealt out to sort in the file's order:
+  `sweserve_twins.in_order`): nothing in their names, their positions or their order says which member of a
+  group is real; the names keep
   clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
   `sweserve_twins.draw_name`), each group member carrying the words of its real name such a selection reads;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
@@ -41,7 +44,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -597,6 +600,7 @@ class GradingPlan:
     texts: dict[str, str] = field(default_factory=dict)
     members: list[Member] = field(default_factory=list)
     candidates: bool = False
+    ordered: dict[str, list[str | None]] = field(default_factory=dict)  # per file, the scopes run by name
 
     def names(self) -> dict[str, str]:
         """Planted id -> what it stands for: the real id of a test, `<real id>~twin` or `~canary`."""
@@ -854,8 +858,7 @@ def _member_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, n
         i = node.lineno - 1 - start
         chunk[i] = _replace(chunk[i], node, literal)
     i = fn.lineno - 1 - start
-    chunk[i] = re.sub(rf"(\bdef\s+){re.escape(fn.name)}(\s*\()", lambda m: m.group(1) + name + m.group(2), chunk[i],
-                      count=1)
+    chunk[i] = re.sub(rf"(\bdef\s+){re.escape(fn.name)}(\s*\()", _named(name), chunk[i], count=1)
     text = "".join(chunk)
     return text if text.endswith("\n") else text + "\n"
 
@@ -980,7 +983,8 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         file_seen: dict[str, Counter[str]] = {}  # the file's statements and its base version's, read once
         pool_seen: set[str] | None = None  # the raises pool's classes read beside the file's groups, once
         removed: set[int] = set()
-        blocks: dict[str | None, list[str]] = {}
+        slots: list[_Slot] = []  # one per graded test: its group, where the file had the test
+        blocks: dict[str | None, list[str]] = {}  # each scope's canaries, at its end
         scopes: dict[str | None, ast.ClassDef | None] = {}
         spans: list[tuple[int, str | None, list[str | None], dict[str | None, str], set[str | None]]] = []
         for cls, fn in tests:
@@ -990,9 +994,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             ids = {x: "::".join([file, *([x] if x else []), fn.name]) for x in owners[id(fn)]}  # the classes running it
             group, valid = _shared_group(recorded, test_id, ids, candidates)
             spans.append((len(plan.members), key, list(ids), ids, valid))
-            removed.update(*(range(_start(d), d.end_lineno or d.lineno) for d in _same_named(tree, cls, fn)))
+            defined = _same_named(tree, cls, fn)
+            removed.update(*(range(_start(d), d.end_lineno or d.lineno) for d in defined))
             fn_sites = sites(fn)
-            block = blocks.setdefault(key, [])
+            block: list[str] = []
+            slots.append(_Slot(min(_start(d) for d in defined), key, len(plan.members), block))
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
                 avoid = (visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
@@ -1055,6 +1061,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                            real_literal=literal))
                 block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
+        _shuffle(plan, slots, rng)
+        for key, cls in scopes.items():
+            if _by_name(tree, task.test.runner, cls):
+                plan.ordered.setdefault(file, []).append(key)
+                _in_order(plan, [slot for slot in slots if slot.key == key], checks)
         for (start, key, classes, ids, valid), nxt in zip(spans, [s[0] for s in spans[1:]] + [len(plan.members)]):
             _aliases(plan, start, nxt, key, classes, ids, valid)
         start = len(plan.members)
@@ -1065,8 +1076,51 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             if cls is not None and cls.name not in heirs:
                 plan.members[i] = replace(m, unread=True)
                 plan.members += [replace(m, cls=x, alias=True) for x in heirs]
-        plan.texts[file] = _assemble(lines, removed, blocks, scopes, rng)
+        plan.texts[file] = _assemble(lines, removed, slots, blocks, scopes, rng)
     return plan
+
+
+@dataclass
+class _Slot:
+    """One graded test's group in its file: the line its test started on (`at`), its scope, and its members'
+    texts (`block`, written in the order `plan.members[start:]` holds them, then shuffled with them)."""
+
+    at: int
+    key: str | None
+    start: int
+    block: list[str]
+    members: list[int] = field(default_factory=list)
+
+
+def _shuffle(plan: GradingPlan, slots: list[_Slot], rng: random.Random) -> None:
+    """Each slot's members (the members appended since its start, one text each) in a random order."""
+    ends = [s.start for s in slots[1:]] + [len(plan.members)]
+    for slot, end in zip(slots, ends):
+        pairs = list(zip(range(slot.start, end), slot.block, strict=True))
+        rng.shuffle(pairs)
+        slot.members, slot.block[:] = [i for i, _ in pairs], [t for _, t in pairs]
+
+
+def _by_name(tree: ast.Module, runner: str, cls: ast.ClassDef | None) -> bool:
+    """Whether the runner runs the scope's tests sorted by name (a TestCase's), not in the file's order."""
+    return cls is not None and (runner == "unittest" or unittest_style(tree, runner, cls))
+
+
+def _named(name: str) -> Callable[[re.Match[str]], str]:
+    """A `re.sub` replacement that puts `name` between a def's two groups (`def `, `(`)."""
+    return lambda m: m.group(1) + name + m.group(2)
+
+
+def _in_order(plan: GradingPlan, slots: list[_Slot], checks: Sequence[str]) -> None:
+    """The members of a by-name scope's `slots` (in the file's order) renamed among themselves so that their names
+    sort in that order (`canaries.in_order`), in the plan and in their texts (each holds its name once, on its
+    def line: `_member_text`)."""
+    order = [(slot, j, i) for slot in slots for j, i in enumerate(slot.members)]
+    names = canaries.in_order([(plan.members[i].name, plan.members[i].real) for _, _, i in order], checks)
+    for (slot, j, i), name in zip(order, names):
+        old = plan.members[i].name
+        plan.members[i] = replace(plan.members[i], name=name)
+        slot.block[j] = re.sub(rf"(\bdef\s+){re.escape(old)}(\s*\()", _named(name), slot.block[j], count=1)
 
 
 FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
@@ -1190,11 +1244,15 @@ def _reads_each_test(setups: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> bo
         for fn in setups for n in ast.walk(fn))
 
 
-def _assemble(lines: list[str], removed: set[int], blocks: dict[str | None, list[str]],
+def _assemble(lines: list[str], removed: set[int], slots: list[_Slot], blocks: dict[str | None, list[str]],
               scopes: dict[str | None, ast.ClassDef | None], rng: random.Random) -> str:
-    """The file without its graded tests' lines, each scope's shuffled block at the scope's end (a class's
-    methods before the module's tests where both end the file)."""
+    """The file without its graded tests' lines: each graded test's group (its slot, shuffled) where the test
+    was, so the tests keep the order the file gave them (a test may rely on the state its predecessor left);
+    each scope's canaries, shuffled, at the scope's end (a class's before the module's where both end the file)."""
     at: dict[int, list[str]] = {}
+    for slot in slots:
+        sep = "\n" if scopes.get(slot.key) is not None else "\n\n"
+        at.setdefault(slot.at, []).append(sep.join(slot.block))
     for key, block in sorted(blocks.items(), key=lambda kv: kv[0] is None):
         rng.shuffle(block)
         cls = scopes.get(key)
