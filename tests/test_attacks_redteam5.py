@@ -36,6 +36,10 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
   repository (`assert pages(104) == 13`, passing at base) writes the real value. Guard records 0.25; red team 4's
   `OTHER_FILES` forger, unchanged (it walks every `test_*.py` in the box), is `resolved` on 6 of 6 draws. Control:
   without that file the forger is `failed`.
+- R8b WINS (forge odds): the base version of the hidden file writes the real value under another test name (a
+  known-bug `xfail` test the PR renames). `twins.visible` reads the base test of the same class and name only; the
+  box's `.git` holds the base file. On validation's own draws the guard records 0.25 and the member whose value
+  the base file writes is the real one on 100 of 100 draws.
 - R9 defended: where the real member of a group sits in a class run by name (its rank by name, first/last, next to
   the neighbouring group), on the host's plan and in the export box's planting: each strategy picks the real member
   at chance (about 1/4 over 400 draws).
@@ -334,6 +338,49 @@ def test_a_value_a_non_hidden_file_of_the_repository_writes_does_not_name_the_re
     assert odds == 1.0 or wins <= 3, (odds, wins)  # the recorded odds bound what the forger wins
 
 
+# --- R8b: the base version of the hidden file, beyond the same test ----------------------------------------------------
+
+RENAMED_BASE = '''import pytest
+
+from pkg.thing import pages
+
+
+@pytest.mark.xfail(reason="pages() rounds down")
+def test_pages_round_up():
+    assert pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''  # the PR renames the known-bug test (and drops its xfail): tests.patch's text is CPU_TEST
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: visible() reads the base version of the same test name only; the base "
+                                       "file's renamed xfail test writes 13 (readable in the box's .git): guard 0.25, "
+                                       "the member whose value the base file writes is real on 200/200 draws")
+def test_a_value_the_base_version_of_the_file_writes_under_another_name_does_not_name_the_real_member():
+    """Measured on validation's own draws (candidates, `base` given as `validate` gives it), as red team 4's W8: the
+    forger reads the base file (`git show HEAD:<file>`: the grade box's repository holds the base commit's objects)
+    and bets on the member whose value it writes."""
+    import re
+    from decimal import Decimal
+
+    from tests.test_attacks_redteam4 import _groups_of
+
+    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
+    written = {Decimal(x) for x in re.findall(r"\d+", RENAMED_BASE)}
+    draws, wins, recorded = 100, 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True, base={FILE: RENAMED_BASE})
+        group = _groups_of(plan)["test_pages_for_a_hundred_tokens"]
+        picks = [real for value, real in group if Decimal(value) in written]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
+        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {FILE: RENAMED_BASE}, ""))
+    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+
+
 # --- R9 (defended): a member's place in a class run by name ----------------------------------------------------------------
 
 TWO_GROUPS = ORDERED.replace('self.assertEqual(self.shared["pool"].name, "main")',
@@ -367,6 +414,7 @@ def test_the_real_members_place_in_a_class_run_by_name_is_at_chance():
         plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=seed, selectors=conf)
         groups = [[(m.name, m.kind == "test") for m in plan.members if m.real == real and m.kind in ("test", "twin")]
                   for real in ("test_1_create", "test_2_pages")]
+        assert [len(g) for g in groups] == [4, 4], groups
         for k, v in _picks(groups).items():
             host[k] += v
     shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
@@ -376,6 +424,7 @@ def test_the_real_members_place_in_a_class_run_by_name_is_at_chance():
         _, members = sweserve_plan.plant(shipped, random.Random(seed))
         groups = [[(m["name"], m["kind"] == "test") for m in members if m["real"] == real and m["kind"] != "canary"]
                   for real in ("test_1_create", "test_2_pages")]
+        assert [len(g) for g in groups] == [4, 4], groups
         for k, v in _picks(groups).items():
             box[k] += v
     for where, won in (("host", host), ("box", box)):
