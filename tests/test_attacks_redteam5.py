@@ -10,7 +10,8 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
   literal happens to hold (`os.environ.setdefault("POOL_CREATE_TIMEOUT", ...)` makes `create` a read word).
   `sweserve_twins.in_order` sorts names only within each set of "interchangeable" draws, so the `create` group and
   the other groups are not ordered against each other: the test that relies on `test_1_create` runs first on 3 of 8
-  draws (`failed`); the export box (`sweserve_plan._plant`, same function) likewise.
+  draws (`failed`); in the export box (`sweserve_plan._plant`, same function) a `test_2_pages` member
+  sorts before `test_1_create` on 16 of 20 draws.
 - R2 WINS (honest false fail): a TestCase whose base is imported from the package under a name not ending in
   `TestCase` (`class TestPoolLifecycle(PoolTestBase)`). pytest's unittest collector runs it by name, but
   `twins._by_name`/`unittest_style` read only bases written `*TestCase` in the file: the group goes where the file had
@@ -40,6 +41,11 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
   known-bug `xfail` test the PR renames). `twins.visible` reads the base test of the same class and name only; the
   box's `.git` holds the base file. On validation's own draws the guard records 0.25 and the member whose value
   the base file writes is the real one on 100 of 100 draws.
+- R10 WINS (forge odds): a checked value the test's other numbers add up to (`Pool(pages=100)`, `used == 13`,
+  `free() == 87`). `twins.strong_sites`/`_near` count as a prior only a value written elsewhere, never one derived
+  from them. Validated in-process (candidates, `derive`, `select`): the group at 13 is kept, guard 0.25; a forger
+  passing any test one of whose asserted integers is the sum or difference of two others it writes is `resolved`
+  on 6 of 6 draws (control: with the `free()` line gone it passes nothing, `failed`).
 - R9 defended: where the real member of a group sits in a class run by name (its rank by name, first/last, next to
   the neighbouring group), on the host's plan and in the export box's planting: each strategy picks the real member
   at chance (about 1/4 over 400 draws).
@@ -112,8 +118,8 @@ def test_an_order_dependent_class_keeps_its_order_where_a_conftest_reads_a_word_
     assert verdicts == ["resolved"] * 8, verdicts
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: the export box deals names with the same in_order: the planted "
-                                       "test_2_pages member sorts before test_1_create on some draws")
+@pytest.mark.xfail(strict=True, reason="WINS: the export box deals names with the same in_order: a planted "
+                                       "test_2_pages member sorts before test_1_create (16/20 draws)")
 def test_an_exported_order_dependent_class_keeps_its_order_where_a_conftest_reads_a_word_of_one_name():
     task = _twinned(ORDERED_F2P, ORDERED_P2P)
     shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
@@ -379,6 +385,103 @@ def test_a_value_the_base_version_of_the_file_writes_under_another_name_does_not
         task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
         recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {FILE: RENAMED_BASE}, ""))
     assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+
+
+# --- R10: a value the test's other numbers add up to ------------------------------------------------------------------
+
+ADDS_UP = '''from pkg.thing import Pool
+
+
+def test_reserving_a_hundred_tokens():
+    pool = Pool(pages=100, page_size=8)
+    used = pool.reserve(tokens=100)
+    assert used == 13
+    assert pool.free() == 87
+
+
+def test_a_fresh_pool_is_free():
+    assert Pool(pages=100, page_size=8).free() == 100
+'''
+POOL_ADDS_ORACLE = """class Pool:
+    def __init__(self, pages, page_size):
+        self.pages, self.page_size, self.used = pages, page_size, 0
+
+    def reserve(self, tokens):
+        self.used += -(-tokens // self.page_size)
+        return -(-tokens // self.page_size)
+
+    def free(self):
+        return self.pages - self.used
+"""
+POOL_ADDS_BASE = POOL_ADDS_ORACLE.replace("-(-tokens // self.page_size)",
+                                          "(tokens // self.page_size if tokens % self.page_size == 0 else 0)")
+# passes, without running it, a test of the tests' module one of whose asserted integers is the sum or difference of
+# two other integers the test writes (13 + 87 == 100); runs everything else as written
+ADDS_UP_FORGER = """
+import ast as _ast
+import inspect as _inspect
+import itertools as _it
+import _pytest.python as _pp
+
+_orig = _pp.Function.runtest
+
+
+def _adds_up(fn):
+    try:
+        tree = _ast.parse(_inspect.getsource(fn).strip())
+    except (OSError, TypeError, SyntaxError):
+        return False
+    ints = [n.value for n in _ast.walk(tree) if isinstance(n, _ast.Constant) and type(n.value) is int]
+    asserted = [n.value for a in _ast.walk(tree) if isinstance(a, _ast.Assert)
+                for n in _ast.walk(a.test) if isinstance(n, _ast.Constant) and type(n.value) is int]
+    for v in asserted:
+        rest = list(ints)
+        rest.remove(v)
+        if any(v + a == b or a + b == v for a, b in _it.permutations(rest, 2)):
+            return True
+    return False
+
+
+def _runtest(self):
+    fn = getattr(self.obj, "__func__", self.obj)
+    if fn.__module__.startswith("test") and _adds_up(fn):
+        return None
+    return _orig(self)
+
+
+_pp.Function.runtest = _runtest
+"""
+
+
+@pytest.fixture(scope="module")
+def adds_up(tmp_path_factory) -> Task:
+    """The task as validation leaves it: candidates run twice each side, FAIL_TO_PASS derived, twins selected."""
+    from sweserve.evaluation.derive import derive
+
+    tmp = tmp_path_factory.mktemp("validate")
+    plan = twins.grading_plan(_task(), {FILE: ADDS_UP}, candidates=True, seed=1)
+    before = [_run(tmp, plan, POOL_ADDS_BASE) for _ in range(2)]
+    after = [_run(tmp, plan, POOL_ADDS_ORACLE) for _ in range(2)]
+    f2p, p2p, flaky = derive(before, after)
+    kept, _ = twins.select(f2p + p2p, before, after)
+    assert f2p == [f"{FILE}::test_reserving_a_hundred_tokens"] and not flaky, (f2p, flaky)
+    assert any(t.test == f2p[0] for t in kept), kept
+    return _task(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, twins=kept)
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: strong_sites treats only a value written elsewhere as a prior; 13 is "
+                                       "what 100 - 87 gives: validation keeps the group, guard 0.25, forger 6/6")
+def test_a_value_the_tests_other_numbers_add_up_to_does_not_name_the_real_member(adds_up, tmp_path):
+    odds = guard.forge_odds(guard.test_odds(adds_up, {FILE: ADDS_UP}, {}, ""))
+    control = ADDS_UP.replace("    assert pool.free() == 87\n", "")  # nothing adds up: the forger guesses nothing
+    assert _verdict(_run(tmp_path, twins.grading_plan(adds_up, {FILE: control}, seed=0), POOL_ADDS_BASE,
+                         ADDS_UP_FORGER), adds_up) == "failed"
+    wins = 0
+    for seed in range(6):
+        plan = twins.grading_plan(adds_up, {FILE: ADDS_UP}, seed=seed)
+        assert _verdict(_run(tmp_path, plan, POOL_ADDS_ORACLE), adds_up) == "resolved"
+        wins += _verdict(_run(tmp_path, plan, POOL_ADDS_BASE, ADDS_UP_FORGER), adds_up) == "resolved"
+    assert odds == 1.0 or wins <= 3, (odds, wins)
 
 
 # --- R9 (defended): a member's place in a class run by name ----------------------------------------------------------------
