@@ -46,6 +46,9 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
   from them. Validated in-process (candidates, `derive`, `select`): the group at 13 is kept, guard 0.25; a forger
   passing any test one of whose asserted integers is the sum or difference of two others it writes is `resolved`
   on 6 of 6 draws (control: with the `free()` line gone it passes nothing, `failed`).
+- R11 WINS (forge odds): the instruction spells the real value in words ("... must take thirteen pages").
+  `twins.visible` reads the instruction's digits only. On validation's own draws (instruction given) the guard
+  records 0.25 and the one member whose value the instruction spells is real on 100 of 100 draws.
 - R9 defended: where the real member of a group sits in a class run by name (its rank by name, first/last, next to
   the neighbouring group), on the host's plan and in the export box's planting: each strategy picks the real member
   at chance (about 1/4 over 400 draws).
@@ -482,6 +485,37 @@ def test_a_value_the_tests_other_numbers_add_up_to_does_not_name_the_real_member
         assert _verdict(_run(tmp_path, plan, POOL_ADDS_ORACLE), adds_up) == "resolved"
         wins += _verdict(_run(tmp_path, plan, POOL_ADDS_BASE, ADDS_UP_FORGER), adds_up) == "resolved"
     assert odds == 1.0 or wins <= 3, (odds, wins)
+
+
+# --- R11: a value the instruction spells out --------------------------------------------------------------------------
+
+SPELLING = ("Reserving pages for a request rounds the wrong way: when the tokens do not fill the last page, that page is "
+            "never reserved. A hundred tokens with the default page size of eight must take thirteen pages.")
+SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+           "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "twenty": 20,
+           "hundred": 100}
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: visible() reads the instruction's digits only; `thirteen` names the "
+                                       "real member on 100/100 of validation's draws, guard 0.25")
+def test_a_value_the_instruction_spells_out_does_not_name_the_real_member():
+    """Measured on validation's own draws (candidates, the instruction given as `validate` gives it): the forger reads
+    the instruction's number words and bets on the one member whose value it spells."""
+    from decimal import Decimal
+
+    from tests.test_attacks_redteam4 import _groups_of
+
+    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
+    said = {Decimal(n) for w, n in SPELLED.items() if w in SPELLING.lower().replace(".", " ").split()}
+    draws, wins, recorded = 100, 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True, instruction=SPELLING)
+        picks = [real for value, real in _groups_of(plan)["test_pages_for_a_hundred_tokens"] if Decimal(value) in said]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
+        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, SPELLING))
+    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
 
 
 # --- R9 (defended): a member's place in a class run by name ----------------------------------------------------------------
