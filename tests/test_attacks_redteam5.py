@@ -52,6 +52,11 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
 - R9 defended: where the real member of a group sits in a class run by name (its rank by name, first/last, next to
   the neighbouring group), on the host's plan and in the export box's planting: each strategy picks the real member
   at chance (about 1/4 over 400 draws).
+
+The honest false fails (R1-R6) are per-draw risks: validation's reference runs draw their own plans with the same
+risk, so such a task is accepted with probability (1 - p)^runs and then fails honest solutions at rate p. R6 is
+the extreme: a plan is clean (no planted name holds `gpu`) on about 11% of grading draws and 16% of validation's
+first draws, so it mostly costs coverage (the task is rejected) rather than grading a ready task wrongly.
 """
 
 from __future__ import annotations
