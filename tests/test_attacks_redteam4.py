@@ -436,14 +436,20 @@ def test_pages_of_the_pool():
 '''
 
 
-@pytest.mark.parametrize("style", ["unittest-names", "pytest-order"])
-def test_an_honest_solution_is_resolved_where_tests_rely_on_their_order(tmp_path, style):
+def _ordered_case(style: str) -> tuple[str, str, Task]:
+    """(the hidden file, the id of the test that creates the state, the task grading the one that reads it)."""
     if style == "unittest-names":
         source, first, graded = ORDERED, "TestPoolLifecycle::test_1_create", ORDERED_F2P
     else:
         source, first, graded = ORDERED_PYTEST, "test_create_pool", f"{FILE}::test_pages_of_the_pool"
     task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::{first}"],
                  twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    return source, first, task
+
+
+@pytest.mark.parametrize("style", ["unittest-names", "pytest-order"])
+def test_an_honest_solution_is_resolved_where_tests_rely_on_their_order(tmp_path, style):
+    source, first, task = _ordered_case(style)
     exposed = twins.GradingPlan(texts={FILE: source})  # the file as written: the oracle passes both
     assert _verdict(_run(tmp_path, exposed, POOL_ORACLE), task) == "resolved"
     verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: source}, seed=s), POOL_ORACLE), task)
@@ -462,12 +468,7 @@ def test_an_exported_plan_keeps_the_order_its_tests_run_in(style):
     from sweserve.harness import sweserve_plan
     from sweserve.models import TaskBundle
 
-    if style == "unittest-names":
-        source, first, graded = ORDERED, "TestPoolLifecycle::test_1_create", ORDERED_F2P
-    else:
-        source, first, graded = ORDERED_PYTEST, "test_create_pool", f"{FILE}::test_pages_of_the_pool"
-    task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::{first}"],
-                 twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    source, first, task = _ordered_case(style)
     shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
                                           {FILE: source}, seed=0))
     for seed in range(20):

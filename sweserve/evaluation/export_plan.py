@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from pathlib import Path
 
 from sweserve import pyast
@@ -88,8 +87,7 @@ def _cut(text: str, members: list[tuple[int, twins.Member]]) -> tuple[dict, dict
         spans.append((start, end, index))
         chunk = lines[start:end]
         at = node.lineno - 1 - start
-        chunk[at], n = re.subn(rf"(\bdef\s+){re.escape(m.name)}(\s*\()",
-                               lambda found: found.group(1) + sweserve_plan.NAME + found.group(2), chunk[at], count=1)
+        chunk[at], n = twins.rename_def(chunk[at], m.name, sweserve_plan.NAME)
         if n != 1:
             raise PlanCutError(f"planted test {m.name}: its def line does not name it")
         blocks[index] = "".join(chunk)

@@ -44,7 +44,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -858,7 +858,7 @@ def _member_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, n
         i = node.lineno - 1 - start
         chunk[i] = _replace(chunk[i], node, literal)
     i = fn.lineno - 1 - start
-    chunk[i] = re.sub(rf"(\bdef\s+){re.escape(fn.name)}(\s*\()", _named(name), chunk[i], count=1)
+    chunk[i] = rename_def(chunk[i], fn.name, name)[0]
     text = "".join(chunk)
     return text if text.endswith("\n") else text + "\n"
 
@@ -1106,9 +1106,10 @@ def _by_name(tree: ast.Module, runner: str, cls: ast.ClassDef | None) -> bool:
     return cls is not None and (runner == "unittest" or unittest_style(tree, runner, cls))
 
 
-def _named(name: str) -> Callable[[re.Match[str]], str]:
-    """A `re.sub` replacement that puts `name` between a def's two groups (`def `, `(`)."""
-    return lambda m: m.group(1) + name + m.group(2)
+def rename_def(text: str, old: str, new: str) -> tuple[str, int]:
+    """(`text` with the first `def old(` written `def new(`, how many were: 0 or 1): how a member's text takes
+    its planted name (`_member_text`, `_in_order`, the exporter's cut)."""
+    return re.subn(rf"(\bdef\s+){re.escape(old)}(\s*\()", lambda m: m.group(1) + new + m.group(2), text, count=1)
 
 
 def _in_order(plan: GradingPlan, slots: list[_Slot], checks: Sequence[str]) -> None:
@@ -1120,7 +1121,7 @@ def _in_order(plan: GradingPlan, slots: list[_Slot], checks: Sequence[str]) -> N
     for (slot, j, i), name in zip(order, names):
         old = plan.members[i].name
         plan.members[i] = replace(plan.members[i], name=name)
-        slot.block[j] = re.sub(rf"(\bdef\s+){re.escape(old)}(\s*\()", _named(name), slot.block[j], count=1)
+        slot.block[j] = rename_def(slot.block[j], old, name)[0]
 
 
 FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
