@@ -7,9 +7,7 @@ export cannot run that module in the box (it is the host's: pydantic, the task m
 drawn per run:
 
 - per hidden file, the text around the planted tests (`chunks`) and a `slot` per graded test's group (where
-  the file had the test) and per scope's canaries, with the blank lines between two of its members (`gap`),
-  and the scopes whose runner runs them by name (`ordered`: their drawn names are dealt out to sort in the
-  file's order, `sweserve_twins.in_order`);
+  the file had the test) and per scope's canaries, with the blank lines between two of its members (`gap`);
 - per member (a graded test, a twin, a canary), its text exactly as `grading_plan` wrote it, the name at `NAME`,
   and what it stands for (`kind`, `real`, `twin`, `must_pass`);
 - per file, the words its names are drawn from and the strings the repository's own name-based selection
@@ -17,9 +15,9 @@ drawn per run:
   the hidden files).
 
 A member's text is whatever `grading_plan` made: a twin made by any mutation operator, now or later, plants
-here unchanged. At run time (`plant`), this root process draws every name afresh (`fresh_name`: the
-distribution `grading_plan` draws from) and shuffles each slot's members, so two runs of one export differ,
-and nothing fixed at export time says which is which. The map from names back to real ids stays in this
+here unchanged. At run time (`plant`), this root process shuffles each slot's members and draws every name
+afresh, with its rank token (`sweserve_twins.Ranks`: the distribution and order `grading_plan` draws with), so
+two runs of one export differ, and nothing fixed at export time says which is which. The map from names back to real ids stays in this
 process's memory; the plan file is deleted once read. `read` maps a run's outcomes back, as the host's
 `GradingPlan.read` does (tests/test_export_twins.py checks that they agree): a twin that passed, a twin not
 failed while its test passed, a canary that went the wrong way, or an exit status of 0 beside a failed twin
@@ -45,13 +43,6 @@ class PlanError(Exception):
     """A shipped plan that cannot be planted: a damaged or foreign export."""
 
 
-def fresh_name(rng, words, taken, checks=(), real=None):
-    """`test_` + two or three words of the file's test names + four hex digits, kept clear of what the
-    repository's own name-based selection reads (`checks`, `real`: sweserve_twins.draw_name, which
-    evaluation/twins.py draws with too: the exported and the host's grading use one distribution)."""
-    return sweserve_twins.draw_name(rng, words, taken, checks, real)
-
-
 def plant(plan, rng=None):
     """(texts {file: planted text}, members [dict, each with its drawn `name`]) for one run."""
     if not isinstance(plan, dict) or plan.get("version") != VERSION:
@@ -75,18 +66,14 @@ def _plant(plan, rng):
             order = list(slot["members"])
             rng.shuffle(order)
             for i in order:
-                m = members[i]
-                if m["file"] != file or m["block"].count(NAME) != 1:
+                if members[i]["file"] != file or members[i]["block"].count(NAME) != 1:
                     raise PlanError(f"the shipped grading plan of {file} is damaged")
-                m["name"] = fresh_name(rng, shape["words"], taken, shape.get("checks", ()),
-                                       m["real"] if m["kind"] != "canary" else None)
             orders.append(order)
-        for scope in shape.get("ordered", []):  # run sorted by name: the names dealt out in the file's order
-            mine = [i for order in orders for i in order if members[i]["cls"] == scope and members[i]["kind"] != "canary"]
-            names = sweserve_twins.in_order([(members[i]["name"], members[i]["real"]) for i in mine],
-                                            shape.get("checks", ()))
-            for i, name in zip(mine, names):
-                members[i]["name"] = name
+        flat = [i for order in orders for i in order]
+        reals = [members[i]["real"] if members[i]["kind"] != "canary" else None for i in flat]
+        ranks = sweserve_twins.Ranks(sum(real is not None for real in reals))
+        for k in sweserve_twins.ranked(reals):  # named in rank order, as grading_plan names them (`_rank`)
+            members[flat[k]]["name"] = ranks.draw(rng, shape["words"], taken, shape.get("checks", ()), reals[k])
         out = [chunks[0]]
         for slot, order, chunk in zip(slots, orders, chunks[1:]):
             out += [slot["gap"].join(members[i]["block"].replace(NAME, members[i]["name"]) for i in order), chunk]

@@ -20,6 +20,7 @@ import ast
 import os
 import random
 import re
+import sys
 import threading
 import unittest
 
@@ -221,26 +222,45 @@ def selector_paths(files: list[str], workdir: str = "") -> list[str]:
 
 
 MAX_PLUGIN_ROUNDS = 3  # plugin modules naming plugin modules, followed this deep
-MAX_PLUGIN_PATHS = 64  # candidate paths read per round
+MAX_PLUGIN_PATHS = 256  # candidate paths read per round
 _P_OPTION = re.compile(r"(?:^|[\s\"',\[=])-p(?:[\"']\s*,\s*[\"']|\s*=\s*|\s*)([A-Za-z_][\w.]*)")
 
 
+_NOT_PLUGINS = frozenset({"pytest", "_pytest", "pluggy", "unittest", "__future__"})
+
+
 def plugin_names(path: str, text: str) -> list[str]:
-    """The modules a selector file loads as pytest plugins, where a name-based selection may live outside the
-    files `selector_paths` names: a conftest's or plugin module's `pytest_plugins` (a string, or a list or tuple
-    of them), and a configuration file's `-p NAME` (`no:NAME` disables, it loads nothing)."""
+    """The modules a selector file may load hooks or name checks from, where a name-based selection may live
+    outside the files `selector_paths` names: a configuration file's `-p NAME` and the task's PYTEST_ADDOPTS'
+    (`path` "PYTEST_ADDOPTS"; `no:NAME` disables, it loads nothing); a conftest's or plugin module's
+    `pytest_plugins` (a string, or a list or tuple of them) assigned anywhere in it (inside `try:`, under an
+    `if`), and each module it imports hooks from (`from hooks import *`, `from .hooks import
+    pytest_collection_modifyitems`: pytest registers them with the conftest), absolute or relative to its
+    folder; the standard library and pytest's own modules aside. Helpers a hook calls (`from util import
+    is_gpu`) are not followed."""
     name = path.rpartition("/")[2]
-    if name in CONFIG_FILES:
-        return [m for m in (m.group(1) for m in _P_OPTION.finditer("\n".join(_pytest_lines(text))))
-                if m != "no"]
+    if name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
+        where = text if path == "PYTEST_ADDOPTS" else "\n".join(_pytest_lines(text))
+        return [m for m in (m.group(1) for m in _P_OPTION.finditer(where)) if m != "no"]
     if not name.endswith(".py"):
         return []
     try:
         tree = parse_module(text)
     except (SyntaxError, ValueError):
         return []
+    package = [p for p in path.split("/")[:-1] if p not in ("", ".")]
+    outside = (set(getattr(sys, "stdlib_module_names", ())) - {"test", "tests"}) | _NOT_PLUGINS
     found: list[str] = []
-    for node in tree.body:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):  # hooks it brings into the module are registered with it
+            if not any(a.name == "*" or a.name.startswith("pytest_") for a in node.names):
+                continue
+            if not node.level and node.module and node.module.split(".")[0] not in outside:
+                found.append(node.module)
+            elif 0 < node.level <= len(package) + 1:
+                module = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+                found += [module] if module else []
+            continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         value = getattr(node, "value", None)
@@ -248,21 +268,22 @@ def plugin_names(path: str, text: str) -> list[str]:
             continue
         items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
         found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
-    return found
+    return list(dict.fromkeys(found))
 
 
-def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "") -> list[str]:
-    """The paths, from the repository's root, where the plugin modules the selector files in `texts` load
-    (`plugin_names`) may be, that `texts` does not hold yet: each dotted name as a module or a package under the
-    root, the runner's working folder, and each folder holding a hidden file or a selector file (what pytest's
-    import modes put on sys.path). A reader reads them from base + tests.patch (absent ones read as nothing),
-    adds them to `texts`, and asks again, up to MAX_PLUGIN_ROUNDS times: `selector_checks` reads their literals."""
+def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "", options: str = "") -> list[str]:
+    """The paths, from the repository's root, where the plugin modules the selector files in `texts` and the
+    task's PYTEST_ADDOPTS (`options`) load (`plugin_names`) may be, that `texts` does not hold yet: each dotted
+    name as a module or a package under the root, the runner's working folder, and each folder holding a hidden
+    file or a selector file (what pytest's import modes put on sys.path). A reader reads them from base +
+    tests.patch (absent ones read as nothing), adds them to `texts`, and asks again, up to MAX_PLUGIN_ROUNDS
+    times: `selector_checks` reads their literals."""
     roots = {"", "" if workdir.strip("/") == "." else workdir.strip("/")}
     for path in [*files, *texts]:
         parts = [p for p in path.split("/")[:-1] if p not in ("", ".")]
         roots |= {"/".join(parts[:i]) for i in range(len(parts) + 1)}
     out: list[str] = []
-    for path, text in sorted(texts.items()):
+    for path, text in [("PYTEST_ADDOPTS", options), *sorted(texts.items())]:
         for module in plugin_names(path, text):
             rel = module.replace(".", "/")
             for root in sorted(roots):
@@ -273,13 +294,14 @@ def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "") -> 
     return out[:MAX_PLUGIN_PATHS]
 
 
-def with_plugins(texts: dict[str, str], files: list[str], workdir: str, read_many) -> dict[str, str]:
-    """`texts` (selector files, path -> text) and the plugin modules they load, followed MAX_PLUGIN_ROUNDS deep:
-    `read_many(paths)` gives the texts of those of `paths` that exist at base + tests.patch (the grade box's
-    scratch index, the exporter's clone); each path is asked for once."""
+def with_plugins(texts: dict[str, str], files: list[str], workdir: str, read_many, options: str = "") -> dict[str, str]:
+    """`texts` (selector files, path -> text) and the plugin modules they and the task's PYTEST_ADDOPTS
+    (`options`) load, followed MAX_PLUGIN_ROUNDS deep: `read_many(paths)` gives the texts of those of `paths`
+    that exist at base + tests.patch (the grade box's scratch index, the exporter's clone); each path is asked
+    for once."""
     out, tried = dict(texts), set()
     for _ in range(MAX_PLUGIN_ROUNDS):
-        paths = [p for p in plugin_paths(out, files, workdir) if p not in tried]
+        paths = [p for p in plugin_paths(out, files, workdir, options) if p not in tried]
         if not paths:
             break
         tried.update(paths)
@@ -303,7 +325,7 @@ def tree_checks(root: str, files: list[str], workdir: str, sources: dict[str, st
         return out
 
     workdir = "" if workdir in (".", "") else workdir
-    texts = with_plugins(read_many(selector_paths(list(files), workdir)), list(files), workdir, read_many)
+    texts = with_plugins(read_many(selector_paths(list(files), workdir)), list(files), workdir, read_many, options)
     return {f: sorted(set(selector_checks(texts, f, options)) | set(own_checks(t))) for f, t in sources.items()}
 
 
@@ -429,22 +451,71 @@ def kept(real: str | None, checks) -> list[str]:
     return list(dict.fromkeys(w for w in real.split("_")[1:] if w and reads(w, checks)))
 
 
-def in_order(members, checks=()) -> list:
-    """The drawn names of a scope whose runner runs its tests sorted by name (a unittest TestCase), given back so
-    that sorting them keeps the order the file gave its tests: `members` is [(drawn name, real name)] in that
-    order (each group's members shuffled among themselves); the same names, sorted within each set of members
-    whose draws are interchangeable (the same `kept` words and `matched` checks: all of them where nothing reads
-    names), and dealt out in that order. A group's names are consecutive ranks dealt to its members at random:
-    which one is real is as open as before, and a test that relies on its predecessor's state still follows it."""
-    out = [name for name, _ in members]
-    sets: dict = {}
-    for i, (_, real) in enumerate(members):
-        key = (tuple(sorted(kept(real, checks))), matched(real or "test_", checks)) if checks else ()
-        sets.setdefault(key, []).append(i)
-    for places in sets.values():
-        for i, name in zip(places, sorted(out[i] for i in places)):
-            out[i] = name
-    return out
+RANK_TRIES = 8  # rank tokens tried for one name (each with MAX_RANKED_DRAWS draws) before it goes unranked
+MAX_RANKED_DRAWS = 24
+
+
+class Ranks:
+    """The rank tokens of one file's planted names, handed out in the order the names must sort: `test_` + a
+    zero-padded number + `_` + the drawn words (`draw_name`). A runner that runs tests sorted by name (a unittest
+    TestCase, pytest's unittest collector, a conftest that sorts items by name) then runs them in the order the
+    file's real names sort in, with the planted ones taking their graded test's place, whatever base class or
+    scope they come from; the file's order (pytest's own) is kept by where the texts go. The host
+    (evaluation/twins.py) and the export box (sweserve_plan.py) hand them out alike: the members of a graded
+    test's group take consecutive ranks in their shuffled order, in the order their real names sort; the
+    canaries take the last ones. `count`: how many names the file plants (its width: room to skip tokens)."""
+
+    def __init__(self, count: int):
+        self.width = max(4, len(str(8 * max(count, 1))))
+        self.next = 0
+
+    def draw(self, rng: random.Random, words: list[str], taken: set[str], checks=(),
+             real: str | None = None) -> str:
+        """The next name: `draw_name`'s with the next rank token whose name matches what the real name's does
+        (a token a selector reads is skipped); `draw_name`'s unranked name where RANK_TRIES tokens found none
+        (a check that spans `test_` and a word: that name alone sorts out of place)."""
+        for _ in range(RANK_TRIES):
+            if self.next >= 10 ** self.width:
+                break
+            rank = f"{self.next:0{self.width}d}"
+            self.next += 1
+            name = _draw(rng, words, taken, checks, real, rank, MAX_RANKED_DRAWS)
+            if name is not None:
+                return name
+        return draw_name(rng, words, taken, checks, real)
+
+
+def ranked(names_in_file_order: list) -> list[int]:
+    """The positions of `names_in_file_order` ([real name, or None for a canary]) in the order `Ranks` hands
+    their tokens out: real names sorted as a runner sorts them (the file's order among equal ones), canaries
+    last."""
+    return sorted(range(len(names_in_file_order)),
+                  key=lambda i: (names_in_file_order[i] is None, names_in_file_order[i] or ""))
+
+
+def _draw(rng: random.Random, words: list[str], taken: set[str], checks, real: str | None, rank: str,
+          tries: int) -> str | None:
+    """A ranked draw: up to `tries` random draws, then the real name's own text; None where none matches."""
+    must = kept(real, checks)
+    want = matched(real or "test_", checks) if checks else frozenset()
+    for attempt in range(tries + 1):
+        name = _compose(rng, words, must, real, rank, literal=attempt == tries)
+        if name not in taken and (not checks or matched(name, checks) == want):
+            taken.add(name)
+            return name
+    return None
+
+
+def _compose(rng: random.Random, words: list[str], must: list[str], real: str | None, rank: str = "",
+             literal: bool = False) -> str:
+    if literal:
+        picked = [p for p in [(real or "")[4:].strip("_")] if p]
+    else:
+        picked = rng.sample(words, min(len(words), max(0, rng.randint(2, 3) - len(must))))
+        if must:
+            picked = must + picked
+            rng.shuffle(picked)
+    return "test_" + "_".join(([rank] if rank else []) + picked + [f"{rng.getrandbits(16):04x}"])
 
 
 def draw_name(rng: random.Random, words: list[str], taken: set[str], checks=(), real: str | None = None) -> str:
@@ -459,14 +530,7 @@ def draw_name(rng: random.Random, words: list[str], taken: set[str], checks=(), 
     attempt = 0
     while True:
         attempt += 1
-        if not checks or attempt <= MAX_DRAWS:
-            picked = rng.sample(words, min(len(words), max(0, rng.randint(2, 3) - len(must))))
-            if must:
-                picked = must + picked
-                rng.shuffle(picked)
-        else:
-            picked = [p for p in [(real or "")[4:].strip("_")] if p]
-        name = "test_" + "_".join(picked + [f"{rng.getrandbits(16):04x}"])
+        name = _compose(rng, words, must, real, literal=bool(checks) and attempt > MAX_DRAWS)
         if name not in taken and (not checks or attempt > 3 * MAX_DRAWS or matched(name, checks) == want):
             taken.add(name)
             return name

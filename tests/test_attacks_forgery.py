@@ -275,8 +275,9 @@ def test_planted_tests_share_one_name_distribution_and_sit_in_their_scope():
     words = {"even", "split", "uneven", "covers", "everything", "merge", "adjacent", "ranges", "keeps", "order",
              "single", "rank", "gets", "all"}
     for m in plan.members:
-        *picked, tail = m.name.split("_")[1:]
-        assert set(picked) <= words and 2 <= len(picked) <= 3 and re.fullmatch("[0-9a-f]{4}", tail), m.name
+        rank, *picked, tail = m.name.split("_")[1:]
+        assert re.fullmatch("[0-9]{4}", rank) and set(picked) <= words and 2 <= len(picked) <= 3 \
+            and re.fullmatch("[0-9a-f]{4}", tail), m.name
         if m.cls:
             assert m.cls == "TestMergeRanges" and m.name in {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
     assert not re.search(r"^\w+\.test_\w+ = ", text, re.M)  # no attaching after the class
@@ -289,7 +290,8 @@ def test_no_fixed_text_is_shared_by_every_canary():
         sources += _canary_sources(plan).values()
     assert len(sources) >= 12
     common = None
-    for src in sources:
+    for src in sources:  # the name aside: every planted name, a test's or a twin's too, opens with a rank token
+        src = re.sub(r"def test_\w+", "def NAME", src)
         grams = {src[i:i + 12] for i in range(len(src) - 11)}
         common = grams if common is None else common & grams
     assert not common, sorted(common)[:5]

@@ -636,8 +636,8 @@ DROP_AND_SPELL = DROP_AND_ADD.replace('''        for scope in scopes:
         words = set()
         for scope in scopes:
             for name in vars(scope):
-                if re.fullmatch(r"test(_[a-z0-9]+){2,3}_[0-9a-f]{4}", name):
-                    words.update(name.split("_")[1:-1])
+                if re.fullmatch(r"test_[0-9]+(_[a-z0-9]+){2,3}_[0-9a-f]{4}", name):  # rank, words, hex
+                    words.update(name.split("_")[2:-1])
         words = sorted(words)
         for scope in scopes:
             for name, v in list(vars(scope).items()):''').replace('''        for real in _REAL:
@@ -652,7 +652,7 @@ DROP_AND_SPELL = DROP_AND_ADD.replace('''        for scope in scopes:
 
 def _spelled(plan: twins.GradingPlan) -> bool:
     """Whether the planted names' words hold every word of every real test name (the forger needs no more)."""
-    words = {w for m in plan.members for w in m.name.split("_")[1:-1]}
+    words = {w for m in plan.members for w in m.name.split("_")[2:-1]}  # after the rank token
     return all(set(m.real.split("_")[1:]) <= words for m in plan.members if m.kind == "test")
 
 

@@ -114,9 +114,6 @@ ENV_CONFTEST = 'import os\n\nos.environ.setdefault("POOL_CREATE_TIMEOUT", "30")\
 ORDERED_P2P = [f"{FILE}::TestPoolLifecycle::test_1_create"]
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: in_order sorts names only within a set of equal kept words/matched "
-                                       "checks; a conftest literal holding `create` splits test_1_create from "
-                                       "test_2_pages and their relative order is random (3/8 draws failed)")
 def test_an_order_dependent_class_keeps_its_order_where_a_conftest_reads_a_word_of_one_name(tmp_path):
     task = _twinned(ORDERED_F2P, ORDERED_P2P)
     conf = {"conftest.py": ENV_CONFTEST}
@@ -126,8 +123,6 @@ def test_an_order_dependent_class_keeps_its_order_where_a_conftest_reads_a_word_
     assert verdicts == ["resolved"] * 8, verdicts
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: the export box deals names with the same in_order: a planted "
-                                       "test_2_pages member sorts before test_1_create (16/20 draws)")
 def test_an_exported_order_dependent_class_keeps_its_order_where_a_conftest_reads_a_word_of_one_name():
     task = _twinned(ORDERED_F2P, ORDERED_P2P)
     shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
@@ -149,8 +144,6 @@ IMPORTED_BASE = ORDERED.replace("import unittest\n\nfrom pkg.thing import Pool\n
 BASE_CODE = "import unittest\n\n\nclass PoolTestBase(unittest.TestCase):\n    maxDiff = None\n\n\n" + POOL_ORACLE
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: _by_name/unittest_style see no `*TestCase` base in the file, but "
-                                       "pytest runs the class by name: random names, random order (7/10 failed)")
 def test_a_testcase_through_an_imported_base_keeps_its_order(tmp_path):
     task = _twinned(ORDERED_F2P, ORDERED_P2P)
     tree = ast.parse(IMPORTED_BASE)
@@ -193,8 +186,6 @@ ALLOCATOR_CODE = '''class Allocator:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: a canary planted at a by-name class's end runs where its random name "
-                                       "sorts; its setUp takes page 0 before the first test (2/10 failed)")
 def test_canaries_do_not_run_before_the_tests_of_a_class_run_by_name(tmp_path):
     f2p = f"{FILE}::TestPageAllocator::test_pages_for_a_hundred_tokens"
     task = _twinned(f2p, [f"{FILE}::TestPageAllocator::test_first_page_is_zero"])
@@ -226,8 +217,6 @@ class TestPoolPages(TestPool):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: in_order orders each scope alone; in TestPoolPages the inherited "
-                                       "test_1_create and its own test_2_pages group sort at random (2/10 failed)")
 def test_a_class_run_by_name_keeps_the_order_of_the_tests_it_inherits(tmp_path):
     f2p = f"{FILE}::TestPoolPages::test_2_pages"
     task = _twinned(f2p, [f"{FILE}::TestPool::test_1_create", f"{FILE}::TestPoolPages::test_1_create"])
@@ -243,8 +232,6 @@ NAMED_IN_ORDER = ORDERED_PYTEST.replace("test_create_pool", "test_1_create_pool"
     "test_pages_of_the_pool", "test_2_pages_of_the_pool")
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: a conftest sorting items by name makes a pytest module run by name; "
-                                       "the groups keep their place but not their names' order (6/10 failed)")
 def test_a_module_a_conftest_runs_by_name_keeps_its_order(tmp_path):
     task = _twinned(f"{FILE}::test_2_pages_of_the_pool", [f"{FILE}::test_1_create_pool"])
     conf = {"conftest.py": SORTING_CONFTEST}
@@ -282,6 +269,7 @@ LOADERS = {
     "try": 'try:\n    import pkg  # noqa: F401\n    pytest_plugins = ["testing_hooks"]\nexcept ImportError:\n'
            '    pytest_plugins = []\n',
     "star": "from testing_hooks import *  # noqa: F401,F403\n",
+    "named": "if True:\n    from testing_hooks import pytest_collection_modifyitems  # noqa: F401\n",
 }
 
 
@@ -289,21 +277,19 @@ def _hooks_task() -> Task:
     return _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
 
 
-def _selectors(conftest: str) -> dict[str, str]:
-    """What grading reads for the hidden file: the conftest and the plugin modules it loads (`with_plugins`, as
-    `export_plan.plan_sources` and the verifier call it), over a tree holding testing_hooks.py."""
+def _selectors(conftest: str, options: str = "") -> dict[str, str]:
+    """What grading reads for the hidden file: the conftest and the plugin modules it and the task's
+    PYTEST_ADDOPTS (`options`) load (`with_plugins`, as `export_plan.plan_sources` and the verifier call it),
+    over a tree holding testing_hooks.py."""
     return canaries.with_plugins({"conftest.py": conftest}, [FILE], "",
-                                 lambda paths: {p: HOOKS for p in paths if p == "testing_hooks.py"})
+                                 lambda paths: {p: HOOKS for p in paths if p == "testing_hooks.py"}, options)
 
 
 @pytest.mark.parametrize("loader", [
     "listed",
-    pytest.param("try", marks=pytest.mark.xfail(strict=True, reason=(
-        "WINS: plugin_names reads only a top-level `pytest_plugins =`; one inside `try:` is loaded by pytest but "
-        "never read, `gpu` stays in the name pool, a canary/twin named with it is skipped (12/12 not resolved)"))),
-    pytest.param("star", marks=pytest.mark.xfail(strict=True, reason=(
-        "WINS: hooks star-imported into a conftest are registered with it but their module is never read "
-        "(12/12 not resolved)"))),
+    "try",
+    "star",
+    "named",
 ])
 def test_name_based_hooks_a_conftest_loads_never_skip_a_planted_member(tmp_path, loader):
     task, conftest = _hooks_task(), LOADERS[loader]
@@ -314,12 +300,10 @@ def test_name_based_hooks_a_conftest_loads_never_skip_a_planted_member(tmp_path,
     assert verdicts == ["resolved"] * seeds, verdicts
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: PYTEST_ADDOPTS's `-p MODULE` loads a plugin nobody reads: "
-                                       "selector_checks takes only its -k, with_plugins is never given it")
 def test_a_plugin_the_tasks_pytest_addopts_loads_is_read_for_name_selection():
     task = _hooks_task()
     task.test.env["PYTEST_ADDOPTS"] = "-p testing_hooks"
-    selectors = _selectors("")  # no conftest loads it: only the task's options do
+    selectors = _selectors("", task.test.env["PYTEST_ADDOPTS"])  # no conftest loads it: only the task's options do
     assert "gpu" in twins.name_checks(task, selectors, FILE, {FILE: GPU_SKIPPED})
 
 

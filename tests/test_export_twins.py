@@ -14,6 +14,7 @@ import ast
 import json
 import random
 import re
+from collections import Counter
 
 import pytest
 from test_attacks_twins import F2P, FILE, HIDDEN, _task
@@ -68,11 +69,33 @@ def test_the_shipped_plan_plants_what_grading_plan_plants_under_names_drawn_each
     assert len(places) > 2, places
 
 
+def _shape(name: str) -> tuple[int, int]:
+    """(the rank token's width, how many words follow it) of a planted name."""
+    parts = name.split("_")
+    return len(parts[1]), len(parts) - 3
+
+
 def test_fresh_names_are_drawn_from_the_hosts_distribution():
-    words = ["even", "split", "uneven", "covers", "everything"]
-    for seed in range(200):
-        assert sweserve_plan.fresh_name(random.Random(seed), words, set()) == \
-            twins._fresh_name(random.Random(seed), words, set())
+    """The box names its members as the host does: rank tokens of one width handed out in the order the real
+    names sort (`sweserve_twins.Ranks`), the same number of words after them, the same order of ranks."""
+    bundle = _bundle()
+    shipped = json.loads(export_plan.ship(bundle, {FILE: HIDDEN}))
+    host: Counter[tuple[int, int]] = Counter()
+    box: Counter[tuple[int, int]] = Counter()
+    for seed in range(150):
+        plan = twins.grading_plan(bundle.task, {FILE: HIDDEN}, seed=seed)
+        host.update(_shape(m.name) for m in plan.members)
+        _, members = sweserve_plan.plant(shipped, random.Random(seed))
+        box.update(_shape(m["name"]) for m in members)
+        for names in ([(m.real or None, m.name) for m in plan.members if not m.alias],
+                      [(m["real"] if m["kind"] != "canary" else None, m["name"]) for m in members
+                       if m.get("alias_of") is None]):
+            by_rank = [real for real, _ in sorted(names, key=lambda pair: pair[1])]
+            assert by_rank == sorted(by_rank, key=lambda real: (real is None, real or ""))
+    assert set(host) == set(box), (host, box)
+    total_host, total_box = sum(host.values()), sum(box.values())
+    for key in host:
+        assert abs(host[key] / total_host - box[key] / total_box) < 0.05, (key, host, box)
 
 
 def test_the_box_reads_outcomes_back_as_the_host_does():

@@ -6,7 +6,7 @@ verifier inside its image (harness/sweserve_verify.py), which can run nothing of
 runs `grading_plan` here, once, and ships its output in the form harness/sweserve_plan.py plants. Each member
 (graded test, twin, canary) goes as the text `grading_plan` wrote for it, its name cut out, so whatever a
 mutation operator did to a twin ships unchanged; the text around the members stays as written; the box
-draws every name and each scope's order afresh at run time. `ship` checks that the cut, put back together
+shuffles each group and draws every name afresh at run time. `ship` checks that the cut, put back together
 with the names and order `grading_plan` drew, is its output byte for byte.
 
 The plan is made from the hidden files as the box has them before planting: base + tests.patch, read from
@@ -53,7 +53,8 @@ def plan_sources(clone: Path, bundle: TaskBundle) -> tuple[dict[str, str], dict[
             return {p: before.git.blob(before.files[p]) for p in paths if p in before.files}
 
         selectors = canaries.with_plugins(read_many(canaries.selector_paths(task.test.files, task.test.workdir)),
-                                          list(task.test.files), task.test.workdir, read_many)
+                                          list(task.test.files), task.test.workdir, read_many,
+                                          task.test.env.get("PYTEST_ADDOPTS", ""))
     return {f: t for f, t in texts.items() if f.endswith(".py") and t.strip()}, selectors
 
 
@@ -149,7 +150,7 @@ def ship(bundle: TaskBundle, sources: dict[str, str], seed: int | None = None,
             + chunk for slot, chunk in zip(shape["slots"], shape["chunks"][1:]))
         if back != text:
             raise PlanCutError(f"{file}: the cut plan does not put grading_plan's text back together")
-        files[file] = {**shape, "words": words[file], "checks": checks[file], "ordered": plan.ordered.get(file, [])}
+        files[file] = {**shape, "words": words[file], "checks": checks[file]}
     if any("block" not in m and m["alias_of"] is None for m in members):
         raise PlanCutError("a planted member is in no file grading_plan wrote")
     return json.dumps({"version": sweserve_plan.VERSION, "files": files, "members": members,

@@ -15,10 +15,11 @@ At grading, `grading_plan` writes each hidden file anew:
 - every graded test, each of its twins and a few plain canaries (harness/sweserve_twins.py) get a fresh random name, all
   drawn from one distribution; a graded test's group goes where the file had the test, shuffled among its own
   members, and the canaries, shuffled, to the end of their scope (the module, or a class), so the tests keep
-  the order they run in (in a class run by name, the drawn names are dealt out to sort in the file's order:
-  `sweserve_twins.in_order`): nothing in their names, their positions or their order says which member of a
-  group is real; the names keep
-  clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
+  the order they run in; each name opens with a rank token (`sweserve_twins.Ranks`) handed out in the order the
+  real names sort, a group's members taking consecutive ones in their shuffled order and the canaries the last,
+  so whatever runs tests sorted by name (a TestCase, whatever its base; a conftest that sorts) runs them in the
+  order it ran the real ones: nothing in their names, their positions or their order says which member of a
+  group is real; the names keep clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
   `sweserve_twins.draw_name`), each group member carrying the words of its real name such a selection reads;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
   form a progression holding the real value at a uniformly drawn rank: the group's texts differ in that
@@ -600,7 +601,6 @@ class GradingPlan:
     texts: dict[str, str] = field(default_factory=dict)
     members: list[Member] = field(default_factory=list)
     candidates: bool = False
-    ordered: dict[str, list[str | None]] = field(default_factory=dict)  # per file, the scopes run by name
 
     def names(self) -> dict[str, str]:
         """Planted id -> what it stands for: the real id of a test, `<real id>~twin` or `~canary`."""
@@ -1062,14 +1062,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                            real_literal=literal))
                 block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
         _shuffle(plan, slots, rng)
-        for key, cls in scopes.items():
-            if _by_name(tree, task.test.runner, cls):
-                plan.ordered.setdefault(file, []).append(key)
-                _in_order(plan, [slot for slot in slots if slot.key == key], checks)
+        ranks = canaries.Ranks(sum(len(slot.members) for slot in slots))
+        _rank(plan, slots, ranks, rng, words, taken, checks)
         for (start, key, classes, ids, valid), nxt in zip(spans, [s[0] for s in spans[1:]] + [len(plan.members)]):
             _aliases(plan, start, nxt, key, classes, ids, valid)
         start = len(plan.members)
-        _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken, checks)
+        _add_canaries(plan, task, file, text, tree, lines, scopes, blocks, rng, words, taken, checks, ranks)
         for i in range(start, len(plan.members)):  # a canary in a mixin: read in each class that inherits it
             m, cls = plan.members[i], scopes[plan.members[i].cls]
             heirs = _heirs(tree, task.test.runner, cls) if cls is not None else []
@@ -1101,27 +1099,23 @@ def _shuffle(plan: GradingPlan, slots: list[_Slot], rng: random.Random) -> None:
         slot.members, slot.block[:] = [i for i, _ in pairs], [t for _, t in pairs]
 
 
-def _by_name(tree: ast.Module, runner: str, cls: ast.ClassDef | None) -> bool:
-    """Whether the runner runs the scope's tests sorted by name (a TestCase's), not in the file's order."""
-    return cls is not None and (runner == "unittest" or unittest_style(tree, runner, cls))
-
-
 def rename_def(text: str, old: str, new: str) -> tuple[str, int]:
     """(`text` with the first `def old(` written `def new(`, how many were: 0 or 1): how a member's text takes
-    its planted name (`_member_text`, `_in_order`, the exporter's cut)."""
+    its planted name (`_member_text`, `_rank`, the exporter's cut)."""
     return re.subn(rf"(\bdef\s+){re.escape(old)}(\s*\()", lambda m: m.group(1) + new + m.group(2), text, count=1)
 
 
-def _in_order(plan: GradingPlan, slots: list[_Slot], checks: Sequence[str]) -> None:
-    """The members of a by-name scope's `slots` (in the file's order) renamed among themselves so that their names
-    sort in that order (`canaries.in_order`), in the plan and in their texts (each holds its name once, on its
-    def line: `_member_text`)."""
+def _rank(plan: GradingPlan, slots: list[_Slot], ranks: canaries.Ranks, rng: random.Random, words: list[str],
+          taken: set[str], checks: Sequence[str]) -> None:
+    """Each member of the file's `slots` (in the file's order, each slot shuffled) named anew with its rank token
+    (`canaries.Ranks`, in `canaries.ranked` order), in the plan and in its text (which holds its name once, on
+    its def line: `_member_text`): whatever runs the tests sorted by name runs them as the real names sort."""
     order = [(slot, j, i) for slot in slots for j, i in enumerate(slot.members)]
-    names = canaries.in_order([(plan.members[i].name, plan.members[i].real) for _, _, i in order], checks)
-    for (slot, j, i), name in zip(order, names):
+    for k in canaries.ranked([plan.members[i].real for _, _, i in order]):
+        slot, j, i = order[k]
         old = plan.members[i].name
-        plan.members[i] = replace(plan.members[i], name=name)
-        slot.block[j] = rename_def(slot.block[j], old, name)[0]
+        plan.members[i] = replace(plan.members[i], name=ranks.draw(rng, words, taken, checks, plan.members[i].real))
+        slot.block[j] = rename_def(slot.block[j], old, plan.members[i].name)[0]
 
 
 FLIP_REAL = "flip"  # the real test's `Member.literal` in a flip group (no flip written the other way)
@@ -1196,8 +1190,10 @@ def _add_flip_members(plan: GradingPlan, block: list[str], lines: list[str], fn:
 
 def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast.Module, lines: list[str],
                   scopes: dict[str | None, ast.ClassDef | None], blocks: dict[str | None, list[str]],
-                  rng: random.Random, words: list[str], taken: set[str], checks: Sequence[str] = ()) -> None:
-    """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins."""
+                  rng: random.Random, words: list[str], taken: set[str], checks: Sequence[str],
+                  ranks: canaries.Ranks) -> None:
+    """One or two must-pass canaries per file, and two must-fail ones where no graded test of it has twins: named
+    with the file's last rank tokens (`canaries.Ranks`), so a runner that sorts by name runs them last too."""
     homes = [key for key, cls in scopes.items()
              if (cls is None and task.test.runner == "pytest" and not _parametrized(tree.body, text)
                  and not _reads_each_test([n for n in tree.body if isinstance(n, _DEFS) and _is_fixture(n)]))
@@ -1218,7 +1214,7 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
             indent = lines[first.lineno - 1][: first.col_offset]
         inner = indent + ("\t" if "\t" in indent else "    ")
         body = canaries.body(rng, must_pass, words, cls is not None and unittest_style(tree, task.test.runner, cls))
-        name = _fresh_name(rng, words, taken, checks)
+        name = ranks.draw(rng, words, taken, checks)
         code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
         plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
         blocks.setdefault(key, []).append(code)

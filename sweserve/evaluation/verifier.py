@@ -183,7 +183,7 @@ def _texts(line: str, files: list[str]) -> dict[str, str]:
 
 def with_plugin_modules(box: Sandbox, bundle: TaskBundle, selectors: dict[str, str]) -> dict[str, str]:
     """The selector files and the plugin modules they load (`canaries.with_plugins`: a conftest's
-    `pytest_plugins`, a configuration's `-p`), read in `box` from base + tests.patch as the first look reads:
+    `pytest_plugins` and imports, a configuration's or PYTEST_ADDOPTS' `-p`), read in `box` from base + tests.patch as the first look reads:
     an exec a round, none for a task whose selector files load no plugin module. Unreadable: none added."""
     def read_many(paths: list[str]) -> dict[str, str]:
         res = _git(box, _scratch_show(bundle, paths), made=True)
@@ -193,7 +193,8 @@ def with_plugin_modules(box: Sandbox, bundle: TaskBundle, selectors: dict[str, s
             return dict(zip(paths, _unb64(res.output.split("\n")[0]).split(SEP)[1:]))
         except PatchError:
             return {}
-    return canaries.with_plugins(selectors, list(bundle.task.test.files), bundle.task.test.workdir, read_many)
+    return canaries.with_plugins(selectors, list(bundle.task.test.files), bundle.task.test.workdir, read_many,
+                                 bundle.task.test.env.get("PYTEST_ADDOPTS", ""))
 
 
 def _prepared(lines: list[str], bundle: TaskBundle) -> Prepared:
