@@ -53,7 +53,25 @@ an honest run is the oracle's code with no forger. Plans are drawn with fixed se
   the neighbouring group), on the host's plan and in the export box's planting: each strategy picks the real member
   at chance (about 1/4 over 400 draws).
 
-The honest false fails (R1-R6) are per-draw risks: validation's reference runs draw their own plans with the same
+Fixed since (each test above now passes, and failed before its fix):
+
+- R1-R5: every planted name opens with a rank token (`sweserve_twins.Ranks`) handed out in the order the real names
+  sort, a group's members taking consecutive ones in their shuffled order and canaries the last ones, on the host
+  and in the export box alike: a runner that sorts by name (any TestCase, inherited tests, a sorting conftest) runs
+  them as it ran the real names; the file's order is kept by where the groups go. `in_order` and the by-name scope
+  detection are gone.
+- R6/R7: `plugin_names` reads `pytest_plugins` assigned anywhere in a conftest or plugin module, the modules it
+  imports hooks from (`*`, `pytest_*`, absolute or relative), and the task's PYTEST_ADDOPTS `-p` (`with_plugins`'s
+  `options`).
+- R8: `guard.measure` reads the numbers every other test file of the repository writes at base
+  (`repository_numbers`) and bounds each group by a forger betting on the members inside (or outside) that set,
+  over the whole tree and the hidden file's folder (`guard._set_odds`): here 1.0, the forger's 6/6 is recorded.
+- R8b: `twins.visible` reads every number of the base file.
+- R10: a value one step of arithmetic gives from two of the test's other numbers (`twins.derived`) is a prior like a
+  written one: the site is weak, the guard records 1.0.
+- R11: `twins.visible` reads numbers spelled in words (`twins.spelled_numbers`).
+
+The honest false fails (R1-R6) were per-draw risks: validation's reference runs draw their own plans with the same
 risk, so such a task is accepted with probability (1 - p)^runs and then fails honest solutions at rate p. R6 is
 the extreme: a plan is clean (no planted name holds `gpu`) on about 11% of grading draws and 16% of validation's
 first draws, so it mostly costs coverage (the task is rejected) rather than grading a ready task wrongly.
@@ -319,12 +337,11 @@ def test_pages_for_aligned_budgets():
 ALIGNED_FILE = "test/test_pages_aligned.py"  # the repository's own test, at base: not hidden, passes before and after
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: guard and validation read the numbers of hidden files only; an "
-                                       "existing test of the repository writes 13; guard 0.25, forger 6/6 resolved")
 def test_a_value_a_non_hidden_file_of_the_repository_writes_does_not_name_the_real_member(tmp_path):
     f2p = f"{FILE}::test_pages_for_a_hundred_tokens"
     task = _twinned(f2p, [f"{FILE}::test_pages_for_nothing"])
-    odds = guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, ""))
+    odds = guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, "",
+                                            {ALIGNED_FILE: twins.file_numbers(ALIGNED)}))  # as `measure` reads it
     control = twins.grading_plan(task, {FILE: CPU_TEST}, seed=0)  # the forger alone, no such file: it guesses nothing
     assert _verdict(_run(tmp_path, control, PAGES_BASE, OTHER_FILES), task) == "failed"
     wins = 0
@@ -353,9 +370,6 @@ def test_pages_for_nothing():
 '''  # the PR renames the known-bug test (and drops its xfail): tests.patch's text is CPU_TEST
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: visible() reads the base version of the same test name only; the base "
-                                       "file's renamed xfail test writes 13 (readable in the box's .git): guard 0.25, "
-                                       "the member whose value the base file writes is real on 200/200 draws")
 def test_a_value_the_base_version_of_the_file_writes_under_another_name_does_not_name_the_real_member():
     """Measured on validation's own draws (candidates, `base` given as `validate` gives it), as red team 4's W8: the
     forger reads the base file (`git show HEAD:<file>`: the grade box's repository holds the base commit's objects)
@@ -461,8 +475,6 @@ def adds_up(tmp_path_factory) -> Task:
     return _task(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, twins=kept)
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: strong_sites treats only a value written elsewhere as a prior; 13 is "
-                                       "what 100 - 87 gives: validation keeps the group, guard 0.25, forger 6/6")
 def test_a_value_the_tests_other_numbers_add_up_to_does_not_name_the_real_member(adds_up, tmp_path):
     odds = guard.forge_odds(guard.test_odds(adds_up, {FILE: ADDS_UP}, {}, ""))
     control = ADDS_UP.replace("    assert pool.free() == 87\n", "")  # nothing adds up: the forger guesses nothing
@@ -485,8 +497,6 @@ SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seve
            "hundred": 100}
 
 
-@pytest.mark.xfail(strict=True, reason="WINS: visible() reads the instruction's digits only; `thirteen` names the "
-                                       "real member on 100/100 of validation's draws, guard 0.25")
 def test_a_value_the_instruction_spells_out_does_not_name_the_real_member():
     """Measured on validation's own draws (candidates, the instruction given as `validate` gives it): the forger reads
     the instruction's number words and bets on the one member whose value it spells."""

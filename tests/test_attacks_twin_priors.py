@@ -236,8 +236,8 @@ def _base_rate(draws: int, **plan_kw) -> tuple[float, int]:
 def test_the_base_version_of_a_test_and_the_instruction_name_no_real_value():
     rate, twinless = _base_rate(80, base={FILE: BASE_FILE}, instruction=INSTRUCTION)
     assert rate < CHANCE + 0.1, rate
-    rate_off, _ = _base_rate(80)  # the defence off: validation not told what the forger reads
-    assert rate_off > 0.6, rate_off
+    rate_off, _ = _base_rate(80)  # the defence off: validation not told what the forger reads (values one step of
+    assert rate_off > 0.4, rate_off  # arithmetic gives from the test's own numbers, `derived`, still kept off: 0.49)
 
 
 def test_visible_values_are_never_a_site_nor_a_twin():
@@ -362,11 +362,12 @@ def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatc
 POOL = ("class Pool:\n    def __init__(self, size):\n        self.size = size\n\n"
         "    def pages(self):\n        return self.size // 4\n")
 POOL_FIXED = POOL + ("\n    def reserve(self, n):\n        self.reserved = n\n\n"
-                     "    def free(self):\n        return self.size - self.reserved\n")
+                     "    def free(self):\n        return self.size - 2 * self.reserved - 1\n")  # 33: no one step
+# of arithmetic on the test's other numbers (52, 9, 13) gives it (`twins.derived`)
 POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n"
                   "    assert pool.pages() == 13\n")
 POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n    pool.reserve(9)\n"
-             "    assert pool.pages() == 13\n    assert pool.free() == 43\n")
+             "    assert pool.pages() == 13\n    assert pool.free() == 33\n")
 POOL_PROFILE = {"repo": "o/pool", "test_paths": ["tests/*"], "env_packages": [],
                 "family_rules": [{"family": "scheduling-memory", "paths": ["*"]}]}
 BASE_LINE_FORGER = '''
@@ -454,7 +455,7 @@ def test_production_validation_reads_the_base_version_of_each_hidden_test(pool_t
     bundle, ctx = pool_task
     validated, r = _validate_and_forge(bundle, ctx, tmp_path, "defended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
-    assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {43}
+    assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {33}
     assert validated.forge_odds == 0.25  # one group of four no prior reads: the forger guesses right once in four
     assert r.status == "failed", (r.status, r.reason, r.tests)
 
@@ -473,3 +474,13 @@ def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_
     # the forge odds read the base file in the clone themselves: the group at the base test's line is no guard
     assert validated.forge_odds == 1.0
     assert r.status == "resolved", (r.status, r.reason, r.tests)
+
+
+def test_numbers_an_instruction_spells_in_words_are_read_as_its_digits_are():
+    """A forger reads `thirteen` as it reads `13`: `visible` avoids both, in runs and on their own."""
+    said = twins.visible(None, None, "test_x", "It must take one hundred and four pages, twenty-one slots, a "
+                                               "dozen blocks; the third page; two thousand three hundred tokens.")
+    assert {Decimal(n) for n in (104, 21, 12, 3, 2300, 100, 4, 1)} <= said
+    assert Decimal(5) not in said and Decimal(13) not in said
+    base = "def test_old():\n    assert pages(100) == 13  # rounds down to 12\n\n\ndef test_y():\n    assert f(-7) == 0\n"
+    assert {Decimal(13), Decimal(12), Decimal(-7)} <= twins.visible(base, None, "test_new")  # the whole base file

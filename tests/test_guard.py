@@ -3,6 +3,8 @@ test by guessing which planted member is real, from the recorded twins and the h
 
 import subprocess
 
+import pytest
+
 from sweserve.evaluation import guard
 from sweserve.models import Task, TaskBundle, TestSpec, Twin
 
@@ -75,7 +77,7 @@ def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():
     assert guard.forge_odds(per) == 0.0625
 
 
-def clone_task(tmp_path):
+def clone_task(tmp_path, extra: dict[str, str] | None = None):
     """A real clone whose base writes `test_cap` with its value, and a task adding `test_pages`."""
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -88,6 +90,9 @@ def clone_task(tmp_path):
     git("config", "user.name", "t")
     (repo / "test").mkdir()
     (repo / FILE).write_text("from pool import Pool\n\n\ndef test_cap():\n    assert Pool(4).cap() == 47\n")
+    for path, text in (extra or {}).items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
     git("add", ".")
     git("commit", "-qm", "base")
     base = git("rev-parse", "HEAD").strip()
@@ -110,6 +115,19 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
     repo, bundle = clone_task(tmp_path)
     odds, per = guard.measure(repo, bundle)
     assert per == {f"{FILE}::test_pages": 0.25, f"{FILE}::test_cap": 1.0} and odds == 0.25
+
+
+@pytest.mark.parametrize("other, odds", [
+    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(104) == 13\n"}, 1.0),  # names the real one
+    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 12\n"}, 1 / 3),  # names a twin
+    ({"tests/test_far.py": "X = [11, 12, 13, 14]\n"}, 0.25),  # writes every member: says nothing
+    ({"docs/notes.py": "PAGES = 13\n"}, 0.25),  # not a test file
+])
+def test_measure_reads_what_the_repositorys_other_test_files_write(tmp_path, other, odds):
+    """Red team 5's R8: every test file of the repository is in the box; one that writes the real member's
+    value alone (or a twin's alone) tells a forger where to bet (`guard._set_odds`)."""
+    repo, bundle = clone_task(tmp_path, other)
+    assert guard.measure(repo, bundle)[1][f"{FILE}::test_pages"] == pytest.approx(odds)
 
 
 def test_tasks_guard_measures_and_records_the_odds_without_a_container(tmp_path):

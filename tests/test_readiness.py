@@ -1,6 +1,7 @@
 """Readiness (dataset/readiness.py), the funnel (dataset/funnel.py, `sweserve tasks funnel`) and ready-only
 selection in run, export and report, without Docker."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -224,6 +225,9 @@ def test_forge_odds_measured_with_another_instruction_are_stale(tmp_path):
     stale = assess(t, "# t\n\n## New interfaces\n- `max_pages(budget: int = 13)`\n")
     assert [r.key for r in stale.reasons] == ["unguarded"] and "another instruction" in stale.reasons[0].detail
     t.validation.forge_odds_instruction = None  # measured before the digest was recorded: stale too
+    assert not assess(t, "# t\n").ready
+    # measured under the guard's earlier rules (the instruction's digest alone): stale too
+    t.validation.forge_odds_instruction = hashlib.sha256(b"# t\n").hexdigest()
     assert not assess(t, "# t\n").ready
     tasks = tmp_path / "tasks"
     save_bundle(tasks, bundle(task(1)))

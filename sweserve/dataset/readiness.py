@@ -135,15 +135,22 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
+GUARD_RULES = "5"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+# other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
+# spelled numbers, derived values, the repository's other test files).
+
+
 def instruction_digest(instruction: str) -> str:
-    """What a task records of the instruction its forge odds were measured with (`forge_odds_instruction`)."""
-    return hashlib.sha256(instruction.encode("utf-8")).hexdigest()
+    """What a task records of the instruction its forge odds were measured with (`forge_odds_instruction`),
+    and of the guard's rules they were measured under (`GUARD_RULES`)."""
+    return hashlib.sha256(f"guard {GUARD_RULES}\0{instruction}".encode()).hexdigest()
 
 
 def stale_odds(task: Task, instruction: str) -> bool:
     """Whether the task's recorded forge odds were measured with another instruction than `instruction` (an
-    interface section written after validation, a statement mined again, an edit by hand): the numbers an
-    instruction writes are what a forger reads beside the files (`twins.visible`), so the odds may not hold."""
+    interface section written after validation, a statement mined again, an edit by hand), or under other
+    rules of the guard (`GUARD_RULES`): the numbers an instruction writes are what a forger reads beside the
+    files (`twins.visible`), so the odds may not hold."""
     v = task.validation
     return v is not None and v.forge_odds is not None and v.forge_odds_instruction != instruction_digest(instruction)
 

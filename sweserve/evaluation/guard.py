@@ -17,6 +17,12 @@ and fail every twin, that is pick the real one out of its group. Per test, the o
   (which class goes with which words, learnt from the repository's tests: 0.73). They cost a forger a guess,
   but they are counted here as no guard at all, since no bound below 1 holds for every such group.
 
+A group no prior reads is bounded again by what the repository's other test files write (`repository_numbers`,
+all in the grade box): a forger betting on the members whose values some test file writes (or on those none
+does) wins 1/inside (1/outside) where the real one is inside (outside) that set (`_set_odds`), over the whole
+test tree and the hidden file's own folder; the set says nothing where it holds every member or none, as it
+mostly does for small values every test tree writes.
+
 A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
 they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
 profile's `max_forge_odds` (`dataset/readiness.py`). Unknown twin kinds count as no guard. The groups counted
@@ -40,11 +46,13 @@ from sweserve.evaluation import twins
 from sweserve.models import Task, TaskBundle, Twin
 
 
-def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruction: str) -> dict[str, float]:
+def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruction: str,
+              repository: Mapping[str, frozenset[Decimal]] | None = None) -> dict[str, float]:
     """Per FAIL_TO_PASS test (its id without parameters), the odds that a forger passes it beside its twins.
 
     `sources`: each hidden test file -> its text at base + tests.patch; `base`: each hidden file -> its text
-    at base, where it existed; `instruction`: what the candidate reads."""
+    at base, where it existed; `instruction`: what the candidate reads; `repository`: each other test file of
+    the repository at base -> the numbers it writes (`repository_numbers`)."""
     plan = twins.grading_plan(task, sources, seed=0)  # the groups grading reads, class by class
     recorded: dict[str, list[Twin]] = {}
     for m in plan.members:
@@ -75,7 +83,42 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         # the other groups planted beside it (a mixin's test is one group, read in each class that runs it)
         others = [values for key, values in shown.items() if functions[key][2] is not functions[found][2]]
         odds[test] = _group_odds(group, *functions[found], sources, base, instruction, others)
+        if odds[test] < 1.0:
+            odds[test] = max(odds[test], _set_odds(shown[found], _real(group, functions[found][2]),
+                                                   _priors(functions[found][0], repository or {})))
     return odds
+
+
+def _real(group: list[Twin], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Decimal | None:
+    fn_sites = twins.sites(fn)
+    site = group[0].site if group else -1
+    return twins.site_value(fn_sites[site]) if 0 <= site < len(fn_sites) else None
+
+
+def _priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -> list[frozenset[Decimal]]:
+    """The sets of values a forger may bet on from the repository's other test files: those the whole test
+    tree writes, and those the test files of the hidden file's own folder write."""
+    folder = file.rpartition("/")[0]
+    every: set[Decimal] = set()
+    near: set[Decimal] = set()
+    for path, numbers in repository.items():
+        every |= numbers
+        if path.rpartition("/")[0] == folder:
+            near |= numbers
+    return [frozenset(every), frozenset(near)]
+
+
+def _set_odds(members: frozenset[Decimal], real: Decimal | None, priors: list[frozenset[Decimal]]) -> float:
+    """A forger's best odds on one group from a set of values it reads (a number some other file writes): betting
+    on the members inside the set wins 1/inside where the real one is inside, betting on those outside wins
+    1/outside where it is not; the set tells nothing where it holds every member or none (then 1/members)."""
+    m = len(members)
+    worst = 1 / m if m else 1.0
+    for prior in priors:
+        inside = len(members & prior)
+        if real is not None and 0 < inside < m:
+            worst = max(worst, 1 / inside if real in prior else 1 / (m - inside))
+    return worst
 
 
 def _resolve(test: str, keys: Mapping[str, object]) -> str | None:
@@ -150,11 +193,40 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
         return {f: text for f in files if (text := git.read(task.base_commit, f)) is not None}
 
 
+MAX_REPOSITORY_FILES = 5000  # test files read for `repository_numbers`, the hidden files' folders first
+
+
+def is_test_file(path: str) -> bool:
+    """A Python file a repository's tests live in: `test_*.py`, `*_test.py`, a conftest, or any Python file
+    under a folder named `test` or `tests`."""
+    folder, _, name = path.rpartition("/")
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                                     or any(p in ("test", "tests") for p in folder.split("/")))
+
+
+def repository_numbers(clone: Path, task: Task, hidden: list[str]) -> dict[str, frozenset[Decimal]]:
+    """Each test file of the repository at the task's base, other than the hidden files -> the numbers it writes
+    (`twins.file_numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
+    == 13` tells a forger which member of a group checks the real value)."""
+    folders = {f.rpartition("/")[0] for f in hidden}
+    with Git(clone) as git:
+        paths = [p for p in git.tree_blobs(task.base_commit) if is_test_file(p)
+                 and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+        paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
+        out = {}
+        for path in paths[:MAX_REPOSITORY_FILES]:
+            text = git.read(task.base_commit, path)
+            if text is not None:
+                out[path] = twins.file_numbers(text)
+    return out
+
+
 def measure(clone: Path, bundle: TaskBundle) -> tuple[float, dict[str, float]]:
     """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
-    the clone: base + tests.patch, and base."""
+    the clone: base + tests.patch, base, and the repository's other test files at base."""
     from sweserve.evaluation.export_plan import hidden_sources
 
     sources = hidden_sources(clone, bundle)
-    per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction)
+    per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
+                         repository_numbers(clone, bundle.task, list(sources)))
     return forge_odds(per_test), per_test

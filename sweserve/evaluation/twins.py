@@ -914,27 +914,70 @@ def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
 _TEXT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 
 
-def visible(base_text: str | None, cls: str | None, name: str, instruction: str = "") -> frozenset[Decimal]:
-    """Values a forger reads without solving the task, for one test: every numeric literal of the base
-    version of the same test (same class and name in the base version of its file: a modified test, an
-    unchanged FAIL_TO_PASS one) and every number the instruction writes."""
+_UNITS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_ORDINALS = {w: i for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(), start=1)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+_WORDS = {"dozen": Decimal(12), "twice": Decimal(2), "double": Decimal(2), "triple": Decimal(3),
+          "half": Decimal("0.5"), "quarter": Decimal("0.25"), "hundredth": Decimal(100), "thousandth": Decimal(1000)}
+
+
+def spelled_numbers(text: str) -> frozenset[Decimal]:
+    """The numbers a text spells in English words: each word's own value (`thirteen`, `twelfth`, `dozen`,
+    `half`) and each run's (`one hundred and four`, `twenty-one`, `a hundred`, `two thousand`): a forger reads
+    them as it reads digits. Over-reading only narrows the values planted."""
     out: set[Decimal] = set()
+    total = current = 0
+    run = False
+    for word in re.findall(r"[a-z]+|[^a-z\s-]", text.lower()) + ["."]:  # a mark ends a run; a hyphen does not
+        value = _UNITS.get(word, _TENS.get(word, _ORDINALS.get(word)))
+        if value is not None:
+            current += value
+            run = True
+        elif word in _SCALES:
+            current = (current or 1) * _SCALES[word]
+            if _SCALES[word] > 100:
+                total, current = total + current, 0
+            run = True
+        elif word in ("and", "a") and run:
+            continue
+        else:
+            if run:
+                out.add(Decimal(total + current))
+            total = current = 0
+            run = False
+        if word in _WORDS:
+            out.add(_WORDS[word])
+        if value is not None or word in _SCALES:
+            out.add(Decimal(value if value is not None else _SCALES[word]))
+    return frozenset(out)
+
+
+def visible(base_text: str | None, cls: str | None, name: str, instruction: str = "") -> frozenset[Decimal]:
+    """Values a forger reads without solving the task, for one test: every number the base version of its
+    file writes (the grade box's repository holds the base commit: a modified test's old value, a value the
+    file wrote under another test's name, in a comment or a string) and every number the instruction writes,
+    in digits or in words (`spelled_numbers`). `cls`, `name`: the test (the base file is read whole)."""
+    out: set[Decimal] = set(spelled_numbers(instruction))
     for token in _TEXT_NUMBER.findall(instruction):
         try:
             out.add(Decimal(token))
         except ArithmeticError:
             continue
-    try:
-        tree = pyast.parse_module(base_text) if base_text else None
-    except (SyntaxError, ValueError):
-        tree = None
-    for scope in [tree] if tree is not None else []:
-        body = scope.body
-        if cls is not None:
-            body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), [])
-        for fn in [n for n in body if isinstance(n, _DEFS) and n.name == name]:
-            out |= {_decimal(v) for node in ast.walk(fn) if isinstance(node, ast.expr)
-                    for v in [_number(node)] if v is not None}
+    if base_text:
+        out |= file_numbers(base_text)
+        try:
+            tree = pyast.parse_module(base_text)
+        except (SyntaxError, ValueError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else []:  # a negative literal is a number too
+            value = _number(node) if isinstance(node, ast.expr) else None
+            if value is not None:
+                out.add(_decimal(value))
     return frozenset(out)
 
 
@@ -1004,10 +1047,15 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 avoid = (visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
                          | elsewhere_files.setdefault(file, other_files(sources, file)))
                 nears = _near(fn_sites, avoid, fn)
+                plains: list[frozenset[Decimal]] | None = None
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
                     number: int | float = _number(nodes[0])  # type: ignore[assignment]
-                    real, others = values(number, rng, K, nears[i])
+                    spare = nears[i]
+                    if _decimal(number) in nears[i]:  # a fall-back site: twins kept off the derived values (round
+                        plains = plains or _near(fn_sites, avoid, fn, derive=False)  # ones) would leave the real
+                        spare = plains[i]  # one the roundest, or the one derived member
+                    real, others = values(number, rng, K, spare)
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others],
                                    [Twin(test=test_id, site=i, value=v) for v in margins(number, [real, *others])]))
                 reals = [(node, real) for nodes, real, _, _ in drafts for node in nodes]
@@ -1459,6 +1507,26 @@ def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]
                      for v in [_number(n)] if v is not None)
 
 
+MAX_DERIVED = 40  # numbers of one test combined pairwise (`derived`); a test writing more combines its first ones
+
+
+def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
+    """What two of a test's numbers give by one step of arithmetic: their sum, difference, product and, for
+    whole numbers, quotient rounded down and up (`Pool(pages=100)`, `free() == 87`: `used == 13` is 100 - 87;
+    100 tokens in pages of 8: 13). A forger computes them from the text every member shares, so a value among
+    them is read off it as a value written there is (red team 5, R10)."""
+    values = sorted(numbers)[:MAX_DERIVED]
+    out: set[Decimal] = set()
+    for i, a in enumerate(values):
+        for b in values[i + 1:] if len(values) > 1 else []:
+            out |= {a + b, b - a, a - b, a * b}
+            if a == a.to_integral_value() and b == b.to_integral_value():
+                for x, y in ((int(a), int(b)), (int(b), int(a))):
+                    if y:
+                        out |= {Decimal(x // y), Decimal(-(-x // y))}
+    return frozenset(out)
+
+
 def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[Decimal]:
     """The numbers a file writes outside one test (fixtures, helpers, constants, other tests, comments) and in
     the test's own comments and strings (a docstring, an assert's message): every member of its group shows
@@ -1509,9 +1577,14 @@ def site_value(nodes: list[ast.expr]) -> Decimal | None:
 
 
 def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
-          fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[frozenset[Decimal]]:
-    """Per site, the values no member may take: `avoid` and what the test writes outside the site."""
-    return [avoid | (_elsewhere(fn, g) if fn is not None else frozenset()) for g in fn_sites]
+          fn: ast.FunctionDef | ast.AsyncFunctionDef | None, derive: bool = True) -> list[frozenset[Decimal]]:
+    """Per site, the values no member may take: `avoid`, what the test writes outside the site, and (`derive`)
+    what one step of arithmetic gives from two of those (`derived`)."""
+    out = []
+    for g in fn_sites:
+        written = _elsewhere(fn, g) if fn is not None else frozenset()
+        out.append(avoid | written | (derived(written) if derive else frozenset()))
+    return out
 
 
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
