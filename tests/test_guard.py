@@ -1,11 +1,13 @@
 """Forge odds (evaluation/guard.py): how likely code in a module the tests import passes every FAIL_TO_PASS
 test by guessing which planted member is real, from the recorded twins and the hidden files."""
 
+import ast
 import subprocess
+from decimal import Decimal
 
 import pytest
 
-from sweserve.evaluation import guard
+from sweserve.evaluation import guard, twins
 from sweserve.models import Task, TaskBundle, TestSpec, Twin
 
 FILE = "test/test_pool.py"
@@ -195,3 +197,41 @@ def test_a_mixin_test_counts_the_group_grading_reads_in_each_class():
     other = [Twin(test=small, site=0, value=v) for v in ("44", "45", "48")] + \
         [Twin(test=large, site=0, value=v) for v in ("43", "46", "49")]
     assert guard.test_odds(task([small, large], other), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 1.0}
+
+
+CPU = "def test_pages():\n    assert pages(100) == 13\n"
+
+
+def _candidate_groups(repository: dict) -> list[frozenset]:
+    """The candidate groups validation plants for CPU's one site over a few draws, as values."""
+    out = []
+    for seed in range(20):
+        plan = twins.grading_plan(task([], []), {FILE: CPU}, seed=seed, candidates=True, repository=repository)
+        twins_of = [Decimal(m.twin.value) for m in plan.members if m.kind == "twin"]
+        out.append(frozenset([Decimal(13), *twins_of]) if twins_of else frozenset())
+    return out
+
+
+@pytest.mark.parametrize("numbers", [
+    {8, 9, 10, 11, 12, 13, 15, 17, 18, 19, 20},  # 13 is written there: its twins are values written there too
+    {12, 40, 100},  # 13 is not: no twin is a value written there
+])
+def test_validation_draws_twin_values_that_the_repositorys_test_files_do_not_split(numbers):
+    """A forger reading the other test files learns nothing from a group all inside or all outside what they write:
+    validation draws candidate values so (`twins.unbalanced`), and the guard then records 1/members."""
+    repository = {"test/test_other.py": frozenset(Decimal(n) for n in numbers)}
+    priors = twins.repository_priors(FILE, repository)
+    for group in _candidate_groups(repository):
+        assert len(group) == 4, group
+        assert guard._set_odds(group, Decimal(13), priors) == 0.25, sorted(group)
+    unbalanced = [g for g in _candidate_groups({}) if guard._set_odds(g, Decimal(13), priors) > 0.25]
+    assert unbalanced  # drawn without the repository, some groups are split by it
+
+
+def test_a_value_the_repository_writes_alone_around_it_leaves_no_strong_site():
+    """13 written by another test file with none of its neighbours: no group of four can be all inside, so the
+    site is weak (a fall-back group, recorded as no guard)."""
+    fn = next(n for n in ast.parse(CPU).body if isinstance(n, ast.FunctionDef))
+    repository = {"test/test_aligned.py": frozenset({Decimal(104), Decimal(13), Decimal(4)})}
+    near = twins._near(twins.sites(fn), twins.unbalanced(13, twins.repository_priors(FILE, repository)), fn)
+    assert twins.strong_sites(twins.sites(fn), near) == []

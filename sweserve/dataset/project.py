@@ -7,8 +7,9 @@ those values down; a Ray worker rebuilds it from a `ProjectSpec`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -37,6 +38,9 @@ class TaskInputs:
     profile: RepoProfile
     image: ImageSpec
     clone: Path | None  # the clone its task image is built from (None: the image must already exist)
+    # the numbers the repository's other test files write at base (`guard.repository_numbers`), read by validation:
+    # its candidate twins keep each value's membership in them equal to the real one's (`twins.grading_plan`)
+    repository: Mapping[str, frozenset[Decimal]] | None = None
 
 
 @dataclass

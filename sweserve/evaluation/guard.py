@@ -43,6 +43,7 @@ from sweserve.dataset.readiness import assess, instruction_digest, stale_odds
 from sweserve.dataset.taskstore import load_bundle, save_task
 from sweserve.errors import SweserveError
 from sweserve.evaluation import twins
+from sweserve.gitcmd import GitError
 from sweserve.models import Task, TaskBundle, Twin
 
 
@@ -85,7 +86,7 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         odds[test] = _group_odds(group, *functions[found], sources, base, instruction, others)
         if odds[test] < 1.0:
             odds[test] = max(odds[test], _set_odds(shown[found], _real(group, functions[found][2]),
-                                                   _priors(functions[found][0], repository or {})))
+                                                   twins.repository_priors(functions[found][0], repository or {})))
     return odds
 
 
@@ -93,19 +94,6 @@ def _real(group: list[Twin], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Deci
     fn_sites = twins.sites(fn)
     site = group[0].site if group else -1
     return twins.site_value(fn_sites[site]) if 0 <= site < len(fn_sites) else None
-
-
-def _priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -> list[frozenset[Decimal]]:
-    """The sets of values a forger may bet on from the repository's other test files: those the whole test
-    tree writes, and those the test files of the hidden file's own folder write."""
-    folder = file.rpartition("/")[0]
-    every: set[Decimal] = set()
-    near: set[Decimal] = set()
-    for path, numbers in repository.items():
-        every |= numbers
-        if path.rpartition("/")[0] == folder:
-            near |= numbers
-    return [frozenset(every), frozenset(near)]
 
 
 def _set_odds(members: frozenset[Decimal], real: Decimal | None, priors: list[frozenset[Decimal]]) -> float:
@@ -209,24 +197,31 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str]) -> dict[str, 
     (`twins.file_numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
     == 13` tells a forger which member of a group checks the real value)."""
     folders = {f.rpartition("/")[0] for f in hidden}
-    with Git(clone) as git:
-        paths = [p for p in git.tree_blobs(task.base_commit) if is_test_file(p)
-                 and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
-        paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
-        out = {}
-        for path in paths[:MAX_REPOSITORY_FILES]:
-            text = git.read(task.base_commit, path)
-            if text is not None:
-                out[path] = twins.file_numbers(text)
+    try:
+        with Git(clone) as git:
+            paths = [p for p in git.tree_blobs(task.base_commit) if is_test_file(p)
+                     and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+            paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
+            out = {}
+            for path in paths[:MAX_REPOSITORY_FILES]:
+                text = git.read(task.base_commit, path)
+                if text is not None:
+                    out[path] = twins.file_numbers(text)
+    except GitError as exc:
+        raise SweserveError(f"{clone}: cannot read the test files at {task.base_commit[:12]}: {exc}") from None
     return out
 
 
-def measure(clone: Path, bundle: TaskBundle) -> tuple[float, dict[str, float]]:
+def measure(clone: Path, bundle: TaskBundle,
+            repository: Mapping[str, frozenset[Decimal]] | None = None) -> tuple[float, dict[str, float]]:
     """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
-    the clone: base + tests.patch, base, and the repository's other test files at base."""
+    the clone: base + tests.patch, base, and the repository's other test files at base (`repository`, where
+    the caller read them already: `repository_numbers`)."""
     from sweserve.evaluation.export_plan import hidden_sources
 
     sources = hidden_sources(clone, bundle)
+    if repository is None:
+        repository = repository_numbers(clone, bundle.task, list(sources))
     per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
-                         repository_numbers(clone, bundle.task, list(sources)))
+                         repository)
     return forge_odds(per_test), per_test

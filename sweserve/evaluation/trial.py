@@ -29,10 +29,11 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -149,11 +150,11 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
              name: str = "candidate", seed: int | None = None, taken: Applied | None = None,
-             staged: Staging | None = None) -> Graded:
+             staged: Staging | None = None, repository: Mapping[str, frozenset[Decimal]] | None = None) -> Graded:
     """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`, the
     plan made and its first run staged there when `staged`); a reference submission that trips a canary is an
     error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged)
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged, repository)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -194,7 +195,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
         prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
         staged = pool.submit(lambda: stage(grade_box.result(), bundle, inputs.profile, prepared.result(), name,
-                                           seed))
+                                           seed, inputs.repository))
 
         def then(patch_path: str) -> str:
             """The apply, after the staged first run unpacked (when it can go inside this exec)."""
@@ -225,7 +226,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             # an empty submission is graded too: the null control must go through the same verifier
             look = prepared.result()  # the harness went in and took its first look (else its error)
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
-                                               joined(look, Applied(code, said)), staged.result()))
+                                               joined(look, Applied(code, said)), staged.result(), inputs.repository))
         finally:
             _discard_started(ctx, grade_box)
 

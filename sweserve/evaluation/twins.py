@@ -45,7 +45,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -981,9 +981,40 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
     return frozenset(out)
 
 
+def repository_priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -> list[frozenset[Decimal]]:
+    """The sets of values a forger may bet on from the repository's other test files (`repository`: each -> the
+    numbers it writes, `guard.repository_numbers`): those the whole test tree writes, and those the test files of
+    `file`'s own folder write."""
+    folder = file.rpartition("/")[0]
+    every: set[Decimal] = set()
+    near: set[Decimal] = set()
+    for path, numbers in repository.items():
+        every |= numbers
+        if path.rpartition("/")[0] == folder:
+            near |= numbers
+    return [frozenset(every), frozenset(near)]
+
+
+def unbalanced(value: int | float, priors: list[frozenset[Decimal]]) -> frozenset[Decimal]:
+    """The values a twin of `value` may not take so that, in each of `priors`, every member of its group is
+    inside where the real one is and outside where it is not (a set holding some members says nothing then:
+    `guard._set_odds`): each prior the real value is outside of, and where it is inside, the values around it
+    (as far as `values` walks) that are not."""
+    real, unit = _decimal(value), _unit(value)
+    out: set[Decimal] = set()
+    for prior in priors:
+        if real not in prior:
+            out |= prior
+        else:
+            out |= {v for k in range(1, 10 * K + 11) for v in (real - k * unit, real + k * unit)
+                    if v not in prior}
+    return frozenset(out)
+
+
 def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False,
                  base: dict[str, str] | None = None, instruction: str = "",
-                 selectors: dict[str, str] | None = None) -> GradingPlan:
+                 selectors: dict[str, str] | None = None,
+                 repository: Mapping[str, frozenset[Decimal]] | None = None) -> GradingPlan:
     """The hidden test files as they go into the grade sandbox, and the map back, for one run.
 
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
@@ -994,7 +1025,9 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     forger reads beside the files; a candidate site or value equal to a number there is never used (`visible`).
     `selectors`: the texts of the repository's own conftest.py and pytest configuration files the run honours
     (base + tests.patch; path from the repository's root -> text, the paths `canaries.selector_paths` names):
-    no planted name picks up or loses a word their name-based selection reads (`canaries.draw_name`)."""
+    no planted name picks up or loses a word their name-based selection reads (`canaries.draw_name`).
+    `repository` (validation's): the numbers the repository's other test files write (`guard.repository_numbers`);
+    candidate values keep the real one's membership in them (`unbalanced`)."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     recorded: dict[str, list[Twin]] = {}
@@ -1047,6 +1080,9 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 avoid = (visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
                          | elsewhere_files.setdefault(file, other_files(sources, file)))
                 nears = _near(fn_sites, avoid, fn)
+                if repository:
+                    priors = repository_priors(file, repository)
+                    nears = [n | unbalanced(_number(g[0]), priors) for n, g in zip(nears, fn_sites)]  # type: ignore[arg-type]
                 plains: list[frozenset[Decimal]] | None = None
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
