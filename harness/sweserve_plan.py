@@ -17,8 +17,8 @@ drawn per run:
 A member's text is whatever `grading_plan` made: a twin made by any mutation operator, now or later, plants
 here unchanged. At run time (`plant`), this root process shuffles each slot's members and draws every name
 afresh, with its rank token (`sweserve_twins.Ranks`: the distribution and order `grading_plan` draws with), so
-two runs of one export differ, and nothing fixed at export time says which is which. The map from names back to real ids stays in this
-process's memory; the plan file is deleted once read. `read` maps a run's outcomes back, as the host's
+two runs of one export differ, and nothing fixed at export time says which is which. The map from names back
+to real ids stays in this process's memory; the plan file is deleted once read. `read` maps a run's outcomes back, as the host's
 `GradingPlan.read` does (tests/test_export_twins.py checks that they agree): a twin that passed, a twin not
 failed while its test passed, a canary that went the wrong way, or an exit status of 0 beside a failed twin
 is forgery, and a real test that passed beside a passing twin is failed.

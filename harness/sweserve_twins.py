@@ -463,7 +463,8 @@ class Ranks:
     scope they come from; the file's order (pytest's own) is kept by where the texts go. The host
     (evaluation/twins.py) and the export box (sweserve_plan.py) hand them out alike: the members of a graded
     test's group take consecutive ranks in their shuffled order, in the order their real names sort; the
-    canaries take the last ones. `count`: how many names the file plants (its width: room to skip tokens)."""
+    canaries take the last ones. `count`: how many group members the file plants (the canaries, at most four,
+    come on top): the tokens' width leaves room for them and for tokens skipped."""
 
     def __init__(self, count: int):
         self.width = max(4, len(str(8 * max(count, 1))))

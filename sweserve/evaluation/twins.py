@@ -19,8 +19,9 @@ At grading, `grading_plan` writes each hidden file anew:
   real names sort, a group's members taking consecutive ones in their shuffled order and the canaries the last,
   so whatever runs tests sorted by name (a TestCase, whatever its base; a conftest that sorts) runs them in the
   order it ran the real ones: nothing in their names, their positions or their order says which member of a
-  group is real; the names keep clear of what the repository's own name-based selection reads (a conftest's `"slow" in item.name`, a `-k`:
-  `sweserve_twins.draw_name`), each group member carrying the words of its real name such a selection reads;
+  group is real; the names keep clear of what the repository's own name-based selection reads (a conftest's
+  `"slow" in item.name`, a `-k`: `sweserve_twins.draw_name`), each group member carrying the words of its real
+  name such a selection reads;
 - the real test's literal at the twins' site is written by the same function as the twins' values, which
   form a progression holding the real value at a uniformly drawn rank: the group's texts differ in that
   one token only, and each value is as likely to be the real one as any other;
@@ -1547,14 +1548,14 @@ MAX_DERIVED = 40  # numbers of one test combined pairwise (`derived`); a test wr
 
 
 def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
-    """What two of a test's numbers give by one step of arithmetic: their sum, difference, product and, for
-    whole numbers, quotient rounded down and up (`Pool(pages=100)`, `free() == 87`: `used == 13` is 100 - 87;
-    100 tokens in pages of 8: 13). A forger computes them from the text every member shares, so a value among
-    them is read off it as a value written there is (red team 5, R10)."""
+    """What two of a test's numbers (or one taken twice) give by one step of arithmetic: their sum, difference,
+    product and, for whole numbers, quotient rounded down and up (`Pool(pages=100)`, `free() == 87`: `used ==
+    13` is 100 - 87; 100 tokens in pages of 8: 13). A forger computes them from the text every member shares, so
+    a value among them is read off it as a value written there is (red team 5, R10)."""
     values = sorted(numbers)[:MAX_DERIVED]
     out: set[Decimal] = set()
     for i, a in enumerate(values):
-        for b in values[i + 1:] if len(values) > 1 else []:
+        for b in values[i:]:
             out |= {a + b, b - a, a - b, a * b}
             if a == a.to_integral_value() and b == b.to_integral_value():
                 for x, y in ((int(a), int(b)), (int(b), int(a))):
