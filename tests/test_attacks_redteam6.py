@@ -1,0 +1,197 @@
+r"""A sixth red team's attacks on the newest grading defences: rank tokens on planted names (commit f0ad844) and the
+guard's priors (commit 2240f65: base file, number words, one-step arithmetic, the repository's test files).
+
+Each test asserts the defence holds: it FAILS when the attack wins. Attacks that win today are marked
+`xfail(strict=True)` with what they do. Plans are drawn with fixed seeds, so each verdict is reproducible. The forge
+odds attacks are measured as red team 5's R8b/R11 were: on validation's own draws (`candidates=True`), the kept
+twins, the guard's recorded odds (`guard.forge_odds(guard.test_odds(...))`) against what the forger wins.
+
+- R6-1 defended: rank tokens as a signal. Over 300 draws on the host (`twins.grading_plan`) and 300 in the export
+  box (`export_plan.ship` + `sweserve_plan.plant`), two groups in a class run by name: picking the member with the
+  lowest/highest rank, the one after a gap in the file's ranks (a skipped token), or the one whose rank sits
+  nearest the canaries' (last) ranks, each wins at chance (under 0.25 + 0.06).
+- R6-2 WINS (forge odds): a value two steps of arithmetic give from the test's other numbers
+  (`Pool(pages=100)`, `reserve(80)`, `reserve(7)`, `free() == 13`: 100 - 80 - 7). `twins.derived` reads one step
+  only: the guard records 0.25; a forger betting on the one member that is +-a+-b+-c of three other integers of
+  the test wins on 100 of 100 validation draws.
+- R6-3 WINS (forge odds): the real value written in a *non-test* source file of the repository (a comment or
+  docstring of `pkg/thing.py` at base: `pages(100) -> 13`). `guard.repository_numbers` reads test files only
+  (`is_test_file`), `twins.visible` the hidden files, base test and instruction: the guard records 0.25; a forger
+  reading the numbers of the package's own source (it runs inside it) bets on the member whose value is written
+  there and wins on 100 of 100 validation draws.
+- R6-4 WINS (forge odds): an ordinal in the instruction ("... never reserve the 13th page"). `twins.visible`
+  reads the instruction with `_TEXT_NUMBER`, whose `(?![\w])` rejects `13th` (and any digits glued to a unit or
+  suffix: `13th`, `13px`, `100ms`): the guard records 0.25; the member whose value the ordinal writes is the real
+  one on 50 of 50 validation draws.
+
+Found: R6-2, R6-3 and R6-4 (guard records 0.25, the forger wins 1.0 on every draw); R6-1 defended.
+
+Not reached for lack of time: honest false fails from rank tokens
+(`sortTestMethodsUsing`, `startswith` selectors) and further plugin-loading paths.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from decimal import Decimal
+
+import pytest
+
+from sweserve.evaluation import export_plan, guard, twins
+from sweserve.harness import sweserve_plan
+from sweserve.models import TaskBundle
+from tests.test_attacks_redteam4 import CPU_TEST, _groups_of
+from tests.test_attacks_redteam5 import ENV_CONFTEST, TWO_GROUPS, _two_groups_task
+from tests.test_attacks_twins import FILE, _task
+
+RANK = re.compile(r"test_(\d+)_")
+
+
+def _rank(name: str) -> int | None:
+    m = RANK.match(name)
+    return int(m.group(1)) if m else None
+
+
+# --- R6-1: rank tokens as a forging signal -----------------------------------------------------------------------------
+
+STRATEGIES = ("lowest", "highest", "after_gap", "near_canaries")
+
+
+def _rank_picks(groups: list[list[tuple[str, bool]]], canaries: list[str], all_names: list[str]) -> dict[str, int]:
+    ranks = {r for r in map(_rank, all_names) if r is not None}
+    first_canary = min((r for r in map(_rank, canaries) if r is not None), default=max(ranks, default=0) + 1)
+    won = dict.fromkeys(STRATEGIES, 0)
+    for members in groups:
+        by_rank = sorted(members, key=lambda m: (_rank(m[0]) is None, _rank(m[0]) or 0))
+        won["lowest"] += by_rank[0][1]
+        won["highest"] += by_rank[-1][1]
+        gapped = [m for m in members if _rank(m[0]) is not None and _rank(m[0]) - 1 not in ranks
+                  and _rank(m[0]) > min(ranks)]
+        won["after_gap"] += len(gapped) == 1 and gapped[0][1]
+        near = min(members, key=lambda m: abs(first_canary - (_rank(m[0]) or 0)))
+        won["near_canaries"] += near[1]
+    return won
+
+
+def test_rank_tokens_do_not_tell_the_real_member():
+    task, draws = _two_groups_task(), 300
+    conf = {"conftest.py": ENV_CONFTEST}
+    host = dict.fromkeys(STRATEGIES, 0)
+    for seed in range(draws):
+        plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=seed, selectors=conf)
+        groups = [[(m.name, m.kind == "test") for m in plan.members if m.real == real and m.kind in ("test", "twin")]
+                  for real in ("test_1_create", "test_2_pages")]
+        canaries = [m.name for m in plan.members if m.kind == "canary"]
+        for k, v in _rank_picks(groups, canaries, [m.name for m in plan.members]).items():
+            host[k] += v
+    shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
+                                          {FILE: TWO_GROUPS}, seed=0, selectors=conf))
+    box = dict.fromkeys(STRATEGIES, 0)
+    for seed in range(draws):
+        _, members = sweserve_plan.plant(shipped, random.Random(seed))
+        groups = [[(m["name"], m["kind"] == "test") for m in members if m["real"] == real and m["kind"] != "canary"]
+                  for real in ("test_1_create", "test_2_pages")]
+        canaries = [m["name"] for m in members if m["kind"] == "canary"]
+        for k, v in _rank_picks(groups, canaries, [m["name"] for m in members]).items():
+            box[k] += v
+    for where, won in (("host", host), ("box", box)):
+        for strategy, n in won.items():
+            assert n / (2 * draws) < 0.25 + 0.06, (where, strategy, n / (2 * draws))
+
+
+# --- R6-2: two steps of arithmetic ------------------------------------------------------------------------------------
+
+TWO_STEPS = '''from pkg.thing import Pool
+
+
+def test_free_pages_after_two_reservations():
+    pool = Pool(pages=100)
+    pool.reserve(80)
+    pool.reserve(7)
+    assert pool.free() == 13
+
+
+def test_a_fresh_pool_is_free():
+    assert Pool(pages=10).free() == 10
+'''
+TWO_F2P = f"{FILE}::test_free_pages_after_two_reservations"
+
+
+def _two_step(values: list[Decimal]) -> set[Decimal]:
+    out = set()
+    for a, b, c in itertools.permutations(values, 3):
+        for sb, sc in itertools.product((1, -1), repeat=2):
+            out.add(a + sb * b + sc * c)
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: 100 - 80 - 7 == 13 is two steps; twins.derived reads one: guard "
+                                       "records 0.25, the forger picks the real member on 100/100 validation draws")
+def test_a_value_two_steps_of_arithmetic_give_does_not_name_the_real_member():
+    others = [Decimal(v) for v in ("100", "80", "7")]  # the test's other integers, as the forger reads them
+    reach = _two_step(others)
+    draws, wins, recorded = 100, 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: TWO_STEPS}, seed=seed, candidates=True)
+        picks = [real for value, real in _groups_of(plan)["test_free_pages_after_two_reservations"]
+                 if Decimal(value) in reach]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_free_pages_after_two_reservations"]
+        task = _task(FAIL_TO_PASS=[TWO_F2P], twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: TWO_STEPS}, {}, ""))
+    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+
+
+# --- R6-3: a number in the repository's own (non-test) source ----------------------------------------------------------
+
+PKG_SOURCE = '''"""Paged memory."""
+
+PAGE_SIZE = 8
+
+
+def pages(tokens):
+    """The pages `tokens` take, e.g. pages(100) -> 13 with pages of 8 tokens."""
+    return tokens // PAGE_SIZE
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: pkg/thing.py's docstring writes 13; repository_numbers reads test "
+                                       "files only: guard records 0.25, the forger wins on 100/100 draws")
+def test_a_value_the_packages_own_source_writes_does_not_name_the_real_member():
+    assert not guard.is_test_file("pkg/thing.py")  # never read into `repository`
+    written = {Decimal(x) for x in re.findall(r"\d+", PKG_SOURCE)}
+    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
+    draws, wins, recorded = 100, 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True)
+        picks = [real for value, real in _groups_of(plan)["test_pages_for_a_hundred_tokens"]
+                 if Decimal(value) in written]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
+        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, "", {}))
+    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+
+
+# --- R6-4: an ordinal in the instruction ---------------------------------------------------------------------
+
+ORDINAL = ("Reserving pages rounds the wrong way: a hundred tokens in pages of eight never reserve the 13th page.")
+
+
+@pytest.mark.xfail(strict=True, reason="WINS: _TEXT_NUMBER's (?![\\w]) skips '13th': guard records 0.25, the "
+                                       "forger picks the real member on 50/50 validation draws")
+def test_an_ordinal_in_the_instruction_is_read():
+    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
+    draws, wins, recorded = 50, 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True, instruction=ORDINAL)
+        picks = [real for value, real in _groups_of(plan)["test_pages_for_a_hundred_tokens"]
+                 if Decimal(value) == 13]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
+        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, ORDINAL))
+    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
