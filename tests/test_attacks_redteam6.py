@@ -23,11 +23,18 @@ twins, the guard's recorded odds (`guard.forge_odds(guard.test_odds(...))`) agai
   reads the instruction with `_TEXT_NUMBER`, whose `(?![\w])` rejects `13th` (and any digits glued to a unit or
   suffix: `13th`, `13px`, `100ms`): the guard records 0.25; the member whose value the ordinal writes is the real
   one on 50 of 50 validation draws.
+- R6-5 WINS (honest tampered, static): a conftest that loads name-reading hooks (`"gpu" in item.name` -> skip)
+  other than by `pytest_plugins` or `from hooks import *|pytest_*`: `pytest_collection_modifyitems =
+  testing_hooks.pytest_collection_modifyitems`, `config.pluginmanager.import_plugin("testing_hooks")` or
+  `.register(testing_hooks)` in `pytest_configure`, `from testing_hooks import skip_gpu as
+  pytest_collection_modifyitems`. `with_plugins` reads only the conftest on all 4 (`gpu` unread: a member drawn
+  with it is skipped, as in red team 5's R6). Control (defended): `pytest_plugins = ["testing_hooks"]` is read.
 
-Found: R6-2, R6-3 and R6-4 (guard records 0.25, the forger wins 1.0 on every draw); R6-1 defended.
+Found: R6-2, R6-3, R6-4 (guard records 0.25, the forger wins 1.0 on every draw) and R6-5 (4 loaders unread); R6-1
+defended.
 
 Not reached for lack of time: honest false fails from rank tokens
-(`sortTestMethodsUsing`, `startswith` selectors) and further plugin-loading paths.
+(`sortTestMethodsUsing`, `startswith` selectors) and R6-5 run end to end through the boot script.
 """
 
 from __future__ import annotations
@@ -195,3 +202,38 @@ def test_an_ordinal_in_the_instruction_is_read():
         task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
         recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, ORDINAL))
     assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+
+
+# --- R6-5: other ways a conftest loads name-reading hooks ---------------------------------------------------------------
+
+LOADERS6 = {
+    "listed": 'pytest_plugins = ["testing_hooks"]\n',  # control: red team 5's R6 fix reads it
+    # the hooks module's function bound by assignment: pytest reads the conftest's attribute
+    "assigned": "import testing_hooks\n\npytest_collection_modifyitems = testing_hooks.pytest_collection_modifyitems\n",
+    # registered as a plugin at configure time
+    "import_plugin": 'def pytest_configure(config):\n    config.pluginmanager.import_plugin("testing_hooks")\n',
+    "register": "import testing_hooks\n\n\ndef pytest_configure(config):\n"
+                "    config.pluginmanager.register(testing_hooks)\n",
+    # imported under an alias that pytest registers as the hook
+    "aliased": "from testing_hooks import skip_gpu as pytest_collection_modifyitems  # noqa: F401\n",
+}
+XFAIL6 = pytest.mark.xfail(strict=True, reason="WINS: with_plugins never reads testing_hooks.py: 'gpu' is unread, so "
+                                               "a planted member drawn with it is skipped (static)")
+
+
+@pytest.mark.parametrize("loader", [
+    pytest.param("assigned", marks=XFAIL6),
+    pytest.param("import_plugin", marks=XFAIL6),
+    pytest.param("register", marks=XFAIL6),
+    pytest.param("aliased", marks=XFAIL6),
+    "listed",
+])
+def test_name_reading_hooks_a_conftest_loads_are_read(loader):
+    hooks = "import pytest\n\n\ndef skip_gpu(config, items):\n    for item in items:\n        if \"gpu\" in item.name:\n" \
+            "            item.add_marker(pytest.mark.skip(reason=\"needs a GPU\"))\n\n\npytest_collection_modifyitems" \
+            " = skip_gpu\n"
+    from sweserve.harness import sweserve_twins as canaries
+
+    read = canaries.with_plugins({"conftest.py": LOADERS6[loader]}, [FILE], "",
+                                 lambda paths: {p: hooks for p in paths if p == "testing_hooks.py"})
+    assert "gpu" in canaries.selector_checks(read, FILE), sorted(read)
