@@ -236,8 +236,10 @@ def plugin_names(path: str, text: str) -> list[str]:
     `pytest_plugins` (a string, or a list or tuple of them) assigned anywhere in it (inside `try:`, under an
     `if`), and each module it imports hooks from (`from hooks import *`, `from .hooks import
     pytest_collection_modifyitems`: pytest registers them with the conftest), absolute or relative to its
-    folder; the standard library and pytest's own modules aside. Helpers a hook calls (`from util import
-    is_gpu`) are not followed."""
+    folder; each module whose hooks it registers (`pluginmanager.import_plugin("hooks")`, `register(hooks)`,
+    `pytest_collection_modifyitems = hooks.skip_gpu`, `from hooks import skip as pytest_...`); the standard
+    library and pytest's own modules aside. Helpers a hook calls (`from util import is_gpu`) are not
+    followed."""
     name = path.rpartition("/")[2]
     if name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
         where = text if path == "PYTEST_ADDOPTS" else "\n".join(_pytest_lines(text))
@@ -251,15 +253,38 @@ def plugin_names(path: str, text: str) -> list[str]:
     package = [p for p in path.split("/")[:-1] if p not in ("", ".")]
     outside = (set(getattr(sys, "stdlib_module_names", ())) - {"test", "tests"}) | _NOT_PLUGINS
     found: list[str] = []
-    for node in ast.walk(tree):
+    bound: dict[str, list[str]] = {}  # a name the module imports -> the modules it may come from
+    nodes = list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            bound.update({a.asname or a.name.split(".")[0]: [a.name if a.asname else a.name.split(".")[0]]
+                          for a in node.names})
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node, package)
+            if module:  # a submodule, or a name defined in the module
+                bound.update({a.asname or a.name: [f"{module}.{a.name}", module] for a in node.names if a.name != "*"})
+    hooked: set[str] = set()  # names whose hooks the module registers: `register(hooks)`, `x = hooks.pytest_...`
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and node.attr.startswith("pytest_") and isinstance(node.value, ast.Name):
+            hooked.add(node.value.id)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.startswith("pytest_")
+                                                  for t in node.targets):
+            hooked |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}  # `pytest_x = hooks.skip`
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            arg = node.args[0]
+            if node.func.attr in ("import_plugin", "consider_module") or node.func.attr == "register":
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.append(arg.value)
+                elif isinstance(arg, ast.Name):
+                    hooked.add(arg.id)
+    found += [module for name in sorted(hooked) for module in bound.get(name, [])]
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):  # hooks it brings into the module are registered with it
-            if not any(a.name == "*" or a.name.startswith("pytest_") for a in node.names):
+            if not any(a.name == "*" or (a.asname or a.name).startswith("pytest_") for a in node.names):
                 continue
-            if not node.level and node.module and node.module.split(".")[0] not in outside:
-                found.append(node.module)
-            elif 0 < node.level <= len(package) + 1:
-                module = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
-                found += [module] if module else []
+            module = _absolute(node, package)
+            if module and (node.level or module.split(".")[0] not in outside):
+                found.append(module)
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -269,6 +294,16 @@ def plugin_names(path: str, text: str) -> list[str]:
         items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
         found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
     return list(dict.fromkeys(found))
+
+
+def _absolute(node: ast.ImportFrom, package: list[str]) -> str | None:
+    """The module an import-from reads, as a dotted name from the root (a relative one from the importing
+    file's folder, `package`); None for one that climbs above the root."""
+    if not node.level:
+        return node.module
+    if node.level > len(package) + 1:
+        return None
+    return ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])]) or None
 
 
 def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "", options: str = "") -> list[str]:

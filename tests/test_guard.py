@@ -123,7 +123,8 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
     ({"test/test_aligned.py": "def test_aligned():\n    assert pages(104) == 13\n"}, 1.0),  # names the real one
     ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 12\n"}, 1 / 3),  # names a twin
     ({"tests/test_far.py": "X = [11, 12, 13, 14]\n"}, 0.25),  # writes every member: says nothing
-    ({"docs/notes.py": "PAGES = 13\n"}, 0.25),  # not a test file
+    ({"pkg/notes.py": "PAGES = 13\n"}, 1.0),  # the package's own source (red team 6, R6-3)
+    ({"docs/notes.md": "13 pages\n"}, 0.25),  # not a Python file
 ])
 def test_measure_reads_what_the_repositorys_other_test_files_write(tmp_path, other, odds):
     """Red team 5's R8: every test file of the repository is in the box; one that writes the real member's

@@ -17,11 +17,12 @@ and fail every twin, that is pick the real one out of its group. Per test, the o
   (which class goes with which words, learnt from the repository's tests: 0.73). They cost a forger a guess,
   but they are counted here as no guard at all, since no bound below 1 holds for every such group.
 
-A group no prior reads is bounded again by what the repository's other test files write (`repository_numbers`,
-all in the grade box): a forger betting on the members whose values some test file writes (or on those none
-does) wins 1/inside (1/outside) where the real one is inside (outside) that set (`_set_odds`), over the whole
-test tree and the hidden file's own folder; the set says nothing where it holds every member or none, as it
-mostly does for small values every test tree writes.
+A group no prior reads is bounded again by what the repository's other Python files write (`repository_numbers`,
+all in the grade box): a forger betting on the members whose values some file writes (or on those none does)
+wins 1/inside (1/outside) where the real one is inside (outside) that set (`_set_odds`), over the whole
+repository, its test files, and the test files of the hidden file's own folder; the set says nothing where it
+holds every member or none, as it mostly does for small values a whole repository writes. Validation draws
+groups all inside or all outside each set (`twins.unbalanced`).
 
 A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
 they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
@@ -181,25 +182,18 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
         return {f: text for f in files if (text := git.read(task.base_commit, f)) is not None}
 
 
-MAX_REPOSITORY_FILES = 5000  # test files read for `repository_numbers`, the hidden files' folders first
-
-
-def is_test_file(path: str) -> bool:
-    """A Python file a repository's tests live in: `test_*.py`, `*_test.py`, a conftest, or any Python file
-    under a folder named `test` or `tests`."""
-    folder, _, name = path.rpartition("/")
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-                                     or any(p in ("test", "tests") for p in folder.split("/")))
+MAX_REPOSITORY_FILES = 5000  # Python files read for `repository_numbers`, the hidden files' folders first
 
 
 def repository_numbers(clone: Path, task: Task, hidden: list[str]) -> dict[str, frozenset[Decimal]]:
-    """Each test file of the repository at the task's base, other than the hidden files -> the numbers it writes
+    """Each Python file of the repository at the task's base, other than the hidden files -> the numbers it writes
     (`twins.file_numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
-    == 13` tells a forger which member of a group checks the real value)."""
+    == 13` tells a forger which member of a group checks the real value; red team 6, R6-3: so does the
+    package's own docstring)."""
     folders = {f.rpartition("/")[0] for f in hidden}
     try:
         with Git(clone) as git:
-            paths = [p for p in git.tree_blobs(task.base_commit) if is_test_file(p)
+            paths = [p for p in git.tree_blobs(task.base_commit) if p.endswith(".py")
                      and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
             paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
             out = {}

@@ -913,6 +913,7 @@ def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
 
 
 _TEXT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+_DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")  # a run of digits whatever stands beside it
 
 
 _UNITS = {w: i for i, w in enumerate(
@@ -964,7 +965,7 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
     file wrote under another test's name, in a comment or a string) and every number the instruction writes,
     in digits or in words (`spelled_numbers`). `cls`, `name`: the test (the base file is read whole)."""
     out: set[Decimal] = set(spelled_numbers(instruction))
-    for token in _TEXT_NUMBER.findall(instruction):
+    for token in _TEXT_NUMBER.findall(instruction) + _DIGITS.findall(instruction):  # `13th`, `100ms` too
         try:
             out.add(Decimal(token))
         except ArithmeticError:
@@ -982,18 +983,30 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
     return frozenset(out)
 
 
+def is_test_file(path: str) -> bool:
+    """A Python file a repository's tests live in: `test_*.py`, `*_test.py`, a conftest, or any Python file
+    under a folder named `test` or `tests`."""
+    folder, _, name = path.rpartition("/")
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                                     or any(p in ("test", "tests") for p in folder.split("/")))
+
+
 def repository_priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -> list[frozenset[Decimal]]:
-    """The sets of values a forger may bet on from the repository's other test files (`repository`: each -> the
-    numbers it writes, `guard.repository_numbers`): those the whole test tree writes, and those the test files of
-    `file`'s own folder write."""
+    """The sets of values a forger may bet on from the repository's other Python files (`repository`: each -> the
+    numbers it writes, `guard.repository_numbers`): those every file writes (a docstring's `pages(100) -> 13` in
+    the package itself: red team 6, R6-3), those the test files write, and those the test files of `file`'s own
+    folder write."""
     folder = file.rpartition("/")[0]
     every: set[Decimal] = set()
+    tests: set[Decimal] = set()
     near: set[Decimal] = set()
     for path, numbers in repository.items():
         every |= numbers
-        if path.rpartition("/")[0] == folder:
-            near |= numbers
-    return [frozenset(every), frozenset(near)]
+        if is_test_file(path):
+            tests |= numbers
+            if path.rpartition("/")[0] == folder:
+                near |= numbers
+    return [frozenset(every), frozenset(tests), frozenset(near)]
 
 
 def unbalanced(value: int | float, priors: list[frozenset[Decimal]]) -> frozenset[Decimal]:
@@ -1545,11 +1558,12 @@ def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]
 
 
 MAX_DERIVED = 40  # numbers of one test combined pairwise (`derived`); a test writing more combines its first ones
+MAX_DERIVED_3 = 12  # numbers of one test summed three at a time, with either sign
 
 
 def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
     """What two of a test's numbers (or one taken twice) give by one step of arithmetic: their sum, difference,
-    product and, for whole numbers, quotient rounded down and up (`Pool(pages=100)`, `free() == 87`: `used ==
+    product and, for whole numbers, quotient rounded down and up, and what three give by adding or taking away (`Pool(pages=100)`, `free() == 87`: `used ==
     13` is 100 - 87; 100 tokens in pages of 8: 13). A forger computes them from the text every member shares, so
     a value among them is read off it as a value written there is (red team 5, R10)."""
     values = sorted(numbers)[:MAX_DERIVED]
@@ -1561,6 +1575,11 @@ def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
                 for x, y in ((int(a), int(b)), (int(b), int(a))):
                     if y:
                         out |= {Decimal(x // y), Decimal(-(-x // y))}
+    few = values[:MAX_DERIVED_3]  # two steps of adding or taking away (100 - 80 - 7 = 13: red team 6, R6-2)
+    for i, a in enumerate(few):
+        for j, b in enumerate(few[i:], i):
+            for c in few[j:]:
+                out |= {sa * a + sb * b + sc * c for sa in (1, -1) for sb in (1, -1) for sc in (1, -1)}
     return frozenset(out)
 
 
