@@ -272,7 +272,7 @@ def plugin_names(path: str, text: str) -> list[str]:
             hooked |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}  # `pytest_x = hooks.skip`
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             arg = node.args[0]
-            if node.func.attr in ("import_plugin", "consider_module") or node.func.attr == "register":
+            if node.func.attr in ("import_plugin", "consider_module", "register"):
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     found.append(arg.value)
                 elif isinstance(arg, ast.Name):

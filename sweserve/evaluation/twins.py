@@ -1563,9 +1563,10 @@ MAX_DERIVED_3 = 12  # numbers of one test summed three at a time, with either si
 
 def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
     """What two of a test's numbers (or one taken twice) give by one step of arithmetic: their sum, difference,
-    product and, for whole numbers, quotient rounded down and up, and what three give by adding or taking away (`Pool(pages=100)`, `free() == 87`: `used ==
-    13` is 100 - 87; 100 tokens in pages of 8: 13). A forger computes them from the text every member shares, so
-    a value among them is read off it as a value written there is (red team 5, R10)."""
+    product and, for whole numbers, quotient rounded down and up; and what three give by adding or taking away
+    (`Pool(pages=100)`, `free() == 87`: `used == 13` is 100 - 87; 100 tokens in pages of 8: 13; 100 - 80 - 7).
+    A forger computes them from the text every member shares, so a value among them is read off it as a value
+    written there is (red team 5, R10; red team 6, R6-2)."""
     values = sorted(numbers)[:MAX_DERIVED]
     out: set[Decimal] = set()
     for i, a in enumerate(values):
