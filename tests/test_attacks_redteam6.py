@@ -145,19 +145,25 @@ def _two_step(values: list[Decimal]) -> set[Decimal]:
     return out
 
 
+def _bet(source: str, graded: str, p2p: list[str], said: set[Decimal], draws: int, instruction: str = "",
+         repository: dict | None = None) -> tuple[float, float]:
+    """(how often a forger betting on the one member of `graded`'s group whose value is in `said` picks the real
+    one, the guard's mean recorded odds), on validation's own draws (`candidates=True`, the kept twins)."""
+    wins, recorded = 0, 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(_task(), {FILE: source}, seed=seed, candidates=True, instruction=instruction)
+        picks = [real for value, real in _groups_of(plan)[graded] if Decimal(value) in said]
+        wins += len(picks) == 1 and picks[0]
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
+        task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, {FILE: source}, {}, instruction, repository))
+    return wins / draws, recorded / draws
+
+
 def test_a_value_two_steps_of_arithmetic_give_does_not_name_the_real_member():
     others = [Decimal(v) for v in ("100", "80", "7")]  # the test's other integers, as the forger reads them
-    reach = _two_step(others)
-    draws, wins, recorded = 100, 0, 0.0
-    for seed in range(draws):
-        plan = twins.grading_plan(_task(), {FILE: TWO_STEPS}, seed=seed, candidates=True)
-        picks = [real for value, real in _groups_of(plan)["test_free_pages_after_two_reservations"]
-                 if Decimal(value) in reach]
-        wins += len(picks) == 1 and picks[0]
-        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_free_pages_after_two_reservations"]
-        task = _task(FAIL_TO_PASS=[TWO_F2P], twins=kept)
-        recorded += guard.forge_odds(guard.test_odds(task, {FILE: TWO_STEPS}, {}, ""))
-    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+    won, recorded = _bet(TWO_STEPS, TWO_F2P.rpartition("::")[2], [], _two_step(others), 100)
+    assert won <= recorded + 0.1, (won, recorded)
 
 
 # --- R6-3: a number in the repository's own (non-test) source ----------------------------------------------------------
@@ -176,17 +182,9 @@ def pages(tokens):
 def test_a_value_the_packages_own_source_writes_does_not_name_the_real_member():
     repository = {"pkg/thing.py": twins.file_numbers(PKG_SOURCE)}  # as `guard.measure` reads it in the clone
     written = {Decimal(x) for x in re.findall(r"\d+", PKG_SOURCE)}
-    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
-    draws, wins, recorded = 100, 0, 0.0
-    for seed in range(draws):
-        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True)
-        picks = [real for value, real in _groups_of(plan)["test_pages_for_a_hundred_tokens"]
-                 if Decimal(value) in written]
-        wins += len(picks) == 1 and picks[0]
-        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
-        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
-        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, "", repository))
-    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+    won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"], written,
+                         100, repository=repository)
+    assert won <= recorded + 0.1, (won, recorded)
 
 
 # --- R6-4: an ordinal in the instruction ---------------------------------------------------------------------
@@ -195,17 +193,9 @@ ORDINAL = ("Reserving pages rounds the wrong way: a hundred tokens in pages of e
 
 
 def test_an_ordinal_in_the_instruction_is_read():
-    f2p, p2p = f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"]
-    draws, wins, recorded = 50, 0, 0.0
-    for seed in range(draws):
-        plan = twins.grading_plan(_task(), {FILE: CPU_TEST}, seed=seed, candidates=True, instruction=ORDINAL)
-        picks = [real for value, real in _groups_of(plan)["test_pages_for_a_hundred_tokens"]
-                 if Decimal(value) == 13]
-        wins += len(picks) == 1 and picks[0]
-        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_pages_for_a_hundred_tokens"]
-        task = _task(FAIL_TO_PASS=[f2p], PASS_TO_PASS=p2p, twins=kept)
-        recorded += guard.forge_odds(guard.test_odds(task, {FILE: CPU_TEST}, {}, ORDINAL))
-    assert wins / draws <= recorded / draws + 0.1, (wins / draws, recorded / draws)
+    won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
+                         {Decimal(13)}, 50, instruction=ORDINAL)
+    assert won <= recorded + 0.1, (won, recorded)
 
 
 # --- R6-5: other ways a conftest loads name-reading hooks ---------------------------------------------------------------
