@@ -290,7 +290,7 @@ def oversize_finding(problem: str, fail_to_pass: list[str]) -> str | None:
 _DEF_OR_CLASS = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 # snake_case, _private, CamelCase, UPPER_CASE
-_CODEY = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[A-Za-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
+CODE_NAME = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[A-Za-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
 
 
 def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
@@ -329,7 +329,7 @@ def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
                 continue  # a new function's body, or module-level code
             # a method whose def is above the hunk (the header names only its class): the class stands for it
             words = out.setdefault((stem, cls, funcs[-1][2] if funcs else ""), set())
-            words.update(w for w in _IDENT.findall(text) if _CODEY.match(w))
+            words.update(w for w in _IDENT.findall(text) if CODE_NAME.match(w))
     return out
 
 
@@ -361,7 +361,7 @@ def unstated_behaviour(oracle_patch: str, tests_patch: str, instruction: str,
     reached = {}
     words = _f2p_words(tests_patch, test_files)
     for (stem, cls, fn), body in changed_bodies(oracle_patch).items():
-        if (fn and fn in words and _CODEY.match(fn)) or (cls and cls in words and (
+        if (fn and fn in words and CODE_NAME.match(fn)) or (cls and cls in words and (
                 fn in ("", "__init__") or fn in words or not fn.startswith("_"))):
             reached[(stem, cls, fn)] = body
     if not reached:

@@ -2,7 +2,10 @@
 
 A statement leaks when it repeats a line the oracle or the hidden tests add (a solution pasted into
 the issue, an expected value copied from an assert), or names a hidden test function, test class or
-test file (an instruction that lists the tests to write). Pure text comparison: no repository needed.
+test file (an instruction that lists the tests to write); when it prescribes the change component by
+component (a recipe); or when it maps the fix: it names, as code, many of the existing functions whose
+bodies the oracle changes, across files (a changelog that lists every call site to switch). Pure text
+comparison: no repository needed.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
+from sweserve.dataset.gaps import CODE_NAME, changed_bodies
 from sweserve.dataset.patches import section_paths, split_sections
 
 MIN_LINE_CHARS = 30  # shorter lines ("return None", "self.x = x") are too common to count as a copy
@@ -84,7 +88,57 @@ def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[s
                         + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
     if (recipe := recipe_finding(statement, oracle_patch)):
         findings.append(recipe)
+    if (sites := mapped_sites(statement, oracle_patch)):
+        findings.append(f"statement maps the fix: it names {len(sites)} of the functions the oracle changes, "
+                        f"in {len({f for f, _ in sites})} files: " + ", ".join(f"`{n}`" for _, n in sites[:5])
+                        + (f" and {len(sites) - 5} more" if len(sites) > 5 else ""))
     return findings
+
+
+# ---------------------------------------------------------------------------------------------- fix maps
+# A changelog can give the fix away without a recipe's shape: "X.alloc(reqs) now reuses …", "the explicit free in
+# Scheduler.get_next_batch_to_run is removed", "all call sites (A.b, C.d, E.f) are switched". What the oracle
+# changes is where the work is: finding those places is the task. A problem names one or two of them (where
+# it crashes, what returns the wrong value); a statement that names many, across files, has handed over the
+# map. Measured on 175 mined sglang-jax tasks: the 7 statements naming 4 or more changed functions in 2 or
+# more files are all squash or commit logs that describe the implementation (docs/real-repos.md).
+MIN_MAPPED_SITES = 4
+MIN_MAPPED_FILES = 2
+
+
+def _code_named(name: str, text: str) -> bool:
+    """The name is in text as code: a name that can only be code (snake_case, CamelCase, _private) as a word;
+    a plain word (`free`, `reset`) only backticked, after a dot (`pool.free`) or called (`free(`)."""
+    if name not in text:
+        return False
+    if CODE_NAME.match(name):
+        return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+    return re.search(rf"`{re.escape(name)}\b|\.{re.escape(name)}\b|(?<![\w.]){re.escape(name)}\(", text) is not None
+
+
+
+def mapped_sites(statement: str, oracle_patch: str) -> list[tuple[str, str]]:
+    """(file stem, name) of each existing function or class whose body the oracle changes that the statement's
+    problem text names as code, when they are at least MIN_MAPPED_SITES across MIN_MAPPED_FILES files (else
+    empty). A method is named by its own name, or, for a dunder (`__call__`), by its class's."""
+    if not oracle_patch.strip():
+        return []
+    problem = _problem_text(statement)
+    found: dict[tuple[str, str], None] = {}
+    for (stem, cls, fn) in changed_bodies(oracle_patch):
+        name = fn if fn and not (fn.startswith("__") and fn.endswith("__")) else cls
+        if name and len(name) > 3 and _code_named(name, problem):
+            found[(stem, name)] = None
+    sites = list(found)
+    if len({n for _, n in sites}) < MIN_MAPPED_SITES or len({f for f, _ in sites}) < MIN_MAPPED_FILES:
+        return []
+    return sites
+
+
+def _problem_text(statement: str) -> str:
+    """The statement without its Requirements and interface sections (they say what must hold, by name)."""
+    return re.split(r"^#+\s*(?:Requirements|New interfaces)\b|<!-- sweserve:interface", statement,
+                    maxsplit=1, flags=re.MULTILINE)[0]
 
 
 # ------------------------------------------------------------------------------------------------ recipes
@@ -202,8 +256,7 @@ def recipe_steps(statement: str, oracle_patch: str) -> list[str]:
     must hold) that prescribe the change component by component."""
     if not oracle_patch.strip():
         return []
-    problem = re.split(r"^#+\s*(?:Requirements|New interfaces)\b|<!-- sweserve:interface", statement,
-                       maxsplit=1, flags=re.MULTILINE)[0]
+    problem = _problem_text(statement)
     steps = []
     paragraph: list[str] = []
     for line in problem.splitlines() + [""]:
