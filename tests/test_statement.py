@@ -48,6 +48,19 @@ def test_squash_subcommit_list_and_coauthors_are_dropped():
     assert kept == "The scheduler never releases aborted prefixes."
 
 
+def test_pasted_git_log_headers_are_not_a_statement():
+    # a squash message that is only `git log` output: hashes, authors, dates
+    body = "".join(f"commit {h * 40}\nAuthor: Dev {h} <dev{h}@example.com>\nDate:   Fri Jan 16 21:33:19 2026 +0800\n\n"
+                   for h in "0123456789abcdef")
+    st = build_statement("Moe quantization rebase", body)
+    assert st.quality.statement_source == "title_only" and st.text == "# Moe quantization rebase\n"
+    assert {p.why for p in st.quality.parts} == {"git log header"}
+    # prose that mentions a commit or a date stays
+    prose = ("The scheduler frees a slot twice since commit 1a2b3c4d; the date: field of the log is wrong too.\n\n"
+             "Author: the request's owner must release it.")
+    assert "since commit 1a2b3c4d" in build_statement("Fix double free", prose).text
+
+
 def test_linked_issue_text_comes_first():
     issue = IssueInfo(repo=REPO, number=8331, kind="closes", title="[Bug] radix cache locks leak on abort",
                       body=BUG_ISSUE)
