@@ -236,3 +236,25 @@ def test_a_value_the_repository_writes_alone_around_it_leaves_no_strong_site():
     repository = {"test/test_aligned.py": frozenset({Decimal(104), Decimal(13), Decimal(4)})}
     near = twins._near(twins.sites(fn), twins.unbalanced(13, twins.repository_priors(FILE, repository)), fn)
     assert twins.strong_sites(twins.sites(fn), near) == []
+
+
+def test_the_numbers_cache_reads_each_blob_once_across_tasks(tmp_path, monkeypatch):
+    """`tasks guard` and validation measure many tasks of one clone: a file unchanged between their base commits
+    is read and scanned once (`NumbersCache`), and what each task gets is what a fresh read gives."""
+    repo, bundle = clone_task(tmp_path, {"pkg/a.py": "A = 104\n", "pkg/b.py": "B = 96\n"})
+    fresh = guard.repository_numbers(repo, bundle.task, [FILE])
+    (repo / "pkg" / "b.py").write_text("B = 97\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "next"], check=True)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    later = bundle.task.model_copy(update={"base_commit": head})
+    read: list[str] = []
+    real_read = guard.Git.read_blob
+    monkeypatch.setattr(guard.Git, "read_blob", lambda self, blob: read.append(blob) or real_read(self, blob))
+    cache = guard.NumbersCache()
+    assert guard.repository_numbers(repo, bundle.task, [FILE], cache) == fresh
+    first = len(read)
+    second = guard.repository_numbers(repo, later, [FILE], cache)
+    assert len(read) == first + 1  # only pkg/b.py changed
+    assert second["pkg/b.py"] == frozenset({Decimal(97)}) and second["pkg/a.py"] == fresh["pkg/a.py"]
+    assert guard.measure(repo, bundle, cache=cache) == guard.measure(repo, bundle)

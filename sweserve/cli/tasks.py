@@ -111,10 +111,11 @@ def lint(args, console: Console) -> int:
     reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write, search=search)
                for b in bundles]
     if args.write:  # a section lint wrote may write numbers a forger reads: the odds are measured for it
-        from sweserve.evaluation.guard import measure_if_stale
+        from sweserve.evaluation.guard import NumbersCache, measure_if_stale
 
+        cache = NumbersCache()  # tasks of one repository share most files: each is read once
         for b in bundles:
-            measure_if_stale(tasks_dir / b.task.task_id, clone_of(args, b.task.repo))
+            measure_if_stale(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), cache)
     if args.json:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
     else:
@@ -150,9 +151,10 @@ def guard(args, console: Console) -> int:
         console.print(f"{len(args.task_ids) - len(bundles)} of the named tasks are not valid: nothing to measure")
     search = ConfigSearch.for_project(args.state_dir)
     rows: list[dict[str, Any]] = []
+    cache = forge.NumbersCache()  # tasks of one repository share most files: each is read once
     for b in bundles:
         task = b.task
-        odds, per = forge.measure(clone_of(args, task.repo), b)
+        odds, per = forge.measure(clone_of(args, task.repo), b, cache=cache)
         bound = load_profile(task.profile, search).max_forge_odds
         twinned = {t.test for t in task.twins}
         rows.append({"task_id": task.task_id, "fail_to_pass": len(per),

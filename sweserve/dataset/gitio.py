@@ -214,10 +214,20 @@ class Git:
     def read_bytes(self, commit: str, path: str) -> bytes | None:
         if "\n" in path:
             return None
+        return self._object(f"{commit}:{path}", f"cannot read {path} at {commit[:12]}")
+
+    def read_blob(self, blob: str) -> str | None:
+        """The text of a blob by its id (`tree_blobs` gives them), None when it is not there."""
+        if not blob or "\n" in blob:
+            return None
+        data = self._object(blob, f"cannot read blob {blob[:12]}")
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def _object(self, spec: str, failure: str) -> bytes | None:
         cat, errors = self._cat_process()
         seen = errors.tell()
         try:
-            cat.stdin.write(f"{commit}:{path}\n".encode())
+            cat.stdin.write(f"{spec}\n".encode())
             cat.stdin.flush()
             header = cat.stdout.readline().decode()
             parts = header.split()
@@ -232,7 +242,7 @@ class Git:
                 raise BrokenPipeError
         except (BrokenPipeError, ValueError, OSError):
             self.close()
-            raise GitError(self._errors_since(errors, seen) or f"cannot read {path} at {commit[:12]}") from None
+            raise GitError(self._errors_since(errors, seen) or failure) from None
         # cat-file answers "missing" for an object it cannot unpack too, and says why on stderr
         if (why := self._errors_since(errors, seen)):
             raise GitError(why)

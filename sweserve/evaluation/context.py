@@ -8,7 +8,7 @@ reaps the run's sandboxes. Nothing here names a container engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -18,6 +18,7 @@ from sweserve.dataset.profiles import RepoProfile
 from sweserve.dataset.project import Project, ProjectSpec, TaskInputs
 from sweserve.environment.host import Host, HostSpec, new_run_id, open_host
 from sweserve.environment.sandbox import Sandbox
+from sweserve.evaluation.guard import NumbersCache
 from sweserve.models import Resources, Task, TaskBundle
 
 
@@ -34,6 +35,7 @@ class Context:
     host: Host
     project: Project
     results_run_id: str | None = None  # a second agent of one command records a run of its own (see run_id)
+    numbers: NumbersCache = field(default_factory=NumbersCache)  # the numbers repository files write, by blob
 
     @classmethod
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,

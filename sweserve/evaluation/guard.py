@@ -151,7 +151,7 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
 
 
-def measure_if_stale(task_dir: Path, clone: Path) -> Task:
+def measure_if_stale(task_dir: Path, clone: Path, cache: NumbersCache | None = None) -> Task:
     """The task in `task_dir`, its forge odds measured again (and saved, with its readiness) when they were
     measured with another instruction than its instruction.md: lint's interface section, written after
     validation, writes numbers a forger reads too (`readiness.stale_odds`)."""
@@ -159,7 +159,7 @@ def measure_if_stale(task_dir: Path, clone: Path) -> Task:
     task = bundle.task
     if task.validation is not None and stale_odds(task, bundle.instruction):
         try:
-            task.validation.forge_odds = measure(clone, bundle)[0]
+            task.validation.forge_odds = measure(clone, bundle, cache=cache)[0]
             task.validation.forge_odds_instruction = instruction_digest(bundle.instruction)
         except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
             task.validation.forge_odds = task.validation.forge_odds_instruction = None
@@ -185,29 +185,49 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
 MAX_REPOSITORY_FILES = 5000  # Python files read for `repository_numbers`, the hidden files' folders first
 
 
-def repository_numbers(clone: Path, task: Task, hidden: list[str]) -> dict[str, frozenset[Decimal]]:
+class NumbersCache:
+    """The numbers each blob writes (`twins.file_numbers`), by blob id: tasks of one repository share most of
+    their files across base commits, so a run over many tasks reads and scans each file once, not once per
+    task (benchmarks/repository_numbers.py). One per command run; not shared between processes."""
+
+    def __init__(self) -> None:
+        self.by_blob: dict[str, frozenset[Decimal]] = {}
+
+    def numbers(self, git: Git, blob: str) -> frozenset[Decimal] | None:
+        if (found := self.by_blob.get(blob)) is None:
+            text = git.read_blob(blob)
+            if text is None:
+                return None
+            found = self.by_blob[blob] = twins.file_numbers(text)
+        return found
+
+
+def repository_numbers(clone: Path, task: Task, hidden: list[str],
+                       cache: NumbersCache | None = None) -> dict[str, frozenset[Decimal]]:
     """Each Python file of the repository at the task's base, other than the hidden files -> the numbers it writes
     (`twins.file_numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
     == 13` tells a forger which member of a group checks the real value; red team 6, R6-3: so does the
-    package's own docstring)."""
+    package's own docstring). `cache`: blobs read for earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
+    cache = cache if cache is not None else NumbersCache()
     try:
         with Git(clone) as git:
-            paths = [p for p in git.tree_blobs(task.base_commit) if p.endswith(".py")
+            blobs = git.tree_blobs(task.base_commit)
+            paths = [p for p in blobs if p.endswith(".py")
                      and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
             paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
             out = {}
             for path in paths[:MAX_REPOSITORY_FILES]:
-                text = git.read(task.base_commit, path)
-                if text is not None:
-                    out[path] = twins.file_numbers(text)
+                numbers = cache.numbers(git, blobs[path])
+                if numbers is not None:
+                    out[path] = numbers
     except GitError as exc:
         raise SweserveError(f"{clone}: cannot read the test files at {task.base_commit[:12]}: {exc}") from None
     return out
 
 
-def measure(clone: Path, bundle: TaskBundle,
-            repository: Mapping[str, frozenset[Decimal]] | None = None) -> tuple[float, dict[str, float]]:
+def measure(clone: Path, bundle: TaskBundle, repository: Mapping[str, frozenset[Decimal]] | None = None,
+            cache: NumbersCache | None = None) -> tuple[float, dict[str, float]]:
     """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
     the clone: base + tests.patch, base, and the repository's other test files at base (`repository`, where
     the caller read them already: `repository_numbers`)."""
@@ -215,7 +235,7 @@ def measure(clone: Path, bundle: TaskBundle,
 
     sources = hidden_sources(clone, bundle)
     if repository is None:
-        repository = repository_numbers(clone, bundle.task, list(sources))
+        repository = repository_numbers(clone, bundle.task, list(sources), cache)
     per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
                          repository)
     return forge_odds(per_test), per_test

@@ -182,11 +182,11 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
     return f2p, p2p
 
 
-def _repository(clone: Path, bundle: TaskBundle) -> Mapping[str, frozenset[Decimal]] | None:
+def _repository(clone: Path, bundle: TaskBundle, cache: guard.NumbersCache) -> Mapping[str, frozenset[Decimal]] | None:
     """`guard.repository_numbers` for the task (None where the clone cannot show its base: the guard then reads
     it again, and fails there, unmeasured)."""
     try:
-        return guard.repository_numbers(clone, bundle.task, list(bundle.task.test.files))
+        return guard.repository_numbers(clone, bundle.task, list(bundle.task.test.files), cache)
     except SweserveError:
         return None
 
@@ -207,7 +207,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             # reliably from the task's own requirements failing to install, so it is never a verdict
             inputs = ctx.inputs(bundle)
             if inputs.clone is not None:  # what the repository's other test files write: candidate values keep
-                inputs = replace(inputs, repository=_repository(inputs.clone, bundle))  # balanced against it
+                inputs = replace(inputs, repository=_repository(inputs.clone, bundle, ctx.numbers))  # balanced against it
             image = ctx.image(inputs)
             seed = secrets.randbits(64)  # one grading plan for both states: the same twin candidates in each
             before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
