@@ -1,0 +1,329 @@
+r"""A seventh red team's attacks on planting (rank tokens, renaming) and the guard's priors.
+
+Each test asserts the defended behaviour: it FAILS when the attack wins. Attacks that win today are marked
+`xfail(strict=True)` with what they do. Plans are drawn with fixed seeds, so each verdict is reproducible. Honest
+runs are the oracle's code (`PAGES_ORACLE`) run by the real boot script (`tests.test_attacks_twins._run`); forge
+odds are measured on validation's own draws (`candidates=True`) against the guard's recorded odds, as red team 6's
+`_bet` does.
+
+SUMMARY
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sweserve.evaluation import twins
+from sweserve.harness import sweserve_twins as canaries
+from sweserve.models import Twin
+from tests.test_attacks_redteam4 import PAGES_ORACLE, POOL_ORACLE, _verdict
+from tests.test_attacks_redteam5 import GPU_SKIPPED, _as_written, _honest, _twinned
+from tests.test_attacks_twins import FILE, _run, _task
+
+
+def _at_validation(tmp_path, source: str, test: str, code: str = PAGES_ORACLE, extra: dict[str, str] | None = None,
+                   selectors: dict[str, str] | None = None, seed: int = 0) -> str | None:
+    """The outcome of the real member of `test` (`Class::name` or `name`) in validation's first look (every test
+    planted, `candidates=True`) with `code`: "failed" means validation would not call it FAIL_TO_PASS (a signal)."""
+    plan = twins.grading_plan(_task(), {FILE: source}, seed=seed, candidates=True, selectors=selectors)
+    plan.texts.update(extra or {})
+    return _run(tmp_path, plan, code).outcomes.get(f"{FILE}::{test}")
+
+
+# --- R7-1: a test that calls another graded test by name ------------------------------------------------------------
+
+CALLS_BY_NAME = '''from pkg.thing import pages
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_twice():
+    test_pages_for_a_hundred_tokens()
+    assert pages(200) == 25
+'''
+CALLS_BY_SELF = '''import unittest
+
+from pkg.thing import pages
+
+
+class TestPages(unittest.TestCase):
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(100), 13)
+
+    def test_pages_twice(self):
+        self.test_pages_for_a_hundred_tokens()
+        self.assertEqual(pages(200), 25)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="R7-1: a graded test called by name from another test is renamed away "
+                                       "(NameError/AttributeError): the caller fails under the oracle on every draw")
+@pytest.mark.parametrize("style", ["function", "method"])
+def test_a_test_calling_another_graded_test_by_name_still_passes(tmp_path, style):
+    source, prefix = (CALLS_BY_NAME, "") if style == "function" else (CALLS_BY_SELF, "TestPages::")
+    task = _twinned(f"{FILE}::{prefix}test_pages_twice", [f"{FILE}::{prefix}test_pages_for_a_hundred_tokens"])
+    assert _as_written(tmp_path, task, source, PAGES_ORACLE) == "resolved"
+    # validation notices: the caller's real member fails with the oracle, so it is never FAIL_TO_PASS (coverage lost)
+    assert _at_validation(tmp_path, source, f"{prefix}test_pages_twice") == "failed"
+    verdicts = _honest(tmp_path, task, source, PAGES_ORACLE, 4)
+    assert verdicts == ["resolved"] * 4, verdicts
+
+
+# --- R7-2: the module names a test function: an alias, `__test__ = False` ---------------------------------------------
+
+ALIASED = '''from pkg.thing import pages
+
+
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+
+
+test_pages_for_a_hundred_tokens_again = test_pages_for_a_hundred_tokens
+'''
+NOT_COLLECTED = '''from pkg.thing import pages
+
+
+def test_helper_pages(tokens):
+    return pages(tokens)
+
+
+test_helper_pages.__test__ = False
+
+
+def test_pages_for_a_hundred_tokens():
+    assert test_helper_pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="R7-2: a module-level statement naming a test function (an alias, "
+                                       "`f.__test__ = False`) raises NameError once the def is renamed: the file "
+                                       "does not import in validation's first look (alias: nor at grading), the "
+                                       "task ungradable")
+@pytest.mark.parametrize("source", [ALIASED, NOT_COLLECTED], ids=["alias", "dunder-test"])
+def test_a_module_statement_naming_a_test_keeps_the_file_importable(tmp_path, source):
+    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    assert _as_written(tmp_path, task, source, PAGES_ORACLE) == "resolved"
+    # validation's first look plants every test, the helper too: the module does not import, even the untouched
+    # test's real member is missing or failed with the oracle, so validation finds no FAIL_TO_PASS (a signal)
+    seen = _at_validation(tmp_path, source, "test_pages_for_nothing")
+    verdicts = _honest(tmp_path, task, source, PAGES_ORACLE, 3)  # the alias: grading fails the oracle too
+    assert seen == "passed" and verdicts == ["resolved"] * 3, (seen, verdicts)
+
+
+# --- R7-3: a conftest that reads where in a name a word stands ---------------------------------------------------------
+
+EXACT_TEST = '''from pkg.thing import pages
+
+
+def test_exact_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+EXACT_ORACLE = ("import os\n\n\ndef pages(n, size=8, device=None):\n"
+                "    return -(-n // size) if os.environ.get('PKG_EXACT') else n // size\n")
+EXACT_CONFTESTS = {
+    # pytest's own idiom for a family of tests: equip those whose name opens with a prefix
+    "anchored-regex": 'import re\n\nimport pytest\n\nEXACT = re.compile(r"^test_(exact|strict)_")\n\n\n'
+                      '@pytest.fixture(autouse=True)\ndef _exact_rounding(request, monkeypatch):\n'
+                      '    if EXACT.match(request.node.name):\n        monkeypatch.setenv("PKG_EXACT", "1")\n',
+    "split": 'import pytest\n\n\n@pytest.fixture(autouse=True)\ndef _exact_rounding(request, monkeypatch):\n'
+             '    if request.node.name.split("_")[1] in ("exact", "strict"):\n'
+             '        monkeypatch.setenv("PKG_EXACT", "1")\n',
+    # control: the prefix written whole is a joined literal, so the name keeps it (unranked fallback)
+    "startswith": 'import pytest\n\n\n@pytest.fixture(autouse=True)\ndef _exact_rounding(request, monkeypatch):\n'
+                  '    if request.node.name.startswith("test_exact"):\n        monkeypatch.setenv("PKG_EXACT", "1")\n',
+}
+
+
+@pytest.mark.parametrize("conftest", [
+    pytest.param("anchored-regex", marks=pytest.mark.xfail(strict=True, reason=(
+        "R7-3: `^test_(exact|strict)_` matches the real name; every planted one opens `test_<rank>_`, so the "
+        "fixture the conftest gives by prefix is never given: the oracle fails on every draw"))),
+    pytest.param("split", marks=pytest.mark.xfail(strict=True, reason=(
+        "R7-3: `name.split('_')[1]` reads the rank token on every planted name"))),
+    "startswith",
+])
+def test_a_conftest_equipping_tests_by_name_prefix_still_equips_them(tmp_path, conftest):
+    task = _twinned(f"{FILE}::test_exact_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    extra = {"conftest.py": EXACT_CONFTESTS[conftest]}
+    assert _as_written(tmp_path, task, EXACT_TEST, EXACT_ORACLE, extra) == "resolved"
+    verdicts = _honest(tmp_path, task, EXACT_TEST, EXACT_ORACLE, 4, extra, extra)
+    assert verdicts == ["resolved"] * 4, verdicts
+
+
+# --- R7-4: the words a name-based selection reads, from a helper constant or a data file ---------------------------------
+
+ACCELERATOR_HOOK = ('\n\ndef pytest_collection_modifyitems(config, items):\n    for item in items:\n'
+                    '        if any(word in item.name for word in GPU_WORDS):\n'
+                    '            item.add_marker(pytest.mark.skip(reason="needs an accelerator"))\n')
+WORD_SOURCES = {
+    # the words live in a helper module the conftest imports a constant from (not hooks: never followed)
+    "helper-constant": ("import pytest\n\nfrom testing_utils import GPU_WORDS\n" + ACCELERATOR_HOOK,
+                        {"testing_utils.py": 'GPU_WORDS = ("gpu", "cuda")\n'}),
+    # the words live in a data file beside the conftest (never read)
+    "data-file": ("import json\nfrom pathlib import Path\n\nimport pytest\n\n"
+                  'GPU_WORDS = json.loads((Path(__file__).parent / "accelerators.json").read_text())\n'
+                  + ACCELERATOR_HOOK, {"accelerators.json": '["gpu", "cuda"]\n'}),
+}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-4: a selector's words read from a helper module's constant or a data file are not read: `gpu` stays in "
+    "the pool, a planted canary or twin drawn with it is skipped: `tampered` per draw (the worst kind: "
+    "validation's runs pass with (1-p)^runs)"))
+@pytest.mark.parametrize("where", sorted(WORD_SOURCES))
+def test_words_a_conftest_reads_from_elsewhere_never_skip_a_planted_member(tmp_path, where):
+    conftest, files = WORD_SOURCES[where]
+    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    extra = {"conftest.py": conftest, **files}
+    assert _as_written(tmp_path, task, GPU_SKIPPED, PAGES_ORACLE, extra) == "resolved"
+    selectors = canaries.with_plugins({"conftest.py": conftest}, [FILE], "", lambda paths: {
+        p: t for p, t in files.items() if p in paths})  # as grading reads the tree
+    verdicts = _honest(tmp_path, task, GPU_SKIPPED, PAGES_ORACLE, 12, extra, selectors)
+    assert verdicts == ["resolved"] * 12, ("gpu" in canaries.selector_checks(selectors, FILE), verdicts)
+
+
+# --- R7-5: unittest's loader sorting by another key than the name -------------------------------------------------------
+
+LOADER_ORDERS = {
+    # a cmp that sorts by length (the class's tests were named to run shortest first)
+    "by-length": "unittest.TestLoader.sortTestMethodsUsing = staticmethod(lambda a, b: len(a) - len(b) or "
+                 "(a > b) - (a < b))\n",
+    # control: definition order, read from the class (the planted groups keep the file's order)
+    "definition": "unittest.TestLoader.sortTestMethodsUsing = staticmethod(lambda a, b: "
+                  "list(TestPoolLifecycle.__dict__).index(a) - list(TestPoolLifecycle.__dict__).index(b))\n",
+}
+LOADER_TEST = '''import unittest
+
+from pkg.thing import Pool
+
+
+class TestPoolLifecycle(unittest.TestCase):
+    shared = {}
+
+    def test_create(self):
+        self.shared["pool"] = Pool(100)
+        self.assertEqual(self.shared["pool"].name, "main")
+
+    def test_a_pages(self):
+        self.assertEqual(self.shared["pool"].pages(), 13)
+
+
+'''
+
+
+@pytest.mark.parametrize("order", [
+    pytest.param("by-length", marks=pytest.mark.xfail(strict=True, reason=(
+        "R7-5: a loader cmp by length runs planted names in an order their drawn words decide: the test relying "
+        "on `test_create` runs first on some draws (per-draw false fail)"))),
+    "definition",
+])
+def test_a_loader_sorting_test_methods_its_own_way_keeps_the_order(tmp_path, order):
+    source = LOADER_TEST + LOADER_ORDERS[order]
+    graded = f"{FILE}::TestPoolLifecycle::test_a_pages"
+    task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::TestPoolLifecycle::test_create"],
+                 twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    assert _as_written(tmp_path, task, source, POOL_ORACLE) == "resolved"
+    verdicts = _honest(tmp_path, task, source, POOL_ORACLE, 10)
+    assert verdicts == ["resolved"] * 10, verdicts
+
+
+# --- R7-6: a test reading its own name to find its data ---------------------------------------------------------------
+
+OWN_DATA = '''import json
+from pathlib import Path
+
+from pkg.thing import pages
+
+
+def _case(request):
+    return json.loads((Path(__file__).parent / "cases" / f"{request.node.name}.json").read_text())
+
+
+def test_pages_for_a_hundred_tokens(request):
+    assert pages(_case(request)["tokens"]) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-6: a test that opens a data file named after `request.node.name` finds none under its planted name: the "
+    "oracle fails on every draw (validation notices: never FAIL_TO_PASS)"))
+def test_a_test_finding_its_data_by_its_own_name_still_finds_it(tmp_path):
+    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    extra = {"test/cases/test_pages_for_a_hundred_tokens.json": '{"tokens": 100}\n'}
+    assert _as_written(tmp_path, task, OWN_DATA, PAGES_ORACLE, extra) == "resolved"
+    assert _at_validation(tmp_path, OWN_DATA, "test_pages_for_a_hundred_tokens", extra=extra) == "failed"
+    verdicts = _honest(tmp_path, task, OWN_DATA, PAGES_ORACLE, 3, extra)
+    assert verdicts == ["resolved"] * 3, verdicts
+
+
+# --- R7-7: a mark naming the test it depends on (pytest-dependency's `depends=`) --------------------------------------
+
+# pytest-dependency's semantics in a conftest (the plugin is not installed here): a test whose `depends` names a test
+# that has not passed is skipped
+DEPENDENCY_CONFTEST = '''import pytest
+
+_passed = set()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "dependency(depends): run after these tests passed")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.passed:
+        _passed.add(item.name)
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("dependency")
+    for name in marker.kwargs.get("depends", []) if marker else []:
+        if name not in _passed:
+            pytest.skip(f"depends on {name}")
+'''
+DEPENDS = '''import pytest
+
+from pkg.thing import pages
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+
+
+@pytest.mark.dependency(depends=["test_pages_for_nothing"])
+def test_pages_for_a_hundred_tokens():
+    assert pages(100) == 13
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-7: `depends=['test_pages_for_nothing']` names a test planted under another name: the dependant is "
+    "skipped on every draw (validation notices: never FAIL_TO_PASS)"))
+def test_a_test_depending_on_another_by_name_still_runs(tmp_path):
+    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    extra = {"conftest.py": DEPENDENCY_CONFTEST}
+    assert _as_written(tmp_path, task, DEPENDS, PAGES_ORACLE, extra) == "resolved"
+    assert _at_validation(tmp_path, DEPENDS, "test_pages_for_a_hundred_tokens", extra=extra, selectors=extra) in (
+        "failed", "skipped")
+    verdicts = _honest(tmp_path, task, DEPENDS, PAGES_ORACLE, 3, extra, extra)
+    assert verdicts == ["resolved"] * 3, verdicts
