@@ -11,13 +11,18 @@ SUMMARY
 
 from __future__ import annotations
 
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
 import pytest
 
-from sweserve.evaluation import twins
+from sweserve.evaluation import guard, twins
 from sweserve.harness import sweserve_twins as canaries
 from sweserve.models import Twin
-from tests.test_attacks_redteam4 import PAGES_ORACLE, POOL_ORACLE, _verdict
+from tests.test_attacks_redteam4 import CPU_TEST, PAGES_ORACLE, POOL_ORACLE
 from tests.test_attacks_redteam5 import GPU_SKIPPED, _as_written, _honest, _twinned
+from tests.test_attacks_redteam6 import _bet
 from tests.test_attacks_twins import FILE, _run, _task
 
 
@@ -327,3 +332,106 @@ def test_a_test_depending_on_another_by_name_still_runs(tmp_path):
         "failed", "skipped")
     verdicts = _honest(tmp_path, task, DEPENDS, PAGES_ORACLE, 3, extra, extra)
     assert verdicts == ["resolved"] * 3, verdicts
+
+
+# --- R7-8..R7-10: priors the guard does not read ------------------------------------------------------------------------
+
+def _clone(tmp_path, files: dict[str, str]) -> tuple[Path, str]:
+    """A git repository holding `files` at one commit (the task's base): what `guard.repository_numbers` reads."""
+    root = tmp_path / "clone"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git = ["git", "-C", str(root), "-c", "user.name=r7", "-c", "user.email=r7@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    return root, head
+
+
+def _repository(tmp_path, files: dict[str, str]) -> dict[str, frozenset[Decimal]]:
+    """What the guard reads of the repository's other files at base (`guard.repository_numbers`, as `measure` calls
+    it)."""
+    clone, head = _clone(tmp_path, files)
+    return guard.repository_numbers(clone, _task().model_copy(update={"base_commit": head}), [FILE])
+
+
+# R7-8: one step of arithmetic over what the file writes outside the test (a fixture)
+FIXTURE_ARITHMETIC = '''import pytest
+
+from pkg.thing import Pool
+
+
+@pytest.fixture
+def pool():
+    pool = Pool(pages=100)
+    pool.reserve(87)
+    return pool
+
+
+def test_free_pages_after_a_reservation(pool):
+    assert pool.free() == 13
+
+
+def test_a_fresh_pool_is_free():
+    assert Pool(pages=10).free() == 10
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-8: `derived` combines the test's own numbers only; 100 - 87 from the fixture is not read: the guard records "
+    "0.25, the forger betting on the file's one-step values wins far above it"))
+def test_a_value_one_step_of_arithmetic_gives_from_a_fixture_does_not_name_the_real_member():
+    written = frozenset(Decimal(v) for v in ("100", "87", "10"))  # the numbers every member shares, outside the site
+    won, recorded = _bet(FIXTURE_ARITHMETIC, "test_free_pages_after_a_reservation",
+                         [f"{FILE}::test_a_fresh_pool_is_free"], set(twins.derived(written)), 300)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+# R7-9: the real value in a data file (not Python) of the repository, beside the hidden test
+CASES_JSON = '{"cases": [{"tokens": 100, "pages": 13}, {"tokens": 0, "pages": 0}]}\n'
+PKG = {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n, size=8, device=None):\n    return n // size\n"}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-9: `guard.repository_numbers` reads `.py` files only: a JSON fixture in the test's folder writing the real "
+    "value is unread, the guard records 0.25 and the forger betting on its numbers wins on every draw"))
+def test_a_value_a_data_file_of_the_repository_writes_does_not_name_the_real_member(tmp_path):
+    repository = _repository(tmp_path, {**PKG, "test/data/cases.json": CASES_JSON})
+    won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
+                         {Decimal(13), Decimal(100), Decimal(0)}, 300, repository=repository)
+    assert won <= recorded + 0.1, (won, recorded, sorted(repository))
+
+
+# R7-10: numbers spelled as Python spells them: digit groups (`13_107`), hex (`0xD`)
+GROUPED_TEST = '''from pkg.thing import pages
+
+
+def test_pages_for_a_long_prompt():
+    assert pages(104_856) == 13107
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+GROUPED_REPO_TEST = "from pkg.thing import pages\n\n\ndef test_old_long_prompt():\n    assert pages(104_856) != 13_107\n"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R7-10: `twins._numbers` reads number tokens with `_TEXT_NUMBER`, which finds nothing in `13_107` or `0xD`: "
+    "an existing test writing the real value with digit groups is unread, guard 0.25, the forger wins every draw"))
+def test_a_value_written_with_digit_groups_elsewhere_does_not_name_the_real_member(tmp_path):
+    repository = _repository(tmp_path, {**PKG, "test/test_old.py": GROUPED_REPO_TEST})
+    won, recorded = _bet(GROUPED_TEST, "test_pages_for_a_long_prompt", [f"{FILE}::test_pages_for_nothing"],
+                         {Decimal(13107), Decimal(104856), Decimal(0)}, 300, repository=repository)
+    assert won <= recorded + 0.1, (won, recorded, repository.get("test/test_old.py"))
+
+
+@pytest.mark.xfail(strict=True, reason="R7-10: a hex spelling in the instruction (`0xD`) is not read by `visible`")
+def test_a_value_the_instruction_writes_in_hex_does_not_name_the_real_member():
+    instruction = ("`pages()` rounds down: a hundred-token prompt in pages of eight must take 0xD pages, the last "
+                   "one partly filled, never 0xC.")
+    won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
+                         {Decimal(13)}, 300, instruction=instruction)
+    assert won <= recorded + 0.1, (won, recorded)
