@@ -6,22 +6,81 @@ runs are the oracle's code (`PAGES_ORACLE`) run by the real boot script (`tests.
 odds are measured on validation's own draws (`candidates=True`) against the guard's recorded odds, as red team 6's
 `_bet` does.
 
-SUMMARY
+Honest false fails from planting (goal A). "Validation notices" means the real member fails with the oracle in
+validation's first look (every test planted, `candidates=True`) on every draw, so the test is never FAIL_TO_PASS: the
+task loses the test (or all of them), a correct solution is never graded failed for it. Per-draw failures are the worst:
+validation's runs pass with probability (1 - p)^runs and grading then fails honest solutions at rate p.
+
+- R7-1 WIN (false fail, validation notices): a test calling another graded test by name (`test_b()` in `test_a`,
+  `self.test_b()`): `rename_def` renames the def line only, the call raises NameError/AttributeError: the caller
+  fails with the oracle on 4 of 4 grading draws (both styles). Fix: plant no group for (grade twinless, under its
+  real name) a test whose name the file reads outside its own def (any `ast.Name`/`ast.Attribute`/string naming it).
+- R7-2 WIN (ungradable, validation notices): a module statement naming a test function (`test_y = test_x`,
+  `test_helper.__test__ = False`): NameError at import once the def is renamed: validation's first look collects
+  nothing (untouched tests missing); the alias also fails the oracle on 3 of 3 grading draws. Fix: as R7-1 (names
+  read at module level keep their def; honour `__test__ = False` in `collected`).
+- R7-3 WIN (false fail, validation notices; documented limit): a conftest that equips tests by the start of their
+  name (`re.compile(r"^test_(exact|strict)_").match(request.node.name)`, `name.split("_")[1]`): every planted name
+  opens `test_<rank>_`, the oracle fails 4 of 4 draws. Held: `startswith("test_exact")` (a joined literal: the name
+  falls back, unranked, to its real words). Fix: put the rank token after the real name's read words (`test_exact_
+  <rank>_...`) where a check begins with `test_`/`^test_`, or plant no group in a file whose selectors anchor.
+- R7-4 WIN (honest tampered, per draw, the worst): a conftest whose name-matching words come from a helper module's
+  constant (`from testing_utils import GPU_WORDS`) or a data file (`json.loads(... "accelerators.json")`): neither is
+  read, `gpu` stays in the pool, a canary or twin drawn with it is skipped: 12 of 12 draws not resolved (6 failed, 6
+  tampered) for each. Fix: `plugin_names` follows every module a conftest/plugin imports from the repository (not
+  only hook imports), and `selector_checks` reads the literals of non-Python files a selector file names (or: read
+  every word of the repository's selector folders' data files); more robustly, draw planted words only from a
+  fixed neutral list disjoint from the file's own words.
+- R7-5 WIN (false fail, per draw): `unittest.TestLoader.sortTestMethodsUsing` set in the module to a cmp by length
+  (pytest's unittest collector uses `TestLoader().getTestCaseNames`): the planted names' drawn lengths decide the
+  order, the dependant runs first on 7 of 10 draws. Held: a cmp reading the class's definition order. Fix: pad the
+  names of one scope to one length (same word count and widths) or treat a module assigning `sortTestMethodsUsing`
+  as one whose order cannot be kept (no groups in its TestCases).
+- R7-6 WIN (false fail, validation notices): a test that opens `cases/{request.node.name}.json`: no file under the
+  planted name, oracle fails 3 of 3. `own_checks` only keeps words. Fix: a file that reads a test's name outside a
+  substring check gets no group (its tests graded twinless under their real names).
+- R7-7 WIN (false fail, validation notices): `@pytest.mark.dependency(depends=["test_pages_for_nothing"])`
+  (pytest-dependency's semantics in a conftest; the plugin, and pytest-order's `order(after=...)`, are not installed
+  here): the named test runs under a planted name, the dependant is skipped on 3 of 3 draws. Fix: as R7-1 (a string
+  constant equal to a test's name counts as reading it).
+
+Forging (goal B), measured as red team 6's `_bet` does (validation's own draws, the guard's recorded odds):
+
+- R7-8 WIN (forge odds): one step of arithmetic over numbers the file writes outside the test (a fixture's
+  `Pool(pages=100)`, `reserve(87)`; the test checks `free() == 13`). `twins.derived` combines the test's own numbers
+  (`_elsewhere`), `around` adds the file's but underived: guard records 0.25, the forger betting on the one member
+  in `derived(file numbers)` wins 0.75 over 300 draws. Fix: `_near` also adds `derived(around(...) | written)` (capped
+  like MAX_DERIVED), and `guard._group_odds` the same.
+- R7-9 WIN (forge odds): the real value in a data file of the repository (`test/data/cases.json` with `"pages":
+  13`, beside the hidden test). `guard.repository_numbers` reads `.py` blobs only: guard 0.25, forger 1.0 over 300
+  draws. Fix: read every text blob (json/yaml/toml/txt/csv, size-capped) in `repository_numbers`.
+- R7-10 WIN (forge odds): numbers written as Python writes them: digit groups (`13_107`) in another test file of
+  the repository, hex (`0xD`) in the instruction. `_TEXT_NUMBER` finds nothing in `13_107`/`0xD` (file_numbers,
+  around, visible's instruction read): guard 0.25, forger 1.0 over 300 draws each. Fix: read number tokens with
+  `ast.literal_eval` (Python's own grammar: `_`, hex/oct/bin, `1e2`) and add `0[xob][0-9a-f_]+` to the text reader.
+- R7-11 held: rank tokens and drawn words as a signal (host `grading_plan` and box `plant`, 300 draws each, a
+  conftest literal `"03"` that makes rank tokens skipped): shortest/longest name, the one three-word name, largest
+  hex tail, second rank, the member after a skipped token: each at chance (0.12 to 0.26 against 0.31; the
+  two-word file never draws a three-word name, so that statistic is 0 here).
 """
 
 from __future__ import annotations
 
+import json
+import random
+import re
 import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from sweserve.evaluation import guard, twins
+from sweserve.evaluation import export_plan, guard, twins
+from sweserve.harness import sweserve_plan
 from sweserve.harness import sweserve_twins as canaries
-from sweserve.models import Twin
+from sweserve.models import TaskBundle, Twin
 from tests.test_attacks_redteam4 import CPU_TEST, PAGES_ORACLE, POOL_ORACLE
-from tests.test_attacks_redteam5 import GPU_SKIPPED, _as_written, _honest, _twinned
+from tests.test_attacks_redteam5 import GPU_SKIPPED, TWO_GROUPS, _as_written, _honest, _twinned, _two_groups_task
 from tests.test_attacks_redteam6 import _bet
 from tests.test_attacks_twins import FILE, _run, _task
 
@@ -435,3 +494,61 @@ def test_a_value_the_instruction_writes_in_hex_does_not_name_the_real_member():
     won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
                          {Decimal(13)}, 300, instruction=instruction)
     assert won <= recorded + 0.1, (won, recorded)
+
+
+# --- R7-11: the rank tokens and drawn words as a forging signal, new statistics ------------------------------------------
+
+RANK = re.compile(r"test_(\d+)_(.*)_([0-9a-f]{4})$")
+SKIPS_TOKENS = 'import os\n\nos.environ.setdefault("POOL_SHARDS", "03")\n'  # "03": tokens 0003, 0030.. are skipped
+STATISTICS = ("shortest", "longest", "three_words", "max_hex", "second_rank", "after_skipped_token")
+
+
+def _statistic_picks(groups: list[list[tuple[str, bool]]], all_names: list[str], shuffle: random.Random
+                     ) -> dict[str, int]:
+    ranks = {int(m.group(1)) for m in map(RANK.match, all_names) if m}
+    won = dict.fromkeys(STATISTICS, 0)
+    for members in groups:
+        members = shuffle.sample(members, len(members))  # ties broken at random, never by the list's (test first)
+        parsed = [(RANK.match(name), real) for name, real in members]
+        if not all(m for m, _ in parsed):
+            continue  # an unranked name: not this statistic's case
+        won["shortest"] += min(members, key=lambda m: len(m[0]))[1]
+        won["longest"] += max(members, key=lambda m: len(m[0]))[1]
+        three = [real for m, real in parsed if m.group(2).count("_") == 2]
+        won["three_words"] += len(three) == 1 and three[0]
+        won["max_hex"] += max(parsed, key=lambda p: int(p[0].group(3), 16))[1]
+        won["second_rank"] += sorted(parsed, key=lambda p: int(p[0].group(1)))[1][1]
+        after = [real for m, real in parsed if int(m.group(1)) - 1 not in ranks and int(m.group(1)) > min(ranks)]
+        won["after_skipped_token"] += len(after) == 1 and after[0]
+    return won
+
+
+def test_name_statistics_do_not_tell_the_real_member():
+    """Defended: over 300 draws on the host (`twins.grading_plan`) and 300 in the export box (`export_plan.ship` +
+    `sweserve_plan.plant`), with a conftest literal that makes some rank tokens skipped, picking the member with the
+    shortest/longest name, the one with three words, the largest hex tail, the second rank, or the one after a
+    skipped token each wins at chance (under 0.25 + 0.06)."""
+    task, draws, shuffle = _two_groups_task(), 300, random.Random(7)
+    conf = {"conftest.py": SKIPS_TOKENS}
+    reals = ("test_1_create", "test_2_pages")
+    host = dict.fromkeys(STATISTICS, 0)
+    for seed in range(draws):
+        plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=seed, selectors=conf)
+        groups = [[(m.name, m.kind == "test") for m in plan.members if m.real == real and m.kind in ("test", "twin")]
+                  for real in reals]
+        for k, v in _statistic_picks(groups, [m.name for m in plan.members], shuffle).items():
+            host[k] += v
+    shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
+                                          {FILE: TWO_GROUPS}, seed=0, selectors=conf))
+    box = dict.fromkeys(STATISTICS, 0)
+    for seed in range(draws):
+        _, members = sweserve_plan.plant(shipped, random.Random(seed))
+        groups = [[(m["name"], m["kind"] == "test") for m in members if m["real"] == real and m["kind"] != "canary"]
+                  for real in reals]
+        for k, v in _statistic_picks(groups, [m["name"] for m in members], shuffle).items():
+            box[k] += v
+    skipped = sum(1 for m in plan.members if RANK.match(m.name) and "03" in RANK.match(m.name).group(1))
+    assert skipped == 0  # the conftest's "03" is read: no planted token holds it
+    for where, won in (("host", host), ("box", box)):
+        for statistic, n in won.items():
+            assert n / (2 * draws) < 0.25 + 0.06, (where, statistic, n / (2 * draws))
