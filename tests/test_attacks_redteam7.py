@@ -16,8 +16,9 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
   fails with the oracle on 4 of 4 grading draws (both styles). Fix: plant no group for (grade twinless, under its
   real name) a test whose name the file reads outside its own def (any `ast.Name`/`ast.Attribute`/string naming it).
 - R7-2 WIN (ungradable, validation notices): a module statement naming a test function (`test_y = test_x`,
-  `test_helper.__test__ = False`): NameError at import once the def is renamed: validation's first look collects
-  nothing (untouched tests missing); the alias also fails the oracle on 3 of 3 grading draws. Fix: as R7-1 (names
+  `test_helper.__test__ = False`, a class attribute `test_again = test_x`): NameError at import once the def is
+  renamed: validation's first look collects nothing (untouched tests missing); both aliases also fail the oracle
+  on 3 of 3 grading draws. Fix: as R7-1 (names
   read at module level keep their def; honour `__test__ = False` in `collected`).
 - R7-3 WIN (false fail, validation notices; documented limit): a conftest that equips tests by the start of their
   name (`re.compile(r"^test_(exact|strict)_").match(request.node.name)`, `name.split("_")[1]`): every planted name
@@ -62,6 +63,8 @@ Forging (goal B), measured as red team 6's `_bet` does (validation's own draws, 
   conftest literal `"03"` that makes rank tokens skipped): shortest/longest name, the one three-word name, largest
   hex tail, second rank, the member after a skipped token: each at chance (0.12 to 0.26 against 0.31; the
   two-word file never draws a three-word name, so that statistic is 0 here).
+- R7-12 held: a number in a parametrize id (`"100->13"`) is read by `around`, a scientific spelling in the
+  instruction (`1.3e1`) by `visible`.
 """
 
 from __future__ import annotations
@@ -168,18 +171,34 @@ def test_pages_for_nothing():
     assert pages(0) == 0
 '''
 
+CLASS_ALIAS = '''import unittest
+
+from pkg.thing import pages
+
+
+class TestPages(unittest.TestCase):
+    def test_pages_for_a_hundred_tokens(self):
+        self.assertEqual(pages(100), 13)
+
+    def test_pages_for_nothing(self):
+        self.assertEqual(pages(0), 0)
+
+    test_pages_again = test_pages_for_a_hundred_tokens
+'''
+
 
 @pytest.mark.xfail(strict=True, reason="R7-2: a module-level statement naming a test function (an alias, "
                                        "`f.__test__ = False`) raises NameError once the def is renamed: the file "
                                        "does not import in validation's first look (alias: nor at grading), the "
                                        "task ungradable")
-@pytest.mark.parametrize("source", [ALIASED, NOT_COLLECTED], ids=["alias", "dunder-test"])
+@pytest.mark.parametrize("source", [ALIASED, NOT_COLLECTED, CLASS_ALIAS], ids=["alias", "dunder-test", "class-alias"])
 def test_a_module_statement_naming_a_test_keeps_the_file_importable(tmp_path, source):
-    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    prefix = "TestPages::" if source is CLASS_ALIAS else ""
+    task = _twinned(f"{FILE}::{prefix}test_pages_for_a_hundred_tokens", [f"{FILE}::{prefix}test_pages_for_nothing"])
     assert _as_written(tmp_path, task, source, PAGES_ORACLE) == "resolved"
     # validation's first look plants every test, the helper too: the module does not import, even the untouched
     # test's real member is missing or failed with the oracle, so validation finds no FAIL_TO_PASS (a signal)
-    seen = _at_validation(tmp_path, source, "test_pages_for_nothing")
+    seen = _at_validation(tmp_path, source, f"{prefix}test_pages_for_nothing")
     verdicts = _honest(tmp_path, task, source, PAGES_ORACLE, 3)  # the alias: grading fails the oracle too
     assert seen == "passed" and verdicts == ["resolved"] * 3, (seen, verdicts)
 
@@ -552,3 +571,13 @@ def test_name_statistics_do_not_tell_the_real_member():
     for where, won in (("host", host), ("box", box)):
         for statistic, n in won.items():
             assert n / (2 * draws) < 0.25 + 0.06, (where, statistic, n / (2 * draws))
+
+
+def test_numbers_in_strings_ids_and_scientific_spelling_are_read():
+    """Defended: a number in a parametrize id (`"100->13"`) or a string the file writes, and a scientific spelling in
+    the instruction (`1.3e1`), are read as priors (`around`, `visible`)."""
+    source = CPU_TEST.replace("def test_pages_for_a_hundred_tokens():",
+                              '@pytest.mark.parametrize("case", ["100->13"])\ndef test_pages_for_a_hundred_tokens(case):')
+    fn = next(f for f in twins.pyast.parse_module(source).body if getattr(f, "name", "") == "test_pages_for_a_hundred_tokens")
+    assert Decimal(13) in twins.around(source, fn)
+    assert Decimal(13) in twins.visible(None, None, "test_x", "a hundred tokens take 1.3e1 pages")
