@@ -52,10 +52,10 @@ Forging (goal B), measured as red team 6's `_bet` does (validation's own draws, 
   (`_elsewhere`), `around` adds the file's but underived: guard records 0.25, the forger betting on the one member
   in `derived(file numbers)` wins 0.75 over 300 draws. Fix: `_near` also adds `derived(around(...) | written)` (capped
   like MAX_DERIVED), and `guard._group_odds` the same.
-- R7-9 WIN (forge odds): the real value in a data file of the repository (`test/data/cases.json` with `"pages":
+- R7-9 WIN, fixed (forge odds): the real value in a data file of the repository (`test/data/cases.json` with `"pages":
   13`, beside the hidden test). `guard.repository_numbers` reads `.py` blobs only: guard 0.25, forger 1.0 over 300
   draws. Fix: read every text blob (json/yaml/toml/txt/csv, size-capped) in `repository_numbers`.
-- R7-10 WIN (forge odds): numbers written as Python writes them: digit groups (`13_107`) in another test file of
+- R7-10 WIN, fixed (forge odds): numbers written as Python writes them: digit groups (`13_107`) in another test file of
   the repository, hex (`0xD`) in the instruction. `_TEXT_NUMBER` finds nothing in `13_107`/`0xD` (file_numbers,
   around, visible's instruction read): guard 0.25, forger 1.0 over 300 draws each. Fix: read number tokens with
   `ast.literal_eval` (Python's own grammar: `_`, hex/oct/bin, `1e2`) and add `0[xob][0-9a-f_]+` to the text reader.
@@ -472,9 +472,6 @@ CASES_JSON = '{"cases": [{"tokens": 100, "pages": 13}, {"tokens": 0, "pages": 0}
 PKG = {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n, size=8, device=None):\n    return n // size\n"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-9: `guard.repository_numbers` reads `.py` files only: a JSON fixture in the test's folder writing the real "
-    "value is unread, the guard records 0.25 and the forger betting on its numbers wins on every draw"))
 def test_a_value_a_data_file_of_the_repository_writes_does_not_name_the_real_member(tmp_path):
     repository = _repository(tmp_path, {**PKG, "test/data/cases.json": CASES_JSON})
     won, recorded = _bet(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
@@ -496,9 +493,6 @@ def test_pages_for_nothing():
 GROUPED_REPO_TEST = "from pkg.thing import pages\n\n\ndef test_old_long_prompt():\n    assert pages(104_856) != 13_107\n"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-10: `twins._numbers` reads number tokens with `_TEXT_NUMBER`, which finds nothing in `13_107` or `0xD`: "
-    "an existing test writing the real value with digit groups is unread, guard 0.25, the forger wins every draw"))
 def test_a_value_written_with_digit_groups_elsewhere_does_not_name_the_real_member(tmp_path):
     repository = _repository(tmp_path, {**PKG, "test/test_old.py": GROUPED_REPO_TEST})
     won, recorded = _bet(GROUPED_TEST, "test_pages_for_a_long_prompt", [f"{FILE}::test_pages_for_nothing"],
@@ -506,7 +500,6 @@ def test_a_value_written_with_digit_groups_elsewhere_does_not_name_the_real_memb
     assert won <= recorded + 0.1, (won, recorded, repository.get("test/test_old.py"))
 
 
-@pytest.mark.xfail(strict=True, reason="R7-10: a hex spelling in the instruction (`0xD`) is not read by `visible`")
 def test_a_value_the_instruction_writes_in_hex_does_not_name_the_real_member():
     instruction = ("`pages()` rounds down: a hundred-token prompt in pages of eight must take 0xD pages, the last "
                    "one partly filled, never 0xC.")

@@ -124,7 +124,8 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
     ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 12\n"}, 1 / 3),  # names a twin
     ({"tests/test_far.py": "X = [11, 12, 13, 14]\n"}, 0.25),  # writes every member: says nothing
     ({"pkg/notes.py": "PAGES = 13\n"}, 1.0),  # the package's own source (red team 6, R6-3)
-    ({"docs/notes.md": "13 pages\n"}, 0.25),  # not a Python file
+    ({"docs/notes.md": "13 pages\n"}, 1.0),  # any text file (red team 7, R7-9)
+    ({"docs/logo.png": "\x0013 pages\n"}, 0.25),  # not text
 ])
 def test_measure_reads_what_the_repositorys_other_test_files_write(tmp_path, other, odds):
     """Red team 5's R8: every test file of the repository is in the box; one that writes the real member's
@@ -249,8 +250,8 @@ def test_the_numbers_cache_reads_each_blob_once_across_tasks(tmp_path, monkeypat
                           text=True).stdout.strip()
     later = bundle.task.model_copy(update={"base_commit": head})
     read: list[str] = []
-    real_read = guard.Git.read_blob
-    monkeypatch.setattr(guard.Git, "read_blob", lambda self, blob: read.append(blob) or real_read(self, blob))
+    real_read = guard.Git.read_blob_bytes
+    monkeypatch.setattr(guard.Git, "read_blob_bytes", lambda self, blob: read.append(blob) or real_read(self, blob))
     cache = guard.NumbersCache()
     assert guard.repository_numbers(repo, bundle.task, [FILE], cache) == fresh
     first = len(read)

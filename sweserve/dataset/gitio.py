@@ -216,12 +216,11 @@ class Git:
             return None
         return self._object(f"{commit}:{path}", f"cannot read {path} at {commit[:12]}")
 
-    def read_blob(self, blob: str) -> str | None:
-        """The text of a blob by its id (`tree_blobs` gives them), None when it is not there."""
+    def read_blob_bytes(self, blob: str) -> bytes | None:
+        """A blob by its id (`tree_blobs` gives them), None when it is not there."""
         if not blob or "\n" in blob:
             return None
-        data = self._object(blob, f"cannot read blob {blob[:12]}")
-        return None if data is None else data.decode("utf-8", "replace")
+        return self._object(blob, f"cannot read blob {blob[:12]}")
 
     def _object(self, spec: str, failure: str) -> bytes | None:
         cat, errors = self._cat_process()

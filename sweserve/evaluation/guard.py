@@ -182,7 +182,8 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
         return {f: text for f in files if (text := git.read(task.base_commit, f)) is not None}
 
 
-MAX_REPOSITORY_FILES = 5000  # Python files read for `repository_numbers`, the hidden files' folders first
+MAX_REPOSITORY_FILES = 20000  # files read for `repository_numbers`, the hidden files' folders first
+MAX_TEXT_BYTES = 1 << 20  # a larger file (a data dump, a lock file) is not read
 
 
 class NumbersCache:
@@ -191,34 +192,39 @@ class NumbersCache:
     task (benchmarks/repository_numbers.py). One per command run; not shared between processes."""
 
     def __init__(self) -> None:
-        self.by_blob: dict[str, frozenset[Decimal]] = {}
+        self.by_blob: dict[str, frozenset[Decimal] | None] = {}
 
-    def numbers(self, git: Git, blob: str) -> frozenset[Decimal] | None:
-        if (found := self.by_blob.get(blob)) is None:
-            text = git.read_blob(blob)
-            if text is None:
-                return None
-            found = self.by_blob[blob] = twins.file_numbers(text)
-        return found
+    def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
+        """What the blob writes (None: not there, binary, or over MAX_TEXT_BYTES): a Python file's tokens
+        (`twins.file_numbers`), any other text's numbers (`twins.text_numbers`)."""
+        key = blob + ("" if python else ":text")
+        if key not in self.by_blob:
+            data = git.read_blob_bytes(blob)
+            if data is None or len(data) > MAX_TEXT_BYTES or b"\0" in data[:8192]:
+                self.by_blob[key] = None
+            else:
+                text = data.decode("utf-8", "replace")
+                self.by_blob[key] = twins.file_numbers(text) if python else twins.text_numbers(text)
+        return self.by_blob[key]
 
 
 def repository_numbers(clone: Path, task: Task, hidden: list[str],
                        cache: NumbersCache | None = None) -> dict[str, frozenset[Decimal]]:
-    """Each Python file of the repository at the task's base, other than the hidden files -> the numbers it writes
-    (`twins.file_numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
+    """Each text file of the repository at the task's base, other than the hidden files -> the numbers it writes
+    (`NumbersCache.numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
     == 13` tells a forger which member of a group checks the real value; red team 6, R6-3: so does the
-    package's own docstring). `cache`: blobs read for earlier tasks of the same clone."""
+    package's own docstring; red team 7, R7-9: so does a JSON fixture beside the test). `cache`: blobs read for
+    earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
     cache = cache if cache is not None else NumbersCache()
     try:
         with Git(clone) as git:
             blobs = git.tree_blobs(task.base_commit)
-            paths = [p for p in blobs if p.endswith(".py")
-                     and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
-            paths.sort(key=lambda p: (p.rpartition("/")[0] not in folders, p))
+            paths = [p for p in blobs if not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+            paths.sort(key=lambda p: (not any(p.startswith(f + "/") or not f for f in folders), p))
             out = {}
             for path in paths[:MAX_REPOSITORY_FILES]:
-                numbers = cache.numbers(git, blobs[path])
+                numbers = cache.numbers(git, blobs[path], path.endswith(".py"))
                 if numbers is not None:
                     out[path] = numbers
     except GitError as exc:

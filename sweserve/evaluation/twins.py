@@ -912,8 +912,23 @@ def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
     return out
 
 
-_TEXT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
-_DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")  # a run of digits whatever stands beside it
+# a number as Python or a person writes it: digit groups (`13_107`, `13,107`), hex, octal and binary, a fraction
+# and an exponent (red team 7, R7-10); `_DIGITS` also reads a run of digits whatever stands beside it (`13th`)
+_TEXT_NUMBER = re.compile(r"(?<![\w.])-?(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|"
+                          r"\d{1,3}(?:,\d{3})+(?![\d_])|\d(?:_?\d)*(?:\.\d(?:_?\d)*)?(?:[eE][-+]?\d+)?)(?![\w])")
+_DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
+
+
+def text_numbers(text: str) -> frozenset[Decimal]:
+    """Every number a text writes, in any spelling `_TEXT_NUMBER` and `_DIGITS` read, as its value."""
+    out: set[Decimal] = set()
+    for token in _TEXT_NUMBER.findall(text) + _DIGITS.findall(text):
+        plain = token.replace("_", "").replace(",", "")
+        try:
+            out.add(Decimal(int(plain, 0)) if plain.lstrip("-")[:2].lower() in ("0x", "0o", "0b") else Decimal(plain))
+        except (ArithmeticError, ValueError):
+            continue
+    return frozenset(out)
 
 
 _UNITS = {w: i for i, w in enumerate(
@@ -964,12 +979,7 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
     file writes (the grade box's repository holds the base commit: a modified test's old value, a value the
     file wrote under another test's name, in a comment or a string) and every number the instruction writes,
     in digits or in words (`spelled_numbers`). `cls`, `name`: the test (the base file is read whole)."""
-    out: set[Decimal] = set(spelled_numbers(instruction))
-    for token in _TEXT_NUMBER.findall(instruction) + _DIGITS.findall(instruction):  # `13th`, `100ms` too
-        try:
-            out.add(Decimal(token))
-        except ArithmeticError:
-            continue
+    out: set[Decimal] = set(spelled_numbers(instruction)) | text_numbers(instruction)  # `13th`, `0xD` too
     if base_text:
         out |= file_numbers(base_text)
         try:
@@ -984,18 +994,18 @@ def visible(base_text: str | None, cls: str | None, name: str, instruction: str 
 
 
 def is_test_file(path: str) -> bool:
-    """A Python file a repository's tests live in: `test_*.py`, `*_test.py`, a conftest, or any Python file
-    under a folder named `test` or `tests`."""
+    """A file of a repository's tests: `test_*.py`, `*_test.py`, a conftest, or any file (a test module, a data
+    fixture) under a folder named `test` or `tests`."""
     folder, _, name = path.rpartition("/")
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-                                     or any(p in ("test", "tests") for p in folder.split("/")))
+    return (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")
+                                      or name == "conftest.py")) or any(p in ("test", "tests") for p in folder.split("/"))
 
 
 def repository_priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -> list[frozenset[Decimal]]:
-    """The sets of values a forger may bet on from the repository's other Python files (`repository`: each -> the
+    """The sets of values a forger may bet on from the repository's other files (`repository`: each -> the
     numbers it writes, `guard.repository_numbers`): those every file writes (a docstring's `pages(100) -> 13` in
-    the package itself: red team 6, R6-3), those the test files write, and those the test files of `file`'s own
-    folder write."""
+    the package itself: red team 6, R6-3), those the test files write, and those the test files in `file`'s own
+    folder and below write (a `data/cases.json` beside the test: red team 7, R7-9)."""
     folder = file.rpartition("/")[0]
     every: set[Decimal] = set()
     tests: set[Decimal] = set()
@@ -1004,7 +1014,7 @@ def repository_priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -
         every |= numbers
         if is_test_file(path):
             tests |= numbers
-            if path.rpartition("/")[0] == folder:
+            if not folder or path.startswith(folder + "/"):
                 near |= numbers
     return [frozenset(every), frozenset(tests), frozenset(near)]
 
@@ -1603,11 +1613,7 @@ def _numbers(text: str, keep) -> frozenset[Decimal]:
     for tok in tokens:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
-            for number in _TEXT_NUMBER.findall(tok.string):
-                try:
-                    out.add(Decimal(number))
-                except ArithmeticError:
-                    continue
+            out |= text_numbers(tok.string)
     return frozenset(out)
 
 
