@@ -237,9 +237,10 @@ def plugin_names(path: str, text: str) -> list[str]:
     `if`), and each module it imports hooks from (`from hooks import *`, `from .hooks import
     pytest_collection_modifyitems`: pytest registers them with the conftest), absolute or relative to its
     folder; each module whose hooks it registers (`pluginmanager.import_plugin("hooks")`, `register(hooks)`,
-    `pytest_collection_modifyitems = hooks.skip_gpu`, `from hooks import skip as pytest_...`); the standard
-    library and pytest's own modules aside. Helpers a hook calls (`from util import is_gpu`) are not
-    followed."""
+    `pytest_collection_modifyitems = hooks.skip_gpu`, `from hooks import skip as pytest_...`); and every
+    other module it imports (`from testing_utils import GPU_WORDS`, `import testing_utils`, a submodule it
+    reads attributes of): a hook's words may live there (red team 7, R7-4). The standard library and pytest's
+    own modules aside; a module the repository does not hold reads as nothing."""
     name = path.rpartition("/")[2]
     if name in CONFIG_FILES or path == "PYTEST_ADDOPTS":
         where = text if path == "PYTEST_ADDOPTS" else "\n".join(_pytest_lines(text))
@@ -278,13 +279,16 @@ def plugin_names(path: str, text: str) -> list[str]:
                 elif isinstance(arg, ast.Name):
                     hooked.add(arg.id)
     found += [module for name in sorted(hooked) for module in bound.get(name, [])]
+    read = {n.value.id for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     for node in nodes:
-        if isinstance(node, ast.ImportFrom):  # hooks it brings into the module are registered with it
-            if not any(a.name == "*" or (a.asname or a.name).startswith("pytest_") for a in node.names):
-                continue
+        if isinstance(node, ast.Import):  # a module whose constants a hook may read
+            found += [a.name for a in node.names if a.name.split(".")[0] not in outside]
+            continue
+        if isinstance(node, ast.ImportFrom):  # hooks it brings in are registered; constants it brings in are read
             module = _absolute(node, package)
             if module and (node.level or module.split(".")[0] not in outside):
                 found.append(module)
+                found += [f"{module}.{a.name}" for a in node.names if (a.asname or a.name) in read]
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -306,6 +310,19 @@ def _absolute(node: ast.ImportFrom, package: list[str]) -> str | None:
     return ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])]) or None
 
 
+DATA_FILES = (".json", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".csv")
+
+
+def data_names(path: str, text: str) -> list[str]:
+    """The data files a selector file or plugin module names in its string literals (`"accelerators.json"`,
+    `"conf/skip.yaml"`): a hook's words may be read from one (red team 7, R7-4)."""
+    if not path.endswith(".py"):
+        return []
+    return list(dict.fromkeys(lit.strip().lstrip("./") for lit in _literals(text)
+                              if lit.strip().lower().endswith(DATA_FILES) and "\n" not in lit
+                              and not lit.strip().startswith(("/", "~")) and ".." not in lit))
+
+
 def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "", options: str = "") -> list[str]:
     """The paths, from the repository's root, where the plugin modules the selector files in `texts` and the
     task's PYTEST_ADDOPTS (`options`) load (`plugin_names`) may be, that `texts` does not hold yet: each dotted
@@ -318,6 +335,13 @@ def plugin_paths(texts: dict[str, str], files: list[str], workdir: str = "", opt
         parts = [p for p in path.split("/")[:-1] if p not in ("", ".")]
         roots |= {"/".join(parts[:i]) for i in range(len(parts) + 1)}
     out: list[str] = []
+    for path, text in sorted(texts.items()):  # data files a selector file names, beside it or from a root
+        here = path.rpartition("/")[0]
+        for name in data_names(path, text):
+            for root in [here, *sorted(roots)]:
+                candidate = f"{root}/{name}" if root else name
+                if candidate not in texts and candidate not in out:
+                    out.append(candidate)
     for path, text in [("PYTEST_ADDOPTS", options), *sorted(texts.items())]:
         for module in plugin_names(path, text):
             rel = module.replace(".", "/")
@@ -420,6 +444,8 @@ def selector_checks(texts: dict[str, str], file: str, options: str = "") -> list
             strings, skip = _k_expressions(text, path != "PYTEST_ADDOPTS"), _K_OPERATORS
         elif name.endswith(".py") and name != "conftest.py":  # a plugin module a selector file loads
             strings, skip = _literals(text), frozenset()
+        elif name.lower().endswith(DATA_FILES):  # a data file a selector file names: every word of it
+            strings, skip = [text], frozenset()
         else:
             continue
         found |= _runs(strings, skip)

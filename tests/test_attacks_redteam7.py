@@ -25,7 +25,7 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
   opens `test_<rank>_`, the oracle fails 4 of 4 draws. Held: `startswith("test_exact")` (a joined literal: the name
   falls back, unranked, to its real words). Fix: put the rank token after the real name's read words (`test_exact_
   <rank>_...`) where a check begins with `test_`/`^test_`, or plant no group in a file whose selectors anchor.
-- R7-4 WIN (honest tampered, per draw, the worst): a conftest whose name-matching words come from a helper module's
+- R7-4 WIN, fixed (honest tampered, per draw, the worst): a conftest whose name-matching words come from a helper module's
   constant (`from testing_utils import GPU_WORDS`) or a data file (`json.loads(... "accelerators.json")`): neither is
   read, `gpu` stays in the pool, a canary or twin drawn with it is skipped: 12 of 12 draws not resolved (6 failed, 6
   tampered) for each. Fix: `plugin_names` follows every module a conftest/plugin imports from the repository (not
@@ -263,10 +263,6 @@ WORD_SOURCES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-4: a selector's words read from a helper module's constant or a data file are not read: `gpu` stays in "
-    "the pool, a planted canary or twin drawn with it is skipped: `tampered` per draw (the worst kind: "
-    "validation's runs pass with (1-p)^runs)"))
 @pytest.mark.parametrize("where", sorted(WORD_SOURCES))
 def test_words_a_conftest_reads_from_elsewhere_never_skip_a_planted_member(tmp_path, where):
     conftest, files = WORD_SOURCES[where]
