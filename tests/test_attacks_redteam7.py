@@ -11,11 +11,11 @@ validation's first look (every test planted, `candidates=True`) on every draw, s
 task loses the test (or all of them), a correct solution is never graded failed for it. Per-draw failures are the worst:
 validation's runs pass with probability (1 - p)^runs and grading then fails honest solutions at rate p.
 
-- R7-1 WIN (false fail, validation notices): a test calling another graded test by name (`test_b()` in `test_a`,
+- R7-1 WIN, fixed (false fail, validation notices): a test calling another graded test by name (`test_b()` in `test_a`,
   `self.test_b()`): `rename_def` renames the def line only, the call raises NameError/AttributeError: the caller
   fails with the oracle on 4 of 4 grading draws (both styles). Fix: plant no group for (grade twinless, under its
   real name) a test whose name the file reads outside its own def (any `ast.Name`/`ast.Attribute`/string naming it).
-- R7-2 WIN (ungradable, validation notices): a module statement naming a test function (`test_y = test_x`,
+- R7-2 WIN, fixed (ungradable, validation notices): a module statement naming a test function (`test_y = test_x`,
   `test_helper.__test__ = False`, a class attribute `test_again = test_x`): NameError at import once the def is
   renamed: validation's first look collects nothing (untouched tests missing); both aliases also fail the oracle
   on 3 of 3 grading draws. Fix: as R7-1 (names
@@ -32,7 +32,7 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
   only hook imports), and `selector_checks` reads the literals of non-Python files a selector file names (or: read
   every word of the repository's selector folders' data files); more robustly, draw planted words only from a
   fixed neutral list disjoint from the file's own words.
-- R7-5 WIN (false fail, per draw): `unittest.TestLoader.sortTestMethodsUsing` set in the module to a cmp by length
+- R7-5 WIN, fixed (false fail, per draw): `unittest.TestLoader.sortTestMethodsUsing` set in the module to a cmp by length
   (pytest's unittest collector uses `TestLoader().getTestCaseNames`): the planted names' drawn lengths decide the
   order, the dependant runs first on 7 of 10 draws. Held: a cmp reading the class's definition order. Fix: pad the
   names of one scope to one length (same word count and widths) or treat a module assigning `sortTestMethodsUsing`
@@ -40,14 +40,14 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
 - R7-6 WIN (false fail, validation notices): a test that opens `cases/{request.node.name}.json`: no file under the
   planted name, oracle fails 3 of 3. `own_checks` only keeps words. Fix: a file that reads a test's name outside a
   substring check gets no group (its tests graded twinless under their real names).
-- R7-7 WIN (false fail, validation notices): `@pytest.mark.dependency(depends=["test_pages_for_nothing"])`
+- R7-7 WIN, fixed (false fail, validation notices): `@pytest.mark.dependency(depends=["test_pages_for_nothing"])`
   (pytest-dependency's semantics in a conftest; the plugin, and pytest-order's `order(after=...)`, are not installed
   here): the named test runs under a planted name, the dependant is skipped on 3 of 3 draws. Fix: as R7-1 (a string
   constant equal to a test's name counts as reading it).
 
 Forging (goal B), measured as red team 6's `_bet` does (validation's own draws, the guard's recorded odds):
 
-- R7-8 WIN (forge odds): one step of arithmetic over numbers the file writes outside the test (a fixture's
+- R7-8 WIN, fixed (forge odds): one step of arithmetic over numbers the file writes outside the test (a fixture's
   `Pool(pages=100)`, `reserve(87)`; the test checks `free() == 13`). `twins.derived` combines the test's own numbers
   (`_elsewhere`), `around` adds the file's but underived: guard records 0.25, the forger betting on the one member
   in `derived(file numbers)` wins 0.75 over 300 draws. Fix: `_near` also adds `derived(around(...) | written)` (capped
@@ -93,6 +93,7 @@ def _at_validation(tmp_path, source: str, test: str, code: str = PAGES_ORACLE, e
     """The outcome of the real member of `test` (`Class::name` or `name`) in validation's first look (every test
     planted, `candidates=True`) with `code`: "failed" means validation would not call it FAIL_TO_PASS (a signal)."""
     plan = twins.grading_plan(_task(), {FILE: source}, seed=seed, candidates=True, selectors=selectors)
+    plan.texts.setdefault(FILE, source)  # a file with no group planted stays as tests.patch wrote it
     plan.texts.update(extra or {})
     return _run(tmp_path, plan, code).outcomes.get(f"{FILE}::{test}")
 
@@ -125,15 +126,13 @@ class TestPages(unittest.TestCase):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="R7-1: a graded test called by name from another test is renamed away "
-                                       "(NameError/AttributeError): the caller fails under the oracle on every draw")
 @pytest.mark.parametrize("style", ["function", "method"])
 def test_a_test_calling_another_graded_test_by_name_still_passes(tmp_path, style):
     source, prefix = (CALLS_BY_NAME, "") if style == "function" else (CALLS_BY_SELF, "TestPages::")
     task = _twinned(f"{FILE}::{prefix}test_pages_twice", [f"{FILE}::{prefix}test_pages_for_a_hundred_tokens"])
     assert _as_written(tmp_path, task, source, PAGES_ORACLE) == "resolved"
-    # validation notices: the caller's real member fails with the oracle, so it is never FAIL_TO_PASS (coverage lost)
-    assert _at_validation(tmp_path, source, f"{prefix}test_pages_twice") == "failed"
+    # the called test keeps its name (`twins.pinned`): the caller passes in validation's first look too
+    assert _at_validation(tmp_path, source, f"{prefix}test_pages_twice") == "passed"
     verdicts = _honest(tmp_path, task, source, PAGES_ORACLE, 4)
     assert verdicts == ["resolved"] * 4, verdicts
 
@@ -187,10 +186,6 @@ class TestPages(unittest.TestCase):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="R7-2: a module-level statement naming a test function (an alias, "
-                                       "`f.__test__ = False`) raises NameError once the def is renamed: the file "
-                                       "does not import in validation's first look (alias: nor at grading), the "
-                                       "task ungradable")
 @pytest.mark.parametrize("source", [ALIASED, NOT_COLLECTED, CLASS_ALIAS], ids=["alias", "dunder-test", "class-alias"])
 def test_a_module_statement_naming_a_test_keeps_the_file_importable(tmp_path, source):
     prefix = "TestPages::" if source is CLASS_ALIAS else ""
@@ -305,9 +300,7 @@ class TestPoolLifecycle(unittest.TestCase):
 
 
 @pytest.mark.parametrize("order", [
-    pytest.param("by-length", marks=pytest.mark.xfail(strict=True, reason=(
-        "R7-5: a loader cmp by length runs planted names in an order their drawn words decide: the test relying "
-        "on `test_create` runs first on some draws (per-draw false fail)"))),
+    "by-length",
     "definition",
 ])
 def test_a_loader_sorting_test_methods_its_own_way_keeps_the_order(tmp_path, order):
@@ -395,15 +388,12 @@ def test_pages_for_a_hundred_tokens():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-7: `depends=['test_pages_for_nothing']` names a test planted under another name: the dependant is "
-    "skipped on every draw (validation notices: never FAIL_TO_PASS)"))
 def test_a_test_depending_on_another_by_name_still_runs(tmp_path):
     task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
     extra = {"conftest.py": DEPENDENCY_CONFTEST}
     assert _as_written(tmp_path, task, DEPENDS, PAGES_ORACLE, extra) == "resolved"
-    assert _at_validation(tmp_path, DEPENDS, "test_pages_for_a_hundred_tokens", extra=extra, selectors=extra) in (
-        "failed", "skipped")
+    assert _at_validation(tmp_path, DEPENDS, "test_pages_for_a_hundred_tokens", extra=extra,
+                          selectors=extra) == "passed"
     verdicts = _honest(tmp_path, task, DEPENDS, PAGES_ORACLE, 3, extra, extra)
     assert verdicts == ["resolved"] * 3, verdicts
 
@@ -453,9 +443,6 @@ def test_a_fresh_pool_is_free():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-8: `derived` combines the test's own numbers only; 100 - 87 from the fixture is not read: the guard records "
-    "0.25, the forger betting on the file's one-step values wins far above it"))
 def test_a_value_one_step_of_arithmetic_gives_from_a_fixture_does_not_name_the_real_member():
     written = frozenset(Decimal(v) for v in ("100", "87", "10"))  # the numbers every member shares, outside the site
     won, recorded = _bet(FIXTURE_ARITHMETIC, "test_free_pages_after_a_reservation",

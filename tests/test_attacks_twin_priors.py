@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sweserve.evaluation import twins
+from sweserve.evaluation import guard, twins
 from sweserve.models import Task, TestSpec
 
 CHANCE = 1 / (twins.K + 1)
@@ -224,10 +224,14 @@ def _base_rate(draws: int, **plan_kw) -> tuple[float, int]:
         task = _recorded(seed, **plan_kw)
         twinless |= set(GRADED) - {t.test for t in task.twins}
         plan = twins.grading_plan(task, {FILE: HIDDEN}, seed=seed + 10_000)
+        # the groups the guard counts (odds below 1): a fall-back site is a weak twin by design, counted as no
+        # guard (WEAK's every site is visible; red team 7's R7-8 made more of this file's small values derived)
+        strong = {t for t, v in guard.test_odds(task, {FILE: HIDDEN}, plan_kw.get("base", {}),
+                                                 plan_kw.get("instruction", "")).items() if v < 1} if plan_kw else None
         for group in _groups(plan):
             test = next(m for m in group if m.kind == "test")
-            if plan_kw and test.test_id == WEAK:
-                continue  # no site a prior cannot read: a weak twin by design (see the fallback test below)
+            if plan_kw and (test.test_id == WEAK or not any(twins.same_test(test.test_id, t) for t in strong or ())):
+                continue
             hits += by_base_line(plan, group, BASE_FILE, INSTRUCTION, rng).kind == "test"
             total += 1
     return hits / max(total, 1), len(twinless)

@@ -15,7 +15,7 @@ TEXT = '''from pool import Pool
 
 
 def test_pages():
-    assert Pool(3).pages() == 13
+    assert Pool(3).pages() == 613
 
 
 def test_small():
@@ -43,7 +43,7 @@ def group(test: str, site: int, *values: str) -> list[Twin]:
 
 
 def test_a_strong_group_is_one_guess_in_its_members():
-    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "11", "12", "14"))
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "611", "612", "614"))
     assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 0.25}
 
 
@@ -51,10 +51,10 @@ def test_a_test_without_twins_or_with_only_weak_ones_is_free():
     twinless = task([f"{FILE}::test_pages"], [])
     assert guard.test_odds(twinless, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 1.0}
     # the instruction writes the real value: a forger reads it, the group is weak
-    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "11", "12", "14"))
-    assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(3) must report 13 pages.") == {f"{FILE}::test_pages": 1.0}
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "611", "612", "614"))
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(3) must report 613 pages.") == {f"{FILE}::test_pages": 1.0}
     # so does the base version of the same test
-    base = {FILE: "def test_pages():\n    assert Pool(3).pages() == 13\n"}
+    base = {FILE: "def test_pages():\n    assert Pool(3).pages() == 613\n"}
     assert guard.test_odds(t, {FILE: TEXT}, base, "") == {f"{FILE}::test_pages": 1.0}
     # a small value whose group crosses zero: the sign prior reads it
     small = task([f"{FILE}::test_small"], group("test_small", 0, "-1", "0", "1"))
@@ -70,7 +70,7 @@ def test_flip_and_raises_groups_are_weak():
 
 
 def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():
-    twins = group("test_pages", 0, "11", "12", "14") + group("TestPool::test_cap", 0, "44", "45", "46")
+    twins = group("test_pages", 0, "611", "612", "614") + group("TestPool::test_cap", 0, "44", "45", "46")
     # the runner names tests from its rootdir (`pool/...` under `test/`): they still match the plan's ids
     t = task([f"{FILE}::test_pages[1]", f"{FILE}::test_pages[2]", "test_pool.py::TestPool::test_cap",
               f"{FILE}::test_none"], twins)
@@ -106,7 +106,7 @@ def clone_task(tmp_path, extra: dict[str, str] | None = None):
     oracle = git("diff")
     (repo / "pool.py").unlink()
     git("reset", "-q")
-    twins = group("test_pages", 0, "11", "12", "14") + group("test_cap", 0, "44", "45", "46")
+    twins = group("test_pages", 0, "611", "612", "614") + group("test_cap", 0, "44", "45", "46")
     t = task([f"{FILE}::test_pages", f"{FILE}::test_cap"], twins).model_copy(update={"base_commit": base})
     return repo, TaskBundle(task=t, instruction="Count pages.", oracle_patch=oracle, tests_patch=patch)
 
@@ -120,12 +120,12 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
 
 
 @pytest.mark.parametrize("other, odds", [
-    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(104) == 13\n"}, 1.0),  # names the real one
-    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 12\n"}, 1 / 3),  # names a twin
-    ({"tests/test_far.py": "X = [11, 12, 13, 14]\n"}, 0.25),  # writes every member: says nothing
-    ({"pkg/notes.py": "PAGES = 13\n"}, 1.0),  # the package's own source (red team 6, R6-3)
-    ({"docs/notes.md": "13 pages\n"}, 1.0),  # any text file (red team 7, R7-9)
-    ({"docs/logo.png": "\x0013 pages\n"}, 0.25),  # not text
+    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(104) == 613\n"}, 1.0),  # names the real one
+    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 612\n"}, 1 / 3),  # names a twin
+    ({"tests/test_far.py": "X = [611, 612, 613, 614]\n"}, 0.25),  # writes every member: says nothing
+    ({"pkg/notes.py": "PAGES = 613\n"}, 1.0),  # the package's own source (red team 6, R6-3)
+    ({"docs/notes.md": "613 pages\n"}, 1.0),  # any text file (red team 7, R7-9)
+    ({"docs/logo.png": "\x00613 pages\n"}, 0.25),  # not text
 ])
 def test_measure_reads_what_the_repositorys_other_test_files_write(tmp_path, other, odds):
     """Red team 5's R8: every test file of the repository is in the box; one that writes the real member's

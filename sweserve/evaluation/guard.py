@@ -146,9 +146,9 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     mine = _members(group, fn)
     if any(mine & other for other in others):
         return 1.0  # a value two groups show: drawn apart, where they meet says which members are real or twins
-    avoid = (twins.visible(base.get(file), cls, fn.name, instruction) | twins.around(sources[file], fn)
-             | twins.other_files(sources, file))
-    return 1 / members if twins.strong_site(fn, group[0].site, avoid) else 1.0
+    beside = twins.around(sources[file], fn)
+    avoid = twins.visible(base.get(file), cls, fn.name, instruction) | beside | twins.other_files(sources, file)
+    return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside) else 1.0
 
 
 def measure_if_stale(task_dir: Path, clone: Path, cache: NumbersCache | None = None) -> Task:

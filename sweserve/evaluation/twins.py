@@ -705,6 +705,30 @@ def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, 
     return list(out.values())
 
 
+def pinned(tree: ast.Module, runner: str, texts: Sequence[str] = ()) -> set[str]:
+    """The names of the module's tests that keep their names, with no group planted (graded as they are,
+    twinless: `evaluation/guard.py` counts them so): a test whose name the module reads outside its own def (a
+    test calling another, `self.test_b()`, an alias `test_y = test_x`, `test_x.__test__ = False`, a string
+    naming it such as `depends=["test_x"]`: renamed, the name would go missing: red team 7, R7-1, R7-2, R7-7);
+    and every test of a module whose runner orders tests its own way (`sortTestMethodsUsing` in one of `texts`,
+    the hidden files: planted names would run in an order their drawn words decide, R7-5; one set in a conftest
+    is not read)."""
+    names = {f.name for _, f in collected(tree, runner)}
+    if any("sortTestMethodsUsing" in t for t in texts):
+        return names
+    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    found: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in names:
+            found.add(n.id)
+        elif isinstance(n, ast.Attribute) and n.attr in names:
+            found.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+            found |= {name for name in names if name in n.value
+                      and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", n.value)}
+    return found
+
+
 def collectors(tree: ast.Module, runner: str) -> dict[int, list[str | None]]:
     """id() of each collected test's definition -> the names of the classes that collect it (in the module's
     order: the defining class first where it collects it itself), or [None] for a module-level test. A method
@@ -1071,9 +1095,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         graded = _graded_names(task, file)
         owners = collectors(tree, task.test.runner)
         reach = _reachable(tree, graded)
+        kept_names = pinned(tree, task.test.runner, list(sources.values()))
         tests = [(c, f) for c, f in collected(tree, task.test.runner)
-                 if graded is None or any((x, f.name) in graded for x in owners[id(f)])
-                 or (c is not None and (id(c), f.name) in reach)]
+                 if f.name not in kept_names and (graded is None or any((x, f.name) in graded for x in owners[id(f)])
+                                                  or (c is not None and (id(c), f.name) in reach))]
         if not tests:
             continue
         lines = _lines(text)
@@ -1101,9 +1126,10 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             slots.append(_Slot(min(_start(d) for d in defined), key, len(plan.members), block))
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
-                avoid = (visible((base or {}).get(file), key, fn.name, instruction) | around(text, fn)
+                outside = around(text, fn)
+                avoid = (visible((base or {}).get(file), key, fn.name, instruction) | outside
                          | elsewhere_files.setdefault(file, other_files(sources, file)))
-                nears = _near(fn_sites, avoid, fn)
+                nears = _near(fn_sites, avoid, fn, beside=outside)
                 if repository:
                     priors = repository_priors(file, repository)
                     nears = [n | unbalanced(_number(g[0]), priors) for n, g in zip(nears, fn_sites)]  # type: ignore[arg-type]
@@ -1640,13 +1666,15 @@ def site_value(nodes: list[ast.expr]) -> Decimal | None:
 
 
 def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
-          fn: ast.FunctionDef | ast.AsyncFunctionDef | None, derive: bool = True) -> list[frozenset[Decimal]]:
+          fn: ast.FunctionDef | ast.AsyncFunctionDef | None, derive: bool = True,
+          beside: frozenset[Decimal] = frozenset()) -> list[frozenset[Decimal]]:
     """Per site, the values no member may take: `avoid`, what the test writes outside the site, and (`derive`)
-    what one step of arithmetic gives from two of those (`derived`)."""
+    what one step of arithmetic gives from those and from what the file writes outside the test (`beside`,
+    `around`: a fixture's `Pool(pages=100)` and `reserve(87)` give 13: red team 7, R7-8) (`derived`)."""
     out = []
     for g in fn_sites:
         written = _elsewhere(fn, g) if fn is not None else frozenset()
-        out.append(avoid | written | (derived(written) if derive else frozenset()))
+        out.append(avoid | written | (derived(written | beside) if derive else frozenset()))
     return out
 
 
@@ -1675,11 +1703,13 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
 
 
-def strong_site(fn: ast.FunctionDef | ast.AsyncFunctionDef, site: int, avoid: frozenset[Decimal]) -> bool:
+def strong_site(fn: ast.FunctionDef | ast.AsyncFunctionDef, site: int, avoid: frozenset[Decimal],
+                beside: frozenset[Decimal] = frozenset()) -> bool:
     """Whether the test's numeric site is one no prior reads (`strong_sites`), `avoid` being what the forger
-    reads beside the test (`visible` and `around`, as `grading_plan` computes them)."""
+    reads beside the test (`visible` and `around`, as `grading_plan` computes them), `beside` what the file
+    writes outside it (`around`: derived from too)."""
     fn_sites = sites(fn)
-    return site < len(fn_sites) and site in strong_sites(fn_sites, _near(fn_sites, avoid, fn))
+    return site < len(fn_sites) and site in strong_sites(fn_sites, _near(fn_sites, avoid, fn, beside=beside))
 
 
 def strong_sites(fn_sites: list[list[ast.expr]], near: list[frozenset[Decimal]]) -> list[int]:
