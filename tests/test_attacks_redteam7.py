@@ -313,6 +313,23 @@ def test_a_loader_sorting_test_methods_its_own_way_keeps_the_order(tmp_path, ord
     assert verdicts == ["resolved"] * 10, verdicts
 
 
+
+def test_a_loader_order_set_in_a_conftest_pins_the_file_for_grading_and_the_guard_alike(tmp_path):
+    """R7-5 through a conftest: grading reads the selector files, so a `sortTestMethodsUsing` set there pins the
+    file's tests too; `guard.measure` reads the same files, so it counts them twinless (never a group grading
+    does not plant)."""
+    conftest = "import unittest\n\nunittest.TestLoader.sortTestMethodsUsing = None\n"
+    graded = f"{FILE}::TestPoolLifecycle::test_a_pages"
+    task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::TestPoolLifecycle::test_create"],
+                 twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    plan = twins.grading_plan(task, {FILE: LOADER_TEST}, seed=0, selectors={"conftest.py": conftest})
+    assert not [m for m in plan.members if m.kind == "twin"] and FILE not in plan.texts
+    clone, head = _clone(tmp_path, {FILE: LOADER_TEST, "conftest.py": conftest, **PKG})
+    bundle = TaskBundle(task=task.model_copy(update={"base_commit": head}), instruction="", oracle_patch="",
+                        tests_patch="")
+    assert guard.measure(clone, bundle)[1] == {graded: 1.0}
+    assert twins.grading_plan(task, {FILE: LOADER_TEST}, seed=0).members  # without the conftest: planted
+
 # --- R7-6: a test reading its own name to find its data ---------------------------------------------------------------
 
 OWN_DATA = '''import json

@@ -49,13 +49,14 @@ from sweserve.models import Task, TaskBundle, Twin
 
 
 def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruction: str,
-              repository: Mapping[str, frozenset[Decimal]] | None = None) -> dict[str, float]:
+              repository: Mapping[str, frozenset[Decimal]] | None = None,
+              selectors: dict[str, str] | None = None) -> dict[str, float]:
     """Per FAIL_TO_PASS test (its id without parameters), the odds that a forger passes it beside its twins.
 
     `sources`: each hidden test file -> its text at base + tests.patch; `base`: each hidden file -> its text
     at base, where it existed; `instruction`: what the candidate reads; `repository`: each other test file of
     the repository at base -> the numbers it writes (`repository_numbers`)."""
-    plan = twins.grading_plan(task, sources, seed=0)  # the groups grading reads, class by class
+    plan = twins.grading_plan(task, sources, seed=0, selectors=selectors)  # the groups grading reads, by class
     recorded: dict[str, list[Twin]] = {}
     for m in plan.members:
         if m.kind == "twin" and m.twin is not None and not m.unread:
@@ -237,11 +238,11 @@ def measure(clone: Path, bundle: TaskBundle, repository: Mapping[str, frozenset[
     """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
     the clone: base + tests.patch, base, and the repository's other test files at base (`repository`, where
     the caller read them already: `repository_numbers`)."""
-    from sweserve.evaluation.export_plan import hidden_sources
+    from sweserve.evaluation.export_plan import plan_sources
 
-    sources = hidden_sources(clone, bundle)
+    sources, selectors = plan_sources(clone, bundle)  # selectors: the groups grading plants depend on them
     if repository is None:
         repository = repository_numbers(clone, bundle.task, list(sources), cache)
     per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
-                         repository)
+                         repository, selectors)
     return forge_odds(per_test), per_test

@@ -711,8 +711,9 @@ def pinned(tree: ast.Module, runner: str, texts: Sequence[str] = ()) -> set[str]
     test calling another, `self.test_b()`, an alias `test_y = test_x`, `test_x.__test__ = False`, a string
     naming it such as `depends=["test_x"]`: renamed, the name would go missing: red team 7, R7-1, R7-2, R7-7);
     and every test of a module whose runner orders tests its own way (`sortTestMethodsUsing` in one of `texts`,
-    the hidden files: planted names would run in an order their drawn words decide, R7-5; one set in a conftest
-    is not read)."""
+    the hidden files and the selector files grading reads: planted names would run in an order their drawn
+    words decide, R7-5). The guard reads the same selector files (`guard.measure`), so its odds count what
+    grading plants."""
     names = {f.name for _, f in collected(tree, runner)}
     if any("sortTestMethodsUsing" in t for t in texts):
         return names
@@ -1095,7 +1096,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         graded = _graded_names(task, file)
         owners = collectors(tree, task.test.runner)
         reach = _reachable(tree, graded)
-        kept_names = pinned(tree, task.test.runner, list(sources.values()))
+        kept_names = pinned(tree, task.test.runner, [*sources.values(), *(selectors or {}).values()])
         tests = [(c, f) for c, f in collected(tree, task.test.runner)
                  if f.name not in kept_names and (graded is None or any((x, f.name) in graded for x in owners[id(f)])
                                                   or (c is not None and (id(c), f.name) in reach))]
