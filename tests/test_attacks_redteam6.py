@@ -93,29 +93,31 @@ def _rank_picks(groups: list[list[tuple[str, bool]]], canaries: list[str], all_n
     return won
 
 
-def test_rank_tokens_do_not_tell_the_real_member():
-    task, draws = _two_groups_task(), 300
-    conf = {"conftest.py": ENV_CONFTEST}
-    host = dict.fromkeys(STRATEGIES, 0)
+def _draws(task, conf: dict[str, str], draws: int, reals=("test_1_create", "test_2_pages")):
+    """Per draw, on the host (`twins.grading_plan`) then in the export box (`export_plan.ship` + `sweserve_plan.plant`):
+    (where, each real test's group as (name, is_real), every planted name, the canaries' names)."""
     for seed in range(draws):
         plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=seed, selectors=conf)
         groups = [[(m.name, m.kind == "test") for m in plan.members if m.real == real and m.kind in ("test", "twin")]
-                  for real in ("test_1_create", "test_2_pages")]
-        canaries = [m.name for m in plan.members if m.kind == "canary"]
-        for k, v in _rank_picks(groups, canaries, [m.name for m in plan.members]).items():
-            host[k] += v
+                  for real in reals]
+        yield ("host", groups, [m.name for m in plan.members], [m.name for m in plan.members if m.kind == "canary"])
     shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
                                           {FILE: TWO_GROUPS}, seed=0, selectors=conf))
-    box = dict.fromkeys(STRATEGIES, 0)
     for seed in range(draws):
         _, members = sweserve_plan.plant(shipped, random.Random(seed))
         groups = [[(m["name"], m["kind"] == "test") for m in members if m["real"] == real and m["kind"] != "canary"]
-                  for real in ("test_1_create", "test_2_pages")]
-        canaries = [m["name"] for m in members if m["kind"] == "canary"]
-        for k, v in _rank_picks(groups, canaries, [m["name"] for m in members]).items():
-            box[k] += v
-    for where, won in (("host", host), ("box", box)):
-        for strategy, n in won.items():
+                  for real in reals]
+        yield ("box", groups, [m["name"] for m in members], [m["name"] for m in members if m["kind"] == "canary"])
+
+
+def test_rank_tokens_do_not_tell_the_real_member():
+    task, draws = _two_groups_task(), 300
+    won = {"host": dict.fromkeys(STRATEGIES, 0), "box": dict.fromkeys(STRATEGIES, 0)}
+    for where, groups, names, canaries in _draws(task, {"conftest.py": ENV_CONFTEST}, draws):
+        for k, v in _rank_picks(groups, canaries, names).items():
+            won[where][k] += v
+    for where, counts in won.items():
+        for strategy, n in counts.items():
             assert n / (2 * draws) < 0.25 + 0.06, (where, strategy, n / (2 * draws))
 
 

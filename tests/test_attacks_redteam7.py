@@ -69,7 +69,6 @@ Forging (goal B), measured as red team 6's `_bet` does (validation's own draws, 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import subprocess
@@ -78,13 +77,12 @@ from pathlib import Path
 
 import pytest
 
-from sweserve.evaluation import export_plan, guard, twins
-from sweserve.harness import sweserve_plan
+from sweserve.evaluation import guard, twins
 from sweserve.harness import sweserve_twins as canaries
 from sweserve.models import TaskBundle, Twin
 from tests.test_attacks_redteam4 import CPU_TEST, PAGES_ORACLE, POOL_ORACLE
 from tests.test_attacks_redteam5 import GPU_SKIPPED, TWO_GROUPS, _as_written, _honest, _twinned, _two_groups_task
-from tests.test_attacks_redteam6 import _bet
+from tests.test_attacks_redteam6 import _bet, _draws
 from tests.test_attacks_twins import FILE, _run, _task
 
 
@@ -541,28 +539,15 @@ def test_name_statistics_do_not_tell_the_real_member():
     shortest/longest name, the one with three words, the largest hex tail, the second rank, or the one after a
     skipped token each wins at chance (under 0.25 + 0.06)."""
     task, draws, shuffle = _two_groups_task(), 300, random.Random(7)
-    conf = {"conftest.py": SKIPS_TOKENS}
-    reals = ("test_1_create", "test_2_pages")
-    host = dict.fromkeys(STATISTICS, 0)
-    for seed in range(draws):
-        plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=seed, selectors=conf)
-        groups = [[(m.name, m.kind == "test") for m in plan.members if m.real == real and m.kind in ("test", "twin")]
-                  for real in reals]
-        for k, v in _statistic_picks(groups, [m.name for m in plan.members], shuffle).items():
-            host[k] += v
-    shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
-                                          {FILE: TWO_GROUPS}, seed=0, selectors=conf))
-    box = dict.fromkeys(STATISTICS, 0)
-    for seed in range(draws):
-        _, members = sweserve_plan.plant(shipped, random.Random(seed))
-        groups = [[(m["name"], m["kind"] == "test") for m in members if m["real"] == real and m["kind"] != "canary"]
-                  for real in reals]
-        for k, v in _statistic_picks(groups, [m["name"] for m in members], shuffle).items():
-            box[k] += v
+    won = {"host": dict.fromkeys(STATISTICS, 0), "box": dict.fromkeys(STATISTICS, 0)}
+    for where, groups, names, _ in _draws(task, {"conftest.py": SKIPS_TOKENS}, draws):
+        for k, v in _statistic_picks(groups, names, shuffle).items():
+            won[where][k] += v
+    plan = twins.grading_plan(task, {FILE: TWO_GROUPS}, seed=0, selectors={"conftest.py": SKIPS_TOKENS})
     skipped = sum(1 for m in plan.members if RANK.match(m.name) and "03" in RANK.match(m.name).group(1))
     assert skipped == 0  # the conftest's "03" is read: no planted token holds it
-    for where, won in (("host", host), ("box", box)):
-        for statistic, n in won.items():
+    for where, counts in won.items():
+        for statistic, n in counts.items():
             assert n / (2 * draws) < 0.25 + 0.06, (where, statistic, n / (2 * draws))
 
 
