@@ -100,7 +100,7 @@ def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[s
 # Scheduler.get_next_batch_to_run is removed", "all call sites (A.b, C.d, E.f) are switched". What the oracle
 # changes is where the work is: finding those places is the task. A problem names one or two of them (where
 # it crashes, what returns the wrong value); a statement that names many, across files, has handed over the
-# map. Measured on 175 mined sglang-jax tasks: the 7 statements naming 4 or more changed functions in 2 or
+# map. Measured on 175 mined sglang-jax tasks: the 6 statements naming 4 or more changed functions in 2 or
 # more files are all squash or commit logs that describe the implementation (docs/real-repos.md).
 MIN_MAPPED_SITES = 4
 MIN_MAPPED_FILES = 2
@@ -114,7 +114,6 @@ def _code_named(name: str, text: str) -> bool:
     if CODE_NAME.match(name):
         return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
     return re.search(rf"`{re.escape(name)}\b|\.{re.escape(name)}\b|(?<![\w.]){re.escape(name)}\(", text) is not None
-
 
 
 def mapped_sites(statement: str, oracle_patch: str) -> list[tuple[str, str]]:
