@@ -709,7 +709,8 @@ def pinned(tree: ast.Module, runner: str, texts: Sequence[str] = ()) -> set[str]
     """The names of the module's tests that keep their names, with no group planted (graded as they are,
     twinless: `evaluation/guard.py` counts them so): a test whose name the module reads outside its own def (a
     test calling another, `self.test_b()`, an alias `test_y = test_x`, `test_x.__test__ = False`, a string
-    naming it such as `depends=["test_x"]`: renamed, the name would go missing: red team 7, R7-1, R7-2, R7-7);
+    naming it such as `depends=["test_x"]` or ending a test id with it: renamed, the name would go missing: red
+    team 7, R7-1, R7-2, R7-7);
     and every test of a module whose runner orders tests its own way (`sortTestMethodsUsing` in one of `texts`,
     the hidden files and the selector files grading reads: planted names would run in an order their drawn
     words decide, R7-5). The guard reads the same selector files (`guard.measure`), so its odds count what
@@ -725,8 +726,10 @@ def pinned(tree: ast.Module, runner: str, texts: Sequence[str] = ()) -> set[str]
         elif isinstance(n, ast.Attribute) and n.attr in names:
             found.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
-            found |= {name for name in names if name in n.value
-                      and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", n.value)}
+            # a string that is the name, or ends a test id or a dotted path with it (`depends=["test_x"]`,
+            # `"TestX::test_x"`, `getattr(self, "test_x")`); a message that mentions it renames nothing
+            found |= {name for name in names if n.value.strip() == name
+                      or n.value.strip().endswith((f"::{name}", f".{name}"))}
     return found
 
 
