@@ -259,3 +259,16 @@ def test_the_numbers_cache_reads_each_blob_once_across_tasks(tmp_path, monkeypat
     assert len(read) == first + 1  # only pkg/b.py changed
     assert second["pkg/b.py"] == frozenset({Decimal(97)}) and second["pkg/a.py"] == fresh["pkg/a.py"]
     assert guard.measure(repo, bundle, cache=cache) == guard.measure(repo, bundle)
+
+
+def test_a_blob_over_the_size_bound_is_never_read(tmp_path, monkeypatch):
+    """`repository_numbers` leaves a file over MAX_TEXT_BYTES unread (its size comes from the tree listing):
+    a data dump or a weights file costs no I/O."""
+    repo, bundle = clone_task(tmp_path, {"pkg/small.py": "A = 613\n", "data/dump.json": "[" + "613, " * 40 + "0]\n"})
+    monkeypatch.setattr(guard, "MAX_TEXT_BYTES", 100)
+    read: list[str] = []
+    real_read = guard.Git.read_blob_bytes
+    monkeypatch.setattr(guard.Git, "read_blob_bytes", lambda self, blob: read.append(blob) or real_read(self, blob))
+    numbers = guard.repository_numbers(repo, bundle.task, [FILE])
+    assert "pkg/small.py" in numbers and "data/dump.json" not in numbers
+    assert len(read) == len(numbers)

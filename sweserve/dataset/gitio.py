@@ -173,13 +173,24 @@ class Git:
     def tree_blobs(self, commit: str) -> dict[str, str]:
         """{path: blob id} of every file in commit's tree (submodules left out); GitError when git cannot
         read the commit or one of its trees."""
-        raw = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit).decode("utf-8", "replace")
+        return {path: meta[2] for path, meta in self._ls_tree(commit, long=False).items()}
+
+    def tree_sizes(self, commit: str) -> dict[str, tuple[str, int]]:
+        """{path: (blob id, size in bytes)} of every file in commit's tree (submodules left out): a reader can
+        leave large blobs unread. GitError when git cannot read the commit, one of its trees or a blob's size."""
+        return {path: (meta[2], int(meta[3])) for path, meta in self._ls_tree(commit, long=True).items()
+                if meta[3].isdigit()}
+
+    def _ls_tree(self, commit: str, long: bool) -> dict[str, list[str]]:
+        """{path: [mode, type, id(, size)]} of each blob of commit's tree (`git ls-tree -r`, `-l` with long)."""
+        raw = self.run("ls-tree", "-r", "-z", *(["-l"] if long else []), "--full-tree", "--end-of-options",
+                       commit).decode("utf-8", "replace")
         blobs = {}
         for entry in raw.split("\0"):
             meta, _, path = entry.partition("\t")
             parts = meta.split()
-            if len(parts) == 3 and parts[1] == "blob":
-                blobs[path] = parts[2]
+            if len(parts) == (4 if long else 3) and parts[1] == "blob":
+                blobs[path] = parts
         return blobs
 
     def unreadable_blobs(self, commit: str) -> dict[str, str]:

@@ -196,12 +196,12 @@ class NumbersCache:
         self.by_blob: dict[str, frozenset[Decimal] | None] = {}
 
     def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
-        """What the blob writes (None: not there, binary, or over MAX_TEXT_BYTES): a Python file's tokens
-        (`twins.file_numbers`), any other text's numbers (`twins.text_numbers`)."""
+        """What the blob writes (None: not there, or binary): a Python file's tokens (`twins.file_numbers`), any
+        other text's numbers (`twins.text_numbers`)."""
         key = blob + ("" if python else ":text")
         if key not in self.by_blob:
             data = git.read_blob_bytes(blob)
-            if data is None or len(data) > MAX_TEXT_BYTES or b"\0" in data[:8192]:
+            if data is None or b"\0" in data[:8192]:
                 self.by_blob[key] = None
             else:
                 text = data.decode("utf-8", "replace")
@@ -220,12 +220,13 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str],
     cache = cache if cache is not None else NumbersCache()
     try:
         with Git(clone) as git:
-            blobs = git.tree_blobs(task.base_commit)
-            paths = [p for p in blobs if not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+            blobs = git.tree_sizes(task.base_commit)  # a blob over MAX_TEXT_BYTES is never read
+            paths = [p for p, (_, size) in blobs.items() if size <= MAX_TEXT_BYTES
+                     and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
             paths.sort(key=lambda p: (not any(p.startswith(f + "/") or not f for f in folders), p))
             out = {}
             for path in paths[:MAX_REPOSITORY_FILES]:
-                numbers = cache.numbers(git, blobs[path], path.endswith(".py"))
+                numbers = cache.numbers(git, blobs[path][0], path.endswith(".py"))
                 if numbers is not None:
                     out[path] = numbers
     except GitError as exc:
