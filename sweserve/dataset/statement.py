@@ -77,6 +77,7 @@ _SUBCOMMIT = re.compile(r"^\* \S")
 # `git log` headers pasted into a squash message: a commit's hash, author, date (no problem in any of them)
 _GIT_LOG = re.compile(r"^\s*(?:commit [0-9a-f]{7,40}(?:\s+\(.*\))?|Merge:(?:\s+[0-9a-f]{7,40}){2,}|"
                       r"Author:\s.*<[^<>\s]*>|(?:Author|Commit)?Date:\s+\w{3},? \w{3} \d{1,2} [\d:]+ \d{4}.*)\s*$")
+_DROPPED_LINES = ((_CHECKBOX, "checklist"), (_BOT_LINE, "bot text"), (_GIT_LOG, "git log header"))  # line, why
 _SEPARATOR = re.compile(r"^\s*-{3,}\s*$")
 _LINK_ONLY = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:(?:likely|partially|partly|maybe|try to|trying to|attempts? to|"
                         r"should)\s+)?(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|part\s+of|related(?: to)?|refs?|see)\b"
@@ -431,10 +432,10 @@ def _prepare(text: str, judge: _Judge | None) -> list[str]:
     text = _IMAGE.sub(image, text)
     lines = []
     for ln in text.split("\n"):
-        if _CHECKBOX.match(ln) or _BOT_LINE.match(ln) or _GIT_LOG.match(ln):
+        why = next((why for pattern, why in _DROPPED_LINES if pattern.match(ln)), None)
+        if why:
             if judge:
-                judge.record("", False, "checklist" if _CHECKBOX.match(ln) else "bot text" if _BOT_LINE.match(ln)
-                             else "git log header", ln)
+                judge.record("", False, why, ln)
             continue
         lines.append(ln)
     return lines

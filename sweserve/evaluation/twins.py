@@ -46,7 +46,7 @@ import re
 import secrets
 import tokenize
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -705,19 +705,23 @@ def collected(tree: ast.Module, runner: str) -> list[tuple[ast.ClassDef | None, 
     return list(out.values())
 
 
-def pinned(tree: ast.Module, runner: str, texts: Sequence[str] = ()) -> set[str]:
+def reorders(texts: Iterable[str]) -> bool:
+    """Whether one of `texts` (the hidden files and the selector files grading reads) sets the order unittest's
+    loader gives a class's tests (`sortTestMethodsUsing`): `pinned` then keeps every test's name."""
+    return any("sortTestMethodsUsing" in t for t in texts)
+
+
+def pinned(tree: ast.Module, names: set[str], reordered: bool = False) -> set[str]:
     """The names of the module's tests that keep their names, with no group planted (graded as they are,
     twinless: `evaluation/guard.py` counts them so): a test whose name the module reads outside its own def (a
     test calling another, `self.test_b()`, an alias `test_y = test_x`, `test_x.__test__ = False`, a string
     naming it such as `depends=["test_x"]` or ending a test id with it: renamed, the name would go missing: red
     team 7, R7-1, R7-2, R7-7);
-    and every test of a module whose runner orders tests its own way (`sortTestMethodsUsing` in one of `texts`,
-    the hidden files and the selector files grading reads: planted names would run in an order their drawn
-    words decide, R7-5). The guard reads the same selector files (`guard.measure`), so its odds count what
-    grading plants."""
-    names = {f.name for _, f in collected(tree, runner)}
-    if any("sortTestMethodsUsing" in t for t in texts):
-        return names
+    and every test where the loader orders tests its own way (`reordered`: `reorders`; planted names would run
+    in an order their drawn words decide, R7-5). The guard reads the same selector files (`guard.measure`), so
+    its odds count what grading plants. `names`: the module's collected tests (`collected`)."""
+    if reordered:
+        return set(names)
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     found: set[str] = set()
     for n in ast.walk(tree):
@@ -1094,13 +1098,15 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         except (SyntaxError, ValueError):
             continue  # it cannot run at all: its tests are collection errors, with or without a plan
         everywhere |= {n.name for n in ast.walk(trees[file]) if isinstance(n, _DEFS)}
+    reordered = reorders([*sources.values(), *(selectors or {}).values()])
     for file in sorted(trees):
         text, tree = sources[file], trees[file]
         graded = _graded_names(task, file)
         owners = collectors(tree, task.test.runner)
         reach = _reachable(tree, graded)
-        kept_names = pinned(tree, task.test.runner, [*sources.values(), *(selectors or {}).values()])
-        tests = [(c, f) for c, f in collected(tree, task.test.runner)
+        found = collected(tree, task.test.runner)
+        kept_names = pinned(tree, {f.name for _, f in found}, reordered)
+        tests = [(c, f) for c, f in found
                  if f.name not in kept_names and (graded is None or any((x, f.name) in graded for x in owners[id(f)])
                                                   or (c is not None and (id(c), f.name) in reach))]
         if not tests:
