@@ -321,6 +321,10 @@ class Task(Strict):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     twins: list[Twin] = Field(default_factory=list, description="mutation twins of the graded tests, kept by "
                               "validation: each failed at base and with the oracle")
+    pinned: list[str] = Field(default_factory=list, description="tests graded under their real names, with no "
+                              "twin group: validation saw the oracle fail them under planted names and pass them "
+                              "under their own (their code reads the name: a data file named after the test, a "
+                              "conftest matching it by position); twinless for the guard")
     validation: ValidationRecord | None = None
     quality: QualityRecord | None = None
     readiness: Readiness | None = Field(None, description="recorded by validate (and `tasks funnel --write`)")
@@ -363,6 +367,8 @@ class TaskBundle(BaseModel):
             del graded["resources"]["disk_gb"]  # added later: tasks that keep the default keep their hash
         if self.task.twins:  # added later too: tasks without twins keep their hash
             graded["twins"] = [t.model_dump(mode="json") for t in self.task.twins]
+        if self.task.pinned:  # and the pins: tasks without any keep their hash
+            graded["pinned"] = list(self.task.pinned)
         parts = [json.dumps(graded, sort_keys=True), self.instruction, self.oracle_patch, self.tests_patch]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 

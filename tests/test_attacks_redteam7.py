@@ -20,11 +20,14 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
   renamed: validation's first look collects nothing (untouched tests missing); both aliases also fail the oracle
   on 3 of 3 grading draws. Fix: as R7-1 (names
   read at module level keep their def; honour `__test__ = False` in `collected`).
-- R7-3 WIN (false fail, validation notices; documented limit): a conftest that equips tests by the start of their
+- R7-3 WIN, fixed (false fail, validation notices): a conftest that equips tests by the start of their
   name (`re.compile(r"^test_(exact|strict)_").match(request.node.name)`, `name.split("_")[1]`): every planted name
   opens `test_<rank>_`, the oracle fails 4 of 4 draws. Held: `startswith("test_exact")` (a joined literal: the name
   falls back, unranked, to its real words). Fix: put the rank token after the real name's read words (`test_exact_
   <rank>_...`) where a check begins with `test_`/`^test_`, or plant no group in a file whose selectors anchor.
+  Fixed by execution, whatever the reading: validation runs the oracle once more with every test it failed
+  under planted names kept under its own (`validation._pins`); those that pass then are pinned (`Task.pinned`),
+  graded as written and twinless.
 - R7-4 WIN, fixed (honest tampered, per draw, the worst): a conftest whose name-matching words come from a helper module's
   constant (`from testing_utils import GPU_WORDS`) or a data file (`json.loads(... "accelerators.json")`): neither is
   read, `gpu` stays in the pool, a canary or twin drawn with it is skipped: 12 of 12 draws not resolved (6 failed, 6
@@ -37,9 +40,9 @@ validation's runs pass with probability (1 - p)^runs and grading then fails hone
   order, the dependant runs first on 7 of 10 draws. Held: a cmp reading the class's definition order. Fix: pad the
   names of one scope to one length (same word count and widths) or treat a module assigning `sortTestMethodsUsing`
   as one whose order cannot be kept (no groups in its TestCases).
-- R7-6 WIN (false fail, validation notices): a test that opens `cases/{request.node.name}.json`: no file under the
+- R7-6 WIN, fixed (false fail, validation notices): a test that opens `cases/{request.node.name}.json`: no file under the
   planted name, oracle fails 3 of 3. `own_checks` only keeps words. Fix: a file that reads a test's name outside a
-  substring check gets no group (its tests graded twinless under their real names).
+  substring check gets no group (its tests graded twinless under their real names). Fixed as R7-3, by validation's probe.
 - R7-7 WIN, fixed (false fail, validation notices): `@pytest.mark.dependency(depends=["test_pages_for_nothing"])`
   (pytest-dependency's semantics in a conftest; the plugin, and pytest-order's `order(after=...)`, are not installed
   here): the named test runs under a planted name, the dependant is skipped on 3 of 3 draws. Fix: as R7-1 (a string
@@ -87,10 +90,12 @@ from tests.test_attacks_twins import FILE, _run, _task
 
 
 def _at_validation(tmp_path, source: str, test: str, code: str = PAGES_ORACLE, extra: dict[str, str] | None = None,
-                   selectors: dict[str, str] | None = None, seed: int = 0) -> str | None:
+                   selectors: dict[str, str] | None = None, seed: int = 0, pinned: tuple[str, ...] = ()) -> str | None:
     """The outcome of the real member of `test` (`Class::name` or `name`) in validation's first look (every test
-    planted, `candidates=True`) with `code`: "failed" means validation would not call it FAIL_TO_PASS (a signal)."""
-    plan = twins.grading_plan(_task(), {FILE: source}, seed=seed, candidates=True, selectors=selectors)
+    planted, `candidates=True`) with `code`: "failed" means validation would not call it FAIL_TO_PASS (a signal).
+    `pinned`: the tests validation's probe keeps under their names (`validation._pins`, `Task.pinned`)."""
+    plan = twins.grading_plan(_task(pinned=list(pinned)), {FILE: source}, seed=seed, candidates=True,
+                              selectors=selectors)
     plan.texts.setdefault(FILE, source)  # a file with no group planted stays as tests.patch wrote it
     plan.texts.update(extra or {})
     return _run(tmp_path, plan, code).outcomes.get(f"{FILE}::{test}")
@@ -224,18 +229,22 @@ EXACT_CONFTESTS = {
 }
 
 
-@pytest.mark.parametrize("conftest", [
-    pytest.param("anchored-regex", marks=pytest.mark.xfail(strict=True, reason=(
-        "R7-3: `^test_(exact|strict)_` matches the real name; every planted one opens `test_<rank>_`, so the "
-        "fixture the conftest gives by prefix is never given: the oracle fails on every draw"))),
-    pytest.param("split", marks=pytest.mark.xfail(strict=True, reason=(
-        "R7-3: `name.split('_')[1]` reads the rank token on every planted name"))),
-    "startswith",
-])
+@pytest.mark.parametrize("conftest", ["anchored-regex", "split", "startswith"])
 def test_a_conftest_equipping_tests_by_name_prefix_still_equips_them(tmp_path, conftest):
-    task = _twinned(f"{FILE}::test_exact_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    """R7-3: no reading of the code can tell every way a conftest matches names (a regex anchored past `test_`,
+    `split("_")[1]`); validation runs the oracle on the tests it fails under planted names once more under
+    their own (`validation._pins`), and those that pass then are pinned (`Task.pinned`): graded as written."""
+    graded = f"{FILE}::test_exact_pages_for_a_hundred_tokens"
     extra = {"conftest.py": EXACT_CONFTESTS[conftest]}
+    task = _twinned(graded, [f"{FILE}::test_pages_for_nothing"])
     assert _as_written(tmp_path, task, EXACT_TEST, EXACT_ORACLE, extra) == "resolved"
+    planted = _at_validation(tmp_path, EXACT_TEST, "test_exact_pages_for_a_hundred_tokens", EXACT_ORACLE, extra,
+                             extra)
+    assert planted == ("passed" if conftest == "startswith" else "failed")  # the name matters, by position
+    if planted == "failed":  # what validation's probe sees, and records
+        assert _at_validation(tmp_path, EXACT_TEST, "test_exact_pages_for_a_hundred_tokens", EXACT_ORACLE, extra,
+                              extra, pinned=(graded,)) == "passed"
+        task.pinned = [graded]
     verdicts = _honest(tmp_path, task, EXACT_TEST, EXACT_ORACLE, 4, extra, extra)
     assert verdicts == ["resolved"] * 4, verdicts
 
@@ -349,16 +358,48 @@ def test_pages_for_nothing():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R7-6: a test that opens a data file named after `request.node.name` finds none under its planted name: the "
-    "oracle fails on every draw (validation notices: never FAIL_TO_PASS)"))
 def test_a_test_finding_its_data_by_its_own_name_still_finds_it(tmp_path):
-    task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
+    """R7-6: a test opening a data file named after `request.node.name` finds none under a planted name: the
+    oracle fails it in validation's first look, passes it pinned (`validation._pins`), so grading keeps it."""
+    graded = f"{FILE}::test_pages_for_a_hundred_tokens"
+    task = _twinned(graded, [f"{FILE}::test_pages_for_nothing"])
     extra = {"test/cases/test_pages_for_a_hundred_tokens.json": '{"tokens": 100}\n'}
     assert _as_written(tmp_path, task, OWN_DATA, PAGES_ORACLE, extra) == "resolved"
     assert _at_validation(tmp_path, OWN_DATA, "test_pages_for_a_hundred_tokens", extra=extra) == "failed"
+    assert _at_validation(tmp_path, OWN_DATA, "test_pages_for_a_hundred_tokens", extra=extra,
+                          pinned=(graded,)) == "passed"
+    task.pinned = [graded]
     verdicts = _honest(tmp_path, task, OWN_DATA, PAGES_ORACLE, 3, extra)
     assert verdicts == ["resolved"] * 3, verdicts
+    assert guard.test_odds(task, {FILE: OWN_DATA}, {}, "") == {graded: 1.0}  # pinned: twinless, and counted so
+
+
+def test_validation_pins_a_test_that_passes_only_under_its_own_name(make_repo, tmp_path):
+    """R7-6 end to end: `validate_task` on the local backend runs the probe (`validation._pins`), records the
+    pin, and keeps the test FAIL_TO_PASS; the oracle is then resolved and the null failed through a trial."""
+    from local_backend import diff_of, local_task
+
+    from sweserve.agents.reference import NullAgent, OracleAgent
+    from sweserve.evaluation.trial import evaluate_task
+    from sweserve.evaluation.validation import ValidateRequest, validate_task
+
+    repo = make_repo("pins")
+    base = repo.commit("init", {**PKG, "test/__init__.py": "",
+                                "test/cases/test_pages_for_a_hundred_tokens.json": '{"tokens": 100}\n'})
+    oracle = diff_of(repo, base, "pkg/thing.py", PAGES_ORACLE)
+    tests = diff_of(repo, base, FILE, OWN_DATA)
+    task, ctx = local_task(tmp_path, repo, "pins", base, FILE, ["test/*"])
+    bundle = TaskBundle(task=task, instruction="Count a partial page as a page.", oracle_patch=oracle,
+                        tests_patch=tests)
+    graded = f"{FILE}::test_pages_for_a_hundred_tokens"
+    try:
+        outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / task.task_id, bundle, runs=1))
+        assert outcome.status == "valid", outcome.reason
+        assert task.pinned == outcome.pinned == [graded] and task.FAIL_TO_PASS == [graded], (task.pinned, task)
+        assert evaluate_task(ctx, bundle, OracleAgent(), results_path=tmp_path / "r.jsonl").status == "resolved"
+        assert evaluate_task(ctx, bundle, NullAgent(), results_path=tmp_path / "r.jsonl").status == "failed"
+    finally:
+        ctx.close()
 
 
 # --- R7-7: a mark naming the test it depends on (pytest-dependency's `depends=`) --------------------------------------

@@ -869,7 +869,7 @@ def _same_path(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def _base_id(test_id: str) -> str:
+def base_id(test_id: str) -> str:
     """The id without its parameters (`name[1-a]` -> `name`): cut at the first `[` of an id ending in `]`, in
     one pass (a regex search for it was quadratic in the id, which the tests' process writes)."""
     at = test_id.find("[")
@@ -931,6 +931,17 @@ def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> lis
     return canaries.name_pool(words, checks)
 
 
+def _pinned_by_task(task: Task, file: str) -> set[str]:
+    """The names of `file`'s tests that validation pinned (`Task.pinned`: they pass with the oracle only under
+    their own names), kept like those `pinned` reads."""
+    out = set()
+    for test_id in task.pinned:
+        parts = base_id(test_id).split("::")
+        if _same_path(parts[0], file) and len(parts) in (2, 3):
+            out.add(parts[-1])
+    return out
+
+
 def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
     """(class, name) of the file's graded tests; None while nothing is graded yet (every test is)."""
     ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
@@ -938,7 +949,7 @@ def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
         return None
     out = set()
     for test_id in ids:
-        parts = _base_id(test_id).split("::")
+        parts = base_id(test_id).split("::")
         if _same_path(parts[0], file) and len(parts) in (2, 3):
             out.add((parts[1] if len(parts) == 3 else None, parts[-1]))
     return out
@@ -1105,7 +1116,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         owners = collectors(tree, task.test.runner)
         reach = _reachable(tree, graded)
         found = collected(tree, task.test.runner)
-        kept_names = pinned(tree, {f.name for _, f in found}, reordered)
+        kept_names = pinned(tree, {f.name for _, f in found}, reordered) | _pinned_by_task(task, file)
         tests = [(c, f) for c, f in found
                  if f.name not in kept_names and (graded is None or any((x, f.name) in graded for x in owners[id(f)])
                                                   or (c is not None and (id(c), f.name) in reach))]
@@ -1472,8 +1483,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
     forged_names = False
     passed: set[Member] = set()  # must-fail members with a passing report
     for test_id, outcome in outcomes.items():
-        parts = _base_id(test_id).split("::")  # a parameter may hold '::' (an IPv6 '::1'): split without it
-        params = test_id[len(_base_id(test_id)):]
+        parts = base_id(test_id).split("::")  # a parameter may hold '::' (an IPv6 '::1'): split without it
+        params = test_id[len(base_id(test_id)):]
         name = parts[-1]
         cls = parts[1] if len(parts) == 3 else None
         file = _file_of(parts[0], by_file) if len(parts) > 1 else None
@@ -1509,8 +1520,8 @@ def _read(plan: GradingPlan, outcomes: dict[str, Outcome], skips: dict[str, str]
         _worst(reading.outcomes, real_id, outcome)
         if member is not None:
             _worst(seen, member, outcome)  # type: ignore[arg-type]
-            if test_id in messages and _base_id(real_id) not in reading.shapes:
-                reading.shapes[_base_id(real_id)] = (shape(messages[test_id], member.name),)
+            if test_id in messages and base_id(real_id) not in reading.shapes:
+                reading.shapes[base_id(real_id)] = (shape(messages[test_id], member.name),)
         if test_id in skips:
             reading.skips[real_id] = skips[test_id]
         if test_id in messages:
@@ -1796,7 +1807,7 @@ def _failed_at_base(run, test_id: str, outcome: Outcome) -> bool:
     if outcome == "failed":
         return True
     outcomes = getattr(run, "outcomes", {})
-    mine = [o for t, o in outcomes.items() if _base_id(t) == test_id]
+    mine = [o for t, o in outcomes.items() if base_id(t) == test_id]
     return outcome in ("error", "missing") and "passed" not in mine \
         and bool(mine or outcomes.get(test_id.split("::")[0]) == "error")  # ran, or its module did not import
 
@@ -1833,7 +1844,7 @@ def select(graded: list[str], before: list, after: list,
                 twin = Twin.model_validate_json(key)
                 passed_beside.add((twin.test, twin.site))
     named = {test for by_site in planted for test, _ in by_site}  # as the plan names them: task.test.files' paths
-    for test_id in sorted({_base_id(t) for t in graded}):  # as the runner names them: from its rootdir
+    for test_id in sorted({base_id(t) for t in graded}):  # as the runner names them: from its rootdir
         mine = next((n for n in sorted(named) if same_test(n, test_id)), test_id)
         # the first run that reached the test's module (before the fix it may not import: no member ran)
         first = next((by_site for by_site in planted if any(test == mine for test, _ in by_site)), {})

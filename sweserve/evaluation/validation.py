@@ -5,7 +5,8 @@ FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO
 A task already validated is rechecked against its recorded ids. The graded tests' mutation twins are chosen
 from candidates run in both states (`twins.select`; a new task gets one more run of each state for them),
 and tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
-(`runner_only`). Every rejection carries a
+(`runner_only`). Tests the oracle fails under planted names and passes under their own are pinned (`_pins`,
+`Task.pinned`): graded as written, both states run again so. Every rejection carries a
 `RejectionCategory` set where it is decided, never read back out of a message.
 
 Only a verdict on the task is recorded in task.json. When the machinery fails instead (an `InfraError`: Docker,
@@ -52,6 +53,7 @@ from sweserve.evaluation.signals import signal_checks
 from sweserve.evaluation.submission import SubmissionRejected
 from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
+from sweserve.evaluation.twins import base_id
 from sweserve.evaluation.twins import select as select_twins
 from sweserve.evaluation.verifier import plain_outcomes
 from sweserve.models import SignalCheck, TaskBundle, ValidationRecord
@@ -80,6 +82,7 @@ class ValidateOutcome(BaseModel):
     forge_odds: float | None = None  # evaluation/guard.py
     forge_odds_instruction: str | None = None  # `guard.digest` of the instruction the odds were measured with
     runner_only: list[str] = Field(default_factory=list)  # pass under plain pytest, fail under sweserve's runner
+    pinned: list[str] = Field(default_factory=list)  # pass with the oracle only under their own names (`_pins`)
 
 
 def reason_category(outcome: ValidateOutcome) -> str:
@@ -135,6 +138,26 @@ def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, i
     for n, run in enumerate(solved.graded.runs, 1):
         keep(f"{prefix}{name}-{n}.log", run.output)
     return solved.graded.runs
+
+
+def _pins(ctx: Context, bundle: TaskBundle, inputs: TaskInputs, image: str, gpu_ids: list[str],
+          logs: TrialFolder, seed: int, after: list[TestRun]) -> list[str]:
+    """The tests the oracle fails in every run under planted names that it passes under their own (one more
+    oracle run, every such test pinned: `Task.pinned`): code that reads a test's name in a way planting cannot
+    keep (a data file named after it, a conftest matching it by position: red team 7, R7-3, R7-6) would
+    otherwise lose the test from FAIL_TO_PASS. Found by running, whatever the reading looks like; none when
+    the oracle passes everything it runs."""
+    task = bundle.task
+    failing = sorted({t for run in after for t in run.outcomes}
+                     - {t for t in after[0].outcomes if all(run.outcomes.get(t) == "passed" for run in after)})
+    if not failing:
+        return []
+    task.pinned = failing
+    try:
+        probe = _state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, logs, seed, "pins-")
+    finally:
+        task.pinned = []
+    return sorted({base_id(t) for t in failing if probe[0].outcomes.get(t) == "passed"})
 
 
 def _runner_only(ctx: Context, bundle: TaskBundle, image: str, gpu_ids: list[str], after: list[TestRun]) -> list[str]:
@@ -212,6 +235,11 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             seed = secrets.randbits(64)  # one grading plan for both states: the same twin candidates in each
             before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
             after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
+            if not task.FAIL_TO_PASS and (pins := _pins(ctx, bundle, inputs, image, gpu_ids, logs, seed, after)):
+                task.pinned = pins  # both states again, each test graded under the name grading will give it
+                before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs, seed, "pinned-")
+                after = _state(ctx, bundle, OracleAgent(), inputs, image, req.runs, gpu_ids, logs, seed, "pinned-")
+            result.pinned = list(task.pinned)
             result.runner_only = _runner_only(ctx, bundle, image, gpu_ids, after)
             f2p, p2p = _verdict(bundle, before, after, result)
             task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
