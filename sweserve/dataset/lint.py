@@ -46,6 +46,7 @@ from sweserve.dataset.leaks import leak_findings
 from sweserve.dataset.patches import split_sections
 from sweserve.dataset.profiles import Classification, load_profile
 from sweserve.dataset.readiness import assess
+from sweserve.dataset.statement import heading_fix
 from sweserve.dataset.taskstore import TEXT_FILES, load_bundle, save_task
 from sweserve.dataset.vocabulary import VocabularyUnchecked, new_vocabulary
 from sweserve.dataset.vocabulary import finding as vocabulary_finding
@@ -182,6 +183,8 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
         if missing:
             unfair[test_id] = missing
     leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
+    if (why := heading_fix(statement, bundle.oracle_patch)):  # mined before titles were judged (`title_fix`)
+        leaks.append(f"statement's title prescribes the fix ({why}): re-mine, or rewrite the statement")
     findings = list(leaks)
     findings += [f"unfair: {t} needs {', '.join(f'`{n}`' for n in names[:4])}"
                  + (f" and {len(names) - 4} more" if len(names) > 4 else "")

@@ -46,7 +46,8 @@ def family_verdict(task: Task) -> tuple[bool, str, str]:
 
 _FINDING_KINDS = (  # a lint finding's opening words -> its readiness key (lint:<kind>); others are lint:findings
     ("statement names hidden tests", "leak"), ("statement repeats", "leak"),
-    ("statement prescribes the change", "recipe"), ("statement maps the fix", "fix_map"), ("unfair:", "unfair"),
+    ("statement prescribes the change", "recipe"), ("statement maps the fix", "fix_map"),
+    ("statement's title prescribes the fix", "fix_title"), ("unfair:", "unfair"),
     ("tests need new names", "vocabulary"), ("statement is the PR title only", "statement"),
     ("statement has ", "statement"), ("statement stops mid-sentence", "truncated"),
     ("statement leaves open", "open_question"), ("tests pin exact numbers", "private_numbers"),

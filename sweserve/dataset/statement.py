@@ -824,6 +824,27 @@ def _closing_issues(pr: PullRequestInfo, notes: list[str]) -> tuple[list[IssueIn
     return closing, related
 
 
+# a title's leading tags and conventional-commit type: `[Bug] `, `fix(sampler): `, `refactor!: `
+_TITLE_LEAD = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[\w-]+(?:\([^)]*\))?!?:\s*)?(?:\[[^\]]*\]\s*)*")
+
+
+def title_fix(title: str, oracle_patch: str = "") -> str | None:
+    """Why a title prescribes the fix ("replace static-predicate `lax.cond` with `if`", "split 1-D weight_scale
+    in fused QKV path"): the judge's verdict on it read as a sentence of a PR's text, past its tags; None
+    when it states a problem, a goal or a feature (or is a measurement, a credit: not the fix)."""
+    bare = _TITLE_LEAD.sub("", title).strip()
+    if not bare:
+        return None
+    kept, why = _Judge("title", SOURCE_PR, oracle=oracle_patch).sentence(bare)
+    return why if kept is None and why.startswith("describes the fix") else None
+
+
+def heading_fix(statement: str, oracle_patch: str = "") -> str | None:
+    """`title_fix` on a statement's opening `# ` heading (the title mining put there), None without one."""
+    first = statement.lstrip().split("\n", 1)[0]
+    return title_fix(first[2:], oracle_patch) if first.startswith("# ") else None
+
+
 def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | None = None,
                     notes: list[str] | None = None, oracle_patch: str = "", tests_patch: str = "") -> Statement:
     """The problem statement for a PR: problem (issue, PR motivation, commit message, related issue, title)
@@ -880,7 +901,11 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
                 problem.append(f"# {issue.title.strip()}\n\n{_cap(text, notes, f'issue {issue.label}')}".strip())
             elif pr and is_informative(description):  # a short PR text still beats the title alone
                 source, body_text = "pr_description", _cap(description, notes, "PR description")
-        if source != "issue":
+        if source != "issue" and body_text and (why := title_fix(title, oracle_patch)):
+            # a title that says what to change: the body states the problem, the title would hand over the fix
+            parts.append(StatementPart(source="title", section="", kept=False, why=why, excerpt=_excerpt(title)))
+            problem.append(body_text.strip())
+        elif source != "issue":
             problem.append(f"# {title}\n\n{body_text}".strip())
             if issue_parts:
                 problem.append("\n".join(f"This change addresses {i.label}: {i.title.strip()}" for i, _ in issue_parts))
