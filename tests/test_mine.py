@@ -141,3 +141,18 @@ def test_parse_pr_forms(make_repo):
 def test_not_a_repo(tmp_path):
     with pytest.raises(SweserveError, match="not a git repository"):
         open_repo(tmp_path)
+
+
+def test_profile_resources_are_every_mined_tasks_defaults(make_repo, profile, tmp_path):
+    """A repository whose tests need more than the 4 GB default (jax kernels in interpret mode) says so once, in
+    its profile; a task's own CI registration still sets its GPUs and test timeout on top."""
+    from sweserve.models import Resources
+
+    repo = base_repo(make_repo)
+    repo.commit("[Radix] Fix prefix match (#42)\n\nMatching stops early.",
+                {SRC: "def f():\n    return 2\n", TEST: "def test_f():\n    assert 1\n"})
+    roomy = profile.model_copy(update={"resources": Resources(memory_gb=12, cpus=4)})
+    mine(open_repo(repo.path), roomy, tmp_path / "tasks")
+    r = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-42").task.resources
+    assert (r.memory_gb, r.cpus, r.gpus) == (12, 4, 0)
+    assert profile.resources == Resources()  # the profile's own copy is untouched

@@ -165,8 +165,9 @@ def unit_changes(profile: RepoProfile, unit: Unit) -> list[FileChange]:
 
 
 def resources_for(profile: RepoProfile, read, test_files: list[str]) -> Resources | str:
-    """The task's resources: CI registration at the merge commit where the profile reads it; or why not."""
-    resources = Resources()
+    """The task's resources: the profile's, then CI registration at the merge commit where the profile reads it;
+    or why not."""
+    resources = profile.resources.model_copy(deep=True)
     if not profile.ci_registration:
         return resources
     place = ci_registration.placement(read, test_files)

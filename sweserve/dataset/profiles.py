@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from sweserve.config_search import ConfigSearch, looks_like_path
 from sweserve.errors import SweserveError
 from sweserve.loading import read_data, validate
-from sweserve.models import Family, Strict
+from sweserve.models import Family, Resources, Strict
 
 SUFFIXES = (".json",)
 
@@ -100,6 +100,9 @@ class RepoProfile(Strict):
                                   "odds (evaluation/guard.py: 0.25 is one twin group no prior reads; 1 requires none)")
     max_oracle_lines: int = Field(2000, gt=0)
     allow_binary: bool = True
+    resources: Resources = Field(default_factory=Resources, description="every mined task's resources before CI "
+                                 "registration sets its GPUs, hardware and test timeout: e.g. a memory_gb for a "
+                                 "repository whose tests need more than the 4 GB default (re-mining refreshes them)")
 
     @model_validator(mode="before")
     @classmethod
