@@ -337,6 +337,38 @@ def test_a_loader_order_set_in_a_conftest_pins_the_file_for_grading_and_the_guar
     assert guard.measure(clone, bundle)[1] == {graded: 1.0}
     assert twins.grading_plan(task, {FILE: LOADER_TEST}, seed=0).members  # without the conftest: planted
 
+# --- left by red team 5 and 7: a graded test after an ungraded one, in a class run by name ----------------------------
+
+UNGRADED_FIRST = '''import unittest
+
+from pkg.thing import Pool
+
+
+class TestPoolLifecycle(unittest.TestCase):
+    shared = {}
+
+    def test_create(self):
+        self.shared["pool"] = Pool(100)
+        self.assertEqual(self.shared["pool"].name, "spare")  # fails with the oracle too: never graded
+
+    def test_pages(self):
+        self.assertEqual(self.shared["pool"].pages(), 13)
+'''
+
+
+def test_a_graded_test_keeps_its_place_after_an_ungraded_one_in_a_class_run_by_name(tmp_path):
+    """A TestCase runs its tests sorted by name. `test_create` fails with the oracle (so it is not graded) but
+    sets up what the graded `test_pages` reads. Validation's first look planted both, ranked, so it kept the
+    order and `test_pages` became FAIL_TO_PASS; grading planted only the graded test: `test_0000_...` sorted
+    before the unplanted `test_create` on every draw, and the oracle failed. Grading now ranks every test of a
+    class holding a graded one, as validation did (only the graded ones are read)."""
+    graded = f"{FILE}::TestPoolLifecycle::test_pages"
+    task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    assert _at_validation(tmp_path, UNGRADED_FIRST, "TestPoolLifecycle::test_pages", POOL_ORACLE) == "passed"
+    verdicts = _honest(tmp_path, task, UNGRADED_FIRST, POOL_ORACLE, 6)
+    assert verdicts == ["resolved"] * 6, verdicts
+
+
 # --- R7-6: a test reading its own name to find its data ---------------------------------------------------------------
 
 OWN_DATA = '''import json

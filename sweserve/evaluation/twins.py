@@ -1117,8 +1117,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         reach = _reachable(tree, graded)
         found = collected(tree, task.test.runner)
         kept_names = pinned(tree, {f.name for _, f in found}, reordered) | _pinned_by_task(task, file)
+        # every test of a class that runs a graded one is planted (ranked, only the graded ones read), as
+        # validation's first look planted them: a class run by name then runs them in the order validation saw
+        graded_classes = {x for x, _ in graded or set() if x is not None}
         tests = [(c, f) for c, f in found
                  if f.name not in kept_names and (graded is None or any((x, f.name) in graded for x in owners[id(f)])
+                                                  or any(x in graded_classes for x in owners[id(f)])
                                                   or (c is not None and (id(c), f.name) in reach))]
         if not tests:
             continue
