@@ -100,7 +100,8 @@ until they are released, and allocation should not hand out a slot in use.
 def test_a_changelog_that_maps_the_fix_leaks_it():
     sites = mapped_sites(CHANGELOG, ORACLE)
     assert {n for _, n in sites} == {"alloc", "free", "get_next_batch_to_run", "alloc_req_slots", "release_req"}
-    assert recipe_finding(CHANGELOG, ORACLE) is None  # no recipe's shape: only the map gives it away
+    # no verb-led or labelled steps: the map gives it away, and so do its change notes (`change_items`)
+    assert "change notes" in (recipe_finding(CHANGELOG, ORACLE) or "")
     found = [f for f in leak_findings(CHANGELOG, ORACLE, TESTS) if f.startswith("statement maps the fix")]
     assert len(found) == 1 and "in 3 files" in found[0]
     assert finding_kind(found[0]) == "fix_map"
@@ -136,3 +137,43 @@ def test_sites_in_one_file_or_in_the_requirements_are_no_map():
                 "`SlotPool.free`, `Scheduler.get_next_batch_to_run`, `Batch.alloc_req_slots` and `release_req` "
                 "keep a request's slot across batches.\n")
     assert mapped_sites(required, ORACLE) == []  # the Requirements say what must hold, by name
+
+
+# A changelog whose bullets have no verb: each names a component the oracle changes (`alloc`, `scheduler`,
+# `SlotPool`) and says what was done to it.
+CHANGE_NOTES = """\
+Slot handling on chunked prefill.
+
+- per-request slot reuse in SlotPool.alloc (in-place for reqs already holding one)
+- req-aware free in pool.py, clearing req.slot
+- Scheduler.get_next_batch_to_run without the explicit free of the chunked request's slot
+"""
+# The same components named in a problem: what goes wrong, and what must hold.
+SYMPTOMS = """\
+Slots are handed out twice under chunked prefill.
+
+- SlotPool.alloc hands a slot still in use to a second request, and outputs are corrupted
+- after a chunked request finishes, the scheduler must release its slot exactly once
+- `free` should accept the request that holds the slot
+"""
+
+
+def test_change_notes_without_a_verb_prescribe_the_change():
+    from sweserve.dataset.leaks import change_items
+    assert recipe_steps_none(CHANGE_NOTES)
+    assert len(change_items(CHANGE_NOTES, ORACLE)) == 3
+    found = recipe_finding(CHANGE_NOTES, ORACLE)
+    assert found and found.startswith("statement prescribes the change") and "change notes" in found
+    assert finding_kind(found) == "recipe"
+
+
+def test_symptoms_and_requirements_naming_the_same_components_do_not():
+    from sweserve.dataset.leaks import change_items
+    assert change_items(SYMPTOMS, ORACLE) == []
+    assert recipe_finding(SYMPTOMS, ORACLE) is None
+
+
+def recipe_steps_none(text: str) -> bool:
+    """Nothing the verb-led or labelled recipe rules read: only the change-notes rule can see it."""
+    from sweserve.dataset.leaks import recipe_steps
+    return recipe_steps(text, ORACLE) == []

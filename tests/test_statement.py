@@ -479,3 +479,16 @@ def test_how_to_run_the_benchmark_is_not_the_problem():
     # a reproduction stays in an issue
     assert "Run the server" in clean_description("## How to reproduce\n\nRun the server with two ranks and "
                                                   "send a long prompt; it hangs.\n", mode="issue")
+
+
+def test_a_cherry_picks_list_of_commit_subjects_is_cut():
+    """A squash body whose first sub-commit lists the commits it cherry-picks, indented (real sglang-jax #648's
+    shape): subjects with GitHub's `(#N)`, at any depth, describe no behaviour."""
+    body = ("* feat: cherry-pick attention optimizations from upstream (#56)\n\ncherry-pick them.\n"
+            "    * [Kernel] Add support for W8A8 Attention (#656)\n    * [RPA] Set VMEM limit to 100MB (#806)\n"
+            "    - Remove a branch with pl.when in fetching bkv (#1239)\n\n"
+            "Paged attention reads past the end of a page when the sequence length is a multiple of the page size,"
+            " so the last token's keys come from the next request.\n")
+    st = build_statement("feat: integrate attention optimizations", body)
+    assert "(#656)" not in st.text and "VMEM" not in st.text and "pl.when" not in st.text
+    assert "reads past the end of a page" in st.text

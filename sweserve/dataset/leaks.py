@@ -158,7 +158,7 @@ _CODEISH = re.compile(r"`([^`]+)`|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[a-z][a-z
                       r"[A-Z][a-z0-9]+[A-Z]\w*)\b")
 _DEF_NAME = re.compile(r"^[-+ @].*?\b(?:def|class)\s+([A-Za-z_]\w*)")
 _EXPRESSION = re.compile(r"[A-Za-z_][\w.]*(?:\[[^\]\s`]*\]|\([^)\s`]*\))")
-_SYMPTOM = re.compile(r"\b(?:but|however|crash\w*|errors?|exceptions?|fail\w*|wrong|bugs?|incorrect\w*|broken|"
+_SYMPTOM = re.compile(r"\b(?:but|however|crash\w*|errors?|exceptions?|fail\w*|wrong|bugs?|incorrect\w*|broken|corrupt\w*|"
                       r"instead of|raises?|hangs?|mismatch\w*)\b", re.IGNORECASE)
 MIN_RECIPE_ITEMS = 2  # one labelled note is not a recipe; two components, each told what to do, are
 
@@ -273,11 +273,32 @@ def recipe_steps(statement: str, oracle_patch: str) -> list[str]:
     return steps
 
 
+# A changelog's bullets need no verb to give the fix away: "- per-dp-padding-aware host split in tp_worker
+# (_iter_padded_input_logprob_reqs)", "- compilation_manager spec branch: use ModelWorkerSamplingInfo". An item that
+# names, in code, a component the oracle changes, and says neither what goes wrong nor what must hold, is a note
+# on the change. Measured on 175 mined sglang-jax tasks: the 11 statements with two or more such items are all
+# changelogs (docs/real-repos.md); none of the blind reviews' good tasks has one.
+_REQUIREMENT = re.compile(r"\b(?:should|must|shall|expected|needs? to|has to|have to)\b", re.IGNORECASE)
+
+
+def change_items(statement: str, oracle_patch: str) -> list[str]:
+    """The list items of a statement's problem text that name a component the oracle changes, in code, with no
+    symptom (`_SYMPTOM`) and no requirement (`should`, `must`, `expected`)."""
+    if not oracle_patch.strip():
+        return []
+    components = oracle_components(oracle_patch)
+    return [line.strip() for line in _problem_text(statement).splitlines()
+            if (m := _LIST_ITEM_START.match(line)) and not _SYMPTOM.search(line) and not _REQUIREMENT.search(line)
+            and _names_component(line[m.end():], components)]
+
+
 def recipe_finding(statement: str, oracle_patch: str) -> str | None:
     steps = recipe_steps(statement, oracle_patch)
     items = [s for s in steps if _LIST_ITEM_START.match(s)]
     if len(items) >= MIN_RECIPE_ITEMS or len(steps) > len(items):
         return "statement prescribes the change component by component: " + _example(steps, "of steps")
+    if len(notes := change_items(statement, oracle_patch)) >= MIN_RECIPE_ITEMS:
+        return "statement prescribes the change component by component: " + _example(notes, "of change notes")
     return None
 
 

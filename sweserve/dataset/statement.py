@@ -74,6 +74,9 @@ _BOT_LINE = re.compile(r"^\s*(?:>\s*)?(?:hello @\S+,? i'?m gemini code assist|"
 _ALERT = re.compile(r"^\s*>\s*\[!(note|tip|important|warning|caution)\]\s*$", re.IGNORECASE)
 _TRAILER = re.compile(r"^\s*(Co-authored-by|Signed-off-by|Reviewed-by|Change-Id|Reviewed-on|Tested-by):", re.IGNORECASE)
 _SUBCOMMIT = re.compile(r"^\* \S")
+# a commit subject in a list at any depth, with the number GitHub appends to a squash subject: a cherry-pick's list
+# of the commits it brings (`    * [RPA] Reduce VREG spill by optimize masking (#818)`) describes no behaviour
+_LISTED_SUBJECT = re.compile(r"^\s*[*-]\s+\S.*\(#\d+\)\s*$")
 # `git log` headers pasted into a squash message: a commit's hash, author, date (no problem in any of them)
 _GIT_LOG = re.compile(r"^\s*(?:commit [0-9a-f]{7,40}(?:\s+\(.*\))?|Merge:(?:\s+[0-9a-f]{7,40}){2,}|"
                       r"Author:\s.*<[^<>\s]*>|(?:Author|Commit)?Date:\s+\w{3},? \w{3} \d{1,2} [\d:]+ \d{4}.*)\s*$")
@@ -546,9 +549,11 @@ def _is_bot_details(block: str) -> bool:
 def _subcommits_out(body: str) -> str:
     """GitHub's default squash body lists each commit as `* subject` followed by that commit's body. The
     subjects go; a sub-commit's body stays only when it is a paragraph (MIN_SUBCOMMIT_BODY_CHARS or more),
-    not a one-line review fix-up note ("Remove unused import.")."""
+    not a one-line review fix-up note ("Remove unused import."). Subjects listed inside a body (a cherry-pick's
+    commits, `    * [RPA] … (#818)`) go too."""
     lines = [ln for ln in (body or "").replace("\r\n", "\n").split("\n")
-             if not _SEPARATOR.match(ln) and not _TRAILER.match(ln)]
+             if not _SEPARATOR.match(ln) and not _TRAILER.match(ln)
+             and (_SUBCOMMIT.match(ln) or not _LISTED_SUBJECT.match(ln))]
     chunks: list[list[str]] = [[]]
     for line in lines:
         if _SUBCOMMIT.match(line):
