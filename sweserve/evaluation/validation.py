@@ -146,10 +146,11 @@ def _pins(ctx: Context, bundle: TaskBundle, inputs: TaskInputs, image: str, gpu_
     oracle run, every such test pinned: `Task.pinned`): code that reads a test's name in a way planting cannot
     keep (a data file named after it, a conftest matching it by position: red team 7, R7-3, R7-6) would
     otherwise lose the test from FAIL_TO_PASS. Found by running, whatever the reading looks like; none when
-    the oracle passes everything it runs."""
+    the oracle fails nothing (a test it only skips, as without an accelerator, costs no probe)."""
     task = bundle.task
-    failing = sorted({t for run in after for t in run.outcomes}
-                     - {t for t in after[0].outcomes if all(run.outcomes.get(t) == "passed" for run in after)})
+    seen = {t for run in after for t in run.outcomes}
+    failing = sorted(t for t in seen if all(run.outcomes.get(t) != "passed" for run in after)
+                     and any(run.outcomes.get(t) in ("failed", "error") for run in after))  # skipped ones: no name read
     if not failing:
         return []
     task.pinned = failing
