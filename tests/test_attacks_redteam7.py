@@ -369,6 +369,26 @@ def test_a_graded_test_keeps_its_place_after_an_ungraded_one_in_a_class_run_by_n
     assert verdicts == ["resolved"] * 6, verdicts
 
 
+def test_an_exported_class_keeps_a_graded_test_after_its_ungraded_neighbour():
+    """The export ships `grading_plan`'s members, the ungraded neighbour among them: the box's planter keeps the
+    class's order on every draw."""
+    import ast
+    import json
+
+    from sweserve.evaluation import export_plan
+    from sweserve.harness import sweserve_plan
+
+    graded = f"{FILE}::TestPoolLifecycle::test_pages"
+    task = _task(FAIL_TO_PASS=[graded], twins=[Twin(test=graded, site=0, value=v) for v in ("11", "12", "14")])
+    shipped = json.loads(export_plan.ship(TaskBundle(task=task, instruction="", oracle_patch="", tests_patch=""),
+                                          {FILE: UNGRADED_FIRST}, seed=0))
+    for seed in range(12):
+        texts, members = sweserve_plan.plant(shipped, random.Random(seed))
+        real_of = {m["name"]: m["real"] for m in members if m["kind"] != "canary"}
+        defs = sorted(n.name for n in ast.walk(ast.parse(texts[FILE])) if isinstance(n, ast.FunctionDef))
+        assert [real_of[n] for n in defs if n in real_of][0] == "test_create", (seed, defs)
+
+
 # --- R7-6: a test reading its own name to find its data ---------------------------------------------------------------
 
 OWN_DATA = '''import json
