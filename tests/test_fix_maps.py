@@ -177,3 +177,30 @@ def recipe_steps_none(text: str) -> bool:
     """Nothing the verb-led or labelled recipe rules read: only the change-notes rule can see it."""
     from sweserve.dataset.leaks import recipe_steps
     return recipe_steps(text, ORACLE) == []
+
+
+# Hunks deep inside long methods: git's header names only the class (`@@ ... @@ class Worker:`), the `def` lies
+# above the hunk's context. Only the base file says which method each hunk changes.
+WORKER_BASE = "class Worker:\n" + "".join(
+    f"    def {name}(self, batch):\n" + "".join(f"        step_{i} = batch.get({i})\n" for i in range(12))
+    + "        return batch\n\n" for name in ("prepare_batch", "sync_outputs"))
+POOL_BASE = "class Pool:\n" + "".join(
+    f"    def {name}(self, req):\n" + "".join(f"        part_{i} = req.get({i})\n" for i in range(12))
+    + "        return req\n\n" for name in ("alloc_slots", "release_slots"))
+DEEP_ORACLE = "".join(
+    f"diff --git a/pkg/{mod}.py b/pkg/{mod}.py\n--- a/pkg/{mod}.py\n+++ b/pkg/{mod}.py\n"
+    + "".join(f"@@ -{start},3 +{start},3 @@ class {cls}:\n     {ctx}\n-        {var}_9 = {obj}.get(9)\n"
+              f"+        {var}_9 = {obj}.get(9) or 0\n     {ctx}\n" for start in (10, 25))
+    for mod, cls, var, obj, ctx in (("worker", "Worker", "step", "batch", "pass"), ("pool", "Pool", "part", "req", "pass")))
+DEEP_CHANGELOG = ("Missing entries now default to zero.\n\n`prepare_batch` and `sync_outputs` read the ninth step "
+                  "as zero when absent; `alloc_slots` and `release_slots` do the same for the ninth part.\n")
+
+
+def test_the_fix_map_names_methods_by_the_base_files_lines():
+    from sweserve import pyast
+    from sweserve.dataset.gaps import enclosing_def
+    bases = {"pkg/worker.py": WORKER_BASE, "pkg/pool.py": POOL_BASE}
+    assert mapped_sites(DEEP_CHANGELOG, DEEP_ORACLE) == []  # the headers name two classes, the text neither
+    sites = mapped_sites(DEEP_CHANGELOG, DEEP_ORACLE,
+                         lambda path, line: enclosing_def(pyast.parse_module(bases[path]), line))
+    assert {n for _, n in sites} == {"prepare_batch", "sync_outputs", "alloc_slots", "release_slots"}, sites

@@ -29,7 +29,9 @@ each reads only the instruction and the patches, never a container.
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Callable
 
 from sweserve.dataset.patches import new_path, split_sections
 
@@ -293,10 +295,27 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 CODE_NAME = re.compile(r"^(?:_*[a-z][a-z0-9]*_\w+|_+[A-Za-z]\w+|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
 
 
-def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
+_HUNK_OLD = re.compile(r"^@@ -(\d+)")
+
+
+def enclosing_def(tree: ast.Module | None, line: int) -> str | None:
+    """The name of the innermost function or method of `tree` whose lines hold `line` (1-based), else None."""
+    found = None
+    for node in ast.walk(tree) if tree is not None else []:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= line <= (node.end_lineno or node.lineno):
+            if found is None or node.lineno >= found.lineno:
+                found = node
+    return found.name if found is not None else None
+
+
+def changed_bodies(oracle_patch: str, enclosing: Callable[[str, int], str | None] | None = None,
+                   ) -> dict[tuple[str, str, str], set[str]]:
     """(module stem, class, function) -> code words of the changed lines, for each function or method that
     exists at base (its ``def`` is not an added line) and whose body the oracle changes. New files and new
-    functions are not counted: the interface section announces those."""
+    functions are not counted: the interface section announces those. `enclosing(path, line)`: the function
+    of the base file holding a line (`enclosing_def`), for a method whose ``def`` lies above its hunk (the
+    hunk's header names only the class); without it, the class stands for the method."""
     out: dict[tuple[str, str, str], set[str]] = {}
     for section in split_sections(oracle_patch):
         path = new_path(section)
@@ -304,8 +323,11 @@ def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
             continue
         stem = path.rsplit("/", 1)[-1][:-3]
         stack: list[tuple[int, str, str, bool]] = []  # (indent, kind, name, exists at base)
+        old_line = 0  # the base file's line the hunk has reached
         for line in section.splitlines():
             if line.startswith("@@"):
+                start = _HUNK_OLD.match(line)
+                old_line = int(start[1]) - 1 if start else 0
                 header = line.split("@@", 2)[-1]
                 m = _DEF_OR_CLASS.match(header[1:] if header.startswith(" ") else header)
                 stack = [(len(m[1]), m[2], m[3], True)] if m else []
@@ -313,6 +335,8 @@ def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
             if line.startswith(("+++", "---", "diff ", "index ")) or line[:1] not in ("+", "-", " "):
                 continue
             sign, text = line[0], line[1:]
+            if sign != "+":
+                old_line += 1
             if not text.strip() or text.lstrip().startswith(("#", "@")):  # a decorator belongs to the def below
                 continue
             indent = len(text) - len(text.lstrip())
@@ -327,8 +351,10 @@ def changed_bodies(oracle_patch: str) -> dict[tuple[str, str, str], set[str]]:
             cls = next((s[2] for s in reversed(stack) if s[1] == "class"), "")
             if funcs and not funcs[-1][3] or not funcs and not cls:
                 continue  # a new function's body, or module-level code
-            # a method whose def is above the hunk (the header names only its class): the class stands for it
-            words = out.setdefault((stem, cls, funcs[-1][2] if funcs else ""), set())
+            # a method whose def is above the hunk (the header names only its class): the base file names it,
+            # else the class stands for it
+            fn = funcs[-1][2] if funcs else (enclosing(path, max(old_line, 1)) if enclosing else None) or ""
+            words = out.setdefault((stem, cls, fn), set())
             words.update(w for w in _IDENT.findall(text) if CODE_NAME.match(w))
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from sweserve.dataset.gaps import CODE_NAME, changed_bodies
 from sweserve.dataset.patches import section_paths, split_sections
@@ -76,8 +77,11 @@ def _example(lines: list[str], what: str) -> str:
     return f"{len(lines)} line{'s' if len(lines) > 1 else ''} {what}, e.g. `{first}`"
 
 
-def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[str]:
-    """What in the statement gives away the solution or the hidden tests, one line each (empty: no leak)."""
+def leak_findings(statement: str, oracle_patch: str, tests_patch: str,
+                  enclosing: Callable[[str, int], str | None] | None = None) -> list[str]:
+    """What in the statement gives away the solution or the hidden tests, one line each (empty: no leak).
+    `enclosing`: the base files' functions by line, for the fix map (`mapped_sites`), where the caller can
+    read the base."""
     findings = []
     if (lines := copied_lines(statement, oracle_patch)):
         findings.append("statement repeats " + _example(lines, "the oracle adds"))
@@ -88,7 +92,7 @@ def leak_findings(statement: str, oracle_patch: str, tests_patch: str) -> list[s
                         + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
     if (recipe := recipe_finding(statement, oracle_patch)):
         findings.append(recipe)
-    if (sites := mapped_sites(statement, oracle_patch)):
+    if (sites := mapped_sites(statement, oracle_patch, enclosing)):
         findings.append(f"statement maps the fix: it names {len(sites)} of the functions the oracle changes, "
                         f"in {len({f for f, _ in sites})} files: " + ", ".join(f"`{n}`" for _, n in sites[:5])
                         + (f" and {len(sites) - 5} more" if len(sites) > 5 else ""))
@@ -116,15 +120,17 @@ def _code_named(name: str, text: str) -> bool:
     return re.search(rf"`{re.escape(name)}\b|\.{re.escape(name)}\b|(?<![\w.]){re.escape(name)}\(", text) is not None
 
 
-def mapped_sites(statement: str, oracle_patch: str) -> list[tuple[str, str]]:
+def mapped_sites(statement: str, oracle_patch: str,
+                 enclosing: Callable[[str, int], str | None] | None = None) -> list[tuple[str, str]]:
     """(file stem, name) of each existing function or class whose body the oracle changes that the statement's
     problem text names as code, when they are at least MIN_MAPPED_SITES across MIN_MAPPED_FILES files (else
-    empty). A method is named by its own name, or, for a dunder (`__call__`), by its class's."""
+    empty). A method is named by its own name, or, for a dunder (`__call__`), by its class's. `enclosing`:
+    the base files' functions by line (`gaps.changed_bodies`), where the caller can read them."""
     if not oracle_patch.strip():
         return []
     problem = _problem_text(statement)
     found: dict[tuple[str, str], None] = {}
-    for (stem, cls, fn) in changed_bodies(oracle_patch):
+    for (stem, cls, fn) in changed_bodies(oracle_patch, enclosing):
         name = fn if fn and not (fn.startswith("__") and fn.endswith("__")) else cls
         if name and len(name) > 3 and _code_named(name, problem):
             found[(stem, name)] = None

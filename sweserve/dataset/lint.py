@@ -168,10 +168,15 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
                                             is not None)
             except VocabularyUnchecked as exc:  # fail closed: a clone finding, like a file lint cannot read
                 broken.append(f"new vocabulary not checked: {exc}")
+            statement = statement_of(instruction)
+            # the fix map names methods by the base files' lines (a hunk's header names only the class)
+            leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch,
+                                  lambda path, line: gaps.enclosing_def(before.parse(path), line))
     except Unreadable as exc:
         computed, interface, broken = False, InterfaceReport(), [f"interface not computed: {exc}"]
         instruction = bundle.instruction
-    statement = statement_of(instruction)
+        statement = statement_of(instruction)
+        leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
     source = _source(bundle)
     unfair = {}
     unknown: set[str] = set()
@@ -182,7 +187,6 @@ def lint_bundle(bundle: TaskBundle, repo_path: Path, write: bool = False,
         unknown.update(n.name for n in needs if n.status == "unknown")
         if missing:
             unfair[test_id] = missing
-    leaks = leak_findings(statement, bundle.oracle_patch, bundle.tests_patch)
     if (why := heading_fix(statement, bundle.oracle_patch)):  # mined before titles were judged (`title_fix`)
         leaks.append(f"statement's title prescribes the fix ({why}): re-mine, or rewrite the statement")
     findings = list(leaks)
