@@ -156,3 +156,20 @@ def test_profile_resources_are_every_mined_tasks_defaults(make_repo, profile, tm
     r = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-42").task.resources
     assert (r.memory_gb, r.cpus, r.gpus) == (12, 4, 0)
     assert profile.resources == Resources()  # the profile's own copy is untouched
+
+
+def test_mining_reads_the_fix_map_of_methods_from_the_base_files(make_repo, profile, tmp_path):
+    """A changelog naming four changed methods deep in long bodies (the hunks' headers name only the classes):
+    mining reads the base files (`mining.base_functions`), so the statement is not eligible."""
+    from test_fix_maps import DEEP_CHANGELOG, POOL_BASE, WORKER_BASE
+
+    repo = make_repo()
+    files = {"python/sglang/srt/mem_cache/worker.py": WORKER_BASE, "python/sglang/srt/mem_cache/pool.py": POOL_BASE}
+    repo.commit("init", {**files, TEST: "def test_f():\n    pass\n"})
+    changed = {p: t.replace(".get(9)\n", ".get(9) or 0\n") for p, t in files.items()}
+    repo.commit(f"Default missing entries to zero (#43)\n\n{DEEP_CHANGELOG}",
+                {**changed, TEST: "def test_f():\n    assert 1\n"})
+    mine(open_repo(repo.path), profile, tmp_path / "tasks")
+    quality = load_bundle(tmp_path / "tasks" / "sgl-project__sglang-43").task.quality
+    assert any(leak.startswith("statement maps the fix") for leak in quality.leaks), quality.leaks
+    assert not quality.statement_eligible

@@ -137,7 +137,7 @@ def test_remining_with_a_new_statement_keeps_validation_and_asks_for_lint_again(
 
     @dataclass
     class FromGitHub(StatementMaker):
-        def __call__(self, number, title, commit_body, oracle_patch, tests_patch):
+        def __call__(self, number, title, commit_body, oracle_patch, tests_patch, enclosing=None):
             return build_statement(title, "After a request is aborted, `f` keeps returning the value from before "
                                    "the last write, so callers read stale results.",
                                    oracle_patch=oracle_patch, tests_patch=tests_patch)

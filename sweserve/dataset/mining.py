@@ -7,17 +7,21 @@ With clusters on, a PR and its follow-ups become one task (sweserve.dataset.clus
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from sweserve import pyast
 from sweserve.dataset import ci_registration
 from sweserve.dataset.clusters import Unit, group, leak, plan
+from sweserve.dataset.gaps import enclosing_def
 from sweserve.dataset.gitio import CommitInfo, FileChange, Git, GitError, count_lines
 from sweserve.dataset.interface import statement_of
 from sweserve.dataset.locking import Locker, LockStats, image_platform, image_python
@@ -183,6 +187,19 @@ def resources_for(profile: RepoProfile, read, test_files: list[str]) -> Resource
     return resources
 
 
+def base_functions(g: Git, base: str) -> Callable[[str, int], str | None]:
+    """The function of a file at `base` that holds a line (`gaps.enclosing_def`), each file read and parsed once:
+    the fix map's names of changed methods, which a hunk's header does not give."""
+    @functools.lru_cache(maxsize=64)
+    def tree(path: str) -> ast.Module | None:
+        try:
+            text = g.read(base, path)
+            return pyast.parse_module(text) if text is not None else None
+        except (GitError, SyntaxError, ValueError):
+            return None
+    return lambda path, line: enclosing_def(tree(path), line)
+
+
 def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = None,
                statements: StatementMaker | None = None) -> TaskBundle | tuple[str, str | None]:
     """A task bundle for one PR or cluster, or (reason, detail) why it is rejected; patch: its diff if read;
@@ -241,7 +258,7 @@ def build_unit(g: Git, profile: RepoProfile, unit: Unit, patch: bytes | None = N
     )
     maker = replace(statements, min_chars=profile.min_statement_chars) if statements else \
         StatementMaker(profile.repo, min_chars=profile.min_statement_chars)
-    statement = maker(unit.first.number, unit.first.title, unit.first.body, oracle, tests)
+    statement = maker(unit.first.number, unit.first.title, unit.first.body, oracle, tests, base_functions(g, base))
     task.quality = statement.quality
     if statement.quality.labels:  # GitHub's labels are one more signal
         family = profile.classification(unit.first.title, split.code, unit.first.number, tests=test_files,

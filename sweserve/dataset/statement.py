@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -930,10 +931,12 @@ def build_statement(title: str, commit_body: str = "", pr: PullRequestInfo | Non
                                                       notes=notes, parts=parts, requirements=reqs))
 
 
-def eligibility(statement: Statement, oracle_patch: str, tests_patch: str, min_chars: int) -> Statement:
-    """The leak check on the whole statement, and whether it may make its task ready."""
+def eligibility(statement: Statement, oracle_patch: str, tests_patch: str, min_chars: int,
+                enclosing: Callable[[str, int], str | None] | None = None) -> Statement:
+    """The leak check on the whole statement, and whether it may make its task ready. `enclosing`: the base
+    files' functions by line, for the fix map (`leaks.mapped_sites`)."""
     quality = statement.quality
-    quality.leaks = leak_findings(statement.text, oracle_patch, tests_patch)
+    quality.leaks = leak_findings(statement.text, oracle_patch, tests_patch, enclosing)
     blockers = []
     if quality.statement_source == "title_only":
         blockers.append("the statement is the PR title only (mine with --github or --rewrite-with to enrich it)")
@@ -958,7 +961,8 @@ class StatementMaker:
     rewriter: Rewriter | None = None
     min_chars: int = MIN_STATEMENT_CHARS
 
-    def __call__(self, number: int, title: str, commit_body: str, oracle_patch: str, tests_patch: str) -> Statement:
+    def __call__(self, number: int, title: str, commit_body: str, oracle_patch: str, tests_patch: str,
+                 enclosing: Callable[[str, int], str | None] | None = None) -> Statement:
         if self.github is None:
             statement = build_statement(title, commit_body, notes=[OFFLINE_NOTE], oracle_patch=oracle_patch,
                                         tests_patch=tests_patch)
@@ -973,4 +977,4 @@ class StatementMaker:
                 quality.rewritten_from, quality.statement_source = quality.statement_source, "rewritten"
                 quality.statement_chars = len(outcome.text.strip())
                 statement = Statement(text=outcome.text, quality=quality)
-        return eligibility(statement, oracle_patch, tests_patch, self.min_chars)
+        return eligibility(statement, oracle_patch, tests_patch, self.min_chars, enclosing)
