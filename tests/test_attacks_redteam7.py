@@ -652,3 +652,29 @@ def test_numbers_in_strings_ids_and_scientific_spelling_are_read():
     fn = next(f for f in twins.pyast.parse_module(source).body if getattr(f, "name", "") == "test_pages_for_a_hundred_tokens")
     assert Decimal(13) in twins.around(source, fn)
     assert Decimal(13) in twins.visible(None, None, "test_x", "a hundred tokens take 1.3e1 pages")
+
+
+# --- left after red team 7: one step of arithmetic over the instruction's numbers --------------------------------------
+
+INSTRUCTED = '''from pkg.thing import standard_pool
+
+
+def test_free_pages_after_a_reservation():
+    assert standard_pool().free() == 13
+
+
+def test_a_fresh_pool_is_free():
+    assert standard_pool(reserved=0).free() > 0
+'''
+INSTRUCTION = ("The standard pool has 100 pages, and 87 of them are reserved at start. `free()` must report the "
+               "pages left.")
+
+
+def test_a_value_one_step_of_arithmetic_gives_from_the_instruction_does_not_name_the_real_member():
+    """The file writes neither 100 nor 87; the instruction does. A forger betting on 100 - 87 won on every draw
+    against the recorded 0.25; `twins.said` now feeds the instruction's numbers to `derived` (validation's sites
+    and the guard alike), so the site is read as weak and the odds recorded as 1."""
+    said = set(twins.derived(frozenset({Decimal(100), Decimal(87)})))
+    won, recorded = _bet(INSTRUCTED, "test_free_pages_after_a_reservation", [f"{FILE}::test_a_fresh_pool_is_free"],
+                         said, 100, instruction=INSTRUCTION)
+    assert won <= recorded + 0.1, (won, recorded)

@@ -136,10 +136,11 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "6"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "7"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
-# spelling of a number, values derived from the file's numbers beside the test, tests pinned by name).
+# spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
+# derived from the instruction's numbers, tests pinned by validation (`Task.pinned`), whole classes planted.
 
 
 def instruction_digest(instruction: str) -> str:

@@ -149,7 +149,7 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
         return 1.0  # a value two groups show: drawn apart, where they meet says which members are real or twins
     beside = twins.around(sources[file], fn)
     avoid = twins.visible(base.get(file), cls, fn.name, instruction) | beside | twins.other_files(sources, file)
-    return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside) else 1.0
+    return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside | twins.said(instruction)) else 1.0
 
 
 def measure_if_stale(task_dir: Path, clone: Path, cache: NumbersCache | None = None) -> Task:

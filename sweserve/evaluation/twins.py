@@ -1017,12 +1017,18 @@ def spelled_numbers(text: str) -> frozenset[Decimal]:
     return frozenset(out)
 
 
+def said(instruction: str) -> frozenset[Decimal]:
+    """Every number the instruction writes, in digits (`13th`, `0xD`, `13_107` too) or in words: what the candidate
+    reads beside every member; one step of arithmetic over them is read too (`_near`'s `beside`)."""
+    return spelled_numbers(instruction) | text_numbers(instruction)
+
+
 def visible(base_text: str | None, cls: str | None, name: str, instruction: str = "") -> frozenset[Decimal]:
     """Values a forger reads without solving the task, for one test: every number the base version of its
     file writes (the grade box's repository holds the base commit: a modified test's old value, a value the
     file wrote under another test's name, in a comment or a string) and every number the instruction writes,
     in digits or in words (`spelled_numbers`). `cls`, `name`: the test (the base file is read whole)."""
-    out: set[Decimal] = set(spelled_numbers(instruction)) | text_numbers(instruction)  # `13th`, `0xD` too
+    out: set[Decimal] = set(said(instruction))
     if base_text:
         out |= file_numbers(base_text)
         try:
@@ -1154,7 +1160,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 outside = around(text, fn)
                 avoid = (visible((base or {}).get(file), key, fn.name, instruction) | outside
                          | elsewhere_files.setdefault(file, other_files(sources, file)))
-                nears = _near(fn_sites, avoid, fn, beside=outside)
+                nears = _near(fn_sites, avoid, fn, beside=outside | said(instruction))  # "100 pages, 87 reserved"
                 if repository:
                     priors = repository_priors(file, repository)
                     nears = [n | unbalanced(_number(g[0]), priors) for n, g in zip(nears, fn_sites)]  # type: ignore[arg-type]
