@@ -17,6 +17,7 @@ forgery (every outcome flipped); twins are what catch targeted forgery.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import random
 import re
@@ -128,8 +129,40 @@ def _other(rng: random.Random, value):
     return None
 
 
-def body(rng: random.Random, must_pass: bool, words: list[str], unittest_style: bool) -> list[str]:
-    """Statement lines (unindented, nested lines with 4 spaces) that pass (or fail) with an AssertionError."""
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def module_bindings(tree: ast.Module) -> frozenset | None:
+    """Every name a module binds anywhere (imports, defs, classes, assignment targets): what a canary's body,
+    which runs in the module's namespace, must not call as a builtin (`from numpy import *` rebinds `sum` and
+    `max`: red team 8, R8-2). None where a star import makes the names unknown."""
+    found: set = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
+            return None
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            found.add(n.id)
+    return frozenset(found)
+
+
+def _calls_shadowed(lines: list, shadowed) -> bool:
+    """Whether the body reads a builtin the module may rebind (`shadowed`: `module_bindings`, None: any)."""
+    tree = ast.parse("\n".join(lines))
+    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.id in _BUILTIN_NAMES and n.id not in local}
+    return bool(used) if shadowed is None else bool(used & shadowed)
+
+
+def body(rng: random.Random, must_pass: bool, words: list[str], unittest_style: bool,
+         shadowed=frozenset()) -> list[str]:
+    """Statement lines (unindented, nested lines with 4 spaces) that pass (or fail) with an AssertionError.
+    `shadowed`: the names the module it goes into binds (`module_bindings`; None: unknown): a body reading a
+    builtin of those is drawn again, since it would run with the module's binding, not the builtin."""
     while True:
         var = rng.choice(_VARS)
         setup, lhs = rng.choice(_GENERATORS)(rng, var, words)
@@ -148,7 +181,7 @@ def body(rng: random.Random, must_pass: bool, words: list[str], unittest_style: 
             if isinstance(_parse_expression(lhs).body, (ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp)):
                 lhs = f"({lhs})"
             check = rng.choice([f"assert {lhs} == {expected!r}", f"assert {expected!r} == {lhs}"])
-        if _behaves(setup + [check], must_pass):
+        if _behaves(setup + [check], must_pass) and not _calls_shadowed(setup + [check], shadowed):
             return setup + [check]
 
 

@@ -585,9 +585,6 @@ class TestPoolLifecycle(unittest.TestCase):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-9: `test_create` is pinned (called by name) and keeps its name; `test_pages`'s members are ranked "
-    "`test_<digits>_...` and sort before it: they run before the pool exists, the oracle fails on every draw"))
 def test_a_pinned_test_keeps_its_place_in_a_loader_sorting_by_name(tmp_path):
     graded = f"{FILE}::TestPoolLifecycle::test_pages"
     task = _task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::TestPoolLifecycle::test_create"],
@@ -658,10 +655,6 @@ def test_a_test_that_is_not_idempotent_still_passes(tmp_path, case):
 
 # --- R8-2: canaries calling builtins the module shadows --------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-2: a canary's body (`sum(d.values())`, `max(d.values())`, `max(a, b)`) runs in the hidden module's namespace, "
-    "where `from numpy import *` shadows the builtins: a canary that must pass fails on 2 of 16 draws, honest "
-    "tampered"))
 def test_a_module_shadowing_builtins_never_makes_a_canary_misbehave(tmp_path):
     source = "from numpy import *  # noqa: F403\n" + CPU_TEST
     task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
@@ -779,9 +772,6 @@ def test_pages_for_a_hundred_tokens():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-10: `depends=[\"test_pages_for_nothing[0]\"]` names a parametrized test by its id: neither the name nor an id "
-    "ending `::name`, so `pinned` misses it; renamed, the dependant is skipped on every draw"))
 def test_a_test_depending_on_a_parametrized_test_by_its_id_still_runs(tmp_path):
     task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing[0]"])
     extra = {"conftest.py": DEPENDENCY_CONFTEST}

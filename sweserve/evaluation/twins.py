@@ -732,8 +732,8 @@ def pinned(tree: ast.Module, names: set[str], reordered: bool = False) -> set[st
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
             # a string that is the name, or ends a test id or a dotted path with it (`depends=["test_x"]`,
             # `"TestX::test_x"`, `getattr(self, "test_x")`); a message that mentions it renames nothing
-            found |= {name for name in names if n.value.strip() == name
-                      or n.value.strip().endswith((f"::{name}", f".{name}"))}
+            said = base_id(n.value.strip())  # a parametrized test's id names it too (`"test_x[0]"`: red team 8)
+            found |= {name for name in names if said == name or said.endswith((f"::{name}", f".{name}"))}
     return found
 
 
@@ -1123,6 +1123,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
         reach = _reachable(tree, graded)
         found = collected(tree, task.test.runner)
         kept_names = pinned(tree, {f.name for _, f in found}, reordered) | _pinned_by_task(task, file)
+        # a class run by name with a pinned test is pinned whole: ranked names sort before every real one, so its
+        # planted members would run before the pinned test they may need (red team 8, R8-9)
+        by_name = {c.name for c, f in found if c is not None and f.name in kept_names
+                   and unittest_style(tree, task.test.runner, c)}
+        kept_names |= {f.name for c, f in found if any(x in by_name for x in owners[id(f)])}
         # every test of a class that runs a graded one is planted (ranked, only the graded ones read), as
         # validation's first look planted them: a class run by name then runs them in the order validation saw
         graded_classes = {x for x, _ in graded or set() if x is not None}
@@ -1370,6 +1375,7 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
         return
     twinned = any(m.kind == "twin" and m.file == file for m in plan.members)
     kinds = [True] * rng.randint(1, 2) + ([] if twinned else [False] * 2)
+    shadowed = canaries.module_bindings(tree)  # canaries run in the module's namespace: its names, not builtins
     for must_pass in kinds:
         key = rng.choice(homes)
         cls = scopes[key]
@@ -1378,7 +1384,8 @@ def _add_canaries(plan: GradingPlan, task: Task, file: str, text: str, tree: ast
             first = next(n for n in cls.body if isinstance(n, _DEFS) and n.name.startswith("test"))
             indent = lines[first.lineno - 1][: first.col_offset]
         inner = indent + ("\t" if "\t" in indent else "    ")
-        body = canaries.body(rng, must_pass, words, cls is not None and unittest_style(tree, task.test.runner, cls))
+        body = canaries.body(rng, must_pass, words, cls is not None and unittest_style(tree, task.test.runner, cls),
+                             shadowed)
         name = ranks.draw(rng, words, taken, checks)
         code = f"{indent}def {name}({'self' if cls is not None else ''}):\n" + "".join(f"{inner}{ln}\n" for ln in body)
         plan.members.append(Member(file, key, name, "canary", must_pass=must_pass))
