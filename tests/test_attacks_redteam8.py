@@ -297,10 +297,10 @@ def test_capacity_of_no_pages():
 CAPACITY_INSTRUCTION = "`capacity(pages)` returns how many tokens the pages hold; a page holds 8 tokens."
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-4: 104 = 13 * 8 with 13 from the test and 8 from the instruction or the package's `PAGE_SIZE = 8`: `_near` "
-    "derives from the test's and the file's numbers only; the forger betting on derived values wins 1.0, guard 0.25"))
-@pytest.mark.parametrize("where", ["instruction", "repository"])
+@pytest.mark.parametrize("where", ["instruction", pytest.param("repository", marks=pytest.mark.xfail(strict=True, reason=(
+    "R8-4: 104 = 13 * 8 with 13 from the test and 8 from the package's `PAGE_SIZE = 8`: `_near` derives from the "
+    "test's, the file's and the instruction's numbers (`twins.said`), never the repository's; the forger betting on "
+    "derived values wins 1.0, guard 0.25")))])
 def test_a_value_derived_from_the_test_and_the_instruction_or_the_package_is_guarded(where):
     instruction = CAPACITY_INSTRUCTION if where == "instruction" else ""
     repository = {"pkg/config.py": twins.file_numbers("PAGE_SIZE = 8\n")} if where == "repository" else None
@@ -324,9 +324,6 @@ def test_nothing_is_zero():
 UNIT_CONSTANTS = (60, 3600, 86400, 1000, 1024, 100)  # what a forger multiplies by: no file need write them
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-4: 180 = 3 (the test's \"3m\") * 60 (a minute, written nowhere): `derived` combines written numbers "
-    "only; the forger betting on a test number times a unit constant wins 1.0, guard 0.25"))
 def test_a_value_a_unit_conversion_gives_is_guarded():
     said = {Decimal(3) * u for u in UNIT_CONSTANTS}
     won, recorded = _bet_among(DURATION, "test_minutes_are_read", [f"{FILE}::test_nothing_is_zero"], said, 200)
@@ -361,10 +358,6 @@ UNREAD = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-5: a compressed fixture, a text file over MAX_TEXT_BYTES, a number in a path and a file past "
-    "MAX_REPOSITORY_FILES are never read by "
-    "`repository_numbers`: guard 0.25, the forger reading them in the box wins 1.0"))
 @pytest.mark.parametrize("holder", sorted(UNREAD))
 def test_a_value_a_fixture_holds_where_the_guard_cannot_read_does_not_name_the_real_member(tmp_path, monkeypatch,
                                                                                           holder):
@@ -675,10 +668,6 @@ def test_100_tokens_take_13_pages_on_an_accelerator():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-6: `_numbers` reads comments, strings and number tokens, never identifiers: a test named "
-    "`test_100_tokens_take_13_pages_...` (in another test file, or ungraded beside the graded one, so it keeps its "
-    "name) writes 13 where no reader looks: guard 0.25, forger 1.0"))
 @pytest.mark.parametrize("where", ["repository", "same-file"])
 def test_a_value_an_identifier_spells_does_not_name_the_real_member(where):
     source = NAMED_BESIDE if where == "same-file" else CPU_TEST

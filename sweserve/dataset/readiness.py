@@ -140,7 +140,8 @@ GUARD_RULES = "7"  # the guard's rules (evaluation/guard.py, the priors twins.vi
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
-# derived from the instruction's numbers, tests pinned by validation (`Task.pinned`), whole classes planted.
+# derived from the instruction's numbers and scaled by unit constants, digits in names and paths, gzip'd files,
+# unreadable files beside the tests (red team 8), tests pinned by validation (`Task.pinned`), whole classes planted.
 
 
 def instruction_digest(instruction: str) -> str:

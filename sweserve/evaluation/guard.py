@@ -34,6 +34,8 @@ that inherits a mixin's test whose group was recorded for another class) guards 
 from __future__ import annotations
 
 import ast
+import gzip
+import io
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -56,6 +58,8 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
     `sources`: each hidden test file -> its text at base + tests.patch; `base`: each hidden file -> its text
     at base, where it existed; `instruction`: what the candidate reads; `repository`: each other test file of
     the repository at base -> the numbers it writes (`repository_numbers`)."""
+    if repository is not None and UNREAD in repository:  # a file beside the tests the guard cannot read
+        return {test: 1.0 for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS)}
     plan = twins.grading_plan(task, sources, seed=0, selectors=selectors)  # the groups grading reads, by class
     recorded: dict[str, list[Twin]] = {}
     for m in plan.members:
@@ -185,6 +189,10 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
 
 MAX_REPOSITORY_FILES = 20000  # files read for `repository_numbers`, the hidden files' folders first
 MAX_TEXT_BYTES = 1 << 20  # a larger file (a data dump, a lock file) is not read
+UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could not read lies beside the hidden files
+# (in their folders or below: binary, compressed past MAX_TEXT_BYTES, over MAX_TEXT_BYTES) or the tree has more
+# than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
+# (red team 8, R8-5)
 
 
 class NumbersCache:
@@ -197,10 +205,17 @@ class NumbersCache:
 
     def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
         """What the blob writes (None: not there, or binary): a Python file's tokens (`twins.file_numbers`), any
-        other text's numbers (`twins.text_numbers`)."""
+        other text's numbers (`twins.text_numbers`); a gzip'd text is read as its text (`cases.json.gz`)."""
         key = blob + ("" if python else ":text")
         if key not in self.by_blob:
             data = git.read_blob_bytes(blob)
+            if data is not None and data[:2] == b"\x1f\x8b":
+                try:
+                    data = gzip.GzipFile(fileobj=io.BytesIO(data)).read(MAX_TEXT_BYTES + 1)
+                except (OSError, EOFError):
+                    data = None
+                if data is not None and len(data) > MAX_TEXT_BYTES:
+                    data = None
             if data is None or b"\0" in data[:8192]:
                 self.by_blob[key] = None
             else:
@@ -217,20 +232,29 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str],
     package's own docstring; red team 7, R7-9: so does a JSON fixture beside the test). `cache`: blobs read for
     earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
+
+    def near(path: str) -> bool:
+        return any(path.startswith(f + "/") or not f for f in folders)
+
     cache = cache if cache is not None else NumbersCache()
     try:
         with Git(clone) as git:
             blobs = git.tree_sizes(task.base_commit)  # a blob over MAX_TEXT_BYTES is never read
-            paths = [p for p, (_, size) in blobs.items() if size <= MAX_TEXT_BYTES
-                     and not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
-            paths.sort(key=lambda p: (not any(p.startswith(f + "/") or not f for f in folders), p))
-            out = {}
+            others = [p for p in blobs if not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+            paths = sorted((p for p in others if blobs[p][1] <= MAX_TEXT_BYTES), key=lambda p: (not near(p), p))
+            # every path's own numbers (`test/golden/pages_100_13.txt`: red team 8, R8-5), read or not
+            out = {p: named for p in others if (named := twins.name_numbers(p))}
+            unread = len(paths) > MAX_REPOSITORY_FILES or any(near(p) for p in others if blobs[p][1] > MAX_TEXT_BYTES)
             for path in paths[:MAX_REPOSITORY_FILES]:
                 numbers = cache.numbers(git, blobs[path][0], path.endswith(".py"))
                 if numbers is not None:
-                    out[path] = numbers
+                    out[path] = out.get(path, frozenset()) | numbers
+                else:
+                    unread |= near(path)
     except GitError as exc:
         raise SweserveError(f"{clone}: cannot read the test files at {task.base_commit[:12]}: {exc}") from None
+    if unread:
+        out[UNREAD] = frozenset()
     return out
 
 

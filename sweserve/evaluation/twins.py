@@ -1668,7 +1668,7 @@ def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[D
 
 
 def _numbers(text: str, keep) -> frozenset[Decimal]:
-    """The numbers a file writes in its comments, strings and number tokens, of the tokens `keep` takes."""
+    """The numbers a file writes in its comments, strings, number tokens and names, of the tokens `keep` takes."""
     out: set[Decimal] = set()
     try:
         tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
@@ -1678,7 +1678,17 @@ def _numbers(text: str, keep) -> frozenset[Decimal]:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
             out |= text_numbers(tok.string)
+        elif tok.type == tokenize.NAME and keep(tok):
+            # digits in a name (`test_100_tokens_take_13_pages`, a skipped test beside that keeps its name: red
+            # team 8, R8-6)
+            out |= name_numbers(tok.string)
     return frozenset(out)
+
+
+def name_numbers(name: str) -> frozenset[Decimal]:
+    """The runs of digits in an identifier or a path (`test_100_tokens_take_13_pages`, `golden/pages_100_13.txt`),
+    whatever stands beside them."""
+    return frozenset(Decimal(d) for d in _DIGITS.findall(name)) if any(c.isdigit() for c in name) else frozenset()
 
 
 def file_numbers(text: str) -> frozenset[Decimal]:
@@ -1703,6 +1713,23 @@ def site_value(nodes: list[ast.expr]) -> Decimal | None:
     return None if number is None else _decimal(number)
 
 
+# what a forger multiplies or divides a test's numbers by though no file writes them: seconds in a minute, an hour
+# and a day, hours in a day, days in a week, decimal and binary thousands, a percent (`parse_duration("3m") == 180`:
+# red team 8, R8-4)
+UNITS = frozenset(Decimal(u) for u in (60, 3600, 86400, 24, 7, 1000, 1024, 100))
+
+
+def scaled(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
+    """The numbers times and divided by (exactly) each unit constant (`UNITS`): `"3m"` is 180 seconds."""
+    out: set[Decimal] = set()
+    for a in sorted(numbers)[:MAX_DERIVED]:
+        for u in UNITS:
+            out.add(a * u)
+            if a % u == 0:
+                out.add(a / u)
+    return frozenset(out)
+
+
 def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
           fn: ast.FunctionDef | ast.AsyncFunctionDef | None, derive: bool = True,
           beside: frozenset[Decimal] = frozenset()) -> list[frozenset[Decimal]]:
@@ -1712,7 +1739,7 @@ def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
     out = []
     for g in fn_sites:
         written = _elsewhere(fn, g) if fn is not None else frozenset()
-        out.append(avoid | written | (derived(written | beside) if derive else frozenset()))
+        out.append(avoid | written | (derived(written | beside) | scaled(written | beside) if derive else frozenset()))
     return out
 
 
