@@ -10,7 +10,8 @@ import json
 import posixpath
 
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-PYTEST_ARGS = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors"]
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rN", "--continue-on-collection-errors",
+               "--show-capture=no"]  # a failing twin of a chatty test reprints its output (red team 8, R8-12)
 
 
 def numstat_paths(raw: str) -> set:

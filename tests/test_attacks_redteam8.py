@@ -785,10 +785,6 @@ def test_pages_for_nothing():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-12: pytest prints a failing test's captured output: each of the ~10 failing members of validation's "
-    "candidate run prints the test's 900 KB, past the 8 MiB the host keeps (`tampered`), while as written the "
-    "passing test prints nothing"))
 def test_a_test_printing_much_keeps_validations_output_within_what_the_host_keeps(tmp_path):
     from sweserve.environment.docker_sandbox import OUTPUT_TAIL_BYTES
 
