@@ -159,8 +159,11 @@ def _bet_among(source: str, graded: str, p2p: list[str], said, draws: int, instr
     graded_task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=p2p)  # validation's twin run: F2P known
     for seed in range(draws):
         plan = twins.grading_plan(graded_task, {FILE: source}, seed=seed, candidates=True, instruction=instruction)
-        picks = [real for value, real in _groups_of(plan)[graded] if inside(Decimal(value))]
-        wins += 1 / len(picks) if True in picks else 0.0
+        if not any(m.kind == "twin" and m.real == graded for m in plan.members):
+            wins += 1.0  # no twin at all: the test alone, passed for free (and recorded so: odds 1)
+        else:
+            picks = [real for value, real in _groups_of(plan)[graded] if inside(Decimal(value))]
+            wins += 1 / len(picks) if True in picks else 0.0
         kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
         task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=p2p, twins=kept)
         recorded += guard.forge_odds(guard.test_odds(task, {FILE: source}, {}, instruction, repository))
