@@ -45,6 +45,14 @@ def parse_module(source: str) -> ast.Module:
 _VARS = ["value", "result", "got", "out", "items", "data", "parts", "total", "seq", "pairs", "text", "counts",
          "entry", "record", "size", "chunk", "batch", "shape", "tokens", "rows", "left", "right", "first", "acc"]
 FALLBACK_WORDS = ["basic", "values", "input", "result", "case", "default", "order", "length"]
+# The words planted names are drawn from: made of the letters b f j k v w z and vowels only, so no word a selector
+# looks for in test names (`gpu`, `cuda`, `slow`, `large`, `nightly`, `integration`, `tpu`, `multi`, `e2e`) can
+# occur in one, wherever that selector takes its words from (red team 8, R8-3: data files joined from parts,
+# `importlib`, a custom ini option, an env var, `load_tests`). The checks `selector_checks` does read still thin
+# it (`name_pool`), and a graded test's members still carry the words of its real name a check reads (`kept`).
+NEUTRAL_WORDS = ["bazo", "fiku", "jevo", "kowa", "vubi", "wuzo", "zafe", "boji", "fuka", "jowi", "kibe", "voza",
+                 "wefi", "zuko", "biva", "fejo", "juwa", "kezi", "vofu", "wabo", "zije", "bukaze", "fovija",
+                 "kajuvo", "wizobe", "zevuka", "jabufo", "vekiwa"]
 
 
 def _small(rng: random.Random, lo: int = 0, hi: int = 60) -> int:

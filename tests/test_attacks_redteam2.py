@@ -661,6 +661,8 @@ def test_dropping_every_group_and_spelling_every_name_from_the_planted_words_is_
     plans = [twins.grading_plan(validated, {FILE: HIDDEN}, seed=s) for s in range(200)]
     rate = sum(map(_spelled, plans)) / len(plans)
     print(f"plans whose planted names spell every real name: {rate:.2f}")
+    if rate == 0:  # planted words are neutral (`NEUTRAL_WORDS`, red team 8): no plan spells a real name at all;
+        return     # a vocabulary that could (the file's own words, before) is checked by the run below
     plan = next(p for p in plans if _spelled(p))
     run = _run(tmp_path, plan, BASE, DROP_AND_SPELL)
     assert len(run.outcomes) * 160 < 8 * 2**20, len(run.outcomes)  # the stream fits what the verifier keeps

@@ -424,7 +424,6 @@ def test_words_the_task_env_gives_a_conftest_are_read():
     assert "gpu" in twins.name_checks(task, {"conftest.py": conftest}, FILE)
 
 
-@pytest.mark.xfail(strict=True, reason=R8_3 + ": 12 of 12 draws not resolved with the oracle")
 @pytest.mark.parametrize("where", ["data-subfolder", "getini-pytest-ini"])
 def test_words_read_elsewhere_never_skip_a_planted_member(tmp_path, where):
     conftest, files = ELSEWHERE[where]
@@ -448,9 +447,6 @@ def _accelerator(request):
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-3: the hidden module's own fixture reads `request.node.name` against words it imports: `own_checks` reads "
-    "the module's literals only, never what it imports: 12 of 12 draws not resolved with the oracle"))
 def test_words_the_hidden_module_imports_for_its_own_name_checks_are_read(tmp_path):
     task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])
     extra = {"testing_words.py": 'GPU_WORDS = ("gpu", "cuda")\n'}
@@ -540,10 +536,6 @@ def _run_unittest(tmp_path, plan: twins.GradingPlan, code: str) -> TestRun:
                    reading.twins, reading.shapes, reading.margins)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-3: a unittest module's `load_tests` drops tests whose `test.id()` holds `slow`: `own_checks` looks for "
-    "`self.id()` only, so nothing is read and `slow` (a word of the file's names) stays in the pool: 10 of 12 draws "
-    "not resolved with the oracle"))
 def test_a_load_tests_filter_by_id_never_drops_a_planted_member(tmp_path):
     graded = f"{FILE}::TestPool::test_pages_of_a_pool"
     task = _unittest_task(FAIL_TO_PASS=[graded], PASS_TO_PASS=[f"{FILE}::TestPool::test_pool_is_named"],

@@ -923,12 +923,11 @@ def name_checks(task: Task, selectors: dict[str, str] | None, file: str,
 
 
 def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> list[str]:
-    """The words a file's planted names are drawn from: its collected tests' words (two or more, topped up from
-    the fallback words), less those the repository's name-based selection reads (`canaries.name_pool`)."""
-    words = canaries.vocabulary([f.name for _, f in collected(tree, runner)])
-    if len(words) < 2:
-        words = list(dict.fromkeys(words + canaries.FALLBACK_WORDS))
-    return canaries.name_pool(words, checks)
+    """The words a file's planted names are drawn from: the neutral words (`canaries.NEUTRAL_WORDS`: no selector
+    word can occur in them, wherever the selector reads it from), less those the repository's name-based
+    selection reads (`canaries.name_pool`). Before red team 8 they were the file's own test words, less what the
+    followed readers read: a reader not followed (R7-4, R8-3) skipped a member drawn with its word."""
+    return canaries.name_pool(list(canaries.NEUTRAL_WORDS), checks)
 
 
 def _pinned_by_task(task: Task, file: str) -> set[str]:
