@@ -112,6 +112,23 @@ notices (the task loses the test: coverage, never a wrong grade).
   verifier rules too). Measured on the local boot script's output (no Docker). Fix: run with `--show-capture=no` (the
   outcome events carry `longreprtext`, never the captured sections) or cap each report's captured sections.
 
+Fixed since (each test above now passes, and failed before its fix):
+- R8-2: canary bodies never read a builtin the module binds (`sweserve_twins.module_bindings`; after a star import,
+  no builtin at all).
+- R8-3: planted names draw their words from `NEUTRAL_WORDS` (letters b f j k v w z and vowels), so no unread
+  selector word reaches them; the four end-to-end tests pass. The static tests of which readers are followed stay
+  strict xfails: those readers are still not read, and no longer need to be.
+- R8-4: test numbers scaled by unit constants (`twins.scaled`, `UNITS`) and combined with the instruction's
+  (`twins.said`). The package variant passes because 104 is read as weak by another rule; products with a
+  package constant are not read.
+- R8-5: path digits, gzip'd text, and `guard.UNREAD` (an unreadable file beside the hidden tests, or a tree past
+  the cap: every group weak).
+- R8-6: digits in names (`twins.name_numbers`).
+- R8-9: a by-name class with a pinned test is pinned whole. R8-10: pins compare ids with parameters cut.
+- R8-12: the runner passes `--show-capture=no`.
+Left (strict xfails): R8-1 (a roundness signature for the twins' values: tried, and it broke the value
+distribution's other defences, `test_the_groups_values_do_not_single_out_the_real_one`), R8-7, R8-8.
+
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
 submission runs) and applies tests.patch to the work tree only (no blob of the hidden files in `.git`); a test
