@@ -143,21 +143,17 @@ from __future__ import annotations
 
 import ast
 import gzip
-import json
 import math
 import random
-import secrets
 import subprocess
-import sys
 from decimal import Decimal
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from sweserve.evaluation import guard, twins
-from sweserve.evaluation.grading import TestRun, merge_events, parse_stream, run_config
+from sweserve.evaluation.grading import TestRun
 from sweserve.harness import sweserve_twins as canaries
 from sweserve.models import Task, TestSpec, Twin
 from tests.test_attacks_redteam4 import CPU_TEST, PAGES_ORACLE, POOL_ORACLE, _groups_of, _verdict
@@ -529,28 +525,7 @@ def _unittest_task(**kw) -> Task:
 def _run_unittest(tmp_path, plan: twins.GradingPlan, code: str) -> TestRun:
     """`tests.test_attacks_twins._run` for the `unittest` runner (the boot script's `sweserve_unittest`, which
     honours a module's `load_tests` through `loadTestsFromModule`)."""
-    root = tmp_path / secrets.token_hex(4)
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "thing.py").write_text(code)
-    for file, text in plan.texts.items():
-        (root / file).parent.mkdir(parents=True, exist_ok=True)
-        (root / file).write_text(text)
-    nonce = secrets.token_hex(16)
-    (root / ".nonce").write_text(nonce)
-    config = run_config(_unittest_task(), [], str(root / ".nonce"), None)
-    config["paths"] = [str(root)]
-    (root / "run.json").write_text(json.dumps(config))
-    boot = resources.files("sweserve.harness").joinpath("sweserve_boot.py")
-    proc = subprocess.run([sys.executable, "-I", str(boot), str(root / "run.json")], cwd=root, capture_output=True,
-                          text=True, timeout=120)
-    events, output = parse_stream(proc.stdout, nonce)
-    outcomes, skips, messages = merge_events(events)
-    ends = [e["end"] for e in events if "end" in e]
-    assert ends, proc.stdout[-3000:] + proc.stderr[-3000:]
-    reading = plan.read(outcomes, skips, messages, ends[-1])
-    return TestRun(reading.outcomes, reading.skips, reading.messages, output, reading.problems, ends[-1],
-                   reading.twins, reading.shapes, reading.margins)
+    return _run(tmp_path, plan, code, task=_unittest_task())
 
 
 def test_a_load_tests_filter_by_id_never_drops_a_planted_member(tmp_path):

@@ -96,9 +96,10 @@ def _task(**kw) -> Task:
                 test=TestSpec(runner="pytest", files=[FILE]), **kw)
 
 
-def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "") -> TestRun:
+def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "", task: Task | None = None) -> TestRun:
     """The planted files run by the real boot script (`python -I`, autoload off, the nonce'd stream) in a
-    repository whose package holds `code` and, in its `__init__`, the forger's `init`."""
+    repository whose package holds `code` and, in its `__init__`, the forger's `init`. `task`: whose runner
+    (default `_task()`'s pytest)."""
     root = tmp / secrets.token_hex(4)
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text(textwrap.dedent(init))
@@ -108,7 +109,7 @@ def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "") -> TestR
         (root / file).write_text(text)
     nonce = secrets.token_hex(16)
     (root / ".nonce").write_text(nonce)
-    config = run_config(_task(), [], str(root / ".nonce"), None)  # on this machine: never a privilege drop
+    config = run_config(task or _task(), [], str(root / ".nonce"), None)  # on this machine: never a privilege drop
     config["paths"] = [str(root)]
     (root / "run.json").write_text(json.dumps(config))
     boot = resources.files("sweserve.harness").joinpath("sweserve_boot.py")
