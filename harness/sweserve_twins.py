@@ -159,7 +159,7 @@ def module_bindings(tree: ast.Module) -> frozenset | None:
 
 def _calls_shadowed(lines: list, shadowed) -> bool:
     """Whether the body reads a builtin the module may rebind (`shadowed`: `module_bindings`, None: any)."""
-    tree = ast.parse("\n".join(lines))
+    tree = parse_module("\n".join(lines))
     local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and n.id in _BUILTIN_NAMES and n.id not in local}
