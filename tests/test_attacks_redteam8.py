@@ -119,8 +119,7 @@ Fixed since (each test above now passes, and failed before its fix):
   selector word reaches them; the four end-to-end tests pass. The static tests of which readers are followed stay
   strict xfails: those readers are still not read, and no longer need to be.
 - R8-4: test numbers scaled by unit constants (`twins.scaled`, `UNITS`) and combined with the instruction's
-  (`twins.said`). The package variant passes because 104 is read as weak by another rule; products with a
-  package constant are not read.
+  (`twins.said`). The package variant (a product with a package's `PAGE_SIZE = 8`) stays a strict xfail.
 - R8-5: path digits, gzip'd text, and `guard.UNREAD` (an unreadable file beside the hidden tests, or a tree past
   the cap: every group weak).
 - R8-6: digits in names (`twins.name_numbers`).
