@@ -24,6 +24,7 @@ from sweserve.evaluation.grading import run_tests
 from sweserve.evaluation.resets import plan_resets
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.evaluation.trial import evaluate_task
+from sweserve.harness import sweserve_twins as canaries
 from sweserve.models import Task, TestSpec, Twin
 
 DIST = "sweserve-demo__sglang-mini-103"
@@ -272,8 +273,7 @@ def test_planted_tests_share_one_name_distribution_and_sit_in_their_scope():
     text = plan.texts["test/t.py"]
     tree = ast.parse(text)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
-    words = {"even", "split", "uneven", "covers", "everything", "merge", "adjacent", "ranges", "keeps", "order",
-             "single", "rank", "gets", "all"}
+    words = set(canaries.NEUTRAL_WORDS)  # every planted name's words, the file's own no more (red team 8, R8-3)
     for m in plan.members:
         rank, *picked, tail = m.name.split("_")[1:]
         assert re.fullmatch("[0-9]{4}", rank) and set(picked) <= words and 2 <= len(picked) <= 3 \
