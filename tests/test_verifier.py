@@ -11,6 +11,7 @@ from sweserve.evaluation.grading import merge_events, parse_stream, run_config
 from sweserve.evaluation.resets import plan_resets, pytest_section, shadowed_name
 from sweserve.evaluation.tamper_scan import scan
 from sweserve.harness import sweserve_outcomes  # noqa: F401 - importable as a module
+from sweserve.harness import sweserve_twins as canaries
 from sweserve.harness.sweserve_protocol import numstat_paths as _numstat_paths
 from sweserve.models import Task, TestSpec
 
@@ -103,7 +104,8 @@ def test_canaries_are_named_like_the_graded_tests_and_behave(tmp_path):
     assert {m.file for m in found} == {"test/t.py"} and set(plan.texts) == {"test/t.py"}  # files with graded tests
     assert sum(not m.must_pass for m in found) == 2 and 1 <= sum(m.must_pass for m in found) <= 2  # no twins here
     graded = next(m for m in plan.members if m.kind == "test")
-    shape = re.compile(r"^test_[0-9]{4}_(?:(?:alpha|beta|gamma|delta)_){2,3}[0-9a-f]{4}$")  # rank, words, hex
+    words = "|".join(canaries.NEUTRAL_WORDS)  # the neutral words, for every member alike (red team 8, R8-3)
+    shape = re.compile(rf"^test_[0-9]{{4}}_(?:(?:{words})_){{2,3}}[0-9a-f]{{4}}$")  # rank, words, hex
     assert all(shape.match(m.name) for m in plan.members), [m.name for m in plan.members]
     assert "canary" not in plan.texts["test/t.py"] and "def test_alpha_beta(" not in plan.texts["test/t.py"]
     assert "def test_gamma_delta()" in plan.texts["test/t.py"]  # not graded: left as it was
