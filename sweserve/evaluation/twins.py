@@ -930,28 +930,26 @@ def name_words(tree: ast.Module, runner: str, checks: Sequence[str] = ()) -> lis
     return canaries.name_pool(list(canaries.NEUTRAL_WORDS), checks)
 
 
-def _pinned_by_task(task: Task, file: str) -> set[str]:
-    """The names of `file`'s tests that validation pinned (`Task.pinned`: they pass with the oracle only under
-    their own names), kept like those `pinned` reads."""
-    out = set()
-    for test_id in task.pinned:
-        parts = base_id(test_id).split("::")
-        if _same_path(parts[0], file) and len(parts) in (2, 3):
-            out.add(parts[-1])
-    return out
-
-
-def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
-    """(class, name) of the file's graded tests; None while nothing is graded yet (every test is)."""
-    ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
-    if not ids:
-        return None
+def _in_file(ids: Iterable[str], file: str) -> set[tuple[str | None, str]]:
+    """(class, name) of each of `ids` (parameters cut) that names a test of `file`."""
     out = set()
     for test_id in ids:
         parts = base_id(test_id).split("::")
         if _same_path(parts[0], file) and len(parts) in (2, 3):
             out.add((parts[1] if len(parts) == 3 else None, parts[-1]))
     return out
+
+
+def _pinned_by_task(task: Task, file: str) -> set[str]:
+    """The names of `file`'s tests that validation pinned (`Task.pinned`: they pass with the oracle only under
+    their own names), kept like those `pinned` reads."""
+    return {name for _, name in _in_file(task.pinned, file)}
+
+
+def _graded_names(task: Task, file: str) -> set[tuple[str | None, str]] | None:
+    """(class, name) of the file's graded tests; None while nothing is graded yet (every test is)."""
+    ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
+    return _in_file(ids, file) if ids else None
 
 
 # a number as Python or a person writes it: digit groups (`13_107`, `13,107`), hex, octal and binary, a fraction
