@@ -144,7 +144,7 @@ def test_gpu_task_is_skipped_or_errors_never_graded(demo):
                               host_gpus=["0"]), Project(demo.ctx.state_dir, repo_path=demo.repo))
     r = evaluate_task(fake, b, OracleAgent())
     assert r.status == "error" and "gpu" in r.reason.lower(), r.reason
-    assert demo.ctx.host.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
+    assert demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
 
 
 def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
@@ -237,26 +237,38 @@ def test_images_are_cached_and_layered(demo):
     assert json.loads(json.dumps(client.images.get(tag1).labels))["sweserve.base_commit"] == b1.task.base_commit
 
 
+def interrupt(proc: subprocess.Popen, timeout: float) -> str:
+    """Ctrl-C to a `sweserve` process started with PYTHONFAULTHANDLER=1, and what it printed; one still running
+    `timeout` seconds later is aborted, and the test fails with every thread's stack (where it hung)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # faulthandler prints each thread's traceback
+        out = proc.communicate(timeout=30)[0]
+        pytest.fail(f"still running {timeout} s after Ctrl-C:\n{out[-12000:]}")
+
+
 def test_ctrl_c_leaves_no_container_behind(demo, tmp_path):
     args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 60", "--agent-name", "interrupted",
             "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
             "--output", str(tmp_path / "i.jsonl"), "--workers", "2"]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     client = demo.ctx.host.client
     owner = {"label": f"{LABEL}.owner={labels('x', 'x', 'x')[f'{LABEL}.owner'].rsplit(':', 1)[0]}:{proc.pid}"}
 
     def candidates():  # each trial's grade sandbox starts beside its candidate's, while the candidate works
-        return [c for c in client.containers.list(filters=owner) if c.labels.get(f"{LABEL}.role") == "candidate"]
+        return [c for c in client.containers.list(ignore_removed=True, filters=owner) if c.labels.get(f"{LABEL}.role") == "candidate"]
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(candidates()) < 2:
         time.sleep(0.2)
-    assert len(candidates()) == 2 and len(client.containers.list(filters=owner)) <= 4
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    assert len(candidates()) == 2 and len(client.containers.list(ignore_removed=True, filters=owner)) <= 4
+    out = interrupt(proc, 60)
     assert proc.returncode == 130, out
     assert "Traceback" not in out and "interrupted" in out
-    assert client.containers.list(all=True, filters=owner) == []
+    assert client.containers.list(all=True, ignore_removed=True, filters=owner) == []
     assert read_results(tmp_path / "i.jsonl") == []
 
 
@@ -269,7 +281,7 @@ def test_a_discarded_sandbox_is_gone_once_the_host_settles(demo):
     box.start_background(["sleep", "600"])
     demo.ctx.discard(box)
     demo.ctx.settle()
-    assert demo.ctx.host.client.containers.list(all=True, filters={"name": name}) == []
+    assert demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"name": name}) == []
 
 
 def test_candidate_limits_and_process_tree_kill(demo):
@@ -282,5 +294,5 @@ def test_candidate_limits_and_process_tree_kill(demo):
     r = evaluate_task(demo.ctx, b, probe)
     assert time.monotonic() - t0 < 40 and r.agent_run.exit_reason == "timed_out"
     assert "4096" in r.agent_run.log_tail
-    leftovers = demo.ctx.host.client.containers.list(all=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]})
+    leftovers = demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]})
     assert leftovers == []  # the sandbox, and every process in it, is gone

@@ -237,7 +237,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
     assert [(a["url"], a["allowed"]) for a in audit] == [
         (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False)]
     assert audit[0]["stripped"] == ["web_search"]
-    left = demo.ctx.host.client.containers.list(all=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
+    left = demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
     assert [x for x in left if x.labels.get("sweserve.role") == "egress"] == []
 
 

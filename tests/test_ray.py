@@ -7,7 +7,6 @@ request is the one boundary stubbed: a worker setup hook replaces it with a reco
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from sweserve.evaluation.ray_executor import RayExecutor, ray_options, unschedul
 from sweserve.evaluation.results import read_results
 from sweserve.evaluation.validation import validate_all
 from sweserve.models import Resources
+from tests.test_docker_e2e import interrupt
 
 DIST = "sweserve-demo__sglang-mini-103"
 QUANT = "sweserve-demo__sglang-mini-105"
@@ -111,7 +111,7 @@ def _records(cluster, since=0):
 
 
 def _run_containers(client, run_id):
-    return client.containers.list(all=True, filters={"label": f"{LABEL}.run={run_id}"})
+    return client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL}.run={run_id}"})
 
 
 
@@ -229,7 +229,8 @@ def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_pat
     args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 120", "--agent-name", "interrupted",
             "--tasks", str(demo.tasks), "--state-dir", str(demo.root / "state"), "--repo-path", str(demo.repo),
             "--output", str(tmp_path / "i.jsonl"), "--executor", "ray", "--ray-address", cluster.address]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     first = proc.stdout.readline()
     assert first.startswith("run "), first
     run_id = first.split()[1].rstrip(":")
@@ -243,8 +244,7 @@ def test_ctrl_c_cancels_remote_tasks_and_reaps_every_node(demo, cluster, tmp_pat
     boxes = _run_containers(client, run_id)
     assert len(candidates()) == 2 and len(boxes) <= 4, [
         (c.labels.get(f"{LABEL}.role"), c.labels.get(f"{LABEL}.task"), c.status) for c in boxes]
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
+    rest = interrupt(proc, 120)
     assert proc.returncode == 130, first + rest
     assert "Traceback" not in rest
     assert _run_containers(client, run_id) == []
