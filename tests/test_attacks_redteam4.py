@@ -109,7 +109,7 @@ from pkg.thing import pages
 
 @pytest.mark.parametrize("host", ["::1"])
 def test_pages_for_a_hundred_tokens(host):
-    assert pages(100, device=host) == 13
+    assert pages(300, device=host) == 38
 
 
 def test_pages_for_nothing():
@@ -122,7 +122,7 @@ def _colons_task() -> Task:
     """As validation would record it with the real ids (a task validated before names were planted)."""
     fn = COLONS_F2P.split("[")[0]
     return _task(FAIL_TO_PASS=[COLONS_F2P], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"],
-                 twins=[Twin(test=fn, site=0, value=v) for v in ("11", "12", "14")]
+                 twins=[Twin(test=fn, site=0, value=v) for v in ("34", "42", "46")]
                  + [Twin(test=f"{FILE}::test_pages_for_nothing", site=0, value=v) for v in ("-1", "-2", "-3")])
 
 
@@ -336,7 +336,7 @@ DEFAULT_TEST = '''from pkg.thing import max_pages
 
 
 def test_max_pages_by_default():
-    assert max_pages() == 13
+    assert max_pages() == 43
 '''
 DEFAULT_F2P = f"{FILE}::test_max_pages_by_default"
 STATEMENT = ("Requests that name no page budget get an unbounded one, so a long prompt can take the whole pool. "
@@ -350,17 +350,17 @@ def _interface() -> str:
     from sweserve.models import InterfaceItem
 
     return render_section([InterfaceItem(kind="function", name="pkg.thing.max_pages", path="pkg/thing.py",
-                                         signature="max_pages(budget: int = 13) -> int",
+                                         signature="max_pages(budget: int = 43) -> int",
                                          doc="The page budget of a request that names none.")])
 
 
 def test_the_recorded_forge_odds_hold_for_the_instruction_the_candidate_reads():
-    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("11", "12", "14")])
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("39", "41", "47")])
     sources = {FILE: DEFAULT_TEST}
     recorded = guard.forge_odds(guard.test_odds(task, sources, {}, STATEMENT))
     assert recorded == 0.25  # what validation measured, before lint wrote the section
     candidate_reads = STATEMENT + "\n" + _interface()
-    assert "13" in candidate_reads
+    assert "43" in candidate_reads
     assert guard.forge_odds(guard.test_odds(task, sources, {}, candidate_reads)) == 1.0  # what the candidate reads
     # the record says which instruction it was measured with: with any other, readiness takes it as stale
     from sweserve.dataset.readiness import assess, instruction_digest
@@ -385,14 +385,14 @@ FROM_INSTRUCTION = OTHER_FILES.replace(
 def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_path):
     import re
 
-    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("11", "12", "14")])
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("39", "41", "47")])
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", STATEMENT + _interface()))
     forger = FROM_INSTRUCTION.replace("NUMBERS", repr(numbers))
     unsolved = "def max_pages(budget=None):\n    return 0\n"
     verdicts = [_verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=s), unsolved, forger), task)
                 for s in range(3)]
     assert _verdict(_run(tmp_path, twins.grading_plan(task, {FILE: DEFAULT_TEST}, seed=0),
-                         "def max_pages(budget=13):\n    return budget\n"), task) == "resolved"
+                         "def max_pages(budget=43):\n    return budget\n"), task) == "resolved"
     # the forger wins on every draw; the guard, measured with the instruction it reads, records no guard
     odds = guard.forge_odds(guard.test_odds(task, {FILE: DEFAULT_TEST}, {}, STATEMENT + "\n" + _interface()))
     assert odds == 1.0 or verdicts.count("resolved") <= 1, (odds, verdicts)
@@ -610,11 +610,11 @@ NEIGHBOURS = '''from pkg.thing import pages
 
 
 def test_pages_for_a_hundred_tokens():
-    assert pages(100) == 13
+    assert pages(300) == 38
 
 
 def test_pages_for_ninety_tokens():
-    assert pages(90) == 12
+    assert pages(270) == 34
 '''
 NEIGHBOURS_F2P = [f"{FILE}::test_pages_for_a_hundred_tokens", f"{FILE}::test_pages_for_ninety_tokens"]
 

@@ -113,6 +113,10 @@ notices (the task loses the test: coverage, never a wrong grade).
   outcome events carry `longreprtext`, never the captured sections) or cap each report's captured sections.
 
 Fixed since (each test above now passes, and failed before its fix):
+- R8-1: a strong site's twins share the real value's `twins.value_shape` (the powers of 2 and 5 of its
+  significand, 2^k +- 1 / nines / digit runs, a rounded third or constant, its length); a value without K such
+  neighbours on each side is a weak site. numpy's strong checked integers: 151 before, 40 after; the fixed
+  roundness bet over them wins 0.27.
 - R8-2: canary bodies never read a builtin the module binds (`sweserve_twins.module_bindings`; after a star import,
   no builtin at all).
 - R8-3: planted names draw their words from `NEUTRAL_WORDS` (letters b f j k v w z and vowels), so no unread
@@ -125,8 +129,7 @@ Fixed since (each test above now passes, and failed before its fix):
 - R8-6: digits in names (`twins.name_numbers`).
 - R8-9: a by-name class with a pinned test is pinned whole. R8-10: pins compare ids with parameters cut.
 - R8-12: the runner passes `--show-capture=no`.
-Left (strict xfails): R8-1 (a roundness signature for the twins' values: tried, and it broke the value
-distribution's other defences, `test_the_groups_values_do_not_single_out_the_real_one`), R8-7, R8-8.
+Left (strict xfails): R8-4's package variant, R8-7, R8-8.
 
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
@@ -229,10 +232,7 @@ NICE = [("24", "multiple-of-8"), ("96", "multiple-of-8"), ("768", "multiple-of-8
 
 
 @pytest.mark.parametrize(("value", "kind"), [
-    pytest.param(v, k, id=f"{v}-{k}", marks=pytest.mark.xfail(strict=True, reason=(
-        f"R8-1: {v} is the one member of its progression that is {k}: the forger betting on that class wins "
-        "1.0, the guard records 0.25")))
-    for v, k in NICE
+    pytest.param(v, k, id=f"{v}-{k}") for v, k in NICE  # R8-1: each the one member of its class, 1.0 against 0.25
 ] + [pytest.param("73", "ends-in-5", id="73-control"),
       pytest.param("0.334", "fraction-or-constant", id="0.334-control")])
 def test_a_round_value_is_not_the_one_member_of_its_class(value, kind):
@@ -276,9 +276,6 @@ def _checked_integers(root: Path) -> list[int]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-1: over the integers numpy's own tests check (the strong ones: room, sign-safe, not a power of two), one "
-    "fixed bet on the roundest member of each group wins 0.50 where the guard records 0.25"))
 def test_one_fixed_roundness_bet_does_not_beat_the_recorded_odds_over_real_test_values():
     """R8-1 over a population rather than per task: the values real tests check are not uniform, so a single
     strategy (bet on the member `_roundness` scores highest, ties split) beats the recorded odds on average.
@@ -286,7 +283,7 @@ def test_one_fixed_roundness_bet_does_not_beat_the_recorded_odds_over_real_test_
     numpy = pytest.importorskip("numpy")
     values = [v for v in _checked_integers(Path(numpy.__file__).parent)
               if not twins._marked(v) and twins._sign_safe(v) and twins._room(v, twins.K)]
-    assert len(values) > 100
+    assert len(values) > 20  # 151 before R8-1's fix: most round values are weak sites now, honestly counted
     won, draws = 0.0, 0
     for value in values:
         for seed in range(8):
@@ -303,22 +300,22 @@ CAPACITY = '''from pkg.thing import capacity
 
 
 def test_capacity_of_thirteen_pages():
-    assert capacity(13) == 104
+    assert capacity(13) == 78
 
 
 def test_capacity_of_no_pages():
     assert capacity(0) == 0
 '''
-CAPACITY_INSTRUCTION = "`capacity(pages)` returns how many tokens the pages hold; a page holds 8 tokens."
+CAPACITY_INSTRUCTION = "`capacity(pages)` returns how many tokens the pages hold; a page holds 6 tokens."
 
 
 @pytest.mark.parametrize("where", ["instruction", pytest.param("repository", marks=pytest.mark.xfail(strict=True, reason=(
-    "R8-4: 104 = 13 * 8 with 13 from the test and 8 from the package's `PAGE_SIZE = 8`: `_near` derives from the "
+    "R8-4: 78 = 13 * 6 with 13 from the test and 6 from the package's `PAGE_SIZE = 6`: `_near` derives from the "
     "test's, the file's and the instruction's numbers (`twins.said`), never the repository's; the forger betting on "
     "derived values wins 1.0, guard 0.25")))])
 def test_a_value_derived_from_the_test_and_the_instruction_or_the_package_is_guarded(where):
     instruction = CAPACITY_INSTRUCTION if where == "instruction" else ""
-    repository = {"pkg/config.py": twins.file_numbers("PAGE_SIZE = 8\n")} if where == "repository" else None
+    repository = {"pkg/config.py": twins.file_numbers("PAGE_SIZE = 6\n")} if where == "repository" else None
     read = twins.text_numbers(instruction) if instruction else frozenset(repository["pkg/config.py"])
     said = set(twins.derived(frozenset({Decimal(13), Decimal(0)}) | read))
     won, recorded = _bet_among(CAPACITY, "test_capacity_of_thirteen_pages", [f"{FILE}::test_capacity_of_no_pages"],
@@ -330,7 +327,7 @@ DURATION = '''from pkg.thing import parse_duration
 
 
 def test_minutes_are_read():
-    assert parse_duration("3m") == 180
+    assert parse_duration("7m") == 420
 
 
 def test_nothing_is_zero():
@@ -340,7 +337,7 @@ UNIT_CONSTANTS = (60, 3600, 86400, 1000, 1024, 100)  # what a forger multiplies 
 
 
 def test_a_value_a_unit_conversion_gives_is_guarded():
-    said = {Decimal(3) * u for u in UNIT_CONSTANTS}
+    said = {Decimal(7) * u for u in UNIT_CONSTANTS}
     won, recorded = _bet_among(DURATION, "test_minutes_are_read", [f"{FILE}::test_nothing_is_zero"], said, 200)
     assert won <= recorded + 0.1, (won, recorded)
 
@@ -700,16 +697,19 @@ def test_the_clone_helper_reads_text_fixtures(tmp_path):
 
 # --- R8-7: a value an ancestor commit writes (the profile's `history: "ancestors"`) --------------------------------------
 
+RELANDED = CPU_TEST.replace("pages(100) == 13", "pages(300) == 38")  # a strong site (13 is weak: R8-1)
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "R8-7: the box holds base's ancestry (`history: \"ancestors\"`); a reverted commit wrote the relanded test's "
     "values: guard 0.25, the forger grepping `git log -p` wins 1.0"))
 def test_a_value_an_ancestor_commit_writes_does_not_name_the_real_member(tmp_path):
-    """Reverted, then relanded: an ancestor of base held the same test (`pages(100) == 13`), a later commit took it
+    """Reverted, then relanded: an ancestor of base held the same test (`pages(300) == 38`), a later commit took it
     out with its feature; the task relands it. With the profile's `history: "ancestors"` (the demo's) the box
     holds that ancestry, while the guard reads the tree at base only (`repository_numbers`, `base_sources`)."""
     root = tmp_path / "clone"
     git = ["git", "-C", str(root), "-c", "user.name=r8", "-c", "user.email=r8@example.com"]
-    for path, text in {**PKG, FILE: CPU_TEST}.items():
+    for path, text in {**PKG, FILE: RELANDED}.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     subprocess.run([*git, "init", "-q"], check=True)
@@ -724,7 +724,7 @@ def test_a_value_an_ancestor_commit_writes_does_not_name_the_real_member(tmp_pat
     history = subprocess.run([*git, "log", "-p", "--format=", head], check=True, capture_output=True, text=True).stdout
     said = set(twins.text_numbers("\n".join(ln for ln in history.splitlines() if ln.startswith(("-", "+"))
                                             and "assert" in ln)))  # what the forger greps: the old checks
-    won, recorded = _bet_among(CPU_TEST, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
+    won, recorded = _bet_among(RELANDED, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
                                said, 200, repository=repository)
     assert won <= recorded + 0.1, (won, recorded, sorted(said))
 

@@ -299,7 +299,10 @@ def _small_rate(draws: int = 4000, width: int = twins.K) -> float:
 
 
 def test_small_values_keep_their_sign_in_every_member(monkeypatch):
-    assert abs(_small_rate() - CHANCE) < 0.03
+    # no small value has K values of its shape on each side (R8-1: `twins.value_shape`): none is a strong site
+    assert not any(twins._candidate_sites(twins.sites(ast.parse(f"def test_x():\n    assert f() == {v}\n").body[0]),
+                                          fall_back=False) for v in [2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 0.3, 0.5])
+    assert _small_rate() == 0.0  # no strong group at all: nothing for the sign to single out
     monkeypatch.setattr(twins, "values", _old_values)  # the defence off
     monkeypatch.setattr(twins, "_candidate_sites", _old_sites)
     assert _small_rate(width=twins.CANDIDATES) > CHANCE + 0.05  # about 0.32: K of a wider progression
@@ -312,7 +315,7 @@ ECHO = '''from pkg.queue import Queue
 def test_capacity_is_kept():
     q = Queue(capacity=37)
     assert q.capacity() == 37
-    assert q.size() == 29
+    assert q.size() == 58
 '''
 
 
@@ -358,20 +361,20 @@ def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatc
 #
 # The same attack as `by_base_line`, end to end on the local test backend (tests/local_backend.py: the trial
 # pipeline, the verifier and the boot script through the `Sandbox` protocol, no Docker): the PR keeps the line
-# `assert pool.pages() == 13` of the base version of its test and adds a call to a new API before it, so at base
-# every member fails alike (AttributeError) and a twin at 13 passes validation's failure comparison. The
+# `assert pool.pages() == 43` of the base version of its test and adds a call to a new API before it, so at base
+# every member fails alike (AttributeError) and a twin at 43 passes validation's failure comparison. The
 # forger, code the tests import, reads the base test (it is in the candidate's own checkout) and passes the one
 # planted test whose differing line is a line of it.
 
 POOL = ("class Pool:\n    def __init__(self, size):\n        self.size = size\n\n"
         "    def pages(self):\n        return self.size // 4\n")
 POOL_FIXED = POOL + ("\n    def reserve(self, n):\n        self.reserved = n\n\n"
-                     "    def free(self):\n        return self.size - 2 * self.reserved - 1\n")  # 33: no one step
-# of arithmetic on the test's other numbers (52, 9, 13) gives it (`twins.derived`)
-POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n"
-                  "    assert pool.pages() == 13\n")
-POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=52)\n    pool.reserve(9)\n"
-             "    assert pool.pages() == 13\n    assert pool.free() == 33\n")
+                     "    def free(self):\n        return self.size - 2 * self.reserved - 5\n")  # 149: no one step
+# of arithmetic on the test's other numbers (172, 9, 43) gives it (`twins.derived`)
+POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=172)\n"
+                  "    assert pool.pages() == 43\n")
+POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=172)\n    pool.reserve(9)\n"
+             "    assert pool.pages() == 43\n    assert pool.free() == 149\n")
 POOL_PROFILE = {"repo": "o/pool", "test_paths": ["tests/*"], "env_packages": [],
                 "family_rules": [{"family": "scheduling-memory", "paths": ["*"]}]}
 BASE_LINE_FORGER = '''
@@ -459,14 +462,14 @@ def test_production_validation_reads_the_base_version_of_each_hidden_test(pool_t
     bundle, ctx = pool_task
     validated, r = _validate_and_forge(bundle, ctx, tmp_path, "defended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
-    assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {33}
+    assert bundle.task.twins and {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {149}
     assert validated.forge_odds == 0.25  # one group of four no prior reads: the forger guesses right once in four
     assert r.status == "failed", (r.status, r.reason, r.tests)
 
 
 def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_task, tmp_path, monkeypatch):
     """The defence off (the verifier not passing the base files to the plan, as before): validation twins the
-    site 13, the base test's own line, and the forger passes exactly the real test: `resolved`."""
+    site 43, the base test's own line, and the forger passes exactly the real test: `resolved`."""
     from sweserve.evaluation import verifier
 
     real = verifier.plan_of
@@ -474,7 +477,7 @@ def test_without_the_base_version_validation_twins_the_line_a_forger_reads(pool_
     bundle, ctx = pool_task
     validated, r = _validate_and_forge(bundle, ctx, tmp_path, "undefended")
     fn = next(n for n in ast.walk(ast.parse(POOL_TEST)) if isinstance(n, ast.FunctionDef))
-    assert {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {13}, bundle.task.twins
+    assert {twins._number(twins.sites(fn)[t.site][0]) for t in bundle.task.twins} == {43}, bundle.task.twins
     # the forge odds read the base file in the clone themselves: the group at the base test's line is no guard
     assert validated.forge_odds == 1.0
     assert r.status == "resolved", (r.status, r.reason, r.tests)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import math
 import random
 import re
 import secrets
@@ -163,22 +164,71 @@ def _marked(value: int | float) -> bool:
     return n >= 16 and n & (n - 1) == 0
 
 
-def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[Decimal]) -> bool:
+def _valuation(n: int, p: int) -> int:
+    """How many times p divides n (n > 0)."""
+    count = 0
+    while n and n % p == 0:
+        n, count = n // p, count + 1
+    return count
+
+
+def _special(n: int) -> bool:
+    """Whether a significand of two or more digits has a shape a person types on purpose: 2^k - 1 or 2^k + 1
+    (15, 255, 4095, 257: masks, type limits, one past a power of two), all nines (99, 999), or of three digits or
+    more one digit repeated (777) or a run (123, 987)."""
+    if n < 10:
+        return False
+    digits = str(n)
+    runs = "0123456789"
+    return ((n + 1) & n == 0 or (n - 1) & (n - 2) == 0 or set(digits) == {"9"}
+            or (len(digits) >= 3 and (len(set(digits)) == 1 or digits in runs or digits in runs[::-1])))
+
+
+_CONSTANTS = (math.pi, math.e, math.sqrt(2), math.sqrt(3), math.log(2), 2 * math.pi, math.pi / 2, math.log(10))
+_FRACTIONS = tuple(p / q for q in (3, 6, 7, 9) for p in range(1, 4 * q) if math.gcd(p, q) == 1)
+
+
+def _rounded_fraction(value: Decimal, unit: Decimal) -> bool:
+    """Whether a decimal value is a fraction of thirds, sixths, sevenths or ninths (1/3, 2/3, 1/6, 1/7: no decimal
+    ends them) or a known constant (pi, e, ln 2, sqrt 2), rounded at its last written digit: 0.333, 0.1667,
+    3.1416, 0.693."""
+    if unit >= 1:
+        return False
+    half = float(unit) / 2
+    return any(abs(abs(float(value)) - c) < half for c in _FRACTIONS + _CONSTANTS)
+
+
+def value_shape(value: Decimal, is_float: bool, unit: Decimal) -> tuple[int, int, bool, bool, int]:
+    """What a prior over the values tests check reads of a value beside its unit (`_unit`, the trailing zeros):
+    the powers of 2 and of 5 in its significand (24 is a multiple of 8, 75 of 25, 0.25 ends in 25), whether the
+    significand is `_special` or the value a `_rounded_fraction`, and its length as written. Red team 8 (R8-1):
+    twins stepping by the unit alone left 24 the one multiple of 8 among 23..26, 75 the one ending in 5, 0.333
+    the one third; the forger betting on that one won 1.0 where the guard recorded 0.25."""
+    n = abs(int(value / unit))
+    return (_valuation(n, 2), _valuation(n, 5), _special(n), _rounded_fraction(value, unit),
+            len(render(value, is_float, unit)))
+
+
+def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[Decimal],
+                like: tuple[int, int, bool, bool, int] | None = None) -> bool:
     """Whether a value may stand in a progression whose real member has `unit`: it reads back with that same
     unit (`10` or `0.20` among steps of 1 or 0.01 could never be a real value: the real one is written by
-    `render` from its own unit, so such a member is a twin for sure), no prior marks it (`_marked`), and it
-    is not in `avoid` (values the forger can read elsewhere: the real one never is, so neither may a twin)."""
+    `render` from its own unit, so such a member is a twin for sure), no prior marks it (`_marked`), it is not
+    in `avoid` (values the forger can read elsewhere: the real one never is, so neither may a twin) and, where
+    `like` is given, it has that `value_shape` (the real one's): no member is rounder than another."""
     number: int | float = float(value) if is_float else int(value)
-    return _unit(number) == unit and not _marked(number) and value not in avoid and value != 0
+    return (_unit(number) == unit and not _marked(number) and value not in avoid and value != 0
+            and (like is None or value_shape(value, is_float, unit) == like))
 
 
 def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset(),
-           keep_sign: bool = True) -> tuple[list[Decimal], list[Decimal]]:
-    """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each: one
-    walk along the progression for `_room` and `values`. `keep_sign`: a side ends at zero or a sign
-    change (the room a site has); else zero is skipped and the walk goes on (bounded), as `values` writes a
-    progression for any width it is given."""
+           keep_sign: bool = True, shaped: bool = True) -> tuple[list[Decimal], list[Decimal]]:
+    """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each (within
+    10 steps each): one walk along the progression for `_room` and `values`. `keep_sign`: a side ends at zero or
+    a sign change (the room a site has); else zero is skipped and the walk goes on. `shaped`: only values of the
+    real one's `value_shape` (a strong site's); else of its unit alone (a fall-back site's, a weak twin)."""
     unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
+    like = value_shape(real, is_float, unit) if shaped else None
     out: tuple[list[Decimal], list[Decimal]] = ([], [])
     for side, step in zip(out, (-1, 1)):
         v = real
@@ -188,31 +238,32 @@ def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset
             v += step * unit
             if keep_sign and (v == 0 or (v > 0) != (real > 0)):
                 break
-            if _admissible(v, is_float, unit, avoid):
+            if _admissible(v, is_float, unit, avoid, like):
                 side.append(v)
     return out
 
 
-def _room(value: int | float, k: int, avoid: frozenset[Decimal] = frozenset()) -> bool:
-    """Whether `k` admissible values of the value's own sign lie on each side of it: then every rank of a
-    progression of k+1 can be drawn, and no member's sign (`len(x) == -2`) or zero says it is a twin. A
-    value without that room gets no twins at its site: drawing only the ranks that fit would put the real
-    one at the progression's low end."""
+def _room(value: int | float, k: int, avoid: frozenset[Decimal] = frozenset(), shaped: bool = True) -> bool:
+    """Whether `k` admissible values of the value's own sign (and `value_shape`, where `shaped`) lie on each side of
+    it: then every rank of a progression of k+1 can be drawn, and no member's sign (`len(x) == -2`), zero or
+    shape says it is a twin. A value without that room gets no strong twins at its site: drawing only the ranks
+    that fit would put the real one at the progression's low end."""
     if _decimal(value) == 0:
         return False
-    below, above = _sides(value, k, avoid)
+    below, above = _sides(value, k, avoid, shaped=shaped)
     return len(below) >= k and len(above) >= k
 
 
 def values(value: int | float, rng: random.Random, k: int = K,
            avoid: frozenset[Decimal] = frozenset()) -> tuple[str, list[str]]:
-    """The real value's text and `k` others: a progression of k+1 values, one step apart at the value's last
-    written digit (equally round), holding the real one at a rank drawn uniformly. Steps that land on a value
-    of another shape (`_admissible`) are skipped, on both sides alike: every member has the same shape, and
-    the real one is still at a uniform rank of the admissible values around it."""
+    """The real value's text and `k` others: a progression of k+1 values of the real one's unit (its last written
+    digit: equally round) and, where the site has room for it (`_room`), its `value_shape`, holding the real one at a
+    rank drawn uniformly. Steps that land on a value of another shape (`_admissible`) are skipped, on both sides
+    alike: every member has the same shape, and the real one is still at a uniform rank of the admissible values
+    around it. A site without room gets twins of its unit alone (a fall-back site: weak, `strong_sites`)."""
     unit, is_float = _unit(value), isinstance(value, float)
     rank = rng.randint(0, k)
-    below, above = _sides(value, k, avoid, keep_sign=False)
+    below, above = _sides(value, k, avoid, keep_sign=False, shaped=_room(value, k, avoid))
     others = [render(v, is_float, unit) for v in below[:rank][::-1] + above[:k - rank]]
     return render(_decimal(value), is_float, unit), others
 
@@ -1760,7 +1811,7 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     # Last, a small value (0, 1, 2, 3: most real checks) whose progression must cross zero: the forger's prior
     # over signs (a count is never negative) reads such a group, but every graded test the forger fails must be
     # guessed right, so weak groups still multiply its odds down over a task's tests.
-    leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K)]  # type: ignore[arg-type]
+    leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K, shaped=False)]  # type: ignore[arg-type]
     leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
 
