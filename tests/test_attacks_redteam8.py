@@ -129,7 +129,11 @@ Fixed since (each test above now passes, and failed before its fix):
 - R8-6: digits in names (`twins.name_numbers`).
 - R8-9: a by-name class with a pinned test is pinned whole. R8-10: pins compare ids with parameters cut.
 - R8-12: the runner passes `--show-capture=no`.
-Left (strict xfails): R8-4's package variant, R8-7, R8-8.
+- R8-8, in part: validation's twin runs plant every graded test's candidates; where a graded test then fails with
+  the oracle (it passed planted alone), `twins.select` keeps no group in its file. The counter and the cleanup
+  show on 6 and 5 of 6 twin-run draws; a task gets through only where every run of validation was lucky.
+Left (strict xfails): R8-4's package variant, R8-7, R8-8 at grading (a task with groups recorded: each member
+still runs in one process).
 
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
@@ -158,7 +162,7 @@ from sweserve.evaluation import guard, twins
 from sweserve.evaluation.grading import TestRun
 from sweserve.harness import sweserve_twins as canaries
 from sweserve.models import Task, TestSpec, Twin
-from tests.test_attacks_redteam4 import CPU_TEST, PAGES_ORACLE, POOL_ORACLE, _groups_of, _verdict
+from tests.test_attacks_redteam4 import CPU_TEST, PAGES_BASE, PAGES_ORACLE, POOL_ORACLE, _groups_of, _verdict
 from tests.test_attacks_redteam5 import GPU_SKIPPED, _as_written, _honest, _twinned
 from tests.test_attacks_redteam6 import _bet
 from tests.test_attacks_redteam7 import ACCELERATOR_HOOK, CASES_JSON, DEPENDENCY_CONFTEST, PKG, _at_validation
@@ -627,6 +631,40 @@ def test_a_test_that_is_not_idempotent_still_passes(tmp_path, case):
     seen = _at_validation(tmp_path, source, victim, code=oracle)
     verdicts = _honest(tmp_path, task, source, oracle, draws)
     assert seen == "passed" and verdicts == ["resolved"] * draws, (seen, verdicts)
+
+
+UNSOLVED = {"counter": PAGES_BASE, "cleanup-after-the-check": "EXACT = False\n\n\ndef pages(n, size=8, device=None):\n"
+                                                            "    return 0\n"}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_IDEMPOTENT))
+def test_validation_plants_no_group_in_a_file_where_a_group_breaks_a_graded_test(tmp_path, case):
+    """R8-8 at validation: its twin runs (the candidates of every graded test planted, F2P known, both states) show
+    the graded test, or its neighbour, failing with the oracle beside the members, though each passed planted
+    alone: `twins.select` keeps no group in that file, so grading plants none and the oracle passes every draw."""
+    source, oracle, graded, victim, _ = NOT_IDEMPOTENT[case]
+    others = [f"{FILE}::{t}" for t in ("test_pages_for_nothing", "test_pages_in_the_default_mode") if f"def {t}" in source]
+    task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=others)
+    broke = 0
+    for seed in range(6):
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True)
+        before, after = _run(tmp_path, plan, UNSOLVED[case]), _run(tmp_path, plan, oracle)
+        assert any(m.kind == "twin" and m.real == graded for m in plan.members)  # candidates were planted
+        if after.outcomes.get(f"{FILE}::{victim}") == "passed":
+            continue  # the real member ran first (last): this draw shows nothing, as validation's first look
+        broke += 1
+        kept, twinless = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [before], [after], random.Random(seed))
+        assert kept == [] and f"{FILE}::{graded}" in twinless, (seed, kept)
+        recorded = task.model_copy(update={"twins": kept})
+        assert _honest(tmp_path, recorded, source, oracle, 2) == ["resolved"] * 2
+    assert broke >= 4, broke  # most draws show it: a task gets through only where every run was lucky
+    # the control: an idempotent test keeps its group from the same runs
+    plan = twins.grading_plan(task := _task(FAIL_TO_PASS=[f"{FILE}::test_pages_for_a_hundred_tokens"],
+                                            PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"]),
+                              {FILE: RELANDED}, seed=0, candidates=True)
+    kept, _ = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [_run(tmp_path, plan, PAGES_BASE)],
+                           [_run(tmp_path, plan, PAGES_ORACLE)], random.Random(0))
+    assert kept, "an idempotent test lost its group"
 
 
 # --- R8-2: canaries calling builtins the module shadows --------------------------------------------------------------------

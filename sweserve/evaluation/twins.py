@@ -1909,6 +1909,7 @@ def select(graded: list[str], before: list, after: list,
     """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
     and the graded tests none could be kept for.
 
+    A file where a graded test did not pass beside the candidates with the oracle gets no group (`broken`).
     Per graded test, the first site (sign-keeping ones first) whose K planted twins failed in every run before
     and after the oracle, each failing at base the way the test itself does (`same_failure`: a value the
     unsolved code happens to compute shows in the message), and none of whose `margins` passed in any run.
@@ -1936,7 +1937,17 @@ def select(graded: list[str], before: list, after: list,
                 twin = Twin.model_validate_json(key)
                 passed_beside.add((twin.test, twin.site))
     named = {test for by_site in planted for test, _ in by_site}  # as the plan names them: task.test.files' paths
+    # a graded test (it passed with the oracle under a planted name, no group beside it) that did not pass beside
+    # the candidates: a group broke it. A test that is not idempotent (red team 8, R8-8: a call counter only the
+    # first member to run reads as 1; a cleanup after the check that a failing twin skips, leaking state into the
+    # next test) fails an honest solution on most grading draws. Which group broke it cannot be told, and each
+    # draw runs the members in another order: the file gets no group.
+    broken = {base_id(t).split("::")[0] for run in after for t in graded
+              if getattr(run, "outcomes", {}).get(t) not in (None, "passed")}
     for test_id in sorted({base_id(t) for t in graded}):  # as the runner names them: from its rootdir
+        if test_id.split("::")[0] in broken:
+            twinless.append(test_id)
+            continue
         mine = next((n for n in sorted(named) if same_test(n, test_id)), test_id)
         # the first run that reached the test's module (before the fix it may not import: no member ran)
         first = next((by_site for by_site in planted if any(test == mine for test, _ in by_site)), {})
