@@ -151,6 +151,8 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     mine = _members(group, fn)
     if any(mine & other for other in others):
         return 1.0  # a value two groups show: drawn apart, where they meet says which members are real or twins
+    if not twins.alike(mine, _real(group, fn)):
+        return 1.0  # members of other shapes (drawn before R8-1): a bet on the roundest one reads the group
     beside = twins.around(sources[file], fn)
     avoid = twins.visible(base.get(file), cls, fn.name, instruction) | beside | twins.other_files(sources, file)
     return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside | twins.said(instruction)) else 1.0

@@ -209,6 +209,18 @@ def value_shape(value: Decimal, is_float: bool, unit: Decimal) -> tuple[int, int
             len(render(value, is_float, unit)))
 
 
+def alike(members: Iterable[Decimal], real: Decimal | None) -> bool:
+    """Whether every member of a numeric group has the real value's unit and `value_shape`, as `values` draws a
+    strong site's group: a group recorded before (unit alone) may hold the one round member."""
+    if real is None:
+        return False
+    is_float = isinstance(exponent := real.as_tuple().exponent, int) and exponent < 0  # `_decimal` of a float: `2.0`
+    unit = _unit(float(real) if is_float else int(real))
+    like = value_shape(real, is_float, unit)
+    return all(_unit(float(m) if is_float else int(m)) == unit and value_shape(m, is_float, unit) == like
+               for m in members)
+
+
 def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[Decimal],
                 like: tuple[int, int, bool, bool, int] | None = None) -> bool:
     """Whether a value may stand in a progression whose real member has `unit`: it reads back with that same
