@@ -491,3 +491,19 @@ def test_numbers_an_instruction_spells_in_words_are_read_as_its_digits_are():
     assert Decimal(5) not in said and Decimal(13) not in said
     base = "def test_old():\n    assert pages(100) == 13  # rounds down to 12\n\n\ndef test_y():\n    assert f(-7) == 0\n"
     assert {Decimal(13), Decimal(12), Decimal(-7)} <= twins.visible(base, None, "test_new")  # the whole base file
+
+
+def test_a_huge_number_in_the_instruction_takes_no_part_in_derived_values():
+    """A commit hash in a real instruction (`6e854218`) reads as 6 * 10^854218: `derived` took `int()` of it and
+    validation's plan hung on a real sglang-jax task. Such a number takes no part; the others still combine."""
+    import time
+
+    start = time.monotonic()
+    out = twins.derived(frozenset({Decimal("6E+854218"), Decimal(100), Decimal(8), Decimal("1E-40")}))
+    assert time.monotonic() - start < 2
+    assert Decimal(13) in out and Decimal(108) in out
+    assert not any(abs(v.adjusted()) > 40 for v in out)
+    task = _task()
+    start = time.monotonic()
+    twins.grading_plan(task, {FILE: HIDDEN}, seed=0, candidates=True, instruction="Fixed in 6e854218 and 1e999999.")
+    assert time.monotonic() - start < 10

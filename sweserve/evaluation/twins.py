@@ -1693,6 +1693,15 @@ def _elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.expr]
 
 MAX_DERIVED = 40  # numbers of one test combined pairwise (`derived`); a test writing more combines its first ones
 MAX_DERIVED_3 = 12  # numbers of one test summed three at a time, with either sign
+DERIVED_DIGITS = 18  # a number of more digits (or a smaller fraction) takes no part: `6e854218` in an instruction (a
+# commit hash read as a number) made `int()` of an 854,219-digit integer, and validation hung on a real task;
+# `1e999999` made `%` raise
+
+
+def _operands(numbers: frozenset[Decimal]) -> list[Decimal]:
+    """The numbers arithmetic over a test's numbers combines (`derived`, `scaled`): the MAX_DERIVED smallest of at
+    most DERIVED_DIGITS digits either side of the point."""
+    return sorted(n for n in numbers if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS)[:MAX_DERIVED]
 
 
 def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
@@ -1701,7 +1710,7 @@ def derived(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
     (`Pool(pages=100)`, `free() == 87`: `used == 13` is 100 - 87; 100 tokens in pages of 8: 13; 100 - 80 - 7).
     A forger computes them from the text every member shares, so a value among them is read off it as a value
     written there is (red team 5, R10; red team 6, R6-2)."""
-    values = sorted(numbers)[:MAX_DERIVED]
+    values = _operands(numbers)
     out: set[Decimal] = set()
     for i, a in enumerate(values):
         for b in values[i:]:
@@ -1782,7 +1791,7 @@ UNITS = frozenset(Decimal(u) for u in (60, 3600, 86400, 24, 7, 1000, 1024, 100))
 def scaled(numbers: frozenset[Decimal]) -> frozenset[Decimal]:
     """The numbers times and divided by (exactly) each unit constant (`UNITS`): `"3m"` is 180 seconds."""
     out: set[Decimal] = set()
-    for a in sorted(numbers)[:MAX_DERIVED]:
+    for a in _operands(numbers):
         for u in UNITS:
             out.add(a * u)
             if a % u == 0:
