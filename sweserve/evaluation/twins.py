@@ -236,7 +236,7 @@ def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[
 def _sides(value: int | float, count: int, avoid: frozenset[Decimal] = frozenset(),
            keep_sign: bool = True, shaped: bool = True) -> tuple[list[Decimal], list[Decimal]]:
     """The admissible values (`_admissible`) below and above the value, nearest first, up to `count` each (within
-    10 steps each): one walk along the progression for `_room` and `values`. `keep_sign`: a side ends at zero or
+    10 * count + 10 steps): one walk along the progression for `_room` and `values`. `keep_sign`: a side ends at zero or
     a sign change (the room a site has); else zero is skipped and the walk goes on. `shaped`: only values of the
     real one's `value_shape` (a strong site's); else of its unit alone (a fall-back site's, a weak twin)."""
     unit, real, is_float = _unit(value), _decimal(value), isinstance(value, float)
