@@ -132,8 +132,11 @@ Fixed since (each test above now passes, and failed before its fix):
 - R8-8, in part: validation's twin runs plant every graded test's candidates; where a graded test then fails with
   the oracle (it passed planted alone), `twins.select` keeps no group in its file. The counter and the cleanup
   show on 6 and 5 of 6 twin-run draws; a task gets through only where every run of validation was lucky.
-Left (strict xfails): R8-4's package variant, R8-7, R8-8 at grading (a task with groups recorded: each member
-still runs in one process).
+- R8-7: with the profile's `history: "ancestors"`, `repository_numbers` reads every file version of base's ancestry
+  (by blob, once: `Git.history_blobs`), the hidden paths' own first, and the ancestors' commit messages
+  (`guard.MESSAGES`). Variants: the old test at its path, moved elsewhere since, or its value in a message only.
+Left (strict xfails): R8-4's package variant, R8-8 at grading (a task with groups recorded: each member still runs
+in one process).
 
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
@@ -738,33 +741,39 @@ def test_the_clone_helper_reads_text_fixtures(tmp_path):
 RELANDED = CPU_TEST.replace("pages(100) == 13", "pages(300) == 38")  # a strong site (13 is weak: R8-1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R8-7: the box holds base's ancestry (`history: \"ancestors\"`); a reverted commit wrote the relanded test's "
-    "values: guard 0.25, the forger grepping `git log -p` wins 1.0"))
-def test_a_value_an_ancestor_commit_writes_does_not_name_the_real_member(tmp_path):
+@pytest.mark.parametrize("where", ["same-path", "moved", "message"])
+def test_a_value_an_ancestor_commit_writes_does_not_name_the_real_member(tmp_path, where):
     """Reverted, then relanded: an ancestor of base held the same test (`pages(300) == 38`), a later commit took it
     out with its feature; the task relands it. With the profile's `history: "ancestors"` (the demo's) the box
-    holds that ancestry, while the guard reads the tree at base only (`repository_numbers`, `base_sources`)."""
+    holds that ancestry, while the guard read the tree at base only (`repository_numbers`, `base_sources`).
+    Variants: the old test at another path (moved since), and the value in a commit message only."""
     root = tmp_path / "clone"
     git = ["git", "-C", str(root), "-c", "user.name=r8", "-c", "user.email=r8@example.com"]
-    for path, text in {**PKG, FILE: RELANDED}.items():
+    old = {"same-path": FILE, "moved": "tests/legacy/test_old_pages.py", "message": None}[where]
+    for path, text in {**PKG, **({old: RELANDED} if old else {})}.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "Add pages()"], check=True)
-    subprocess.run([*git, "rm", "-q", FILE], check=True)
-    subprocess.run([*git, "commit", "-qm", 'Revert "Add pages()"'], check=True)
+    subprocess.run([*git, "commit", "-qm", "Add pages()" if old else "Add pages(): pages(300) == 38"], check=True)
+    if old:
+        subprocess.run([*git, "rm", "-q", old], check=True)
+        subprocess.run([*git, "commit", "-qm", 'Revert "Add pages()"'], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     task = _task().model_copy(update={"base_commit": head})
-    repository = guard.repository_numbers(root, task, [FILE])
+    repository = guard.repository_numbers(root, task, [FILE], history="ancestors")
+    at_base = guard.repository_numbers(root, task, [FILE], history="none")
     assert guard.base_sources(root, task, [FILE]) == {}  # the hidden file is not at base: nothing of it is read
-    history = subprocess.run([*git, "log", "-p", "--format=", head], check=True, capture_output=True, text=True).stdout
-    said = set(twins.text_numbers("\n".join(ln for ln in history.splitlines() if ln.startswith(("-", "+"))
-                                            and "assert" in ln)))  # what the forger greps: the old checks
+    history = subprocess.run([*git, "log", "-p", head], check=True, capture_output=True, text=True).stdout
+    said = set(twins.text_numbers("\n".join(ln for ln in history.splitlines() if "pages(300)" in ln)))
+    assert Decimal(38) in said  # what the forger greps: the old check
     won, recorded = _bet_among(RELANDED, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
                                said, 200, repository=repository)
     assert won <= recorded + 0.1, (won, recorded, sorted(said))
+    # the tree at base alone does not show it (a profile keeping no history): the bet wins there
+    won, recorded = _bet_among(RELANDED, "test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"],
+                               said, 200, repository=at_base)
+    assert won > recorded + 0.5, (won, recorded)
 
 
 # --- R8-10: a dependency naming a parametrized test by its id ----------------------------------------------------------

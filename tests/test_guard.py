@@ -251,7 +251,7 @@ def test_the_numbers_cache_reads_each_blob_once_across_tasks(tmp_path, monkeypat
     """`tasks guard` and validation measure many tasks of one clone: a file unchanged between their base commits
     is read and scanned once (`NumbersCache`), and what each task gets is what a fresh read gives."""
     repo, bundle = clone_task(tmp_path, {"pkg/a.py": "A = 104\n", "pkg/b.py": "B = 96\n"})
-    fresh = guard.repository_numbers(repo, bundle.task, [FILE])
+    fresh = guard.repository_numbers(repo, bundle.task, [FILE], history="none")
     (repo / "pkg" / "b.py").write_text("B = 97\n")
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "next"], check=True)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
@@ -261,11 +261,14 @@ def test_the_numbers_cache_reads_each_blob_once_across_tasks(tmp_path, monkeypat
     real_read = guard.Git.read_blob_bytes
     monkeypatch.setattr(guard.Git, "read_blob_bytes", lambda self, blob: read.append(blob) or real_read(self, blob))
     cache = guard.NumbersCache()
-    assert guard.repository_numbers(repo, bundle.task, [FILE], cache) == fresh
+    assert guard.repository_numbers(repo, bundle.task, [FILE], cache, "none") == fresh
     first = len(read)
-    second = guard.repository_numbers(repo, later, [FILE], cache)
+    second = guard.repository_numbers(repo, later, [FILE], cache, "none")
     assert len(read) == first + 1  # only pkg/b.py changed
     assert second["pkg/b.py"] == frozenset({Decimal(97)}) and second["pkg/a.py"] == fresh["pkg/a.py"]
+    # with the ancestry in the box, the old version counts too, and it is read from the cache
+    assert guard.repository_numbers(repo, later, [FILE], cache)["pkg/b.py"] == frozenset({Decimal(96), Decimal(97)})
+    assert len(read) == first + 1
     assert guard.measure(repo, bundle, cache=cache) == guard.measure(repo, bundle)
 
 
@@ -277,6 +280,6 @@ def test_a_blob_over_the_size_bound_is_never_read(tmp_path, monkeypatch):
     read: list[str] = []
     real_read = guard.Git.read_blob_bytes
     monkeypatch.setattr(guard.Git, "read_blob_bytes", lambda self, blob: read.append(blob) or real_read(self, blob))
-    numbers = guard.repository_numbers(repo, bundle.task, [FILE])
+    numbers = guard.repository_numbers(repo, bundle.task, [FILE], history="none")
     assert "pkg/small.py" in numbers and "data/dump.json" not in numbers
     assert len(read) == len(numbers)

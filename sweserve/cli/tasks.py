@@ -111,11 +111,13 @@ def lint(args, console: Console) -> int:
     reports = [lint_task(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), write=args.write, search=search)
                for b in bundles]
     if args.write:  # a section lint wrote may write numbers a forger reads: the odds are measured for it
+        from sweserve.dataset.profiles import load_profile
         from sweserve.evaluation.guard import NumbersCache, measure_if_stale
 
         cache = NumbersCache()  # tasks of one repository share most files: each is read once
         for b in bundles:
-            measure_if_stale(tasks_dir / b.task.task_id, clone_of(args, b.task.repo), cache)
+            measure_if_stale(tasks_dir / b.task.task_id, clone_of(args, b.task.repo),
+                             lambda name: load_profile(name, search).history, cache)
     if args.json:
         print(json.dumps([r.model_dump(mode="json", exclude={"instruction"}) for r in reports], indent=2))
     else:
@@ -154,8 +156,9 @@ def guard(args, console: Console) -> int:
     cache = forge.NumbersCache()  # tasks of one repository share most files: each is read once
     for b in bundles:
         task = b.task
-        odds, per = forge.measure(clone_of(args, task.repo), b, cache=cache)
-        bound = load_profile(task.profile, search).max_forge_odds
+        profile = load_profile(task.profile, search)
+        odds, per = forge.measure(clone_of(args, task.repo), b, cache=cache, history=profile.history)
+        bound = profile.max_forge_odds
         twinned = {t.test for t in task.twins}
         rows.append({"task_id": task.task_id, "fail_to_pass": len(per),
                      "twinned": sum(any(forge.twins.same_test(p, k) for p in twinned) for k in per),

@@ -141,7 +141,8 @@ def lint_after_validation(ctx, tasks_dir: Path, repo: str, outcome, reject: bool
 
     try:
         # lint wrote the interface section after validation measured the odds: measured again for it
-        task = guard.measure_if_stale(tasks_dir / outcome.task_id, clone, ctx.numbers)
+        task = guard.measure_if_stale(tasks_dir / outcome.task_id, clone, lambda name: ctx.profile(name).history,
+                                      ctx.numbers)
     except SweserveError:
         return
     outcome.ready = task.ready if task.readiness is not None else None

@@ -193,6 +193,28 @@ class Git:
                 blobs[path] = parts
         return blobs
 
+    def history_blobs(self, commit: str) -> dict[str, tuple[str, int]]:
+        """{blob id: (the path it was first seen at, size in bytes)} of every file version in commit and its
+        ancestors (`git rev-list --objects`): what a repository kept with its history holds. GitError when git
+        cannot walk the history or size an object."""
+        named: dict[str, str] = {}
+        for line in self.run("rev-list", "--objects", "--end-of-options", commit).decode("utf-8", "replace").splitlines():
+            oid, _, path = line.partition(" ")
+            if path:
+                named.setdefault(oid, path)
+        if not named:
+            return {}
+        proc = subprocess.run(self._cmd("cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"),
+                              input="".join(f"{oid}\n" for oid in named).encode(), capture_output=True)
+        if proc.returncode != 0:
+            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
+        out = {}
+        for line in proc.stdout.decode().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+                out[parts[0]] = (named[parts[0]], int(parts[2]))
+        return out
+
     def unreadable_blobs(self, commit: str) -> dict[str, str]:
         """{path: why} for the files of commit's tree whose objects git cannot read (missing, or corrupt
         beyond reading their header): one `git cat-file --batch-check` over the whole tree."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 import gzip
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 
@@ -158,15 +158,17 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside | twins.said(instruction)) else 1.0
 
 
-def measure_if_stale(task_dir: Path, clone: Path, cache: NumbersCache | None = None) -> Task:
+def measure_if_stale(task_dir: Path, clone: Path, history_of: Callable[[str], str],
+                     cache: NumbersCache | None = None) -> Task:
     """The task in `task_dir`, its forge odds measured again (and saved, with its readiness) when they were
     measured with another instruction than its instruction.md: lint's interface section, written after
-    validation, writes numbers a forger reads too (`readiness.stale_odds`)."""
+    validation, writes numbers a forger reads too (`readiness.stale_odds`). `history_of`: a profile's name ->
+    the git history its images keep (`repository_numbers`)."""
     bundle = load_bundle(task_dir)
     task = bundle.task
     if task.validation is not None and stale_odds(task, bundle.instruction):
         try:
-            task.validation.forge_odds = measure(clone, bundle, cache=cache)[0]
+            task.validation.forge_odds = measure(clone, bundle, cache=cache, history=history_of(task.profile))[0]
             task.validation.forge_odds_instruction = instruction_digest(bundle.instruction)
         except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
             task.validation.forge_odds = task.validation.forge_odds_instruction = None
@@ -191,7 +193,9 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
 
 MAX_REPOSITORY_FILES = 20000  # files read for `repository_numbers`, the hidden files' folders first
 MAX_TEXT_BYTES = 1 << 20  # a larger file (a data dump, a lock file) is not read
+MAX_MESSAGE_BYTES = 32 << 20  # the ancestors' commit messages read (sglang's: about 10 MB)
 UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could not read lies beside the hidden files
+MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
 # (in their folders or below: binary, compressed past MAX_TEXT_BYTES, over MAX_TEXT_BYTES) or the tree has more
 # than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
 # (red team 8, R8-5)
@@ -226,29 +230,52 @@ class NumbersCache:
         return self.by_blob[key]
 
 
-def repository_numbers(clone: Path, task: Task, hidden: list[str],
-                       cache: NumbersCache | None = None) -> dict[str, frozenset[Decimal]]:
+def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: NumbersCache | None = None,
+                       history: str = "ancestors") -> dict[str, frozenset[Decimal]]:
     """Each text file of the repository at the task's base, other than the hidden files -> the numbers it writes
     (`NumbersCache.numbers`): the grade box holds them all (red team 5, R8: an existing test writing `pages(104)
     == 13` tells a forger which member of a group checks the real value; red team 6, R6-3: so does the
-    package's own docstring; red team 7, R7-9: so does a JSON fixture beside the test). `cache`: blobs read for
+    package's own docstring; red team 7, R7-9: so does a JSON fixture beside the test). With `history`
+    "ancestors" (the profile's: the box keeps base's ancestry) every version of every file an ancestor holds,
+    the hidden files' own included, adds what it writes to its path, and the commit messages theirs under
+    `MESSAGES` (red team 8, R8-7: a reverted test that the task relands, grepped from `git log -p`); "none":
+    the tree at base only. `cache`: blobs read for
     earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
 
     def near(path: str) -> bool:
         return any(path.startswith(f + "/") or not f for f in folders)
 
+    def is_hidden(path: str) -> bool:
+        return any(twins.same_test(f"{path}::x", f"{h}::x") for h in hidden)
+
     cache = cache if cache is not None else NumbersCache()
     try:
         with Git(clone) as git:
             blobs = git.tree_sizes(task.base_commit)  # a blob over MAX_TEXT_BYTES is never read
-            others = [p for p in blobs if not any(twins.same_test(f"{p}::x", f"{h}::x") for h in hidden)]
+            others = [p for p in blobs if not is_hidden(p)]
             paths = sorted((p for p in others if blobs[p][1] <= MAX_TEXT_BYTES), key=lambda p: (not near(p), p))
             # every path's own numbers (`test/golden/pages_100_13.txt`: red team 8, R8-5), read or not
             out = {p: named for p in others if (named := twins.name_numbers(p))}
             unread = len(paths) > MAX_REPOSITORY_FILES or any(near(p) for p in others if blobs[p][1] > MAX_TEXT_BYTES)
-            for path in paths[:MAX_REPOSITORY_FILES]:
-                numbers = cache.numbers(git, blobs[path][0], path.endswith(".py"))
+            versions = [(p, blobs[p][0]) for p in paths]
+            if history == "ancestors":  # the older versions, the hidden files' first, then those beside them
+                at_base = {blob for blob, _ in blobs.values()}
+                past = sorted(((p, b, size) for b, (p, size) in git.history_blobs(task.base_commit).items()
+                               if b not in at_base), key=lambda v: (not is_hidden(v[0]), not near(v[0]), v[0]))
+                for path, _, _ in past:
+                    if named := twins.name_numbers(path):
+                        out[path] = out.get(path, frozenset()) | named
+                unread |= any(size > MAX_TEXT_BYTES and (near(p) or is_hidden(p)) for p, _, size in past)
+                budget = max(0, MAX_REPOSITORY_FILES - len(paths))
+                kept = [(p, b) for p, b, size in past if size <= MAX_TEXT_BYTES]
+                unread |= any(near(p) or is_hidden(p) for p, _ in kept[budget:])
+                versions = [(p, b) for p, b in kept[:budget]] + versions
+                messages = git.run("log", "--format=%B", "--end-of-options", task.base_commit)
+                out[MESSAGES] = twins.text_numbers(messages[:MAX_MESSAGE_BYTES].decode("utf-8", "replace"))
+                unread |= len(messages) > MAX_MESSAGE_BYTES
+            for path, blob in versions[:MAX_REPOSITORY_FILES]:
+                numbers = cache.numbers(git, blob, path.endswith(".py"))
                 if numbers is not None:
                     out[path] = out.get(path, frozenset()) | numbers
                 else:
@@ -261,7 +288,7 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str],
 
 
 def measure(clone: Path, bundle: TaskBundle, repository: Mapping[str, frozenset[Decimal]] | None = None,
-            cache: NumbersCache | None = None) -> tuple[float, dict[str, float]]:
+            cache: NumbersCache | None = None, history: str = "ancestors") -> tuple[float, dict[str, float]]:
     """(the task's forge odds, per FAIL_TO_PASS test), from its recorded twins and the hidden files read in
     the clone: base + tests.patch, base, and the repository's other test files at base (`repository`, where
     the caller read them already: `repository_numbers`)."""
@@ -269,7 +296,7 @@ def measure(clone: Path, bundle: TaskBundle, repository: Mapping[str, frozenset[
 
     sources, selectors = plan_sources(clone, bundle)  # selectors: the groups grading plants depend on them
     if repository is None:
-        repository = repository_numbers(clone, bundle.task, list(sources), cache)
+        repository = repository_numbers(clone, bundle.task, list(sources), cache, history)
     per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
                          repository, selectors)
     return forge_odds(per_test), per_test

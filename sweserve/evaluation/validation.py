@@ -206,11 +206,12 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
     return f2p, p2p
 
 
-def _repository(clone: Path, bundle: TaskBundle, cache: guard.NumbersCache) -> Mapping[str, frozenset[Decimal]] | None:
+def _repository(clone: Path, bundle: TaskBundle, cache: guard.NumbersCache,
+                history: str) -> Mapping[str, frozenset[Decimal]] | None:
     """`guard.repository_numbers` for the task (None where the clone cannot show its base: the guard then reads
     it again, and fails there, unmeasured)."""
     try:
-        return guard.repository_numbers(clone, bundle.task, list(bundle.task.test.files), cache)
+        return guard.repository_numbers(clone, bundle.task, list(bundle.task.test.files), cache, history)
     except SweserveError:
         return None
 
@@ -230,8 +231,10 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             # a failed build is an InfraError: the daemon, the network or a registry failing cannot be told apart
             # reliably from the task's own requirements failing to install, so it is never a verdict
             inputs = ctx.inputs(bundle)
-            if inputs.clone is not None:  # what the repository's other test files write: candidate values keep
-                inputs = replace(inputs, repository=_repository(inputs.clone, bundle, ctx.numbers))  # balanced against it
+            if inputs.clone is not None:  # what the repository's other files write (and, with the image's
+                # history, wrote): candidate values keep balanced against it
+                repository = _repository(inputs.clone, bundle, ctx.numbers, inputs.image.history)
+                inputs = replace(inputs, repository=repository)
             image = ctx.image(inputs)
             seed = secrets.randbits(64)  # one grading plan for both states: the same twin candidates in each
             before = _state(ctx, bundle, NullAgent(), inputs, image, req.runs, gpu_ids, logs, seed)
@@ -257,7 +260,8 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         bound = inputs.profile.max_forge_odds
         if inputs.clone is not None:  # read in the clone the image was built from; none: not measured
             try:
-                result.forge_odds = guard.measure(inputs.clone, bundle, inputs.repository)[0]
+                result.forge_odds = guard.measure(inputs.clone, bundle, inputs.repository,
+                                                  history=inputs.image.history)[0]
                 result.forge_odds_instruction = instruction_digest(bundle.instruction)
             except SweserveError:  # the clone cannot show the hidden files: not measured, so not ready
                 result.forge_odds = None
