@@ -135,8 +135,11 @@ Fixed since (each test above now passes, and failed before its fix):
 - R8-7: with the profile's `history: "ancestors"`, `repository_numbers` reads every file version of base's ancestry
   (by blob, once: `Git.history_blobs`), the hidden paths' own first, and the ancestors' commit messages
   (`guard.MESSAGES`). Variants: the old test at its path, moved elsewhere since, or its value in a message only.
-Left (strict xfails): R8-4's package variant, R8-8 at grading (a task with groups recorded: each member still runs
-in one process).
+- R8-4's package variant: one step of arithmetic between the test's numbers (with the file's and the instruction's)
+  and the numbers the repository's code writes (`twins.Crossing`: a sum, a difference, a product, an exact or
+  rounded quotient) is a prior like a file's numbers: validation's draws keep every member on the real value's side
+  of it, and the guard counts a group it splits as weak. Variants: a product, a rounded-up quotient, a sum.
+Left (strict xfail): R8-8 at grading (a task with groups recorded: each member still runs in one process).
 
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
@@ -180,7 +183,8 @@ def _bet_among(source: str, graded: str, p2p: list[str], said, draws: int, instr
     wins, recorded = 0.0, 0.0
     graded_task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=p2p)  # validation's twin run: F2P known
     for seed in range(draws):
-        plan = twins.grading_plan(graded_task, {FILE: source}, seed=seed, candidates=True, instruction=instruction)
+        plan = twins.grading_plan(graded_task, {FILE: source}, seed=seed, candidates=True, instruction=instruction,
+                                  repository=repository)  # validation's draws, balanced against the repository
         if not any(m.kind == "twin" and m.real == graded for m in plan.members):
             wins += 1.0  # no twin at all: the test alone, passed for free (and recorded so: odds 1)
         else:
@@ -313,19 +317,29 @@ def test_capacity_of_thirteen_pages():
 def test_capacity_of_no_pages():
     assert capacity(0) == 0
 '''
-CAPACITY_INSTRUCTION = "`capacity(pages)` returns how many tokens the pages hold; a page holds 6 tokens."
+PAGES_300 = CAPACITY.replace("capacity(13) == 78", "pages(300) == 38").replace("capacity(0) == 0", "pages(0) == 0")
+PACKAGE_VARIANTS = {  # the hidden test, the package's constant, the forger's operands
+    "instruction": (CAPACITY, "", "`capacity(pages)` returns how many tokens the pages hold; a page holds 6 tokens."),
+    "product": (CAPACITY, "PAGE_SIZE = 6\n", ""),
+    "rounded-up-quotient": (PAGES_300, "PAGE_SIZE = 8\n", ""),  # ceil(300 / 8) == 38
+    "sum": (CAPACITY.replace("78", "613").replace("13)", "600)"), "HEADER_TOKENS = 13\n", ""),  # 600 + 13
+}
 
 
-@pytest.mark.parametrize("where", ["instruction", pytest.param("repository", marks=pytest.mark.xfail(strict=True, reason=(
-    "R8-4: 78 = 13 * 6 with 13 from the test and 6 from the package's `PAGE_SIZE = 6`: `_near` derives from the "
-    "test's, the file's and the instruction's numbers (`twins.said`), never the repository's; the forger betting on "
-    "derived values wins 1.0, guard 0.25")))])
+@pytest.mark.parametrize("where", sorted(PACKAGE_VARIANTS))
 def test_a_value_derived_from_the_test_and_the_instruction_or_the_package_is_guarded(where):
-    instruction = CAPACITY_INSTRUCTION if where == "instruction" else ""
-    repository = {"pkg/config.py": twins.file_numbers("PAGE_SIZE = 6\n")} if where == "repository" else None
+    """One step of arithmetic between the test's numbers and a number the instruction writes (`twins.said`), or
+    one the package's code writes (`twins.Crossing`): validation's draws keep every member on the same side of it,
+    or the guard counts the group weak."""
+    source, constant, instruction = PACKAGE_VARIANTS[where]
+    repository = {"pkg/config.py": twins.file_numbers(constant)} if constant else None
     read = twins.text_numbers(instruction) if instruction else frozenset(repository["pkg/config.py"])
-    said = set(twins.derived(frozenset({Decimal(13), Decimal(0)}) | read))
-    won, recorded = _bet_among(CAPACITY, "test_capacity_of_thirteen_pages", [f"{FILE}::test_capacity_of_no_pages"],
+    fn = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
+    test_numbers = twins.visible(source, None, fn.name)
+    said = set(twins.derived(test_numbers | read))
+    # integer quotients derive only from numbers written together: the one step the forger takes
+    assert where != "rounded-up-quotient" or Decimal(38) in said
+    won, recorded = _bet_among(source, fn.name, [f"{FILE}::{source.split('def ')[2].split('(')[0]}"],
                                said, 200, instruction=instruction, repository=repository)
     assert won <= recorded + 0.1, (won, recorded)
 
@@ -750,7 +764,8 @@ def test_a_value_an_ancestor_commit_writes_does_not_name_the_real_member(tmp_pat
     root = tmp_path / "clone"
     git = ["git", "-C", str(root), "-c", "user.name=r8", "-c", "user.email=r8@example.com"]
     old = {"same-path": FILE, "moved": "tests/legacy/test_old_pages.py", "message": None}[where]
-    for path, text in {**PKG, **({old: RELANDED} if old else {})}.items():
+    package = {"pkg/__init__.py": "", "pkg/thing.py": "def pages(n, size=None, device=None):\n    return n\n"}
+    for path, text in {**package, **({old: RELANDED} if old else {})}.items():  # 38 is not 300 over a size it writes
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     subprocess.run([*git, "init", "-q"], check=True)

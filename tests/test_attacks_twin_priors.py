@@ -367,7 +367,7 @@ def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatc
 # planted test whose differing line is a line of it.
 
 POOL = ("class Pool:\n    def __init__(self, size):\n        self.size = size\n\n"
-        "    def pages(self):\n        return self.size // 4\n")
+        "    def pages(self):\n        return self.size >> 2\n")  # not `// 4`: 172 // 4 is 43 (`twins.Crossing`)
 POOL_FIXED = POOL + ("\n    def reserve(self, n):\n        self.reserved = n\n\n"
                      "    def free(self):\n        return self.size - 2 * self.reserved - 5\n")  # 149: no one step
 # of arithmetic on the test's other numbers (172, 9, 43) gives it (`twins.derived`)

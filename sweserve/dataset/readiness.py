@@ -136,7 +136,7 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "9"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "10"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
@@ -144,6 +144,7 @@ GUARD_RULES = "9"  # the guard's rules (evaluation/guard.py, the priors twins.vi
 # unreadable files beside the tests (red team 8), tests pinned by validation (`Task.pinned`), whole classes planted.
 # 8: a strong site's twins share the real value's shape (`twins.value_shape`: R8-1), so a round value is weak.
 # 9: with the profile's `history: "ancestors"`, every file version and commit message of base's ancestry (R8-7).
+# 10: one step of arithmetic between a test's numbers and the repository code's (`twins.Crossing`, R8-4).
 
 
 def instruction_digest(instruction: str) -> str:

@@ -21,8 +21,11 @@ A group no prior reads is bounded again by what the repository's other Python fi
 all in the grade box): a forger betting on the members whose values some file writes (or on those none does)
 wins 1/inside (1/outside) where the real one is inside (outside) that set (`_set_odds`), over the whole
 repository, its test files, and the test files of the hidden file's own folder; the set says nothing where it
-holds every member or none, as it mostly does for small values a whole repository writes. Validation draws
-groups all inside or all outside each set (`twins.unbalanced`).
+holds every member or none, as it mostly does for small values a whole repository writes. One more set is what
+one step of arithmetic gives between the test's numbers and those the repository's code writes (`twins.Crossing`:
+`capacity(13) == 78` with a package's `PAGE_SIZE = 6`). Where the profile's images keep base's ancestry, every
+file version and commit message in it counts. Validation draws groups all inside or all outside each set
+(`twins.unbalanced`).
 
 A task's odds are the product over its FAIL_TO_PASS tests (parametrizations of one function are one test:
 they share the function's twins), for a forger who solves none of them. Readiness requires them at most the
@@ -61,6 +64,7 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
     if repository is not None and UNREAD in repository:  # a file beside the tests the guard cannot read
         return {test: 1.0 for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS)}
     plan = twins.grading_plan(task, sources, seed=0, selectors=selectors)  # the groups grading reads, by class
+    crossing = twins.Crossing(repository)
     recorded: dict[str, list[Twin]] = {}
     for m in plan.members:
         if m.kind == "twin" and m.twin is not None and not m.unread:
@@ -91,8 +95,12 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         others = [values for key, values in shown.items() if functions[key][2] is not functions[found][2]]
         odds[test] = _group_odds(group, *functions[found], sources, base, instruction, others)
         if odds[test] < 1.0:
-            odds[test] = max(odds[test], _set_odds(shown[found], _real(group, functions[found][2]),
-                                                   twins.repository_priors(functions[found][0], repository or {})))
+            file, _, fn = functions[found]
+            fn_site = twins.sites(fn)[group[0].site]  # a numeric group (`_group_odds`): one site
+            crossed = crossing.among(shown[found], twins._elsewhere(fn, fn_site) | twins.around(sources[file], fn)
+                                     | twins.said(instruction))
+            odds[test] = max(odds[test], _set_odds(shown[found], _real(group, fn),
+                                                   [*twins.repository_priors(file, repository or {}), crossed]))
     return odds
 
 

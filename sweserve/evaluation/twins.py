@@ -39,6 +39,7 @@ files and map (see `grading_plan`).
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 import json
 import math
@@ -1128,6 +1129,60 @@ def repository_priors(file: str, repository: Mapping[str, frozenset[Decimal]]) -
     return [frozenset(every), frozenset(tests), frozenset(near)]
 
 
+class Crossing:
+    """One step of arithmetic between a test's numbers and the numbers the repository's code writes (red team 8,
+    R8-4: `capacity(13) == 78` with the package's `PAGE_SIZE = 6`; `pages(100) == 13` with its `PAGE_SIZE = 8`):
+    a sum, a difference, a product, an exact quotient, or a quotient rounded down or up. The code's numbers are
+    many (about a thousand in sglang-jax), so the set is never built whole: `near` gives the part of it a group
+    around one value can reach, which is a prior like any other (`unbalanced`, `guard._set_odds`)."""
+
+    def __init__(self, repository: Mapping[str, frozenset[Decimal]] | None) -> None:
+        code: set[Decimal] = set()
+        for path, numbers in (repository or {}).items():
+            if path.endswith(".py") and not is_test_file(path):
+                code |= numbers
+        self.code = frozenset(n for n in code if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS)
+        self.whole = sorted({int(n) for n in self.code if n > 0 and n == n.to_integral_value()})
+
+    def _divides_to(self, a: int, x: int) -> bool:
+        """Whether some whole positive c of the code gives a // c == x or ceil(a / c) == x (a, x > 0)."""
+        lo = bisect.bisect_left(self.whole, a // (x + 1) + 1)  # a // c == x: a/(x+1) < c <= a/x
+        if lo < len(self.whole) and self.whole[lo] <= a // x:
+            return True
+        lo = bisect.bisect_left(self.whole, -(-a // x))  # ceil(a / c) == x: a/x <= c < a/(x-1)
+        return lo < len(self.whole) and (x == 1 or self.whole[lo] * (x - 1) < a)
+
+    def reads(self, value: Decimal, operands: list[Decimal]) -> bool:
+        """Whether one step of arithmetic between one of `operands` and a number of the code gives `value`."""
+        for a in operands:
+            if value - a in self.code or a - value in self.code or value + a in self.code:
+                return True
+            if not a:
+                continue  # 0 * c, 0 / c: 0 itself, which the code's numbers hold or not
+            if value * a in self.code or (value and a / value in self.code and (a / value) * value == a):
+                return True  # value = c / a, value = a / c
+            if value / a in self.code and (value / a) * a == value:  # value = a * c
+                return True
+            if (a > 0 and value > 0 and a == a.to_integral_value() and value == value.to_integral_value()
+                    and self._divides_to(int(a), int(value))):
+                return True
+        return False
+
+    def near(self, value: int | float, numbers: frozenset[Decimal]) -> frozenset[Decimal]:
+        """The values around `value` (as far as `values` walks, as `unbalanced` looks) that one step of
+        arithmetic between `numbers` and the code's numbers gives."""
+        if not self.code:
+            return frozenset()
+        real, unit, operands = _decimal(value), _unit(value), _operands(numbers)
+        return frozenset(v for k in range(-10 * K - 10, 10 * K + 11) for v in [real + k * unit]
+                         if self.reads(v, operands))
+
+    def among(self, values: frozenset[Decimal], numbers: frozenset[Decimal]) -> frozenset[Decimal]:
+        """The `values` that one step of arithmetic between `numbers` and the code's numbers gives."""
+        operands = _operands(numbers)
+        return frozenset(v for v in values if self.code and self.reads(v, operands))
+
+
 def unbalanced(value: int | float, priors: list[frozenset[Decimal]]) -> frozenset[Decimal]:
     """The values a twin of `value` may not take so that, in each of `priors`, every member of its group is
     inside where the real one is and outside where it is not (a set holding some members says nothing then:
@@ -1163,6 +1218,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     candidate values keep the real one's membership in them (`unbalanced`)."""
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
+    crossing = Crossing(repository) if candidates and repository else None
     recorded: dict[str, list[Twin]] = {}
     for twin in task.twins:
         recorded.setdefault(twin.test, []).append(twin)
@@ -1226,9 +1282,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 avoid = (visible((base or {}).get(file), key, fn.name, instruction) | outside
                          | elsewhere_files.setdefault(file, other_files(sources, file)))
                 nears = _near(fn_sites, avoid, fn, beside=outside | said(instruction))  # "100 pages, 87 reserved"
-                if repository:
+                if repository and crossing is not None:  # and what one step across the test and the code gives
                     priors = repository_priors(file, repository)
-                    nears = [n | unbalanced(_number(g[0]), priors) for n, g in zip(nears, fn_sites)]  # type: ignore[arg-type]
+                    nears = [n | unbalanced(_number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
+                        _number(g[0]), _elsewhere(fn, g) | outside | said(instruction))])  # type: ignore[arg-type]
+                        for n, g in zip(nears, fn_sites)]
                 plains: list[frozenset[Decimal]] | None = None
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
