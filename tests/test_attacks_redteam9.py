@@ -1,0 +1,434 @@
+r"""A ninth red team's attacks on the newest defences: `twins.value_shape` and the shaped walk (`_admissible`, `_sides`,
+`_room`, `values`), `twins.alike` in `guard._group_odds`, `twins.select`'s `broken` files, and `twins._operands`
+(MAX_DERIVED, DERIVED_DIGITS) under `derived` and `scaled`.
+
+Each test asserts the defended behaviour: it FAILS when the attack wins; attacks that win today are marked
+`xfail(strict=True)`. Plans are drawn with fixed seeds. Forge odds are measured as red teams 6 and 8 do
+(`_bet_among`, and `_nearest_bet` here: on validation's own draws, `grading_plan(candidates=True)`, the kept twins,
+against the guard's mean recorded odds `guard.forge_odds(guard.test_odds(...))`). Honest runs use the real boot script
+(`tests.test_attacks_twins._run`), no Docker.
+
+Ranked by severity (honest false fails validation does not notice first, then forge odds far above recorded):
+
+- R9-4 WIN (honest failed, per grading draw; validation keeps the group): `select`'s `broken` is the set of files
+  of the graded tests that failed beside the candidates, not of the groups that broke them. A test that cleans up
+  after its check (`thing.EXACT = True ... thing.EXACT = False`) in test_shards.py leaks the state into a P2P test of
+  the next file (test_zconfig.py). Validation: test_zconfig.py is `broken`, test_shards.py keeps its group on 3 of
+  3 draws; grading fails the oracle (resolved as written) on 5 of 6 draws. Fix: where any graded test fails beside
+  the candidates, plant no group in any file the run held (or every file collected before it in that process); in
+  the end, run each member in its own process (R8-8's fix) so no member reaches another test.
+  `test_a_group_that_breaks_a_test_in_another_file_is_not_kept`.
+- R9-1 WIN (forge odds; about 3 in 10 real test files): `_operands` keeps the MAX_DERIVED (40) smallest numbers of
+  the test and its file together (MAX_DERIVED_3: 12 for three-term sums). 56 of numpy's 194 test files write more
+  than 40 such numbers; there, numbers like 13 and 6 written in the test's own call drop out behind tolerances and
+  tables, and R6-2/R7-8/R8-4's derived values are silently not avoided: `capacity(13, page=6) == 78` beside 17
+  rates: guard 0.25, the forger multiplying the test's numbers 1.0 over 20 draws (control: 36 numbers, guard 1.0).
+  Fix (a mechanism): test membership per member instead of enumerating: a member m is derived when m - a, a - m,
+  m / a (exact) or the floor/ceil quotient ranges hit the set S for some a in S (O(|S|) per member; triples O(|S|^2)
+  with a set lookup), so no cap and no digit cutoff are needed (subtraction on huge ints is cheap; skip only
+  products past a digit bound). If a cap remains, a site past it is weak, never strong (fail closed).
+  `test_a_product_of_the_tests_own_numbers_is_derived_whatever_else_the_file_writes`,
+  `test_real_test_files_write_more_than_max_derived_numbers` (passes: it measures the condition).
+- R9-8 WIN (forge odds): well-known numbers are no shape: HTTP codes (429, 502, 201, 204, 308, 410; 418 0.56),
+  ports (443, 6379, 27017, 11211, 2379, 4317), vocabulary sizes (GPT-2's 50257, BERT's 30522), 1970, 2038, 86399,
+  3599, 44100, 42, exit 126, 366: the forger betting on the member in a table of such numbers wins 1.0 on 22 of 23
+  values (8 draws each), guard 0.25. Controls 433, 6373: 0.0. These are what tests check when a task adds a status
+  code, a default port or a model config, and a repository that never wrote them gives `_set_odds` nothing.
+  `test_a_well_known_number_is_not_the_one_member_a_table_of_them_names`.
+- R9-2 WIN (forge odds): closed forms outside `_rounded_fraction`'s list: cos 45 0.7071, cos 30 0.866, 1/sqrt 3,
+  twelfths (0.0833), phi, 1/e, sigmoid(+-1), sin 1, cos 1, erf 1, pi/4, 1/pi, log10 2, log10 e, sqrt 5, ln 3, e^2,
+  sqrt(2 pi), Euler's gamma, sqrt e: 21 of 21 values 1.0 over 12 draws, guard 0.25 (control 0.7069: 0.0). And a
+  library function of the test's own input (`round(activation(0.3), 4)`): tanh, erf, exp, gelu, silu, sin, sqrt
+  1.0 each; sigmoid (0.5744) and softplus (0.8544) are weak sites (defended). Such values are what numeric and ML
+  tests check (activations, rotations, distributions).
+  `test_a_rounded_closed_form_is_not_the_one_member_of_its_class`,
+  `test_a_function_of_the_tests_input_does_not_name_the_real_member`.
+- R9-5 WIN (forge odds): `other_files` numbers are avoided as values but never derived from: 78 = 13 * 6 with
+  `PAGE_SIZE == 6` checked in another hidden file (in the box): 1.0 over 40 draws, guard 0.25. Fix: `beside`
+  takes `other_files` too (R8-4's package variant is the same gap one step further).
+  `test_a_value_derived_from_another_hidden_files_number_is_guarded`.
+- R9-6 WIN (forge odds): a value one off a derived one (a fence-post fix: a header token, an inclusive bound):
+  `capacity(13, page=6) == 77` or `79`: 78 is avoided, but the member nearest 78 is the real one: 0.625 over 16
+  draws, guard 0.25 (controls 73, 83: 0.25). Fix: like `_shown_near` for shown values, count a site weak where a
+  derived or visible number lies within the group's span plus MARGIN steps.
+  `test_the_member_nearest_a_derived_value_is_not_the_real_one_more_often`.
+- R9-7 WIN (forge odds): DERIVED_DIGITS drops a 20-digit operand (a uint64 id or hash over 1e19):
+  `next_id(12345678901234567890) == ...891`: nearest-the-input bet 0.625 over 16 draws (1.0 betting +1, as the name
+  says), guard 0.25; 19 digits: weak site (defended). Fix: R9-1's membership test (m - a is cheap at any size).
+  `test_a_successor_of_a_huge_input_is_derived`.
+- R9-3 WIN (forge odds, population, modest): members share the real value's powers of 2 and 5 but not of 3: over
+  numpy's strong checked integers (42, 81, 210, 324, 468, 684 among them) the fixed bet on the member with most
+  factors of 3 (3, then 9) wins 0.40 over 39 checks x 64 draws (0.36 over the 21 distinct values), recorded 0.25.
+  Over uniform values this bet averages 1/4. Other fixed bets over the same values: the smoothest member (least
+  largest odd prime factor) 0.30, low digit sum 0.34 (borderline), Benford's leading digit 0.20, nearest a
+  multiple of 10 0.28 or 100 0.20, palindromes 0.22. Note: with 8 seeds (R8-1's population test) the real
+  member's rank is the same per seed for every value (2:3:2:1 over ranks 0..3), which biases such measurements;
+  64 seeds here.
+  `test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_test_values`.
+
+One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
+frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
+form: `f(x)` for a fixed library of unary functions over small integers and the test's own numbers, matched at half a
+unit) occurs as a checked literal in a large corpus of Python tests, smoothed by `value_shape`-like features for
+unseen numbers; admit a twin only where its log-frequency is within a band of the real value's, and count a site
+weak where fewer than K such neighbours lie within the walk. Any member (real or twin) that equals a library value
+makes the site weak too, so twins never carry a closed form the real one lacks.
+
+Looked at, no finding: `alike` with the real value written `1_000`, `0x1F`, `1e3`, `-x`: `render` writes the real
+literal and its twins alike, and `_number` reads unary minus; a float written with 17 significant digits (0.1 + 0.2's
+repr): twins that parse to the same double pass with the oracle and `select` drops the site (coverage, not a grade).
+Not measured (leads): a group leaking process state into the canaries (an alarm armed before the check, cancelled
+after: SIGALRM fires in a later test, honest `tampered`); year values near the box's commit dates.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from sweserve.evaluation import guard, twins
+from sweserve.models import Task, TestSpec
+from tests.test_attacks_redteam4 import _groups_of, _verdict
+from tests.test_attacks_redteam8 import CONVERT, _bet_among, _checked_integers
+from tests.test_attacks_twins import FILE, _run
+
+FILE2 = "test/test_zconfig.py"
+
+
+def _two_files(files: list[str], f2p: list[str], p2p: list[str], **kw) -> Task:
+    return Task(task_id="o__r-1", repo="o/r", profile="p", pr_number=1, title="t", base_commit="a" * 40,
+                merge_commit="b" * 40, family="distributed", created_at="2026-01-01T00:00:00Z",
+                test=TestSpec(runner="pytest", files=files), FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, **kw)
+
+
+# --- R9-1: `_operands` keeps the 40 smallest numbers: a file with many small numbers hides the operands ---------------
+
+CAPACITY = '''from pkg.thing import capacity
+
+RATES = [RATES_HERE]
+TOLERANCES = [0.5, 0.25, 0.1, 0.05, 0.01, 0.005, 0.001, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8]
+
+
+def test_capacity_of_thirteen_pages():
+    assert capacity(13, page=6) == 78
+
+
+def test_small_capacities():
+    assert [capacity(n, page=1) for n in range(0, 12)] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 9, 10, 11]
+    assert capacity(0, page=0.2) == 0 and capacity(0, page=0.3) == 0 and capacity(0, page=0.4) == 0
+    assert capacity(0, page=0.6) == 0 and capacity(0, page=0.7) == 0 and capacity(0, page=0.8) == 0
+    assert capacity(0, page=1.5) == 0 and capacity(0, page=2.5) == 0 and capacity(0, page=3.5) == 0
+'''
+RATES = "0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.18, 0.19, 0.21, 0.22, 0.23, 0.24, 0.26, 0.27, 0.28, 0.29"
+
+
+@pytest.mark.parametrize("rates", [
+    pytest.param("", id="36-numbers-control"),
+    pytest.param(RATES, id="53-numbers", marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-1: `_operands` combines only the MAX_DERIVED (40) smallest numbers of the test and its file; 17 rates "
+        "in a table push 13 and 6 out, so 78 = 13 * 6 (both written in the test's own call) is not derived: guard "
+        "0.25, the forger multiplying the test's numbers wins 1.0"))),
+])
+def test_a_product_of_the_tests_own_numbers_is_derived_whatever_else_the_file_writes(rates):
+    source = CAPACITY.replace("RATES_HERE", rates)
+    said = set(twins.derived(frozenset({Decimal(13), Decimal(6)})))
+    won, recorded = _bet_among(source, "test_capacity_of_thirteen_pages", [f"{FILE}::test_small_capacities"],
+                               said, 20)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+def test_real_test_files_write_more_than_max_derived_numbers():
+    """How common R9-1's condition is: numpy's test files writing more numbers than `_operands` keeps."""
+    numpy = pytest.importorskip("numpy")
+    files = sorted(Path(numpy.__file__).parent.rglob("tests/test_*.py"))
+    over = [f for f in files if len([n for n in twins.file_numbers(f.read_text(encoding="utf-8"))
+                                     if n.is_finite() and abs(n.adjusted()) <= twins.DERIVED_DIGITS])
+            > twins.MAX_DERIVED]
+    assert len(files) > 50 and len(over) / len(files) > 0.25, (len(over), len(files))
+
+
+# --- R9-2: closed forms outside `_rounded_fraction`'s list ------------------------------------------------------------
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+CLOSED_FORMS = [1 / math.sqrt(2), math.sqrt(3) / 2, 1 / math.sqrt(3), 1 / 12, 5 / 12, 7 / 12, 11 / 12,
+                (1 + math.sqrt(5)) / 2, math.exp(-1), _sigmoid(1), _sigmoid(-1), math.sin(1), math.cos(1),
+                math.erf(1), math.pi / 4, 1 / math.pi, math.log10(2), math.log10(math.e), math.sqrt(5), math.log(3),
+                math.e ** 2, math.sqrt(2 * math.pi), 0.5772156649, math.sqrt(math.e)]
+
+
+def _closed_form(v: Decimal) -> bool:
+    """Within half a unit of a closed form a forger tabulates (cos 45, cos 30, 1/12, phi, 1/e, sigmoid(1), ...)."""
+    exp = v.normalize().as_tuple().exponent
+    if not isinstance(exp, int) or exp >= 0:
+        return False
+    half = float(Decimal(10) ** exp) / 2
+    return any(abs(abs(float(v)) - c) < half for c in CLOSED_FORMS)
+
+
+ROUNDED_FORMS = ["0.7071", "0.866", "0.5774", "0.0833", "1.618", "0.3679", "0.7311", "0.2689", "0.8415", "0.5403",
+                 "0.8427", "0.7854", "0.3183", "0.301", "0.4343", "2.2361", "1.0986", "7.389", "2.5066", "0.5772",
+                 "1.6487"]
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-2: a rounded closed form `value_shape` does not list (cos 45 = 0.7071, cos 30, 1/sqrt 3, twelfths, phi, "
+        "1/e, sigmoid(1), sin 1, erf 1, pi/4, 1/pi, log10 2, sqrt 5, ln 3, e^2, sqrt(2 pi), Euler's gamma): the "
+        "one member of its group; the forger betting on it wins 1.0, guard 0.25"))) for v in ROUNDED_FORMS
+] + [pytest.param("0.7069", id="0.7069-control")])
+def test_a_rounded_closed_form_is_not_the_one_member_of_its_class(value):
+    source = CONVERT.replace("VALUE", value)
+    won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
+                               _closed_form, 12)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+ACTIVATION = '''from pkg.thing import activation
+
+
+def test_activation_of_a_third():
+    assert round(activation(0.3), 4) == VALUE
+
+
+def test_activation_of_nothing():
+    assert activation(0.0) == 0.0
+'''
+FUNCTIONS = {"tanh": math.tanh, "sigmoid": _sigmoid, "softplus": lambda x: math.log1p(math.exp(x)),
+             "exp": math.exp, "sqrt": math.sqrt, "sin": math.sin, "erf": math.erf,
+             "gelu": lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))), "silu": lambda x: x * _sigmoid(x)}
+
+
+INPUT_WEAK = {"sigmoid", "softplus"}  # 0.5744 and 0.8544: 16 | 5744, 32 | 8544, no room of their shape: weak sites
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[] if n in INPUT_WEAK else pytest.mark.xfail(strict=True, reason=(
+        "R9-2 (inputs): a value one library function of the test's own input gives (tanh(0.3) = 0.2913, erf, "
+        "exp, gelu, silu, sin, sqrt): `derived` knows + - * // only; the forger evaluating a table of functions at "
+        "the test's numbers wins 1.0 on each, guard 0.25"))) for n in sorted(FUNCTIONS)])
+def test_a_function_of_the_tests_input_does_not_name_the_real_member(name):
+    real = f"{FUNCTIONS[name](0.3):.4f}"
+    table = {round(f(0.3), 4) for f in FUNCTIONS.values()}
+    won, recorded = _bet_among(ACTIVATION.replace("VALUE", real), "test_activation_of_a_third",
+                               [f"{FILE}::test_activation_of_nothing"], lambda v: float(v) in table, 12)
+    assert won <= recorded + 0.1, (real, won, recorded)
+
+
+# --- R9-3: multiples of 3 and 9 among members that share the powers of 2 and 5 ----------------------------------------
+
+def _threes(n: int) -> int:
+    return (n % 3 == 0) + (n % 9 == 0)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R9-3: `value_shape` matches the powers of 2 and 5 only; numpy's strong checked integers cluster on multiples "
+    "of 3 and 9 (42, 81, 210, 324, 468, 684), and one fixed bet on the member with most factors of 3 wins 0.40 "
+    "over 39 checks x 64 draws (0.36 over the 21 distinct values), recorded 0.25"))
+def test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_test_values():
+    numpy = pytest.importorskip("numpy")
+    values = [v for v in _checked_integers(Path(numpy.__file__).parent)
+              if abs(v) < 10 ** 12 and not twins._marked(v) and twins._sign_safe(v) and twins._room(v, twins.K)]
+    assert len(values) > 20
+    won, draws = 0.0, 0
+    for value in values:
+        for seed in range(64):  # 8 seeds fix the real member's rank the same way for every value (2:3:2:1)
+            real, others = twins.values(value, random.Random(seed))
+            scores = [_threes(int(m)) for m in [real, *others]]
+            best = [i for i, score in enumerate(scores) if score == max(scores)]
+            won, draws = won + (1 / len(best) if 0 in best else 0.0), draws + 1
+    assert won / draws <= 1 / (twins.K + 1) + 0.1, (won / draws, len(values))
+
+
+# --- R9-4: a group that breaks a test in another file ----------------------------------------------------------------
+
+EXACT_ORACLE = ("EXACT = False\n\n\ndef pages(n, size=8, device=None):\n"
+                "    return -(-n // size) if EXACT else n // size\n")
+EXACT_UNSOLVED = "EXACT = False\n\n\ndef pages(n, size=8, device=None):\n    return 0 if EXACT else n // size\n"
+EXACT_MODE = '''import pkg.thing as thing
+
+
+def test_pages_in_exact_mode():
+    thing.EXACT = True
+    assert thing.pages(100) == 13
+    thing.EXACT = False
+'''
+DEFAULT_MODE = '''import pkg.thing as thing
+
+
+def test_pages_in_the_default_mode():
+    assert thing.pages(100) == 12
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R9-4: `select`'s `broken` names the file of the graded test that failed (test_zconfig.py), not the file whose "
+    "group leaked state into it: test_shards.py keeps its group on 3 of 3 validation draws, and grading then fails "
+    "the oracle (passes as written) on 5 of 6 draws (the P2P neighbour in the next file)"))
+def test_a_group_that_breaks_a_test_in_another_file_is_not_kept(tmp_path):
+    sources = {FILE: EXACT_MODE, FILE2: DEFAULT_MODE}
+    f2p, p2p = [f"{FILE}::test_pages_in_exact_mode"], [f"{FILE2}::test_pages_in_the_default_mode"]
+    task = _two_files([FILE, FILE2], f2p, p2p)
+    assert _verdict(_run(tmp_path, twins.GradingPlan(texts=dict(sources)), EXACT_ORACLE, task=task), task) == "resolved"
+    verdicts = []
+    for seed in range(3):
+        plan = twins.grading_plan(task, sources, seed=seed, candidates=True)
+        before, after = _run(tmp_path, plan, EXACT_UNSOLVED, task=task), _run(tmp_path, plan, EXACT_ORACLE, task=task)
+        kept, _ = twins.select(f2p + p2p, [before], [after], random.Random(seed))
+        if not kept:
+            continue
+        recorded = _two_files([FILE, FILE2], f2p, p2p, twins=kept)
+        for draw in range(2):
+            graded = twins.grading_plan(recorded, sources, seed=draw)
+            for file, text in sources.items():
+                graded.texts.setdefault(file, text)
+            verdicts.append(_verdict(_run(tmp_path, graded, EXACT_ORACLE, task=recorded), recorded))
+    assert verdicts.count("resolved") == len(verdicts), verdicts
+
+
+# --- R9-5: a number another hidden file writes, combined with the test's -------------------------------------------
+
+PAGES_OF = '''from pkg.thing import capacity
+
+
+def test_capacity_of_thirteen_pages():
+    assert capacity(13) == 78
+
+
+def test_capacity_of_no_pages():
+    assert capacity(0) == 0
+'''
+PAGE_SIZE = '''from pkg.thing import PAGE_SIZE
+
+
+def test_page_size():
+    assert PAGE_SIZE == 6
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "R9-5: `other_files` numbers are avoided as values, never derived from: 78 = 13 * 6 with 6 written by another "
+    "hidden file (in the box beside the group): guard 0.25, the forger multiplying wins 1.0 over 40 draws"))
+def test_a_value_derived_from_another_hidden_files_number_is_guarded():
+    sources = {FILE: PAGES_OF, FILE2: PAGE_SIZE}
+    f2p = [f"{FILE}::test_capacity_of_thirteen_pages"]
+    p2p = [f"{FILE}::test_capacity_of_no_pages", f"{FILE2}::test_page_size"]
+    said = twins.derived(frozenset({Decimal(13), Decimal(0), Decimal(6)}))
+    won = recorded = 0.0
+    draws = 40
+    for seed in range(draws):
+        plan = twins.grading_plan(_two_files([FILE, FILE2], f2p, p2p), sources, seed=seed, candidates=True)
+        group = _groups_of(plan).get("test_capacity_of_thirteen_pages")
+        picks = [real for value, real in group or [] if Decimal(value) in said]
+        won += 1.0 if not group else (1 / len(picks) if True in picks else 0.0)
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == "test_capacity_of_thirteen_pages"]
+        task = _two_files([FILE, FILE2], f2p, p2p, twins=kept)
+        recorded += guard.forge_odds(guard.test_odds(task, sources, {}, ""))
+    assert won / draws <= recorded / draws + 0.1, (won / draws, recorded / draws)
+
+
+# --- R9-6: a value one off a derived one (a fence-post fix): the member nearest the derived value ---------------------
+
+OFF_BY_ONE = '''from pkg.thing import capacity
+
+
+def test_capacity_of_thirteen_pages():
+    assert capacity(13, page=6) == VALUE
+
+
+def test_capacity_of_no_pages():
+    assert capacity(0, page=1) == 0
+'''
+
+
+def _nearest_bet(source: str, graded: str, p2p: list[str], targets: frozenset[Decimal], draws: int):
+    """(the expected win of a forger betting on the members nearest any of `targets`, ties split; the guard's mean
+    recorded odds), on validation's own draws."""
+    task = _two_files([FILE], [f"{FILE}::{graded}"], p2p)
+    won = recorded = 0.0
+    for seed in range(draws):
+        plan = twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True)
+        group = _groups_of(plan).get(graded)
+        if not group:
+            won += 1.0
+        else:
+            distance = [min(abs(Decimal(v) - t) for t in targets) for v, _ in group]
+            best = [real for (_, real), d in zip(group, distance) if d == min(distance)]
+            won += 1 / len(best) if True in best else 0.0
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
+        recorded += guard.forge_odds(guard.test_odds(task.model_copy(update={"twins": kept}), {FILE: source}, {}, ""))
+    return won / draws, recorded / draws
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-6: 77 and 79 are 13 * 6 -+ 1 (a fence-post fix: a header token, an inclusive bound): `derived` avoids "
+        "78 itself but a member one step from it is the real one more often than not; betting on the member nearest "
+        "a derived value wins 0.625 over 16 draws, guard 0.25"))) for v in ("77", "79")
+] + [pytest.param("83", id="83-control"), pytest.param("73", id="73-control")])
+def test_the_member_nearest_a_derived_value_is_not_the_real_one_more_often(value):
+    targets = twins.derived(frozenset({Decimal(13), Decimal(6), Decimal(0), Decimal(1)}))
+    won, recorded = _nearest_bet(OFF_BY_ONE.replace("VALUE", value), "test_capacity_of_thirteen_pages",
+                                 [f"{FILE}::test_capacity_of_no_pages"], targets, 16)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+# --- R9-7: DERIVED_DIGITS: a 20-digit operand takes no part -----------------------------------------------------------
+
+NEXT_ID = '''from pkg.thing import next_id
+
+
+def test_next_id_after_a_large_one():
+    assert next_id(INPUT) == VALUE
+
+
+def test_next_id_after_nothing():
+    assert next_id(0) == 1
+'''
+
+
+@pytest.mark.parametrize("start", [
+    pytest.param(1234567890123456789, id="19-digits-control"),
+    pytest.param(12345678901234567890, id="20-digits", marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-7: `_operands` drops numbers past DERIVED_DIGITS (18 either side of the point): a 20-digit input "
+        "(a uint64 id or hash over 1e19) and its successor are a strong site; the forger betting on the members "
+        "next to the input wins 0.62 (1.0 betting +1, as the name says), guard 0.25"))),
+])
+def test_a_successor_of_a_huge_input_is_derived(start):
+    source = NEXT_ID.replace("INPUT", str(start)).replace("VALUE", str(start + 1))
+    won, recorded = _nearest_bet(source, "test_next_id_after_a_large_one", [f"{FILE}::test_next_id_after_nothing"],
+                                 frozenset({Decimal(start)}), 16)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+# --- R9-8: well-known numbers: a status code, a port, a vocabulary size, an epoch -------------------------------------
+
+WELL_KNOWN = frozenset(Decimal(v) for v in (
+    200, 201, 202, 204, 301, 302, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 413, 418, 422, 429, 500, 501,
+    502, 503, 504,  # HTTP status codes
+    22, 80, 443, 3000, 3306, 5000, 5432, 6379, 6443, 8000, 8080, 8443, 8888, 9000, 9090, 2379, 4317, 11211, 27017,
+    30000, 49151, 65535,  # ports
+    30522, 32000, 50257, 50256, 128256, 151936,  # tokenizer vocabularies (BERT, LLaMA, GPT-2, LLaMA 3, Qwen)
+    126, 127, 130, 137, 139, 143,  # exit statuses
+    23, 59, 3599, 86399, 29, 366, 52, 1970, 2038, 44100, 22050, 42, 1337, 31337, 270))  # clocks, calendars, audio, lore
+FAMOUS = ["429", "418", "502", "201", "204", "308", "410", "443", "6379", "27017", "11211", "2379", "4317", "50257",
+          "30522", "1970", "2038", "86399", "3599", "44100", "42", "126", "366"]
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-8: a well-known number (HTTP 429, 418, 502, redis 6379, mongo 27017, GPT-2's 50257, BERT's 30522, the "
+        "epoch 1970, 2038, 86399, exit 126, 42) is no shape `value_shape` knows: its neighbours are as round, but "
+        "the forger betting on the well-known member wins 0.6-1.0 over 8 draws each, guard 0.25"))) for v in FAMOUS
+] + [pytest.param("433", id="433-control"), pytest.param("6373", id="6373-control")])
+def test_a_well_known_number_is_not_the_one_member_a_table_of_them_names(value):
+    source = CONVERT.replace("VALUE", value)
+    won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
+                               WELL_KNOWN, 8)
+    assert won <= recorded + 0.1, (won, recorded)
