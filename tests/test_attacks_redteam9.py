@@ -12,9 +12,10 @@ Ranked by severity (honest false fails validation does not notice first, then fo
 
 - R9-4 WIN (honest failed, per grading draw; validation keeps the group): `select`'s `broken` is the set of files
   of the graded tests that failed beside the candidates, not of the groups that broke them. A test that cleans up
-  after its check (`thing.EXACT = True ... thing.EXACT = False`) in test_shards.py leaks the state into a P2P test of
-  the next file (test_zconfig.py). Validation: test_zconfig.py is `broken`, test_shards.py keeps its group on 3 of
-  3 draws; grading fails the oracle (resolved as written) on 5 of 6 draws. Fix: where any graded test fails beside
+  after its check (`thing.EXACT = True ... thing.EXACT = False`, a switch the task adds: harmless at base, so the
+  neighbour is PASS_TO_PASS) in test_shards.py leaks the state into a P2P test of the next file (test_zconfig.py).
+  Validation: test_zconfig.py is `broken`, test_shards.py keeps its group on 3 of 3 draws; grading fails the oracle
+  (resolved as written) on 9 of 12 draws (unless the real member ran last). Fix: where any graded test fails beside
   the candidates, plant no group in any file the run held (or every file collected before it in that process); in
   the end, run each member in its own process (R8-8's fix) so no member reaches another test.
   `test_a_group_that_breaks_a_test_in_another_file_is_not_kept`.
@@ -77,8 +78,10 @@ makes the site weak too, so twins never carry a closed form the real one lacks.
 Looked at, no finding: `alike` with the real value written `1_000`, `0x1F`, `1e3`, `-x`: `render` writes the real
 literal and its twins alike, and `_number` reads unary minus; a float written with 17 significant digits (0.1 + 0.2's
 repr): twins that parse to the same double pass with the oracle and `select` drops the site (coverage, not a grade).
-Not measured (leads): a group leaking process state into the canaries (an alarm armed before the check, cancelled
-after: SIGALRM fires in a later test, honest `tampered`); year values near the box's commit dates.
+A watchdog armed before the check and cancelled after (`signal.alarm(1) ... signal.alarm(0)`): the real test fails
+at base too and leaves it armed, so the base run dies as written (validation's first look sees it): not a twins
+finding. Not measured (leads): `broken` skips a graded test with no outcome (`.get(t)` is None: never reported,
+the process died beside the candidates); year values near the box's commit dates.
 """
 
 from __future__ import annotations
@@ -249,14 +252,15 @@ def test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_tes
 # --- R9-4: a group that breaks a test in another file ----------------------------------------------------------------
 
 EXACT_ORACLE = ("EXACT = False\n\n\ndef pages(n, size=8, device=None):\n"
-                "    return -(-n // size) if EXACT else n // size\n")
-EXACT_UNSOLVED = "EXACT = False\n\n\ndef pages(n, size=8, device=None):\n    return 0 if EXACT else n // size\n"
+                "    return -(-n // size) if EXACT else n // size\n\n\n"
+                "def exact_pages(n, size=8):\n    return pages(n, size)\n")
+EXACT_UNSOLVED = "def pages(n, size=8, device=None):\n    return n // size\n"  # no exact mode yet: the leak is harmless
 EXACT_MODE = '''import pkg.thing as thing
 
 
 def test_pages_in_exact_mode():
     thing.EXACT = True
-    assert thing.pages(100) == 13
+    assert thing.exact_pages(100) == 13
     thing.EXACT = False
 '''
 DEFAULT_MODE = '''import pkg.thing as thing
@@ -270,7 +274,7 @@ def test_pages_in_the_default_mode():
 @pytest.mark.xfail(strict=True, reason=(
     "R9-4: `select`'s `broken` names the file of the graded test that failed (test_zconfig.py), not the file whose "
     "group leaked state into it: test_shards.py keeps its group on 3 of 3 validation draws, and grading then fails "
-    "the oracle (passes as written) on 5 of 6 draws (the P2P neighbour in the next file)"))
+    "the oracle (passes as written) on 9 of 12 draws (the P2P neighbour in the next file)"))
 def test_a_group_that_breaks_a_test_in_another_file_is_not_kept(tmp_path):
     sources = {FILE: EXACT_MODE, FILE2: DEFAULT_MODE}
     f2p, p2p = [f"{FILE}::test_pages_in_exact_mode"], [f"{FILE2}::test_pages_in_the_default_mode"]
@@ -284,7 +288,7 @@ def test_a_group_that_breaks_a_test_in_another_file_is_not_kept(tmp_path):
         if not kept:
             continue
         recorded = _two_files([FILE, FILE2], f2p, p2p, twins=kept)
-        for draw in range(2):
+        for draw in range(4):
             graded = twins.grading_plan(recorded, sources, seed=draw)
             for file, text in sources.items():
                 graded.texts.setdefault(file, text)
