@@ -30,6 +30,15 @@ Ranked by severity (honest false fails validation does not notice first, then fo
   products past a digit bound). If a cap remains, a site past it is weak, never strong (fail closed).
   `test_a_product_of_the_tests_own_numbers_is_derived_whatever_else_the_file_writes`,
   `test_real_test_files_write_more_than_max_derived_numbers` (passes: it measures the condition).
+- R9-9 WIN (forge odds): a multiple or a divisor of the test's own input by a factor nobody writes: `UNITS` lists
+  60, 3600, 86400, 24, 7, 1000, 1024, 100, but not 4 (bytes a float32), 9 (a 3x3 kernel), 12 (months), 365, nor any
+  factor at all for a divisor (`convert(1001) == 77`). The forger bets on the member the input divides (or that
+  divides it) without knowing the factor: 1.0 over 16 draws on 9 of 9 cases (13->52, 13->117, 19->228, 29->348,
+  17->6205, 9->3285, 1001->77, 391->23, 2431->143), guard 0.25; 3->1095 0.78; controls 37->296 and 7->84 are weak
+  sites (recorded 1.0). Sizes times a count, totals over a count are what most tests check. Fix (a mechanism): make
+  the shape relative to what the forger reads: for each number a the test, its file and the instruction write
+  (a >= 2), whether a divides the value and whether the value divides a joins `value_shape`; every member must
+  share it, else the site is weak. `test_a_multiple_of_the_tests_input_is_not_the_one_member_it_divides`.
 - R9-8 WIN (forge odds): well-known numbers are no shape: HTTP codes (429, 502, 201, 204, 308, 410; 418 0.56),
   ports (443, 6379, 27017, 11211, 2379, 4317), vocabulary sizes (GPT-2's 50257, BERT's 30522), 1970, 2038, 86399,
   3599, 44100, 42, exit 126, 366: the forger betting on the member in a table of such numbers wins 1.0 on 22 of 23
@@ -435,4 +444,40 @@ def test_a_well_known_number_is_not_the_one_member_a_table_of_them_names(value):
     source = CONVERT.replace("VALUE", value)
     won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
                                WELL_KNOWN, 8)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+# --- R9-9: a multiple of the test's own input, by a factor no list holds ---------------------------------------------
+
+SCALES = '''from pkg.thing import convert
+
+
+def test_converts_INPUT():
+    assert convert(INPUT) == VALUE
+
+
+def test_converts_nothing():
+    assert convert(0) == 0
+'''
+MULTIPLES = [(13, 52, "x4-float32-bytes"), (13, 117, "x9-3x3-kernel"), (19, 228, "x12-months"),
+             (29, 348, "x12-months"), (17, 6205, "x365-days"), (9, 3285, "x365-days"),
+             (1001, 77, "divides-1001"), (391, 23, "divides-391"), (2431, 143, "divides-2431")]
+
+
+def _related(given: int):
+    """The forger's bet: the members `given` divides, or that divide `given` (the factor never known)."""
+    return lambda v: v % given == 0 or given % v == 0
+
+
+@pytest.mark.parametrize(("given", "value"), [
+    pytest.param(g, v, id=name, marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-9: the real value is a multiple (or a divisor) of the test's input by a factor neither written nor in "
+        "`UNITS` (4 bytes a float32, 9 a 3x3 kernel, 12 months, 365 days; 1001 / 13): betting on the member the "
+        "input divides (or that divides it), without knowing the factor, wins 1.0 over 16 draws, guard 0.25")))
+    for g, v, name in MULTIPLES
+] + [pytest.param(37, 296, id="x8-weak-control"), pytest.param(7, 84, id="x12-weak-control")])
+def test_a_multiple_of_the_tests_input_is_not_the_one_member_it_divides(given, value):
+    source = SCALES.replace("INPUT", str(given)).replace("VALUE", str(value))
+    won, recorded = _bet_among(source, f"test_converts_{given}", [f"{FILE}::test_converts_nothing"],
+                               _related(given), 16)
     assert won <= recorded + 0.1, (won, recorded)
