@@ -75,6 +75,11 @@ Ranked by severity (honest false fails validation does not notice first, then fo
   member's rank is the same per seed for every value (2:3:2:1 over ranks 0..3), which biases such measurements;
   64 seeds here.
   `test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_test_values`.
+- R9-10 WIN (crash, low: rare literal): `assert pages(100) < 1e999` (a float infinity written as a literal, as
+  CPython's and mpmath's tests write `1e1000`): the site reaches `value_shape`, whose `int(value / unit)` raises
+  OverflowError; `grading_plan(candidates=True)` raises for the whole task (validation cannot plan it: the task
+  is lost, never misgraded). Fix: `sites` (or `_number`) takes only finite values.
+  `test_an_infinite_literal_in_a_check_does_not_crash_the_plan`.
 
 One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
 frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
@@ -481,3 +486,27 @@ def test_a_multiple_of_the_tests_input_is_not_the_one_member_it_divides(given, v
     won, recorded = _bet_among(source, f"test_converts_{given}", [f"{FILE}::test_converts_nothing"],
                                _related(given), 16)
     assert won <= recorded + 0.1, (won, recorded)
+
+
+# --- R9-10: an infinite literal in a check --------------------------------------------------------------------------
+
+FINITE = '''from pkg.thing import pages
+
+
+def test_pages_are_finite():
+    assert pages(100) < 1e999
+    assert pages(100) == 13
+
+
+def test_pages_for_nothing():
+    assert pages(0) == 0
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
+    "R9-10: `1e999` (the float infinity written as a literal, as old tests write it) is a site; `value_shape` takes "
+    "`int(value / unit)` of it: OverflowError, so `grading_plan` raises for the task at validation and at grading"))
+def test_an_infinite_literal_in_a_check_does_not_crash_the_plan():
+    task = _two_files([FILE], [f"{FILE}::test_pages_are_finite"], [f"{FILE}::test_pages_for_nothing"])
+    plan = twins.grading_plan(task, {FILE: FINITE}, seed=0, candidates=True)
+    assert any(m.kind == "twin" and m.real == "test_pages_are_finite" for m in plan.members)
