@@ -503,10 +503,8 @@ def test_pages_for_nothing():
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "R9-10: `1e999` (the float infinity written as a literal, as old tests write it) is a site; `value_shape` takes "
-    "`int(value / unit)` of it: OverflowError, so `grading_plan` raises for the task at validation and at grading"))
 def test_an_infinite_literal_in_a_check_does_not_crash_the_plan():
     task = _two_files([FILE], [f"{FILE}::test_pages_are_finite"], [f"{FILE}::test_pages_for_nothing"])
     plan = twins.grading_plan(task, {FILE: FINITE}, seed=0, candidates=True)
     assert any(m.kind == "twin" and m.real == "test_pages_are_finite" for m in plan.members)
+    assert guard.test_odds(task, {FILE: FINITE}, {}, "") == {f"{FILE}::test_pages_are_finite": 1.0}  # 13: weak

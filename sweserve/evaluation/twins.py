@@ -71,12 +71,13 @@ Kind = str  # "test", "twin", "canary"; in validation's plan also "margin" (`mar
 # --- sites and values -------------------------------------------------------------------------------------------
 
 def _number(node: ast.expr) -> int | float | None:
-    """The value of a numeric literal (`3`, `-0.5`; never a bool), or None."""
+    """The value of a numeric literal (`3`, `-0.5`; never a bool, nor a float too large to be finite: `1e999`,
+    red team 9, R9-10), or None."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _number(node.operand) if isinstance(node.operand, ast.Constant) else None
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return node.value
+        return node.value if not isinstance(node.value, float) or math.isfinite(node.value) else None
     return None
 
 
