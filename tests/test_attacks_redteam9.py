@@ -285,10 +285,6 @@ def test_pages_in_the_default_mode():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R9-4: `select`'s `broken` names the file of the graded test that failed (test_zconfig.py), not the file whose "
-    "group leaked state into it: test_shards.py keeps its group on 3 of 3 validation draws, and grading then fails "
-    "the oracle (passes as written) on 9 of 12 draws (the P2P neighbour in the next file)"))
 def test_a_group_that_breaks_a_test_in_another_file_is_not_kept(tmp_path):
     sources = {FILE: EXACT_MODE, FILE2: DEFAULT_MODE}
     f2p, p2p = [f"{FILE}::test_pages_in_exact_mode"], [f"{FILE2}::test_pages_in_the_default_mode"]

@@ -1989,7 +1989,7 @@ def select(graded: list[str], before: list, after: list,
     """The twins to record from validation's candidate runs (`TestRun`s or `Reading`s: `twins`, `shapes`),
     and the graded tests none could be kept for.
 
-    A file where a graded test did not pass beside the candidates with the oracle gets no group (`broken`).
+    Where a graded test did not pass beside the candidates with the oracle, no group is kept (`broken`).
     Per graded test, the first site (sign-keeping ones first) whose K planted twins failed in every run before
     and after the oracle, each failing at base the way the test itself does (`same_failure`: a value the
     unsolved code happens to compute shows in the message), and none of whose `margins` passed in any run.
@@ -2020,12 +2020,12 @@ def select(graded: list[str], before: list, after: list,
     # a graded test (it passed with the oracle under a planted name, no group beside it) that did not pass beside
     # the candidates: a group broke it. A test that is not idempotent (red team 8, R8-8: a call counter only the
     # first member to run reads as 1; a cleanup after the check that a failing twin skips, leaking state into the
-    # next test) fails an honest solution on most grading draws. Which group broke it cannot be told, and each
-    # draw runs the members in another order: the file gets no group.
-    broken = {base_id(t).split("::")[0] for run in after for t in graded
-              if getattr(run, "outcomes", {}).get(t) not in (None, "passed")}
+    # next test) fails an honest solution on most grading draws. Which group broke it cannot be told (state
+    # leaks across files of one process: red team 9, R9-4), and each draw runs the members in another order: no
+    # group is kept at all.
+    broken = any(getattr(run, "outcomes", {}).get(t) not in (None, "passed") for run in after for t in graded)
     for test_id in sorted({base_id(t) for t in graded}):  # as the runner names them: from its rootdir
-        if test_id.split("::")[0] in broken:
+        if broken:
             twinless.append(test_id)
             continue
         mine = next((n for n in sorted(named) if same_test(n, test_id)), test_id)
