@@ -154,8 +154,8 @@ def _bet(source: str, graded: str, p2p: list[str], said: set[Decimal], draws: in
     wins, recorded = 0, 0.0
     for seed in range(draws):
         plan = twins.grading_plan(_task(), {FILE: source}, seed=seed, candidates=True, instruction=instruction)
-        picks = [real for value, real in _groups_of(plan)[graded] if Decimal(value) in said]
-        wins += len(picks) == 1 and picks[0]
+        picks = [real for value, real in _groups_of(plan).get(graded, [("", True)]) if not value or Decimal(value) in said]
+        wins += len(picks) == 1 and picks[0]  # no group at all: the test alone, passed for free
         kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
         task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=p2p, twins=kept)
         recorded += guard.forge_odds(guard.test_odds(task, {FILE: source}, {}, instruction, repository))

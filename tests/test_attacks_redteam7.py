@@ -575,19 +575,20 @@ GROUPED_TEST = '''from pkg.thing import pages
 
 
 def test_pages_for_a_long_prompt():
-    assert pages(104_856) == 13107
+    assert pages(104_857) == 13108
 
 
 def test_pages_for_nothing():
     assert pages(0) == 0
 '''
-GROUPED_REPO_TEST = "from pkg.thing import pages\n\n\ndef test_old_long_prompt():\n    assert pages(104_856) != 13_107\n"
+GROUPED_REPO_TEST = "from pkg.thing import pages\n\n\ndef test_old_long_prompt():\n    assert pages(104_857) != 13_108\n"
+# not 104_856 and 13107: 13107 divides 104856, and no neighbour does (`twins.related`: a weak site)
 
 
 def test_a_value_written_with_digit_groups_elsewhere_does_not_name_the_real_member(tmp_path):
     repository = _repository(tmp_path, {**PKG, "test/test_old.py": GROUPED_REPO_TEST})
     won, recorded = _bet(GROUPED_TEST, "test_pages_for_a_long_prompt", [f"{FILE}::test_pages_for_nothing"],
-                         {Decimal(13107), Decimal(104856), Decimal(0)}, 300, repository=repository)
+                         {Decimal(13108), Decimal(104857), Decimal(0)}, 300, repository=repository)
     assert won <= recorded + 0.1, (won, recorded, repository.get("test/test_old.py"))
 
 

@@ -367,13 +367,14 @@ def test_a_value_the_test_writes_elsewhere_is_never_a_site_nor_a_twin(monkeypatc
 # planted test whose differing line is a line of it.
 
 POOL = ("class Pool:\n    def __init__(self, size):\n        self.size = size\n\n"
-        "    def pages(self):\n        return self.size >> 2\n")  # not `// 4`: 172 // 4 is 43 (`twins.Crossing`)
+        "    def pages(self):\n        return self.size >> 2\n")  # not `// 4`: 173 // 4 is 43 (`twins.Crossing`)
 POOL_FIXED = POOL + ("\n    def reserve(self, n):\n        self.reserved = n\n\n"
-                     "    def free(self):\n        return self.size - 2 * self.reserved - 5\n")  # 149: no one step
-# of arithmetic on the test's other numbers (172, 9, 43) gives it (`twins.derived`)
-POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=172)\n"
+                     "    def free(self):\n        return self.size - 2 * self.reserved - 6\n")  # 149: no one step
+# of arithmetic on the test's other numbers (173, 9, 43) gives it (`twins.derived`); not 172, which 43 divides
+# (`twins.related`: a weak site)
+POOL_BASE_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=173)\n"
                   "    assert pool.pages() == 43\n")
-POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=172)\n    pool.reserve(9)\n"
+POOL_TEST = ("from pool import Pool\n\n\ndef test_pool_pages():\n    pool = Pool(size=173)\n    pool.reserve(9)\n"
              "    assert pool.pages() == 43\n    assert pool.free() == 149\n")
 POOL_PROFILE = {"repo": "o/pool", "test_paths": ["tests/*"], "env_packages": [],
                 "family_rules": [{"family": "scheduling-memory", "paths": ["*"]}]}

@@ -15,7 +15,7 @@ TEXT = '''from pool import Pool
 
 
 def test_pages():
-    assert Pool(3).pages() == 613
+    assert Pool(4).pages() == 613
 
 
 def test_small():
@@ -28,7 +28,7 @@ def test_none():
 
 class TestPool:
     def test_cap(self):
-        assert Pool(4).cap() == 47
+        assert Pool(4).cap() == 347
 '''
 
 
@@ -60,9 +60,9 @@ def test_a_test_without_twins_or_with_only_weak_ones_is_free():
     assert guard.test_odds(twinless, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 1.0}
     # the instruction writes the real value: a forger reads it, the group is weak
     t = task([f"{FILE}::test_pages"], group("test_pages", 0, "607", "609", "611"))
-    assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(3) must report 613 pages.") == {f"{FILE}::test_pages": 1.0}
+    assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(4) must report 613 pages.") == {f"{FILE}::test_pages": 1.0}
     # so does the base version of the same test
-    base = {FILE: "def test_pages():\n    assert Pool(3).pages() == 613\n"}
+    base = {FILE: "def test_pages():\n    assert Pool(4).pages() == 613\n"}
     assert guard.test_odds(t, {FILE: TEXT}, base, "") == {f"{FILE}::test_pages": 1.0}
     # a small value whose group crosses zero: the sign prior reads it
     small = task([f"{FILE}::test_small"], group("test_small", 0, "-1", "0", "1"))
@@ -78,7 +78,7 @@ def test_flip_and_raises_groups_are_weak():
 
 
 def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():
-    twins = group("test_pages", 0, "607", "609", "611") + group("TestPool::test_cap", 0, "39", "41", "43")
+    twins = group("test_pages", 0, "607", "609", "611") + group("TestPool::test_cap", 0, "339", "341", "343")
     # the runner names tests from its rootdir (`pool/...` under `test/`): they still match the plan's ids
     t = task([f"{FILE}::test_pages[1]", f"{FILE}::test_pages[2]", "test_pool.py::TestPool::test_cap",
               f"{FILE}::test_none"], twins)
@@ -99,7 +99,7 @@ def clone_task(tmp_path, extra: dict[str, str] | None = None):
     git("config", "user.email", "t@t")
     git("config", "user.name", "t")
     (repo / "test").mkdir()
-    (repo / FILE).write_text("from pool import Pool\n\n\ndef test_cap():\n    assert Pool(4).cap() == 47\n")
+    (repo / FILE).write_text("from pool import Pool\n\n\ndef test_cap():\n    assert Pool(4).cap() == 347\n")
     for path, text in (extra or {}).items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
@@ -114,7 +114,7 @@ def clone_task(tmp_path, extra: dict[str, str] | None = None):
     oracle = git("diff")
     (repo / "pool.py").unlink()
     git("reset", "-q")
-    twins = group("test_pages", 0, "607", "609", "611") + group("test_cap", 0, "39", "41", "43")
+    twins = group("test_pages", 0, "607", "609", "611") + group("test_cap", 0, "339", "341", "343")
     t = task([f"{FILE}::test_pages", f"{FILE}::test_cap"], twins).model_copy(update={"base_commit": base})
     return repo, TaskBundle(task=t, instruction="Count pages.", oracle_patch=oracle, tests_patch=patch)
 
@@ -186,7 +186,7 @@ from pool import Pool
 
 class PoolChecks:
     def test_cap(self):
-        assert Pool(4).cap() == 47
+        assert Pool(4).cap() == 347
 
 
 class TestSmall(PoolChecks, unittest.TestCase):
@@ -202,10 +202,10 @@ def test_a_mixin_test_counts_the_group_grading_reads_in_each_class():
     """A mixin's test is planted once, with the group of the first class that records one; a class whose own
     recorded group differs reads none of those twins at grading, so its copy of the test is unguarded."""
     small, large = f"{FILE}::TestSmall::test_cap", f"{FILE}::TestLarge::test_cap"
-    same = [Twin(test=t, site=0, value=v) for t in (small, large) for v in ("39", "41", "43")]
+    same = [Twin(test=t, site=0, value=v) for t in (small, large) for v in ("339", "341", "343")]
     assert guard.test_odds(task([small, large], same), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 0.25}
-    other = [Twin(test=small, site=0, value=v) for v in ("39", "41", "43")] + \
-        [Twin(test=large, site=0, value=v) for v in ("41", "43", "49")]
+    other = [Twin(test=small, site=0, value=v) for v in ("339", "341", "343")] + \
+        [Twin(test=large, site=0, value=v) for v in ("341", "343", "349")]
     assert guard.test_odds(task([small, large], other), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 1.0}
 
 

@@ -144,7 +144,9 @@ GUARD_RULES = "10"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # unreadable files beside the tests (red team 8), tests pinned by validation (`Task.pinned`), whole classes planted.
 # 8: a strong site's twins share the real value's shape (`twins.value_shape`: R8-1), so a round value is weak.
 # 9: with the profile's `history: "ancestors"`, every file version and commit message of base's ancestry (R8-7).
-# 10: one step of arithmetic between a test's numbers and the repository code's (`twins.Crossing`, R8-4).
+# 10: one step of arithmetic between a test's numbers and the repository code's (`twins.Crossing`, R8-4), and
+# with the numbers other hidden files write (R9-5); which of the test's numbers a value divides (R9-9); a number
+# the forger reads next to the value (R9-6, R9-7); pairs past MAX_DERIVED by membership (R9-1).
 
 
 def instruction_digest(instruction: str) -> str:

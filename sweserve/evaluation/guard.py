@@ -98,9 +98,11 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
             file, _, fn = functions[found]
             fn_site = twins.sites(fn)[group[0].site]  # a numeric group (`_group_odds`): one site
             crossed = crossing.among(shown[found], twins._elsewhere(fn, fn_site) | twins.around(sources[file], fn)
-                                     | twins.said(instruction))
+                                     | twins.said(instruction) | twins.other_files(sources, file))
+            related = twins.related(twins._number(fn_site[0]), twins._elsewhere(fn, fn_site))  # type: ignore[arg-type]
             odds[test] = max(odds[test], _set_odds(shown[found], _real(group, fn),
-                                                   [*twins.repository_priors(file, repository or {}), crossed]))
+                                                   [*twins.repository_priors(file, repository or {}), crossed,
+                                                    *related]))
     return odds
 
 
@@ -162,8 +164,9 @@ def _group_odds(group: list[Twin], file: str, cls: str | None, fn: ast.FunctionD
     if not twins.alike(mine, _real(group, fn)):
         return 1.0  # members of other shapes (drawn before R8-1): a bet on the roundest one reads the group
     beside = twins.around(sources[file], fn)
-    avoid = twins.visible(base.get(file), cls, fn.name, instruction) | beside | twins.other_files(sources, file)
-    return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside | twins.said(instruction)) else 1.0
+    hidden = twins.other_files(sources, file)  # derived from too: a `PAGE_SIZE == 6` another hidden file checks
+    avoid = twins.visible(base.get(file), cls, fn.name, instruction) | beside | hidden
+    return 1 / members if twins.strong_site(fn, group[0].site, avoid, beside | twins.said(instruction) | hidden) else 1.0
 
 
 def measure_if_stale(task_dir: Path, clone: Path, history_of: Callable[[str], str],
@@ -201,12 +204,12 @@ def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
 
 MAX_REPOSITORY_FILES = 20000  # files read for `repository_numbers`, the hidden files' folders first
 MAX_TEXT_BYTES = 1 << 20  # a larger file (a data dump, a lock file) is not read
-MAX_MESSAGE_BYTES = 32 << 20  # the ancestors' commit messages read (sglang's: about 10 MB)
+MAX_MESSAGE_BYTES = 32 << 20  # the ancestors' commit messages read (sglang-jax's 611: 0.5 MB)
 UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could not read lies beside the hidden files
-MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
 # (in their folders or below: binary, compressed past MAX_TEXT_BYTES, over MAX_TEXT_BYTES) or the tree has more
 # than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
 # (red team 8, R8-5)
+MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
 
 
 class NumbersCache:
@@ -247,8 +250,7 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
     "ancestors" (the profile's: the box keeps base's ancestry) every version of every file an ancestor holds,
     the hidden files' own included, adds what it writes to its path, and the commit messages theirs under
     `MESSAGES` (red team 8, R8-7: a reverted test that the task relands, grepped from `git log -p`); "none":
-    the tree at base only. `cache`: blobs read for
-    earlier tasks of the same clone."""
+    the tree at base only. `cache`: blobs read for earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
 
     def near(path: str) -> bool:

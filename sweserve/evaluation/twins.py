@@ -1137,11 +1137,12 @@ class Crossing:
     many (about a thousand in sglang-jax), so the set is never built whole: `near` gives the part of it a group
     around one value can reach, which is a prior like any other (`unbalanced`, `guard._set_odds`)."""
 
-    def __init__(self, repository: Mapping[str, frozenset[Decimal]] | None) -> None:
-        code: set[Decimal] = set()
-        for path, numbers in (repository or {}).items():
+    def __init__(self, repository: Mapping[str, frozenset[Decimal]] | None,
+                 numbers: frozenset[Decimal] = frozenset()) -> None:
+        code: set[Decimal] = set(numbers)
+        for path, written in (repository or {}).items():
             if path.endswith(".py") and not is_test_file(path):
-                code |= numbers
+                code |= written
         self.code = frozenset(n for n in code if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS)
         self.whole = sorted({int(n) for n in self.code if n > 0 and n == n.to_integral_value()})
 
@@ -1169,12 +1170,14 @@ class Crossing:
                 return True
         return False
 
-    def near(self, value: int | float, numbers: frozenset[Decimal]) -> frozenset[Decimal]:
+    def near(self, value: int | float, numbers: frozenset[Decimal], every: bool = False) -> frozenset[Decimal]:
         """The values around `value` (as far as `values` walks, as `unbalanced` looks) that one step of
-        arithmetic between `numbers` and the code's numbers gives."""
+        arithmetic between `numbers` (the MAX_DERIVED smallest; `every`: all of them) and the code's numbers
+        gives."""
         if not self.code:
             return frozenset()
-        real, unit, operands = _decimal(value), _unit(value), _operands(numbers)
+        real, unit = _decimal(value), _unit(value)
+        operands = sorted(self.code & numbers) if every else _operands(numbers)
         return frozenset(v for k in range(-10 * K - 10, 10 * K + 11) for v in [real + k * unit]
                          if self.reads(v, operands))
 
@@ -1280,13 +1283,15 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
             if candidates:  # every candidate site written by `render` in every member; one replaced per twin
                 drafts = []
                 outside = around(text, fn)
-                avoid = (visible((base or {}).get(file), key, fn.name, instruction) | outside
-                         | elsewhere_files.setdefault(file, other_files(sources, file)))
-                nears = _near(fn_sites, avoid, fn, beside=outside | said(instruction))  # "100 pages, 87 reserved"
+                hidden = elsewhere_files.setdefault(file, other_files(sources, file))
+                avoid = visible((base or {}).get(file), key, fn.name, instruction) | outside | hidden
+                # derived from too: "100 pages, 87 reserved"; a `PAGE_SIZE == 6` another hidden file checks (R9-5)
+                beside = outside | said(instruction) | hidden
+                nears = _near(fn_sites, avoid, fn, beside=beside)
                 if repository and crossing is not None:  # and what one step across the test and the code gives
                     priors = repository_priors(file, repository)
                     nears = [n | unbalanced(_number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
-                        _number(g[0]), _elsewhere(fn, g) | outside | said(instruction))])  # type: ignore[arg-type]
+                        _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
                         for n, g in zip(nears, fn_sites)]
                 plains: list[frozenset[Decimal]] | None = None
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
@@ -1317,8 +1322,8 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                                       _flip_draws(tried), len(fn_sites), words, taken, rng, checks)
                     continue
                 block.append(_member_text(lines, fn, name, reals))
-                for nodes, real, group, beside in drafts:
-                    for twin, kind in [(t, "twin") for t in group] + [(t, "margin") for t in beside]:
+                for nodes, real, group, margin in drafts:
+                    for twin, kind in [(t, "twin") for t in group] + [(t, "margin") for t in margin]:
                         name = _fresh_name(rng, words, taken, checks, fn.name)
                         plan.members.append(Member(file, key, name, kind, fn.name, twin, literal=twin.value,
                                                    real_literal=real))
@@ -1863,12 +1868,64 @@ def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
           beside: frozenset[Decimal] = frozenset()) -> list[frozenset[Decimal]]:
     """Per site, the values no member may take: `avoid`, what the test writes outside the site, and (`derive`)
     what one step of arithmetic gives from those and from what the file writes outside the test (`beside`,
-    `around`: a fixture's `Pool(pages=100)` and `reserve(87)` give 13: red team 7, R7-8) (`derived`)."""
+    `around`: a fixture's `Pool(pages=100)` and `reserve(87)` give 13: red team 7, R7-8) (`derived`), and the
+    values that would differ from the real one in which of the test's numbers they divide or are divided by
+    (`related`). With `derive`, where betting on the member nearest a number the forger reads wins more than
+    1/(K+1) (`_within_reach`), the real value is in its set: a fall-back site (red team 9, R9-6: 77 beside a
+    derived 78, a fence-post fix; the member nearest it won 0.625 against recorded odds of 0.25)."""
     out = []
     for g in fn_sites:
         written = _elsewhere(fn, g) if fn is not None else frozenset()
-        out.append(avoid | written | (derived(written | beside) | scaled(written | beside) if derive else frozenset()))
+        value: int | float = _number(g[0])  # type: ignore[assignment]
+        if not derive:
+            out.append(avoid | written)
+            continue
+        read = avoid | written | derived(written | beside) | scaled(written | beside)
+        if len(written | beside) > MAX_DERIVED:  # the pairs `derived` leaves out past its cap (red team 9, R9-1:
+            # 17 rates beside `capacity(13, page=6) == 78`), by membership, around this value
+            read |= Crossing(None, written | beside).near(value, written | beside, every=True)
+        near = read | unbalanced(value, related(value, written))
+        out.append(near | {_decimal(value)} if _within_reach(value, read, near) else near)
     return out
+
+
+def _within_reach(value: int | float, read: frozenset[Decimal], near: frozenset[Decimal]) -> bool:
+    """Whether a forger betting on the member nearest some number of `read` (ties split) wins more than 1/(K+1)
+    over the K+1 ranks `values` draws the real value at uniformly (the K admissible values on each side, `near`
+    avoided): a fence-post fix moves the value a little, so the member next to a number the forger reads is
+    the real one (red team 9, R9-6). Only numbers between MARGIN steps below the lowest value a group can take
+    and MARGIN steps above the highest are tried. This depends on the site alone, never on a drawn group."""
+    real, unit = _decimal(value), _unit(value)
+    below, above = _sides(value, K, near, keep_sign=False, shaped=_room(value, K, near))
+    low = (below[-1] if below else real) - MARGIN * unit
+    high = (above[-1] if above else real) + MARGIN * unit
+    groups = [below[:rank][::-1] + [real] + above[:K - rank] for rank in range(K + 1)]
+    for r in read:
+        if not (r.is_finite() and low <= r <= high and r != real):
+            continue
+        won = 0.0
+        for group in groups:
+            distance = [abs(v - r) for v in group]
+            best = [v for v, d in zip(group, distance) if d == min(distance)]
+            won += 1 / len(best) if real in best else 0.0
+        if won / len(groups) > 1 / (K + 1) + 1e-9:
+            return True
+    return False
+
+
+def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[Decimal]]:
+    """Per whole number a (|a| >= 2) of `numbers` (what the test writes outside the site), the values around a
+    whole `value` (as far as `values` walks) that a divides or that divide a. A forger betting on the member the
+    test's input divides, or that divides it, needs no factor (`convert(13) == 52`, `convert(1001) == 77`: red
+    team 9, R9-9, 1.0 on 9 of 9 against recorded odds of 0.25): each is a prior every member must share with the
+    real one (`unbalanced`), as they share its powers of 2 and 5 (`value_shape`)."""
+    if isinstance(value, float) or not value:
+        return []
+    real, unit = _decimal(value), _unit(value)
+    window = [v for k in range(-10 * K - 10, 10 * K + 11) for v in [int(real + k * unit)] if v]
+    factors = {abs(int(n)) for n in numbers if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS
+               and n == n.to_integral_value() and abs(n) >= 2}
+    return [frozenset(Decimal(v) for v in window if v % a == 0 or a % v == 0) for a in sorted(factors)]
 
 
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
@@ -1893,6 +1950,11 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     # guessed right, so weak groups still multiply its odds down over a task's tests.
     leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K, shaped=False)]  # type: ignore[arg-type]
     leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
+    # a value read near the site (`_within_reach`, a derived one) costs the forger a guess still; one it reads
+    # outright (the file writes it elsewhere) does not: those sites last
+    unread = [i for i in leaky if _decimal(_number(fn_sites[i][0])) not in  # type: ignore[arg-type]
+              avoid | (_elsewhere(fn, fn_sites[i]) if fn is not None else frozenset())]
+    leaky = unread or leaky
     return [leaky[j] for j in _spread(len(leaky), CANDIDATE_SITES)]
 
 
