@@ -198,7 +198,7 @@ class Git:
         ancestors (`git rev-list --objects`): what a repository kept with its history holds. GitError when git
         cannot walk the history or size an object."""
         named: dict[str, str] = {}
-        for line in self.run("rev-list", "--objects", "--end-of-options", commit).decode("utf-8", "replace").splitlines():
+        for line in self.run("rev-list", "--objects", "--missing=allow-any", "--end-of-options", commit).decode("utf-8", "replace").splitlines():
             oid, _, path = line.partition(" ")
             if path:
                 named.setdefault(oid, path)

@@ -2123,3 +2123,8 @@ def select(graded: list[str], before: list, after: list,
         else:
             twinless.append(test_id)
     return kept, twinless
+
+
+# what the guard reads of one site, by the same rules the plan uses
+number = _number
+written_outside = _elsewhere
