@@ -204,16 +204,20 @@ class Git:
                 named.setdefault(oid, path)
         if not named:
             return {}
-        proc = subprocess.run(self._cmd("cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"),
-                              input="".join(f"{oid}\n" for oid in named).encode(), capture_output=True)
-        if proc.returncode != 0:
-            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
         out = {}
-        for line in proc.stdout.decode().splitlines():
+        for line in self._batch_check(named, "=%(objectname) %(objecttype) %(objectsize)").stdout.decode().splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
                 out[parts[0]] = (named[parts[0]], int(parts[2]))
         return out
+
+    def _batch_check(self, ids: Iterable[str], format: str = "") -> subprocess.CompletedProcess[bytes]:
+        """One `git cat-file --batch-check[=format]` over `ids`; GitError when it fails."""
+        proc = subprocess.run(self._cmd("cat-file", f"--batch-check{format}"),
+                              input="".join(f"{i}\n" for i in ids).encode(), capture_output=True)
+        if proc.returncode != 0:
+            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
+        return proc
 
     def unreadable_blobs(self, commit: str) -> dict[str, str]:
         """{path: why} for the files of commit's tree whose objects git cannot read (missing, or corrupt
@@ -222,10 +226,7 @@ class Git:
         ids = sorted(set(blobs.values()))
         if not ids:
             return {}
-        proc = subprocess.run(self._cmd("cat-file", "--batch-check"), input="".join(f"{i}\n" for i in ids).encode(),
-                              capture_output=True)
-        if proc.returncode != 0:
-            raise GitError(last_line(proc.stderr, f"git cat-file exited {proc.returncode}"))
+        proc = self._batch_check(ids)
         bad = {line.split()[0] for line in proc.stdout.decode().splitlines() if line.endswith(" missing")}
         if not bad:
             return {}

@@ -1176,10 +1176,8 @@ class Crossing:
         gives."""
         if not self.code:
             return frozenset()
-        real, unit = _decimal(value), _unit(value)
         operands = sorted(self.code & numbers) if every else _operands(numbers)
-        return frozenset(v for k in range(-10 * K - 10, 10 * K + 11) for v in [real + k * unit]
-                         if self.reads(v, operands))
+        return frozenset(v for v in _window(value) if self.reads(v, operands))
 
     def among(self, values: frozenset[Decimal], numbers: frozenset[Decimal]) -> frozenset[Decimal]:
         """The `values` that one step of arithmetic between `numbers` and the code's numbers gives."""
@@ -1187,19 +1185,25 @@ class Crossing:
         return frozenset(v for v in values if self.code and self.reads(v, operands))
 
 
+def _window(value: int | float) -> list[Decimal]:
+    """The values around `value`, itself included, as far as `values` walks (`_sides`: 10 * K + 10 steps of its
+    unit on each side): what a prior near it must be read over."""
+    real, unit = _decimal(value), _unit(value)
+    return [real + k * unit for k in range(-10 * K - 10, 10 * K + 11)]
+
+
 def unbalanced(value: int | float, priors: list[frozenset[Decimal]]) -> frozenset[Decimal]:
     """The values a twin of `value` may not take so that, in each of `priors`, every member of its group is
     inside where the real one is and outside where it is not (a set holding some members says nothing then:
     `guard._set_odds`): each prior the real value is outside of, and where it is inside, the values around it
     (as far as `values` walks) that are not."""
-    real, unit = _decimal(value), _unit(value)
+    real = _decimal(value)
     out: set[Decimal] = set()
     for prior in priors:
         if real not in prior:
             out |= prior
         else:
-            out |= {v for k in range(1, 10 * K + 11) for v in (real - k * unit, real + k * unit)
-                    if v not in prior}
+            out |= {v for v in _window(value) if v not in prior}
     return frozenset(out)
 
 
@@ -1921,8 +1925,7 @@ def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[D
     real one (`unbalanced`), as they share its powers of 2 and 5 (`value_shape`)."""
     if isinstance(value, float) or not value:
         return []
-    real, unit = _decimal(value), _unit(value)
-    window = [v for k in range(-10 * K - 10, 10 * K + 11) for v in [int(real + k * unit)] if v]
+    window = [int(v) for v in _window(value) if v]
     factors = {abs(int(n)) for n in numbers if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS
                and n == n.to_integral_value() and abs(n) >= 2}
     return [frozenset(Decimal(v) for v in window if v % a == 0 or a % v == 0) for a in sorted(factors)]
