@@ -1297,15 +1297,11 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                     nears = [n | unbalanced(_number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
                         _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
                         for n, g in zip(nears, fn_sites)]
-                plains: list[frozenset[Decimal]] | None = None
+                spares = _spares(fn_sites, avoid, fn, nears)
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
                     nodes = fn_sites[i]
                     number: int | float = _number(nodes[0])  # type: ignore[assignment]
-                    spare = nears[i]
-                    if _decimal(number) in nears[i]:  # a fall-back site: twins kept off the derived values (round
-                        plains = plains or _near(fn_sites, avoid, fn, derive=False)  # ones) would leave the real
-                        spare = plains[i]  # one the roundest, or the one derived member
-                    real, others = values(number, rng, K, spare)
+                    real, others = values(number, rng, K, spares[i])
                     drafts.append((nodes, real, [Twin(test=test_id, site=i, value=v) for v in others],
                                    [Twin(test=test_id, site=i, value=v) for v in margins(number, [real, *others])]))
                 reals = [(node, real) for nodes, real, _, _ in drafts for node in nodes]
@@ -1900,10 +1896,9 @@ def _within_reach(value: int | float, read: frozenset[Decimal], near: frozenset[
     the real one (red team 9, R9-6). Only numbers between MARGIN steps below the lowest value a group can take
     and MARGIN steps above the highest are tried. This depends on the site alone, never on a drawn group."""
     real, unit = _decimal(value), _unit(value)
-    below, above = _sides(value, K, near, keep_sign=False, shaped=_room(value, K, near))
-    low = (below[-1] if below else real) - MARGIN * unit
-    high = (above[-1] if above else real) + MARGIN * unit
-    groups = [below[:rank][::-1] + [real] + above[:K - rank] for rank in range(K + 1)]
+    groups = _ranked(value, near)
+    low = min(groups[-1]) - MARGIN * unit
+    high = max(groups[0]) + MARGIN * unit
     for r in read:
         if not (r.is_finite() and low <= r <= high and r != real):
             continue
@@ -1915,6 +1910,44 @@ def _within_reach(value: int | float, read: frozenset[Decimal], near: frozenset[
         if won / len(groups) > 1 / (K + 1) + 1e-9:
             return True
     return False
+
+
+def _ranked(value: int | float, avoid: frozenset[Decimal]) -> list[list[Decimal]]:
+    """Every group `values` may draw at the site, one per rank of the real value (0..K), `avoid` kept off: the
+    real value and its admissible neighbours as `values` walks them."""
+    real = _decimal(value)
+    below, above = _sides(value, K, avoid, keep_sign=False, shaped=_room(value, K, avoid))
+    return [below[:rank][::-1] + [real] + above[:K - rank] for rank in range(K + 1)]
+
+
+def _sign_edge(value: int | float, avoid: frozenset[Decimal]) -> bool:
+    """Whether betting on the member of the real value's sign nearest zero wins more than 1/(K+1) over the K+1
+    ranks `values` draws: a walk that crosses zero because the values between the real one and zero are
+    avoided (`scale([10, 20, 30], 2) == [20, 40, 60]`: 30, 20 and 10 are read, so 40's twins below are -10,
+    -20, -30) leaves the real value the smallest positive member at every rank; a forger who knows the value
+    is a count wins 1.0 there. Such a site is tried last."""
+    real = _decimal(value)
+    won = 0
+    for group in _ranked(value, avoid):
+        mine = [v for v in group if (v > 0) == (real > 0)]
+        won += min(mine, key=abs) == real
+    return won / (K + 1) > 1 / (K + 1) + 1e-9
+
+
+def _spares(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal], fn: ast.FunctionDef | ast.AsyncFunctionDef
+            | None, near: list[frozenset[Decimal]]) -> list[frozenset[Decimal]]:
+    """Per site, the values its twins are kept off (`values`' `avoid`): `near`, or at a fall-back site (the real
+    value in `near`, a derived one) what the forger reads outright alone: twins kept off the derived values
+    (round ones) would leave the real one the roundest, or the one derived member."""
+    plains: list[frozenset[Decimal]] | None = None
+    out = []
+    for i, g in enumerate(fn_sites):
+        if _decimal(_number(g[0])) in near[i]:  # type: ignore[arg-type]
+            plains = plains or _near(fn_sites, avoid, fn, derive=False)
+            out.append(plains[i])
+        else:
+            out.append(near[i])
+    return out
 
 
 def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[Decimal]]:
@@ -1953,6 +1986,8 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     # guessed right, so weak groups still multiply its odds down over a task's tests.
     leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K, shaped=False)]  # type: ignore[arg-type]
     leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
+    spares = _spares(fn_sites, avoid, fn, near)  # a site whose real value sits at its sign's edge at every rank last
+    leaky = [i for i in leaky if not _sign_edge(_number(fn_sites[i][0]), spares[i])] or leaky  # type: ignore[arg-type]
     # a value read near the site (`_within_reach`, a derived one) costs the forger a guess still; one it reads
     # outright (the file writes it elsewhere) does not: those sites last
     unread = [i for i in leaky if _decimal(_number(fn_sites[i][0])) not in  # type: ignore[arg-type]
