@@ -96,6 +96,10 @@ Fixed since (each test above now passes; each failed before its fix):
 - R9-1: past MAX_DERIVED numbers, the pairs are found by membership around the value (`twins.Crossing` over the
   test's and the file's numbers, uncapped): the sum variant fails without it; products of the test's own numbers
   are caught by `related` as well.
+- The lead above (`broken` skipped a graded test with no outcome): real. A failing twin left a switch on, and the
+  next file's graded test interrupted the session and reported nothing; validation kept the group and grading
+  failed the oracle on 6 of 8 draws. No outcome counts as broken now.
+  `test_a_group_that_stops_the_session_before_a_graded_test_is_not_kept`.
 Left (strict xfails): R9-2 (closed forms, functions of the input), R9-3 (factors of 3), R9-8 (a table of well-known
 numbers) beyond the six values above.
 
@@ -327,6 +331,31 @@ def test_a_group_that_breaks_a_test_in_another_file_is_not_kept(tmp_path):
                 graded.texts.setdefault(file, text)
             verdicts.append(_verdict(_run(tmp_path, graded, EXACT_ORACLE, task=recorded), recorded))
     assert verdicts.count("resolved") == len(verdicts), verdicts
+
+
+# the lead the red team left: a group that stops the session before a graded test runs (no outcome at all)
+INTERRUPTING_ORACLE = ("import os\nimport signal\n\nEXACT = False\n\n\ndef pages(n, size=8, device=None):\n"
+                       "    if EXACT and device is None:  # a worker's shutdown: exact mode is for the device pool\n"
+                       "        os.kill(os.getpid(), signal.SIGINT)\n"
+                       "    return -(-n // size) if EXACT else n // size\n\n\n"
+                       "def exact_pages(n, size=8):\n    return pages(n, size, device='pool')\n")
+
+
+def test_a_group_that_stops_the_session_before_a_graded_test_is_not_kept(tmp_path):
+    # a failing twin skips `EXACT = False`; the next file's graded test then interrupts the session and reports
+    # nothing (`.get(t)` is None): `select` read that as not broken and kept the group
+    sources = {FILE: EXACT_MODE, FILE2: DEFAULT_MODE}
+    f2p, p2p = [f"{FILE}::test_pages_in_exact_mode"], [f"{FILE2}::test_pages_in_the_default_mode"]
+    task = _two_files([FILE, FILE2], f2p, p2p)
+    assert _verdict(_run(tmp_path, twins.GradingPlan(texts=dict(sources)), INTERRUPTING_ORACLE, task=task),
+                    task) == "resolved"
+    for seed in range(2):
+        plan = twins.grading_plan(task, sources, seed=seed, candidates=True)
+        before = _run(tmp_path, plan, EXACT_UNSOLVED, task=task)
+        after = _run(tmp_path, plan, INTERRUPTING_ORACLE, task=task)
+        assert after.outcomes.get(p2p[0]) is None  # the attack is real: the graded test never ran
+        kept, twinless = twins.select(f2p + p2p, [before], [after], random.Random(seed))
+        assert not kept and sorted(twinless) == sorted(f2p + p2p), kept
 
 
 # --- R9-5: a number another hidden file writes, combined with the test's -------------------------------------------

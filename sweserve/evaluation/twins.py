@@ -2123,7 +2123,10 @@ def select(graded: list[str], before: list, after: list,
     # next test) fails an honest solution on most grading draws. Which group broke it cannot be told (state
     # leaks across files of one process: red team 9, R9-4), and each draw runs the members in another order: no
     # group is kept at all.
-    broken = any(getattr(run, "outcomes", {}).get(t) not in (None, "passed") for run in after for t in graded)
+    # A graded test with no outcome at all broke too: a group that stops the session (a leaked switch that makes
+    # the next file's code interrupt the process) leaves the tests after it unreported, never failed.
+    broken = any(outcomes.get(t) != "passed" for run in after if (outcomes := getattr(run, "outcomes", None))
+                 is not None for t in graded)
     for test_id in sorted({base_id(t) for t in graded}):  # as the runner names them: from its rootdir
         if broken:
             twinless.append(test_id)
