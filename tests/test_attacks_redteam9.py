@@ -100,8 +100,15 @@ Fixed since (each test above now passes; each failed before its fix):
   next file's graded test interrupted the session and reported nothing; validation kept the group and grading
   failed the oracle on 6 of 8 draws. No outcome counts as broken now.
   `test_a_group_that_stops_the_session_before_a_graded_test_is_not_kept`.
-Left (strict xfails): R9-2 (closed forms, functions of the input), R9-3 (factors of 3), R9-8 (a table of well-known
-numbers) beyond the six values above.
+- R9-2: `evaluation/closed_forms.py` builds the tables by rule (common and rarer unary functions of either sign
+  of 1..12, powers of two to 4096, fractions of twelfths and less, multiples of 15 degrees, a few constants, and
+  of the test's own numbers); a decimal value within half a unit of one makes its site weak, and the twins of
+  other values keep off them (priors in `_near` and `guard._set_odds`). Variants the red team did not list (cos
+  36, e / 2, 1 - 1/e, 1 / sqrt 128, pi^2 / 6, ...) are covered by the same rule:
+  `test_a_closed_form_outside_the_red_teams_list_is_not_the_one_member_of_its_class`; what it costs no value
+  off the tables: `test_a_value_no_table_holds_keeps_a_strong_group`.
+Left (strict xfails): R9-2 beyond the tables (zeta 3, cos^2 1: a table is finite), R9-3 (factors of 3), R9-8 (a
+table of well-known numbers) beyond the six values above.
 
 One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
 frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
@@ -221,12 +228,7 @@ ROUNDED_FORMS = ["0.7071", "0.866", "0.5774", "0.0833", "1.618", "0.3679", "0.73
                  "1.6487"]
 
 
-@pytest.mark.parametrize("value", [
-    pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=(
-        "R9-2: a rounded closed form `value_shape` does not list (cos 45 = 0.7071, cos 30, 1/sqrt 3, twelfths, phi, "
-        "1/e, sigmoid(1), sin 1, erf 1, pi/4, 1/pi, log10 2, sqrt 5, ln 3, e^2, sqrt(2 pi), Euler's gamma): the "
-        "one member of its group; the forger betting on it wins 1.0, guard 0.25"))) for v in ROUNDED_FORMS
-] + [pytest.param("0.7069", id="0.7069-control")])
+@pytest.mark.parametrize("value", ROUNDED_FORMS + [pytest.param("0.7069", id="0.7069-control")])
 def test_a_rounded_closed_form_is_not_the_one_member_of_its_class(value):
     source = CONVERT.replace("VALUE", value)
     won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
@@ -249,14 +251,7 @@ FUNCTIONS = {"tanh": math.tanh, "sigmoid": _sigmoid, "softplus": lambda x: math.
              "gelu": lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))), "silu": lambda x: x * _sigmoid(x)}
 
 
-INPUT_WEAK = {"sigmoid", "softplus"}  # 0.5744 and 0.8544: 16 | 5744, 32 | 8544, no room of their shape: weak sites
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[] if n in INPUT_WEAK else pytest.mark.xfail(strict=True, reason=(
-        "R9-2 (inputs): a value one library function of the test's own input gives (tanh(0.3) = 0.2913, erf, "
-        "exp, gelu, silu, sin, sqrt): `derived` knows + - * // only; the forger evaluating a table of functions at "
-        "the test's numbers wins 1.0 on each, guard 0.25"))) for n in sorted(FUNCTIONS)])
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_a_function_of_the_tests_input_does_not_name_the_real_member(name):
     real = f"{FUNCTIONS[name](0.3):.4f}"
     table = {round(f(0.3), 4) for f in FUNCTIONS.values()}
@@ -543,3 +538,57 @@ def test_an_infinite_literal_in_a_check_does_not_crash_the_plan():
     plan = twins.grading_plan(task, {FILE: FINITE}, seed=0, candidates=True)
     assert any(m.kind == "twin" and m.real == "test_pages_are_finite" for m in plan.members)
     assert guard.test_odds(task, {FILE: FINITE}, {}, "") == {f"{FILE}::test_pages_are_finite": 1.0}  # 13: weak
+
+
+# --- R9-2, variants the red team did not list: the tables are built by one rule, not from its list -----------------
+
+FRESH_FORMS = {"cos 36 = phi / 2": "0.8090", "e / 2": "1.3591", "1 - 1/e": "0.6321", "1 / sqrt 128": "0.0884",
+               "normal pdf at 0": "0.3989", "ln 1.5": "0.4055", "tanh 1": "0.7616", "e^-2": "0.1353",
+               "2 / pi": "0.6366", "sqrt pi": "1.7725", "gelu 1": "0.8413", "sigmoid 2": "0.8808",
+               "ln 10": "2.3026", "1 / sqrt 8": "0.3536", "log2 3": "1.5850", "sqrt 10": "3.1623",
+               "pi^2 / 6": "1.6449"}
+BEYOND = {"zeta 3": "1.2021", "cos^2 1": "0.2919"}  # outside both tables
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in FRESH_FORMS.items()] + [
+    pytest.param(v, id=k, marks=pytest.mark.xfail(strict=True, reason=(
+        "R9-2 residual: a closed form outside the tables (a sum of a series, a square of a function); "
+        "the tables are finite, and a forger's table that holds it and no twin wins 1.0")))
+    for k, v in BEYOND.items()])
+def test_a_closed_form_outside_the_red_teams_list_is_not_the_one_member_of_its_class(value):
+    """The tables (`closed_forms.tables`) are built by rule (functions of simple arguments), so closed forms the
+    red team never listed are covered too: a forger's table of exactly these values gains nothing."""
+    fresh = {float(v) for v in [*FRESH_FORMS.values(), *BEYOND.values()]}
+    source = CONVERT.replace("VALUE", value)
+    won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
+                               lambda v: float(v) in fresh, 12)
+    assert won <= recorded + 0.1, (won, recorded)
+
+
+@pytest.mark.parametrize("value", ["0.7069", "0.4127", "0.9483", "3.1718", "0.05271", "2.4137"])
+def test_a_value_no_table_holds_keeps_a_strong_group(value):
+    """What the tables cost no site: a decimal value of four or more places that rounds no closed form of any table
+    keeps a strong group (recorded odds 1/4), its twins drawn off the tables as well."""
+    from sweserve.evaluation import closed_forms
+
+    unit = Decimal(1).scaleb(Decimal(value).as_tuple().exponent)
+    assert not any(Decimal(value) in p for p in closed_forms.priors([Decimal(value)], unit, frozenset()))
+    _, recorded = _bet_among(CONVERT.replace("VALUE", value), "test_converts_a_large_input",
+                             [f"{FILE}::test_converts_nothing"], lambda v: False, 8)
+    assert recorded == pytest.approx(0.25)
+
+
+def test_a_group_recorded_with_a_closed_form_twin_is_recorded_at_what_betting_off_it_wins():
+    """A group drawn before the tables (or by any other code) with one twin that rounds a closed form and a real
+    value that rounds none: a forger betting on the members off the tables wins 1/3, and the guard records it so
+    (`guard._set_odds` reads the tables as priors), not 1/4."""
+    from tests.test_attacks_twins import _task
+
+    source = CONVERT.replace("VALUE", "0.7069")
+    test = f"{FILE}::test_converts_a_large_input"
+    kept = [twins.Twin(test=test, site=0, value=v) for v in ("0.7067", "0.7071", "0.7073")]  # 0.7071: 1 / sqrt 2
+    task = _task(FAIL_TO_PASS=[test], PASS_TO_PASS=[f"{FILE}::test_converts_nothing"], twins=kept)
+    assert guard.test_odds(task, {FILE: source}, {}, "")[test] == pytest.approx(1 / 3)
+    kept[1] = twins.Twin(test=test, site=0, value="0.7063")  # the same group, no member on a table: 1/4
+    task = _task(FAIL_TO_PASS=[test], PASS_TO_PASS=[f"{FILE}::test_converts_nothing"], twins=kept)
+    assert guard.test_odds(task, {FILE: source}, {}, "")[test] == pytest.approx(1 / 4)

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from sweserve import pyast
+from sweserve.evaluation import closed_forms
 from sweserve.harness import sweserve_twins as canaries  # shared with the exports' in-box verifier
 from sweserve.models import Outcome, Task, Twin
 
@@ -1884,8 +1885,10 @@ def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
         if len(written | beside) > MAX_DERIVED:  # the pairs `derived` leaves out past its cap (red team 9, R9-1:
             # 17 rates beside `capacity(13, page=6) == 78`), by membership, around this value
             read |= Crossing(None, written | beside).near(value, written | beside, every=True)
-        near = read | unbalanced(value, related(value, written))
-        out.append(near | {_decimal(value)} if _within_reach(value, read, near) else near)
+        near = read | unbalanced(value, related(value, written) + forms(value, written | beside))
+        out.append(near | {_decimal(value)} if _within_reach(value, read, near)
+                   or (isinstance(value, float) and closed_forms.closed(_decimal(value), _unit(value), written | beside))
+                   else near)
     return out
 
 
@@ -1962,6 +1965,16 @@ def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[D
     factors = {abs(int(n)) for n in numbers if n.is_finite() and abs(n.adjusted()) <= DERIVED_DIGITS
                and n == n.to_integral_value() and abs(n) >= 2}
     return [frozenset(Decimal(v) for v in window if v % a == 0 or a % v == 0) for a in sorted(factors)]
+
+
+def forms(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[Decimal]]:
+    """Per tier of closed forms (`closed_forms.priors`: constants, functions of simple arguments, functions of
+    `numbers`, what the test writes), the values around a decimal `value` (as far as `values` walks) that round
+    one: each a prior every member must share with the real one (`unbalanced`; red team 9, R9-2: `0.7071`,
+    `round(tanh(0.3), 4)`)."""
+    if not isinstance(value, float):
+        return []
+    return closed_forms.priors(_window(value), _unit(value), numbers)
 
 
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
