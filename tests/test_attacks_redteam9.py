@@ -100,15 +100,11 @@ Fixed since (each test above now passes; each failed before its fix):
   next file's graded test interrupted the session and reported nothing; validation kept the group and grading
   failed the oracle on 6 of 8 draws. No outcome counts as broken now.
   `test_a_group_that_stops_the_session_before_a_graded_test_is_not_kept`.
-- R9-2: `evaluation/closed_forms.py` builds the tables by rule (common and rarer unary functions of either sign
-  of 1..12, powers of two to 4096, fractions of twelfths and less, multiples of 15 degrees, a few constants, and
-  of the test's own numbers); a decimal value within half a unit of one makes its site weak, and the twins of
-  other values keep off them (priors in `_near` and `guard._set_odds`). Variants the red team did not list (cos
-  36, e / 2, 1 - 1/e, 1 / sqrt 128, pi^2 / 6, ...) are covered by the same rule:
-  `test_a_closed_form_outside_the_red_teams_list_is_not_the_one_member_of_its_class`; what it costs no value
-  off the tables: `test_a_value_no_table_holds_keeps_a_strong_group`.
-Left (strict xfails): R9-2 beyond the tables (zeta 3, cos^2 1: a table is finite), R9-3 (factors of 3), R9-8 (a
-table of well-known numbers) beyond the six values above.
+- R9-2: every decimal site is weak (`twins.computed`). Tables of closed forms built by rule came first. Red
+  team 10 beat them four ways, each 1.0 against 0.25: a value one unit off a table value, a cap on the test's
+  numbers, a value scaled out of the tables' range, and quantities of two steps. Those attacks are tests below
+  (section "R9-2 and red team 10"), as is what the rule costs.
+Left (strict xfails): R9-3 (factors of 3), R9-8 (a table of well-known numbers) beyond the six values above.
 
 One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
 frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
@@ -540,55 +536,119 @@ def test_an_infinite_literal_in_a_check_does_not_crash_the_plan():
     assert guard.test_odds(task, {FILE: FINITE}, {}, "") == {f"{FILE}::test_pages_are_finite": 1.0}  # 13: weak
 
 
-# --- R9-2, variants the red team did not list: the tables are built by one rule, not from its list -----------------
+# --- R9-2 and red team 10: every decimal site is weak ---------------------------------------------------------------
+#
+# A first fix built tables of closed forms by rule (functions of simple arguments and of the test's numbers) and
+# made a value that rounds one weak. A tenth red team beat it four ways, each 1.0 against recorded odds of 0.25:
+# values one unit off a table value (the member nearest the table is real), functions of an input pushed past the
+# tables' cap on the test's numbers, closed forms scaled out of the tables' range, and 35 of 76 common quantities
+# at four decimals (41 at five and six) that no table of one function holds. Any finite table leaves a larger
+# one ahead, so a decimal site is weak whatever it rounds (`twins.computed`).
 
 FRESH_FORMS = {"cos 36 = phi / 2": "0.8090", "e / 2": "1.3591", "1 - 1/e": "0.6321", "1 / sqrt 128": "0.0884",
-               "normal pdf at 0": "0.3989", "ln 1.5": "0.4055", "tanh 1": "0.7616", "e^-2": "0.1353",
-               "2 / pi": "0.6366", "sqrt pi": "1.7725", "gelu 1": "0.8413", "sigmoid 2": "0.8808",
-               "ln 10": "2.3026", "1 / sqrt 8": "0.3536", "log2 3": "1.5850", "sqrt 10": "3.1623",
-               "pi^2 / 6": "1.6449"}
-BEYOND = {"zeta 3": "1.2021", "cos^2 1": "0.2919"}  # outside both tables
+               "normal pdf at 0": "0.3989", "tanh 1": "0.7616", "2 / pi": "0.6366", "gelu 1": "0.8413",
+               "log2 3": "1.5850", "pi^2 / 6": "1.6449", "zeta 3": "1.2021", "cos^2 1": "0.2919"}
+NEAR_A_FORM = {"1/sqrt 2 cut": "0.707106", "1/sqrt 2 + 1": "0.707108", "1/sqrt 2 - 2": "0.707105",
+               "e cut": "2.718281", "e cut short": "2.7182", "ln 2 cut": "0.69314", "sqrt 2 cut": "1.414213",
+               "gamma cut": "0.577215", "phi cut": "1.618033"}
+SCALED = {"1/sqrt 2 per mille": "7.0711e-04", "sigmoid(-15)": "3.0590e-07", "exp(-20)": "2.0612e-09",
+          "exp(20)": "485165195.4098"}
+COMPOSED = {"softmax [1,2,3]": "0.2447", "cosine similarity": "0.9746", "rmsnorm": "0.4629", "rope": "0.7499",
+            "entropy": "1.0397", "perplexity": "2.2988", "logsumexp": "3.4076", "log-softmax": "-2.4076",
+            "Phi(0.5)": "0.6915", "binomial": "0.3087", "selu": "1.0507", "mish": "0.8651",
+            "0.9^10": "0.3487", "1 / sqrt 768": "0.0361", "float32 of 0.1": "0.10000000149"}
 
 
-@pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in FRESH_FORMS.items()] + [
-    pytest.param(v, id=k, marks=pytest.mark.xfail(strict=True, reason=(
-        "R9-2 residual: a closed form outside the tables (a sum of a series, a square of a function); "
-        "the tables are finite, and a forger's table that holds it and no twin wins 1.0")))
-    for k, v in BEYOND.items()])
-def test_a_closed_form_outside_the_red_teams_list_is_not_the_one_member_of_its_class(value):
-    """The tables (`closed_forms.tables`) are built by rule (functions of simple arguments), so closed forms the
-    red team never listed are covered too: a forger's table of exactly these values gains nothing."""
-    fresh = {float(v) for v in [*FRESH_FORMS.values(), *BEYOND.values()]}
+def _nearest_member(members: list[Decimal], table: list[float]) -> set[Decimal]:
+    """The members nearest any value of a forger's table (ties all kept)."""
+    distance = {m: min(abs(float(m) - t) for t in table) for m in members}
+    return {m for m, d in distance.items() if d == min(distance.values())}
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in
+                                   {**FRESH_FORMS, **SCALED, **COMPOSED}.items()])
+def test_a_computed_decimal_is_not_the_one_member_of_its_class(value):
+    """A forger's table of exactly the values these tests check (closed forms the red teams listed and did not,
+    scaled ones, quantities of two steps or more) gains nothing: the site is weak, recorded so."""
+    table = {float(v) for v in [*FRESH_FORMS.values(), *SCALED.values(), *COMPOSED.values()]}
     source = CONVERT.replace("VALUE", value)
     won, recorded = _bet_among(source, "test_converts_a_large_input", [f"{FILE}::test_converts_nothing"],
-                               lambda v: float(v) in fresh, 12)
+                               lambda v: float(v) in table, 12)
     assert won <= recorded + 0.1, (won, recorded)
 
 
-@pytest.mark.parametrize("value", ["0.7069", "0.4127", "0.9483", "3.1718", "0.05271", "2.4137"])
-def test_a_value_no_table_holds_keeps_a_strong_group(value):
-    """What the tables cost no site: a decimal value of four or more places that rounds no closed form of any table
-    keeps a strong group (recorded odds 1/4), its twins drawn off the tables as well."""
-    from sweserve.evaluation import closed_forms
+@pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in NEAR_A_FORM.items()])
+def test_a_value_one_unit_off_a_closed_form_is_not_the_member_nearest_it(value):
+    """Red team 10: twins kept off a table while the real value sits one unit beside a table value (a constant cut
+    short, not rounded) leave the real member the one nearest the table: 1.0 against 0.25."""
+    table = [1 / math.sqrt(2), math.e, math.log(2), math.sqrt(2), 0.5772156649015329, (1 + math.sqrt(5)) / 2]
+    graded = "test_converts_a_large_input"
+    wins, recorded = 0.0, 0.0
+    for seed in range(12):
+        task = _two_files([FILE], [f"{FILE}::{graded}"], [f"{FILE}::test_converts_nothing"])
+        plan = twins.grading_plan(task, {FILE: CONVERT.replace("VALUE", value)}, seed=seed, candidates=True)
+        groups = _groups_of(plan).get(graded, [])
+        if not any(not real for _, real in groups):
+            wins += 1.0  # no twin: passed for free
+        else:
+            members = [Decimal(v) for v, _ in groups]
+            picks = _nearest_member(members, table)
+            wins += (1 / len(picks)) if Decimal(value) in picks else 0.0
+        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
+        recorded_task = task.model_copy(update={"twins": kept})
+        recorded += guard.forge_odds(guard.test_odds(recorded_task, {FILE: CONVERT.replace("VALUE", value)}, {}, ""))
+    assert wins / 12 <= recorded / 12 + 0.1, (wins / 12, recorded / 12)
 
-    unit = Decimal(1).scaleb(Decimal(value).as_tuple().exponent)
-    assert not any(Decimal(value) in p for p in closed_forms.priors([Decimal(value)], unit, frozenset()))
+
+PADDED = '''from pkg.thing import activation
+
+PADDING = [PADDING_HERE]
+
+
+def test_activation_of_a_third():
+    assert round(activation(0.37), 5) == VALUE
+
+
+def test_activation_of_nothing():
+    assert activation(0.0) == 0.0
+'''
+
+
+@pytest.mark.parametrize("name", ["erf", "exp", "gelu", "silu", "sigmoid"])
+def test_a_function_of_the_tests_input_is_weak_however_many_numbers_the_file_writes(name):
+    """Red team 10: 41 numbers below the input in the file pushed 0.37 out of the first fix's table of functions
+    of the test's numbers (its cap), and each of these won 1.0 against 0.25."""
+    real = f"{FUNCTIONS[name](0.37):.5f}"
+    padding = ", ".join(f"{i / 1000:.3f}" for i in range(1, 42))
+    source = PADDED.replace("PADDING_HERE", padding).replace("VALUE", real)
+    table = {round(f(0.37), 5) for f in FUNCTIONS.values()}
+    won, recorded = _bet_among(source, "test_activation_of_a_third", [f"{FILE}::test_activation_of_nothing"],
+                               lambda v: float(v) in table, 12)
+    assert won <= recorded + 0.1, (real, won, recorded)
+
+
+@pytest.mark.parametrize("value", ["0.7069", "0.4127", "3.1718", "0.05271", "2.5", "1e-3"])
+def test_a_decimal_site_is_weak_and_a_whole_one_next_to_it_is_not(value):
+    """The rule's cost, stated: a decimal value no table holds is weak too (recorded 1); a whole value beside
+    it in the same fixture keeps a strong group (1/4)."""
     _, recorded = _bet_among(CONVERT.replace("VALUE", value), "test_converts_a_large_input",
-                             [f"{FILE}::test_converts_nothing"], lambda v: False, 8)
+                             [f"{FILE}::test_converts_nothing"], lambda v: False, 4)
+    assert recorded == pytest.approx(1.0)
+    _, recorded = _bet_among(CONVERT.replace("VALUE", "7069"), "test_converts_a_large_input",
+                             [f"{FILE}::test_converts_nothing"], lambda v: False, 4)
     assert recorded == pytest.approx(0.25)
 
 
-def test_a_group_recorded_with_a_closed_form_twin_is_recorded_at_what_betting_off_it_wins():
-    """A group drawn before the tables (or by any other code) with one twin that rounds a closed form and a real
-    value that rounds none: a forger betting on the members off the tables wins 1/3, and the guard records it so
-    (`guard._set_odds` reads the tables as priors), not 1/4."""
+def test_a_group_recorded_at_a_decimal_site_is_no_guard():
+    """A group validation recorded at a decimal site before the rule (drawn strong then) counts as weak now."""
     from tests.test_attacks_twins import _task
 
     source = CONVERT.replace("VALUE", "0.7069")
     test = f"{FILE}::test_converts_a_large_input"
-    kept = [twins.Twin(test=test, site=0, value=v) for v in ("0.7067", "0.7071", "0.7073")]  # 0.7071: 1 / sqrt 2
+    kept = [twins.Twin(test=test, site=0, value=v) for v in ("0.7063", "0.7067", "0.7073")]
     task = _task(FAIL_TO_PASS=[test], PASS_TO_PASS=[f"{FILE}::test_converts_nothing"], twins=kept)
-    assert guard.test_odds(task, {FILE: source}, {}, "")[test] == pytest.approx(1 / 3)
-    kept[1] = twins.Twin(test=test, site=0, value="0.7063")  # the same group, no member on a table: 1/4
+    assert guard.test_odds(task, {FILE: source}, {}, "")[test] == pytest.approx(1.0)
+    whole = CONVERT.replace("VALUE", "7069")  # the same group at a whole value: 1/4
+    kept = [twins.Twin(test=test, site=0, value=v) for v in ("7063", "7067", "7073")]
     task = _task(FAIL_TO_PASS=[test], PASS_TO_PASS=[f"{FILE}::test_converts_nothing"], twins=kept)
-    assert guard.test_odds(task, {FILE: source}, {}, "")[test] == pytest.approx(1 / 4)
+    assert guard.test_odds(task, {FILE: whole}, {}, "")[test] == pytest.approx(0.25)

@@ -146,8 +146,8 @@ GUARD_RULES = "11"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # 9: with the profile's `history: "ancestors"`, every file version and commit message of base's ancestry (R8-7).
 # 10: one step of arithmetic between a test's numbers and the repository code's (`twins.Crossing`, R8-4), and
 # with the numbers other hidden files write (R9-5); which of the test's numbers a value divides (R9-9); a number
-# the forger reads next to the value (R9-6, R9-7); pairs past MAX_DERIVED by membership (R9-1). 11: a decimal
-# value that rounds a closed form (`evaluation/closed_forms.py`, R9-2) is weak, and the tables are priors.
+# the forger reads next to the value (R9-6, R9-7); pairs past MAX_DERIVED by membership (R9-1). 11: every decimal
+# site is weak (`twins.computed`: R9-2, red team 10).
 
 
 def instruction_digest(instruction: str) -> str:

@@ -97,14 +97,12 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         if odds[test] < 1.0:
             file, _, fn = functions[found]
             fn_site = twins.sites(fn)[group[0].site]  # a numeric group (`_group_odds`): one site
-            numbers = (twins.written_outside(fn, fn_site) | twins.around(sources[file], fn) | twins.said(instruction)
-                       | twins.other_files(sources, file))
-            crossed = crossing.among(shown[found], numbers)
-            value = twins.number(fn_site[0])
-            related = twins.related(value, twins.written_outside(fn, fn_site))  # type: ignore[arg-type]
+            crossed = crossing.among(shown[found], twins.written_outside(fn, fn_site) | twins.around(sources[file], fn)
+                                     | twins.said(instruction) | twins.other_files(sources, file))
+            related = twins.related(twins.number(fn_site[0]), twins.written_outside(fn, fn_site))  # type: ignore[arg-type]
             odds[test] = max(odds[test], _set_odds(shown[found], _real(group, fn),
                                                    [*twins.repository_priors(file, repository or {}), crossed,
-                                                    *related, *twins.forms(value, numbers)]))  # type: ignore[arg-type]
+                                                    *related]))
     return odds
 
 

@@ -1,13 +1,12 @@
-"""What the closed-form tables (`sweserve/evaluation/closed_forms.py`) cost in strong sites, in one run.
+"""What making every decimal site weak (`twins.computed`) costs in strong sites, in one run.
 
 Over a corpus of real test files (numpy's own tests by default, installed with the project), every numeric site
 of every test is classified as `grading_plan` would at validation, without a repository: strong (`strong_sites`)
-or not, once with the tables off (`priors` and `closed` answering nothing: the code before red team 9's R9-2 fix)
-and once with them. Printed: sites, decimal sites, strong sites before and after, and the decimal sites whose
-real value rounds a closed form (what a forger tabulating the tables bets on).
+or not, once with the rule off (`computed` answering False: a decimal site judged like a whole one) and once
+with it. Printed: sites, decimal sites, and strong sites (all, and decimal) before and after.
 
-    python benchmarks/closed_forms_coverage.py                  # numpy's tests
-    python benchmarks/closed_forms_coverage.py /path/to/tests   # any folder of test_*.py files
+    python benchmarks/decimal_sites.py                  # numpy's tests
+    python benchmarks/decimal_sites.py /path/to/tests   # any folder of test_*.py files
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
-from sweserve.evaluation import closed_forms, twins
+from sweserve.evaluation import twins
 
 
 def _files(root: Path | None) -> list[Path]:
@@ -30,7 +29,7 @@ def _files(root: Path | None) -> list[Path]:
 
 
 def _count(files: list[Path]) -> dict[str, int]:
-    out = {"tests": 0, "sites": 0, "decimal sites": 0, "strong": 0, "strong decimal": 0, "closed decimal": 0}
+    out = {"tests": 0, "sites": 0, "decimal sites": 0, "strong": 0, "strong decimal": 0}
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
@@ -45,18 +44,13 @@ def _count(files: list[Path]) -> dict[str, int]:
                 continue
             out["tests"] += 1
             beside = twins.around(text, node)
-            near = twins._near(fn_sites, beside, node, beside=beside)
-            strong = set(twins.strong_sites(fn_sites, near))
+            strong = set(twins.strong_sites(fn_sites, twins._near(fn_sites, beside, node, beside=beside)))
             for i, g in enumerate(fn_sites):
-                value = twins._number(g[0])
-                decimal = isinstance(value, float)
+                decimal = isinstance(twins._number(g[0]), float)
                 out["sites"] += 1
                 out["decimal sites"] += decimal
                 out["strong"] += i in strong
                 out["strong decimal"] += decimal and i in strong
-                if decimal and value is not None:
-                    out["closed decimal"] += closed_forms.closed(
-                        twins._decimal(value), twins._unit(value), twins._elsewhere(node, g) | beside)
     return out
 
 
@@ -70,16 +64,13 @@ def main() -> int:
         print(f"no test files under {args.root}", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    with mock.patch.object(closed_forms, "priors", lambda *a, **k: []), \
-            mock.patch.object(closed_forms, "closed", lambda *a, **k: False):
+    with mock.patch.object(twins, "computed", lambda value: False):
         before = _count(files)
     middle = time.perf_counter()
     after = _count(files)
     end = time.perf_counter()
     print(f"{len(files)} files, {after['tests']} tests with numeric sites, {after['sites']} sites, "
           f"{after['decimal sites']} decimal")
-    print(f"decimal sites whose value rounds a closed form: {after['closed decimal']} "
-          f"({after['closed decimal'] / max(1, after['decimal sites']):.1%})")
     for key in ("strong", "strong decimal"):
         b, a = before[key], after[key]
         print(f"{key} sites: before {b}, after {a} (ratio {a / max(1, b):.3f})")
