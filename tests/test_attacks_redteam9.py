@@ -104,7 +104,9 @@ Fixed since (each test above now passes; each failed before its fix):
   team 10 beat them four ways, each 1.0 against 0.25: a value one unit off a table value, a cap on the test's
   numbers, a value scaled out of the tables' range, and quantities of two steps. Those attacks are tests below
   (section "R9-2 and red team 10"), as is what the rule costs.
-Left (strict xfails): R9-3 (factors of 3), R9-8 (a table of well-known numbers) beyond the six values above.
+Left (strict xfails): R9-3 (factors of 3), R9-8 (a table of well-known numbers) beyond the six values above, and a
+lead found after red team 10: whole numbers that are closed forms (a central binomial, a Fibonacci or Catalan
+number, a power of an odd base), `test_a_whole_closed_form_is_not_the_one_member_of_its_class`.
 
 One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
 frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
@@ -652,3 +654,35 @@ def test_a_group_recorded_at_a_decimal_site_is_no_guard():
     kept = [twins.Twin(test=test, site=0, value=v) for v in ("7063", "7067", "7073")]
     task = _task(FAIL_TO_PASS=[test], PASS_TO_PASS=[f"{FILE}::test_converts_nothing"], twins=kept)
     assert guard.test_odds(task, {FILE: whole}, {}, "")[test] == pytest.approx(0.25)
+
+
+# --- Lead for the next round: whole numbers that are closed forms ----------------------------------------------------
+
+INTEGER_FORMS = {"C(20,10)": "184756", "fib(20)": "6765", "3^7": "2187", "7^4": "2401", "11^3": "1331",
+                 "catalan(8)": "1430"}
+INTEGER_WEAK = {"6!": "720", "7!": "5040", "C(12,5)": "792"}  # already weak: round values (`value_shape`)
+
+
+def _integer_table() -> set[int]:
+    """A forger's table of whole closed forms: factorials, central binomials, Fibonacci and Catalan numbers, and
+    powers of 2..15."""
+    fib = [1, 1]
+    while fib[-1] < 10 ** 7:
+        fib.append(fib[-1] + fib[-2])
+    return ({math.factorial(n) for n in range(1, 13)} | {math.comb(2 * n, n) for n in range(1, 16)} | set(fib)
+            | {math.comb(2 * n, n) // (n + 1) for n in range(1, 16)}
+            | {b ** e for b in range(2, 16) for e in range(2, 12) if b ** e < 10 ** 7})
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(v, id=k, marks=pytest.mark.xfail(strict=True, reason=(
+        "Lead (found after red team 10): a whole number that is a closed form (a central binomial, a Fibonacci or "
+        "Catalan number, a power of an odd base) is the one member of its group a forger's table names: 1.0 "
+        "against 0.25. Making every whole site weak would leave no strong site; the frequency prior red team 9 "
+        "proposed (how often a value is checked across real tests) is the general fix, not built")))
+    for k, v in INTEGER_FORMS.items()] + [pytest.param(v, id=k) for k, v in INTEGER_WEAK.items()])
+def test_a_whole_closed_form_is_not_the_one_member_of_its_class(value):
+    table = _integer_table()
+    won, recorded = _bet_among(CONVERT.replace("VALUE", value), "test_converts_a_large_input",
+                               [f"{FILE}::test_converts_nothing"], lambda v: int(v) in table, 8)
+    assert won <= recorded + 0.1, (won, recorded)

@@ -5,11 +5,12 @@ a bound of a comparison or a tolerance (`sites`). Validation plants, at a few si
 the values around the group (`margins`), and keeps, per test, one site whose twins failed in every run at base
 and with the oracle, reading at base like the test's own failure, and none of whose margins passed (`select`);
 they are recorded in task.json (`Task.twins`). Only a site whose value is a whole number can be strong: a decimal
-is almost always computed, and a forger tabulates it (`computed`). A test with no numeric site may get *flip* twins instead (`flips`): a check with two
-readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`, paired unittest methods) written the other
-way, one check or a grid of two; weak twins, since the forger has a prior over readings (see the section). A test
-with neither may get a *raises* twin (`raises_checks`): `pytest.raises(RuntimeError)` written `ValueError`, or the
-other way, the same two texts in every group; weak too (a prior from the words of the test).
+is almost always computed, and a forger tabulates it (`computed`). A test with no numeric site may get *flip*
+twins instead (`flips`): a check with two readings (`is None`/`is not None`, `in`/`not in`, `True`/`False`,
+paired unittest methods) written the other way, one check or a grid of two; weak twins, since the forger has a
+prior over readings (see the section). A test with neither may get a *raises* twin (`raises_checks`):
+`pytest.raises(RuntimeError)` written `ValueError`, or the other way, the same two texts in every group; weak too
+(a prior from the words of the test).
 
 At grading, `grading_plan` writes each hidden file anew:
 
@@ -1873,7 +1874,8 @@ def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
     values that would differ from the real one in which of the test's numbers they divide or are divided by
     (`related`). With `derive`, where betting on the member nearest a number the forger reads wins more than
     1/(K+1) (`_within_reach`), the real value is in its set: a fall-back site (red team 9, R9-6: 77 beside a
-    derived 78, a fence-post fix; the member nearest it won 0.625 against recorded odds of 0.25)."""
+    derived 78, a fence-post fix; the member nearest it won 0.625 against recorded odds of 0.25), and so is a
+    decimal value (`computed`)."""
     out = []
     for g in fn_sites:
         written = _elsewhere(fn, g) if fn is not None else frozenset()
