@@ -304,8 +304,8 @@ def test_planted_tests_keep_the_files_order_and_each_group_is_shuffled_where_its
     task = _task()
     task.twins = [Twin(test=single, site=1, value=v) for v in ("4", "6", "7")]
     firsts = set()
-    for _ in range(12):
-        plan = twins.grading_plan(task, {"test/t.py": SOURCE})
+    for seed in range(12):  # seeded: unseeded, the real member was never first on 3% of runs ((3/4)^12)
+        plan = twins.grading_plan(task, {"test/t.py": SOURCE}, seed=seed)
         order = re.findall(r"^def (test_\w+)\(", plan.texts["test/t.py"], re.M)
         assert order[0] == "test_even_split" and len(order) == len(set(order))  # not graded: where it was
         of = {m.name: m for m in plan.members if m.cls is None}
