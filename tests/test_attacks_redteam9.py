@@ -561,12 +561,6 @@ COMPOSED = {"softmax [1,2,3]": "0.2447", "cosine similarity": "0.9746", "rmsnorm
             "0.9^10": "0.3487", "1 / sqrt 768": "0.0361", "float32 of 0.1": "0.10000000149"}
 
 
-def _nearest_member(members: list[Decimal], table: list[float]) -> set[Decimal]:
-    """The members nearest any value of a forger's table (ties all kept)."""
-    distance = {m: min(abs(float(m) - t) for t in table) for m in members}
-    return {m for m, d in distance.items() if d == min(distance.values())}
-
-
 @pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in
                                    {**FRESH_FORMS, **SCALED, **COMPOSED}.items()])
 def test_a_computed_decimal_is_not_the_one_member_of_its_class(value):
@@ -584,22 +578,9 @@ def test_a_value_one_unit_off_a_closed_form_is_not_the_member_nearest_it(value):
     """Red team 10: twins kept off a table while the real value sits one unit beside a table value (a constant cut
     short, not rounded) leave the real member the one nearest the table: 1.0 against 0.25."""
     table = [1 / math.sqrt(2), math.e, math.log(2), math.sqrt(2), 0.5772156649015329, (1 + math.sqrt(5)) / 2]
-    graded = "test_converts_a_large_input"
-    wins, recorded = 0.0, 0.0
-    for seed in range(12):
-        task = _two_files([FILE], [f"{FILE}::{graded}"], [f"{FILE}::test_converts_nothing"])
-        plan = twins.grading_plan(task, {FILE: CONVERT.replace("VALUE", value)}, seed=seed, candidates=True)
-        groups = _groups_of(plan).get(graded, [])
-        if not any(not real for _, real in groups):
-            wins += 1.0  # no twin: passed for free
-        else:
-            members = [Decimal(v) for v, _ in groups]
-            picks = _nearest_member(members, table)
-            wins += (1 / len(picks)) if Decimal(value) in picks else 0.0
-        kept = [m.twin for m in plan.members if m.kind == "twin" and m.real == graded]
-        recorded_task = task.model_copy(update={"twins": kept})
-        recorded += guard.forge_odds(guard.test_odds(recorded_task, {FILE: CONVERT.replace("VALUE", value)}, {}, ""))
-    assert wins / 12 <= recorded / 12 + 0.1, (wins / 12, recorded / 12)
+    won, recorded = _nearest_bet(CONVERT.replace("VALUE", value), "test_converts_a_large_input",
+                                 [f"{FILE}::test_converts_nothing"], frozenset(Decimal(t) for t in table), 12)
+    assert won <= recorded + 0.1, (won, recorded)
 
 
 PADDED = '''from pkg.thing import activation
