@@ -130,8 +130,9 @@ Fixed since (each test above now passes, and failed before its fix):
 - R8-9: a by-name class with a pinned test is pinned whole. R8-10: pins compare ids with parameters cut.
 - R8-12: the runner passes `--show-capture=no`.
 - R8-8, in part: validation's twin runs plant every graded test's candidates; where a graded test then fails with
-  the oracle (it passed planted alone), `twins.select` keeps no group in its file. The counter and the cleanup
-  show on 6 and 5 of 6 twin-run draws; a task gets through only where every run of validation was lucky.
+  the oracle (it passed planted alone), `twins.select` keeps no group in its file. On one drawn order the counter
+  and the cleanup showed on 6 and 5 of 6 draws; validation now also runs the oracle with every graded test first
+  of its group and with it last (`grading_plan(real_at=...)`), so both show on every draw.
 - R8-7: with the profile's `history: "ancestors"`, `repository_numbers` reads every file version of base's ancestry
   (by blob, once: `Git.history_blobs`), the hidden paths' own first, and the ancestors' commit messages
   (`guard.MESSAGES`). Variants: the old test at its path, moved elsewhere since, or its value in a message only.
@@ -139,7 +140,8 @@ Fixed since (each test above now passes, and failed before its fix):
   and the numbers the repository's code writes (`twins.Crossing`: a sum, a difference, a product, an exact or
   rounded quotient) is a prior like a file's numbers: validation's draws keep every member on the real value's side
   of it, and the guard counts a group it splits as weak. Variants: a product, a rounded-up quotient, a sum.
-Left (strict xfail): R8-8 at grading (a task with groups recorded: each member still runs in one process).
+Left (strict xfail): R8-8 at grading (a task with groups recorded: each member still runs in one process; validation's
+two orders keep such groups from being recorded, but a leak neither order shows would still fail honest solutions).
 
 Looked at, no finding: `stream_problems` lets a signal exit after `end` pass (a crash at interpreter shutdown is not
 `tampered`); the export verifier keeps the plan in its root process (the plan file root-only, deleted before the
@@ -157,6 +159,7 @@ import ast
 import gzip
 import math
 import random
+import re
 import subprocess
 from decimal import Decimal
 from fractions import Fraction
@@ -658,30 +661,57 @@ UNSOLVED = {"counter": PAGES_BASE, "cleanup-after-the-check": "EXACT = False\n\n
 def test_validation_plants_no_group_in_a_file_where_a_group_breaks_a_graded_test(tmp_path, case):
     """R8-8 at validation: its twin runs (the candidates of every graded test planted, F2P known, both states) show
     the graded test, or its neighbour, failing with the oracle beside the members, though each passed planted
-    alone: `twins.select` keeps no group in that file, so grading plants none and the oracle passes every draw."""
+    alone: `twins.select` keeps no group in that file, so grading plants none and the oracle passes every draw.
+    The oracle runs with each graded test first of its group and with it last (`real_at`): the counter breaks in
+    the one, the cleanup in the other, on every draw. One order alone, as a lucky draw gives, shows nothing."""
     source, oracle, graded, victim, _ = NOT_IDEMPOTENT[case]
     others = [f"{FILE}::{t}" for t in ("test_pages_for_nothing", "test_pages_in_the_default_mode") if f"def {t}" in source]
     task = _task(FAIL_TO_PASS=[f"{FILE}::{graded}"], PASS_TO_PASS=others)
-    broke = 0
+    lucky = {"counter": "first", "cleanup-after-the-check": "last"}[case]  # the drawn order that shows nothing
     for seed in range(6):
-        plan = twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True)
-        before, after = _run(tmp_path, plan, UNSOLVED[case]), _run(tmp_path, plan, oracle)
-        assert any(m.kind == "twin" and m.real == graded for m in plan.members)  # candidates were planted
-        if after.outcomes.get(f"{FILE}::{victim}") == "passed":
-            continue  # the real member ran first (last): this draw shows nothing, as validation's first look
-        broke += 1
-        kept, twinless = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [before], [after], random.Random(seed))
+        drawn = twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True)
+        assert any(m.kind == "twin" and m.real == graded for m in drawn.members)  # candidates were planted
+        before = _run(tmp_path, drawn, UNSOLVED[case])
+        ordered = [twins.grading_plan(task, {FILE: source}, seed=seed, candidates=True, real_at=at)
+                   for at in twins.REAL_AT]
+        assert all(sorted(p.texts[FILE].splitlines()) == sorted(drawn.texts[FILE].splitlines()) for p in ordered)
+        after = [_run(tmp_path, plan, oracle) for plan in ordered]
+        kept, twinless = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [before], after, random.Random(seed))
         assert kept == [] and f"{FILE}::{graded}" in twinless, (seed, kept)
         recorded = task.model_copy(update={"twins": kept})
         assert _honest(tmp_path, recorded, source, oracle, 2) == ["resolved"] * 2
-    assert broke >= 4, broke  # most draws show it: a task gets through only where every run was lucky
-    # the control: an idempotent test keeps its group from the same runs
-    plan = twins.grading_plan(task := _task(FAIL_TO_PASS=[f"{FILE}::test_pages_for_a_hundred_tokens"],
-                                            PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"]),
-                              {FILE: RELANDED}, seed=0, candidates=True)
-    kept, _ = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [_run(tmp_path, plan, PAGES_BASE)],
-                           [_run(tmp_path, plan, PAGES_ORACLE)], random.Random(0))
+        # without both orders: a draw that put the real member where it breaks nothing keeps a group
+        alone, _ = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [before],
+                                [after[twins.REAL_AT.index(lucky)]], random.Random(seed))
+        assert alone, (seed, lucky)
+    # the control: an idempotent test keeps its group from the same runs, both orders included
+    task = _task(FAIL_TO_PASS=[f"{FILE}::test_pages_for_a_hundred_tokens"], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
+    before = _run(tmp_path, twins.grading_plan(task, {FILE: RELANDED}, seed=0, candidates=True), PAGES_BASE)
+    after = [_run(tmp_path, twins.grading_plan(task, {FILE: RELANDED}, seed=0, candidates=True, real_at=at), PAGES_ORACLE)
+             for at in twins.REAL_AT]
+    kept, _ = twins.select(task.FAIL_TO_PASS + task.PASS_TO_PASS, [before], after, random.Random(0))
     assert kept, "an idempotent test lost its group"
+
+
+def test_the_two_orders_only_move_each_graded_test_within_its_group():
+    """`real_at` puts every graded test first (last) of its group and moves nothing else: the same members as the
+    drawn plan (their names follow the order: rank tokens). A grading plan cannot take it (its real member's rank stays uniform)."""
+    task = _task(FAIL_TO_PASS=[f"{FILE}::test_pages_for_a_hundred_tokens"], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"])
+    drawn = twins.grading_plan(task, {FILE: RELANDED}, seed=3, candidates=True)
+    for at in twins.REAL_AT:
+        plan = twins.grading_plan(task, {FILE: RELANDED}, seed=3, candidates=True, real_at=at)
+        assert sorted(str((m.kind, m.real, m.twin)) for m in plan.members) == sorted(
+            str((m.kind, m.real, m.twin)) for m in drawn.members)
+        order = [m for m in _order(plan) if m.real == "test_pages_for_a_hundred_tokens" and m.kind != "canary"]
+        assert order[0 if at == "first" else -1].kind == "test" and len(order) > 1, [m.kind for m in order]
+    with pytest.raises(ValueError):
+        twins.grading_plan(task, {FILE: RELANDED}, seed=3, real_at="first")
+
+
+def _order(plan: twins.GradingPlan) -> list[twins.Member]:
+    """The plan's members of FILE in the order its text defines them."""
+    at = {m.name: m for m in plan.members if m.file == FILE and not m.alias}
+    return [at[n] for n in re.findall(r"^def (\w+)\(", plan.texts[FILE], re.M) if n in at]
 
 
 # --- R8-2: canaries calling builtins the module shadows --------------------------------------------------------------------

@@ -208,21 +208,30 @@ LOCAL_PROFILE = {"repo": "o/calc", "test_paths": ["tests/*"], "env_packages": []
                  "family_rules": [{"family": "decoding", "paths": ["*"]}]}
 
 
-@pytest.fixture
-def local_task(make_repo, tmp_path):
-    """A task of a small repository with its profile, and a Context whose sandboxes are local processes."""
+def _local(make_repo, tmp_path, code: str = CALC, fixed: str = FIXED, tests_py: str = TESTS,
+           f2p: tuple[str, ...] = ("test_add",), p2p: tuple[str, ...] = ("test_neg",)) -> tuple[TaskBundle, Context]:
+    """A task of a small repository (calc.py, tests/test_calc.py) with its profile, and a Context whose sandboxes
+    are local processes."""
     repo = make_repo("calc")
-    base = repo.commit("init", {"calc.py": CALC, "tests/__init__.py": "", "conftest.py": ""})
-    oracle = diff_of(repo, base, "calc.py", FIXED)
-    tests = diff_of(repo, base, "tests/test_calc.py", TESTS)
+    base = repo.commit("init", {"calc.py": code, "tests/__init__.py": "", "conftest.py": ""})
+    oracle = diff_of(repo, base, "calc.py", fixed)
+    tests = diff_of(repo, base, "tests/test_calc.py", tests_py)
     (tmp_path / "config" / "profiles").mkdir(parents=True)
     (tmp_path / "config" / "profiles" / "local.json").write_text(json.dumps(LOCAL_PROFILE))
     task = Task(task_id="o__calc-1", repo="o/calc", profile="local", pr_number=1, title="t", base_commit=base,
                 merge_commit=base, family="decoding", created_at=T0, resources=Resources(test_timeout_s=120),
-                test=TestSpec(files=["tests/test_calc.py"]), FAIL_TO_PASS=["tests/test_calc.py::test_add"],
-                PASS_TO_PASS=["tests/test_calc.py::test_neg"], validation=ValidationRecord(status="valid", runs=1))
+                test=TestSpec(files=["tests/test_calc.py"]),
+                FAIL_TO_PASS=[f"tests/test_calc.py::{t}" for t in f2p],
+                PASS_TO_PASS=[f"tests/test_calc.py::{t}" for t in p2p],
+                validation=ValidationRecord(status="valid", runs=1))
     b = TaskBundle(task=task, instruction="make add add", oracle_patch=oracle, tests_patch=tests)
-    ctx = NoDockerContext(tmp_path, None, search=ConfigSearch(tmp_path / "config"), repo_path=repo.path)
+    return b, NoDockerContext(tmp_path, None, search=ConfigSearch(tmp_path / "config"), repo_path=repo.path)
+
+
+@pytest.fixture
+def local_task(make_repo, tmp_path):
+    """A task of a small repository with its profile, and a Context whose sandboxes are local processes."""
+    b, ctx = _local(make_repo, tmp_path)
     yield b, ctx
     ctx.close()
 
@@ -260,6 +269,39 @@ def test_validation_grades_on_the_local_backend(local_task, tmp_path):
     outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=False))
     assert (outcome.status, outcome.fail_to_pass, outcome.pass_to_pass) == ("valid", 1, 1), outcome.reason
     assert b.task.FAIL_TO_PASS == ["tests/test_calc.py::test_add"]
+
+
+PAGES = "def pages(n):\n    return 0\n"
+PAGES_FIXED = "def pages(n):\n    return -(-n // 8)\n"
+COUNTED = ("from calc import pages\n\n_calls = {'n': 0}\n\n\ndef _pages(n):\n    _calls['n'] += 1\n"
+           "    return pages(n)\n\n\ndef test_pages():\n    assert _pages(100) == 13\nCOUNT\n\n"
+           "def test_no_pages():\n    assert pages(0) == 0\n")
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["counter", "idempotent"])
+def test_validation_keeps_no_group_for_a_test_that_is_not_idempotent_whatever_the_draw(make_repo, tmp_path, counted):
+    """Red team 8, R8-8, through validation on the local backend: a test that reads a call counter passes only
+    when it runs first of its group. Validation's oracle runs with every graded test first, and last, of its
+    group, so the counter breaks in one of them on every draw and the task keeps no group (an honest solution is
+    never failed by one); the same test without the counter keeps its group."""
+    from sweserve.evaluation.validation import ValidateRequest, validate_task
+
+    count = "    assert _calls['n'] == 1" if counted else "    assert _calls['n'] >= 1"
+    b, ctx = _local(make_repo, tmp_path, PAGES, PAGES_FIXED, COUNTED.replace("COUNT", count), ("test_pages",),
+                    ("test_no_pages",))
+    try:
+        b.task.FAIL_TO_PASS, b.task.PASS_TO_PASS, b.task.validation = [], [], None
+        logs = tmp_path / "logs"
+        outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=False,
+                                                     log_dir=logs))
+    finally:
+        ctx.close()
+    assert (outcome.status, outcome.fail_to_pass) == ("valid", 1), outcome.reason
+    assert {"twins-first-oracle-1.log", "twins-last-oracle-1.log"} <= {p.name for p in logs.iterdir()}
+    if counted:
+        assert outcome.twins == 0 and "tests/test_calc.py::test_pages" in outcome.twinless, outcome
+    else:
+        assert outcome.twins > 0 and "tests/test_calc.py::test_pages" not in outcome.twinless, outcome
 
 
 def test_a_trial_that_never_ran_is_recorded_like_every_other(tmp_path):

@@ -48,6 +48,7 @@ from sweserve.evaluation.grading import PatchError, TestRunError, grade
 from sweserve.evaluation.prerequisites import check_prerequisites
 from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_then
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
+from sweserve.evaluation.twins import RealAt
 from sweserve.evaluation.verifier import Applied, Graded, Staging, apply_and_list, joined, prepare, stage, verify
 from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
 
@@ -150,11 +151,12 @@ def grade_submission(ctx: Context, bundle: TaskBundle, image: str, patch: str, g
 
 def grade_in(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, runs: int = 1,
              name: str = "candidate", seed: int | None = None, taken: Applied | None = None,
-             staged: Staging | None = None, repository: Mapping[str, frozenset[Decimal]] | None = None) -> Graded:
+             staged: Staging | None = None, repository: Mapping[str, frozenset[Decimal]] | None = None,
+             real_at: RealAt | None = None) -> Graded:
     """`verify` in a fresh grade sandbox (the first look taken and the patch applied there when `taken`, the
     plan made and its first run staged there when `staged`); a reference submission that trips a canary is an
     error."""
-    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged, repository)
+    graded = verify(box, bundle, profile, patch, name, runs, seed, taken, staged, repository, real_at)
     if name != "candidate" and graded.tampered:
         raise TestRunError(f"the verifier's canaries failed on the {name} submission",
                            detail="; ".join(graded.tampered))
@@ -174,12 +176,12 @@ class Solved:
 def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str,
                     gpu_ids: list[str], folder: "RedactedFolder | None" = None, runs: int = 1,
                     name: str = "candidate", on_submission: Callable[[AgentRun, str], None] | None = None,
-                    seed: int | None = None) -> Solved:
+                    seed: int | None = None, real_at: RealAt | None = None) -> Solved:
     """The one pipeline every candidate goes through (run, session, predictions, and validation's null and
     oracle): the agent works in a sandbox of `image`; its tree is copied out and diffed, as inert data, in a
     fresh offline grade sandbox of `image` (`submission.diff_then`, which removes it there);
     `on_submission` sees the patch (and may refuse it by raising); then the patch is graded `runs` times as
-    `name` in that same sandbox. Raises what `grade_in` raises.
+    `name` in that same sandbox. Raises what `grade_in` raises. `seed`, `real_at`: validation's plan (`verify`).
 
     Two containers, overlapped where order allows: the grade sandbox starts while the candidate works, and
     takes the harness and its first look then (`verifier.prepare`, one exec: the runner's digest, the image's
@@ -195,7 +197,7 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
         grade_box = pool.submit(ctx.sandbox, image, task.task_id, "grade", task.resources, gpu_ids)
         prepared = pool.submit(lambda: prepare(grade_box.result(), bundle))
         staged = pool.submit(lambda: stage(grade_box.result(), bundle, inputs.profile, prepared.result(), name,
-                                           seed, inputs.repository))
+                                           seed, inputs.repository, real_at))
 
         def then(patch_path: str) -> str:
             """The apply, after the staged first run unpacked (when it can go inside this exec)."""
@@ -226,7 +228,8 @@ def solve_and_grade(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: Task
             # an empty submission is graded too: the null control must go through the same verifier
             look = prepared.result()  # the harness went in and took its first look (else its error)
             return Solved(run, patch, grade_in(box, bundle, inputs.profile, patch, runs, name, seed,
-                                               joined(look, Applied(code, said)), staged.result(), inputs.repository))
+                                               joined(look, Applied(code, said)), staged.result(), inputs.repository,
+                                               real_at))
         finally:
             _discard_started(ctx, grade_box)
 

@@ -53,6 +53,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import Literal
 
 from sweserve import pyast
 from sweserve.harness import sweserve_twins as canaries  # shared with the exports' in-box verifier
@@ -661,6 +662,10 @@ class Member:
         return "::".join([self.file, *([self.cls] if self.cls else []), self.real])
 
 
+RealAt = Literal["first", "last"]  # where validation's extreme orders put each graded test in its group
+REAL_AT: tuple[RealAt, ...] = ("first", "last")
+
+
 @dataclass
 class GradingPlan:
     """The planted files (`texts`: file -> text, what goes into the sandbox) and, kept on the host, what each
@@ -1212,7 +1217,8 @@ def unbalanced(value: int | float, priors: list[frozenset[Decimal]]) -> frozense
 def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, candidates: bool = False,
                  base: dict[str, str] | None = None, instruction: str = "",
                  selectors: dict[str, str] | None = None,
-                 repository: Mapping[str, frozenset[Decimal]] | None = None) -> GradingPlan:
+                 repository: Mapping[str, frozenset[Decimal]] | None = None,
+                 real_at: RealAt | None = None) -> GradingPlan:
     """The hidden test files as they go into the grade sandbox, and the map back, for one run.
 
     `sources`: each hidden test file (as `task.test.files` names it) -> its text after tests.patch.
@@ -1225,7 +1231,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     (base + tests.patch; path from the repository's root -> text, the paths `canaries.selector_paths` names):
     no planted name picks up or loses a word their name-based selection reads (`canaries.draw_name`).
     `repository` (validation's): the numbers the repository's other test files write (`guard.repository_numbers`);
-    candidate values keep the real one's membership in them (`unbalanced`)."""
+    candidate values keep the real one's membership in them (`unbalanced`).
+    `real_at` (validation's, `candidates` only): each graded test runs first ("first") or last ("last") of its
+    group, every other member where the shuffle put it; the same seed draws the same plan but for that order.
+    A grading plan never takes it: there the real member's rank in its group is uniform."""
+    if real_at is not None and not candidates:
+        raise ValueError("real_at orders validation's candidate plans only")
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     crossing = Crossing(repository) if candidates and repository else None
@@ -1357,7 +1368,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 plan.members.append(Member(file, key, name, "twin", fn.name, twin, literal=twin.value,
                                            real_literal=literal))
                 block.append(_member_text(lines, fn, name, [(n, twin.value) for n in site]))
-        _shuffle(plan, slots, rng)
+        _shuffle(plan, slots, rng, real_at)
         ranks = canaries.Ranks(sum(len(slot.members) for slot in slots))
         _rank(plan, slots, ranks, rng, words, taken, checks)
         for (start, key, classes, ids, valid), nxt in zip(spans, [s[0] for s in spans[1:]] + [len(plan.members)]):
@@ -1386,12 +1397,17 @@ class _Slot:
     members: list[int] = field(default_factory=list)
 
 
-def _shuffle(plan: GradingPlan, slots: list[_Slot], rng: random.Random) -> None:
-    """Each slot's members (the members appended since its start, one text each) in a random order."""
+def _shuffle(plan: GradingPlan, slots: list[_Slot], rng: random.Random, real_at: RealAt | None = None) -> None:
+    """Each slot's members (the members appended since its start, one text each) in a random order; with
+    `real_at`, the slot's real member then moved to its start or end (the draws are the same either way)."""
     ends = [s.start for s in slots[1:]] + [len(plan.members)]
     for slot, end in zip(slots, ends):
         pairs = list(zip(range(slot.start, end), slot.block, strict=True))
         rng.shuffle(pairs)
+        real = [p for p in pairs if plan.members[p[0]].kind == "test"]
+        if real_at is not None and real:
+            rest = [p for p in pairs if p is not real[0]]
+            pairs = [real[0], *rest] if real_at == "first" else [*rest, real[0]]
         slot.members, slot.block[:] = [i for i, _ in pairs], [t for _, t in pairs]
 
 

@@ -3,8 +3,9 @@ candidate: a candidate sandbox, the submission taken from it, graded in a fresh 
 
 FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO_PASS = passes in all.
 A task already validated is rechecked against its recorded ids. The graded tests' mutation twins are chosen
-from candidates run in both states (`twins.select`; a new task gets one more run of each state for them),
-and tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
+from candidates run in both states (`twins.select`; a new task gets one more run of each state for them), and
+with the oracle once more in each of two orders: every graded test first of its group, then last (a test that is
+not idempotent breaks in one of them and keeps no group, whatever the draw); tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
 (`runner_only`). Tests the oracle fails under planted names and passes under their own are pinned (`_pins`,
 `Task.pinned`): graded as written, both states run again so. Every rejection carries a
 `RejectionCategory` set where it is decided, never read back out of a message.
@@ -53,7 +54,7 @@ from sweserve.evaluation.signals import signal_checks
 from sweserve.evaluation.submission import SubmissionRejected
 from sweserve.evaluation.trial import TRACEBACK_FILE, internal_error, reservation, solve_and_grade, write_quietly
 from sweserve.evaluation.trial_folder import TrialFolder
-from sweserve.evaluation.twins import base_id
+from sweserve.evaluation.twins import REAL_AT, RealAt, base_id
 from sweserve.evaluation.twins import select as select_twins
 from sweserve.evaluation.verifier import plain_outcomes
 from sweserve.models import SignalCheck, TaskBundle, ValidationRecord
@@ -109,9 +110,9 @@ def log_dir_for(ctx: Context, task_id: str) -> Path:
 
 def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, image: str, runs: int,
            gpu_ids: list[str], logs: TrialFolder | None = None, seed: int | None = None,
-           prefix: str = "") -> list[TestRun]:
+           prefix: str = "", real_at: RealAt | None = None) -> list[TestRun]:
     """The hidden tests' runs on what a reference agent (null, oracle) submits through the trial's pipeline;
-    each run's output kept in logs as PREFIXNAME-N.log. `seed`: the grading plan's (see verify)."""
+    each run's output kept in logs as PREFIXNAME-N.log. `seed`, `real_at`: the grading plan's (see verify)."""
     name = agent.name
 
     def keep(file: str, text: str) -> None:
@@ -119,7 +120,8 @@ def _state(ctx: Context, bundle: TaskBundle, agent: Agent, inputs: TaskInputs, i
             write_quietly(logs, file, text)
 
     try:
-        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name, seed=seed)
+        solved = solve_and_grade(ctx, bundle, agent, inputs, image, gpu_ids, runs=runs, name=name, seed=seed,
+                                 real_at=real_at)
     except SubmissionRejected as exc:  # the repository's own tree over the limit: the machinery's, not a verdict
         raise LimitExceeded(f"the {name} submission: {exc}") from None
     except PatchError as exc:
@@ -248,10 +250,19 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
             f2p, p2p = _verdict(bundle, before, after, result)
             task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
             # twins are chosen anew from candidates run in both states (a task validated before had them in
-            # every run; a new one gets one more run of each state, its graded tests now known)
-            twin_runs = (before, after) if any(r.twins for r in before) else (
-                _state(ctx, bundle, NullAgent(), inputs, image, 1, gpu_ids, logs, seed + 1, "twins-"),
-                _state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, logs, seed + 1, "twins-"))
+            # every run; a new one gets one more run of each state, its graded tests now known). With the oracle,
+            # also once with each graded test first of its group and once last: a test that is not idempotent
+            # (a call counter, a cleanup after the check that a failing twin skips) breaks in one of the two
+            # whatever the draw, and `select` then keeps no group in its task (red team 8, R8-8)
+            if any(r.twins for r in before):
+                nulls, oracles, plan_seed = before, after, seed
+            else:
+                nulls = _state(ctx, bundle, NullAgent(), inputs, image, 1, gpu_ids, logs, seed + 1, "twins-")
+                oracles, plan_seed = [], seed + 1
+            for at in REAL_AT:  # the same seed: the same candidates as the runs they join, in another order
+                oracles = [*oracles, *_state(ctx, bundle, OracleAgent(), inputs, image, 1, gpu_ids, logs, plan_seed,
+                                             f"twins-{at}-", at)]
+            twin_runs = (nulls, oracles)
             signals = signal_checks(ctx, bundle, image, gpu_ids, f2p, lambda n, t: write_quietly(logs, n, t))
         result.signals = [c.name for c in signals if c.fired]
         result.status = "valid"

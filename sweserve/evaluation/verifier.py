@@ -349,15 +349,18 @@ def reset_steps(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Fi
 
 def plan_of(bundle: TaskBundle, sources: dict[str, str], based: dict[str, str], name: str,
             seed: int | None, selectors: dict[str, str],
-            repository: Mapping[str, frozenset[Decimal]] | None = None) -> twins.GradingPlan:
+            repository: Mapping[str, frozenset[Decimal]] | None = None,
+            real_at: twins.RealAt | None = None) -> twins.GradingPlan:
     """The grading plan for a submission graded as `name`, from the hidden files after tests.patch (`sources`)
     and at base (`based`): reference submissions (validation) get candidate twins once the graded tests are
     known; a candidate's grading, the recorded ones. `selectors`: the conftests and pytest configuration files
     the names keep clear of (`twins.grading_plan`). `repository`: what the repository's other test files write,
-    which validation's candidate values keep balanced against (`TaskInputs.repository`)."""
+    which validation's candidate values keep balanced against (`TaskInputs.repository`). `real_at`: where
+    validation's extreme orders put each graded test in its group (`twins.grading_plan`; candidates only)."""
     task = bundle.task
-    return twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
-                              base=based, instruction=bundle.instruction, selectors=selectors, repository=repository)
+    candidates = name != "candidate" and bool(task.FAIL_TO_PASS)
+    return twins.grading_plan(task, sources, seed, candidates=candidates, base=based, instruction=bundle.instruction,
+                              selectors=selectors, repository=repository, real_at=real_at if candidates else None)
 
 
 def _planted(plan: twins.GradingPlan) -> dict[str, bytes]:
@@ -384,7 +387,8 @@ class Staging:
 
 
 def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied, name: str,
-          seed: int | None, repository: Mapping[str, frozenset[Decimal]] | None = None) -> Staging | None:
+          seed: int | None, repository: Mapping[str, frozenset[Decimal]] | None = None,
+          real_at: twins.RealAt | None = None) -> Staging | None:
     """The grading plan made from the first look's hidden files (`prepare`'s, in this box) and its first run
     staged (`grading.staging`), before anything of the submission is in the box: none of it depends on the
     submission. Nothing goes into the box here: a trial unpacks the tar in the exec that diffs its candidate's
@@ -399,7 +403,7 @@ def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied,
     except (PatchError, TestRunError):
         return None
     plan = plan_of(bundle, prepared.sources, prepared.based, name, seed,
-                   with_plugin_modules(box, bundle, prepared.selectors), repository)
+                   with_plugin_modules(box, bundle, prepared.selectors), repository, real_at)
     plugins = _plugins(profile, prepared.plugins)
     run, tar = staging(bundle.task, box.test_user, plugins, _planted(plan))
     return Staging(plan, run, plugins, tar, unpack_command(tar, NO_UNPACK) if look.unpacks else None)
@@ -407,16 +411,16 @@ def stage(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Applied,
 
 def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
            seed: int | None = None, taken: Applied | None = None, staged: Staging | None = None,
-           repository: Mapping[str, frozenset[Decimal]] | None = None) -> Graded:
+           repository: Mapping[str, frozenset[Decimal]] | None = None, real_at: twins.RealAt | None = None) -> Graded:
     """Grade `patch` in `box` (a fresh grade sandbox). Raises PatchError and TestRunError, which carry the
     scan's flags (`flags`): a patch that does not apply or a runner that dies keeps them for the reviewer.
     `seed`: the grading plan's (None: fresh; validation passes one so both states get the same twin candidates).
     `taken`: the first look's command already ran in `box` (`look_and_apply`), the patch applied.
     `staged`: the plan made and the first run staged in `box` already (`stage`, a trial's).
-    `repository`: validation's, for its candidate twins (`plan_of`)."""
+    `repository`, `real_at`: validation's, for its candidate twins (`plan_of`)."""
     flags = scan(patch)  # the patch's own text: known before anything runs
     try:
-        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken, staged, repository)
+        return _verify(box, bundle, profile, patch, name, runs, flags, seed, taken, staged, repository, real_at)
     except (PatchError, TestRunError) as exc:
         exc.flags = sorted(set(flags))
         raise
@@ -424,7 +428,8 @@ def verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, n
 
 def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, name: str, runs: int,
             flags: list[str], seed: int | None, taken: Applied | None, staged: Staging | None,
-            repository: Mapping[str, frozenset[Decimal]] | None = None) -> Graded:
+            repository: Mapping[str, frozenset[Decimal]] | None = None,
+            real_at: twins.RealAt | None = None) -> Graded:
     task = bundle.task
     look = first_look(box, bundle, patch, name, taken)
     resets, before = reset_steps(box, bundle, profile, look)
@@ -437,7 +442,7 @@ def _verify(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, patch: str, 
         plan, planted, first = staged.plan, {}, staged.run
     else:
         selectors = with_plugin_modules(box, bundle, look.selectors)
-        plan, first = plan_of(bundle, look.sources, look.based, name, seed, selectors, repository), None
+        plan, first = plan_of(bundle, look.sources, look.based, name, seed, selectors, repository, real_at), None
         planted = _planted(plan)
     results = []
     for _ in range(runs):
