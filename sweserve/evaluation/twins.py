@@ -1307,8 +1307,9 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 nears = _near(fn_sites, avoid, fn, beside=beside)
                 if repository and crossing is not None:  # and what one step across the test and the code gives
                     priors = repository_priors(file, repository)
-                    nears = [n | unbalanced(_number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
-                        _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
+                    nears = [n if computed(_number(g[0])) else n | unbalanced(  # type: ignore[arg-type]
+                        _number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
+                            _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
                         for n, g in zip(nears, fn_sites)]
                 spares = _spares(fn_sites, avoid, fn, nears)
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
@@ -1896,15 +1897,15 @@ def _near(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal],
     for g in fn_sites:
         written = _elsewhere(fn, g) if fn is not None else frozenset()
         value: int | float = _number(g[0])  # type: ignore[assignment]
-        if not derive:
-            out.append(avoid | written)
+        if not derive or computed(value):  # a decimal is weak whatever else is read: the real value is all it takes
+            out.append(avoid | written | ({_decimal(value)} if derive else frozenset()))
             continue
         read = avoid | written | derived(written | beside) | scaled(written | beside)
         if len(written | beside) > MAX_DERIVED:  # the pairs `derived` leaves out past its cap (red team 9, R9-1:
             # 17 rates beside `capacity(13, page=6) == 78`), by membership, around this value
             read |= Crossing(None, written | beside).near(value, written | beside, every=True)
         near = read | unbalanced(value, related(value, written))
-        out.append(near | {_decimal(value)} if computed(value) or _within_reach(value, read, near) else near)
+        out.append(near | {_decimal(value)} if _within_reach(value, read, near) else near)
     return out
 
 
