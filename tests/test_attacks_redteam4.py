@@ -122,7 +122,7 @@ def _colons_task() -> Task:
     """As validation would record it with the real ids (a task validated before names were planted)."""
     fn = COLONS_F2P.split("[")[0]
     return _task(FAIL_TO_PASS=[COLONS_F2P], PASS_TO_PASS=[f"{FILE}::test_pages_for_nothing"],
-                 twins=[Twin(test=fn, site=0, value=v) for v in ("34", "42", "46")]
+                 twins=[Twin(test=fn, site=0, value=v) for v in ("26", "34", "46")]
                  + [Twin(test=f"{FILE}::test_pages_for_nothing", site=0, value=v) for v in ("-1", "-2", "-3")])
 
 
@@ -355,7 +355,7 @@ def _interface() -> str:
 
 
 def test_the_recorded_forge_odds_hold_for_the_instruction_the_candidate_reads():
-    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("39", "41", "47")])
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("37", "41", "47")])
     sources = {FILE: DEFAULT_TEST}
     recorded = guard.forge_odds(guard.test_odds(task, sources, {}, STATEMENT))
     assert recorded == 0.25  # what validation measured, before lint wrote the section
@@ -385,7 +385,7 @@ FROM_INSTRUCTION = OTHER_FILES.replace(
 def test_a_value_the_interface_section_writes_does_not_name_the_real_member(tmp_path):
     import re
 
-    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("39", "41", "47")])
+    task = _task(FAIL_TO_PASS=[DEFAULT_F2P], twins=[Twin(test=DEFAULT_F2P, site=0, value=v) for v in ("37", "41", "47")])
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", STATEMENT + _interface()))
     forger = FROM_INSTRUCTION.replace("NUMBERS", repr(numbers))
     unsolved = "def max_pages(budget=None):\n    return 0\n"

@@ -297,7 +297,9 @@ def test_one_fixed_roundness_bet_does_not_beat_the_recorded_odds_over_real_test_
     numpy = pytest.importorskip("numpy")
     values = [v for v in _checked_integers(Path(numpy.__file__).parent)
               if not twins._marked(v) and twins._sign_safe(v) and twins._room(v, twins.K)]
-    assert len(values) > 20  # 151 before R8-1's fix: most round values are weak sites now, honestly counted
+    # 151 before R8-1's fix, 39 before R9-3's (a member shares the power of 3 too): most round values are weak
+    # sites now, honestly counted
+    assert len(values) > 12
     won, draws = 0.0, 0
     for value in values:
         for seed in range(8):

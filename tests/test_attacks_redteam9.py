@@ -104,11 +104,17 @@ Fixed since (each test above now passes; each failed before its fix):
   team 10 beat them four ways, each 1.0 against 0.25: a value one unit off a table value, a cap on the test's
   numbers, a value scaled out of the tables' range, and quantities of two steps. Those attacks are tests below
   (section "R9-2 and red team 10"), as is what the rule costs.
-Left (strict xfails): R9-3 (factors of 3), R9-8 (a table of well-known numbers) beyond the six values above, and a
-lead found after red team 10: whole numbers that are closed forms (a central binomial, a Fibonacci or Catalan
+- R9-3: a member shares the real value's power of 3 as it does those of 2 and 5 (`twins.SHAPE_PRIMES`). Over
+  numpy's checked integers that keep a strong site (16 of the 39), the factors-of-3 bet wins 0.25, and so do the
+  variants (smoothest 0.16, lowest digit sum 0.21, factors of 7 0.23; 0.30, 0.34 and 0.35 before). Costs one strong
+  site of 3 on numpy's tests and one of 5 on sglang-jax's (`benchmarks/site_rules.py --rule threes`).
+  The same rule leaves 9 of R9-8's 23 well-known numbers and 3 of the 6 whole closed forms below unwon (weak sites,
+  most of them: recorded 1.0).
+Left (strict xfails): R9-8 (a table of well-known numbers) beyond the values above, and a lead found after red
+team 10: whole numbers that are closed forms (a central binomial, a Fibonacci or Catalan
 number, a power of an odd base), `test_a_whole_closed_form_is_not_the_one_member_of_its_class`.
 
-One fix for R9-2, R9-3, R9-8 and R8-1 alike (a mechanism, not more patterns): the forger's best prior is the
+One fix for R9-2, R9-3, R9-8 and R8-1 alike (proposed by the red team; not built) (a mechanism, not more patterns): the forger's best prior is the
 frequency of a value among the values tests check. Ship a table of how often each number (and each rounded closed
 form: `f(x)` for a fixed library of unary functions over small integers and the test's own numbers, matched at half a
 unit) occurs as a checked literal in a large corpus of Python tests, smoothed by `value_shape`-like features for
@@ -131,6 +137,7 @@ import math
 import random
 from decimal import Decimal
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -264,23 +271,54 @@ def _threes(n: int) -> int:
     return (n % 3 == 0) + (n % 9 == 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R9-3: `value_shape` matches the powers of 2 and 5 only; numpy's strong checked integers cluster on multiples "
-    "of 3 and 9 (42, 81, 210, 324, 468, 684), and one fixed bet on the member with most factors of 3 wins 0.40 "
-    "over 39 checks x 64 draws (0.36 over the 21 distinct values), recorded 0.25"))
-def test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_test_values():
+def _largest_prime_factor(n: int) -> int:
+    n, p, best = abs(n), 2, 1
+    while p * p <= n:
+        while n % p == 0:
+            best, n = p, n // p
+        p += 1
+    return max(best, n) if n > 1 else best
+
+
+SMOOTHNESS_BETS = {  # one fixed score per member; the bet is on the highest (R9-3's and the red team's other bets)
+    "factors of 3": _threes,
+    "smoothest": lambda n: -_largest_prime_factor(n),
+    "low digit sum": lambda n: -sum(map(int, str(abs(n)))),
+    "factors of 7": lambda n: (n % 7 == 0) + (n % 49 == 0),
+}
+
+
+@pytest.mark.parametrize("bet", sorted(SMOOTHNESS_BETS))
+def test_a_bet_on_factors_of_three_does_not_beat_the_recorded_odds_over_real_test_values(bet):
+    """R9-3: numpy's strong checked integers clustered on multiples of 3 and 9 (42, 81, 210, 324, 468, 684), and
+    one fixed bet on the member with most factors of 3 won 0.40 over 39 checks x 64 draws, recorded 0.25. A member
+    shares the real value's power of 3 now (`twins.SHAPE_PRIMES`): such values keep a strong site only where
+    members of their shape lie near, and the bet is back to chance over those that do. Without it (the power of 3
+    left out of the shape) the bet wins again. Variants: the smoothest member (0.30 before), the lowest digit sum
+    (0.34: a multiple of 9 has one), the most factors of 7 (0.35)."""
     numpy = pytest.importorskip("numpy")
-    values = [v for v in _checked_integers(Path(numpy.__file__).parent)
-              if abs(v) < 10 ** 12 and not twins._marked(v) and twins._sign_safe(v) and twins._room(v, twins.K)]
-    assert len(values) > 20
+    checked = [v for v in _checked_integers(Path(numpy.__file__).parent)
+               if abs(v) < 10 ** 12 and not twins._marked(v) and twins._sign_safe(v)]
+    values = [v for v in checked if twins._room(v, twins.K)]
+    assert len(values) > 12
+    won = _fixed_bet(values, SMOOTHNESS_BETS[bet])
+    assert won <= 1 / (twins.K + 1) + 0.1, (won, len(values))
+    if bet == "factors of 3":
+        with mock.patch.object(twins, "SHAPE_PRIMES", (2, 5)):  # without the defence: the red team's 0.40
+            before = [v for v in checked if twins._room(v, twins.K)]
+            assert _fixed_bet(before, _threes) > 1 / (twins.K + 1) + 0.1, (len(before), len(values))
+
+
+def _fixed_bet(values: list[int], score) -> float:
+    """The win of one fixed bet on the member `score` rates highest (ties split), 64 draws per value."""
     won, draws = 0.0, 0
     for value in values:
         for seed in range(64):  # 8 seeds fix the real member's rank the same way for every value (2:3:2:1)
             real, others = twins.values(value, random.Random(seed))
-            scores = [_threes(int(m)) for m in [real, *others]]
-            best = [i for i, score in enumerate(scores) if score == max(scores)]
+            scores = [score(int(m)) for m in [real, *others]]
+            best = [i for i, x in enumerate(scores) if x == max(scores)]
             won, draws = won + (1 / len(best) if 0 in best else 0.0), draws + 1
-    assert won / draws <= 1 / (twins.K + 1) + 0.1, (won / draws, len(values))
+    return won / draws
 
 
 # --- R9-4: a group that breaks a test in another file ----------------------------------------------------------------
@@ -468,6 +506,9 @@ WELL_KNOWN = frozenset(Decimal(v) for v in (
 # weak sites since R9-6's fix, in this fixture only: the member next to a number the test derives is the real
 # one on most ranks (`twins._within_reach`); no table is read
 FAMOUS_WEAK = {"418", "410"}
+# not won since R9-3's fix (a member shares the power of 3): a multiple of 3 keeps no room (a weak site, recorded 1.0)
+# or its members hold another value of the table as often; on this fixture only
+FAMOUS_WEAK |= {"429", "201", "204", "308", "30522", "44100", "42", "126", "366"}
 FAMOUS = ["429", "418", "502", "201", "204", "308", "410", "443", "6379", "27017", "11211", "2379", "4317", "50257",
           "30522", "1970", "2038", "86399", "3599", "44100", "42", "126", "366"]
 
@@ -642,6 +683,9 @@ def test_a_group_recorded_at_a_decimal_site_is_no_guard():
 INTEGER_FORMS = {"C(20,10)": "184756", "fib(20)": "6765", "3^7": "2187", "7^4": "2401", "11^3": "1331",
                  "catalan(8)": "1430"}
 INTEGER_WEAK = {"6!": "720", "7!": "5040", "C(12,5)": "792"}  # already weak: round values (`value_shape`)
+# not won since R9-3's fix (a member shares the power of 3): 3^7, 6765 (3 * 5 * 11 * 41) and 184756 (4 * 11 * 13 * 17 *
+# 19: too few neighbours that are 4 mod 8 and no multiple of 3 or 5) keep no room, so each is a weak site (recorded 1.0)
+INTEGER_THREES = {"C(20,10)": "184756", "fib(20)": "6765", "3^7": "2187"}
 
 
 def _integer_table() -> set[int]:
@@ -661,7 +705,8 @@ def _integer_table() -> set[int]:
         "Catalan number, a power of an odd base) is the one member of its group a forger's table names: 1.0 "
         "against 0.25. Making every whole site weak would leave no strong site; the frequency prior red team 9 "
         "proposed (how often a value is checked across real tests) is the general fix, not built")))
-    for k, v in INTEGER_FORMS.items()] + [pytest.param(v, id=k) for k, v in INTEGER_WEAK.items()])
+    for k, v in INTEGER_FORMS.items() if k not in INTEGER_THREES]
+    + [pytest.param(v, id=k) for k, v in {**INTEGER_WEAK, **INTEGER_THREES}.items()])
 def test_a_whole_closed_form_is_not_the_one_member_of_its_class(value):
     table = _integer_table()
     won, recorded = _bet_among(CONVERT.replace("VALUE", value), "test_converts_a_large_input",

@@ -43,14 +43,14 @@ def group(test: str, site: int, *values: str) -> list[Twin]:
 
 
 def test_a_strong_group_is_one_guess_in_its_members():
-    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "607", "609", "611"))
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "607", "611", "617"))
     assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 0.25}
 
 
 def test_a_group_whose_members_differ_in_shape_is_weak():
     """A group recorded before twins shared the real value's shape (red team 8, R8-1): 613 among 612 and 614
     (even) is the one odd member, so a bet on the odd one reads it; only a group of one shape is a guess."""
-    for values, odds in [(("611", "612", "614"), 1.0), (("607", "609", "611"), 0.25), (("609", "611", "615"), 1.0)]:
+    for values, odds in [(("611", "612", "614"), 1.0), (("607", "611", "617"), 0.25), (("609", "611", "615"), 1.0)]:
         t = task([f"{FILE}::test_pages"], group("test_pages", 0, *values))
         assert guard.test_odds(t, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": odds}, values
 
@@ -59,7 +59,7 @@ def test_a_test_without_twins_or_with_only_weak_ones_is_free():
     twinless = task([f"{FILE}::test_pages"], [])
     assert guard.test_odds(twinless, {FILE: TEXT}, {}, "") == {f"{FILE}::test_pages": 1.0}
     # the instruction writes the real value: a forger reads it, the group is weak
-    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "607", "609", "611"))
+    t = task([f"{FILE}::test_pages"], group("test_pages", 0, "607", "611", "617"))
     assert guard.test_odds(t, {FILE: TEXT}, {}, "Pool(4) must report 613 pages.") == {f"{FILE}::test_pages": 1.0}
     # so does the base version of the same test
     base = {FILE: "def test_pages():\n    assert Pool(4).pages() == 613\n"}
@@ -78,7 +78,7 @@ def test_flip_and_raises_groups_are_weak():
 
 
 def test_the_task_odds_multiply_over_tests_and_parametrizations_are_one_test():
-    twins = group("test_pages", 0, "607", "609", "611") + group("TestPool::test_cap", 0, "339", "341", "343")
+    twins = group("test_pages", 0, "607", "611", "617") + group("TestPool::test_cap", 0, "331", "341", "343")
     # the runner names tests from its rootdir (`pool/...` under `test/`): they still match the plan's ids
     t = task([f"{FILE}::test_pages[1]", f"{FILE}::test_pages[2]", "test_pool.py::TestPool::test_cap",
               f"{FILE}::test_none"], twins)
@@ -114,7 +114,7 @@ def clone_task(tmp_path, extra: dict[str, str] | None = None):
     oracle = git("diff")
     (repo / "pool.py").unlink()
     git("reset", "-q")
-    twins = group("test_pages", 0, "607", "609", "611") + group("test_cap", 0, "339", "341", "343")
+    twins = group("test_pages", 0, "607", "611", "617") + group("test_cap", 0, "331", "341", "343")
     t = task([f"{FILE}::test_pages", f"{FILE}::test_cap"], twins).model_copy(update={"base_commit": base})
     return repo, TaskBundle(task=t, instruction="Count pages.", oracle_patch=oracle, tests_patch=patch)
 
@@ -129,8 +129,8 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
 
 @pytest.mark.parametrize("other, odds", [
     ({"test/test_aligned.py": "def test_aligned():\n    assert pages(104) == 613\n"}, 1.0),  # names the real one
-    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 609\n"}, 1 / 3),  # names a twin
-    ({"tests/test_far.py": "X = [607, 609, 611, 613]\n"}, 0.25),  # writes every member: says nothing
+    ({"test/test_aligned.py": "def test_aligned():\n    assert pages(96) == 617\n"}, 1 / 3),  # names a twin
+    ({"tests/test_far.py": "X = [607, 611, 613, 617]\n"}, 0.25),  # writes every member: says nothing
     ({"pkg/notes.py": "PAGES = 613\n"}, 1.0),  # the package's own source (red team 6, R6-3)
     ({"docs/notes.md": "613 pages\n"}, 1.0),  # any text file (red team 7, R7-9)
     ({"docs/logo.png": "\x00613 pages\n"}, 0.25),  # not text
@@ -202,9 +202,9 @@ def test_a_mixin_test_counts_the_group_grading_reads_in_each_class():
     """A mixin's test is planted once, with the group of the first class that records one; a class whose own
     recorded group differs reads none of those twins at grading, so its copy of the test is unguarded."""
     small, large = f"{FILE}::TestSmall::test_cap", f"{FILE}::TestLarge::test_cap"
-    same = [Twin(test=t, site=0, value=v) for t in (small, large) for v in ("339", "341", "343")]
+    same = [Twin(test=t, site=0, value=v) for t in (small, large) for v in ("331", "341", "343")]
     assert guard.test_odds(task([small, large], same), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 0.25}
-    other = [Twin(test=small, site=0, value=v) for v in ("339", "341", "343")] + \
+    other = [Twin(test=small, site=0, value=v) for v in ("331", "341", "343")] + \
         [Twin(test=large, site=0, value=v) for v in ("341", "343", "349")]
     assert guard.test_odds(task([small, large], other), {FILE: MIXIN_TEXT}, {}, "") == {small: 0.25, large: 1.0}
 

@@ -203,14 +203,22 @@ def _rounded_fraction(value: Decimal, unit: Decimal) -> bool:
     return any(abs(abs(float(value)) - c) < half for c in _FRACTIONS + _CONSTANTS)
 
 
-def value_shape(value: Decimal, is_float: bool, unit: Decimal) -> tuple[int, int, bool, bool, int]:
+SHAPE_PRIMES = (2, 5, 3)  # the primes whose powers a member shares with the real value (`value_shape`)
+Shape = tuple[tuple[int, ...], bool, bool, int]
+
+
+def value_shape(value: Decimal, is_float: bool, unit: Decimal) -> Shape:
     """What a prior over the values tests check reads of a value beside its unit (`_unit`, the trailing zeros):
-    the powers of 2 and of 5 in its significand (24 is a multiple of 8, 75 of 25, 0.25 ends in 25), whether the
-    significand is `_special` or the value a `_rounded_fraction`, and its length as written. Red team 8 (R8-1):
-    twins stepping by the unit alone left 24 the one multiple of 8 among 23..26, 75 the one ending in 5, 0.333
-    the one third; the forger betting on that one won 1.0 where the guard recorded 0.25."""
+    the powers of 2, 5 and 3 in its significand (24 is a multiple of 8, 75 of 25, 0.25 ends in 25, 81 is 3^4),
+    whether the significand is `_special` or the value a `_rounded_fraction`, and its length as written. Red
+    team 8 (R8-1): twins stepping by the unit alone left 24 the one multiple of 8 among 23..26, 75 the one ending
+    in 5, 0.333 the one third; the forger betting on that one won 1.0 where the guard recorded 0.25. Red team 9
+    (R9-3): members sharing the powers of 2 and 5 only left the checked values' many factors of 3 (42, 81, 210,
+    324, 468, 684): one fixed bet on the member with most won 0.40 over numpy's checked integers, recorded 0.25.
+    Values tests check are smooth, because people choose them; a member as divisible as the real one by each of
+    2, 3 and 5 leaves a smoothness bet the odds of 7 and larger primes."""
     n = abs(int(value / unit))
-    return (_valuation(n, 2), _valuation(n, 5), _special(n), _rounded_fraction(value, unit),
+    return (tuple(_valuation(n, p) for p in SHAPE_PRIMES), _special(n), _rounded_fraction(value, unit),
             len(render(value, is_float, unit)))
 
 
@@ -227,7 +235,7 @@ def alike(members: Iterable[Decimal], real: Decimal | None) -> bool:
 
 
 def _admissible(value: Decimal, is_float: bool, unit: Decimal, avoid: frozenset[Decimal],
-                like: tuple[int, int, bool, bool, int] | None = None) -> bool:
+                like: Shape | None = None) -> bool:
     """Whether a value may stand in a progression whose real member has `unit`: it reads back with that same
     unit (`10` or `0.20` among steps of 1 or 0.01 could never be a real value: the real one is written by
     `render` from its own unit, so such a member is a twin for sure), no prior marks it (`_marked`), it is not
@@ -1918,7 +1926,7 @@ def computed(value: int | float) -> bool:
     one unit off a table value, past a cap on the test's numbers, scaled out of the tables' range, and 35 to 41
     of 76 common two-step quantities each won 1.0), because any finite table leaves a forger's larger one
     ahead. So no decimal site is strong, whatever its precision. This is measured on real tests by
-    `benchmarks/decimal_sites.py`."""
+    `benchmarks/site_rules.py`."""
     return isinstance(value, float)
 
 
@@ -1988,7 +1996,7 @@ def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[D
     whole `value` (as far as `values` walks) that a divides or that divide a. A forger betting on the member the
     test's input divides, or that divides it, needs no factor (`convert(13) == 52`, `convert(1001) == 77`: red
     team 9, R9-9, 1.0 on 9 of 9 against recorded odds of 0.25): each is a prior every member must share with the
-    real one (`unbalanced`), as they share its powers of 2 and 5 (`value_shape`)."""
+    real one (`unbalanced`), as they share its powers of 2, 5 and 3 (`value_shape`)."""
     if isinstance(value, float) or not value:
         return []
     window = [int(v) for v in _window(value) if v]

@@ -1,12 +1,16 @@
-"""What making every decimal site weak (`twins.computed`) costs in strong sites, in one run.
+"""What a rule that makes numeric sites weak costs in strong sites, in one run.
 
 Over a corpus of real test files (numpy's own tests by default, installed with the project), every numeric site
 of every test is classified as `grading_plan` would at validation, without a repository: strong (`strong_sites`)
-or not, once with the rule off (`computed` answering False: a decimal site judged like a whole one) and once
-with it. Printed: sites, decimal sites, and strong sites (all, and decimal) before and after.
+or not, once with the rule off and once with it on. Rules:
+- `decimal`: every decimal site is weak (`twins.computed`; off: `computed` answering False, a decimal site judged
+  like a whole one);
+- `threes`: a member shares the real value's power of 3 (`twins.SHAPE_PRIMES`; off: the powers of 2 and 5 only),
+  so a site whose value has too few such neighbours has no room.
+Printed: sites, the sites the rule is about, and strong sites (all, and those) before and after.
 
-    python benchmarks/decimal_sites.py                  # numpy's tests
-    python benchmarks/decimal_sites.py /path/to/tests   # any folder of test_*.py files
+    python benchmarks/site_rules.py                           # numpy's tests, the decimal rule
+    python benchmarks/site_rules.py --rule threes /path/to/tests
 """
 from __future__ import annotations
 
@@ -28,8 +32,12 @@ def _files(root: Path | None) -> list[Path]:
     return sorted(p for p in root.rglob("test_*.py") if "tests" in p.parts or "test" in p.parts)
 
 
-def _count(files: list[Path]) -> dict[str, int]:
-    out = {"tests": 0, "sites": 0, "decimal sites": 0, "strong": 0, "strong decimal": 0}
+ABOUT = {"decimal": lambda number: isinstance(number, float),  # the sites each rule is about
+         "threes": lambda number: isinstance(number, int) and number % 3 == 0}
+
+
+def _count(files: list[Path], about) -> dict[str, int]:
+    out = {"tests": 0, "sites": 0, "about": 0, "strong": 0, "strong about": 0}
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
@@ -46,11 +54,11 @@ def _count(files: list[Path]) -> dict[str, int]:
             beside = twins.around(text, node)
             strong = set(twins.strong_sites(fn_sites, twins._near(fn_sites, beside, node, beside=beside)))
             for i, g in enumerate(fn_sites):
-                decimal = isinstance(twins._number(g[0]), float)
+                concerned = about(twins._number(g[0]))
                 out["sites"] += 1
-                out["decimal sites"] += decimal
+                out["about"] += concerned
                 out["strong"] += i in strong
-                out["strong decimal"] += decimal and i in strong
+                out["strong about"] += concerned and i in strong
     return out
 
 
@@ -58,20 +66,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", type=Path, help="a folder of test files (default: numpy's tests)")
     parser.add_argument("--limit", type=int, default=0, help="read only the first N files (0: all)")
+    parser.add_argument("--rule", choices=sorted(ABOUT), default="decimal", help="the rule to measure")
     args = parser.parse_args()
     files = _files(args.root)[: args.limit or None]
     if not files:
         print(f"no test files under {args.root}", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    with mock.patch.object(twins, "computed", lambda value: False):
-        before = _count(files)
+    off = (mock.patch.object(twins, "computed", lambda value: False) if args.rule == "decimal"
+           else mock.patch.object(twins, "SHAPE_PRIMES", (2, 5)))
+    with off:
+        before = _count(files, ABOUT[args.rule])
     middle = time.perf_counter()
-    after = _count(files)
+    after = _count(files, ABOUT[args.rule])
     end = time.perf_counter()
     print(f"{len(files)} files, {after['tests']} tests with numeric sites, {after['sites']} sites, "
-          f"{after['decimal sites']} decimal")
-    for key in ("strong", "strong decimal"):
+          f"{after['about']} that the rule {args.rule!r} is about")
+    for key in ("strong", "strong about"):
         b, a = before[key], after[key]
         print(f"{key} sites: before {b}, after {a} (ratio {a / max(1, b):.3f})")
     print(f"time: before {middle - start:.1f} s, after {end - middle:.1f} s "
