@@ -33,7 +33,7 @@ def _files(root: Path | None) -> list[Path]:
 
 
 ABOUT = {"decimal": lambda number: isinstance(number, float),  # the sites each rule is about
-         "threes": lambda number: isinstance(number, int) and number % 3 == 0}
+         "threes": lambda number: isinstance(number, int) and number != 0 and number % 3 == 0}
 
 
 def _count(files: list[Path], about) -> dict[str, int]:

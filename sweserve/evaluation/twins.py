@@ -1413,10 +1413,9 @@ def _shuffle(plan: GradingPlan, slots: list[_Slot], rng: random.Random, real_at:
     for slot, end in zip(slots, ends):
         pairs = list(zip(range(slot.start, end), slot.block, strict=True))
         rng.shuffle(pairs)
-        real = [p for p in pairs if plan.members[p[0]].kind == "test"]
-        if real_at is not None and real:
-            rest = [p for p in pairs if p is not real[0]]
-            pairs = [real[0], *rest] if real_at == "first" else [*rest, real[0]]
+        if real_at is not None and (real := next((p for p in pairs if plan.members[p[0]].kind == "test"), None)):
+            rest = [p for p in pairs if p is not real]
+            pairs = [real, *rest] if real_at == "first" else [*rest, real]
         slot.members, slot.block[:] = [i for i, _ in pairs], [t for _, t in pairs]
 
 

@@ -5,10 +5,10 @@ FAIL_TO_PASS = fails without the oracle and passes with it in every run; PASS_TO
 A task already validated is rechecked against its recorded ids. The graded tests' mutation twins are chosen
 from candidates run in both states (`twins.select`; a new task gets one more run of each state for them), and
 with the oracle once more in each of two orders: every graded test first of its group, then last (a test that is
-not idempotent breaks in one of them and keeps no group, whatever the draw); tests the oracle fails only under sweserve's runner, not under plain pytest in the image, are named
-(`runner_only`). Tests the oracle fails under planted names and passes under their own are pinned (`_pins`,
-`Task.pinned`): graded as written, both states run again so. Every rejection carries a
-`RejectionCategory` set where it is decided, never read back out of a message.
+not idempotent breaks in one of them and keeps no group, whatever the draw); tests the oracle fails only under
+sweserve's runner, not under plain pytest in the image, are named (`runner_only`). Tests the oracle fails under
+planted names and passes under their own are pinned (`_pins`, `Task.pinned`): graded as written, both states run
+again so. Every rejection carries a `RejectionCategory` set where it is decided, never read back out of a message.
 
 Only a verdict on the task is recorded in task.json. When the machinery fails instead (an `InfraError`: Docker,
 an image build, a registry, a node) or a precondition is unmet (a `SweserveError`, e.g. no clone to build from),

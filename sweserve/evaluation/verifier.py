@@ -358,9 +358,9 @@ def plan_of(bundle: TaskBundle, sources: dict[str, str], based: dict[str, str], 
     which validation's candidate values keep balanced against (`TaskInputs.repository`). `real_at`: where
     validation's extreme orders put each graded test in its group (`twins.grading_plan`; candidates only)."""
     task = bundle.task
-    candidates = name != "candidate" and bool(task.FAIL_TO_PASS)
-    return twins.grading_plan(task, sources, seed, candidates=candidates, base=based, instruction=bundle.instruction,
-                              selectors=selectors, repository=repository, real_at=real_at if candidates else None)
+    return twins.grading_plan(task, sources, seed, candidates=name != "candidate" and bool(task.FAIL_TO_PASS),
+                              base=based, instruction=bundle.instruction, selectors=selectors, repository=repository,
+                              real_at=real_at)
 
 
 def _planted(plan: twins.GradingPlan) -> dict[str, bytes]:
