@@ -93,6 +93,10 @@ class Twin(Strict):
     value: str
 
 
+TwinOrder = Literal["first", "last"]  # where validation's extreme orders put each graded test in its group
+TWIN_ORDERS: tuple[TwinOrder, ...] = ("first", "last")
+
+
 class ValidationRecord(Strict):
     status: Literal["valid", "rejected"]
     reason: str | None = None
@@ -117,6 +121,11 @@ class ValidationRecord(Strict):
                                                "makes the odds stale")
     runner_only: list[str] = Field(default_factory=list, description="tests that pass with the oracle under plain "
                                    "pytest in the image and fail only under sweserve's runner")
+    twin_orders: list[TwinOrder] = Field(default_factory=list, description="the orders validation's oracle twin "
+                                         "runs put each graded test in its group (every test first, then last): a "
+                                         "group is kept only where the oracle passed in each; empty: one drawn "
+                                         "order (validated before red team 8's R8-8), so a kept group may hold a "
+                                         "test that is not idempotent")
 
 
 StatementSource = Literal["issue", "pr_description", "commit_message", "title_only", "rewritten"]

@@ -18,6 +18,7 @@ from sweserve.models import (
     Task,
     TaskBundle,
     TestSpec,
+    Twin,
     ValidationRecord,
 )
 
@@ -131,6 +132,21 @@ def test_forge_odds_must_be_measured_and_within_the_bound():
     assert keys(task(validation=record(0.0625, 0.25))) == [] and keys(task(validation=record(1.0, 1.0))) == []
     assert keys(task(validation=record(0.25, None))) == []  # the default bound
     assert assess(task(validation=record(0.5, 0.25))).checks["guarded"] is False
+
+
+def test_twin_groups_kept_from_one_drawn_order_are_not_ready():
+    """Red team 8's R8-8: a group kept from one drawn order of the oracle's twin run may hold a test that is not
+    idempotent (a call counter, a cleanup after the check), which fails honest solutions on most grading draws.
+    Validation now runs each graded test first, then last, of its group (`twin_orders`); a task whose groups were
+    kept before that (its record names no orders) is not ready until validated again, whatever its odds. A task
+    with no group kept has nothing to hold such a test."""
+    group = [Twin(test="test/test_a.py::test_a", site=0, value="13")]
+    both = task().validation.model_copy(update={"twin_orders": ["first", "last"]})
+    assert keys(task(twins=group)) == ["groups_one_order"]
+    assert "validate it again" in assess(task(twins=group)).reasons[0].detail
+    assert assess(task(twins=group)).checks["guarded"] is False
+    assert keys(task(twins=group, validation=both)) == []
+    assert keys(task()) == []  # no group: nothing a second order could show
 
 
 def test_the_funnel_counts_unguarded_tasks_as_a_drop(tmp_path):

@@ -292,12 +292,15 @@ def test_validation_keeps_no_group_for_a_test_that_is_not_idempotent_whatever_th
     try:
         b.task.FAIL_TO_PASS, b.task.PASS_TO_PASS, b.task.validation = [], [], None
         logs = tmp_path / "logs"
-        outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=False,
+        outcome = validate_task(ctx, ValidateRequest(tmp_path / "tasks" / b.task.task_id, b, runs=1, record=True,
                                                      log_dir=logs))
     finally:
         ctx.close()
     assert (outcome.status, outcome.fail_to_pass) == ("valid", 1), outcome.reason
     assert {"twins-first-oracle-1.log", "twins-last-oracle-1.log"} <= {p.name for p in logs.iterdir()}
+    # the record says so: readiness trusts a kept group only from both orders (`groups_one_order`)
+    assert b.task.validation is not None and b.task.validation.twin_orders == ["first", "last"]
+    assert "groups_one_order" not in [r.key for r in b.task.readiness.reasons]
     if counted:
         assert outcome.twins == 0 and "tests/test_calc.py::test_pages" in outcome.twinless, outcome
     else:

@@ -12,7 +12,8 @@ A task is **ready** when all of these hold, and otherwise carries one reason per
   report any test as passed, and only mutation twins make it guess which member is real. Validation records
   the odds that such code passes every FAIL_TO_PASS test by guessing (`forge_odds`, `evaluation/guard.py`:
   1 when no test keeps a twin no prior reads) and the profile's bound (`max_forge_odds`, 0.25 by default:
-  one such group of four); the odds must be measured and within the bound;
+  one such group of four); the odds must be measured and within the bound, and any twin groups kept by a
+  validation that ran each graded test first and last of its group (`twin_orders`; `groups_one_order` when not);
 - **review** — no blind review recorded (`Task.reviews`, `sweserve tasks review`), or most reviewers judged
   it GOOD: a task at least half of its reviewers judge BAD is not ready (`review:bad`; a tie drops it).
 
@@ -25,7 +26,7 @@ import hashlib
 from pathlib import Path
 
 from sweserve.dataset.taskstore import TEXT_FILES, load_task, save_task
-from sweserve.models import Readiness, ReadinessReason, Task
+from sweserve.models import TWIN_ORDERS, Readiness, ReadinessReason, Task
 
 
 def family_verdict(task: Task) -> tuple[bool, str, str]:
@@ -106,6 +107,12 @@ def assess(task: Task, instruction: str | None = None) -> Readiness:
         reasons.append(ReadinessReason(kind="guard", key="unguarded", detail=_unguarded(task) if not stale else (
             "forge odds measured with another instruction (its numbers are what a forger reads): "
             "`sweserve tasks guard --write` measures them again")))
+    if task.validated and v is not None and task.twins and set(v.twin_orders) != set(TWIN_ORDERS):
+        guard_ok = False  # its groups were kept from one drawn order: one may hold a test that is not idempotent
+        reasons.append(ReadinessReason(kind="guard", key="groups_one_order", detail=(
+            "twin groups kept from one drawn order of the oracle's run (validated before each graded test ran "
+            "first and then last of its group): a test that is not idempotent may fail honest solutions at "
+            "grading; validate it again")))
     if (bad := review_verdict(task)) is not None and bad:
         reasons.append(ReadinessReason(kind="review", key="review:bad", detail=bad))
     checks = {"valid": task.validated, "lint": not any(r.kind == "lint" for r in reasons), "family": confident,

@@ -53,11 +53,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Literal
 
 from sweserve import pyast
 from sweserve.harness import sweserve_twins as canaries  # shared with the exports' in-box verifier
-from sweserve.models import Outcome, Task, Twin
+from sweserve.models import TWIN_ORDERS, Outcome, Task, Twin, TwinOrder
 
 K = 3  # twins per graded test
 CANDIDATES = 3 * K  # the room on each side that makes a site's value sign-safe (`_sign_safe`)
@@ -670,8 +669,8 @@ class Member:
         return "::".join([self.file, *([self.cls] if self.cls else []), self.real])
 
 
-RealAt = Literal["first", "last"]  # where validation's extreme orders put each graded test in its group
-REAL_AT: tuple[RealAt, ...] = ("first", "last")
+RealAt = TwinOrder  # where validation's extreme orders put each graded test in its group
+REAL_AT = TWIN_ORDERS
 
 
 @dataclass
@@ -1320,7 +1319,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                             _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
                         for n, g in zip(nears, fn_sites)]
                 spares = _spares(fn_sites, avoid, fn, nears)
-                for i in _candidate_sites(fn_sites, avoid, fn, near=nears):
+                for i in _candidate_sites(fn_sites, avoid, fn, near=nears, spares=spares):
                     nodes = fn_sites[i]
                     number: int | float = _number(nodes[0])  # type: ignore[assignment]
                     real, others = values(number, rng, K, spares[i])
@@ -2006,7 +2005,8 @@ def related(value: int | float, numbers: frozenset[Decimal]) -> list[frozenset[D
 
 def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] = frozenset(),
                      fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None, fall_back: bool = True,
-                     near: list[frozenset[Decimal]] | None = None) -> list[int]:
+                     near: list[frozenset[Decimal]] | None = None,
+                     spares: list[frozenset[Decimal]] | None = None) -> list[int]:
     """The sites validation tries: those whose values keep their sign first, spread over the test's checks.
     A site whose real value a prior singles out (`_marked`) or that the forger can read elsewhere (`avoid`:
     the literals of the base version of the same test, numbers of the instruction) is never tried: its
@@ -2026,7 +2026,8 @@ def _candidate_sites(fn_sites: list[list[ast.expr]], avoid: frozenset[Decimal] =
     # guessed right, so weak groups still multiply its odds down over a task's tests.
     leaky = [i for i, g in enumerate(fn_sites) if _room(_number(g[0]), K, shaped=False)]  # type: ignore[arg-type]
     leaky = leaky or [i for i, g in enumerate(fn_sites) if not _marked(_number(g[0]))]  # type: ignore[arg-type]
-    spares = _spares(fn_sites, avoid, fn, near)  # a site whose real value sits at its sign's edge at every rank last
+    # a site whose real value sits at its sign's edge at every rank last (`spares`: computed once by `grading_plan`)
+    spares = spares if spares is not None else _spares(fn_sites, avoid, fn, near)
     leaky = [i for i in leaky if not _sign_edge(_number(fn_sites[i][0]), spares[i])] or leaky  # type: ignore[arg-type]
     # a value read near the site (`_within_reach`, a derived one) costs the forger a guess still; one it reads
     # outright (the file writes it elsewhere) does not: those sites last

@@ -304,6 +304,7 @@ def validate_task(ctx: Context, req: ValidateRequest) -> ValidateOutcome:
         max_forge_odds=bound,
         forge_odds_instruction=result.forge_odds_instruction,
         runner_only=result.runner_only,
+        twin_orders=list(REAL_AT) if result.status == "valid" else [],  # both twin runs done
     )
     task.readiness = assess(task, bundle.instruction)
     result.ready = task.readiness.ready
