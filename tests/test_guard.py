@@ -153,7 +153,8 @@ def test_tasks_guard_measures_and_records_the_odds_without_a_container(tmp_path)
 
     repo, bundle = clone_task(tmp_path)
     bundle.task.family_confident = True
-    bundle.task.validation = ValidationRecord(status="valid", runs=1, signals=[SignalCheck(name="cosmetic_oracle")])
+    bundle.task.validation = ValidationRecord(status="valid", runs=1, signals=[SignalCheck(name="cosmetic_oracle")],
+                                              twin_orders=["first", "last"])  # groups kept from both orders
     bundle.task.quality = QualityRecord(statement_source="pr_description", statement_chars=300,
                                         interface_from="fail_to_pass")
     bundle.task.profile = "sglang"  # the default bound, 0.25

@@ -65,6 +65,7 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
         return {test: 1.0 for test in dict.fromkeys(t.split("[")[0] for t in task.FAIL_TO_PASS)}
     plan = twins.grading_plan(task, sources, seed=0, selectors=selectors)  # the groups grading reads, by class
     crossing = twins.Crossing(repository)
+    written = twins.Written(repository)
     recorded: dict[str, list[Twin]] = {}
     for m in plan.members:
         if m.kind == "twin" and m.twin is not None and not m.unread:
@@ -99,10 +100,11 @@ def test_odds(task: Task, sources: dict[str, str], base: dict[str, str], instruc
             fn_site = twins.sites(fn)[group[0].site]  # a numeric group (`_group_odds`): one site
             crossed = crossing.among(shown[found], twins.written_outside(fn, fn_site) | twins.around(sources[file], fn)
                                      | twins.said(instruction) | twins.other_files(sources, file))
-            related = twins.related(twins.number(fn_site[0]), twins.written_outside(fn, fn_site))  # type: ignore[arg-type]
+            value = twins.number(fn_site[0])
+            related = twins.related(value, twins.written_outside(fn, fn_site))  # type: ignore[arg-type]
             odds[test] = max(odds[test], _set_odds(shown[found], _real(group, fn),
                                                    [*twins.repository_priors(file, repository or {}), crossed,
-                                                    *related]))
+                                                    *related, written.same(value)]))  # type: ignore[arg-type]
     return odds
 
 
@@ -210,6 +212,20 @@ UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could no
 # than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
 # (red team 8, R8-5)
 MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
+REPEAT = "\0x"  # `repository_numbers`' key PATH + REPEAT + k: what the file writes at least k times (`twins.REPEATS`):
+# a member written as often as the real one, or the site is weak (red team 11, R11-6, `twins.Written`)
+
+
+def repeat_key(path: str, k: int) -> str:
+    """The key of `repository_numbers`' answer for what `path` writes at least `k` times."""
+    return f"{path}{REPEAT}{k}"
+
+
+def entries(path: str, text: str) -> dict[str, frozenset[Decimal]]:
+    """What `repository_numbers` records of one Python file's text at `path`: its numbers, and per bound of
+    `twins.REPEATS` those it writes at least so many times."""
+    counts = twins.file_counts(text)
+    return {path: frozenset(counts), **{repeat_key(path, k): n for k, n in twins.repeated(counts).items()}}
 
 
 class NumbersCache:
@@ -218,11 +234,18 @@ class NumbersCache:
     task (benchmarks/repository_numbers.py). One per command run; not shared between processes."""
 
     def __init__(self) -> None:
-        self.by_blob: dict[str, frozenset[Decimal] | None] = {}
+        self.by_blob: dict[str, tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]] | None] = {}
 
     def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
         """What the blob writes (None: not there, or binary): a Python file's tokens (`twins.file_numbers`), any
         other text's numbers (`twins.text_numbers`); a gzip'd text is read as its text (`cases.json.gz`)."""
+        read = self.read(git, blob, python)
+        return None if read is None else read[0]
+
+    def read(self, git: Git, blob: str, python: bool
+             ) -> tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]] | None:
+        """`numbers`, and those it writes again and again (`twins.repeated`: per bound, the numbers written at
+        least so many times)."""
         key = blob + ("" if python else ":text")
         if key not in self.by_blob:
             data = git.read_blob_bytes(blob)
@@ -237,7 +260,8 @@ class NumbersCache:
                 self.by_blob[key] = None
             else:
                 text = data.decode("utf-8", "replace")
-                self.by_blob[key] = twins.file_numbers(text) if python else twins.text_numbers(text)
+                counts = twins.file_counts(text) if python else twins.text_counts(text)
+                self.by_blob[key] = (frozenset(counts), twins.repeated(counts))
         return self.by_blob[key]
 
 
@@ -285,9 +309,11 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
                 out[MESSAGES] = twins.text_numbers(messages[:MAX_MESSAGE_BYTES].decode("utf-8", "replace"))
                 unread |= len(messages) > MAX_MESSAGE_BYTES
             for path, blob in versions[:MAX_REPOSITORY_FILES]:
-                numbers = cache.numbers(git, blob, path.endswith(".py"))
-                if numbers is not None:
-                    out[path] = out.get(path, frozenset()) | numbers
+                read = cache.read(git, blob, path.endswith(".py"))
+                if read is not None:
+                    out[path] = out.get(path, frozenset()) | read[0]
+                    for k, numbers in read[1].items():  # how often it writes each: a set of its own (`REPEAT`)
+                        out[repeat_key(path, k)] = out.get(repeat_key(path, k), frozenset()) | numbers
                 else:
                     unread |= near(path)
     except GitError as exc:

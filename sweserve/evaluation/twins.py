@@ -1040,14 +1040,19 @@ _DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
 
 def text_numbers(text: str) -> frozenset[Decimal]:
     """Every number a text writes, in any spelling `_TEXT_NUMBER` and `_DIGITS` read, as its value."""
-    out: set[Decimal] = set()
+    return frozenset(text_counts(text))
+
+
+def text_counts(text: str) -> Counter[Decimal]:
+    """`text_numbers`, with how many times the text writes each (every spelling read counts)."""
+    out: Counter[Decimal] = Counter()
     for token in _TEXT_NUMBER.findall(text) + _DIGITS.findall(text):
         plain = token.replace("_", "").replace(",", "")
         try:
-            out.add(Decimal(int(plain, 0)) if plain.lstrip("-")[:2].lower() in ("0x", "0o", "0b") else Decimal(plain))
+            out[Decimal(int(plain, 0)) if plain.lstrip("-")[:2].lower() in ("0x", "0o", "0b") else Decimal(plain)] += 1
         except (ArithmeticError, ValueError):
             continue
-    return frozenset(out)
+    return out
 
 
 _UNITS = {w: i for i, w in enumerate(
@@ -1199,6 +1204,30 @@ class Crossing:
         return frozenset(v for v in values if self.code and self.reads(v, operands))
 
 
+class Written:
+    """Which of the repository's files write each value (`repository`: each -> the numbers it writes,
+    `guard.repository_numbers`), as a prior: a forger reads the whole tree, so every file is a set of values it
+    may bet on, and so is every count of files. A value a test checks is often a constant the code writes in
+    several places, while its neighbours sit in one table: betting on the member most files write, or on the
+    one the module under test writes, won 1.0 against recorded odds of 0.25 where every member was among the
+    repository's numbers (red team 11, R11-6). `same` is the prior that closes every such bet at once: the
+    values written by exactly the files that write the real one (none, for a value no file writes)."""
+
+    def __init__(self, repository: Mapping[str, frozenset[Decimal]] | None) -> None:
+        files: dict[Decimal, list[int]] = {}
+        for i, numbers in enumerate((repository or {}).values()):
+            for n in numbers:
+                files.setdefault(n, []).append(i)
+        self._files = {n: frozenset(ix) for n, ix in files.items()}
+
+    def same(self, value: int | float) -> frozenset[Decimal]:
+        """The values around `value` (as far as `values` walks, as `unbalanced` looks) that exactly the files
+        writing `value` write: every member must be one, else the site is weak."""
+        none: frozenset[int] = frozenset()
+        own = self._files.get(_decimal(value), none)
+        return frozenset(v for v in _window(value) if self._files.get(v, none) == own)
+
+
 def _window(value: int | float) -> list[Decimal]:
     """The values around `value`, itself included, as far as `values` walks (`_sides`: 10 * K + 10 steps of its
     unit on each side): what a prior near it must be read over."""
@@ -1247,6 +1276,7 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     rng = random.Random(seed if seed is not None else secrets.randbits(128))
     plan = GradingPlan(candidates=candidates)
     crossing = Crossing(repository) if candidates and repository else None
+    written = Written(repository) if candidates and repository else None
     recorded: dict[str, list[Twin]] = {}
     for twin in task.twins:
         recorded.setdefault(twin.test, []).append(twin)
@@ -1312,11 +1342,12 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
                 # derived from too: "100 pages, 87 reserved"; a `PAGE_SIZE == 6` another hidden file checks (R9-5)
                 beside = outside | said(instruction) | hidden
                 nears = _near(fn_sites, avoid, fn, beside=beside)
-                if repository and crossing is not None:  # and what one step across the test and the code gives
-                    priors = repository_priors(file, repository)
+                if repository and crossing is not None and written is not None:  # and what one step across
+                    priors = repository_priors(file, repository)  # the test and the code gives, and who writes it
                     nears = [n if computed(_number(g[0])) else n | unbalanced(  # type: ignore[arg-type]
                         _number(g[0]), [*priors, crossing.near(  # type: ignore[arg-type]
-                            _number(g[0]), _elsewhere(fn, g) | beside)])  # type: ignore[arg-type]
+                            _number(g[0]), _elsewhere(fn, g) | beside),  # type: ignore[arg-type]
+                            written.same(_number(g[0]))])  # type: ignore[arg-type]
                         for n, g in zip(nears, fn_sites)]
                 spares = _spares(fn_sites, avoid, fn, nears)
                 for i in _candidate_sites(fn_sites, avoid, fn, near=nears, spares=spares):
@@ -1827,7 +1858,12 @@ def around(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[D
 
 def _numbers(text: str, keep) -> frozenset[Decimal]:
     """The numbers a file writes in its comments, strings, number tokens and names, of the tokens `keep` takes."""
-    out: set[Decimal] = set()
+    return frozenset(_counts(text, keep))
+
+
+def _counts(text: str, keep) -> Counter[Decimal]:
+    """`_numbers`, with how many tokens write each (a token counts once per number it writes)."""
+    out: Counter[Decimal] = Counter()
     try:
         tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
     except (tokenize.TokenError, SyntaxError):
@@ -1835,12 +1871,12 @@ def _numbers(text: str, keep) -> frozenset[Decimal]:
     for tok in tokens:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
-            out |= text_numbers(tok.string)
+            out.update(text_numbers(tok.string))
         elif tok.type == tokenize.NAME and keep(tok):
             # digits in a name (`test_100_tokens_take_13_pages`, a skipped test beside that keeps its name: red
             # team 8, R8-6)
-            out |= name_numbers(tok.string)
-    return frozenset(out)
+            out.update(name_numbers(tok.string))
+    return out
 
 
 def name_numbers(name: str) -> frozenset[Decimal]:
@@ -1852,6 +1888,22 @@ def name_numbers(name: str) -> frozenset[Decimal]:
 def file_numbers(text: str) -> frozenset[Decimal]:
     """Every number a file writes: in its code, comments and strings."""
     return _numbers(text, lambda tok: True)
+
+
+def file_counts(text: str) -> Counter[Decimal]:
+    """`file_numbers`, with how many tokens write each."""
+    return _counts(text, lambda tok: True)
+
+
+REPEATS = (2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 64, 128)  # a file's numbers written at least so many times
+
+
+def repeated(counts: Counter[Decimal]) -> dict[int, frozenset[Decimal]]:
+    """Per bound of `REPEATS` some number reaches, the numbers `counts` holds at least that many times: with the
+    file's own set, how often it writes each, up to 8 exactly (`Written`: a member written as often as the real
+    one)."""
+    top = max(counts.values(), default=0)
+    return {k: frozenset(n for n, c in counts.items() if c >= k) for k in REPEATS if k <= top}
 
 
 def other_files(sources: dict[str, str], file: str) -> frozenset[Decimal]:
