@@ -368,7 +368,7 @@ def test_the_recorded_forge_odds_hold_for_the_instruction_the_candidate_reads():
 
     task.validation = ValidationRecord(status="valid", runs=1, forge_odds=recorded, max_forge_odds=0.25,
                                        forge_odds_instruction=instruction_digest(STATEMENT), signals=[
-                                           SignalCheck(name="cosmetic_oracle")])
+                                           SignalCheck(name="cosmetic_oracle")], twin_orders=["first", "last"])
     task.quality = QualityRecord(statement_source="pr_description", statement_chars=300, interface_from="fail_to_pass")
     task.family, task.family_confident, task.family_scores = "scheduling-memory", True, {"scheduling-memory": 1.0}
     assert assess(task, STATEMENT).checks["guarded"]
