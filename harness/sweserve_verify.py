@@ -74,13 +74,27 @@ def _z(raw):
 
 
 def to_base(cfg):
-    """The tree back at base, the submission kept as a patch: the patch file (Harbor's artifact, SWE-bench's
-    /tmp/patch.diff) or, where none is given, the working tree as the harness left it. Nothing of the
+    """The tree back at base, the submission kept as a patch: the patch file (Harbor's artifact) or, where none
+    is given, the working tree as the harness left it. SWE-bench's harness has applied its prediction
+    (/tmp/patch.diff) before the eval script runs, with fall-backs a strict `git apply` refuses (`--3way`,
+    `--reject`, `patch --fuzz=5`): where the tree differs from base, what it applied is the submission (red
+    team 11, R11-3: a context line differing in whitespace), less the backups `patch` leaves (`*.orig`,
+    `*.rej`) that the prediction does not name. None of the submission's code has run. Nothing of the
     submission is on disk while the runner's facts are taken as root."""
     base = cfg["base_commit"]
     patch = cfg.get("patch", "")
-    if not (patch and os.path.exists(patch)):
+    given = bool(patch and os.path.exists(patch))
+    applied = cfg.get("format") == "swebench" and given and bool(git("status", "--porcelain", "-z").stdout)
+    if not given or applied:
+        named = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", patch, check=False).stdout) \
+            if given else set()
         git("add", "-A")
+        added = _z(git("diff", "--cached", "--name-only", "--diff-filter=A", "-z", base).stdout)
+        backups = [p for p in added if p.endswith((".orig", ".rej")) and p not in named] if applied else []
+        if backups:
+            git("rm", "-q", "--cached", "--", *backups)
+            for path in backups:
+                os.unlink(os.path.join(WORKDIR, path))
         patch = os.path.join(HERE, "submission.patch")
         with open(patch, "wb") as fh:
             fh.write(git("diff", "--cached", "--binary", "--full-index", base, text=False).stdout)
@@ -290,7 +304,7 @@ def report_swebench(cfg, status, reason, graded, details, output):
     lines = [START]
     for test_id in cfg["FAIL_TO_PASS"] + cfg["PASS_TO_PASS"]:
         outcome = graded.get(test_id, "missing") if clean else "failed"
-        lines.append(f"{WORDS.get(outcome, 'FAILED')} {test_id}")
+        lines.append(f"{WORDS.get(outcome, 'FAILED')} {sweserve_protocol.log_name(test_id)}")
     lines += [f"{EXIT_CODE}: {0 if status == 'resolved' else 1}", END,
               f"sweserve: {status}" + (f" ({reason})" if reason else ""), json.dumps(details), shown(output)]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -30,6 +30,8 @@ from pathlib import Path, PurePosixPath
 
 from sweserve.dataset.in_image import HARNESS, VERIFY_COMMAND, harness_files
 from sweserve.dataset.profiles import RepoProfile
+from sweserve.errors import SweserveError
+from sweserve.harness.sweserve_protocol import log_name
 from sweserve.models import TaskBundle
 
 SWEBENCH_COLUMNS = (
@@ -67,6 +69,16 @@ def eval_script(bundle: TaskBundle, profile: RepoProfile, plan: str | None = Non
 DATASET_NAME = "sweserve"
 
 
+def _log_names(f2p: list[str], p2p: list[str]) -> tuple[list[str], list[str]]:
+    """The graded ids as SWE-bench's log parser reads them (`log_name`: whitespace percent-encoded), as the
+    eval script prints them; SweserveError where two would print alike."""
+    names = [log_name(t) for t in f2p + p2p]
+    if len(set(names)) < len(set(f2p + p2p)):
+        raise SweserveError("two graded test ids print alike in SWE-bench's log (an id with whitespace, "
+                            "percent-encoded, equals another): this task cannot be graded by SWE-bench's parser")
+    return names[:len(f2p)], names[len(f2p):]
+
+
 def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "", plan: str | None = None) -> dict:
     """One task as a SWE-bench instance plus sweserve's own columns (all strings but pr_number); `plan`: the
     grading plan its verifier plants (evaluation/export_plan.py)."""
@@ -81,8 +93,8 @@ def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "", 
         "hints_text": "",
         "created_at": task.created_at.isoformat().replace("+00:00", "Z"),
         "version": task.profile,
-        "FAIL_TO_PASS": json.dumps(task.FAIL_TO_PASS),
-        "PASS_TO_PASS": json.dumps(task.PASS_TO_PASS),
+        "FAIL_TO_PASS": json.dumps(_log_names(task.FAIL_TO_PASS, task.PASS_TO_PASS)[0]),
+        "PASS_TO_PASS": json.dumps(_log_names(task.FAIL_TO_PASS, task.PASS_TO_PASS)[1]),
         "environment_setup_commit": task.base_commit,
         "image": image_tag,
         "eval_script": eval_script(bundle, profile, plan),
