@@ -5,7 +5,8 @@ time `emit` is the boot script's channel (sweserve_boot.py), so no file is writt
 could rewrite afterwards; exported tasks run the same boot script under sweserve_verify.py. The unittest runner (sweserve_unittest.py) sends the same events.
 
 Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a graded test is a
-failure. Skip reasons and the tail of each failure travel with the outcome, so callers can tell tests that
+failure. A report of an attempt a rerun plugin repeats (outcome `rerun`) sends nothing, as pytest's summary counts
+it apart: the last attempt decides, and a test with no other report is missing (not a pass). Skip reasons and the tail of each failure travel with the outcome, so callers can tell tests that
 need an accelerator. Standard library only: it runs with the image's interpreter.
 """
 
@@ -31,6 +32,8 @@ class Recorder:
             self._emit({"id": report.nodeid, "outcome": "error", "message": _message(report)})
 
     def pytest_runtest_logreport(self, report):
+        if getattr(report, "outcome", None) == "rerun":
+            return  # an attempt a rerun plugin (pytest-rerunfailures) repeats: the attempt after it decides
         event = {"id": report.nodeid}
         xfail = getattr(report, "wasxfail", None) is not None
         if report.when == "call":

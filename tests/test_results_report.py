@@ -60,6 +60,10 @@ def test_torn_last_line_is_dropped_and_resume_is_exact(tmp_path):
     assert len(lines) == 3 and all(line.endswith("}") for line in lines)
     assert pending(bundles, agent, 1, path) == []
     assert [b.task.task_id for b, _ in pending(bundles, agent, 1, path, retry_errors=True)] == ["o__r-3"]
+    # an error the candidate's own work caused (a limit it broke) is its result: redoing it would be a free resample
+    with ResultsWriter(path) as again:
+        again.write(result("o__r-2", "error").model_copy(update={"error_kind": "limit"}))
+    assert [b.task.task_id for b, _ in pending(bundles, agent, 1, path, retry_errors=True)] == ["o__r-3"]
 
 
 def test_corrupt_middle_line_is_an_error(tmp_path):

@@ -271,8 +271,10 @@ def test_twin_values_are_equally_round_and_hold_the_real_one_at_any_rank():
     assert real == "0.00001" and all(len(v) == len(real) or v.startswith("-") for v in others), others
 
 
-def test_a_twin_silenced_beside_a_passing_test_is_forgery():
-    """Passing one member of a group and skipping (or hiding) the rest: even a right guess is caught."""
+def test_a_twin_silenced_beside_a_passing_test_is_no_pass():
+    """Passing one member of a group and skipping, erroring (or hiding) the rest: even a right guess does not
+    pass. A hidden twin is forgery (a complete stream reports every collected test); one skipped or errored never
+    reached its check (an honest set-up can flake: red team 11, R11-5), so its test fails, with no accusation."""
     from sweserve.models import Twin
 
     source = "def test_alpha_beta():\n    assert f(2) == (3, 40)\n"
@@ -286,8 +288,9 @@ def test_a_twin_silenced_beside_a_passing_test_is_forgery():
     for silenced in ("skipped", "error", None):
         outcomes = {real: "passed", **canary}
         outcomes.update({v: silenced for k, v in ids.items() if k.startswith("twin") and silenced})
-        assert plan.read(outcomes).problems == [
-            "a twin of a hidden test was skipped, errored or missing while its test passed"], silenced
+        reading = plan.read(outcomes)
+        assert reading.outcomes["test/t.py::test_alpha_beta"] == "failed", silenced
+        assert reading.problems == ([] if silenced else ["a twin of a hidden test was missing while its test passed"])
     honest = {real: "passed", **canary, **{v: "failed" for k, v in ids.items() if k.startswith("twin")}}
     assert plan.read(honest, exit_status=1).problems == []
 

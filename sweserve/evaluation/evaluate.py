@@ -30,15 +30,22 @@ from sweserve.evaluation.trial_folder import runs_root
 from sweserve.models import RunResult, TaskBundle, now
 
 
+# errors the candidate's own work causes: a limit its agent, its submission or its code broke (the sandbox's disk,
+# the submission's size). Redone, one would be a free resample: an agent, or code the hidden tests import, that
+# breaks a limit whenever it doubts its fix would be scored only on the attempts it trusts (red team 11, R11-4)
+OWN_ERRORS = frozenset({"limit"})
+
+
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
             retry_errors: bool = False, first_attempt: int = 1) -> list[tuple[TaskBundle, int]]:
-    """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do."""
+    """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do; with
+    `retry_errors`, also those whose last result is an `error` the machinery caused (not `OWN_ERRORS`)."""
     done = latest(read_results(results_path))
     todo = []
     for bundle in bundles:
         for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
-            if prior is None or (retry_errors and prior.status == "error"):
+            if prior is None or (retry_errors and prior.status == "error" and prior.error_kind not in OWN_ERRORS):
                 todo.append((bundle, attempt))
     return todo
 

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 
 from sweserve.agents.base import IN_BOX, PatchError, apply_patch  # noqa: F401  (the two re-exported: their old home)
 from sweserve.environment.sandbox import WORKDIR, Sandbox
-from sweserve.errors import InfraError
+from sweserve.errors import InfraError, LimitExceeded
 from sweserve.evaluation.submission import PRISTINE_GIT_ENV
 from sweserve.harness.sweserve_protocol import (  # shared with the exports' in-box verifier
     SEVERITY,
@@ -201,7 +201,14 @@ def run_tests(box: Sandbox, task: Task, timeout: float, manifest: str, plugins: 
     if staged.planted:
         steps.append(place_planted(staged.planted))
     steps.append(f"exec python -I {HARNESS}/{BOOT}.py {RUN_CONFIG}")
-    res = box.exec("; ".join(steps), timeout, workdir=workdir, env=env)
+    try:
+        res = box.exec("; ".join(steps), timeout, workdir=workdir, env=env)
+    except LimitExceeded as exc:
+        # the box broke its disk limit while the hidden tests ran (or before, with the submission in it): what
+        # ran there wrote it, the submission's code or the tests validation ran under the same limits, never the
+        # machinery. A verdict, as a time-out is: an `error` would be retried with a fresh grading plan, so a
+        # forger could fill the disk on the draws it cannot read and forge the rest (red team 11, R11-4)
+        raise TestRunError(f"the hidden tests' run was stopped at the sandbox's limit ({exc})") from None
     stream = read_stream(res.output, staged.nonce)
     events, output = stream.events, stream.output
     if res.timed_out:

@@ -30,9 +30,11 @@ At grading, `grading_plan` writes each hidden file anew:
 - the host keeps the map from names back to ids (`GradingPlan.read`); no map, tests.patch or original text
   goes into the sandbox.
 
-`read` maps a run's outcomes back to real ids and says what was forged: a twin that passed, a twin skipped,
-errored or missing while its test passed, a must-pass canary that failed, a must-fail one that passed, or an
-exit status of 0 beside a failed twin. A real test that passed while any of its twins passed is failed.
+`read` maps a run's outcomes back to real ids and says what was forged: a twin that passed, a twin missing
+while its test passed, a must-pass canary that failed, a must-fail one that passed, or an exit status of 0
+beside a failed twin. A real test that passed while any of its twins passed is failed, and so is one whose twin
+was skipped or errored (it never reached its check: no evidence either way); a canary skipped or errored beside
+passing tests fails every test of the run.
 
 The plan is a pure function of (task, hidden test sources, seed), so an export's grader can make the same
 files and map (see `grading_plan`).
@@ -47,7 +49,6 @@ import json
 import math
 import random
 import re
-import secrets
 import tokenize
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -1273,7 +1274,9 @@ def grading_plan(task: Task, sources: dict[str, str], seed: int | None = None, c
     A grading plan never takes it: there the real member's rank in its group is uniform."""
     if real_at is not None and not candidates:
         raise ValueError("real_at orders validation's candidate plans only")
-    rng = random.Random(seed if seed is not None else secrets.randbits(128))
+    # unseeded (grading): the OS's generator, whose draws no planted name can give away (a Mersenne Twister's
+    # state can be read back from enough of its outputs; red team 11's lead)
+    rng = random.Random(seed) if seed is not None else random.SystemRandom()
     plan = GradingPlan(candidates=candidates)
     crossing = Crossing(repository) if candidates and repository else None
     written = Written(repository) if candidates and repository else None
@@ -1752,7 +1755,7 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], ids_of: dict[Membe
               reading: Reading, exit_status: int | None) -> list[str]:
     problems = []
     tests = {(m.file, m.cls, m.real): m for m in plan.members if m.kind == "test"}
-    failed_must_fail = False
+    failed_must_fail = inconclusive = False
     for m in plan.members:
         outcome = seen.get(m, "missing")
         if m.unread:
@@ -1767,7 +1770,9 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], ids_of: dict[Membe
             elif outcome in ("skipped", "error") and any(
                     o == "passed" and x.file == m.file and x.cls == m.cls
                     for x, o in seen.items() if x.kind != "canary"):
-                problems.append("a canary test was skipped or errored while its neighbours passed")
+                # it never reached its check (a set-up that flaked, a skip): no evidence of forging, but a forger
+                # erroring what it cannot read must not pass either (red team 11, R11-5): no test passes
+                inconclusive = True
             failed_must_fail |= not m.must_pass and outcome == "failed"
         elif m.kind == "twin" and not plan.candidates:
             test = tests[(m.file, m.cls, m.real)]
@@ -1781,9 +1786,15 @@ def _problems(plan: GradingPlan, seen: dict[Member, Outcome], ids_of: dict[Membe
                     reading.outcomes[test_id] = "failed"  # a pass beside a passing twin is no pass
             elif outcome == "passed":
                 pass  # a wrong value equal to a twin's (or a forger's wrong guess): its test failed, no more
+            elif outcome in ("skipped", "error") and real == "passed":
+                for test_id in mine:  # it never reached its check: no evidence of forging, and no pass beside it
+                    reading.outcomes[test_id] = "failed"
             elif outcome != "failed" and real == "passed":
-                problems.append("a twin of a hidden test was skipped, errored or missing while its test passed")
+                problems.append("a twin of a hidden test was missing while its test passed")
             failed_must_fail |= outcome == "failed"
+    if inconclusive:
+        for test_id in {t for ids in ids_of.values() for t in ids}:
+            reading.outcomes[test_id] = "failed"
     if exit_status == 0 and failed_must_fail:
         problems.append("the test runner exited 0 although a twin or must-fail canary failed")
     return sorted(set(problems))
