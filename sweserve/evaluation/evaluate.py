@@ -29,7 +29,6 @@ from sweserve.evaluation.trial import (
 from sweserve.evaluation.trial_folder import runs_root
 from sweserve.models import RunResult, TaskBundle, now
 
-
 # errors the candidate's own work causes: a limit its agent, its submission or its code broke (the sandbox's disk,
 # the submission's size). Redone, one would be a free resample: an agent, or code the hidden tests import, that
 # breaks a limit whenever it doubts its fix would be scored only on the attempts it trusts (red team 11, R11-4)
