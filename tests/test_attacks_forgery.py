@@ -358,8 +358,11 @@ def test_a_must_pass_canary_that_fails_is_forgery():
                  for m in plan.members if m.kind == "canary" and m.must_pass}
     inverted = {k: "failed" if k in must_pass else v for k, v in honest.items()}
     assert "a must-pass canary test failed" in plan.read(inverted).problems
+    # must-fail canaries and twins skipped while others passed: no check reached, so no accusation (an honest
+    # set-up can flake: red team 11, R11-5), but no graded test passes beside them
     skipped = {k: ("skipped" if v == "failed" else v) for k, v in honest.items()}
-    assert plan.read(skipped).problems, "a must-fail canary skipped while others passed"
+    reading = plan.read(skipped)
+    assert reading.outcomes and set(reading.outcomes.values()) == {"failed"}, reading.outcomes
     # a file whose every test errored (a broken fixture) is no evidence of forging
     broken = {k: "error" for k in honest}
     assert plan.read(broken).problems == []
