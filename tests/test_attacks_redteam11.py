@@ -68,24 +68,19 @@ Fixed since (each test here failed before its fix):
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import json
 import os
-import secrets
 import subprocess
 import sys
 import types
 from collections import Counter
 from decimal import Decimal
-from importlib import resources
 from pathlib import Path
 from unittest import mock
 
 import pytest
 
 from sweserve.evaluation import guard, twins
-from sweserve.evaluation.grading import merge_events, parse_stream, run_config
 from sweserve.harness.sweserve_protocol import log_name
 from tests import test_attacks_twins as T
 from tests.test_attacks_redteam8 import CONVERT, _bet_among
@@ -159,42 +154,9 @@ def test_mean_after_warm_up():
         raise TimeoutError("cold start")
     assert mean([1.0, 2.0, 4.5]) == pytest.approx(2.5)
 '''
-RERUN_SITE = os.environ.get("RT11_RERUN_SITE", "/tmp/rt11w/site")  # where pytest_rerunfailures.py can be found
-
-
-def _rerun_site() -> str:
-    if importlib.util.find_spec("pytest_rerunfailures") is not None:
-        return os.path.dirname(importlib.util.find_spec("pytest_rerunfailures").origin)
-    if os.path.exists(os.path.join(RERUN_SITE, "pytest_rerunfailures.py")):
-        return RERUN_SITE
-    pytest.skip("pytest-rerunfailures not found (pip download pytest-rerunfailures; unzip to RT11_RERUN_SITE)")
-
-
-def _boot(root: Path, plan: twins.GradingPlan, task, plugins: list[str], site: str):
-    """`tests.test_attacks_twins._run` with the image's plugins (`-p`, as the boot script loads them) importable."""
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "thing.py").write_text(T.ORACLE)
-    for file, text in plan.texts.items():
-        (root / file).parent.mkdir(parents=True, exist_ok=True)
-        (root / file).write_text(text)
-    nonce = secrets.token_hex(16)
-    (root / ".nonce").write_text(nonce)
-    config = run_config(task, plugins, str(root / ".nonce"), None)
-    config["paths"] = [str(root), site]
-    (root / "run.json").write_text(json.dumps(config))
-    boot = resources.files("sweserve.harness").joinpath("sweserve_boot.py")
-    proc = subprocess.run([sys.executable, "-I", str(boot), str(root / "run.json")], cwd=root, capture_output=True,
-                          text=True, timeout=120)
-    events, _ = parse_stream(proc.stdout, nonce)
-    outcomes, skips, messages = merge_events(events)
-    ends = [e["end"] for e in events if "end" in e]
-    assert ends, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return plan.read(outcomes, skips, messages, ends[-1])
-
-
 def test_a_test_pytest_passes_after_a_rerun_is_not_graded_failed(tmp_path):
-    site = _rerun_site()
+    plugin = pytest.importorskip("pytest_rerunfailures")  # a test dependency: the real plugin
+    site = os.path.dirname(plugin.__file__)
     real = f"{FILE}::test_mean_after_warm_up"
     task = T._task(FAIL_TO_PASS=[real], PASS_TO_PASS=[])
     plan = twins.grading_plan(task, {FILE: FLAKY})
@@ -211,9 +173,9 @@ def test_a_test_pytest_passes_after_a_rerun_is_not_graded_failed(tmp_path):
                            env={"PYTHONPATH": f"{root}:{site}", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert f"PASSED {real}" in plain.stdout and "1 rerun" in plain.stdout, plain.stdout[-2000:]
-    reading = _boot(tmp_path / "graded", plan, task, ["pytest_rerunfailures"], site)
-    assert not reading.problems, reading.problems
-    assert reading.outcomes.get(real) == "passed", reading.outcomes
+    run = T._run(tmp_path, plan, T.ORACLE, task=task, plugins=["pytest_rerunfailures"], paths=[site])
+    assert not run.tampered, run.tampered
+    assert run.outcomes.get(real) == "passed", run.outcomes
 
 
 # --- R11-3: a prediction SWE-bench applies with its fall-backs, re-applied strictly by the in-box verifier ----------

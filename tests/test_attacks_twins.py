@@ -20,7 +20,7 @@ import secrets
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -96,10 +96,12 @@ def _task(**kw) -> Task:
                 test=TestSpec(runner="pytest", files=[FILE]), **kw)
 
 
-def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "", task: Task | None = None) -> TestRun:
+def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "", task: Task | None = None,
+         plugins: Sequence[str] = (), paths: Sequence[str] = ()) -> TestRun:
     """The planted files run by the real boot script (`python -I`, autoload off, the nonce'd stream) in a
     repository whose package holds `code` and, in its `__init__`, the forger's `init`. `task`: whose runner
-    (default `_task()`'s pytest)."""
+    (default `_task()`'s pytest); `plugins`: the image's pytest plugins it loads (`-p`), importable from
+    `paths`."""
     root = tmp / secrets.token_hex(4)
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text(textwrap.dedent(init))
@@ -109,8 +111,8 @@ def _run(tmp: Path, plan: twins.GradingPlan, code: str, init: str = "", task: Ta
         (root / file).write_text(text)
     nonce = secrets.token_hex(16)
     (root / ".nonce").write_text(nonce)
-    config = run_config(task or _task(), [], str(root / ".nonce"), None)  # on this machine: never a privilege drop
-    config["paths"] = [str(root)]
+    config = run_config(task or _task(), list(plugins), str(root / ".nonce"), None)  # here: never a privilege drop
+    config["paths"] = [str(root), *paths]
     (root / "run.json").write_text(json.dumps(config))
     boot = resources.files("sweserve.harness").joinpath("sweserve_boot.py")
     proc = subprocess.run([sys.executable, "-I", str(boot), str(root / "run.json")], cwd=root, capture_output=True,
