@@ -63,6 +63,18 @@ Fixed since (each test here failed before its fix):
   evidence either way: its test (for a canary, every graded test) fails, with no accusation; a twin missing
   from a complete stream is still `tampered`. Not built: rerunning such a member in a fresh process.
 - The lead on the host plan's randomness: an unseeded plan draws from `random.SystemRandom`.
+
+Leads, not reproduced (left): an event line longer than a pipe's atomic write (PIPE_BUF; a failure message of
+several KB) could be split by another writer on the same stdout and read as malformed (`tampered`); the boot's
+stream is a duplicate of the original stdout, and pytest's capture moves the tests' own output (and their
+children's) away from it, so only a writer that reopens the original stdout would. An error of kind `agent` is
+still redone by `--retry-errors` (an API failure must be); an agent that crashes itself on purpose gets a fresh
+attempt that way.
+Looked at, no finding (red team 11): the stream parser's strict schema (a writer without the nonce only makes
+events malformed); the export verifier's reading loop and output cap; `../` paths in a prediction; SWE-bench log
+injection (output shown after the end marker, markers broken); Harbor's private /tests and root-written
+reward.txt; the `timeout` process's command line; twins told apart by features other than values; escaping in
+the board and review pages; the `cache` fixture under `-p no:cacheprovider` (`runner_only` catches it).
 """
 
 from __future__ import annotations
