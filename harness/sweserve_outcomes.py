@@ -6,8 +6,8 @@ could rewrite afterwards; exported tasks run the same boot script under sweserve
 
 Outcomes: passed, failed, error (setup/teardown/collection), skipped; an xfail or xpass of a graded test is a
 failure. A report of an attempt a rerun plugin repeats (outcome `rerun`) sends nothing, as pytest's summary counts
-it apart: the last attempt decides, and a test with no other report is missing (not a pass). Skip reasons and the tail of each failure travel with the outcome, so callers can tell tests that
-need an accelerator. Standard library only: it runs with the image's interpreter.
+it apart: the last attempt decides, and a test with no other report is missing (not a pass). Skip reasons and the
+tail of each failure travel with the outcome, so callers can tell tests that need an accelerator. Standard library only: it runs with the image's interpreter.
 """
 
 

@@ -83,6 +83,7 @@ def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "", 
     """One task as a SWE-bench instance plus sweserve's own columns (all strings but pr_number); `plan`: the
     grading plan its verifier plants (evaluation/export_plan.py)."""
     task = bundle.task
+    f2p, p2p = _log_names(task.FAIL_TO_PASS, task.PASS_TO_PASS)
     return {
         "instance_id": task.task_id,
         "repo": task.repo,
@@ -93,8 +94,8 @@ def swebench_row(bundle: TaskBundle, profile: RepoProfile, image_tag: str = "", 
         "hints_text": "",
         "created_at": task.created_at.isoformat().replace("+00:00", "Z"),
         "version": task.profile,
-        "FAIL_TO_PASS": json.dumps(_log_names(task.FAIL_TO_PASS, task.PASS_TO_PASS)[0]),
-        "PASS_TO_PASS": json.dumps(_log_names(task.FAIL_TO_PASS, task.PASS_TO_PASS)[1]),
+        "FAIL_TO_PASS": json.dumps(f2p),
+        "PASS_TO_PASS": json.dumps(p2p),
         "environment_setup_commit": task.base_commit,
         "image": image_tag,
         "eval_script": eval_script(bundle, profile, plan),

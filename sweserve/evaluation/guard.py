@@ -221,11 +221,19 @@ def repeat_key(path: str, k: int) -> str:
     return f"{path}{REPEAT}{k}"
 
 
+Read = tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]]  # a file's numbers, and `twins.repeated`'s
+
+
+def _entries(path: str, read: Read) -> dict[str, frozenset[Decimal]]:
+    """The keys `repository_numbers` records for what the file at `path` writes: its numbers under `path`, and
+    per bound of `twins.REPEATS` those it writes at least so many times under `repeat_key`."""
+    return {path: read[0], **{repeat_key(path, k): n for k, n in read[1].items()}}
+
+
 def entries(path: str, text: str) -> dict[str, frozenset[Decimal]]:
-    """What `repository_numbers` records of one Python file's text at `path`: its numbers, and per bound of
-    `twins.REPEATS` those it writes at least so many times."""
+    """What `repository_numbers` records of one Python file's text at `path` (`_entries`)."""
     counts = twins.file_counts(text)
-    return {path: frozenset(counts), **{repeat_key(path, k): n for k, n in twins.repeated(counts).items()}}
+    return _entries(path, (frozenset(counts), twins.repeated(counts)))
 
 
 class NumbersCache:
@@ -234,7 +242,7 @@ class NumbersCache:
     task (benchmarks/repository_numbers.py). One per command run; not shared between processes."""
 
     def __init__(self) -> None:
-        self.by_blob: dict[str, tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]] | None] = {}
+        self.by_blob: dict[str, Read | None] = {}
 
     def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
         """What the blob writes (None: not there, or binary): a Python file's tokens (`twins.file_numbers`), any
@@ -242,8 +250,7 @@ class NumbersCache:
         read = self.read(git, blob, python)
         return None if read is None else read[0]
 
-    def read(self, git: Git, blob: str, python: bool
-             ) -> tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]] | None:
+    def read(self, git: Git, blob: str, python: bool) -> Read | None:
         """`numbers`, and those it writes again and again (`twins.repeated`: per bound, the numbers written at
         least so many times)."""
         key = blob + ("" if python else ":text")
@@ -311,9 +318,8 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
             for path, blob in versions[:MAX_REPOSITORY_FILES]:
                 read = cache.read(git, blob, path.endswith(".py"))
                 if read is not None:
-                    out[path] = out.get(path, frozenset()) | read[0]
-                    for k, numbers in read[1].items():  # how often it writes each: a set of its own (`REPEAT`)
-                        out[repeat_key(path, k)] = out.get(repeat_key(path, k), frozenset()) | numbers
+                    for key, numbers in _entries(path, read).items():  # and how often it writes each (`REPEAT`)
+                        out[key] = out.get(key, frozenset()) | numbers
                 else:
                     unread |= near(path)
     except GitError as exc:
