@@ -416,7 +416,8 @@ class AgentRun(Strict):
     model: str = ""
     candidate: str | None = Field(None, description="the human engineer, for interactive sessions")
     exit_code: int | None = None
-    exit_reason: str = "finished"  # finished, submitted, step_limit, token_limit, time_limit, timed_out, error, patch_failed
+    exit_reason: str = "finished"  # finished, submitted, step_limit, token_limit, time_limit, timed_out, error, patch_failed,
+    # model_refused, tool_server_lost (the API agent: how an attempt ended that brought it on itself)
     error: str | None = None
     steps: int = 0
     prompt_tokens: int = 0

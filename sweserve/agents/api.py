@@ -4,6 +4,15 @@ The loop runs on the host; its bash tool runs in the sandbox through a swe-rex s
 baked into every env image and listens on the sandbox's loopback; the harness reaches it through
 `Sandbox.forward`, a `docker exec` relay, because a sandbox's network has no route to or from the host). Every model failure — bad JSON, time-outs, 5xx — ends the run with
 exit_reason "error" and the cause in `error`, never an exception.
+
+An error is the machinery's, and `run --retry-errors` redoes it; what the attempt brought on itself is not an
+error but how its run ended, and its tree is graded as it stands, as at a step limit. Otherwise an agent that
+doubts its fix would end its attempt on purpose and be scored only on the attempts it trusts:
+- `model_refused`: the endpoint refused, as malformed or too large (`CONVERSATION_REFUSALS`), a conversation it
+  had answered before (a context window overrun: the observations the sandbox returned made it so);
+- `tool_server_lost`: the tool server stopped answering while the sandbox still runs commands (what ran in the
+  sandbox, as root, stopped it).
+A refusal of the first request (a bad key, model or parameter) and a sandbox that is gone stay errors.
 """
 
 from __future__ import annotations
@@ -32,6 +41,9 @@ SYSTEM_PROMPT = (
     "code. Hidden tests will grade your change, so do not edit tests to make them pass. When you are done, "
     "call the submit tool."
 )
+# HTTP statuses by which an endpoint refuses a request for its content (400 with context_length_exceeded, 413,
+# 422): after a first answer, the conversation's own doing
+CONVERSATION_REFUSALS = frozenset({400, 413, 422})
 TOOLS = [
     {"type": "function", "function": {
         "name": "bash", "description": "Run a bash command in /testbed; state (cwd, env) persists between calls.",
@@ -90,6 +102,14 @@ class SwerexShell:
             return f"bash syntax error: {exc}", 2
 
 
+def _runs_commands(box: Sandbox) -> bool:
+    """Whether the sandbox still runs a command: then a tool server that stopped answering was stopped from inside."""
+    try:
+        return box.exec("true", 30).exit_code == 0
+    except Exception:  # noqa: BLE001 - a sandbox that cannot be reached is the machinery's failure
+        return False
+
+
 class ApiAgent(TaskImageAgent):
     def __init__(self, cfg: ApiAgentConfig, env=os.environ):
         self.cfg = cfg
@@ -117,6 +137,7 @@ class ApiAgent(TaskImageAgent):
         # the loop checks the limit between steps; a tool server stopped from inside (SIGSTOP) would hold a step
         # for minutes: the host's clock kills the sandbox at the limit, which ends any request in flight
         with box.deadline(bundle.task.resources.timeout_s) as clock:
+            shell: SwerexShell | None = None
             try:
                 shell = SwerexShell(box)
                 while True:
@@ -161,10 +182,19 @@ class ApiAgent(TaskImageAgent):
                     if run.prompt_tokens + run.completion_tokens >= cfg.max_tokens:
                         run.exit_reason = "token_limit"
                         break
-            except (ModelError, ToolServerError) as exc:
+            except ToolServerError as exc:  # at start-up, before the model ran anything
                 run.exit_reason, run.error = "error", str(exc)
+            except ModelError as exc:
+                if run.steps and exc.status in CONVERSATION_REFUSALS:
+                    run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
+                else:
+                    run.exit_reason, run.error = "error", str(exc)
             except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
-                run.exit_reason, run.error = "error", f"tool server: {exc.__class__.__name__}: {exc}"
+                why = f"tool server: {exc.__class__.__name__}: {exc}"
+                if shell is not None and _runs_commands(box):
+                    run.exit_reason, run.log_tail = "tool_server_lost", f"{why} (the sandbox still runs commands)"
+                else:
+                    run.exit_reason, run.error = "error", why
         if clock.fired:  # what broke after the host stopped the sandbox is the time limit, not the agent
             run.exit_reason, run.error = "time_limit", None
         run.cost_usd = self._cost(run)

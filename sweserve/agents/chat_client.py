@@ -16,7 +16,12 @@ from sweserve.agents.config import ApiAgentConfig
 
 
 class ModelError(Exception):
-    """The model endpoint failed in a way the caller cannot recover from."""
+    """The model endpoint failed in a way the caller cannot recover from; `status` is the HTTP status that
+    refused the request, where one did (None for a time-out, an unreachable endpoint or a bad answer)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict], tools: list[dict] | None = None) -> dict:
@@ -40,7 +45,7 @@ def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict], tools: 
         except urllib.error.HTTPError as exc:
             last = f"HTTP {exc.code} from model API"
             if exc.code < 500 and exc.code != 429:
-                raise ModelError(last) from None
+                raise ModelError(last, exc.code) from None
             continue
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)

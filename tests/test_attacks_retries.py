@@ -1,0 +1,67 @@
+"""Self-selected retries: an attempt that ends itself as an `error` is redone by `run --retry-errors`.
+
+Errors count as not resolved, but `--retry-errors` redoes them (an API outage must not cost an agent its task). An
+agent that can end its own attempt as an error whenever it doubts its fix is scored only on the attempts it trusts:
+a per-attempt solve rate q becomes 1 - (1 - q)^retries, a free pass@k reported as pass@1 (red team 11's lead; R11-4
+closed the same door for limits). The API agent had two such doors, each reproduced here against a scripted model
+on 127.0.0.1 and the real sandbox:
+
+- it kills its own tool server (`pkill swerex-remote`, it is root in the sandbox): the next step broke with
+  `tool server: ServerDisconnectedError`, an `error` of kind `agent`;
+- it makes the endpoint refuse the conversation (an observation that overruns the context window gives a 400
+  `context_length_exceeded`): `HTTP 400 from model API`, an `error` of kind `agent`.
+
+Defence (`agents/api.py`): neither is an error. The run ends (`tool_server_lost` when the sandbox still runs
+commands; `model_refused` for a 400, 413 or 422 after a first answer) and the tree is graded as it stands, as at a
+step limit: a fix made before is `resolved`, none is `failed`, and `--retry-errors` has nothing to redo. What the
+attempt cannot have caused stays an error and is redone: a refusal of the first request (a bad key or model name),
+an endpoint that is down (tests/test_agents_docker.py), a sandbox that is gone.
+Each test failed before the defence (the first result was `error` and `pending(..., retry_errors=True)` redid it).
+"""
+
+from __future__ import annotations
+
+import pytest
+from fake_model import FakeModel, tool_call
+
+from sweserve.agents.api import ApiAgent
+from sweserve.agents.config import ApiAgentConfig
+from sweserve.demo import files
+from sweserve.evaluation.evaluate import pending, run_evaluation
+from sweserve.evaluation.results import read_results
+
+pytestmark = pytest.mark.docker
+DIST = "sweserve-demo__sglang-mini-103"
+PATH = "python/sglang/srt/distributed/parallel_state.py"
+FIX = tool_call("bash", {"command": f"cat > {PATH} <<'EOF'\n{files.PR_DISTRIBUTED[PATH]}EOF"})
+KILL_TOOL_SERVER = tool_call("bash", {"command": "pkill -9 -f swerex-remote; sleep 5"})
+
+
+def _run(demo, tmp_path, script):
+    agent = ApiAgent(ApiAgentConfig(kind="api", name="doubter", model="fake-1", base_url="", request_timeout_s=2,
+                                    request_retries=0), env={})
+    bundle = demo.bundle(DIST)
+    out = tmp_path / "doubter.jsonl"
+    with FakeModel(script) as fake:
+        agent.cfg = agent.cfg.model_copy(update={"base_url": fake.base_url})
+        run_evaluation(demo.ctx, [bundle], agent, out)
+    (r,) = read_results(out)
+    return r, pending([bundle], agent, 1, out, retry_errors=True)
+
+
+@pytest.mark.parametrize("script, ends, status", [
+    ([KILL_TOOL_SERVER], "tool_server_lost", "failed"),
+    ([FIX, KILL_TOOL_SERVER], "tool_server_lost", "resolved"),
+    ([tool_call("bash", {"command": "true"}), ("status", 400)], "model_refused", "failed"),
+    ([FIX, ("status", 413)], "model_refused", "resolved"),
+], ids=["kill-tool-server", "fix-then-kill-tool-server", "refused-conversation", "fix-then-refused-conversation"])
+def test_an_attempt_that_ends_itself_is_graded_not_redone(demo, tmp_path, script, ends, status):
+    r, redo = _run(demo, tmp_path, script)
+    assert (r.status, r.agent_run.exit_reason, r.agent_run.error) == (status, ends, None), r.reason
+    assert redo == []
+
+
+def test_a_refused_first_request_is_the_machinerys_error_and_is_redone(demo, tmp_path):
+    r, redo = _run(demo, tmp_path, [("status", 401)])
+    assert (r.status, r.error_kind, r.agent_run.exit_reason) == ("error", "agent", "error")
+    assert "HTTP 401" in r.reason and len(redo) == 1
