@@ -50,6 +50,7 @@ class LocalSandbox:
         self.root = root
         self._name = name
         self._background: list[subprocess.Popen] = []
+        self._running: list[subprocess.Popen] = []  # commands not yet ended
         self.execs: list[str] = []  # every command run, as given (for tests that look at what the trial did)
 
     @classmethod
@@ -105,6 +106,7 @@ class LocalSandbox:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         timer = threading.Timer(max(1, int(timeout)), _kill_group, (proc,))
         timer.start()
+        self._running.append(proc)
         buf, total = bytearray(), 0
         try:
             assert proc.stdout is not None
@@ -117,6 +119,7 @@ class LocalSandbox:
             code = proc.wait()
         finally:
             timer.cancel()
+            self._running.remove(proc)
         elapsed = time.monotonic() - started
         code = 137 if code < 0 else code
         text = self._back(bytes(buf[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
@@ -202,9 +205,14 @@ class LocalSandbox:
             raise InfraError("network", "the local test backend has no egress proxy")
         return _itself(self)
 
-    def remove(self) -> None:
-        for proc in self._background:
+    def kill(self) -> None:
+        """Every process group this sandbox started (a process that left its group is out of reach: nothing
+        here isolates); its files stay."""
+        for proc in self._background + self._running:
             _kill_group(proc)
+
+    def remove(self) -> None:
+        self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "LocalSandbox":

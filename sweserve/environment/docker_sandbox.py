@@ -424,7 +424,14 @@ class DockerSandbox:
         return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
 
     def kill(self) -> None:
-        """`docker kill`: the kernel ends every process of the container, stopped and frozen ones too."""
+        """`docker kill`: the kernel ends every process of the container, stopped and frozen ones too. A tree
+        nothing has checked out yet (nothing ran in the sandbox) is checked out first: its files are read after."""
+        try:
+            self._check_out_tree()
+        finally:
+            self._kill()
+
+    def _kill(self) -> None:
         try:
             self.container.kill()
         except docker.errors.APIError as exc:
@@ -433,7 +440,7 @@ class DockerSandbox:
 
     def deadline(self, limit: float) -> Deadline:
         """Kills the sandbox from the host if the `with` block still runs a few seconds after `limit`."""
-        return Deadline(limit, self.kill, name=f"deadline-{self.name}")
+        return Deadline(limit, self._kill, name=f"deadline-{self.name}")
 
     def _check_limits(self, measure: bool = True) -> None:
         if self.watchdog:

@@ -108,7 +108,11 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
     try:
         with agent_sandbox(box, agent, audit) as agent_box:
             run = agent.solve(agent_box, bundle)
-            tree = copy_tree(box)  # the backend's copy: nothing in the candidate's sandbox takes part
+        # killed from the host first: a process the agent left running could rewrite files while they are copied
+        # and break the copy off, an error `run --retry-errors` would redo (a free resample for an agent that
+        # doubts its fix); its files are still read out
+        box.kill()
+        tree = copy_tree(box)  # the backend's copy: nothing in the candidate's sandbox takes part
     except BaseException:
         with contextlib.suppress(Exception):  # the error that ended the candidate phase is the one to report
             box.remove()
