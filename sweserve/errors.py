@@ -19,6 +19,11 @@ from typing import Literal
 
 InfraKind = Literal["docker", "image_build", "git", "network", "sandbox", "limit", "node"]
 ErrorKind = Literal[InfraKind, "agent", "task", "internal"]
+# errors the candidate's own work causes: a limit its agent, its submission or its code broke (the sandbox's disk,
+# the submission's size). Redone, one would be a free resample: an agent, or code the hidden tests import, that
+# breaks a limit whenever it doubts its fix would be scored only on the attempts it trusts (red team 11, R11-4);
+# left out of a fit, a failure it turns into one would vanish (red team 12a, R12a-2). Such an error is a failure.
+OWN_ERRORS: frozenset[ErrorKind] = frozenset({"limit"})
 
 
 class SweserveError(Exception):

@@ -21,6 +21,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from sweserve.errors import OWN_ERRORS
 from sweserve.models import RunResult
 
 PRIOR_SD = 3.0
@@ -76,8 +77,17 @@ def is_human(agent: str) -> bool:
     return agent.startswith("human-")
 
 
+def response(r: RunResult) -> int | None:
+    """1 solved, 0 not, None where the result says nothing of the task (skipped, the machinery's error). An error
+    the candidate's own work caused (`OWN_ERRORS`: a limit it broke) is a 0: left out, a failure a candidate
+    turns into one would leave its ability estimate (red team 12a, R12a-2)."""
+    if r.status in GRADED:
+        return GRADED[r.status]
+    return 0 if r.status == "error" and r.error_kind in OWN_ERRORS else None
+
+
 def responses_of(results: list[RunResult]) -> list[tuple[str, str, int]]:
-    return [(r.agent, r.task_id, GRADED[r.status]) for r in results if r.status in GRADED]
+    return [(r.agent, r.task_id, y) for r in results if (y := response(r)) is not None]
 
 
 @dataclass
@@ -111,7 +121,7 @@ def solve_seconds(r: RunResult) -> float:
 
 def calibrate(results: list[RunResult]) -> Calibration:
     """The fit, and per task its attempts, solve rate and median time to solve (the candidate's phase)."""
-    graded = [r for r in results if r.status in GRADED]
+    graded = [r for r in results if response(r) is not None]
     fit = fit_rasch(responses_of(graded))
     rows = []
     for task_id in sorted(fit.difficulty):

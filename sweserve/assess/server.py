@@ -117,10 +117,14 @@ class Assessment:
         status = self.status
         if status == "running" and term is None:
             status = "starting" if self.seat.task_id != bundle.task.task_id else "grading"
+        # the task is shown only while its clock runs: read before its sandbox is up (an image build, a start), it
+        # would be free time (red team 12a, R12a-5)
+        shown = term is not None and self.seat.task_id == bundle.task.task_id
         return {"status": status, "candidate": self.seat.candidate, "index": self.index + 1,
-                "count": len(self.bundles), "task_id": bundle.task.task_id, "title": bundle.task.title,
+                "count": len(self.bundles), "task_id": bundle.task.task_id,
+                "title": bundle.task.title if shown else "",
                 "left_s": self.seat.left_s() if term is not None else None,
-                "instruction_html": md.render(bundle.instruction)}
+                "instruction_html": md.render(bundle.instruction) if shown else ""}
 
 
 class AssessServer:
@@ -325,8 +329,8 @@ async function poll() {
   }
   document.getElementById('task').textContent = 'Task ' + state.index + ' of ' + state.count + ': ' + state.title +
     (state.status === 'running' ? '' : ' (' + state.status + '…)');
-  if (state.task_id !== current) {
-    current = state.task_id; document.getElementById('instr').innerHTML = state.instruction_html;
+  if (state.instruction_html !== current) {  // empty until the task's clock runs
+    current = state.instruction_html; document.getElementById('instr').innerHTML = current;
   }
   submit.disabled = state.status !== 'running';
   if (state.status === 'running') { left = state.left_s; connect(); } else { left = null; }

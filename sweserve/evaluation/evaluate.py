@@ -16,7 +16,7 @@ from pathlib import Path
 from sweserve import __version__
 from sweserve.agents.base import Agent
 from sweserve.environment.host import new_run_id
-from sweserve.errors import SweserveError
+from sweserve.errors import OWN_ERRORS, SweserveError
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.executor import Executor, LocalExecutor
 from sweserve.evaluation.results import ResultsWriter, latest, read_results
@@ -28,11 +28,6 @@ from sweserve.evaluation.trial import (
 )
 from sweserve.evaluation.trial_folder import runs_root
 from sweserve.models import RunResult, TaskBundle, now
-
-# errors the candidate's own work causes: a limit its agent, its submission or its code broke (the sandbox's disk,
-# the submission's size). Redone, one would be a free resample: an agent, or code the hidden tests import, that
-# breaks a limit whenever it doubts its fix would be scored only on the attempts it trusts (red team 11, R11-4)
-OWN_ERRORS = frozenset({"limit"})
 
 
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
