@@ -28,6 +28,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,6 +110,30 @@ def to_base(cfg):
     return patch
 
 
+def git_file():
+    """Where the image keeps its git dir outside the work tree (GIT_DIR: images/checked-out, the SWE-bench
+    export), the tests still find the repository at /testbed/.git, as under `sweserve run`: whatever the
+    submission left there goes (git never read it), and a `.git` file naming the real git dir takes its place."""
+    git_dir = os.environ.get("GIT_DIR")
+    if not git_dir:
+        return
+    dot = os.path.join(WORKDIR, ".git")
+    if os.path.isdir(dot) and not os.path.islink(dot):
+        shutil.rmtree(dot)
+    elif os.path.lexists(dot):
+        os.unlink(dot)
+    with open(dot, "w") as fh:
+        fh.write(f"gitdir: {git_dir}\n")
+
+
+def test_env(extra=None):
+    """The tests' environment: this process's, less the interpreter's switches and the git dir the image names
+    (the tests find it through /testbed/.git, `git_file`), then the task's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env.update({k: v for k, v in (extra or {}).items() if not k.startswith("PYTHON")})
+    return env
+
+
 def submit(cfg, patch):
     """The submission on base with `git apply --index`; {path: git status letter} of what it touched."""
     with open(patch, "rb") as fh:
@@ -187,8 +212,7 @@ def grading_plan(cfg, sources):
 def run_boot(cfg, run_config_path, timeout):
     """The boot script as a child of this root process; its output through a pipe only this process holds.
     Returns (output, exit status as docker reports it, timed out, truncated)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update({k: v for k, v in cfg["env"].items() if not k.startswith("PYTHON")})
+    env = test_env(cfg["env"])
     proc = subprocess.Popen([cfg["python"], "-I", os.path.join(HERE, "sweserve_boot.py"), run_config_path],
                             cwd=cfg["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -233,7 +257,7 @@ def runner_facts(cfg):
     """The digest of pytest's installed files and the harness, and the image's installed module names, from
     the tests' interpreter before the submission is applied (as the host's first look takes them)."""
     boot = [cfg["python"], "-I", os.path.join(HERE, "sweserve_boot.py")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env = test_env()
     facts = []
     for flag in ("--manifest", "--installed"):
         proc = subprocess.run(boot + [flag], cwd="/", env=env, capture_output=True, text=True)
@@ -250,6 +274,7 @@ def grade(cfg):
     manifest, installed = runner_facts(cfg)
     changed = submit(cfg, patch)
     resets = reset(cfg, changed, tests_patch, installed)
+    git_file()
     os.unlink(tests_patch)  # applied: nothing in the box names the real tests any more (root's alone even so)
     sources = {}
     for f in cfg["test_files"]:
