@@ -49,6 +49,7 @@ WORKDIR = "/testbed"
 OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
 # swebench.harness.constants, built so that no line of this file holds them (swebench edits eval scripts there)
 START, END, EXIT_CODE = (">" * 5 + " " + words for words in ("Start Test Output", "End Test Output", "Test Exit Code"))
+CACHE_DIRS = {"__pycache__", ".pytest_cache"}  # left out of a submission, as `sweserve run`'s copy leaves them
 WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED"}
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0", "HOME": "/nonexistent"}
@@ -90,6 +91,9 @@ def to_base(cfg):
         named = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", patch, check=False).stdout) \
             if given else set()
         git("add", "-A")
+        hidden = [p for p in untracked() if not set(p.split("/")[:-1]) & CACHE_DIRS]
+        if hidden:  # what a .gitignore of the submission's own hides is part of it (red team 12b, R12b-3)
+            git("add", "-f", "--", *hidden)
         added = _z(git("diff", "--cached", "--name-only", "--diff-filter=A", "-z", base).stdout)
         backups = [p for p in added if p.endswith((".orig", ".rej")) and p not in named] if applied else []
         if backups:
@@ -102,9 +106,14 @@ def to_base(cfg):
     leftovers = _z(git("apply", "--numstat", "-z", patch, check=False).stdout)
     git("reset", "-q", "--hard", base)
     git("clean", "-qfd")
+    for path in untracked():  # what .gitignore files kept from clean (the image's own outputs stay)
+        if inside(os.path.join(WORKDIR, path)):
+            os.unlink(os.path.join(WORKDIR, path))
     for token in leftovers:  # what a harness applied where base ignores it (clean leaves those)
         path = token.split("\t")[-1]
         full = os.path.join(WORKDIR, path)
+        if not inside(full):  # `git apply --numstat` lists a patch's names unchecked (`../x`, through a link)
+            continue
         if path and os.path.lexists(full) and git("ls-files", "--error-unmatch", path, check=False).returncode:
             os.unlink(full)
     return patch
@@ -132,6 +141,24 @@ def test_env(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k not in ("GIT_DIR", "GIT_WORK_TREE")}
     env.update({k: v for k, v in (extra or {}).items() if not k.startswith("PYTHON")})
     return env
+
+
+def inside(full):
+    """Whether a path's folder is inside the work tree, links resolved: only there does this root process
+    remove what a submission named."""
+    folder = os.path.realpath(os.path.dirname(full))
+    return folder == WORKDIR or folder.startswith(WORKDIR + "/")
+
+
+def untracked():
+    """Untracked files the image did not have: everything but what its install left, which the task image's
+    .git/info/exclude lists; whatever .gitignore files say (a submission's own would hide its files from `git
+    add -A` and `git clean`: a conftest.py beside the hidden tests survived every reset, red team 12b, R12b-3)."""
+    exclude = git("rev-parse", "--git-path", "info/exclude").stdout.strip()
+    exclude = exclude if os.path.isabs(exclude) else os.path.join(WORKDIR, exclude)
+    found = _z(git("ls-files", "--others", "-z", *([f"--exclude-from={exclude}"] if os.path.exists(exclude) else
+                                                    [])).stdout)
+    return [p for p in found if os.path.lexists(os.path.join(WORKDIR, p))]
 
 
 def submit(cfg, patch):
