@@ -32,13 +32,23 @@ MISSING = "missing"
 
 
 class Selection(BaseModel):
-    """What a run was asked to do for one agent: these tasks (id → family), `attempts` times each."""
+    """What a run was asked to do for one agent: these tasks (id → family), `attempts` times each; runs merged,
+    each task as many times as the runs that selected it asked (`per_task`)."""
 
     attempts: int = 1
     tasks: dict[str, str | None] = Field(default_factory=dict)
+    per_task: dict[str, int] = Field(default_factory=dict, description="attempts asked of a task, where runs differ")
+
+    def attempts_for(self, task_id: str) -> int:
+        return self.per_task.get(task_id, self.attempts) if task_id in self.tasks else 0
 
     def merge(self, other: "Selection") -> "Selection":
-        return Selection(attempts=max(self.attempts, other.attempts), tasks={**self.tasks, **other.tasks})
+        """Both runs' tasks, each asked the most attempts a run that selected it asked: a later run's
+        `--attempts 3` for one task leaves the others as their runs asked (red team 12b, R12b-4)."""
+        tasks = {**self.tasks, **other.tasks}
+        per_task = {t: max(self.attempts_for(t), other.attempts_for(t)) for t in tasks}
+        attempts = max(per_task.values(), default=max(self.attempts, other.attempts))
+        return Selection(attempts=attempts, tasks=tasks, per_task={t: n for t, n in per_task.items() if n != attempts})
 
 
 class Rate(BaseModel):
@@ -156,7 +166,7 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
         for task_id in sorted(set(tasks) | set(sel.tasks)):
             outcomes.setdefault(task_id, {})
             attempts = sorted(tasks.get(task_id, []), key=lambda r: r.attempt)
-            expected = max(sel.attempts if task_id in sel.tasks else 0, max((r.attempt for r in attempts), default=0))
+            expected = max(sel.attempts_for(task_id), max((r.attempt for r in attempts), default=0))
             first = attempts[0] if attempts else None
             family = first.family if first else (sel.tasks.get(task_id) or "unknown")
             rows.append(TaskRow(
