@@ -20,6 +20,8 @@ import fcntl
 import json
 import os
 import pty
+import queue
+import select
 import signal
 import struct
 import termios
@@ -33,6 +35,10 @@ from sweserve.agents.terminal import TerminalRecord
 CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input past twice this); a marker says so
 MAX_WATCHERS = 4  # browser tabs on one terminal at once
 REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
+# keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
+# them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
+INPUT_PENDING_BYTES = 1 << 20
+CUT = "typing over the recording limit: nothing typed after this was kept"
 
 
 class CastWriter:
@@ -46,6 +52,7 @@ class CastWriter:
         self._t0 = time.monotonic()
         self.bytes = 0
         self.capped = False
+        self.input_capped = False
         self._dec = {"o": codecs.getincrementaldecoder("utf-8")("replace"),
                      "i": codecs.getincrementaldecoder("utf-8")("replace")}
         header = {"version": 2, "width": width, "height": height, "timestamp": int(time.time()),
@@ -64,11 +71,15 @@ class CastWriter:
             text = self._dec[code].decode(data) if isinstance(data, bytes) else data
             if not text:
                 return
-            # output past the limit is dropped; input only past twice that (a paste flood, never typing)
+            # output past the limit is dropped; input only past twice that (a paste flood, never typing), with a
+            # marker of its own where it stops: the commands typed list ends there saying so (red team 12a, R12a-6)
             if self.bytes > (CAST_MAX_BYTES if code == "o" else 2 * CAST_MAX_BYTES):
-                if not self.capped:
+                if code == "o" and not self.capped:
                     self.capped = True
                     self._line(json.dumps([self.elapsed(), "m", "over the recording limit: the rest not kept"]))
+                elif code == "i" and not self.input_capped:
+                    self.input_capped = True
+                    self._line(json.dumps([self.elapsed(), "m", CUT]))
                 return
             self._line(json.dumps([self.elapsed(), code, text]))
 
@@ -98,13 +109,27 @@ def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
 
 def commands_from_cast(path: Path) -> list[tuple[float, str]]:
     """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from input events
-    only (backspace and ^U edit the line; escape sequences such as arrow keys are shown as ⟨…⟩, since what
-    they recalled is the shell's business)."""
+    only. Backspace, ^U and ^W edit the line, and ^Y yanks back what they cut, while the line holds no cursor
+    movement; other keys (arrows, ^A, ^E, Alt-keys, ...) are shown as ⟨…⟩, and once the cursor may have moved
+    the edits are shown too (⟨⌫⟩, ⟨^U⟩), never applied: what the shell did with them is its business, and no
+    typed character leaves the record (red team 12a, R12a-1: `cat key`, ^A, ^U, Enter ran `cat key`)."""
     _, events = read_cast(path)
     out: list[tuple[float, str]] = []
     line: list[str] = []
+    killed: list[str] = []
+    moved = False
     start: float | None = None
+
+    def end(at: float) -> None:
+        nonlocal line, killed, moved, start
+        out.append((start if start is not None else at, "".join(line)))
+        line, killed, moved, start = [], [], False, None
+
     for t, code, data in events:
+        if code == "m" and data == CUT:
+            if line:
+                end(t)
+            out.append((t, f"⟨{CUT}⟩"))
         if code != "i":
             continue
         i = 0
@@ -114,29 +139,42 @@ def commands_from_cast(path: Path) -> list[tuple[float, str]]:
                 start = t
             if ch in "\r\n":
                 if line or start is not None:
-                    out.append((start if start is not None else t, "".join(line)))
-                line, start = [], None
+                    end(t)
             elif ch in "\x7f\x08":
-                if line:
+                if moved:
+                    line.append("⟨⌫⟩")
+                elif line:
                     line.pop()
-            elif ch == "\x15":
-                line.clear()
-            elif ch == "\x1b":  # an escape sequence: ESC [ params final
+            elif ch in "\x15\x17" and not moved:  # ^U: the line; ^W: the word before the cursor (one key a char)
+                text = "".join(line)
+                keep = 0 if ch == "\x15" else text.rstrip().rfind(" ") + 1
+                killed, line = line[keep:], line[:keep]
+            elif ch == "\x19" and not moved:  # ^Y: what ^U or ^W cut
+                line += killed
+            elif ch == "\x1b":  # an escape sequence (ESC [ params final), or an Alt-key (ESC char)
                 j = i + 1
                 if j < len(data) and data[j] in "[O":
                     j += 1
                     while j < len(data) and not ("@" <= data[j] <= "~"):
                         j += 1
-                line.append("⟨" + {"[A": "↑", "[B": "↓", "[C": "→", "[D": "←"}.get(data[i + 1:j + 1], "esc") + "⟩")
-                i = j
+                    line.append("⟨" + {"[A": "↑", "[B": "↓", "[C": "→", "[D": "←"}.get(data[i + 1:j + 1], "esc") + "⟩")
+                    i = j
+                elif j < len(data) and data[j].isprintable():
+                    line.append(f"⟨M-{data[j]}⟩")
+                    i = j
+                else:
+                    line.append("⟨esc⟩")
+                moved = True
             elif ch == "\x03":
                 line.append("^C")
-                out.append((start if start is not None else t, "".join(line)))
-                line, start = [], None
+                end(t)
             elif ch == "\t":
                 line.append("⇥")
             elif ch.isprintable():
                 line.append(ch)
+            else:  # any other control key: shown, and from here on the cursor may be anywhere
+                line.append(f"⟨^{chr(ord(ch) + 64) if ord(ch) < 32 else '?'}⟩")
+                moved = True
             i += 1
     if line:
         out.append((start if start is not None else 0.0, "".join(line)))
@@ -159,6 +197,9 @@ class BrowserTerminal:
         self.exit_code: int | None = None
         self.pid = 0
         self.master = -1
+        self._keys: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._pending = 0
+        self.dropped = 0  # bytes typed that the terminal never took
 
     def start(self) -> "BrowserTerminal":
         pid, master = pty.fork()
@@ -168,8 +209,12 @@ class BrowserTerminal:
             finally:
                 os._exit(127)
         self.pid, self.master = pid, master
+        # non-blocking: `write` runs on the server's event loop, and a program that does not read its terminal
+        # must never hold that loop (every candidate's session runs on it); the feeder waits instead
+        os.set_blocking(master, False)
         self._set_size()
         threading.Thread(target=self._pump, name=f"terminal-{pid}", daemon=True).start()
+        threading.Thread(target=self._feed, name=f"terminal-keys-{pid}", daemon=True).start()
         return self
 
     def _set_size(self) -> None:
@@ -182,6 +227,10 @@ class BrowserTerminal:
         while True:
             try:
                 data = os.read(self.master, 65536)
+            except BlockingIOError:
+                if self._wait(read=True):
+                    continue
+                data = b""
             except OSError as exc:
                 if exc.errno not in (errno.EIO, errno.EBADF):
                     raise
@@ -201,6 +250,7 @@ class BrowserTerminal:
         self.exit_code = os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
         self.cast.close()
         self.exited.set()
+        self._keys.put(None)
         with self._lock:
             subscribers = list(self._subscribers)
         for send in subscribers:
@@ -212,12 +262,43 @@ class BrowserTerminal:
             return
         self.cast.event("i", data)
         self.record.typed(time.monotonic() - self._t0, data)
+        with self._lock:
+            if self._pending + len(data) > INPUT_PENDING_BYTES:
+                first, self.dropped = not self.dropped, self.dropped + len(data)
+            else:
+                first = None
+                self._pending += len(data)
+        if first is not None:
+            if first:
+                self.cast.event("m", "keys dropped: the terminal was not taking them")
+            return
+        self._keys.put(data)
+
+    def _wait(self, read: bool) -> bool:
+        """Until the terminal can be read (or written), a second at most; False once it is gone."""
+        fd = self.master
+        if fd < 0:
+            return False
         try:
+            select.select([fd] if read else [], [] if read else [fd], [], 1.0)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _feed(self) -> None:
+        """Keys to the terminal as it takes them, on a thread of their own."""
+        while (data := self._keys.get()) is not None:
             view = memoryview(data)
-            while view:
-                view = view[os.write(self.master, view):]
-        except OSError:
-            pass
+            while view and not self.exited.is_set():
+                try:
+                    view = view[os.write(self.master, view):]
+                except BlockingIOError:
+                    if not self._wait(read=False):
+                        break
+                except OSError:
+                    break
+            with self._lock:
+                self._pending -= len(data)
 
     def resize(self, cols: int, rows: int) -> None:
         cols, rows = max(20, min(cols, 500)), max(5, min(rows, 200))
@@ -250,6 +331,7 @@ class BrowserTerminal:
                     break
                 if self.exited.wait(grace_s):
                     break
+        self._keys.put(None)
         if self.exited.wait(grace_s) and self.master >= 0:  # the pump is done with it
             try:
                 os.close(self.master)
