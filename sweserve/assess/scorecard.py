@@ -28,7 +28,8 @@ from sweserve.models import RunResult
 PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
           "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
 CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "same_task", "status", "time_used_s", "time_budget_s",
-               "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se"]
+               "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se",
+               "earlier_attempts"]
 
 
 def same_task(pack: Pack, r: RunResult) -> bool:
@@ -38,12 +39,24 @@ def same_task(pack: Pack, r: RunResult) -> bool:
 
 def pack_results(results_dir: Path) -> list[RunResult]:
     """The last attempt of each (candidate, task) in a pack's results folder."""
-    last: dict[tuple[str, str], RunResult] = {}
+    return [attempts[-1] for attempts in pack_attempts(results_dir).values()]
+
+
+def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
+    """Every attempt of each (candidate, task), oldest first: a second link for the same pack is a retake, and
+    the scorecard says so (red team 12a, R12a-3: the first session, where the task was read and worked out, was
+    on no page)."""
+    every: dict[tuple[str, str], dict[int, RunResult]] = {}
     for path in sorted(results_dir.glob("*.jsonl")):
         for r in read_results(path):
-            if (r.agent, r.task_id) not in last or r.attempt >= last[(r.agent, r.task_id)].attempt:
-                last[(r.agent, r.task_id)] = r
-    return list(last.values())
+            every.setdefault((r.agent, r.task_id), {})[r.attempt] = r
+    return {key: [by[n] for n in sorted(by)] for key, by in every.items()}
+
+
+def earlier(attempts: list[RunResult]) -> str:
+    """The attempts before the graded one, as the scorecard and the CSV show them ("" for none)."""
+    return "; ".join(f"attempt {r.attempt}: {r.status}"
+                     + (f", {r.agent_run.wall_s / 60:.1f} min" if r.agent_run else "") for r in attempts[:-1])
 
 
 def tests_passed(r: RunResult) -> tuple[int, int]:
@@ -60,7 +73,8 @@ class Scorecards:
 def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Path | None,
                      others: list[RunResult]) -> Scorecards:
     """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit."""
-    mine = pack_results(results_dir)
+    history = pack_attempts(results_dir)
+    mine = [attempts[-1] for attempts in history.values()]
     cal = calibrate(mine + others)
     out.mkdir(parents=True, exist_ok=True)
     if node_modules is not None:
@@ -83,10 +97,12 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                          "time_budget_s": budgets[t.task_id], "tests_passed": passed, "tests_total": total,
                          "task_difficulty": _num(cal.fit.difficulty.get(t.task_id)),
                          "task_difficulty_se": _num(cal.fit.difficulty_se.get(t.task_id)),
-                         "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent))})
+                         "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent)),
+                         "earlier_attempts": earlier(history[(agent, t.task_id)])})
             (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r))
         pages[name] = out / f"scorecard-{name}.html"
-        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets))
+        before = {t: earlier(history[(agent, t)]) for t in results}
+        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
     writer.writeheader()
@@ -109,7 +125,7 @@ textarea{width:100%;min-height:8em}#commands code{word-break:break-all}</style>"
 
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
-                   budgets: dict[str, int]) -> str:
+                   budgets: dict[str, int], before: dict[str, str] | None = None) -> str:
     e = html.escape
     fit = cal.fit
     rows = []
@@ -123,6 +139,8 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
         diff = (f"{fit.difficulty[t.task_id]:+.2f} ± {fit.difficulty_se[t.task_id]:.2f}"
                 if t.task_id in fit.difficulty else "—")
         other = "" if same_task(pack, r) else " <b>(graded against another version of the task)</b>"
+        if retake := (before or {}).get(t.task_id):
+            other += f" <b>(a retake: {e(retake)})</b>"
         rows.append(f"<tr><td>{e(t.task_id)}{other}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
                     f"<td>{passed} / {total}</td><td>{diff}</td>"
                     f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
