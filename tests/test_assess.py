@@ -32,6 +32,17 @@ from sweserve.models import Readiness, RunResult, Task, TaskBundle, TestSpec, Va
 T0 = "2026-01-01T00:00:00Z"
 
 
+@dataclasses.dataclass
+class Ctx:
+    """What an assessment reads of its context when the pipeline is replaced: the run id."""
+
+    results_run_id: str | None = None
+
+    @property
+    def run_id(self):
+        return self.results_run_id or "r"
+
+
 def bundle(n, family="decoding", validated=True, instruction="i", ready=None):
     task = Task(task_id=f"o__r-{n}", repo="o/r", profile="sglang", pr_number=n, title=f"t{n}",
                 base_commit="a" * 40, merge_commit="b" * 40, family=family, created_at=T0,
@@ -480,14 +491,6 @@ def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
             "run_id": "r", "task_id": bundles[0].task.task_id, "family": "decoding", "agent": agent.name,
             "status": "failed", "started_at": T0, "finished_at": T0, "duration_s": 1.0,
             "agent_run": run.model_dump()})]
-
-    @dataclasses.dataclass
-    class Ctx:
-        results_run_id: str | None = None
-
-        @property
-        def run_id(self):
-            return self.results_run_id or "r"
 
     monkeypatch.setattr(server_mod, "run_evaluation", fake_run_evaluation)
     bundles = [bundle(1, instruction="# First\n<script>x</script>"), bundle(2, "serving-api", instruction="Second")]

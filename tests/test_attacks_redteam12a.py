@@ -102,7 +102,6 @@ sets a stale event, so it cannot submit the next task early).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -113,7 +112,7 @@ import urllib.request
 from datetime import timedelta
 
 import pytest
-from test_assess import T0, QuietBox, bundle, free_port
+from test_assess import T0, Ctx, QuietBox, bundle, free_port
 
 from sweserve.assess.recorder import BrowserTerminal, commands_from_cast
 from sweserve.models import RunResult
@@ -130,15 +129,6 @@ def _serve(app):
     while not uv.started and time.monotonic() < wait:
         time.sleep(0.05)
     return uv, thread, port
-
-
-@dataclasses.dataclass
-class Ctx:
-    results_run_id: str | None = None
-
-    @property
-    def run_id(self):
-        return self.results_run_id or "r"
 
 
 # ---- R12a-1
