@@ -91,7 +91,7 @@ def to_base(cfg):
         named = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", patch, check=False).stdout) \
             if given else set()
         git("add", "-A")
-        hidden = [p for p in untracked() if not set(p.split("/")[:-1]) & CACHE_DIRS]
+        hidden = [p for p in untracked() if not cache(p)]
         if hidden:  # what a .gitignore of the submission's own hides is part of it (red team 12b, R12b-3)
             git("add", "-f", "--", *hidden)
         added = _z(git("diff", "--cached", "--name-only", "--diff-filter=A", "-z", base).stdout)
@@ -151,14 +151,29 @@ def inside(full):
 
 
 def untracked():
-    """Untracked files the image did not have: everything but what its install left, which the task image's
-    .git/info/exclude lists; whatever .gitignore files say (a submission's own would hide its files from `git
-    add -A` and `git clean`: a conftest.py beside the hidden tests survived every reset, red team 12b, R12b-3)."""
+    """Untracked files the image did not have: everything but what its install left, the paths the task image's
+    .git/info/exclude lists one by one (`/path`); whatever .gitignore files, or that file's own patterns
+    (`*.pyc`, `__pycache__/`), say: a submission's .gitignore hid a conftest.py beside the hidden tests from
+    every reset (red team 12b, R12b-3), and a .pyc the patterns hid was imported in place of its source
+    (red team 13, R13-3)."""
     exclude = git("rev-parse", "--git-path", "info/exclude").stdout.strip()
     exclude = exclude if os.path.isabs(exclude) else os.path.join(WORKDIR, exclude)
-    found = _z(git("ls-files", "--others", "-z", *([f"--exclude-from={exclude}"] if os.path.exists(exclude) else
-                                                    [])).stdout)
+    try:
+        with open(exclude, encoding="utf-8", errors="replace") as fh:
+            own = [line for line in fh.read().splitlines() if line.startswith("/")]
+    except OSError:
+        own = []
+    listed = os.path.join(HERE, "image-files.exclude")
+    with open(listed, "w", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in own))
+    found = _z(git("ls-files", "--others", "-z", f"--exclude-from={listed}").stdout)
     return [p for p in found if os.path.lexists(os.path.join(WORKDIR, p))]
+
+
+def cache(path):
+    """Bytecode and pytest's cache: never part of a submission (`sweserve run`'s copy leaves them out), and
+    removed from the tree before the tests run."""
+    return bool(set(path.split("/")[:-1]) & CACHE_DIRS) or path.endswith((".pyc", ".pyo"))
 
 
 def submit(cfg, patch):

@@ -10,8 +10,9 @@ error but how its run ended, and its tree is graded as it stands, as at a step l
 doubts its fix would end its attempt on purpose and be scored only on the attempts it trusts:
 - `model_refused`: the endpoint refused, as malformed or too large (`CONVERSATION_REFUSALS`), a conversation it
   had answered before (a context window overrun: the observations the sandbox returned made it so);
-- `tool_server_lost`: the tool server stopped answering while the sandbox still runs commands (what ran in the
-  sandbox, as root, stopped it).
+- `tool_server_lost`: the tool server stopped answering while the host still reaches the sandbox (what ran in
+  the sandbox, as root, stopped it);
+- a malformed tool call is answered with an error message, as a bad JSON argument is.
 A refusal of the first request (a bad key, model or parameter) and a sandbox that is gone stay errors.
 """
 
@@ -33,6 +34,7 @@ from sweserve.agents.chat_client import ModelError
 from sweserve.agents.chat_client import chat as _chat
 from sweserve.agents.config import ApiAgentConfig
 from sweserve.environment.sandbox import WORKDIR, Sandbox
+from sweserve.errors import LimitExceeded
 from sweserve.models import AgentRun, TaskBundle
 
 SYSTEM_PROMPT = (
@@ -102,12 +104,43 @@ class SwerexShell:
             return f"bash syntax error: {exc}", 2
 
 
-def _runs_commands(box: Sandbox) -> bool:
-    """Whether the sandbox still runs a command: then a tool server that stopped answering was stopped from inside."""
+def _count(value: object) -> int:
+    """A token count as the endpoint gave it (0 where it is not a number)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _call(call: object) -> tuple[str, str | None, str | None]:
+    """A tool call as the model wrote it: its id, its tool's name, and a bash command where its arguments are
+    JSON holding a string `command` (None otherwise). Whatever shape the model gives it, the model is told, and
+    the run goes on: a malformed call is the attempt's own, never an error of the machinery (red team 13, R13-1:
+    `{"command": 5}` escaped swe-rex's schema as an internal error, which `--retry-errors` redid)."""
+    if not isinstance(call, dict):
+        return "", None, None
+    raw_id = call.get("id")
+    call_id = raw_id if isinstance(raw_id, str) else ""
+    fn = call.get("function")
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        return call_id, None, None
+    args = fn.get("arguments") or "{}"
     try:
-        return box.exec("true", 30).exit_code == 0
-    except Exception:  # noqa: BLE001 - a sandbox that cannot be reached is the machinery's failure
+        parsed = json.loads(args) if isinstance(args, str) else args
+    except ValueError:
+        parsed = None
+    command = parsed.get("command") if isinstance(parsed, dict) else None
+    return call_id, fn["name"], command if isinstance(command, str) else None
+
+
+def _sandbox_there(box: Sandbox) -> bool:
+    """Whether the host still reaches the sandbox (dockerd's archive of /testbed, no process inside it: the
+    candidate, root there, can break `exec`, red team 13, R13-2): then a tool server that stopped answering was
+    stopped from inside, and its tree can be graded."""
+    try:
+        box.read_file(f"/.sweserve-probe-{uuid.uuid4().hex}", max_bytes=1)  # a name nothing inside can know
+    except LimitExceeded:
+        return True
+    except Exception:  # noqa: BLE001 - a sandbox the host cannot reach is the machinery's failure
         return False
+    return True
 
 
 class ApiAgent(TaskImageAgent):
@@ -149,33 +182,30 @@ class ApiAgent(TaskImageAgent):
                         break
                     data = chat(cfg, self.api_key, messages)
                     run.steps += 1
-                    usage = data.get("usage") or {}
-                    run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-                    run.completion_tokens += int(usage.get("completion_tokens") or 0)
+                    usage = data.get("usage")
+                    usage = usage if isinstance(usage, dict) else {}
+                    run.prompt_tokens += _count(usage.get("prompt_tokens"))
+                    run.completion_tokens += _count(usage.get("completion_tokens"))
                     message = data["choices"][0]["message"]
                     messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
                     calls = message.get("tool_calls") or []
                     if not calls:
                         messages.append({"role": "user", "content": "Use the bash tool, or call submit when done."})
                     submitted = False
-                    for call in calls:
-                        fn = call.get("function", {})
-                        name = fn.get("name")
+                    for call in calls if isinstance(calls, list) else [calls]:
+                        call_id, name, command = _call(call)
                         if name == "submit":
                             submitted = True
                             content = "submitted"
-                        elif name == "bash":
-                            try:
-                                command = json.loads(fn.get("arguments") or "{}")["command"]
-                            except (ValueError, KeyError, TypeError):
-                                content = "error: arguments must be JSON like {\"command\": \"ls\"}"
-                            else:
-                                output, code = shell.run(command, cfg.command_timeout_s)
-                                output = output[-cfg.max_observation_chars:]
-                                content = f"{output}\n[exit code: {code}]"
+                        elif name == "bash" and command is None:
+                            content = "error: arguments must be JSON like {\"command\": \"ls\"}"
+                        elif name == "bash" and command is not None:
+                            output, code = shell.run(command, cfg.command_timeout_s)
+                            output = output[-cfg.max_observation_chars:]
+                            content = f"{output}\n[exit code: {code}]"
                         else:
                             content = f"error: unknown tool {name!r}; use bash or submit"
-                        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
+                        messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
                     if submitted:
                         run.exit_reason = "submitted"
                         break
@@ -191,8 +221,8 @@ class ApiAgent(TaskImageAgent):
                     run.exit_reason, run.error = "error", str(exc)
             except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
                 why = f"tool server: {exc.__class__.__name__}: {exc}"
-                if shell is not None and _runs_commands(box):
-                    run.exit_reason, run.log_tail = "tool_server_lost", f"{why} (the sandbox still runs commands)"
+                if shell is not None and _sandbox_there(box):
+                    run.exit_reason, run.log_tail = "tool_server_lost", f"{why} (the sandbox is still there)"
                 else:
                     run.exit_reason, run.error = "error", why
         if clock.fired:  # what broke after the host stopped the sandbox is the time limit, not the agent

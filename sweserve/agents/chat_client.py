@@ -54,7 +54,8 @@ def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict], tools: 
             continue
         try:
             data = json.loads(raw)
-            data["choices"][0]["message"]
+            if not isinstance(data["choices"][0]["message"], dict):
+                raise TypeError
         except (ValueError, KeyError, IndexError, TypeError):
             raise ModelError("model API returned invalid JSON or no choices") from None
         return data

@@ -39,6 +39,7 @@ REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
 # them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
 INPUT_PENDING_BYTES = 1 << 20
 CUT = "typing over the recording limit: nothing typed after this was kept"
+DROPPED = "keys dropped, the terminal was not taking them:"
 
 
 class CastWriter:
@@ -130,6 +131,10 @@ def commands_from_cast(path: Path) -> list[tuple[float, str]]:
             if line:
                 end(t)
             out.append((t, f"⟨{CUT}⟩"))
+        if code == "m" and data.startswith(DROPPED):  # keys the shell never got: in the line, and no edit after
+            line.append(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩")
+            moved = True
+            start = t if start is None else start
         if code != "i":
             continue
         i = 0
@@ -260,18 +265,17 @@ class BrowserTerminal:
         """Keys typed in a browser tab: recorded, then passed to the shell."""
         if self.exited.is_set() or not data:
             return
-        self.cast.event("i", data)
-        self.record.typed(time.monotonic() - self._t0, data)
         with self._lock:
-            if self._pending + len(data) > INPUT_PENDING_BYTES:
-                first, self.dropped = not self.dropped, self.dropped + len(data)
-            else:
-                first = None
+            taken = self._pending + len(data) <= INPUT_PENDING_BYTES
+            if taken:
                 self._pending += len(data)
-        if first is not None:
-            if first:
-                self.cast.event("m", "keys dropped: the terminal was not taking them")
+            else:
+                self.dropped += len(data)
+        if not taken:  # every drop, where it happened: the commands typed list shows it in the line (R13-4)
+            self.cast.event("m", f"{DROPPED} {len(data)} bytes")
             return
+        self.cast.event("i", data)  # recorded as taken, before the terminal has it
+        self.record.typed(time.monotonic() - self._t0, data)
         self._keys.put(data)
 
     def _wait(self, read: bool) -> bool:

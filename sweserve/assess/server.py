@@ -118,10 +118,10 @@ class Assessment:
         if status == "running" and term is None:
             status = "starting" if self.seat.task_id != bundle.task.task_id else "grading"
         # the task is shown only while its clock runs: read before its sandbox is up (an image build, a start), it
-        # would be free time (red team 12a, R12a-5)
+        # would be free time (red team 12a, R12a-5); its id too (it names the upstream PR, red team 13)
         shown = term is not None and self.seat.task_id == bundle.task.task_id
         return {"status": status, "candidate": self.seat.candidate, "index": self.index + 1,
-                "count": len(self.bundles), "task_id": bundle.task.task_id,
+                "count": len(self.bundles), "task_id": bundle.task.task_id if shown else "",
                 "title": bundle.task.title if shown else "",
                 "left_s": self.seat.left_s() if term is not None else None,
                 "instruction_html": md.render(bundle.instruction) if shown else ""}
