@@ -133,13 +133,19 @@ def _serve(app):
 
 # ---- R12a-1
 
-def test_a_command_kept_by_readline_is_in_the_commands_typed(tmp_path):
+def bash_beside_a_key(tmp_path):
+    """A real bash on the server's terminal, a secret file beside it, and what the terminal shows."""
     key = tmp_path / "answer-key.txt"
     key.write_text("SECRET-CONTENT-42\n")
     cast = tmp_path / "c.cast"
     term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], cast).start()
     shown: list[bytes] = []
     term.subscribe(shown.append)
+    return key, cast, term, shown
+
+
+def test_a_command_kept_by_readline_is_in_the_commands_typed(tmp_path):
+    key, cast, term, shown = bash_beside_a_key(tmp_path)
     try:
         time.sleep(0.5)
         for keys in (f"cat {key}".encode(), b"\x01", b"\x15", b"\r",  # ^A then ^U: readline kills nothing

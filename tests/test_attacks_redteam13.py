@@ -85,33 +85,15 @@ from __future__ import annotations
 import time
 
 import pytest
-from fake_model import FakeModel, tool_call
+from fake_model import tool_call
+from test_attacks_redteam12a import bash_beside_a_key
 from test_attacks_redteam12b import _new_file, _swebench_log, exported_image  # noqa: F401 - fixture
+from test_attacks_retries import FIX, _run
 from test_export import DECODING, decoding_image, swebench_export  # noqa: F401 - fixtures
 
-from sweserve.agents.api import ApiAgent
-from sweserve.agents.config import ApiAgentConfig
-from sweserve.assess.recorder import BrowserTerminal, commands_from_cast
-from sweserve.demo import files
-from sweserve.evaluation.evaluate import pending, run_evaluation
-from sweserve.evaluation.results import read_results
+from sweserve.assess.recorder import commands_from_cast
 
 pytestmark = pytest.mark.docker
-DIST = "sweserve-demo__sglang-mini-103"
-PATH = "python/sglang/srt/distributed/parallel_state.py"
-FIX = tool_call("bash", {"command": f"cat > {PATH} <<'EOF'\n{files.PR_DISTRIBUTED[PATH]}EOF"})
-
-
-def _run(demo, tmp_path, script):
-    agent = ApiAgent(ApiAgentConfig(kind="api", name="doubter", model="fake-1", base_url="", request_timeout_s=2,
-                                    request_retries=0), env={})
-    bundle = demo.bundle(DIST)
-    out = tmp_path / "doubter.jsonl"
-    with FakeModel(script) as fake:
-        agent.cfg = agent.cfg.model_copy(update={"base_url": fake.base_url})
-        run_evaluation(demo.ctx, [bundle], agent, out)
-    (r,) = read_results(out)
-    return r, pending([bundle], agent, 1, out, retry_errors=True)
 
 
 BAD_CALL = {"role": "assistant", "content": None,
@@ -207,13 +189,8 @@ def test_keys_the_terminal_dropped_are_not_listed_as_typed_into_a_command(tmp_pa
     import sweserve.assess.recorder as recorder
 
     monkeypatch.setattr(recorder, "INPUT_PENDING_BYTES", 200_000)  # 1 MiB scaled down; the same with 1 MiB
-    key = tmp_path / "answer-key.txt"
-    key.write_text("SECRET-CONTENT-42\n")
     head, decoy, tail = f"cat {tmp_path}/answer-".encode(), b"decoy-", b"key.txt\r"
-    cast = tmp_path / "c.cast"
-    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], cast).start()
-    shown: list[bytes] = []
-    term.subscribe(shown.append)
+    _, cast, term, shown = bash_beside_a_key(tmp_path)
     try:
         time.sleep(0.5)
         term.write(b"sleep 3\r")
