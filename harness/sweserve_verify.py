@@ -49,7 +49,6 @@ WORKDIR = "/testbed"
 OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
 # swebench.harness.constants, built so that no line of this file holds them (swebench edits eval scripts there)
 START, END, EXIT_CODE = (">" * 5 + " " + words for words in ("Start Test Output", "End Test Output", "Test Exit Code"))
-CACHE_DIRS = {"__pycache__", ".pytest_cache"}  # left out of a submission, as `sweserve run`'s copy leaves them
 WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED"}
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0", "HOME": "/nonexistent"}
@@ -90,10 +89,7 @@ def to_base(cfg):
     if not given or applied:
         named = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", patch, check=False).stdout) \
             if given else set()
-        git("add", "-A")
-        hidden = [p for p in untracked() if not cache(p)]
-        if hidden:  # what a .gitignore of the submission's own hides is part of it (red team 12b, R12b-3)
-            git("add", "-f", "--", *hidden)
+        git("add", "-A")  # what a .gitignore hides is no part of it, as in `sweserve run`'s diff: removed below
         added = _z(git("diff", "--cached", "--name-only", "--diff-filter=A", "-z", base).stdout)
         backups = [p for p in added if p.endswith((".orig", ".rej")) and p not in named] if applied else []
         if backups:
@@ -106,7 +102,7 @@ def to_base(cfg):
     leftovers = _z(git("apply", "--numstat", "-z", patch, check=False).stdout)
     git("reset", "-q", "--hard", base)
     git("clean", "-qfd")
-    for path in untracked():  # what .gitignore files kept from clean (the image's own outputs stay)
+    for path in untracked():  # what .gitignore files kept from clean, bytecode too (the image's own outputs stay)
         if inside(os.path.join(WORKDIR, path)):
             os.unlink(os.path.join(WORKDIR, path))
     for token in leftovers:  # what a harness applied where base ignores it (clean leaves those)
@@ -151,11 +147,12 @@ def inside(full):
 
 
 def untracked():
-    """Untracked files the image did not have: everything but what its install left, the paths the task image's
-    .git/info/exclude lists one by one (`/path`); whatever .gitignore files, or that file's own patterns
-    (`*.pyc`, `__pycache__/`), say: a submission's .gitignore hid a conftest.py beside the hidden tests from
-    every reset (red team 12b, R12b-3), and a .pyc the patterns hid was imported in place of its source
-    (red team 13, R13-3)."""
+    """Untracked files the image did not have, removed once the tree is back at base: everything but what its
+    install left, the paths the task image's .git/info/exclude lists one by one (`/path`); whatever .gitignore
+    files, or that file's own patterns (`*.pyc`, `__pycache__/`), say. A file they hide is no part of the
+    submission (as in `sweserve run`'s diff), and must not stay on disk either: a submission's .gitignore kept
+    a conftest.py beside the hidden tests through every reset (red team 12b, R12b-3), and a .pyc the patterns
+    hid was imported in place of its source (red team 13, R13-3)."""
     exclude = git("rev-parse", "--git-path", "info/exclude").stdout.strip()
     exclude = exclude if os.path.isabs(exclude) else os.path.join(WORKDIR, exclude)
     try:
@@ -168,12 +165,6 @@ def untracked():
         fh.write("".join(line + "\n" for line in own))
     found = _z(git("ls-files", "--others", "-z", f"--exclude-from={listed}").stdout)
     return [p for p in found if os.path.lexists(os.path.join(WORKDIR, p))]
-
-
-def cache(path):
-    """Bytecode and pytest's cache: never part of a submission (`sweserve run`'s copy leaves them out), and
-    removed from the tree before the tests run."""
-    return bool(set(path.split("/")[:-1]) & CACHE_DIRS) or path.endswith((".pyc", ".pyo"))
 
 
 def submit(cfg, patch):

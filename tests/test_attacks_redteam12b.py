@@ -79,8 +79,9 @@ Fixed since (each test here failed before its fix):
   HEAD, config, an alternate to the real objects), is never read either (checked by hand: without GIT_DIR, git
   ran that git dir's filter). The verifier puts a `.git` file naming the real git dir back for the tests.
 - R12b-2: the API agent's run ends `tool_server_lost` and its tree is graded (tests/test_attacks_retries.py).
-- R12b-3: the verifier's submission holds every untracked file but the image's install outputs (its
-  .git/info/exclude), whatever a .gitignore says, and removes them after the reset (`sweserve_verify.untracked`).
+- R12b-3: the verifier removes every untracked file but the image's install outputs (the paths its
+  .git/info/exclude lists), whatever a .gitignore says, once the tree is back at base (`sweserve_verify.untracked`);
+  what a .gitignore hides is no part of the submission, as in `sweserve run`'s diff.
 - R12b-4: `Selection.per_task`: each task as many attempts as the runs that selected it asked.
 - The first lead: `to_base` removes nothing whose folder, links resolved, is outside the work tree
   (`sweserve_verify.inside`; `test_the_verifier_removes_nothing_outside_the_work_tree`).

@@ -54,7 +54,7 @@ Fixed since (each test here failed before its fix, as the red team ran them at d
   a file of a random name read from outside), not through a process inside it.
 - R13-3: the export verifier's `untracked()` keeps only the image's own files, the paths its info/exclude lists
   one by one, never its patterns: a prediction's `.pyc` (any bytecode, any `__pycache__`) is removed before the
-  tests run, and stays out of the submission as `sweserve run`'s copy leaves it out.
+  tests run, and is no part of the submission, as in `sweserve run`.
 - R13-4: a key the terminal's queue drops is never recorded as typed: each drop is a marker of its own
   (`⟨6 bytes dropped⟩` in the commands typed list, no edit applied after it).
 - The lead on the next task's id: `/api/state` serves it only while its clock runs, as the title and statement.
