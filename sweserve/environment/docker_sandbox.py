@@ -119,12 +119,15 @@ def sandbox_network(client: docker.DockerClient, run_id: str, task_id: str, role
 
 @contextmanager
 def docker_errors(what: str):
-    """Turn the Docker SDK's exceptions into InfraError("docker") naming what was being done."""
+    """Turn the Docker SDK's exceptions into InfraError("docker") naming what was being done; an archive the daemon
+    broke off (a file changed under it) is one too, never an internal error."""
     try:
         yield
     except docker.errors.DockerException as exc:
         explanation = getattr(exc, "explanation", None) or str(exc)
         raise InfraError("docker", f"{what}: {str(explanation).strip()[:300]}") from None
+    except tarfile.TarError as exc:
+        raise InfraError("docker", f"{what}: the archive broke off ({exc})") from None
 
 
 class OutputTail:

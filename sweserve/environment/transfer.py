@@ -19,7 +19,6 @@ from typing import IO, TYPE_CHECKING
 
 from sweserve.environment.docker_sandbox import docker_errors
 from sweserve.environment.sandbox import TreeTooLarge, tar_of
-from sweserve.errors import InfraError
 
 if TYPE_CHECKING:
     from sweserve.environment.docker_sandbox import DockerSandbox
@@ -68,43 +67,39 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
     kept: dict[str, int] = {}  # kept paths and their data's size
     total = 0
     api = box.container.client.api
-    try:
-        with docker_errors(f"copying {path} out of the sandbox"), \
-                api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
-                         headers={"Accept-Encoding": "identity"}, stream=True) as response:
-            # the response itself, not the SDK's generator: a refused tree closes the stream at once
-            api._raise_for_status(response)
-            chunks = response.iter_content(1 << 20, False)
-            with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
-                    tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
-                for member in src:
-                    rel = _relative(member.name, root)
-                    if rel is None or rel == ".":
+    with docker_errors(f"copying {path} out of the sandbox"), \
+            api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
+                     headers={"Accept-Encoding": "identity"}, stream=True) as response:
+        # the response itself, not the SDK's generator: a refused tree closes the stream at once
+        api._raise_for_status(response)
+        chunks = response.iter_content(1 << 20, False)
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
+                tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
+            for member in src:
+                rel = _relative(member.name, root)
+                if rel is None or rel == ".":
+                    continue
+                size = member.size if member.isreg() else 0
+                if member.islnk():
+                    target = _relative(member.linkname, root)
+                    if target is None or target not in kept:
                         continue
-                    size = member.size if member.isreg() else 0
-                    if member.islnk():
-                        target = _relative(member.linkname, root)
-                        if target is None or target not in kept:
-                            continue
-                        member.linkname = prefix + target
-                        size = kept[target]
-                    elif not (member.isdir() or member.isreg() or member.issym()):
-                        continue  # devices, fifos: never part of a submission
-                    member.name = prefix + rel
-                    member.pax_headers = {}  # its own `path`/`linkpath` would win over the names set here; no xattrs
-                    member.uid = member.gid = 0
-                    member.uname = member.gname = "root"
-                    total += size + ENTRY_BYTES
-                    if total > max_bytes:
-                        raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
-                    if member.isreg():
-                        dst.addfile(member, src.extractfile(member))
-                    else:
-                        dst.addfile(member)
-                    kept[rel] = size
-    except tarfile.TarError as exc:  # the daemon broke its archive off (a file changed under it): the machinery's
-        out.close()
-        raise InfraError("docker", f"copying {path} out of the sandbox: the archive broke off ({exc})") from None
+                    member.linkname = prefix + target
+                    size = kept[target]
+                elif not (member.isdir() or member.isreg() or member.issym()):
+                    continue  # devices, fifos: never part of a submission
+                member.name = prefix + rel
+                member.pax_headers = {}  # its own `path`/`linkpath` would win over the names set here; no xattrs
+                member.uid = member.gid = 0
+                member.uname = member.gname = "root"
+                total += size + ENTRY_BYTES
+                if total > max_bytes:
+                    raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
+                if member.isreg():
+                    dst.addfile(member, src.extractfile(member))
+                else:
+                    dst.addfile(member)
+                kept[rel] = size
     out.seek(0)
     return out
 
