@@ -197,12 +197,13 @@ class ApiAgent(TaskImageAgent):
                         if name == "submit":
                             submitted = True
                             content = "submitted"
-                        elif name == "bash" and command is None:
-                            content = "error: arguments must be JSON like {\"command\": \"ls\"}"
-                        elif name == "bash" and command is not None:
-                            output, code = shell.run(command, cfg.command_timeout_s)
-                            output = output[-cfg.max_observation_chars:]
-                            content = f"{output}\n[exit code: {code}]"
+                        elif name == "bash":
+                            if command is None:
+                                content = "error: arguments must be JSON like {\"command\": \"ls\"}"
+                            else:
+                                output, code = shell.run(command, cfg.command_timeout_s)
+                                output = output[-cfg.max_observation_chars:]
+                                content = f"{output}\n[exit code: {code}]"
                         else:
                             content = f"error: unknown tool {name!r}; use bash or submit"
                         messages.append({"role": "tool", "tool_call_id": call_id, "content": content})

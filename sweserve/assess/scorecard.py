@@ -37,11 +37,6 @@ def same_task(pack: Pack, r: RunResult) -> bool:
     return any(t.task_id == r.task_id and t.content_hash == r.task_hash for t in pack.tasks)
 
 
-def pack_results(results_dir: Path) -> list[RunResult]:
-    """The last attempt of each (candidate, task) in a pack's results folder."""
-    return [attempts[-1] for attempts in pack_attempts(results_dir).values()]
-
-
 def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
     """Every attempt of each (candidate, task), oldest first: a second link for the same pack is a retake, and
     the scorecard says so (red team 12a, R12a-3: the first session, where the task was read and worked out, was
