@@ -36,8 +36,23 @@ def test_typed_commands_apply_the_line_editors_simple_edits():
     rec.typed(0.1, b"lss\x7f -la\r")                 # a backspace
     rec.typed(0.5, b"rm -rf /\x15echo safe\r")        # ^U drops the line so far
     rec.typed(0.9, b"git status --shrot\x17--short\r")  # ^W drops the word
-    rec.typed(1.2, b"\x1b[Acat x\x1bOB\r")             # arrow keys leave nothing of their own
-    assert rec.commands() == ["ls -la", "echo safe", "git status --short", "cat x"]
+    rec.typed(1.2, b"\x1b[Acat x\x1bOB\r")             # arrow keys are shown, never applied
+    assert rec.commands() == ["ls -la", "echo safe", "git status --short", "⟨↑⟩cat x⟨↓⟩"]
+
+
+def test_a_session_record_applies_no_edit_once_the_cursor_may_have_moved():
+    """`sweserve session`'s record rebuilds lines with the browser terminal's rebuilder (one of each): `cat key`,
+    ^A, ^U, Enter runs `cat key` in bash (^U cuts before the cursor, which ^A put at the start), so the record must
+    not say an empty line ran, and the history's `cat key` is no disagreement (red team 12a's R12a-1, left in
+    `TerminalRecord.commands` until it used `typed_lines`)."""
+    rec = TerminalRecord()
+    rec.typed(0.1, b"cat key\x01\x15\r")
+    rec.typed(0.4, b"cd sw\t\r")              # completion: bash ran `cd sweserve/`
+    rec.typed(0.8, b"\x1b[A -la\r")           # recall of `ls`, then ` -la`: bash ran `ls -la`
+    assert rec.commands() == ["cat key⟨^A⟩⟨^U⟩", "cd sw⇥", "⟨↑⟩ -la"]
+    history = [(1, "cat key"), (2, "cd sweserve/"), (3, "ls -la"), (4, FORGED)]
+    assert untyped_history(history, rec.commands()) == [FORGED]
+    assert untyped_history([(1, "rm -rf x")], ["⟨↑⟩", "⇥"]) == ["rm -rf x"]  # keys alone explain nothing
 
 
 def test_history_entries_nobody_typed_are_listed():

@@ -11,6 +11,7 @@ flags it `history_disagrees`. Reviews show the host's record, and the history on
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -101,11 +102,29 @@ UNTYPED_MAX = 200  # history entries listed as never typed (a flood of forged on
 
 def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[str]:
     """The shell history's commands that no typed line matches: written into the history by something other
-    than the keyboard (or finished by completion or history recall). The host's record is the transcript;
-    these only say where the sandbox's copy disagrees with it."""
+    than the keyboard. The host's record is the transcript; these only say where the sandbox's copy disagrees
+    with it. A typed line holding keys whose effect is the shell's (⟨…⟩: arrows, ^A, history recall; ⇥:
+    completion; see `typed_lines`) matches a command that holds each of its literal runs, since where the cursor
+    went and what completion added is not in the keys."""
     lines = {line.strip() for line in typed}
-    seen = dict.fromkeys(cmd for _, cmd in history if cmd.strip() not in lines)
+    runs = [parts for line in typed if (parts := _literal_runs(line)) is not None]
+
+    def matched(cmd: str) -> bool:
+        cmd = cmd.strip()
+        return cmd in lines or any(all(part in cmd for part in parts) for parts in runs)
+
+    seen = dict.fromkeys(cmd for _, cmd in history if not matched(cmd))
     return list(seen)[:UNTYPED_MAX]
+
+
+def _literal_runs(line: str) -> list[str] | None:
+    """A typed line's text between the keys the shell interprets (⟨…⟩, ⇥); None for a line with none of them
+    (matched as it is) or with no text besides them (it matches nothing of its own)."""
+    parts = re.split(r"⟨[^⟩]*⟩|⇥", line)
+    if len(parts) == 1:
+        return None
+    kept = [part.strip() for part in parts if part.strip()]
+    return kept or None
 
 
 class HumanAgent(TaskImageAgent):

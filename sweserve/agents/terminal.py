@@ -26,12 +26,97 @@ import termios
 import threading
 import time
 import tty
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 KEYS_MAX_BYTES = 256 * 1024  # what was typed: a day of typing is far less; a paste flood is cut and said so
 SCREEN_TAIL_BYTES = 256 * 1024  # the end of what was shown
 EOF_CHAR = b"\x04"
 EOF_REPEAT_S = 0.2
+
+
+CUT = "typing over the recording limit: nothing typed after this was kept"
+DROPPED = "keys dropped, the terminal was not taking them:"
+ARROWS = {"A": "↑", "B": "↓", "C": "→", "D": "←"}  # the final byte of ESC [ X and ESC O X
+
+
+def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, str]]:
+    """What was typed, one entry per Enter, with the time it was started, from asciinema-style events (time,
+    code, text): input ("i") and markers ("m": `CUT`, `DROPPED`); output is never read. The one line rebuilder,
+    for the browser terminal's cast and `sweserve session`'s record alike. Backspace, ^U and ^W edit the line,
+    and ^Y yanks back what they cut, while the line holds no cursor movement; other keys (arrows, ^A, ^E,
+    Alt-keys, ...) are shown as ⟨…⟩, Tab as ⇥, and once the cursor may have moved the edits are shown too (⟨⌫⟩,
+    ⟨^U⟩), never applied: what the shell did with them is its business, and no typed character leaves the
+    record (red team 12a, R12a-1: `cat key`, ^A, ^U, Enter ran `cat key`)."""
+    out: list[tuple[float, str]] = []
+    line: list[str] = []
+    killed: list[str] = []
+    moved = False
+    start: float | None = None
+
+    def end(at: float) -> None:
+        nonlocal line, killed, moved, start
+        out.append((start if start is not None else at, "".join(line)))
+        line, killed, moved, start = [], [], False, None
+
+    for t, code, data in events:
+        if code == "m" and data == CUT:
+            if line:
+                end(t)
+            out.append((t, f"⟨{CUT}⟩"))
+        if code == "m" and data.startswith(DROPPED):  # keys the shell never got: in the line, and no edit after
+            line.append(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩")
+            moved = True
+            start = t if start is None else start
+        if code != "i":
+            continue
+        i = 0
+        while i < len(data):
+            ch = data[i]
+            if start is None and ch not in "\r\n":
+                start = t
+            if ch in "\r\n":
+                if line or start is not None:
+                    end(t)
+            elif ch in "\x7f\x08":
+                if moved:
+                    line.append("⟨⌫⟩")
+                elif line:
+                    line.pop()
+            elif ch in "\x15\x17" and not moved:  # ^U: the line; ^W: the word before the cursor (one key a char)
+                text = "".join(line)
+                keep = 0 if ch == "\x15" else text.rstrip().rfind(" ") + 1
+                killed, line = line[keep:], line[:keep]
+            elif ch == "\x19" and not moved:  # ^Y: what ^U or ^W cut
+                line += killed
+            elif ch == "\x1b":  # an escape sequence (ESC [ params final), or an Alt-key (ESC char)
+                j = i + 1
+                if j < len(data) and data[j] in "[O":
+                    j += 1
+                    while j < len(data) and not ("@" <= data[j] <= "~"):
+                        j += 1
+                    line.append("⟨" + ARROWS.get(data[i + 2:j + 1], "esc") + "⟩")
+                    i = j
+                elif j < len(data) and data[j].isprintable():
+                    line.append(f"⟨M-{data[j]}⟩")
+                    i = j
+                else:
+                    line.append("⟨esc⟩")
+                moved = True
+            elif ch == "\x03":
+                line.append("^C")
+                end(t)
+            elif ch == "\t":
+                line.append("⇥")
+            elif ch.isprintable():
+                line.append(ch)
+            else:  # any other control key: shown, and from here on the cursor may be anywhere
+                line.append(f"⟨^{chr(ord(ch) + 64) if ord(ch) < 32 else '?'}⟩")
+                moved = True
+            i += 1
+    if line:
+        out.append((start if start is not None else 0.0, "".join(line)))
+    return out
 
 
 @dataclass
@@ -80,37 +165,9 @@ class TerminalRecord:
         return "\n".join(lines)
 
     def commands(self) -> list[str]:
-        """Each line as typed, with the line editor's simple edits applied (backspace, ^U, ^W) and other control
-        keys and escape sequences left out: the command a shell ran, unless completion or history recall (Tab,
-        arrows, ^R) changed it."""
-        lines: list[str] = []
-        line: list[str] = []
-        escape = ""  # "" outside an escape sequence, else what it began with
-        for _, data in self.keys:
-            for ch in data.decode("utf-8", "replace"):
-                if escape:
-                    if escape == "\x1b":
-                        escape = ch if ch in "[O" else ""
-                    elif escape == "O" or "@" <= ch <= "~":
-                        escape = ""
-                    continue
-                if ch == "\x1b":
-                    escape = ch
-                elif ch in "\r\n":
-                    lines.append("".join(line))
-                    line = []
-                elif ch in "\x7f\x08":
-                    del line[-1:]
-                elif ch == "\x15":  # ^U: the line so far
-                    line = []
-                elif ch == "\x17":  # ^W: the word before the cursor
-                    text = "".join(line).rstrip()
-                    line = list(text[:text.rfind(" ") + 1])
-                elif ch == "\t" or ch.isprintable():
-                    line.append(ch)
-        if line:
-            lines.append("".join(line))
-        return lines
+        """Each line as typed (`typed_lines`: simple edits applied while the cursor cannot have moved, every
+        other key shown as ⟨…⟩)."""
+        return [line for _, line in typed_lines((at, "i", data.decode("utf-8", "replace")) for at, data in self.keys)]
 
     def screen_text(self) -> str:
         """The end of what was shown, as plain text (control sequences removed; see `plain_text`)."""

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sweserve.agents.terminal import TerminalRecord
+from sweserve.agents.terminal import CUT, DROPPED, TerminalRecord, typed_lines
 
 CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input past twice this); a marker says so
 MAX_WATCHERS = 4  # browser tabs on one terminal at once
@@ -38,8 +38,6 @@ REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
 # keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
 # them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
 INPUT_PENDING_BYTES = 1 << 20
-CUT = "typing over the recording limit: nothing typed after this was kept"
-DROPPED = "keys dropped, the terminal was not taking them:"
 
 
 class CastWriter:
@@ -109,81 +107,10 @@ def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
 
 
 def commands_from_cast(path: Path) -> list[tuple[float, str]]:
-    """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from input events
-    only. Backspace, ^U and ^W edit the line, and ^Y yanks back what they cut, while the line holds no cursor
-    movement; other keys (arrows, ^A, ^E, Alt-keys, ...) are shown as ⟨…⟩, and once the cursor may have moved
-    the edits are shown too (⟨⌫⟩, ⟨^U⟩), never applied: what the shell did with them is its business, and no
-    typed character leaves the record (red team 12a, R12a-1: `cat key`, ^A, ^U, Enter ran `cat key`)."""
+    """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from the cast's input
+    events and markers only (`agents.terminal.typed_lines`, the one line rebuilder)."""
     _, events = read_cast(path)
-    out: list[tuple[float, str]] = []
-    line: list[str] = []
-    killed: list[str] = []
-    moved = False
-    start: float | None = None
-
-    def end(at: float) -> None:
-        nonlocal line, killed, moved, start
-        out.append((start if start is not None else at, "".join(line)))
-        line, killed, moved, start = [], [], False, None
-
-    for t, code, data in events:
-        if code == "m" and data == CUT:
-            if line:
-                end(t)
-            out.append((t, f"⟨{CUT}⟩"))
-        if code == "m" and data.startswith(DROPPED):  # keys the shell never got: in the line, and no edit after
-            line.append(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩")
-            moved = True
-            start = t if start is None else start
-        if code != "i":
-            continue
-        i = 0
-        while i < len(data):
-            ch = data[i]
-            if start is None and ch not in "\r\n":
-                start = t
-            if ch in "\r\n":
-                if line or start is not None:
-                    end(t)
-            elif ch in "\x7f\x08":
-                if moved:
-                    line.append("⟨⌫⟩")
-                elif line:
-                    line.pop()
-            elif ch in "\x15\x17" and not moved:  # ^U: the line; ^W: the word before the cursor (one key a char)
-                text = "".join(line)
-                keep = 0 if ch == "\x15" else text.rstrip().rfind(" ") + 1
-                killed, line = line[keep:], line[:keep]
-            elif ch == "\x19" and not moved:  # ^Y: what ^U or ^W cut
-                line += killed
-            elif ch == "\x1b":  # an escape sequence (ESC [ params final), or an Alt-key (ESC char)
-                j = i + 1
-                if j < len(data) and data[j] in "[O":
-                    j += 1
-                    while j < len(data) and not ("@" <= data[j] <= "~"):
-                        j += 1
-                    line.append("⟨" + {"[A": "↑", "[B": "↓", "[C": "→", "[D": "←"}.get(data[i + 1:j + 1], "esc") + "⟩")
-                    i = j
-                elif j < len(data) and data[j].isprintable():
-                    line.append(f"⟨M-{data[j]}⟩")
-                    i = j
-                else:
-                    line.append("⟨esc⟩")
-                moved = True
-            elif ch == "\x03":
-                line.append("^C")
-                end(t)
-            elif ch == "\t":
-                line.append("⇥")
-            elif ch.isprintable():
-                line.append(ch)
-            else:  # any other control key: shown, and from here on the cursor may be anywhere
-                line.append(f"⟨^{chr(ord(ch) + 64) if ord(ch) < 32 else '?'}⟩")
-                moved = True
-            i += 1
-    if line:
-        out.append((start if start is not None else 0.0, "".join(line)))
-    return out
+    return typed_lines(events)
 
 
 class BrowserTerminal:
