@@ -329,24 +329,31 @@ def test_the_instruction_is_not_shown_before_its_clock_starts(tmp_path, monkeypa
 
     monkeypatch.setattr(server_mod, "run_evaluation", fake_run_evaluation)
     b1 = bundle(1, instruction="Fix the SECRET-STATEMENT bug in the scheduler.")
+    b1 = b1.model_copy(update={"task": b1.task.model_copy(update={"task_id": "sglang-jax-1234",
+                                                                   "title": "SECRET-TITLE"})})
     pack = choose_pack("p", [b1], 1, 3600)
     invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version, token_sha256="0" * 64,
                     created_at=T0, expires_at=T0)
     a = Assessment(invite, pack, check_pack(pack, {b1.task.task_id: b1}), tmp_path / "r.jsonl", Seat("alice"))
     md = MarkdownIt("commonmark", {"html": False})
     threading.Thread(target=a.run, args=(Ctx(),), daemon=True).start()
-    free_reading = 0.0
+    # the title and the id say as much as the statement: an id names the upstream PR (red team 13's lead)
+    secrets = {"statement": "SECRET-STATEMENT", "title": "SECRET-TITLE", "task id": b1.task.task_id}
+    free_reading = dict.fromkeys(secrets, 0.0)
     t0 = time.monotonic()
     while a.seat.terminal is None and time.monotonic() - t0 < 20:
         state = a.state(md)
-        if state["left_s"] is None and "SECRET-STATEMENT" in state["instruction_html"]:
-            free_reading = time.monotonic() - t0
+        page = json.dumps(state)
+        for what, secret in secrets.items():
+            if state["left_s"] is None and secret in page:
+                free_reading[what] = time.monotonic() - t0
         time.sleep(0.1)
     a.seat.submitted.set()
     end = time.monotonic() + 20
     while a.status not in ("done", "error") and time.monotonic() < end:
         time.sleep(0.05)
-    assert free_reading < 0.5, f"the statement was readable for {free_reading:.1f}s before its clock started"
+    early = {what: round(s, 1) for what, s in free_reading.items() if s >= 0.5}
+    assert not early, f"readable before the clock started (seconds): {early}"
 
 
 # ---- R12a-6
