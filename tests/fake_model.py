@@ -23,10 +23,14 @@ class FakeModel:
     """Replays a script: each entry answers one request. An entry is a message dict, or one of
     ("status", code), ("raw", bytes), ("sleep", seconds). The last entry repeats."""
 
-    def __init__(self, script: list, host: str = "127.0.0.1", port: int = 0, echo: bool = False):
+    def __init__(self, script: list, host: str = "127.0.0.1", port: int = 0, echo: bool = False,
+                 fail_when: tuple[str, object] | None = None):
+        """`fail_when`: (text, entry): a request whose body holds text is answered by entry, the script's place
+        kept (an endpoint that fails on what a conversation holds, such as a context too long to answer)."""
         self.script = script
         self.requests: list[dict] = []
         self.auth: list[str | None] = []
+        self.failed: list[dict] = []
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -39,7 +43,12 @@ class FakeModel:
                 if echo:
                     print(json.dumps(body), flush=True)
                 model.auth.append(self.headers.get("Authorization"))
-                entry = model.script[min(len(model.requests) - 1, len(model.script) - 1)]
+                if fail_when is not None and fail_when[0] in json.dumps(body):
+                    model.requests.pop()
+                    model.failed.append(body)
+                    entry = fail_when[1]
+                else:
+                    entry = model.script[min(len(model.requests) - 1, len(model.script) - 1)]
                 if isinstance(entry, tuple) and entry[0] == "status":
                     self.send_response(entry[1])
                     self.end_headers()

@@ -46,12 +46,12 @@ FIX = tool_call("bash", {"command": f"cat > {PATH} <<'EOF'\n{files.PR_DISTRIBUTE
 KILL_TOOL_SERVER = tool_call("bash", {"command": "pkill -9 -f swerex-remote; sleep 5"})
 
 
-def _run(demo, tmp_path, script):
+def _run(demo, tmp_path, script, fail_when=None):
     agent = ApiAgent(ApiAgentConfig(kind="api", name="doubter", model="fake-1", base_url="", request_timeout_s=2,
                                     request_retries=0), env={})
     bundle = demo.bundle(DIST)
     out = tmp_path / "doubter.jsonl"
-    with FakeModel(script) as fake:
+    with FakeModel(script, fail_when=fail_when) as fake:
         agent.cfg = agent.cfg.model_copy(update={"base_url": fake.base_url})
         run_evaluation(demo.ctx, [bundle], agent, out)
     (r,) = read_results(out)
@@ -68,6 +68,34 @@ def test_an_attempt_that_ends_itself_is_graded_not_redone(demo, tmp_path, script
     r, redo = _run(demo, tmp_path, script)
     assert (r.status, r.agent_run.exit_reason, r.agent_run.error) == (status, ends, None), r.reason
     assert redo == []
+
+
+# an observation the endpoint fails on (OVER1RUN is in no command's text, only in what the sandbox printed): a
+# provider that times out or answers 5xx/429 for a context grown too long (red team 13's lead)
+OVERRUN = tool_call("bash", {"command": "echo OVER$((1))RUN"})
+FINE = {"role": "assistant", "content": "thinking"}
+
+
+@pytest.mark.parametrize("script, failure, status", [
+    ([OVERRUN, FINE], ("status", 503), "failed"),
+    ([FIX, OVERRUN, FINE], ("status", 500), "resolved"),
+    ([FIX, OVERRUN, FINE], ("status", 429), "resolved"),
+    ([FIX, OVERRUN, FINE], ("sleep", 5), "resolved"),
+], ids=["503", "fix-then-500", "fix-then-429", "fix-then-time-out"])
+def test_a_conversation_the_endpoint_fails_on_is_graded_when_it_still_answers(demo, tmp_path, script, failure,
+                                                                             status):
+    """A time-out, 5xx or 429 after a first answer is a failure of the conversation, not of the endpoint, when
+    the endpoint still answers the run's first request: the tree is graded (`model_refused`), never redone.
+    Without `_endpoint_answers` each was an `error` of kind `agent`, and `--retry-errors` redid it."""
+    r, redo = _run(demo, tmp_path, script, fail_when=("OVER1RUN", failure))
+    assert (r.status, r.agent_run.exit_reason, r.agent_run.error) == (status, "model_refused", None), r.reason
+    assert redo == []
+
+
+def test_an_endpoint_down_after_a_first_answer_is_the_machinerys_error_and_is_redone(demo, tmp_path):
+    r, redo = _run(demo, tmp_path, [FIX, ("status", 503)])
+    assert (r.status, r.error_kind, r.agent_run.exit_reason) == ("error", "agent", "error"), r.reason
+    assert "HTTP 503" in r.reason and len(redo) == 1
 
 
 def test_a_refused_first_request_is_the_machinerys_error_and_is_redone(demo, tmp_path):

@@ -2,18 +2,21 @@
 
 The loop runs on the host; its bash tool runs in the sandbox through a swe-rex session (the server is
 baked into every env image and listens on the sandbox's loopback; the harness reaches it through
-`Sandbox.forward`, a `docker exec` relay, because a sandbox's network has no route to or from the host). Every model failure — bad JSON, time-outs, 5xx — ends the run with
-exit_reason "error" and the cause in `error`, never an exception.
+`Sandbox.forward`, a `docker exec` relay, because a sandbox's network has no route to or from the host). Every
+model failure (bad JSON, time-outs, 5xx) ends the run, never with an exception: as exit_reason "error" with the
+cause in `error`, or as `model_refused` where the attempt brought it on itself (below).
 
 An error is the machinery's, and `run --retry-errors` redoes it; what the attempt brought on itself is not an
 error but how its run ended, and its tree is graded as it stands, as at a step limit. Otherwise an agent that
 doubts its fix would end its attempt on purpose and be scored only on the attempts it trusts:
 - `model_refused`: the endpoint refused, as malformed or too large (`CONVERSATION_REFUSALS`), a conversation it
-  had answered before (a context window overrun: the observations the sandbox returned made it so);
+  had answered before (a context window overrun: the observations the sandbox returned made it so), or failed
+  it (a time-out, a 5xx, a 429) while it still answers the run's first request (`_endpoint_answers`);
 - `tool_server_lost`: the tool server stopped answering while the host still reaches the sandbox (what ran in
   the sandbox, as root, stopped it);
 - a malformed tool call is answered with an error message, as a bad JSON argument is.
-A refusal of the first request (a bad key, model or parameter) and a sandbox that is gone stay errors.
+A refusal of the first request (a bad key, model or parameter), an endpoint that is down (it fails the first
+request too) and a sandbox that is gone stay errors.
 """
 
 from __future__ import annotations
@@ -130,6 +133,19 @@ def _call(call: object) -> tuple[str, str | None, str | None]:
     return call_id, fn["name"], command if isinstance(command, str) else None
 
 
+def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict]) -> bool:
+    """Whether the endpoint still answers the run's first request (the system prompt and the instruction, which
+    the agent cannot change), asked after a later request failed with a time-out, a 5xx or a 429 (red team 13's
+    lead): then the failure was the conversation's (a context the sandbox's output made too long to answer in
+    time, or too costly for the endpoint's limits), the attempt's own doing, and its tree is graded; an endpoint
+    that fails this too is down, and the attempt is the machinery's error, redone."""
+    try:
+        chat(cfg, api_key, first)
+    except ModelError:
+        return False
+    return True
+
+
 def _sandbox_there(box: Sandbox) -> bool:
     """Whether the host still reaches the sandbox (dockerd's archive of /testbed, no process inside it: the
     candidate, root there, can break `exec`, red team 13, R13-2): then a tool server that stopped answering was
@@ -216,7 +232,8 @@ class ApiAgent(TaskImageAgent):
             except ToolServerError as exc:  # at start-up, before the model ran anything
                 run.exit_reason, run.error = "error", str(exc)
             except ModelError as exc:
-                if run.steps and exc.status in CONVERSATION_REFUSALS:
+                if run.steps and (exc.status in CONVERSATION_REFUSALS or _endpoint_answers(cfg, self.api_key,
+                                                                                         messages[:2])):
                     run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
                 else:
                     run.exit_reason, run.error = "error", str(exc)
