@@ -68,25 +68,18 @@ real assessment server (its ASGI app, run with the arguments `sweserve assess se
   image (scratch run; `¡` too). `test_a_non_ascii_character_that_moved_the_cursor_leaves_the_command_in_the_list`;
   the control, in C.UTF-8 the same keys run nothing (passes): `test_control_in_a_utf8_locale_the_same_keys_run_nothing`.
 
-Suggested fixes (nothing under sweserve/ changed here):
-- R14b-1: in `commands_from_cast`, treat ESC[200~ ... ESC[201~ as one literal insertion: no edit applied in it
-  (show DEL, ^U, ^W as ⟨⌫⟩, ⟨^U⟩), its newlines not ending a command (the command ends at the Enter after
-  ESC[201~), and `moved` not reset until a real accept-line. The same for a newline inserted by ^V (quoted
-  insert): only a \\r or \\n that readline would accept should reset `moved`.
-- R14b-2: parse a CSI as readline and ECMA-48 do: parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F,
-  then one final byte 0x40-0x7E; any other byte ends the sequence unconsumed (shown as ⟨esc⟩) and is processed
-  as a key of its own, so an Enter always ends the command in the record.
-- R14b-5: the server cannot see the container's line discipline; record, per line typed, the bytes typed since
-  the last Enter, and past 4095 of them mark the line (`⟨line over the terminal's 4095-byte limit: keys may be
-  lost⟩`) and apply no edit after it, as for a DROPPED marker (what the shell kept is then unknown).
-- R14b-6: run the sandbox's shell in a UTF-8 locale (`docker exec -e LANG=C.UTF-8 -e LC_ALL=C.UTF-8`, or set it in
-  the rcfile before readline starts: it reads the locale at startup), and in `commands_from_cast` treat a non-ASCII
-  character as a possible cursor move (`moved = True`) unless the session's locale is known to be UTF-8.
-- R14b-3: pass `ws_max_size` (a little over what 64 KiB of keys can be as JSON, e.g. 512 KiB) and
-  `ws_per_message_deflate=False` to uvicorn in `run_serve`; drop a message over that size before parsing it;
-  optionally rate-limit input per session.
-- R14b-4: bound each watcher's queue in bytes (a few MiB); a watcher over it is dropped (closed with a code the
-  page answers by reconnecting, which sends it the replay tail, as a reconnect does now) instead of queued for.
+Defences (each test above failed before them):
+- R14b-1, 2, 5, 6 (`agents/terminal.typed_lines`, now the one line rebuilder for the browser terminal and
+  `sweserve session`): a bracketed paste is inserted as it is, its erasers, newlines (↵) and control keys shown
+  as keys and never applied, and the command ends at the Enter after it; an escape sequence is read as ECMA-48
+  has it, and a byte it does not allow ends it and is a key of its own; a line past 4095 bytes is marked (the
+  terminal may have dropped keys) and no edit after the mark is applied; a non-ASCII character, and Tab (the
+  completion lead below), count as keys that may move the cursor, so no edit after them is applied either. The
+  record errs towards showing keys: in a UTF-8 locale the control's ^U is shown, not applied.
+- R14b-3 (`cli/assess.run_serve`): uvicorn takes websocket messages of `WS_MAX_BYTES` (512 KiB) at most and
+  negotiates no compression.
+- R14b-4 (`AssessServer.terminal`): a tab's queued output is bounded (`WATCHER_BACKLOG_BYTES`, 4 MiB); past it
+  the tab is unsubscribed and closed (4001), and the page reconnects to the recent output.
 
 Leads, not reproduced:
 - Two links for the same pack redeemed at once (red team 12a's lead): with the real `run_evaluation` the
@@ -416,7 +409,7 @@ def test_a_non_ascii_character_that_moved_the_cursor_leaves_the_command_in_the_l
 
 
 def test_control_in_a_utf8_locale_the_same_keys_run_nothing(tmp_path):
-    """The control for R14b-6 (passes): in C.UTF-8, `€` is one character, ^U kills the line, the record's empty
-    command is what ran."""
+    """The control for R14b-6: in C.UTF-8, `€` is one character and ^U kills the line, so nothing ran; the
+    record, which cannot know the locale, shows the ^U as a key rather than applying it."""
     ran, typed = _euro_then_ctrl_u(tmp_path, "C.UTF-8")
-    assert not ran and typed[0] == "", typed
+    assert not ran and typed[0].endswith("€€€€€€⟨^U⟩"), typed

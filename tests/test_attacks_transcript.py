@@ -49,8 +49,9 @@ def test_a_session_record_applies_no_edit_once_the_cursor_may_have_moved():
     rec.typed(0.1, b"cat key\x01\x15\r")
     rec.typed(0.4, b"cd sw\t\r")              # completion: bash ran `cd sweserve/`
     rec.typed(0.8, b"\x1b[A -la\r")           # recall of `ls`, then ` -la`: bash ran `ls -la`
-    assert rec.commands() == ["cat key⟨^A⟩⟨^U⟩", "cd sw⇥", "⟨↑⟩ -la"]
-    history = [(1, "cat key"), (2, "cd sweserve/"), (3, "ls -la"), (4, FORGED)]
+    rec.typed(1.0, b"\x1b[200~echo a\necho b\x7f\x1b[201~\r")  # a paste of two lines, a DEL in it, then Enter
+    assert rec.commands() == ["cat key⟨^A⟩⟨^U⟩", "cd sw⇥", "⟨↑⟩ -la", "echo a↵echo b⟨⌫⟩"]
+    history = [(1, "cat key"), (2, "cd sweserve/"), (3, "ls -la"), (4, "echo a"), (5, "echo b\x7f"), (6, FORGED)]
     assert untyped_history(history, rec.commands()) == [FORGED]
     assert untyped_history([(1, "rm -rf x")], ["⟨↑⟩", "⇥"]) == ["rm -rf x"]  # keys alone explain nothing
 

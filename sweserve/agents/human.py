@@ -106,6 +106,7 @@ def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[st
     with it. A typed line holding keys whose effect is the shell's (⟨…⟩: arrows, ^A, history recall; ⇥:
     completion; see `typed_lines`) matches a command that holds each of its literal runs, since where the cursor
     went and what completion added is not in the keys."""
+    typed = [piece for line in typed for piece in line.split("↵")]  # a pasted newline: one command each
     lines = {line.strip() for line in typed}
     runs = [parts for line in typed if (parts := _literal_runs(line)) is not None]
 

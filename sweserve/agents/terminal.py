@@ -38,26 +38,44 @@ EOF_REPEAT_S = 0.2
 CUT = "typing over the recording limit: nothing typed after this was kept"
 DROPPED = "keys dropped, the terminal was not taking them:"
 ARROWS = {"A": "↑", "B": "↓", "C": "→", "D": "←"}  # the final byte of ESC [ X and ESC O X
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste (bracketed paste mode)
+LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys past it on one line may be dropped
 
 
 def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, str]]:
     """What was typed, one entry per Enter, with the time it was started, from asciinema-style events (time,
     code, text): input ("i") and markers ("m": `CUT`, `DROPPED`); output is never read. The one line rebuilder,
-    for the browser terminal's cast and `sweserve session`'s record alike. Backspace, ^U and ^W edit the line,
-    and ^Y yanks back what they cut, while the line holds no cursor movement; other keys (arrows, ^A, ^E,
-    Alt-keys, ...) are shown as ⟨…⟩, Tab as ⇥, and once the cursor may have moved the edits are shown too (⟨⌫⟩,
-    ⟨^U⟩), never applied: what the shell did with them is its business, and no typed character leaves the
-    record (red team 12a, R12a-1: `cat key`, ^A, ^U, Enter ran `cat key`)."""
+    for the browser terminal's cast and `sweserve session`'s record alike.
+
+    Backspace, ^U and ^W edit the line, and ^Y yanks back what they cut, while the cursor cannot have moved.
+    Every other key is shown (arrows and other escape sequences as ⟨↑⟩, ⟨esc⟩, Alt-keys as ⟨M-x⟩, control keys
+    as ⟨^A⟩, Tab as ⇥), and once one is typed the edits after it are shown too (⟨⌫⟩, ⟨^U⟩), never applied: what
+    the shell did with them is its business, and no typed character leaves the record (red team 12a, R12a-1:
+    `cat key`, ^A, ^U, Enter ran `cat key`). Keys that may move the cursor, besides those: a non-ASCII
+    character (readline in the POSIX locale reads its bytes as Meta keys: `€` is M-b, R14b-6) and Tab.
+    A bracketed paste (ESC [200~ … ESC [201~) is inserted as it is, erasers and newlines included, and runs at
+    the Enter after it (R14b-1); an escape sequence ends at the first byte ECMA-48 does not allow in it, which
+    is then a key of its own (an Enter inside `ESC [` ran a command, R14b-2); and a line past `LINE_MAX` bytes
+    is marked, since a terminal in line mode drops keys past it (R14b-5)."""
     out: list[tuple[float, str]] = []
     line: list[str] = []
     killed: list[str] = []
-    moved = False
+    moved = paste = over = False
     start: float | None = None
+    size = 0  # bytes typed since the last Enter
 
     def end(at: float) -> None:
-        nonlocal line, killed, moved, start
+        nonlocal line, killed, moved, over, start, size
         out.append((start if start is not None else at, "".join(line)))
-        line, killed, moved, start = [], [], False, None
+        line, killed, moved, over, start, size = [], [], False, False, None, 0
+
+    def add(token: str, cursor_may_move: bool = False) -> None:
+        nonlocal moved, over
+        line.append(token)
+        moved = moved or cursor_may_move
+        if size > LINE_MAX and not over:
+            line.append(f"⟨over {LINE_MAX} bytes on one line: the terminal may have dropped keys⟩")
+            moved = over = True
 
     for t, code, data in events:
         if code == "m" and data == CUT:
@@ -65,22 +83,29 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
                 end(t)
             out.append((t, f"⟨{CUT}⟩"))
         if code == "m" and data.startswith(DROPPED):  # keys the shell never got: in the line, and no edit after
-            line.append(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩")
-            moved = True
+            add(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩", cursor_may_move=True)
             start = t if start is None else start
         if code != "i":
             continue
         i = 0
         while i < len(data):
             ch = data[i]
-            if start is None and ch not in "\r\n":
+            size += len(ch.encode("utf-8", "replace"))
+            if start is None and (paste or ch not in "\r\n"):
                 start = t
-            if ch in "\r\n":
+            if data.startswith(PASTE_START, i) or data.startswith(PASTE_END, i):
+                paste = data.startswith(PASTE_START, i)
+                size += len(PASTE_START) - 1
+                i += len(PASTE_START)
+                continue
+            if paste:  # readline inserts what is pasted as it is: erasers, newlines and control keys too
+                add(ch if ch.isprintable() else _spell_key(ch), cursor_may_move=not ch.isascii())
+            elif ch in "\r\n":
                 if line or start is not None:
                     end(t)
             elif ch in "\x7f\x08":
                 if moved:
-                    line.append("⟨⌫⟩")
+                    add("⟨⌫⟩")
                 elif line:
                     line.pop()
             elif ch in "\x15\x17" and not moved:  # ^U: the line; ^W: the word before the cursor (one key a char)
@@ -89,34 +114,58 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
                 killed, line = line[keep:], line[:keep]
             elif ch == "\x19" and not moved:  # ^Y: what ^U or ^W cut
                 line += killed
-            elif ch == "\x1b":  # an escape sequence (ESC [ params final), or an Alt-key (ESC char)
-                j = i + 1
-                if j < len(data) and data[j] in "[O":
-                    j += 1
-                    while j < len(data) and not ("@" <= data[j] <= "~"):
-                        j += 1
-                    line.append("⟨" + ARROWS.get(data[i + 2:j + 1], "esc") + "⟩")
-                    i = j
-                elif j < len(data) and data[j].isprintable():
-                    line.append(f"⟨M-{data[j]}⟩")
-                    i = j
+            elif ch == "\x1b":
+                j = _escape_end(data, i)  # the sequence's last character
+                size += len(data[i + 1:j + 1].encode("utf-8", "replace"))
+                seq = data[i + 1:j + 1]
+                if len(seq) == 2 and seq[0] in "[O" and seq[1] in ARROWS:
+                    add(f"⟨{ARROWS[seq[1]]}⟩", cursor_may_move=True)
+                elif len(seq) == 1 and seq.isprintable() and seq not in "[O":
+                    add(f"⟨M-{seq}⟩", cursor_may_move=True)
                 else:
-                    line.append("⟨esc⟩")
-                moved = True
+                    add("⟨esc⟩", cursor_may_move=True)
+                i = j
             elif ch == "\x03":
                 line.append("^C")
                 end(t)
-            elif ch == "\t":
-                line.append("⇥")
             elif ch.isprintable():
-                line.append(ch)
-            else:  # any other control key: shown, and from here on the cursor may be anywhere
-                line.append(f"⟨^{chr(ord(ch) + 64) if ord(ch) < 32 else '?'}⟩")
-                moved = True
+                add(ch, cursor_may_move=not ch.isascii())
+            else:  # Tab, or any other control key: shown, and from here on the cursor may be anywhere
+                add(_spell_key(ch), cursor_may_move=True)
             i += 1
     if line:
         out.append((start if start is not None else 0.0, "".join(line)))
     return out
+
+
+def _spell_key(ch: str) -> str:
+    """A control key as the record shows it."""
+    if ch in "\r\n":
+        return "↵"
+    if ch == "\t":
+        return "⇥"
+    if ch in "\x7f\x08":
+        return "⟨⌫⟩"
+    return f"⟨^{chr(ord(ch) + 64)}⟩" if ord(ch) < 32 else f"⟨{ch!r}⟩"
+
+
+def _escape_end(data: str, i: int) -> int:
+    """Where the escape sequence at data[i] (ESC) ends, inclusive: ESC [ parameters (0x30-0x3F), intermediates
+    (0x20-0x2F), a final byte (0x40-0x7E), as ECMA-48 has it; ESC O and a final byte; ESC and one printable
+    character (an Alt-key). A byte the sequence does not allow ends it before that byte."""
+    j = i + 1
+    if j >= len(data):
+        return i
+    if data[j] == "[":
+        j += 1
+        while j < len(data) and "\x30" <= data[j] <= "\x3f":
+            j += 1
+        while j < len(data) and "\x20" <= data[j] <= "\x2f":
+            j += 1
+        return j if j < len(data) and "\x40" <= data[j] <= "\x7e" else j - 1
+    if data[j] == "O":
+        return j + 1 if j + 1 < len(data) and "\x40" <= data[j + 1] <= "\x7e" else j
+    return j if data[j].isprintable() else i
 
 
 @dataclass

@@ -52,6 +52,10 @@ from sweserve.models import RunResult, TaskBundle
 log = logging.getLogger(__name__)
 COOKIE = "sweserve_session"
 MAX_INPUT_BYTES = 64 * 1024
+WATCHER_BACKLOG_BYTES = 4 * 2**20  # output queued for one tab; past it the tab is closed and reconnects
+# a websocket message: 64 KiB of keys as JSON (escapes grow a byte to 6 characters), and no compression, which let
+# a small upload become 15 MiB messages decoded on the event loop (red team 14b, R14b-3)
+WS_MAX_BYTES = 512 * 1024
 VENDOR = {  # what the pages load, and nothing else of node_modules
     "xterm.js": "@xterm/xterm/lib/xterm.js",
     "xterm.css": "@xterm/xterm/css/xterm.css",
@@ -220,9 +224,25 @@ class AssessServer:
             return
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[bytes] = asyncio.Queue()
+        backlog = 0  # bytes queued for this tab and not yet sent (counted on the loop)
+
+        def enqueue(data: bytes) -> None:
+            nonlocal backlog
+            if backlog < 0:  # fell behind: nothing more is queued
+                return
+            if backlog + len(data) > WATCHER_BACKLOG_BYTES:
+                # a tab that does not read (or reads too slowly) must hold no unbounded memory of the server's
+                # (red team 14b, R14b-4): it is closed, and the page reconnects to the recent output, as after a
+                # dropped connection
+                backlog = -1
+                term.unsubscribe(send)
+                queue.put_nowait(b"")
+                return
+            backlog += len(data)
+            queue.put_nowait(data)
 
         def send(data: bytes) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, data)
+            loop.call_soon_threadsafe(enqueue, data)
 
         tail = term.subscribe(send)
         if tail is None:
@@ -230,11 +250,14 @@ class AssessServer:
             return
 
         async def pump() -> None:
+            nonlocal backlog
             if tail:
                 await ws.send_bytes(tail)
             while (data := await queue.get()):
+                if backlog > 0:
+                    backlog -= len(data)
                 await ws.send_bytes(data)
-            await ws.close(code=1000)
+            await ws.close(code=1000 if backlog >= 0 else 4001)
 
         out = asyncio.create_task(pump())
         try:
