@@ -76,6 +76,7 @@ Defences (each test above failed before them):
   terminal may have dropped keys) and no edit after the mark is applied; a non-ASCII character, and Tab (the
   completion lead below), count as keys that may move the cursor, so no edit after them is applied either. The
   record errs towards showing keys: in a UTF-8 locale the control's ^U is shown, not applied.
+  (Since red team 14c, no edit is applied at all: every key is shown as typed.)
 - R14b-3 (`cli/assess.run_serve`): uvicorn takes websocket messages of `WS_MAX_BYTES` (512 KiB) at most and
   negotiates no compression.
 - R14b-4 (`AssessServer.terminal`): a tab's queued output is bounded (`WATCHER_BACKLOG_BYTES`, 4 MiB); past it

@@ -120,44 +120,17 @@ lines appear on the replayed screen as bash drew them; the target here is the "C
 `untyped_history` would flag the hidden commands of R14c-5 (and of the others, run there), since the sandbox's
 history holds the line bash ran.
 
-Suggested fixes (sweserve/ untouched here):
-- R14c-1: ^Y can yank anything readline ever killed (any line, any kill before): treat ^Y (and M-y) as a key that
-  may insert unknown text: shown as ⟨^Y⟩, never expanded from a guess, and the line marked moved. Or keep a kill
-  ring across lines that appends on consecutive kills and ignores empty kills (fragile; the first is simpler).
-- R14c-2: carry the parser's state across input events: keep an unfinished escape sequence (and an unfinished
-  paste marker, and an unfinished UTF-8 sequence) from the end of one event and parse it with the start of the
-  next; `typed_lines` is the only place that needs it.
-- R14c-3: ^\\ and ^Z (and ^C, already) discard typed-ahead input; an edit cannot be trusted once one of them is in
-  the same write as the edit or after it. Simplest: any control key other than the four edits makes the whole
-  line's edits unapplied (show the line raw: every key in it, erasers as ⟨⌫⟩/⟨^U⟩), not only the edits after it.
-- R14c-4: which program edits a key (readline, n_tty in canonical mode, dash, a REPL) is not in the keys, and
-  the host cannot see the container pty's mode (the server's own pty is raw under `docker exec -it`). ^W is where
-  the editors disagree most: never apply it (show ⟨^W⟩). For (b), no edit can be trusted on a line typed in
-  the same message as an Enter that started a command, or while one may run: show a line whose keys followed an
-  Enter within the same input event (or within a short time of it) with its erasers as keys. Across R12a-1,
-  R14b-1/2/5/6 and this round the edit model has been the door each time; consider showing the reviewer every
-  line as typed (erasers as ⟨⌫⟩, ⟨^U⟩, ⟨^W⟩), with the edited guess beside it and labelled a guess.
-- R14c-5: in `TerminalRecord.commands`, decode the stream incrementally and treat any byte >= 0x80 as the Meta
-  key readline makes of it in the POSIX locale: a byte that is ESC [ or ESC O followed by a paste marker's tail
-  (`200~`) starts a paste; more simply, an invalid UTF-8 byte (U+FFFD) marks the line, and a paste-like tail
-  after it, as unparseable (every later key shown, no edits applied, up to the next Enter outside any paste).
-  Better still: run the sandbox's shell in C.UTF-8 (LC_ALL in `interactive_argv`), closing R14b-6's door too.
-- R14c-6: the record cannot know the editing mode; once a line holds punctuation, show ^W as ⟨^W⟩ rather than
-  guessing where it cut (or apply ^W only to a line that has no punctuation after its last space).
-- R14c-7: show ^C as a key (⟨^C⟩), and let the line continue to the Enter (marked, edits after it shown, not
-  applied) instead of ending the command at it; the shell may not have dropped it.
-- R14c-8: count every key towards the line's size (not only those that `add`), and cap what a yank can insert
-  (a ^Y that would take the line past `LINE_MAX` marks the line and inserts nothing); with R14c-1's fix (^Y never
-  expanded) the doubling is gone anyway. A bound on the rebuilt line (say 64 KiB, then a marker) makes the
-  rebuild linear in the cast whatever the keys are.
-- R14c-9: never fold printable bytes into ⟨esc⟩ on a guess about where a sequence ends. Recognise only the
-  sequences a terminal sends for keys (xterm.js: arrows, Home/End, PgUp/PgDn, Insert/Delete, F1-F12 with their
-  modifier forms, the paste markers) and show them by name; for any other ESC [ / ESC O, show the bytes
-  (⟨esc⟩[ then each byte as a key of its own: ` ./K` stays readable), mark the line moved, and let the text be
-  seen.
-- R14c-10: give input ("i" and the host's "m" markers) a budget of its own that nothing else spends; record a
-  resize only when the size really changes and at most a few times a second (coalesce the rest), under a small
-  cap of its own; and let the CUT marker say what filled the record.
+Defences (each test above failed before them; the red team's suggested fixes are in the commit that added
+this file):
+- R14c-1 to 9 (`agents/terminal.typed_lines`): no edit is applied; every key is shown as typed (⟨⌫⟩, ⟨^U⟩,
+  ⟨^W⟩, ⟨^Y⟩, ⟨^C⟩, ⇥), so no guess about readline, the kernel's line discipline, vi mode or a trap can hide
+  what ran. Only the exact sequences a terminal sends for arrows, Home, End, Delete, Page keys and Insert are
+  named; any other ESC is ⟨esc⟩ and the characters after it are shown (R14c-9). Escape sequences and paste
+  markers are read across events (R14c-2), and `TerminalRecord.commands` decodes its key stream as one
+  (R14c-5: 0xDB is shown). An entry keeps 64 KiB, saying how much more the cast holds (R14c-8: nothing grows).
+- R14c-10 (`recorder.CastWriter`): output, input (with its markers) and resizes each have a budget of their
+  own.
+- The binary-frame lead: `AssessServer.terminal` ignores a frame that is not text.
 
 Leads, not reproduced (or not built):
 - ESC Enter / ESC ^J (readline's M-C-m, M-C-j: vi-editing-mode) would switch modes with only ⟨esc⟩ shown and
@@ -284,10 +257,10 @@ def test_keys_waiting_when_a_command_starts_cannot_be_erased_by_keys_typed_while
 
 
 def test_control_the_same_word_erase_at_the_prompt_runs_nothing(tmp_path):
-    """The control for R14c-4: typed at the prompt, readline's ^W cuts the whole word back to the space, as the
-    record has it, and `git status` is all that runs."""
+    """The control for R14c-4: typed at the prompt, readline's ^W cuts the whole word back to the space, and
+    `git status` is all that runs; the record shows the keys, ^W among them, and applies none."""
     ran, typed = _run(tmp_path, [b"git status;cat${IFS}{key};#x\x17status\r"])
-    assert not ran and "git status" in [c.strip() for c in typed], typed
+    assert not ran and any(c.endswith("#x⟨^W⟩status") for c in typed), typed
 
 
 # ---- R14c-5: `sweserve session`: an 8-bit Meta-[ (0xDB) is ESC [ to readline in the POSIX locale

@@ -31,13 +31,16 @@ def _section(review: str, title: str) -> str:
     return review[start:] if end < 0 else review[start:end]
 
 
-def test_typed_commands_apply_the_line_editors_simple_edits():
+def test_typed_commands_are_every_key_as_typed():
     rec = TerminalRecord()
-    rec.typed(0.1, b"lss\x7f -la\r")                 # a backspace
-    rec.typed(0.5, b"rm -rf /\x15echo safe\r")        # ^U drops the line so far
-    rec.typed(0.9, b"git status --shrot\x17--short\r")  # ^W drops the word
-    rec.typed(1.2, b"\x1b[Acat x\x1bOB\r")             # arrow keys are shown, never applied
-    assert rec.commands() == ["ls -la", "echo safe", "git status --short", "⟨↑⟩cat x⟨↓⟩"]
+    rec.typed(0.1, b"lss\x7f -la\r")                 # a backspace: shown, never applied (a guess: red team 14c)
+    rec.typed(0.5, b"rm -rf /\x15echo safe\r")
+    rec.typed(0.9, b"git status --shrot\x17--short\r")
+    rec.typed(1.2, b"\x1b[Acat x\x1bOB\r")             # arrow keys are named
+    assert rec.commands() == ["lss⟨⌫⟩ -la", "rm -rf /⟨^U⟩echo safe", "git status --shrot⟨^W⟩--short",
+                              "⟨↑⟩cat x⟨↓⟩"]
+    # the shell history's copy of the same commands is no disagreement: erasers are applied there, as a guess
+    assert untyped_history([(1, "ls -la"), (2, "echo safe"), (3, "git status --short")], rec.commands()) == []
 
 
 def test_a_session_record_applies_no_edit_once_the_cursor_may_have_moved():

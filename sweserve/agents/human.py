@@ -103,12 +103,13 @@ UNTYPED_MAX = 200  # history entries listed as never typed (a flood of forged on
 def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[str]:
     """The shell history's commands that no typed line matches: written into the history by something other
     than the keyboard. The host's record is the transcript; these only say where the sandbox's copy disagrees
-    with it. A typed line holding keys whose effect is the shell's (⟨…⟩: arrows, ^A, history recall; ⇥:
-    completion; see `typed_lines`) matches a command that holds each of its literal runs, since where the cursor
-    went and what completion added is not in the keys."""
+    with it. A typed line is every key as typed (`typed_lines`); it matches a command that holds each of its
+    literal runs, with its erasers applied as readline usually applies them (a guess, which is why the
+    transcript never applies them: here it only spares an honest typo a flag)."""
     typed = [piece for line in typed for piece in line.split("↵")]  # a pasted newline: one command each
     lines = {line.strip() for line in typed}
-    runs = [parts for line in typed if (parts := _literal_runs(line)) is not None]
+    lines |= {_edited(line).strip() for line in typed}
+    runs = [parts for line in typed for parts in (_literal_runs(line), _literal_runs(_edited(line))) if parts]
 
     def matched(cmd: str) -> bool:
         cmd = cmd.strip()
@@ -118,14 +119,31 @@ def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[st
     return list(seen)[:UNTYPED_MAX]
 
 
+KEY = re.compile(r"⟨[^⟩]*⟩|⇥")
+
+
+def _edited(line: str) -> str:
+    """A typed line with Backspace, ^U and ^W applied to the text before them, other keys kept."""
+    out: list[str] = []
+    for token in re.findall(r"⟨[^⟩]*⟩|.", line):
+        if token == "⟨⌫⟩":
+            del out[-1:]
+        elif token == "⟨^U⟩":
+            out = []
+        elif token == "⟨^W⟩":
+            text = "".join(out).rstrip()
+            out = list(text[:text.rfind(" ") + 1])
+        else:
+            out.append(token)
+    return "".join(out)
+
+
 def _literal_runs(line: str) -> list[str] | None:
-    """A typed line's text between the keys the shell interprets (⟨…⟩, ⇥); None for a line with none of them
-    (matched as it is) or with no text besides them (it matches nothing of its own)."""
-    parts = re.split(r"⟨[^⟩]*⟩|⇥", line)
-    if len(parts) == 1:
-        return None
+    """A typed line's text between its keys (⟨…⟩, ⇥); None for a line with no keys (matched as it is) or no
+    text besides them (it matches nothing of its own)."""
+    parts = KEY.split(line)
     kept = [part.strip() for part in parts if part.strip()]
-    return kept or None
+    return kept if len(parts) > 1 and kept else None
 
 
 class HumanAgent(TaskImageAgent):

@@ -14,6 +14,7 @@ until the far side is gone).
 
 from __future__ import annotations
 
+import codecs
 import errno
 import fcntl
 import os
@@ -26,7 +27,8 @@ import termios
 import threading
 import time
 import tty
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 KEYS_MAX_BYTES = 256 * 1024  # what was typed: a day of typing is far less; a paste flood is cut and said so
@@ -37,9 +39,14 @@ EOF_REPEAT_S = 0.2
 
 CUT = "typing over the recording limit: nothing typed after this was kept"
 DROPPED = "keys dropped, the terminal was not taking them:"
-ARROWS = {"A": "↑", "B": "↓", "C": "→", "D": "←"}  # the final byte of ESC [ X and ESC O X
+# what a terminal sends for these keys, after the ESC: named in the record; any other ESC is shown as ⟨esc⟩
+# and the characters after it as typed
+KEY_NAMES = {f"{p}{k}": v for p in "[O" for k, v in {"A": "↑", "B": "↓", "C": "→", "D": "←", "H": "home",
+                                                      "F": "end"}.items()}
+KEY_NAMES.update({"[3~": "del", "[1~": "home", "[4~": "end", "[5~": "page up", "[6~": "page down", "[2~": "insert"})
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste (bracketed paste mode)
 LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys past it on one line may be dropped
+LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste flood); the cast keeps them all
 
 
 def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, str]]:
@@ -47,95 +54,88 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
     code, text): input ("i") and markers ("m": `CUT`, `DROPPED`); output is never read. The one line rebuilder,
     for the browser terminal's cast and `sweserve session`'s record alike.
 
-    Backspace, ^U and ^W edit the line, and ^Y yanks back what they cut, while the cursor cannot have moved.
-    Every other key is shown (arrows and other escape sequences as ⟨↑⟩, ⟨esc⟩, Alt-keys as ⟨M-x⟩, control keys
-    as ⟨^A⟩, Tab as ⇥), and once one is typed the edits after it are shown too (⟨⌫⟩, ⟨^U⟩), never applied: what
-    the shell did with them is its business, and no typed character leaves the record (red team 12a, R12a-1:
-    `cat key`, ^A, ^U, Enter ran `cat key`). Keys that may move the cursor, besides those: a non-ASCII
-    character (readline in the POSIX locale reads its bytes as Meta keys: `€` is M-b, R14b-6) and Tab.
-    A bracketed paste (ESC [200~ … ESC [201~) is inserted as it is, erasers and newlines included, and runs at
-    the Enter after it (R14b-1); an escape sequence ends at the first byte ECMA-48 does not allow in it, which
-    is then a key of its own (an Enter inside `ESC [` ran a command, R14b-2); and a line past `LINE_MAX` bytes
-    is marked, since a terminal in line mode drops keys past it (R14b-5)."""
+    Every key typed is in it, as typed: no edit is applied. Printable characters are themselves; erasers and
+    other control keys are shown (⟨⌫⟩, ⟨^U⟩, ⟨^W⟩, ⟨^Y⟩, ⟨^C⟩, ⟨^A⟩, Tab as ⇥); the keys a terminal sends for
+    arrows, Home, End and Delete are named (⟨↑⟩, ⟨home⟩, ⟨del⟩), and any other ESC is ⟨esc⟩ with the characters
+    after it shown as they are. Where a key moved readline's cursor, what an eraser cut, what ^Y yanked, whether
+    ^C ended the line: each was a guess, and each guess let a command run that the list did not show (red teams
+    12a, 14b, 14c: ^A then ^U, a bracketed paste's erasers, the kill ring, the kernel's own ^W, an unbound escape
+    prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
+    shell runs it at the Enter after it. Escape sequences and paste markers may be split across events. A line
+    past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it."""
+    keys = _keys(events)
+    ahead: deque[tuple[float, str]] = deque()
+
+    def following(n: int) -> str:  # the next n characters, across events, without taking them
+        while len(ahead) < n and (nxt := next(keys, None)) is not None:
+            ahead.append(nxt)
+        return "".join(c for _, c in list(ahead)[:n] if len(c) == 1)
+
     out: list[tuple[float, str]] = []
     line: list[str] = []
-    killed: list[str] = []
-    moved = paste = over = False
+    paste = over = False
     start: float | None = None
-    size = 0  # bytes typed since the last Enter
+    size = shown = 0  # bytes typed since the last Enter; characters of them in the entry
 
     def end(at: float) -> None:
-        nonlocal line, killed, moved, over, start, size
+        nonlocal line, over, start, size, shown
+        if shown > LINE_SHOWN_MAX:
+            line.append(f"⟨{shown - LINE_SHOWN_MAX} more characters typed, not shown here; the cast has them⟩")
         out.append((start if start is not None else at, "".join(line)))
-        line, killed, moved, over, start, size = [], [], False, False, None, 0
+        line, over, start, size, shown = [], False, None, 0, 0
 
-    def add(token: str, cursor_may_move: bool = False) -> None:
-        nonlocal moved, over
-        line.append(token)
-        moved = moved or cursor_may_move
+    def add(token: str, at: float) -> None:
+        nonlocal over, start, shown
+        start = at if start is None else start
+        shown += len(token)
+        if shown <= LINE_SHOWN_MAX:
+            line.append(token)
         if size > LINE_MAX and not over:
             line.append(f"⟨over {LINE_MAX} bytes on one line: the terminal may have dropped keys⟩")
-            moved = over = True
+            over = True
 
-    for t, code, data in events:
-        if code == "m" and data == CUT:
-            if line:
-                end(t)
-            out.append((t, f"⟨{CUT}⟩"))
-        if code == "m" and data.startswith(DROPPED):  # keys the shell never got: in the line, and no edit after
-            add(f"⟨{data.removeprefix(DROPPED).strip()} dropped⟩", cursor_may_move=True)
-            start = t if start is None else start
-        if code != "i":
-            continue
-        i = 0
-        while i < len(data):
-            ch = data[i]
-            size += len(ch.encode("utf-8", "replace"))
-            if start is None and (paste or ch not in "\r\n"):
-                start = t
-            if data.startswith(PASTE_START, i) or data.startswith(PASTE_END, i):
-                paste = data.startswith(PASTE_START, i)
-                size += len(PASTE_START) - 1
-                i += len(PASTE_START)
-                continue
-            if paste:  # readline inserts what is pasted as it is: erasers, newlines and control keys too
-                add(ch if ch.isprintable() else _spell_key(ch), cursor_may_move=not ch.isascii())
-            elif ch in "\r\n":
-                if line or start is not None:
+    while (item := ahead.popleft() if ahead else next(keys, None)) is not None:
+        t, ch = item
+        if len(ch) > 1:  # a marker
+            if ch == CUT:
+                if line:
                     end(t)
-            elif ch in "\x7f\x08":
-                if moved:
-                    add("⟨⌫⟩")
-                elif line:
-                    line.pop()
-            elif ch in "\x15\x17" and not moved:  # ^U: the line; ^W: the word before the cursor (one key a char)
-                text = "".join(line)
-                keep = 0 if ch == "\x15" else text.rstrip().rfind(" ") + 1
-                killed, line = line[keep:], line[:keep]
-            elif ch == "\x19" and not moved:  # ^Y: what ^U or ^W cut
-                line += killed
-            elif ch == "\x1b":
-                j = _escape_end(data, i)  # the sequence's last character
-                size += len(data[i + 1:j + 1].encode("utf-8", "replace"))
-                seq = data[i + 1:j + 1]
-                if len(seq) == 2 and seq[0] in "[O" and seq[1] in ARROWS:
-                    add(f"⟨{ARROWS[seq[1]]}⟩", cursor_may_move=True)
-                elif len(seq) == 1 and seq.isprintable() and seq not in "[O":
-                    add(f"⟨M-{seq}⟩", cursor_may_move=True)
-                else:
-                    add("⟨esc⟩", cursor_may_move=True)
-                i = j
-            elif ch == "\x03":
-                line.append("^C")
+                out.append((t, f"⟨{CUT}⟩"))
+            else:  # keys the shell never got
+                add(f"⟨{ch.removeprefix(DROPPED).strip()} dropped⟩", t)
+            continue
+        size += len(ch.encode("utf-8", "replace"))
+        if ch == "\x1b":
+            seq = following(5)
+            name = next((k for k in (PASTE_START[1:], PASTE_END[1:], *KEY_NAMES) if seq.startswith(k)), None)
+            if name in (PASTE_START[1:], PASTE_END[1:]):
+                paste = name == PASTE_START[1:]
+            else:
+                add(f"⟨{KEY_NAMES[name] if name else 'esc'}⟩", t)
+            for _ in range(len(name or "")):
+                ahead.popleft()
+            size += len(name or "")
+            continue
+        if ch in "\r\n" and not paste:
+            if line or start is not None:
                 end(t)
-            elif ch.isprintable():
-                add(ch, cursor_may_move=not ch.isascii())
-            else:  # Tab, or any other control key: shown, and from here on the cursor may be anywhere
-                add(_spell_key(ch), cursor_may_move=True)
-            i += 1
+        elif ch.isprintable():
+            add(ch, t)
+        else:
+            add(_spell_key(ch), t)
     if line:
-        out.append((start if start is not None else 0.0, "".join(line)))
+        end(0.0)
     return out
+
+
+def _keys(events: Iterable[tuple[float, str, str]]) -> Iterator[tuple[float, str]]:
+    """(time, one character) of every input event, and (time, marker) of the CUT and DROPPED markers."""
+    for t, code, data in events:
+        if code == "i":
+            for ch in data:
+                yield t, ch
+        elif code == "m" and (data == CUT or data.startswith(DROPPED)):
+            yield t, data
 
 
 def _spell_key(ch: str) -> str:
@@ -147,25 +147,6 @@ def _spell_key(ch: str) -> str:
     if ch in "\x7f\x08":
         return "⟨⌫⟩"
     return f"⟨^{chr(ord(ch) + 64)}⟩" if ord(ch) < 32 else f"⟨{ch!r}⟩"
-
-
-def _escape_end(data: str, i: int) -> int:
-    """Where the escape sequence at data[i] (ESC) ends, inclusive: ESC [ parameters (0x30-0x3F), intermediates
-    (0x20-0x2F), a final byte (0x40-0x7E), as ECMA-48 has it; ESC O and a final byte; ESC and one printable
-    character (an Alt-key). A byte the sequence does not allow ends it before that byte."""
-    j = i + 1
-    if j >= len(data):
-        return i
-    if data[j] == "[":
-        j += 1
-        while j < len(data) and "\x30" <= data[j] <= "\x3f":
-            j += 1
-        while j < len(data) and "\x20" <= data[j] <= "\x2f":
-            j += 1
-        return j if j < len(data) and "\x40" <= data[j] <= "\x7e" else j - 1
-    if data[j] == "O":
-        return j + 1 if j + 1 < len(data) and "\x40" <= data[j + 1] <= "\x7e" else j
-    return j if data[j].isprintable() else i
 
 
 @dataclass
@@ -214,9 +195,9 @@ class TerminalRecord:
         return "\n".join(lines)
 
     def commands(self) -> list[str]:
-        """Each line as typed (`typed_lines`: simple edits applied while the cursor cannot have moved, every
-        other key shown as ⟨…⟩)."""
-        return [line for _, line in typed_lines((at, "i", data.decode("utf-8", "replace")) for at, data in self.keys)]
+        """Each line as typed (`typed_lines`: every key, no edit applied)."""
+        dec = codecs.getincrementaldecoder("utf-8")("replace")  # a character split across two reads is one
+        return [line for _, line in typed_lines((at, "i", dec.decode(data)) for at, data in self.keys)]
 
     def screen_text(self) -> str:
         """The end of what was shown, as plain text (control sequences removed; see `plain_text`)."""

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from sweserve.agents.terminal import CUT, DROPPED, TerminalRecord, typed_lines
 
-CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written (input past twice this); a marker says so
+CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written, and input past as much again; a marker says so
+RESIZE_MAX_BYTES = 2**20  # window-size events kept (tens of thousands of resizes)
 MAX_WATCHERS = 4  # browser tabs on one terminal at once
 REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
 # keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
@@ -50,6 +51,7 @@ class CastWriter:
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
         self.bytes = 0
+        self.kept = {"o": 0, "i": 0, "r": 0}  # bytes written of each kind of event
         self.capped = False
         self.input_capped = False
         self._dec = {"o": codecs.getincrementaldecoder("utf-8")("replace"),
@@ -70,17 +72,23 @@ class CastWriter:
             text = self._dec[code].decode(data) if isinstance(data, bytes) else data
             if not text:
                 return
-            # output past the limit is dropped; input only past twice that (a paste flood, never typing), with a
-            # marker of its own where it stops: the commands typed list ends there saying so (red team 12a, R12a-6)
-            if self.bytes > (CAST_MAX_BYTES if code == "o" else 2 * CAST_MAX_BYTES):
-                if code == "o" and not self.capped:
+            # each kind of event has a budget of its own: output past its limit is dropped; input (and the
+            # markers of keys dropped) past its own (a paste flood, never typing), with a marker of its own where
+            # it stops, where the commands typed list ends saying so (red team 12a, R12a-6); resizes past theirs,
+            # so that no flood of one kind spends what keeps another (red team 14c, R14c-10: resizes spent the
+            # input's)
+            kind = code if code in ("o", "r") else "i"
+            line = json.dumps([self.elapsed(), code, text])
+            if self.kept[kind] + len(line) > (RESIZE_MAX_BYTES if kind == "r" else CAST_MAX_BYTES):
+                if kind == "o" and not self.capped:
                     self.capped = True
                     self._line(json.dumps([self.elapsed(), "m", "over the recording limit: the rest not kept"]))
-                elif code == "i" and not self.input_capped:
+                elif kind == "i" and not self.input_capped:
                     self.input_capped = True
                     self._line(json.dumps([self.elapsed(), "m", CUT]))
                 return
-            self._line(json.dumps([self.elapsed(), code, text]))
+            self.kept[kind] += len(line) + 1
+            self._line(line)
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 6)

@@ -262,7 +262,12 @@ class AssessServer:
         out = asyncio.create_task(pump())
         try:
             while True:
-                msg = await ws.receive_text()
+                frame = await ws.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
+                msg = frame.get("text")
+                if not isinstance(msg, str):  # a binary frame: not what the page sends (red team 14c's lead)
+                    continue
                 try:
                     event = json.loads(msg)
                 except ValueError:
