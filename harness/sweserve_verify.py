@@ -202,11 +202,11 @@ def reset(cfg, changed, tests_patch, installed):
     resets = sweserve_resets.plan_resets(changed, is_test, sweserve_resets.package_dirs(files), config_changed,
                                          frozenset(installed) - sweserve_resets.repo_names(base_files))
     restore = [r.path for r in resets if r.existed]
-    if restore:
-        git("checkout", base, "--", *restore)
-    for r in resets:
+    for r in resets:  # the submission's new paths first: one may stand where base has a folder to restore (R14a-1)
         if not r.existed and os.path.lexists(os.path.join(WORKDIR, r.path)):
             os.unlink(os.path.join(WORKDIR, r.path))
+    if restore:
+        git("checkout", base, "--", *restore)
     proc = git("apply", "--binary", "--whitespace=nowarn", tests_patch, check=False)
     if proc.returncode != 0:
         raise Verdict("error", "tests.patch did not apply")

@@ -90,3 +90,53 @@ def test_redact_and_env_passthrough():
     cfg = CommandAgentConfig(kind="command", name="n", command="true", env=["A", "MISSING"])
     assert CommandAgent(cfg.command, cfg=cfg, env=host)._passed == {"A": "s3cr3t"}
     assert redact("key=s3cr3t!", ["s3cr3t", ""]) == "key=***!"
+
+
+# ---- the tool server's replies: what a server in the sandbox (the agent is root there) can send the host
+
+def _tool_server(body: bytes, status: int = 200):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("body, status", [
+    (b'{"swerexception": {"class_path": "builtins.exec", "message": "open(%r, \\"w\\").write(\\"ran\\")"}}', 511),
+    (b'{"swerexception": {"class_path": "builtins.KeyboardInterrupt", "message": "bye"}}', 511),
+    (b'{"output": 5}', 200),
+    (b"[1, 2]", 200),
+    (b'"' + b"x" * (2 * 2**20) + b'"', 200),
+], ids=["exec", "keyboard-interrupt", "wrong-shape", "not-an-object", "over-the-cap"])
+def test_a_tool_servers_reply_is_never_more_than_a_broken_tool_server(tmp_path, monkeypatch, body, status):
+    """R14a-2 and its lead: swe-rex's client imports and calls the class an error reply names, and reads a
+    reply whole. The host raises `ToolServerBroke` for any of it, and runs nothing."""
+    import asyncio
+
+    from swerex.runtime.abstract import BashAction
+
+    import sweserve.agents.api as api
+
+    monkeypatch.setattr(api, "REPLY_MAX_BYTES", 2**20)
+    marker = tmp_path / "host-ran-it"
+    server = _tool_server(body.replace(b"%r", repr(str(marker)).encode().replace(b"'", b"\\\"")), status)
+    try:
+        runtime = api._safe_runtime("http://127.0.0.1", server.server_address[1], "t")
+        with pytest.raises(api.ToolServerBroke):
+            asyncio.run(runtime.run_in_session(BashAction(command="true", check="silent")))
+    finally:
+        server.shutdown()
+    assert not marker.exists()

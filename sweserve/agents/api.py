@@ -28,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from typing import Any
 
 import aiohttp
 from swerex.exceptions import SwerexException
@@ -68,18 +69,71 @@ def chat(cfg: ApiAgentConfig, api_key: str | None, messages: list[dict]) -> dict
     return _chat(cfg, api_key, messages, tools=TOOLS)
 
 
+class ToolServerBroke(Exception):
+    """The tool server answered something that is not an answer (a reply of the wrong shape, an exception of its
+    own, a session that ended): what runs in the sandbox, as root, can make it so."""
+
+
+TRANSFER_MESSAGE_MAX = 2000  # characters of an exception's message the tool server sends back, kept
+REPLY_MAX_BYTES = 64 * 2**20  # a tool server's reply read at most (a command's output, JSON-escaped)
+
+
+def _safe_runtime(host: str, port: int, token: str) -> Any:
+    """swe-rex's `RemoteRuntime`, with the one thing it must not do on the host undone: its answer to an error
+    (HTTP 511) names a Python class by its path and a message, and swe-rex imports the module and calls the
+    name with the message, here, in sweserve's process. The server is in the candidate's sandbox, where the agent
+    is root and can serve port 8000 itself: `builtins.exec` and a message ran any code on the host, with its
+    Docker socket (red team 14a, R14a-2); `builtins.KeyboardInterrupt` ended `sweserve run`. Only the two
+    exceptions the shell handles are raised as themselves; any other name is a `ToolServerBroke`."""
+    from swerex.exceptions import BashIncorrectSyntaxError, CommandTimeoutError
+    from swerex.runtime.abstract import _ExceptionTransfer
+    from swerex.runtime.remote import RemoteRuntime
+
+    known = {f"swerex.exceptions.{cls.__name__}": cls for cls in (CommandTimeoutError, BashIncorrectSyntaxError)}
+
+    class SafeRuntime(RemoteRuntime):
+        async def _request(self, endpoint: str, payload: Any, output_class: Any, num_retries: int = 0) -> Any:
+            # swe-rex reads a reply whole (`resp.json()`): a server that streams without end would fill the host's
+            # memory (red team 14a's lead); a reply past REPLY_MAX_BYTES is the server's breakage
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
+                async with session.post(f"{self._api_url}/{endpoint}", headers=self._headers,
+                                        json=payload.model_dump() if payload else None) as resp:
+                    body = await resp.content.read(REPLY_MAX_BYTES + 1)
+                    if len(body) > REPLY_MAX_BYTES:
+                        raise ToolServerBroke(f"a reply over {REPLY_MAX_BYTES // 2**20} MB")
+                    try:
+                        data = json.loads(body)
+                        if resp.status == 511 and isinstance(data.get("swerexception"), dict):
+                            transfer = _ExceptionTransfer(**data["swerexception"])
+                        elif resp.status < 400:
+                            return output_class(**data)
+                    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # not what swe-rex sends
+                        raise ToolServerBroke(f"a reply of the wrong shape: {str(exc)[:200]}") from None
+                    if resp.status != 511:
+                        raise ToolServerBroke(f"HTTP {resp.status} from the tool server")
+                    self._handle_transfer_exception(transfer)
+
+        def _handle_transfer_exception(self, exc_transfer: Any) -> None:
+            message = str(exc_transfer.message)[:TRANSFER_MESSAGE_MAX]
+            cls = known.get(exc_transfer.class_path)
+            if cls is not None:
+                raise cls(message) from None
+            raise ToolServerBroke(f"{str(exc_transfer.class_path)[:200]}: {message}") from None
+
+    return SafeRuntime(host=host, port=port, auth_token=token, timeout=30)
+
+
 class SwerexShell:
     """A persistent bash session in the sandbox, through swe-rex's server."""
 
     def __init__(self, box: Sandbox, startup_timeout: float = 60):
         from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
-        from swerex.runtime.remote import RemoteRuntime
 
         logging.getLogger("rex-runtime").setLevel(logging.CRITICAL + 1)
         token = uuid.uuid4().hex
         box.start_background(["swerex-remote", "--auth-token", token, "--host", "127.0.0.1", "--port", "8000"])
         host, port = box.forward(8000).rsplit(":", 1)
-        self._runtime = RemoteRuntime(host=f"http://{host}", port=int(port), auth_token=token, timeout=30)
+        self._runtime = _safe_runtime(f"http://{host}", int(port), token)
         self._BashAction = BashAction
         deadline = time.monotonic() + startup_timeout
         while not asyncio.run(self._runtime.is_alive(timeout=1.0)).is_alive:
@@ -105,6 +159,10 @@ class SwerexShell:
             return f"command timed out after {timeout:g}s and was interrupted", None
         except BashIncorrectSyntaxError as exc:
             return f"bash syntax error: {exc}", 2
+        except (OSError, aiohttp.ClientError, SwerexException, ToolServerBroke):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a reply of the wrong shape (pydantic, JSON): the server broke
+            raise ToolServerBroke(f"{type(exc).__name__}: {str(exc)[:TRANSFER_MESSAGE_MAX]}") from None
 
 
 def _count(value: object) -> int:
@@ -237,7 +295,7 @@ class ApiAgent(TaskImageAgent):
                     run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
                 else:
                     run.exit_reason, run.error = "error", str(exc)
-            except (OSError, aiohttp.ClientError, SwerexException) as exc:  # the tool server broke mid-run
+            except (OSError, aiohttp.ClientError, SwerexException, ToolServerBroke) as exc:  # it broke mid-run
                 why = f"tool server: {exc.__class__.__name__}: {exc}"
                 if shell is not None and _sandbox_there(box):
                     run.exit_reason, run.log_tail = "tool_server_lost", f"{why} (the sandbox is still there)"

@@ -20,6 +20,7 @@ what could be read and never raises: it is a reviewer's aid and a meter, never a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,7 +50,14 @@ def _int(value: Any) -> int:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    """A non-negative finite number as the agent's record gave it (an int too large for a float is none)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # a cost of 401 digits (red team 14a, R14a-6)
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _dict(value: Any) -> dict:
@@ -227,7 +235,7 @@ def parse_trajectory(fmt: str, text: str) -> Trajectory:
     """The trajectory `text` in format `fmt`; an empty Trajectory when it cannot be read."""
     try:
         return PARSERS[fmt](text)
-    except (KeyError, RecursionError):
+    except Exception:  # noqa: BLE001 - the agent wrote it: whatever it holds, the attempt is graded (R14a-6)
         return Trajectory()
 
 

@@ -144,8 +144,10 @@ def pytest_section(name: str, text: str | None) -> object:
         return None
     if name == "pyproject.toml":
         try:
-            return tomllib.loads(text).get("tool", {}).get("pytest")
-        except tomllib.TOMLDecodeError:
+            table = tomllib.loads(text)
+            tool = table.get("tool")
+            return tool.get("pytest") if isinstance(tool, dict) else tool
+        except (ValueError, RecursionError, MemoryError):  # TOMLDecodeError, an int past Python's digits (R14a-5)
             return "unparsable"  # compares unequal to base's: reset, pytest would refuse it anyway
     parser = configparser.RawConfigParser(strict=False, interpolation=None)
     try:

@@ -26,7 +26,7 @@ import tarfile
 from collections.abc import Callable
 from typing import IO
 
-from sweserve.environment.sandbox import WORKDIR, Sandbox, TreeTooLarge
+from sweserve.environment.sandbox import WORKDIR, ExecResult, Sandbox, TreeTooLarge
 from sweserve.errors import InfraError, LimitExceeded
 
 MAX_TREE_BYTES = 2 << 30
@@ -104,15 +104,27 @@ def inert_tree(tree: IO[bytes], prefix: str = SUBMITTED.lstrip("/") + "/") -> No
         tree.seek(0)
 
 
+DIFF_TIMEOUT_S = 300  # git's diff of the candidate's tree in the fresh grade sandbox
+
+
+def _in_time(res: ExecResult) -> None:
+    """A diff past its limit is the tree's doing: nothing but the tree is in the fresh grade sandbox, and a tree
+    can be made slow for git at will (a .gitignore of 200,000 patterns beside thousands of long names: 20
+    minutes of `git add -A`). As an error it was redone by `--retry-errors` (red team 14a, R14a-4)."""
+    if res.timed_out:
+        raise SubmissionRejected(f"git could not diff the tree within {DIFF_TIMEOUT_S} s")
+
+
 def diff_tree(box: Sandbox, tree: IO[bytes], base_commit: str) -> str:
     """The diff of `tree` (a tar of a working tree, paths under SUBMITTED) against base_commit, computed in
     `box` (fresh, nothing of the candidate in it yet); git's errors go to a file, so the output is the patch
     alone. The copy is gone from `box` when this returns."""
     inert_tree(tree)
     box.copy_tree_in("/", tree)
-    res = box.exec(diff_command(base_commit), 300, env=DIFF_ENV)
+    res = box.exec(diff_command(base_commit), DIFF_TIMEOUT_S, env=DIFF_ENV)
     if res.exit_code == GONE:
         raise InfraError("sandbox", "could not remove the candidate's tree from the grade sandbox")
+    _in_time(res)
     if res.exit_code == REFUSED:  # the image's git, on the tree alone: the candidate's, not the machinery's
         why = " ".join(res.output.split())
         raise SubmissionRejected(f"git refused the tree: {why}" if why else "git refused the tree")
@@ -156,9 +168,10 @@ def diff_then(box: Sandbox, tree: IO[bytes], base_commit: str, patch_path: str, 
                    f"[ $code -eq 0 ] || {{ [ $code -eq {GONE} ] && exit {GONE}; exit {NO_DIFF}; }}; "
                    f"( unset {scratch}; {then} ) > {out} 2>/dev/null; code=$?; "
                    f"base64 -w0 {out} && echo && rm -f {out} && cat {shlex.quote(patch_path)} || exit {NO_DIFF}; "
-                   f"exit $code", 300, env=DIFF_ENV)
+                   f"exit $code", DIFF_TIMEOUT_S, env=DIFF_ENV)
     if res.exit_code == GONE:
         raise InfraError("sandbox", "could not remove the candidate's tree from the grade sandbox")
+    _in_time(res)
     if res.exit_code == REFUSED:  # as in diff_tree: git's words on why are the output
         why = " ".join(res.output.split())
         raise SubmissionRejected(f"git refused the tree: {why}" if why else "git refused the tree")

@@ -420,6 +420,12 @@ def _graded(bundle: TaskBundle, folder: RedactedFolder, solve: Callable[[], Solv
     try:
         solved = solve()
     except PatchError as exc:
+        if exc.which == "tests":
+            # the resets and tests.patch, which validation ran on the null and the oracle submissions, failed on
+            # this one in a fresh grade sandbox: the submission's doing (as an error it was redone by
+            # --retry-errors, a resample the submission could ask for: red team 14a, R14a-1)
+            return {"status": "failed", "reason": f"the hidden tests could not be set up on this submission: {exc}",
+                    "flags": exc.flags}
         if exc.which != "candidate":
             return {"status": "error", "error_kind": "task", "reason": f"{exc.which}.patch does not apply: {exc}",
                     "flags": exc.flags}

@@ -335,11 +335,14 @@ def reset_steps(box: Sandbox, bundle: TaskBundle, profile: RepoProfile, look: Fi
     else:
         steps += [f"{{ printf %s {base64.b64encode(data).decode()} | base64 -d > {path} || exit {RESET_FAILED}; }}"
                   for path, data in lists.items()]
+    # the submission's new paths go first: one may stand where base has a folder to restore (a test folder the
+    # submission made a file: restored first, the folder replaced the file, and `rm -f` of it failed: red team
+    # 14a, R14a-1); none is a path base has, so none is under what is restored
+    if delete:
+        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit {RESET_FAILED}; }}")
     if restore:
         steps.append(f"{{ {GIT} checkout {shlex.quote(task.base_commit)} --pathspec-from-file={IN_BOX}/restore.lst "
                      f"--pathspec-file-nul || exit {RESET_FAILED}; }}")
-    if delete:
-        steps.append(f"{{ xargs -0 -r rm -f -- < {IN_BOX}/delete.lst || exit {RESET_FAILED}; }}")
     if bundle.tests_patch.strip():
         steps.append(f"{{ {apply_command(f'{IN_BOX}/tests.patch')} 2>{IN_BOX}/apply.err "
                      f"|| {{ cat {IN_BOX}/apply.err; exit {TESTS_PATCH_FAILED}; }}; }}")
