@@ -144,6 +144,37 @@ def bash_beside_a_key(tmp_path):
     return key, cast, term, shown
 
 
+def exit_and_read(term, shown, cast):
+    """`exit` typed, the terminal stopped: what it showed, and the commands typed as the reviewer reads them."""
+    try:
+        time.sleep(0.5)
+        term.write(b"exit\r")
+        term.exited.wait(10)
+    finally:
+        term.stop()
+    return b"".join(shown).decode(errors="replace"), [c for _, c in commands_from_cast(cast)]
+
+
+def two_candidates(tmp_path, server):
+    """mallory and bob, each in a running assessment of one task on `server`, with a bash terminal each."""
+    from sweserve.assess.agent import Seat
+    from sweserve.assess.invites import Invite
+    from sweserve.assess.packs import choose_pack
+    from sweserve.assess.server import Assessment
+
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    terms = {}
+    for name in ("mallory", "bob"):
+        invite = Invite(invite_id=name, candidate=name, pack="p.yaml", pack_version=pack.version,
+                        token_sha256="0" * 64, created_at=T0, expires_at=T0)
+        seat = Seat(name)
+        a = Assessment(invite, pack, [bundle(1)], tmp_path / f"{name}.jsonl", seat, status="running")
+        server.sessions[hashlib.sha256(f"{name}-key".encode()).hexdigest()] = a
+        terms[name] = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / f"{name}.cast").start()
+        seat.take("o__r-1", terms[name], time.time() + 600)
+    return terms
+
+
 def test_a_command_kept_by_readline_is_in_the_commands_typed(tmp_path):
     key, cast, term, shown = bash_beside_a_key(tmp_path)
     try:
@@ -152,14 +183,9 @@ def test_a_command_kept_by_readline_is_in_the_commands_typed(tmp_path):
                      b"echo typed-x", b"\x15", b"\x19", b"\r"):  # ^U kills, ^Y yanks it back
             term.write(keys)
             time.sleep(0.15)
-        time.sleep(0.5)
-        term.write(b"exit\r")
-        term.exited.wait(10)
     finally:
-        term.stop()
-    screen = b"".join(shown).decode(errors="replace")
+        screen, typed = exit_and_read(term, shown, cast)
     assert "SECRET-CONTENT-42" in screen and "typed-x\r\n" in screen  # both commands ran
-    typed = [c for _, c in commands_from_cast(cast)]
     # the reviewer's list (and the transcript) must name what ran, or at least mark the line as edited
     assert any("answer-key" in c for c in typed), typed
     assert any("typed-x" in c or "^Y" in c for c in typed), typed
@@ -253,22 +279,11 @@ def test_a_second_session_on_the_same_pack_is_disclosed_on_the_scorecard(tmp_pat
 def test_a_candidate_cannot_stall_another_candidates_session(tmp_path):
     from websockets.sync.client import connect
 
-    from sweserve.assess.agent import Seat
-    from sweserve.assess.invites import Invite, InviteStore
-    from sweserve.assess.packs import choose_pack
-    from sweserve.assess.server import COOKIE, Assessment, AssessServer
+    from sweserve.assess.invites import InviteStore
+    from sweserve.assess.server import COOKIE, AssessServer
 
-    pack = choose_pack("p", [bundle(1)], 1, 3600)
     server = AssessServer(None, {}, InviteStore(tmp_path / "i.json"), tmp_path, tmp_path)  # type: ignore[arg-type]
-    terms = {}
-    for name in ("mallory", "bob"):
-        invite = Invite(invite_id=name, candidate=name, pack="p.yaml", pack_version=pack.version,
-                        token_sha256="0" * 64, created_at=T0, expires_at=T0)
-        seat = Seat(name)
-        a = Assessment(invite, pack, [bundle(1)], tmp_path / f"{name}.jsonl", seat, status="running")
-        server.sessions[hashlib.sha256(f"{name}-key".encode()).hexdigest()] = a
-        terms[name] = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / f"{name}.cast").start()
-        seat.take("o__r-1", terms[name], time.time() + 600)
+    terms = two_candidates(tmp_path, server)
     uv, thread, port = _serve(server.app())
     origin = f"http://127.0.0.1:{port}"
 

@@ -105,7 +105,6 @@ and CUT markers (written by the host only; "m" events past the input cap are not
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -115,7 +114,7 @@ import time
 import urllib.request
 
 import pytest
-from test_assess import T0, bundle, free_port
+from test_assess import free_port
 
 from sweserve.assess.recorder import commands_from_cast
 
@@ -215,23 +214,9 @@ def _serve_as_the_cli_does(tmp_path, monkeypatch):
 
 
 def _two_candidates(tmp_path, server):
-    from sweserve.assess.agent import Seat
-    from sweserve.assess.invites import Invite
-    from sweserve.assess.packs import choose_pack
-    from sweserve.assess.recorder import BrowserTerminal
-    from sweserve.assess.server import Assessment
+    from test_attacks_redteam12a import two_candidates
 
-    pack = choose_pack("p", [bundle(1)], 1, 3600)
-    terms = {}
-    for name in ("mallory", "bob"):
-        invite = Invite(invite_id=name, candidate=name, pack="p.yaml", pack_version=pack.version,
-                        token_sha256="0" * 64, created_at=T0, expires_at=T0)
-        seat = Seat(name)
-        a = Assessment(invite, pack, [bundle(1)], tmp_path / f"{name}.jsonl", seat, status="running")
-        server.sessions[hashlib.sha256(f"{name}-key".encode()).hexdigest()] = a
-        terms[name] = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / f"{name}.cast").start()
-        seat.take("o__r-1", terms[name], time.time() + 600)
-    return terms
+    return two_candidates(tmp_path, server)
 
 
 FLOOD = textwrap.dedent("""
@@ -413,4 +398,4 @@ def test_control_in_a_utf8_locale_the_same_keys_run_nothing(tmp_path):
     """The control for R14b-6: in C.UTF-8, `€` is one character and ^U kills the line, so nothing ran; the
     record, which cannot know the locale, shows the ^U as a key rather than applying it."""
     ran, typed = _euro_then_ctrl_u(tmp_path, "C.UTF-8")
-    assert not ran and typed[0].endswith("€€€€€€⟨^U⟩"), typed
+    assert not ran and typed[0].endswith("⟨U+20AC⟩" * 6 + "⟨^U⟩"), typed

@@ -159,8 +159,6 @@ import time
 
 import pytest
 
-from sweserve.assess.recorder import commands_from_cast
-
 SECRET = "SECRET-CONTENT-42"
 
 
@@ -182,14 +180,15 @@ def _run(tmp_path, chunks, pause=0.3):
                 continue
             term.write(chunk.replace(b"{key}", str(key).encode()))
             time.sleep(pause)
-        time.sleep(0.5)
-        term.write(b"exit\r")
-        term.exited.wait(10)
     finally:
-        term.stop()
-    screen = b"".join(shown).decode(errors="replace")
-    ran = f"{SECRET}\r\n" in screen.replace(f"cat {key}", "")
-    return ran, [c for _, c in commands_from_cast(cast)]
+        screen, typed = _exit_and_read(term, shown, cast)
+    return f"{SECRET}\r\n" in screen.replace(f"cat {key}", ""), typed
+
+
+def _exit_and_read(term, shown, cast):
+    from test_attacks_redteam12a import exit_and_read
+
+    return exit_and_read(term, shown, cast)
 
 
 def _names_the_key(typed):
@@ -373,13 +372,8 @@ def test_resizes_do_not_spend_the_budget_that_keeps_what_is_typed(tmp_path, monk
             n += 1
         time.sleep(0.5)
         term.write(f"cat {key}\r".encode())
-        time.sleep(0.5)
-        term.write(b"exit\r")
-        term.exited.wait(10)
     finally:
-        term.stop()
-    screen = b"".join(shown).decode(errors="replace")
+        screen, typed = _exit_and_read(term, shown, cast)
     assert f"{SECRET}\r\n" in screen.replace(f"cat {key}", "")  # bash ran `cat .../answer-key.txt`
-    typed = [c for _, c in commands_from_cast(cast)]
     # 50 bytes typed in all: the list must keep them (it ends with "typing over the recording limit" instead)
     assert _names_the_key(typed), typed
