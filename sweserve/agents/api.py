@@ -75,7 +75,7 @@ class ToolServerBroke(Exception):
 
 
 TRANSFER_MESSAGE_MAX = 2000  # characters of an exception's message the tool server sends back, kept
-REPLY_MAX_BYTES = 64 * 2**20  # a tool server's reply read at most (a command's output, JSON-escaped)
+REPLY_MAX_BYTES = 32 * 2**20  # a tool server's reply read at most (a command's output, JSON-escaped)
 
 
 def _safe_runtime(host: str, port: int, token: str) -> Any:
@@ -85,32 +85,40 @@ def _safe_runtime(host: str, port: int, token: str) -> Any:
     is root and can serve port 8000 itself: `builtins.exec` and a message ran any code on the host, with its
     Docker socket (red team 14a, R14a-2); `builtins.KeyboardInterrupt` ended `sweserve run`. Only the two
     exceptions the shell handles are raised as themselves; any other name is a `ToolServerBroke`."""
+    from pydantic import BaseModel
     from swerex.exceptions import BashIncorrectSyntaxError, CommandTimeoutError
     from swerex.runtime.abstract import _ExceptionTransfer
     from swerex.runtime.remote import RemoteRuntime
 
     known = {f"swerex.exceptions.{cls.__name__}": cls for cls in (CommandTimeoutError, BashIncorrectSyntaxError)}
 
+    class _Transfer(BaseModel):
+        swerexception: _ExceptionTransfer
+
     class SafeRuntime(RemoteRuntime):
         async def _request(self, endpoint: str, payload: Any, output_class: Any, num_retries: int = 0) -> Any:
             # swe-rex reads a reply whole (`resp.json()`): a server that streams without end would fill the host's
             # memory (red team 14a's lead); a reply past REPLY_MAX_BYTES is the server's breakage
+            # a redirect is never followed: the host would make requests the sandbox's network cannot (red team
+            # 14d, R14d-1: a 307 to any address the host reaches, the answer read as the command's output)
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
-                async with session.post(f"{self._api_url}/{endpoint}", headers=self._headers,
+                async with session.post(f"{self._api_url}/{endpoint}", headers=self._headers, allow_redirects=False,
                                         json=payload.model_dump() if payload else None) as resp:
-                    body = await resp.content.read(REPLY_MAX_BYTES + 1)
-                    if len(body) > REPLY_MAX_BYTES:
-                        raise ToolServerBroke(f"a reply over {REPLY_MAX_BYTES // 2**20} MB")
-                    try:
-                        data = json.loads(body)
-                        if resp.status == 511 and isinstance(data.get("swerexception"), dict):
-                            transfer = _ExceptionTransfer(**data["swerexception"])
-                        elif resp.status < 400:
-                            return output_class(**data)
-                    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # not what swe-rex sends
-                        raise ToolServerBroke(f"a reply of the wrong shape: {str(exc)[:200]}") from None
-                    if resp.status != 511:
+                    if resp.status != 511 and not 200 <= resp.status < 300:
                         raise ToolServerBroke(f"HTTP {resp.status} from the tool server")
+                    body = bytearray()  # read to its end (one read returns what is buffered: R14d-2)
+                    async for chunk in resp.content.iter_chunked(1 << 16):
+                        body += chunk
+                        if len(body) > REPLY_MAX_BYTES:
+                            raise ToolServerBroke(f"a reply over {REPLY_MAX_BYTES // 2**20} MB")
+                    if not bytes(body[:64]).lstrip().startswith(b"{"):
+                        raise ToolServerBroke("a reply that is not a JSON object")
+                    try:  # parsed by the model's own schema: no Python object for what it ignores (R14d-4)
+                        if resp.status != 511:
+                            return output_class.model_validate_json(bytes(body))
+                        transfer = _Transfer.model_validate_json(bytes(body)).swerexception
+                    except ValueError as exc:  # not what swe-rex sends
+                        raise ToolServerBroke(f"a reply of the wrong shape: {str(exc)[:200]}") from None
                     self._handle_transfer_exception(transfer)
 
         def _handle_transfer_exception(self, exc_transfer: Any) -> None:

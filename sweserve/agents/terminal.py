@@ -119,10 +119,8 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
         if ch in "\r\n" and not paste:
             if line or start is not None:
                 end(t)
-        elif ch.isprintable():
-            add(ch, t)
         else:
-            add(_spell_key(ch), t)
+            add(_shown(ch), t)
     if line:
         end(0.0)
     return out
@@ -136,6 +134,18 @@ def _keys(events: Iterable[tuple[float, str, str]]) -> Iterator[tuple[float, str
                 yield t, ch
         elif code == "m" and (data == CUT or data.startswith(DROPPED)):
             yield t, data
+
+
+def _shown(ch: str) -> str:
+    """A typed character as the record shows it: printable ASCII as itself; a control key spelled (⟨^A⟩, ⟨⌫⟩,
+    ⇥, ↵ in a paste); any other character by its code point (⟨U+27E8⟩), so that nothing typed looks like a key
+    the record names (`cat key ⟨^C⟩` typed as text ran, and read as a cancelled line: red team 14d, R14d-3), nor
+    hides (zero-width and filler characters, homoglyphs of the record's brackets)."""
+    if " " <= ch <= "~":
+        return ch
+    if ord(ch) < 32 or ch == "\x7f":
+        return _spell_key(ch)
+    return f"⟨U+{ord(ch):04X}⟩"
 
 
 def _spell_key(ch: str) -> str:

@@ -14,6 +14,7 @@ import csv
 import html
 import io
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +117,9 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 .resolved{color:#070;font-weight:bold}.failed,.patch_failed,.tampered,.error{color:#a00;font-weight:bold}
 pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
 .me{background:#ffd}.grid{display:grid;grid-template-columns:2fr 3fr;gap:1.5em}.grid>div{min-width:0}
-textarea{width:100%;min-height:8em}#commands code{word-break:break-all}</style>"""
+textarea{width:100%;min-height:8em}#commands code{word-break:break-all;white-space:pre-wrap}
+kbd{background:#eef;border:1px solid #99c;border-radius:3px;padding:0 .2em;font-size:.85em;color:#336}</style>"""
+TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")  # the record's own tokens in a commands-typed entry
 
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
@@ -165,12 +168,20 @@ n.value=localStorage.getItem(k)||''; n.oninput=()=>localStorage.setItem(k,n.valu
 </body></html>"""
 
 
+def _typed_html(command: str) -> str:
+    """A commands-typed entry with the record's own tokens (keys, markers: ⟨…⟩, ↵, ⇥) set apart as <kbd>: nothing
+    typed can look like one, since the record shows every typed character outside printable ASCII by its code
+    point (`agents.terminal.typed_lines`), so a typed `⟨^C⟩` is never a key in the page (red team 14d, R14d-3)."""
+    parts = TOKEN.split(command)
+    return "".join(f"<kbd>{html.escape(p)}</kbd>" if i % 2 else html.escape(p) for i, p in enumerate(parts) if p)
+
+
 def replay_page(name: str, r: RunResult) -> str:
     e = html.escape
     cast = Path(r.trial_dir or "") / CAST_FILE
     cast_text = cast.read_text(encoding="utf-8", errors="replace") if cast.is_file() else ""
     commands = commands_from_cast(cast) if cast.is_file() else []
-    cmd_rows = "".join(f"<tr><td>{t:.1f}s</td><td><code>{e(c)}</code></td></tr>" for t, c in commands)
+    cmd_rows = "".join(f"<tr><td>{t:.1f}s</td><td><code>{_typed_html(c)}</code></td></tr>" for t, c in commands)
     tests = "".join(f"<tr><td>{e(kind)}</td><td>{e(tid)}</td><td class={'resolved' if o == 'passed' else 'failed'}>"
                     f"{e(o)}</td></tr>"
                     for kind, outcomes in (("fail→pass", r.tests.fail_to_pass), ("pass→pass", r.tests.pass_to_pass))
