@@ -69,7 +69,7 @@ def test_a_paste_flood_is_cut_and_said_so_and_control_keys_are_spelled_out():
     rec.typed(0.5, b"ls\x1b[A\x7f\x03\r")
     rec.typed(1.0, b"x" * (KEYS_MAX_BYTES + 10))
     lines = rec.keystrokes().splitlines()
-    assert lines[0] == "     0.5s  ls<ESC>[A<BS>^C"
+    assert lines[0] == "     0.5s  ls⟨↑⟩⟨⌫⟩⟨^C⟩"
     assert lines[-1] == "[… 18 more bytes typed or pasted, not kept]"
     assert rec.keys_bytes == KEYS_MAX_BYTES and rec.keys_dropped == 18  # 8 bytes went to the first line
 

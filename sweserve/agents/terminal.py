@@ -185,29 +185,20 @@ class TerminalRecord:
             del self.screen[:-SCREEN_TAIL_BYTES]
 
     def keystrokes(self) -> str:
-        """What was typed, one line per Enter, each with its time: control keys spelled out (^C, <ESC>...)."""
-        lines: list[str] = []
-        line: list[str] = []
-        start: float | None = None
-        for at, data in self.keys:
-            for ch in data.decode("utf-8", "replace"):
-                if start is None:
-                    start = at
-                if ch in "\r\n":
-                    lines.append(f"{start:8.1f}s  {''.join(line)}")
-                    line, start = [], None
-                else:
-                    line.append(_spell(ch))
-        if line:
-            lines.append(f"{start:8.1f}s  {''.join(line)}")
+        """What was typed, one line per Enter, each with its time (`typed_lines`: every key as typed, control
+        keys and any character outside printable ASCII spelled, so nothing typed imitates a key)."""
+        lines = [f"{at:8.1f}s  {line}" for at, line in typed_lines(self._events())]
         if self.keys_dropped:
             lines.append(f"[… {self.keys_dropped} more bytes typed or pasted, not kept]")
         return "\n".join(lines)
 
     def commands(self) -> list[str]:
         """Each line as typed (`typed_lines`: every key, no edit applied)."""
+        return [line for _, line in typed_lines(self._events())]
+
+    def _events(self) -> Iterator[tuple[float, str, str]]:
         dec = codecs.getincrementaldecoder("utf-8")("replace")  # a character split across two reads is one
-        return [line for _, line in typed_lines((at, "i", dec.decode(data)) for at, data in self.keys)]
+        return ((at, "i", dec.decode(data)) for at, data in self.keys)
 
     def screen_text(self) -> str:
         """The end of what was shown, as plain text (control sequences removed; see `plain_text`)."""
@@ -216,18 +207,6 @@ class TerminalRecord:
         if self.screen_bytes > len(tail):
             text = f"[… the first {self.screen_bytes - len(tail)} bytes are not kept]\n" + text
         return text
-
-
-def _spell(ch: str) -> str:
-    if ch == "\x1b":
-        return "<ESC>"
-    if ch == "\x7f" or ch == "\x08":
-        return "<BS>"
-    if ch == "\t":
-        return "<TAB>"
-    if ord(ch) < 32:
-        return "^" + chr(ord(ch) + 64)
-    return ch if ch.isprintable() else f"<U+{ord(ch):04X}>"
 
 
 _CONTROL = re.compile(
