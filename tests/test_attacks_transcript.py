@@ -133,3 +133,12 @@ def test_commands_forged_into_the_sandboxs_history_are_not_the_record(demo, tmp_
     assert "ls python  # evidence" in record
     flagged = [line for line in _section(review, "Shell history").splitlines() if FORGED in line]
     assert flagged and flagged[0].startswith("!"), flagged
+
+
+def test_a_marker_inside_an_escape_sequence_is_kept_and_splits_it():
+    """Keys dropped between an ESC and the rest of an arrow's sequence: the marker stays where it was (the line
+    is not what the shell got), and what follows it is not read as part of the ESC's sequence."""
+    from sweserve.agents.terminal import DROPPED, typed_lines
+
+    events = [(0.1, "i", "ls\x1b"), (0.2, "m", f"{DROPPED} 5 bytes"), (0.3, "i", "[Ax\r")]
+    assert typed_lines(events) == [(0.1, "ls⟨esc⟩⟨5 bytes dropped⟩[Ax")]

@@ -66,10 +66,15 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
     keys = _keys(events)
     ahead: deque[tuple[float, str]] = deque()
 
-    def following(n: int) -> str:  # the next n characters, across events, without taking them
+    def following(n: int) -> str:  # the next n characters, across events, without taking them; not past a marker
         while len(ahead) < n and (nxt := next(keys, None)) is not None:
             ahead.append(nxt)
-        return "".join(c for _, c in list(ahead)[:n] if len(c) == 1)
+        chars = []
+        for _, c in list(ahead)[:n]:
+            if len(c) > 1:
+                break
+            chars.append(c)
+        return "".join(chars)
 
     out: list[tuple[float, str]] = []
     line: list[str] = []
