@@ -19,7 +19,7 @@ import time
 from rich.console import Console
 
 from sweserve.agents.base import IN_BOX, INSTRUCTION_PATH, TaskImageAgent
-from sweserve.agents.terminal import TerminalRecorder
+from sweserve.agents.terminal import TOKEN, TerminalRecorder
 from sweserve.environment.sandbox import Sandbox
 from sweserve.errors import InfraError
 from sweserve.models import AgentRun, TaskBundle
@@ -119,9 +119,6 @@ def untyped_history(history: list[tuple[int, str]], typed: list[str]) -> list[st
     return list(seen)[:UNTYPED_MAX]
 
 
-KEY = re.compile(r"⟨[^⟩]*⟩|⇥")
-
-
 def _edited(line: str) -> str:
     """A typed line with Backspace, ^U and ^W applied to the text before them, other keys kept."""
     out: list[str] = []
@@ -141,7 +138,7 @@ def _edited(line: str) -> str:
 def _literal_runs(line: str) -> list[str] | None:
     """A typed line's text between its keys (⟨…⟩, ⇥); None for a line with no keys (matched as it is) or no
     text besides them (it matches nothing of its own)."""
-    parts = KEY.split(line)
+    parts = TOKEN.split(line)[::2]  # the text between the tokens
     kept = [part.strip() for part in parts if part.strip()]
     return kept if len(parts) > 1 and kept else None
 

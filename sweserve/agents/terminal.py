@@ -47,6 +47,9 @@ KEY_NAMES.update({"[3~": "del", "[1~": "home", "[4~": "end", "[5~": "page up", "
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste (bracketed paste mode)
 LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys past it on one line may be dropped
 LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste flood); the cast keeps them all
+# the record's own tokens in an entry (keys, markers, a paste's newline, Tab): nothing typed can make one, since
+# `_shown` spells every character outside printable ASCII; a capturing group, so `TOKEN.split` keeps them
+TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")
 
 
 def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, str]]:
@@ -148,9 +151,13 @@ def _shown(ch: str) -> str:
     hides (zero-width and filler characters, homoglyphs of the record's brackets)."""
     if " " <= ch <= "~":
         return ch
-    if ord(ch) < 32 or ch == "\x7f":
-        return _spell_key(ch)
-    return f"⟨U+{ord(ch):04X}⟩"
+    if ch in "\r\n":
+        return "↵"
+    if ch == "\t":
+        return "⇥"
+    if ch in "\x7f\x08":
+        return "⟨⌫⟩"
+    return f"⟨^{chr(ord(ch) + 64)}⟩" if ord(ch) < 32 else f"⟨U+{ord(ch):04X}⟩"
 
 
 def _spell_key(ch: str) -> str:

@@ -14,11 +14,11 @@ import csv
 import html
 import io
 import json
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweserve.agents.terminal import TOKEN
 from sweserve.assess.agent import CAST_FILE
 from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
@@ -119,7 +119,6 @@ pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
 .me{background:#ffd}.grid{display:grid;grid-template-columns:2fr 3fr;gap:1.5em}.grid>div{min-width:0}
 textarea{width:100%;min-height:8em}#commands code{word-break:break-all;white-space:pre-wrap}
 kbd{background:#eef;border:1px solid #99c;border-radius:3px;padding:0 .2em;font-size:.85em;color:#336}</style>"""
-TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")  # the record's own tokens in a commands-typed entry
 
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
