@@ -24,13 +24,16 @@ class FakeModel:
     ("status", code), ("raw", bytes), ("sleep", seconds). The last entry repeats."""
 
     def __init__(self, script: list, host: str = "127.0.0.1", port: int = 0, echo: bool = False,
-                 fail_when: tuple[str, object] | None = None):
-        """`fail_when`: (text, entry): a request whose body holds text is answered by entry, the script's place
-        kept (an endpoint that fails on what a conversation holds, such as a context too long to answer)."""
+                 fail_when: tuple | None = None):
+        """`fail_when`: (text, entry[, hold_s]): a request whose body holds text is answered by entry, the script's
+        place kept (an endpoint that fails on what a conversation holds, such as a context too long to answer);
+        with hold_s, every request for hold_s seconds after it too (a rate limit the conversation spent). A
+        ("status", code, headers) entry sends those headers."""
         self.script = script
         self.requests: list[dict] = []
         self.auth: list[str | None] = []
         self.failed: list[dict] = []
+        self.held_until = 0.0
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,7 +46,10 @@ class FakeModel:
                 if echo:
                     print(json.dumps(body), flush=True)
                 model.auth.append(self.headers.get("Authorization"))
-                if fail_when is not None and fail_when[0] in json.dumps(body):
+                if fail_when is not None and (fail_when[0] in json.dumps(body)
+                                              or time.monotonic() < model.held_until):
+                    if len(fail_when) > 2 and fail_when[0] in json.dumps(body):
+                        model.held_until = time.monotonic() + fail_when[2]
                     model.requests.pop()
                     model.failed.append(body)
                     entry = fail_when[1]
@@ -51,6 +57,8 @@ class FakeModel:
                     entry = model.script[min(len(model.requests) - 1, len(model.script) - 1)]
                 if isinstance(entry, tuple) and entry[0] == "status":
                     self.send_response(entry[1])
+                    for k, v in (entry[2] if len(entry) > 2 else {}).items():
+                        self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(b'{"error": "boom"}')
                     return

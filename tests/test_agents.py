@@ -140,3 +140,23 @@ def test_a_tool_servers_reply_is_never_more_than_a_broken_tool_server(tmp_path, 
     finally:
         server.shutdown()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("3", 3.0), ("0", 0.0), ("-5", 0.0), ("7200", 60.0), ("nan", 60.0), ("soon", 60.0), (None, 60.0),
+    ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0), ("Fri, 31 Dec 9999 23:59:59 GMT", 60.0),
+])
+def test_a_429s_retry_after_is_read_within_a_minute(value, seconds):
+    """What a 429's Retry-After asks the chat client and the endpoint probe to wait: never past a minute (an
+    endpoint cannot hold a run), never negative, a minute when it says nothing readable."""
+    from sweserve.agents.chat_client import retry_after
+    assert retry_after(value) == seconds
+
+
+def test_the_chat_client_retries_a_429_no_sooner_than_it_asked():
+    """A 429 whose Retry-After (2 s) outlasts the client's own back-off (1 s) is retried when it asked: at once,
+    the second request would be refused too and the step lost."""
+    with FakeModel([("status", 429, {"Retry-After": "2"}), {"role": "assistant", "content": "hi"}]) as fake:
+        t0 = time.monotonic()
+        data = chat(cfg(fake.base_url), None, [{"role": "user", "content": "x"}])
+    assert data["choices"][0]["message"]["content"] == "hi" and time.monotonic() - t0 >= 2

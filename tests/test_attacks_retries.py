@@ -46,9 +46,9 @@ FIX = tool_call("bash", {"command": f"cat > {PATH} <<'EOF'\n{files.PR_DISTRIBUTE
 KILL_TOOL_SERVER = tool_call("bash", {"command": "pkill -9 -f swerex-remote; sleep 5"})
 
 
-def _run(demo, tmp_path, script, fail_when=None):
+def _run(demo, tmp_path, script, fail_when=None, request_retries=0):
     agent = ApiAgent(ApiAgentConfig(kind="api", name="doubter", model="fake-1", base_url="", request_timeout_s=2,
-                                    request_retries=0), env={})
+                                    request_retries=request_retries), env={})
     bundle = demo.bundle(DIST)
     out = tmp_path / "doubter.jsonl"
     with FakeModel(script, fail_when=fail_when) as fake:
@@ -79,7 +79,7 @@ FINE = {"role": "assistant", "content": "thinking"}
 @pytest.mark.parametrize("script, failure, status", [
     ([OVERRUN, FINE], ("status", 503), "failed"),
     ([FIX, OVERRUN, FINE], ("status", 500), "resolved"),
-    ([FIX, OVERRUN, FINE], ("status", 429), "resolved"),
+    ([FIX, OVERRUN, FINE], ("status", 429, {"Retry-After": "0"}), "resolved"),
     ([FIX, OVERRUN, FINE], ("sleep", 5), "resolved"),
 ], ids=["503", "fix-then-500", "fix-then-429", "fix-then-time-out"])
 def test_a_conversation_the_endpoint_fails_on_is_graded_when_it_still_answers(demo, tmp_path, script, failure,
@@ -89,6 +89,16 @@ def test_a_conversation_the_endpoint_fails_on_is_graded_when_it_still_answers(de
     Without `_endpoint_answers` each was an `error` of kind `agent`, and `--retry-errors` redid it."""
     r, redo = _run(demo, tmp_path, script, fail_when=("OVER1RUN", failure))
     assert (r.status, r.agent_run.exit_reason, r.agent_run.error) == (status, "model_refused", None), r.reason
+    assert redo == []
+
+
+def test_a_conversation_that_spends_the_rate_limit_is_graded_not_redone(demo, tmp_path):
+    """An agent spends the endpoint's tokens for the minute on purpose (a context it made huge): its request and,
+    asked at once, the probe both got 429, and the attempt was an `error`, redone (red team 14's lead). The probe
+    now waits what the 429 asked for (Retry-After, 3 s here): the endpoint answers it, and the tree is graded."""
+    r, redo = _run(demo, tmp_path, [FIX, OVERRUN, FINE],
+                   fail_when=("OVER1RUN", ("status", 429, {"Retry-After": "3"}), 3))
+    assert (r.status, r.agent_run.exit_reason, r.agent_run.error) == ("resolved", "model_refused", None), r.reason
     assert redo == []
 
 

@@ -34,7 +34,7 @@ import aiohttp
 from swerex.exceptions import SwerexException
 
 from sweserve.agents.base import TaskImageAgent
-from sweserve.agents.chat_client import ModelError
+from sweserve.agents.chat_client import RATE_WINDOW_S, ModelError
 from sweserve.agents.chat_client import chat as _chat
 from sweserve.agents.config import ApiAgentConfig
 from sweserve.environment.sandbox import WORKDIR, Sandbox
@@ -199,12 +199,16 @@ def _call(call: object) -> tuple[str, str | None, str | None]:
     return call_id, fn["name"], command if isinstance(command, str) else None
 
 
-def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict]) -> bool:
+def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict], failure: ModelError) -> bool:
     """Whether the endpoint still answers the run's first request (the system prompt and the instruction, which
     the agent cannot change), asked after a later request failed with a time-out, a 5xx or a 429 (red team 13's
     lead): then the failure was the conversation's (a context the sandbox's output made too long to answer in
     time, or too costly for the endpoint's limits), the attempt's own doing, and its tree is graded; an endpoint
-    that fails this too is down, and the attempt is the machinery's error, redone."""
+    that fails this too is down, and the attempt is the machinery's error, redone. After a 429 the probe waits
+    what it asked for (a minute at most): a conversation that spent the endpoint's tokens for the minute made
+    the probe's 429 too, and a retry of its own (red team 14's lead)."""
+    if failure.status == 429:
+        time.sleep(failure.retry_after if failure.retry_after is not None else RATE_WINDOW_S)
     try:
         chat(cfg, api_key, first)
     except ModelError:
@@ -299,7 +303,7 @@ class ApiAgent(TaskImageAgent):
                 run.exit_reason, run.error = "error", str(exc)
             except ModelError as exc:
                 if run.steps and (exc.status in CONVERSATION_REFUSALS or _endpoint_answers(cfg, self.api_key,
-                                                                                         messages[:2])):
+                                                                                         messages[:2], exc)):
                     run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
                 else:
                     run.exit_reason, run.error = "error", str(exc)
