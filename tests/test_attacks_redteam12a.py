@@ -223,11 +223,12 @@ def test_a_candidates_own_limit_error_counts_against_their_ability(tmp_path):
 
 # ---- R12a-3
 
-def test_a_second_session_on_the_same_pack_is_disclosed_on_the_scorecard(tmp_path, monkeypatch):
+def _pack_server(tmp_path, monkeypatch):
+    """An assessment server of a one-task pack, its pipeline replaced by the session alone (a fix typed is
+    `resolved`), and its invite store."""
     import sweserve.assess.server as server_mod
     from sweserve.assess.invites import InviteStore
     from sweserve.assess.packs import choose_pack, save_pack
-    from sweserve.assess.scorecard import write_scorecards
     from sweserve.evaluation.results import ResultsWriter
 
     boxes = []
@@ -250,28 +251,62 @@ def test_a_second_session_on_the_same_pack_is_disclosed_on_the_scorecard(tmp_pat
     pack = choose_pack("p", [b1], 1, 3600)
     save_pack(tmp_path / "p.yaml", pack)
     store = InviteStore(tmp_path / "invites.json")
-    server = server_mod.AssessServer(Ctx(), {b1.task.task_id: b1}, store, tmp_path / "out", tmp_path)
+    return server_mod.AssessServer(Ctx(), {b1.task.task_id: b1}, store, tmp_path / "out", tmp_path), store, pack
+
+
+def _session(server, cookie):
+    a = server.sessions[hashlib.sha256(cookie.encode()).hexdigest()]
+    end = time.monotonic() + 20
+    while a.seat.terminal is None and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return a
+
+
+def _finish(a):
+    a.seat.submitted.set()
+    end = time.monotonic() + 20
+    while a.status != "done" and time.monotonic() < end:
+        time.sleep(0.05)
+    assert a.status == "done"
+
+
+def test_a_second_session_on_the_same_pack_is_disclosed_on_the_scorecard(tmp_path, monkeypatch):
+    from sweserve.assess.scorecard import write_scorecards
+
+    server, store, pack = _pack_server(tmp_path, monkeypatch)
     for keys in ("ls; sleep 1; cat src.py\r", "echo apply-the-fix\r"):  # session 1 explores, session 2 fixes
         _, token = store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(hours=1))
-        cookie = server.begin(store.redeem(token))
-        a = server.sessions[hashlib.sha256(cookie.encode()).hexdigest()]
-        end = time.monotonic() + 20
-        while a.seat.terminal is None and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(0.3)
+        a = _session(server, server.begin(token))
         a.seat.terminal.write(keys.encode())
         time.sleep(1.5)
-        a.seat.submitted.set()
-        end = time.monotonic() + 20
-        while a.status != "done" and time.monotonic() < end:
-            time.sleep(0.05)
-        assert a.status == "done"
+        _finish(a)
     cards = write_scorecards(pack, tmp_path / "out" / "p", tmp_path / "report", None, [])
     page = cards.pages["alice"].read_text()
     tasks = re.search(r"<table id=tasks>.*?</table>", page, re.S).group(0)
     assert "Resolved 1 of 1" in page  # the retake is what the page grades
     # but the reviewer must learn there was an earlier session on this task (and how it ended)
     assert re.search(r"attempt|session", tasks, re.I), tasks
+
+
+def test_a_second_link_while_the_first_session_runs_is_refused_unspent(tmp_path, monkeypatch):
+    """Two links for one pack (the hiring team sent a second after "my session broke"): opened while the first
+    session ran, both wrote attempt 1 of the same results file (the candidate picks which one counts) or the
+    second ended in `error` at once with its link spent (red team 12a's lead, measured by red team 14b). The
+    second is now refused before its token is spent, and opens a retake (attempt 2) once the first has ended."""
+    from sweserve.evaluation.results import read_results
+    from sweserve.errors import SweserveError
+
+    server, store, pack = _pack_server(tmp_path, monkeypatch)
+    (_, first), (_, second) = (store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(hours=1))
+                               for _ in range(2))
+    a = _session(server, server.begin(first))
+    with pytest.raises(SweserveError, match="already in progress"):
+        server.begin(second)
+    assert store.peek(second).used_at is None  # not spent
+    _finish(a)
+    _finish(_session(server, server.begin(second)))
+    assert sorted(r.attempt for r in read_results(tmp_path / "out" / "p" / "alice.jsonl")) == [1, 2]
 
 
 # ---- R12a-4

@@ -147,14 +147,26 @@ class AssessServer:
             return None
         return self.sessions.get(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
 
-    def begin(self, invite: Invite) -> str:
+    def begin(self, token: str) -> str:
+        """Redeem `token` and start its assessment; the session cookie's key. Everything that could refuse the
+        session is checked before the token is spent: a pack changed or unavailable, or a session of the same
+        candidate and pack still in progress on this server (a second link while the first runs: both wrote the
+        same results file, and the second ended in `error` at once, its link spent; or both wrote attempt 1
+        and the candidate chose which one counts, red team 12a's lead). Once the first ends, the second link
+        opens a retake, which the scorecard discloses."""
+        invite = self.store.peek(token)
         pack = load_pack(Path(invite.pack))
         if pack.version != invite.pack_version:
             raise SweserveError("the assessment pack changed after this invitation was made")
         bundles = check_pack(pack, self.tasks)
-        a = Assessment(invite, pack, bundles, results_file(self.output, pack, invite.candidate), Seat(invite.candidate))
+        path = results_file(self.output, pack, invite.candidate)
         key = secrets.token_urlsafe(32)
-        with self.lock:
+        with self.lock:  # one check and one redeem at a time: two links posted at once cannot both pass
+            if any(s.results_path == path and s.status not in ("done", "error") for s in self.sessions.values()):
+                raise SweserveError("your assessment of this pack is already in progress: continue it in the "
+                                    "browser you started it in; this link stays valid for when it has ended")
+            invite = self.store.redeem(token)
+            a = Assessment(invite, pack, bundles, path, Seat(invite.candidate))
             self.sessions[hashlib.sha256(key.encode()).hexdigest()] = a
         threading.Thread(target=a.run, args=(self.ctx,), name=f"assess-{invite.candidate}", daemon=True).start()
         return key
@@ -165,8 +177,7 @@ class AssessServer:
         token = request.path_params["token"]
         if request.method == "POST":
             try:
-                invite = await asyncio.to_thread(self.store.redeem, token)
-                key = await asyncio.to_thread(self.begin, invite)
+                key = await asyncio.to_thread(self.begin, token)
             except Refused as exc:
                 return message_page("Invitation refused", exc.why, 410)
             except SweserveError as exc:
