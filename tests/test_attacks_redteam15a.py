@@ -175,3 +175,28 @@ def test_the_audit_log_stays_bounded_under_a_flood_of_huge_urls(rig):
     rig.send(raw, repeat=40)  # on today's proxy: 40 times 403, and 40 lines of 1 MiB each
     log = rig.proxy.audit_log()
     assert log.count("\n") >= 1 and len(log) < (1 << 20), f"audit log of {len(log)} bytes after 40 requests"
+
+
+def test_a_full_audit_log_refuses_instead_of_growing_or_going_silent(tmp_path, monkeypatch):
+    """R15a-4 on the host: short URLs at a high rate must not grow the log past its limit either; once full, the
+    proxy refuses (the agent loses only its own model) and the log says so, rather than letting requests pass
+    unrecorded."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(addon, "LOG_LIMIT", 64 << 10, raising=False)
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress(["http://10.0.0.5:30000"], False, tmp_path)
+
+    def flow(host, port):
+        return SimpleNamespace(
+            request=SimpleNamespace(method="GET", scheme="http", host=host, port=port, content=b"",
+                                    url=f"http://{host}:{port}/{'x' * 900}"),
+            client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    for _ in range(200):
+        e.request(flow("10.9.9.9", 80))
+    e.request(flow("10.0.0.5", 30000))  # the model itself, after the flood
+    log = (tmp_path / "audit.jsonl").read_text()
+    assert len(log) <= 64 << 10, len(log)
+    assert len(refused) == 201  # once the log is full, even the allowed origin is refused: nothing passes unlogged
+    assert "audit log full" in log.splitlines()[-1]
