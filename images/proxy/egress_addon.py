@@ -2,9 +2,11 @@
 
 - Only the allowed origins pass: plain-HTTP requests whose (scheme, host, port) is allowed, and CONNECT
   tunnels to allowed https origins (TLS is passed through, never intercepted). Everything else gets 403.
-- Every request, allowed or refused, is one JSON line in the audit log.
+- Every request, allowed or refused, is one JSON line in the audit log (URL clipped); a full log (LOG_LIMIT)
+  refuses every later request, so the log is bounded and never silent.
 - Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
-  model provider cannot look things up for the agent.
+  model provider cannot look things up for the agent. A body the proxy cannot read (a Content-Encoding it
+  cannot undo) is refused: the server need not honour the coding, and would read the tools the proxy did not.
 
 Configured by environment variables: SWESERVE_EGRESS_ALLOW (JSON list of "scheme://host:port"),
 SWESERVE_EGRESS_CLOSED_BOOK ("1" or "0"), SWESERVE_EGRESS_DIR (where audit.jsonl and the ready marker go).
@@ -24,8 +26,25 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # tool "type"s (OpenAI, Anthropic) and tool keys (Gemini) the provider runs itself
 HOSTED_TYPES = ("web_search", "web_fetch", "code_interpreter", "code_execution", "file_search", "image_generation",
                 "mcp", "computer_use")
-HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context")
-HOSTED_OPTIONS = ("web_search_options",)
+# Gemini's API is proto JSON: it takes each of these in lowerCamelCase too (googleSearch), so keys are compared
+# with "_" removed and case folded
+HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context", "google_maps",
+               "enterprise_web_search", "retrieval", "file_search")
+# top-level fields: OpenAI's search options, Anthropic's MCP connector (the provider calls remote MCP servers)
+HOSTED_OPTIONS = ("web_search_options", "mcp_servers")
+MAX_FIELD = 2048  # characters of a URL (or method) kept in an audit line
+LOG_LIMIT = 64 << 20  # bytes of audit log; past it the proxy refuses everything (the log never goes silent)
+
+
+def _fold(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+HOSTED_FOLDED = {_fold(key): key for key in HOSTED_KEYS}
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_FIELD else f"{text[:MAX_FIELD]}...[{len(text)} characters]"
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -41,7 +60,7 @@ def hosted_kind(tool) -> str | None:
     kind = tool.get("type")
     if isinstance(kind, str) and kind.startswith(HOSTED_TYPES):
         return kind
-    return next((key for key in HOSTED_KEYS if key in tool), None)
+    return next((key for key in tool if isinstance(key, str) and _fold(key) in HOSTED_FOLDED), None)
 
 
 def strip_hosted_tools(body) -> list[str]:
@@ -69,19 +88,34 @@ class Egress:
         self.log_path = directory / "audit.jsonl"
         self.ready_path = directory / "ready"
         directory.mkdir(parents=True, exist_ok=True)
+        self.log_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.full = False
 
     @classmethod
     def from_env(cls, env=os.environ) -> "Egress":
         return cls(json.loads(env.get("SWESERVE_EGRESS_ALLOW", "[]")), env.get("SWESERVE_EGRESS_CLOSED_BOOK") == "1",
                    Path(env.get("SWESERVE_EGRESS_DIR", "/tmp/sweserve-egress")))
 
-    def record(self, flow, target: str, allowed: bool, stripped: Sequence[str] = ()) -> None:
-        entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "client": flow.client_conn.peername[0],
-                 "method": flow.request.method, "url": target, "allowed": allowed}
+    def record(self, flow, target: str, allowed: bool, stripped: Sequence[str] = (), note: str = "") -> bool:
+        """One audit line (URL and method clipped); False once the log is full: the request must be refused."""
+        if self.full:
+            return False
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        entry = {"time": now, "client": flow.client_conn.peername[0], "method": clip(flow.request.method),
+                 "url": clip(target), "allowed": allowed}
         if stripped:
             entry["stripped"] = list(stripped)
+        if note:
+            entry["note"] = note
+        line = json.dumps(entry) + "\n"
+        if self.log_bytes + len(line) > LOG_LIMIT - 4096:
+            self.full = True
+            line = json.dumps({"time": now, "client": entry["client"], "allowed": False,
+                               "note": "audit log full: this and every later request refused"}) + "\n"
         with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
+            fh.write(line)
+        self.log_bytes += len(line)
+        return not self.full
 
     @staticmethod
     def refuse(flow, what: str) -> None:
@@ -101,7 +135,7 @@ class Egress:
     def http_connect(self, flow) -> None:
         target = ("https", flow.request.host.lower(), flow.request.port)
         allowed = target in self.allow
-        self.record(flow, f"{flow.request.host}:{flow.request.port}", allowed)
+        allowed &= self.record(flow, f"{flow.request.host}:{flow.request.port}", allowed)
         if not allowed:
             self.refuse(flow, f"CONNECT {flow.request.host}:{flow.request.port}")
 
@@ -111,17 +145,24 @@ class Egress:
         req = flow.request
         allowed = (req.scheme, req.host.lower(), req.port) in self.allow
         stripped: list[str] = []
-        if allowed and self.closed_book and req.content:  # whatever its content-type says: servers may parse it
+        note = ""
+        if allowed and self.closed_book:
+            # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
+            # Python's limit) may still be read by the server, which need not honour a request's coding
             try:
-                body = json.loads(req.content)
-            except ValueError:
-                body = None
-            stripped = strip_hosted_tools(body)
-            if stripped:
-                req.content = json.dumps(body).encode()
-        self.record(flow, req.url, allowed, stripped)
+                content = req.content  # decoded by its Content-Encoding (ValueError if it cannot be)
+                try:
+                    body = json.loads(content) if content else None
+                except ValueError:
+                    body = None
+                stripped = strip_hosted_tools(body)
+                if stripped:
+                    req.content = json.dumps(body).encode()
+            except (ValueError, RecursionError) as exc:
+                allowed, note = False, f"closed book: body not readable ({type(exc).__name__})"
+        allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
-            self.refuse(flow, f"{req.scheme}://{req.host}:{req.port}")
+            self.refuse(flow, "a body this proxy cannot read" if note else f"{req.scheme}://{req.host}:{req.port}")
 
 
 addons = [Egress.from_env()] if os.environ.get("SWESERVE_EGRESS_DIR") else []
