@@ -200,3 +200,24 @@ def test_a_full_audit_log_refuses_instead_of_growing_or_going_silent(tmp_path, m
     assert len(log) <= 64 << 10, len(log)
     assert len(refused) == 201  # once the log is full, even the allowed origin is refused: nothing passes unlogged
     assert "audit log full" in log.splitlines()[-1]
+
+
+def test_a_body_python_cannot_decode_is_not_forwarded_with_its_hosted_tools(tmp_path, monkeypatch):
+    """R15a-5: one byte that is not UTF-8 inside a JSON string (`"note": "\\xff"`) makes the addon's json.loads
+    fail, so the body is forwarded as it came, tools and all. A gateway that is not Python reads it: Go's
+    encoding/json and Node's body-parser replace an invalid byte with U+FFFD and parse the rest (emulated here by
+    decoding with errors="replace"), and pass `web_search` on to the provider."""
+    from types import SimpleNamespace
+
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress(["http://10.0.0.5:30000"], True, tmp_path)
+    body = b'{"model": "m", "note": "\xff", "tools": [{"type": "web_search"}, {"type": "function"}]}'
+    flow = SimpleNamespace(
+        request=SimpleNamespace(method="POST", scheme="http", host="10.0.0.5", port=30000, content=body,
+                                url="http://10.0.0.5:30000/v1/chat/completions"),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    if not refused:  # forwarded: then what a lenient server reads of it has no hosted tool left
+        seen = json.loads(flow.request.content.decode("utf-8", "replace"))
+        assert addon.strip_hosted_tools(seen) == [], seen
