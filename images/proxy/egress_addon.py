@@ -5,8 +5,8 @@
 - Every request, allowed or refused, is one JSON line in the audit log (URL clipped); a full log (LOG_LIMIT)
   refuses every later request, so the log is bounded and never silent.
 - Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
-  model provider cannot look things up for the agent. A body the proxy cannot read (a Content-Encoding it
-  cannot undo) is refused: the server need not honour the coding, and would read the tools the proxy did not.
+  model provider cannot look things up for the agent. A body the proxy cannot read as JSON (a Content-Encoding
+  it cannot undo, a byte that is not UTF-8) is refused: the server may read it, and the tools the proxy did not.
 
 Configured by environment variables: SWESERVE_EGRESS_ALLOW (JSON list of "scheme://host:port"),
 SWESERVE_EGRESS_CLOSED_BOOK ("1" or "0"), SWESERVE_EGRESS_DIR (where audit.jsonl and the ready marker go).
@@ -148,18 +148,18 @@ class Egress:
         note = ""
         if allowed and self.closed_book:
             # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
-            # Python's limit) may still be read by the server, which need not honour a request's coding
+            # Python's limit, not JSON at all) may still be read by the server, which need not honour a
+            # request's coding nor parse as strictly
             try:
                 content = req.content  # decoded by its Content-Encoding (ValueError if it cannot be)
-                try:
-                    body = json.loads(content) if content else None
-                except ValueError:
-                    body = None
+                # a body that is not JSON to Python (one byte that is not UTF-8) is JSON to Go's and Node's
+                # parsers, which replace such a byte: ValueError, refused
+                body = json.loads(content) if content else None
                 stripped = strip_hosted_tools(body)
                 if stripped:
                     req.content = json.dumps(body).encode()
             except (ValueError, RecursionError) as exc:
-                allowed, note = False, f"closed book: body not readable ({type(exc).__name__})"
+                allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__})"
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, "a body this proxy cannot read" if note else f"{req.scheme}://{req.host}:{req.port}")
