@@ -221,3 +221,24 @@ def test_a_body_python_cannot_decode_is_not_forwarded_with_its_hosted_tools(tmp_
     if not refused:  # forwarded: then what a lenient server reads of it has no hosted tool left
         seen = json.loads(flow.request.content.decode("utf-8", "replace"))
         assert addon.strip_hosted_tools(seen) == [], seen
+
+
+def test_a_duplicate_key_is_not_read_one_way_by_the_proxy_and_another_by_the_server(tmp_path, monkeypatch):
+    """Red team 15a's lead, reproduced after the fixes: `{"tools": [web_search], "tools": []}`. Python's json keeps
+    the last `tools` (empty: nothing to strip), and the proxy forwarded the bytes as they came; a parser that keeps
+    the first (some Go and Java gateways, JSON's RFC leaves it open) handed `web_search` to the provider. The proxy
+    now forwards what it read, re-serialized: one `tools`, the one it checked."""
+    from types import SimpleNamespace
+
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress(["http://10.0.0.5:30000"], True, tmp_path)
+    body = b'{"model": "m", "tools": [{"type": "web_search"}], "tools": [{"type": "function"}]}'
+    flow = SimpleNamespace(
+        request=SimpleNamespace(method="POST", scheme="http", host="10.0.0.5", port=30000, content=body,
+                                url="http://10.0.0.5:30000/v1/chat/completions"),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    assert not refused
+    first_wins = json.loads(flow.request.content, object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+    assert addon.strip_hosted_tools(first_wins) == [], flow.request.content

@@ -156,8 +156,8 @@ class Egress:
                 # parsers, which replace such a byte: ValueError, refused
                 body = json.loads(content) if content else None
                 stripped = strip_hosted_tools(body)
-                if stripped:
-                    req.content = json.dumps(body).encode()
+                if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
+                    req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
             except (ValueError, RecursionError) as exc:
                 allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__})"
         allowed &= self.record(flow, req.url, allowed, stripped, note)

@@ -54,6 +54,9 @@ class EgressProxy:
                              "SWESERVE_EGRESS_CLOSED_BOOK": "1" if closed_book else "0",
                              "SWESERVE_EGRESS_DIR": STATE_DIR},
                 mem_limit="512m", pids_limit=256, security_opt=["no-new-privileges"], cap_drop=["ALL"],
+                # it joins the sandbox's network and the bridge: it relays requests, and must never route packets
+                # between them (a root agent can send raw frames to it; red team 15a's lead)
+                sysctls={"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"},
             )
         try:
             with docker_errors("starting the egress proxy"):
