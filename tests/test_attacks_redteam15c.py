@@ -1,0 +1,178 @@
+"""A fifteenth red team's attacks (15c): the counting: results, resume, selection and scores.
+
+Each test asserts the defended behaviour: it FAILS while the attack (or the honest user's mishap) wins. No
+Docker: reports are built from results files and run manifests as `write_manifest` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_report_properties import manifest, record
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, cwd):
+    """The CLI of this checkout (not whichever sweserve the environment installed), run in `cwd`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env)
+
+
+# --- R15c-1: a run with --include-unready, then `sweserve report` (ready tasks by default) -----------------------
+
+def test_report_does_not_count_left_out_unready_tasks_as_missing(tmp_path):
+    """`sweserve run --include-unready` selects A (ready) and B (not ready); both resolve. The run's manifest
+    names both. `sweserve report` (unready results left out by default) must leave B out of the denominator
+    too, not count it as a `missing` task that no resume will ever fill."""
+    manifest(tmp_path, "r1", "a", {"A": "decoding", "B": "decoding"}, results="results.jsonl")
+    a, b = record("A", "resolved"), record("B", "resolved")
+    b = b.model_copy(update={"task_ready": False})
+    a = a.model_copy(update={"task_ready": True})
+    out = tmp_path / "results.jsonl"
+    out.write_text(a.model_dump_json() + "\n" + b.model_dump_json() + "\n")
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["statuses"]["missing"] == 0, rep["tasks"]
+    assert rep["overall"]["pass_at_1"] == pytest.approx(1.0), rep["overall"]
+    proc = cli("report", str(out), "--json", "--include-unready", cwd=tmp_path)
+    (rep,) = json.loads(proc.stdout)
+    assert rep["overall"]["scored"] == 2 and rep["overall"]["pass_at_1"] == pytest.approx(1.0)
+
+
+# --- R15c-2: a task whose ready record is stale, run with --include-unready, recorded as ready -------------------
+
+def test_a_result_says_a_task_with_a_stale_ready_record_was_not_ready(tmp_path):
+    """`run` judges readiness as recorded AND as assessed now (`ready_only`: "a stale record never lets a task
+    through"); a task edited since its record said ready is left out, and taken only with --include-unready. Its
+    result must then say it was not ready (`task_ready: false`), or `sweserve report`, which leaves out results of
+    unready tasks by default, counts it among the ready ones."""
+    from test_readiness import bundle as ready_bundle
+    from test_readiness import task as ready_task
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.dataset.readiness import assess
+    from sweserve.evaluation.trial import TrialRequest, record_result
+    from sweserve.evaluation.trial_folder import TrialFolder
+    from sweserve.models import Readiness
+
+    b = ready_bundle(ready_task(1))
+    b.task.readiness = assess(b.task, b.instruction)
+    assert b.task.ready  # recorded ready
+    b.task.family_confident = False  # edited since: `run` leaves it out unless --include-unready
+    assert not assess(b.task, b.instruction).ready
+    assert isinstance(b.task.readiness, Readiness)
+    req = TrialRequest(b, NullAgent(), 1, TrialFolder(tmp_path / "trial"))
+    result = record_result("r1", req, {"status": "resolved"})
+    assert result.task_ready is False, "a task `run` judged not ready is recorded as ready"
+
+
+# --- R15c-3: pass@1's standard error across attempts, when tasks have different numbers of attempts --------------
+
+def test_stderr_is_zero_when_no_attempt_differs_from_another(tmp_path):
+    """A is asked 3 attempts (a later `run A --attempts 3`), B once (R12b-4's per-task selection). Every attempt of
+    a task had the same outcome: A always resolved, B always failed. pass@1 is 0.5 and there is no spread between
+    attempts; the per-attempt rates, taken over whichever tasks have that attempt, are 0.5, 1.0, 1.0: an s.e. of
+    ±16.7 points, around a mean (0.83) that is not the pass@1 it is printed beside."""
+    from sweserve.reporting.summary import build_reports, read_manifests
+
+    manifest(tmp_path, "r1", "a", {"A": "decoding", "B": "decoding"}, attempts=1, results="results.jsonl")
+    manifest(tmp_path, "r2", "a", {"A": "decoding"}, attempts=3, results="results.jsonl")
+    results = [record("A", "resolved", run_id="r1"), record("B", "failed", run_id="r1"),
+               record("A", "resolved", attempt=2, run_id="r2"), record("A", "resolved", attempt=3, run_id="r2")]
+    (rep,) = build_reports(results, read_manifests(tmp_path / "runs", "results.jsonl", {"a"}))
+    assert rep.overall.pass_at_1 == pytest.approx(0.5)
+    assert not rep.overall.pass_at_1_stderr, rep.overall
+
+
+def test_stderr_counts_a_missing_attempt_as_pass_at_1_does(tmp_path):
+    """Two attempts asked of A and B; B's second never ran (a killed run). pass@1 counts it as not resolved
+    (A 2/2, B 0/2: 0.5); the s.e. leaves it out (attempt 1: 0.5, attempt 2: A alone, 1.0), so a run with a hole
+    shows a spread (±25 points) no attempt had."""
+    from sweserve.reporting.summary import build_reports, read_manifests
+
+    manifest(tmp_path, "r1", "a", {"A": "decoding", "B": "decoding"}, attempts=2, results="results.jsonl")
+    results = [record("A", "resolved"), record("B", "failed"), record("A", "resolved", attempt=2)]
+    (rep,) = build_reports(results, read_manifests(tmp_path / "runs", "results.jsonl", {"a"}))
+    assert rep.overall.pass_at_1 == pytest.approx(0.5)
+    assert not rep.overall.pass_at_1_stderr, rep.overall
+
+
+# --- R15c-4: one agent's attempts in two results files, reported together -----------------------------------------
+
+def test_an_agents_attempt_in_two_results_files_counts_whatever_order_they_are_given(tmp_path):
+    """Agent `a` ran task A twice, each time into its own results file (`--output first/results.jsonl`, later
+    `--output second/results.jsonl`): failed, then resolved. `sweserve report first/... second/...` ("several agents
+    or runs are compared") keys records by (task, agent, attempt) across files, so the second file's attempt 1
+    replaces the first's: the failure vanishes, pass@1 is 100%, one attempt counted; given the other way round,
+    0%. Both attempts were made; the numbers must not depend on the order of the files."""
+    reports = []
+    for d, status in (("first", "failed"), ("second", "resolved")):
+        (tmp_path / d).mkdir()
+        manifest(tmp_path / d, f"run-{d}", "a", {"A": "decoding"}, results="results.jsonl")
+        (tmp_path / d / "results.jsonl").write_text(record("A", status, run_id=f"run-{d}").model_dump_json() + "\n")
+    for order in (("first", "second"), ("second", "first")):
+        proc = cli("report", *(str(tmp_path / d / "results.jsonl") for d in order), "--json", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        (rep,) = json.loads(proc.stdout)
+        reports.append((rep["attempts"], rep["overall"]["pass_at_1"]))
+    assert reports[0] == reports[1], f"first, second: {reports[0]}; second, first: {reports[1]}"
+    assert reports[0][1] != 1.0, "a failed attempt was replaced by a later success"
+
+
+# --- R15c-5: a trial redone in its folder (a resumed `--run-id`), regraded from the killed try's outcomes ---------
+
+def test_regrade_never_reads_outcomes_a_killed_earlier_try_left_in_the_folder(tmp_path, monkeypatch):
+    """`run --run-id R`: a trial is graded (all hidden tests pass; `outcomes.json` saved in
+    runs/R/a/<task>/1/) and the run is killed (Ctrl-C with several workers, SIGKILL) before its line reaches the
+    results file. The resume with the same `--run-id` redoes that (task, attempt) in the same folder; this time the
+    hidden tests time out: `failed`, no outcomes saved. `report --regrade` reads the first try's outcomes and turns
+    the recorded `failed` into `resolved`."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from test_regrade import A, task
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.dataset.taskstore import save_bundle
+    from sweserve.evaluation import trial
+    from sweserve.evaluation.grading import TestRunError
+    from sweserve.evaluation.results import ResultsWriter
+
+    tasks = tmp_path / "tasks"
+    bundle = task("o__r-1")
+    save_bundle(tasks, bundle)
+    out = tmp_path / "r.jsonl"
+    agent = NullAgent()
+    folder = trial.trial_folder(out, "R", agent, bundle, 1)
+    # the killed first try: graded and saved, never recorded in r.jsonl
+    folder.write("outcomes.json", json.dumps({"outcomes": {A: "passed"}}, indent=1) + "\n")
+
+    @contextmanager
+    def no_gpus(ctx, task):
+        yield []
+
+    def timed_out(*args, **kwargs):
+        raise TestRunError("hidden tests timed out after 60s", timed_out=True, output="...")
+
+    monkeypatch.setattr(trial, "cannot_run", lambda ctx, task: None)
+    monkeypatch.setattr(trial, "check_prerequisites", lambda ctx, bundle: None)
+    monkeypatch.setattr(trial, "reservation", no_gpus)
+    monkeypatch.setattr(trial, "solve_and_grade", timed_out)
+    ctx = SimpleNamespace(run_id="R", inputs=lambda b: None, image=lambda inputs: "img")
+    result = trial.run_trial(ctx, trial.TrialRequest(bundle, agent, 1, folder))
+    assert result.status == "failed" and "timed out" in (result.reason or "")
+    with ResultsWriter(out) as w:
+        w.write(result)
+    proc = cli("report", str(out), "--regrade", "--tasks", str(tasks), "--json", "--include-unready", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["tasks"][0]["status"] == "failed", rep["tasks"][0]
