@@ -47,11 +47,12 @@ def run(args, console: Console) -> int:
     results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
+    unready: set[tuple[str, str]] = set()
     if not args.include_unready:
-        unready = {r.task_id for r in results if r.task_ready is False}
+        unready = {(r.agent, r.task_id) for r in results if r.task_ready is False}
         results = [r for r in results if r.task_ready is not False]
         if unready and not args.json:
-            console.print(f"left out the results of {len(unready)} tasks run while not ready "
+            console.print(f"left out the results of {len({t for _, t in unready})} tasks run while not ready "
                           "(--include-unready counts them)", markup=False)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
@@ -74,6 +75,11 @@ def run(args, console: Console) -> int:
                                  if args.include_unready or b.task.ready})
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
+    for agent, sel in selected.items():  # a task whose results were left out as unready is not `missing` either
+        if any((agent, t) in unready for t in sel.tasks):
+            selected[agent] = sel.model_copy(update={
+                "tasks": {t: f for t, f in sel.tasks.items() if (agent, t) not in unready},
+                "per_task": {t: n for t, n in sel.per_task.items() if (agent, t) not in unready}})
     reports = build_reports(results, selected)
     if args.html:
         out = _write_html(reports, results, paths, args)
