@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from sweserve.dataset.taskstore import load_bundle, save_bundle, save_task
 from sweserve.evaluation.results import ResultsWriter
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
-from sweserve.models import RunResult, Task, TaskBundle, TestSpec, ValidationRecord
+from sweserve.models import RunResult, Task, TaskBundle, TestResults, TestSpec, ValidationRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 A, B = "test/test_a.py::test_a", "test/test_a.py::test_b"
@@ -22,7 +22,10 @@ def task(task_id):
 
 
 def result(task_id, status, attempt=1):
+    """A result as a trial records it: a graded one carries its graded tests' outcomes."""
+    tests = TestResults(fail_to_pass={A: "passed" if status == "resolved" else "failed"})
     return RunResult(run_id="r1", task_id=task_id, family="decoding", agent="a", attempt=attempt, status=status,
+                     tests=tests if status in ("resolved", "failed", "tampered") else TestResults(),
                      started_at=T0, finished_at=T0, duration_s=0.0)
 
 

@@ -33,7 +33,11 @@ def regrade(results: list[RunResult], results_path: Path, bundles: dict[str, Tas
     for r in results:
         bundle = bundles.get(r.task_id)
         folder = TrialFolder.for_trial(results_path, r.run_id, r.agent, r.task_id, r.attempt)
-        outcomes = saved_outcomes(folder.path / OUTCOMES_FILE) if r.status in ("resolved", "failed") else None
+        # only a result the verifier graded (its tests recorded) saved outcomes: a `failed` whose hidden tests gave
+        # none (a time-out, a runner that died) may share its folder with an earlier try's (a resumed `--run-id`
+        # redoes a killed run's trial there), which never counted (red team 15c, R15c-5)
+        graded = r.status in ("resolved", "failed") and bool(r.tests.fail_to_pass or r.tests.pass_to_pass)
+        outcomes = saved_outcomes(folder.path / OUTCOMES_FILE) if graded else None
         if bundle is None or outcomes is None:
             out.append(r)
             continue
