@@ -6,7 +6,9 @@ counts as not resolved; only `skipped` (the host cannot run the task) leaves the
 Everything printed goes through rich with markup escaped: task ids, reasons and file names are data.
 
 pass@1 is the mean over scored tasks of each task's fraction of resolved attempts; its standard error is
-taken across attempts (the spread of the per-attempt pass rates: std / sqrt(k), None with one attempt).
+taken across attempts (the spread of the per-attempt pass rates: std / sqrt(k), None with one attempt), each
+rate over every scored task (an asked attempt with no record not resolved; a task asked fewer attempts at its
+own rate past them), so the rates average to pass@1.
 pass@k is the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k) averaged over tasks, with
 k the most attempts any task has (a task with fewer attempts counts as resolved if any attempt was).
 """
@@ -137,11 +139,13 @@ def _rate(rows: list[TaskRow], k: int, outcomes: dict[str, dict[int, bool]] | No
         rate.pass_at_1 = sum(per_task) / len(scored)
         rate.pass_at_k = sum(pass_at_k(r.attempts, r.resolved_attempts, k) for r in scored) / len(scored)
         if outcomes is not None and k > 1:
-            per_attempt = []
-            for attempt in range(1, k + 1):
-                got = [outcomes[r.task_id][attempt] for r in scored if attempt in outcomes[r.task_id]]
-                if got:
-                    per_attempt.append(sum(got) / len(got))
+            # every scored task in every attempt's rate, as pass@1 counts it: an asked attempt with no resolved
+            # record (missing, skipped) is not resolved; past the attempts a task was asked, it stands at its own
+            # rate. The rates then average to pass@1, and only attempts that differ spread them (red team 15c,
+            # R15c-3: taken over whichever tasks had the attempt, they mixed tasks and showed spread none had)
+            per_attempt = [sum(float(outcomes[r.task_id].get(attempt, False)) if attempt <= r.attempts
+                               else r.resolved_attempts / r.attempts for r in scored) / len(scored)
+                           for attempt in range(1, k + 1)]
             rate.pass_at_1_stderr = stderr_across_attempts(per_attempt)
     return rate
 
