@@ -176,3 +176,27 @@ def test_regrade_never_reads_outcomes_a_killed_earlier_try_left_in_the_folder(tm
     assert proc.returncode == 0, proc.stderr
     (rep,) = json.loads(proc.stdout)
     assert rep["tasks"][0]["status"] == "failed", rep["tasks"][0]
+
+
+# --- R15c-6: a skipped attempt blocks its real result for good ---------------------------------------------------
+
+def test_a_resume_runs_an_attempt_that_was_only_skipped(tmp_path):
+    """A `skipped` attempt says nothing of the candidate, only of where or when it ran: `needs 2 GPUs (host has
+    0)` on a laptop, `not validated` before `sweserve validate`, no Ray node of its class up. `pending` counts it
+    finished, so the resume on the GPU host (or after validation) never runs it, `--retry-errors` neither; the
+    report keeps the task out of the denominator with a reason that is no longer true. A resume must try it again
+    (a skip costs nothing to redo; the new record supersedes it as a retried error's does)."""
+    from test_results_report import bundle, result
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import pending
+    from sweserve.evaluation.results import ResultsWriter
+
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path) as w:
+        w.write(result("o__r-1", "resolved"))
+        w.write(result("o__r-2", "skipped", reason="needs 2 GPUs (host has 0)"))
+    agent = NullAgent()
+    agent.name = "a"
+    bundles = [bundle("o__r-1"), bundle("o__r-2", gpus=2)]
+    assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 1, path)] == [("o__r-2", 1)]
