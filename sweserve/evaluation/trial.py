@@ -360,13 +360,26 @@ def record_result(run_id: str, req: TrialRequest, fields: dict, started=None, t0
         run_id=run_id, task_id=task.task_id, family=task.family, agent=agent.name, attempt=req.attempt,
         started_at=started, finished_at=now(), duration_s=round(time.monotonic() - t0, 3) if t0 is not None else 0.0,
         trial_dir=str(req.folder.path), agent_config_hash=agent.config_hash(), task_hash=bundle.content_hash(),
-        task_ready=task.ready, **fields,
+        task_ready=ready_now(bundle), **fields,
     )
     try:
         folder.write_result(result)
     except OSError as exc:  # the index line still records the trial
         log.error("could not write %s's result.json: %s", task.task_id, exc)
     return result
+
+
+def ready_now(bundle: TaskBundle) -> bool:
+    """Whether the task is ready as `run` judges it (`cli.common.ready_only`): recorded ready and still ready
+    assessed now. The recorded flag alone called a task edited since its record (left out by default, taken
+    with --include-unready) ready, and `report` then counted it among the ready (red team 15c, R15c-2)."""
+    from sweserve.dataset.readiness import assess
+
+    try:
+        return bundle.task.ready and assess(bundle.task, bundle.instruction).ready
+    except Exception:  # noqa: BLE001 - a result is recorded whatever happens; unknown readiness is not ready
+        log.exception("could not assess %s's readiness", bundle.task.task_id)
+        return False
 
 
 class Writable(Protocol):
