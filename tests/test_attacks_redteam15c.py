@@ -200,3 +200,30 @@ def test_a_resume_runs_an_attempt_that_was_only_skipped(tmp_path):
     agent.name = "a"
     bundles = [bundle("o__r-1"), bundle("o__r-2", gpus=2)]
     assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 1, path)] == [("o__r-2", 1)]
+
+
+# --- R15c-7: a resume under the same --run-id rewrites the run's manifest with its own selection ------------------
+
+def test_a_resume_under_the_same_run_id_keeps_what_the_run_selected(tmp_path):
+    """`sweserve run --run-id R A B C --attempts 2` is killed after A's attempts. The user resumes under the same
+    run id (as SWE-bench's harness is used: the id names `<model>.R.json`) for the one task they care about first,
+    `sweserve run --run-id R A` (attempts 1). `write_manifest` overwrites runs/R/manifest.json with A alone,
+    attempts 1: B and C, selected and never run, leave the report's denominator (no longer `missing`), and the
+    attempts asked are 1 from then on. The report shows 50% (A's 1 of 2) where 1 of the 6 selected attempts
+    resolved."""
+    from test_results_report import bundle
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.reporting.summary import build_reports, read_manifests
+
+    out = tmp_path / "results.jsonl"
+    agent = NullAgent()
+    agent.name = "a"
+    a, b, c = (bundle(f"o__r-{i}") for i in (1, 2, 3))
+    write_manifest(out, "R", agent, [a, b, c], attempts=2)
+    results = [record("o__r-1", "resolved", run_id="R"), record("o__r-1", "failed", attempt=2, run_id="R")]
+    write_manifest(out, "R", agent, [a], attempts=1)  # the resume: nothing left to do for A
+    (rep,) = build_reports(results, read_manifests(tmp_path / "runs", out.name, {"a"}))
+    assert {t.task_id: t.attempts for t in rep.tasks} == {"o__r-1": 2, "o__r-2": 2, "o__r-3": 2}, rep.tasks
+    assert rep.statuses["missing"] == 2 and rep.overall.pass_at_1 == pytest.approx(0.5 / 3)
