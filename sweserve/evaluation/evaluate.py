@@ -86,15 +86,41 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     path = runs_root(results_path) / run_id / "manifest.json"
     if (owner := run_id_taken(results_path, run_id, agent.name)):
         raise SweserveError(f"run id {run_id} is already used by {owner} in {path.parent}; choose another --run-id")
+    tasks = {b.task.task_id: b.content_hash() for b in bundles}
+    families = {b.task.task_id: b.task.family for b in bundles}
+    asked = dict.fromkeys(tasks, attempts)
+    # the same run resumed (`--run-id`): what it selected before stays selected, each task as many attempts as
+    # any of its invocations asked; rewritten, the tasks a resume left out left the denominator (R15c-7)
+    prior = _manifest_of(path)
+    if prior is not None:
+        before = prior.get("attempts", 1)
+        per_task = prior.get("per_task") or {}
+        for t in prior.get("tasks") or {}:
+            asked[t] = max(asked.get(t, 0), int(per_task.get(t, before)))
+        tasks = {**prior.get("tasks", {}), **tasks}
+        families = {**(prior.get("families") or {}), **families}
+    most = max(asked.values(), default=attempts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
-        "run_id": run_id, "sweserve_version": __version__, "started_at": now().isoformat(),
+        "run_id": run_id, "sweserve_version": __version__,
+        "started_at": prior.get("started_at", now().isoformat()) if prior else now().isoformat(),
         "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),
-        "attempts": attempts,
-        "tasks": {b.task.task_id: b.content_hash() for b in bundles},
-        "families": {b.task.task_id: b.task.family for b in bundles},
+        "attempts": most, "per_task": {t: n for t, n in asked.items() if n != most},
+        "tasks": tasks, "families": families,
     }, indent=2) + "\n")
     return path
+
+
+def _manifest_of(path: Path) -> dict | None:
+    """The manifest at path as a dict, or None (none there, or not one this version can read)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if isinstance(data, dict) and isinstance(data.get("tasks"), dict) and isinstance(data.get("attempts", 1), int) \
+                and isinstance(data.get("per_task") or {}, dict):
+            return data
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    return None
 
 
 def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,

@@ -107,7 +107,9 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
             if written is None and agents is not None and agent not in agents:
                 continue
             families = data.get("families") or {}
-            sel = Selection(attempts=int(data.get("attempts", 1)), tasks={t: families.get(t) for t in tasks})
+            per_task = {str(t): int(n) for t, n in dict(data.get("per_task") or {}).items() if t in tasks}
+            sel = Selection(attempts=int(data.get("attempts", 1)), tasks={t: families.get(t) for t in tasks},
+                            per_task=per_task)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             raise SweserveError(f"{path}: not a run manifest") from None
         selected[agent] = selected[agent].merge(sel) if agent in selected else sel
