@@ -32,18 +32,14 @@ from sweserve.models import RunResult, TaskBundle, now
 
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
             retry_errors: bool = False, first_attempt: int = 1) -> list[tuple[TaskBundle, int]]:
-    """(task, attempt) pairs not yet finished in results_path (none, or only `skipped`): what a resumed run still
-    has to do; with `retry_errors`, also those whose last result is an `error` the machinery caused (not
-    `OWN_ERRORS`)."""
+    """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do; with
+    `retry_errors`, also those whose last result is an `error` the machinery caused (not `OWN_ERRORS`)."""
     done = latest(read_results(results_path))
     todo = []
     for bundle in bundles:
         for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
-            # a skip says where or when it ran (no GPUs here, not validated yet), never how the candidate did: a
-            # resume tries it again, at no cost where it is skipped again (red team 15c, R15c-6)
-            if prior is None or prior.status == "skipped" or (
-                    retry_errors and prior.status == "error" and prior.error_kind not in OWN_ERRORS):
+            if prior is None or (retry_errors and prior.status == "error" and prior.error_kind not in OWN_ERRORS):
                 todo.append((bundle, attempt))
     return todo
 
