@@ -112,7 +112,8 @@ def _manifest_of(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
         if isinstance(data, dict) and isinstance(data.get("tasks"), dict) and isinstance(data.get("attempts", 1), int) \
-                and isinstance(data.get("per_task") or {}, dict):
+                and isinstance(data.get("per_task") or {}, dict) \
+                and all(isinstance(n, int) for n in (data.get("per_task") or {}).values()):
             return data
     except (OSError, UnicodeDecodeError, ValueError):
         pass
