@@ -1,7 +1,16 @@
 """A fifteenth red team's attacks (15c): the counting: results, resume, selection and scores.
 
 Each test asserts the defended behaviour: it FAILS while the attack (or the honest user's mishap) wins. No
-Docker: reports are built from results files and run manifests as `write_manifest` writes them.
+Docker: reports are built from results files and run manifests as `write_manifest` writes them; CLI calls run
+this checkout's sweserve (the environment's editable install may point at another).
+
+- R15c-1 `report` leaves out unready results but counted their tasks `missing` from the manifest. Fixed.
+- R15c-2 a result's `task_ready` was the stale record, not `run`'s judgment (record AND assessed now). Fixed.
+- R15c-3 pass@1's s.e. across attempts took each attempt over whichever tasks had it. Fixed.
+- R15c-4 one agent in two results files: the later file's attempt replaces the earlier's. Open.
+- R15c-5 `report --regrade` read a killed earlier try's outcomes.json in a reused folder. Fixed.
+- R15c-6 a `skipped` attempt is never run again by a resume. Open (a fix must keep repeated skips off the file).
+- R15c-7 a resume under the same `--run-id` rewrote the run's manifest with its own selection. Fixed.
 """
 
 from __future__ import annotations
@@ -14,7 +23,6 @@ from pathlib import Path
 
 import pytest
 from test_report_properties import manifest, record
-
 
 ROOT = Path(__file__).resolve().parent.parent
 
