@@ -235,3 +235,22 @@ def test_a_resume_under_the_same_run_id_keeps_what_the_run_selected(tmp_path):
     (rep,) = build_reports(results, read_manifests(tmp_path / "runs", out.name, {"a"}))
     assert {t.task_id: t.attempts for t in rep.tasks} == {"o__r-1": 2, "o__r-2": 2, "o__r-3": 2}, rep.tasks
     assert rep.statuses["missing"] == 2 and rep.overall.pass_at_1 == pytest.approx(0.5 / 3)
+
+
+# --- R15c-8: the one-writer lock, taken beside the name given, not the file -------------------------------------
+
+def test_a_second_run_on_the_same_file_through_a_link_is_refused(tmp_path):
+    """`results/current.jsonl` is a link to `results/2026-12.jsonl` (a CI job appends to "current"; a person
+    resumes the dated file). Each `ResultsWriter` locks `<name given>.lock`, so both runs hold "the" lock, both
+    read the same pending work, both run it and append: every (task, attempt) graded twice, the later record
+    replacing the earlier in every report (`latest`), a failed attempt replaced by a later success."""
+    from sweserve.errors import SweserveError
+    from sweserve.evaluation.results import ResultsWriter
+
+    real = tmp_path / "results" / "2026-12.jsonl"
+    real.parent.mkdir()
+    real.touch()
+    link = tmp_path / "results" / "current.jsonl"
+    link.symlink_to(real.name)
+    with ResultsWriter(link), pytest.raises(SweserveError, match="another sweserve run"):
+        ResultsWriter(real)
