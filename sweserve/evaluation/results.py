@@ -54,8 +54,11 @@ class ResultsWriter:
             raise SweserveError(f"{path}: is a folder; --output names a results file")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = open(path.with_name(path.name + ".lock"), "w")  # noqa: SIM115 - held until close()
             path.touch()
+            # beside the file itself: a link to it (or a folder linked to its folder) names the same lock, so two
+            # runs on one file never both hold "the" lock (red team 15c, R15c-8)
+            real = path.resolve()
+            self._lock = open(real.with_name(real.name + ".lock"), "w")  # noqa: SIM115 - held until close()
         except OSError as exc:
             raise SweserveError(f"{path}: cannot write results there ({exc.strerror})") from None
         try:
