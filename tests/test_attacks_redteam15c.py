@@ -11,6 +11,8 @@ this checkout's sweserve (the environment's editable install may point at anothe
 - R15c-5 `report --regrade` read a killed earlier try's outcomes.json in a reused folder. Fixed.
 - R15c-6 a `skipped` attempt is never run again by a resume. Open (a fix must keep repeated skips off the file).
 - R15c-7 a resume under the same `--run-id` rewrote the run's manifest with its own selection. Fixed.
+- R15c-8 two runs on one results file through a symlink each held "the" lock. Fixed (a hard link still
+  evades it: flock the results file itself to close that too).
 """
 
 from __future__ import annotations
