@@ -123,7 +123,8 @@ def test_an_agents_attempt_in_two_results_files_counts_whatever_order_they_are_g
     `--output second/results.jsonl`): failed, then resolved. `sweserve report first/... second/...` ("several agents
     or runs are compared") keys records by (task, agent, attempt) across files, so the second file's attempt 1
     replaces the first's: the failure vanishes, pass@1 is 100%, one attempt counted; given the other way round,
-    0%. Both attempts were made; the numbers must not depend on the order of the files."""
+    0%. Both attempts were made; the numbers must not depend on the order of the files. Such files are now refused
+    with one line naming both runs, whatever their order."""
     reports = []
     for d, status in (("first", "failed"), ("second", "resolved")):
         (tmp_path / d).mkdir()
@@ -131,11 +132,13 @@ def test_an_agents_attempt_in_two_results_files_counts_whatever_order_they_are_g
         (tmp_path / d / "results.jsonl").write_text(record("A", status, run_id=f"run-{d}").model_dump_json() + "\n")
     for order in (("first", "second"), ("second", "first")):
         proc = cli("report", *(str(tmp_path / d / "results.jsonl") for d in order), "--json", cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        (rep,) = json.loads(proc.stdout)
-        reports.append((rep["attempts"], rep["overall"]["pass_at_1"]))
-    assert reports[0] == reports[1], f"first, second: {reports[0]}; second, first: {reports[1]}"
-    assert reports[0][1] != 1.0, "a failed attempt was replaced by a later success"
+        reports.append((proc.returncode, proc.stdout))
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, (order, proc.stdout)
+        assert "run-first" in proc.stderr and "run-second" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert reports[0][1] == reports[1][1] == "", "a report counted one of the two attempts"
+    same = cli("report", str(tmp_path / "first" / "results.jsonl"), str(tmp_path / "first" / "results.jsonl"),
+               "--json", cwd=tmp_path)  # control: one file given twice is one run
+    assert same.returncode == 0, same.stderr
 
 
 # --- R15c-5: a trial redone in its folder (a resumed `--run-id`), regraded from the killed try's outcomes ---------
@@ -194,8 +197,9 @@ def test_a_resume_runs_an_attempt_that_was_only_skipped(tmp_path):
     """A `skipped` attempt says nothing of the candidate, only of where or when it ran: `needs 2 GPUs (host has
     0)` on a laptop, `not validated` before `sweserve validate`, no Ray node of its class up. `pending` counts it
     finished, so the resume on the GPU host (or after validation) never runs it, `--retry-errors` neither; the
-    report keeps the task out of the denominator with a reason that is no longer true. A resume must try it again
-    (a skip costs nothing to redo; the new record supersedes it as a retried error's does)."""
+    report keeps the task out of the denominator with a reason that is no longer true. `--retry-errors` now tries
+    it again (a skip costs nothing to redo; the new record supersedes it as a retried error's does); a plain resume
+    leaves it, as on the same host it would be skipped again, a line each time."""
     from test_results_report import bundle, result
 
     from sweserve.agents.reference import NullAgent
@@ -209,7 +213,8 @@ def test_a_resume_runs_an_attempt_that_was_only_skipped(tmp_path):
     agent = NullAgent()
     agent.name = "a"
     bundles = [bundle("o__r-1"), bundle("o__r-2", gpus=2)]
-    assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 1, path)] == [("o__r-2", 1)]
+    assert [(b.task.task_id, a) for b, a in pending(bundles, agent, 1, path, retry_errors=True)] == [("o__r-2", 1)]
+    assert pending(bundles, agent, 1, path) == []
 
 
 # --- R15c-7: a resume under the same --run-id rewrites the run's manifest with its own selection ------------------

@@ -44,6 +44,7 @@ def run(args, console: Console) -> int:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
     per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
+    _one_file_per_attempt(per_file)
     results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
@@ -143,3 +144,22 @@ def _write_html(reports, results, paths: list[Path], args) -> Path:
         "last finished": max(r.finished_at for r in results).isoformat() if results else "—",
     }
     return write_html_report(reports, results, bundles, Path(args.html), config)
+
+
+def _one_file_per_attempt(per_file: dict) -> None:
+    """Refuse an agent's attempt of a task recorded by two runs in two of the files given: each is keyed by (task,
+    agent, attempt), so the later file's replaced the earlier's, and the order of the files chose which one
+    counted (a failure dropped for a later success: red team 15c, R15c-4). A resumed run in one file supersedes
+    its own records; the same run's records in two files (a copy) are one attempt."""
+    from sweserve.evaluation.results import latest
+
+    seen: dict[tuple[str, str, int], tuple[Path, str]] = {}
+    for path, results in per_file.items():
+        for key, r in latest(results).items():
+            other = seen.setdefault(key, (path, r.run_id))
+            if other[0] != path and other[1] != r.run_id:
+                task, agent, attempt = key
+                raise SweserveError(
+                    f"{agent}'s attempt {attempt} of {task} is in {other[0]} (run {other[1]}) and in {path} (run "
+                    f"{r.run_id}): one report counts each attempt once; report the files apart, or give the agents "
+                    "different names")

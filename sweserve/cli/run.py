@@ -46,7 +46,8 @@ def register(sub, common) -> None:
     r.add_argument("--workers", type=int, default=None, help="tasks run at once (default: 1; not with --executor "
                    "ray, which sizes each trial by its task's resources)")
     add_executor_args(r)
-    r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error' (not a limit the candidate's own work broke)")
+    r.add_argument("--retry-errors", action="store_true", help="redo attempts whose last result is 'error' (not a limit the candidate's own work broke) "
+                        "or 'skipped' (a host without the GPUs, a task not validated then)")
     r.add_argument("--force", action="store_true",
                    help="resume even though the agent config or a task changed since earlier results")
     r.add_argument("--repo-path", default=None, help="clone to build task images from")

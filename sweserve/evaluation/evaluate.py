@@ -33,13 +33,17 @@ from sweserve.models import RunResult, TaskBundle, now
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
             retry_errors: bool = False, first_attempt: int = 1) -> list[tuple[TaskBundle, int]]:
     """(task, attempt) pairs not yet finished in results_path: what a resumed run still has to do; with
-    `retry_errors`, also those whose last result is an `error` the machinery caused (not `OWN_ERRORS`)."""
+    `retry_errors`, also those whose last result is an `error` the machinery caused (not `OWN_ERRORS`) or a
+    `skipped` (it says where or when the run was, never what the candidate did: a host without the GPUs, a task
+    not validated yet; red team 15c, R15c-6). A plain resume leaves skips alone: on the same host each would be
+    skipped again."""
     done = latest(read_results(results_path))
     todo = []
     for bundle in bundles:
         for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
-            if prior is None or (retry_errors and prior.status == "error" and prior.error_kind not in OWN_ERRORS):
+            if prior is None or retry_errors and (prior.status == "skipped" or prior.status == "error"
+                                                  and prior.error_kind not in OWN_ERRORS):
                 todo.append((bundle, attempt))
     return todo
 
