@@ -143,7 +143,10 @@ def scan(patch: str) -> list[str]:
     for name, section in _files(patch):
         if _is_binary(name, section):
             flags.add(f"binary or compiled module ({name})")
-        added = "\n".join(line[1:] for line in section.splitlines() if line.startswith("+")
+        # lines as git splits a diff (at LF only): str.splitlines also breaks at CR, FF, NEL, U+2028..., and the
+        # second half of a '+' line broken there lost its '+' and went unscanned, while Python reads a lone CR
+        # as a line end and runs it (red team 15b, R15b-6)
+        added = "\n".join(line[1:] for line in section.split("\n") if line.startswith("+")
                           and not line.startswith("+++"))
         for what, pattern in PATTERNS:
             if pattern.search(added):

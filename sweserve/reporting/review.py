@@ -114,7 +114,9 @@ details.step .thought{white-space:pre-wrap;margin:6px 0} details.step pre.out{ba
 
 def _diff_html(patch: str) -> str:
     rows = []
-    for line in patch.splitlines():
+    # at LF only, as git splits a diff: str.splitlines also breaks at CR, FF, NEL, U+2028..., which showed the
+    # rest of an added line as an unchanged one (red team 15b, R15b-6)
+    for line in patch.removesuffix("\n").split("\n") if patch else []:
         kind = ("file" if line.startswith(("diff --git", "+++", "---", "index ")) else "hunk" if line.startswith("@@")
                 else "add" if line.startswith("+") else "del" if line.startswith("-") else "")
         rows.append(f'<span class="{kind}">{html.escape(line) or " "}</span>')
