@@ -151,6 +151,8 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
     summary = (f"ability {me:+.2f} ± {fit.ability_se[agent]:.2f} logits (95% interval "
                f"{me - 1.96 * fit.ability_se[agent]:+.2f} to {me + 1.96 * fit.ability_se[agent]:+.2f})"
                if me is not None else "no graded attempt")
+    # the notes' key joins pack and candidate with '/', which neither name holds: with '-' (which both may hold),
+    # candidate senior-jane of pack backend and jane of backend-senior shared one key (red team 15b, R15b-5)
     return f"""<!doctype html><html><head><meta charset=utf-8><title>Scorecard: {e(name)}</title>{STYLE}</head><body>
 <h1>Scorecard: <span id=candidate>{e(name)}</span></h1>
 <p>Pack <b>{e(pack.name)}</b> (version {e(pack.version)}), {len(pack.tasks)} tasks, {pack.time_budget_s // 60} minutes.
@@ -162,7 +164,7 @@ Resolved {sum(r.status == 'resolved' for r in results.values())} of {len(pack.ta
 <table id=standing><tr><th>who</th><th>kind</th><th>ability</th></tr>{''.join(standing)}</table>
 <h2>Reviewer notes</h2>
 <textarea id=notes placeholder="notes for the hiring panel (kept in this browser)"></textarea>
-<script>const k='sweserve-notes-{e(pack.name)}-{e(name)}', n=document.getElementById('notes');
+<script>const k='sweserve-notes/{e(pack.name)}/{e(name)}', n=document.getElementById('notes');
 n.value=localStorage.getItem(k)||''; n.oninput=()=>localStorage.setItem(k,n.value);</script>
 </body></html>"""
 
