@@ -25,6 +25,7 @@ from sweserve.assess.packs import Pack
 from sweserve.assess.recorder import commands_from_cast, read_cast
 from sweserve.evaluation.results import read_results
 from sweserve.models import RunResult
+from sweserve.reporting.review import visible_controls
 
 PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
           "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
@@ -202,4 +203,4 @@ def replay_page(name: str, r: RunResult) -> str:
 <div class=grid><div><h2>Commands typed</h2>
 <table id=commands><tr><th>at</th><th>command</th></tr>{cmd_rows}</table></div>
 <div><h2>Hidden tests</h2><table id=outcomes><tr><th>kind</th><th>test</th><th>outcome</th></tr>{tests}</table>
-<h2>Diff</h2><pre id=diff>{e(r.model_patch) or '(no change)'}</pre></div></div></body></html>"""
+<h2>Diff</h2><pre id=diff>{e(visible_controls(r.model_patch.replace(chr(13) + chr(10), chr(10)))) or '(no change)'}</pre></div></div></body></html>"""

@@ -208,6 +208,7 @@ def review(args, console: Console) -> int:
 
 def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import load_bundle, select, task_dirs
+    from sweserve.reporting.review import visible_controls
 
     if args.tasks_cmd == "review":
         return review(args, console)
@@ -230,7 +231,8 @@ def run(args, console: Console) -> int:
         console.rule("quality")
         console.print(quality_lines(bundle.task), markup=False, highlight=False)
         console.rule("instruction")
-        console.print(bundle.instruction, markup=False, highlight=False)
+        # mined from PR text: its escape sequences are spelled, never sent to the terminal (red team 15b, R15b-3)
+        console.print(visible_controls(bundle.instruction), markup=False, highlight=False)
         return 0
     table = Table(title=escape(str(tasks_dir)))
     for name in ("task", "family", "PR", "validated", "F2P", "P2P", "gpus", "lint", "ready"):

@@ -16,6 +16,19 @@ MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agen
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
 
 
+# what a terminal acts on (C0/C1 controls but tab and line feed; a CR before LF is a line end) and what reorders or
+# hides text where it is shown (bidi embeddings, overrides and isolates, marks, zero-width characters)
+_UNSEEN = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                     r"\u2066-\u2069\ufeff]")
+
+
+def visible_controls(text: str) -> str:
+    """Text as a reviewer may read it on a terminal or a page: each control character, bidi control and invisible
+    character spelled by its code point (`<U+001B>`), so a candidate's file or a mined statement can neither
+    drive the reviewer's terminal nor show code other than what runs (red team 15b, R15b-1..3)."""
+    return _UNSEEN.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+
+
 def _fence(text: str, lang: str = "") -> str:
     """A code block no backtick run in text can close (diffs and terminals are the candidate's words)."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -49,7 +62,9 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
               "## Oracle diff", "", _fence(bundle.oracle_patch, "diff")]
     if run:
         lines += _session(run)
-    return "\n".join(lines) + "\n"
+    # printed to a terminal (`sweserve review`): the candidate's files and history, and the mined statement,
+    # carry no escape sequence, carriage return or bidi control to it (red team 15b, R15b-1)
+    return visible_controls("\n".join(lines) + "\n")
 
 
 HISTORY_FLAGS = ("transcript_tampered", "history_disagrees")
@@ -119,7 +134,8 @@ def _diff_html(patch: str) -> str:
     for line in patch.removesuffix("\n").split("\n") if patch else []:
         kind = ("file" if line.startswith(("diff --git", "+++", "---", "index ")) else "hunk" if line.startswith("@@")
                 else "add" if line.startswith("+") else "del" if line.startswith("-") else "")
-        rows.append(f'<span class="{kind}">{html.escape(line) or " "}</span>')
+        # bidi controls and invisible characters spelled: the reviewer reads the code that runs (R15b-2)
+        rows.append(f'<span class="{kind}">{html.escape(visible_controls(line.removesuffix(chr(13)))) or " "}</span>')
     return "<pre>" + "".join(rows) + "</pre>" if rows else "<pre>(no changes)</pre>"
 
 
