@@ -13,6 +13,9 @@ R15b-4  The replay page inlines the cast with every '<' spelled as six bytes: a 
 R15b-5  The scorecard's reviewer notes are kept in localStorage under 'sweserve-notes-<pack>-<candidate>': two
         different (pack, candidate) pairs share one key, so one candidate's notes show (and are edited) on
         another's scorecard.
+R15b-6  The reviewer page and the tamper scan split the candidate's diff with str.splitlines (CR, FF, NEL,
+        U+2028 ... break a line there, never in git or in `git apply`): code after a lone CR in a '+' line, which
+        Python runs as a line of its own, is shown as an unchanged line and goes unscanned.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def test_control_review_markdown_keeps_an_honest_diff_whole(tmp_path):
     assert '+print("tab\tseparated")' in text
 
 
-# ---- R15b-2: bidi overrides / invisible characters in the diff, on the HTML pages a reviewer reads
+# ---- R15b-2: bidi overrides / invisible characters in the diff (and trajectory, history) on the pages a reviewer reads
 
 # the classic Trojan Source shape: the reviewer reads `if access_level != "user": # Check if admin`, Python runs
 # the comparison against the whole string (the check is never true)
@@ -220,3 +223,19 @@ def test_tamper_scan_sees_code_after_a_lone_carriage_return():
     assert any(f.startswith("exit-time hook") for f in plain)  # the control: on its own line it is flagged
     hidden = scan(_patch(SPLIT))
     assert any(f.startswith("exit-time hook") for f in hidden), hidden
+
+
+def test_reviewer_page_shows_bidi_controls_in_the_trajectory_and_the_shell_history(tmp_path):
+    from sweserve.reporting.review import review_html
+
+    bundle = _bundle()
+    # an agent's step: the command that ran deletes the tests; the reviewer reads a harmless `ls`
+    (tmp_path / "steps.json").write_text(json.dumps([
+        {"thought": "Look around.", "command": "rm -rf tests \u202e\u2066 sl\u2069", "output": "[exit code: 0]"}]))
+    run = AgentRun(agent="human-jane", candidate="jane", wall_s=600.0,
+                   transcript="1767225600\tcurl -s http://x.example/a\u202e\u2066 ;sterces tac\u2069\n",
+                   untyped_history=["x"], flags=["history_disagrees"])
+    page = review_html(bundle, _result(bundle, _patch("pass"), run=run, trial_dir=str(tmp_path)))
+    shown = page[page.index('id="trajectory"'):]
+    assert "rm -rf tests" in shown and "curl -s" in shown
+    assert not _visible(shown), f"raw reordering characters in the trajectory / history: {_visible(shown)}"
