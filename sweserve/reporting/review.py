@@ -158,6 +158,11 @@ def read_steps(result: RunResult) -> list[TrajectoryStep]:
         return []
 
 
+def _shown(text: str) -> str:
+    """The agent's (or candidate's) words on a page: escaped, bidi controls and invisible characters spelled."""
+    return html.escape(visible_controls(text))
+
+
 def trajectory_html(steps: list[TrajectoryStep]) -> str:
     if not steps:
         return "<p>No trajectory was recorded for this run.</p>"
@@ -168,12 +173,12 @@ def trajectory_html(steps: list[TrajectoryStep]) -> str:
         head = head if len(head) <= 140 else head[:139] + "…"
         body = ""
         if step.thought:
-            body += f'<div class="thought">{html.escape(step.thought)}</div>'
+            body += f'<div class="thought">{_shown(step.thought)}</div>'
         if step.command:
-            body += f"<pre class='cmd'>$ {html.escape(step.command)}</pre>"
+            body += f"<pre class='cmd'>$ {_shown(step.command)}</pre>"
         if step.output:
-            body += f"<pre class='out'>{html.escape(step.output)}</pre>"
-        out.append(f'<details class="step" id="step-{n}"><summary>step {n}: {html.escape(head)}</summary>{body}'
+            body += f"<pre class='out'>{_shown(step.output)}</pre>"
+        out.append(f'<details class="step" id="step-{n}"><summary>step {n}: {_shown(head)}</summary>{body}'
                    "</details>")
     if more > 0:
         out.append(f"<p>… {more} more steps in the trial folder's steps.json</p>")
@@ -182,7 +187,7 @@ def trajectory_html(steps: list[TrajectoryStep]) -> str:
 
 def _folded(title: str, summary: str, text: str) -> str:
     return (f"<h2>{html.escape(title)}</h2><details><summary>{html.escape(summary)}</summary>"
-            f"<pre>{html.escape(text)}</pre></details>")
+            f"<pre>{html.escape(visible_controls(text))}</pre></details>")
 
 
 def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None) -> str:
