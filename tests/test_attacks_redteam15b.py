@@ -239,3 +239,47 @@ def test_reviewer_page_shows_bidi_controls_in_the_trajectory_and_the_shell_histo
     shown = page[page.index('id="trajectory"'):]
     assert "rm -rf tests" in shown and "curl -s" in shown
     assert not _visible(shown), f"raw reordering characters in the trajectory / history: {_visible(shown)}"
+
+
+def test_control_replay_page_plays_a_cast_of_markup_and_unicode_in_a_browser(tmp_path):
+    """The player still gets the cast whole: '<', '</script>', quotes, backslashes and non-ASCII text."""
+    import shutil
+
+    webdriver = __import__("pytest").importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from sweserve.assess.agent import CAST_FILE
+    from sweserve.assess.scorecard import PLAYER, replay_page
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver) or not (ROOT / "node_modules" / "asciinema-player").is_dir():
+        __import__("pytest").skip("chromium, chromium-driver and node_modules are needed")
+    text = 'héllo </script><b>x</b> "q" \\\\ ✓ 日本'
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    lines = [json.dumps({"version": 2, "width": 80, "height": 10}), json.dumps([0.1, "o", text + "\r\n"]),
+             json.dumps([0.2, "o", "<" * 50 + "\r\n"])]
+    (trial / CAST_FILE).write_text("\n".join(lines) + "\n")
+    (tmp_path / "vendor").mkdir()
+    for name, rel in PLAYER.items():
+        shutil.copyfile(ROOT / "node_modules" / rel, tmp_path / "vendor" / name)
+    page = tmp_path / "replay.html"
+    page.write_text(replay_page("jane", _result(_bundle(), "", trial_dir=str(trial))))
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,800"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(options=opts, service=Service(driver))
+    try:
+        d.get(page.as_uri())
+        import time
+
+        end, shown = time.monotonic() + 30, ""
+        while time.monotonic() < end and "héllo" not in shown:
+            time.sleep(0.5)
+            shown = " ".join(e.text for e in d.find_elements(By.CSS_SELECTOR, ".ap-terminal, .ap-player"))
+        assert re.sub(r"\s", "", text) in re.sub(r"\s", "", shown), shown
+        assert not d.find_elements(By.TAG_NAME, "b")  # nothing of the cast became markup
+    finally:
+        d.quit()
