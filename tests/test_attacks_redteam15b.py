@@ -16,6 +16,8 @@ R15b-5  The scorecard's reviewer notes are kept in localStorage under 'sweserve-
 R15b-6  The reviewer page and the tamper scan split the candidate's diff with str.splitlines (CR, FF, NEL,
         U+2028 ... break a line there, never in git or in `git apply`): code after a lone CR in a '+' line, which
         Python runs as a line of its own, is shown as an unchanged line and goes unscanned.
+R15b-7  A predictions file's `model_name_or_path` is kept raw as the run's model: `sweserve run --predictions`
+        and `sweserve report` print it (rich keeps ESC) to the operator's terminal.
 """
 
 from __future__ import annotations
@@ -283,3 +285,27 @@ def test_control_replay_page_plays_a_cast_of_markup_and_unicode_in_a_browser(tmp
         assert not d.find_elements(By.TAG_NAME, "b")  # nothing of the cast became markup
     finally:
         d.quit()
+
+
+# ---- R15b-7: a predictions file's model name reaches the terminal `sweserve run --predictions` / `report` print to
+
+def test_report_on_a_terminal_carries_no_escape_sequence_from_a_predictions_model_name():
+    import io
+
+    from rich.console import Console
+
+    from sweserve.reporting.summary import build_reports, render
+
+    bundle = _bundle()
+    # SWE-bench's `model_name_or_path`, as a submitter writes it; PredictionsAgent keeps it as the run's model
+    # (the agent name is cleaned, the model is not): a title change, the lines above erased, a clipboard write
+    model = "org/model-v2\x1b]0;sweserve: all resolved\x1b\\\x1b[3A\x1b[2K\x1b]52;c;cm0gLXJmIH4=\x1b\\"
+    r = _result(bundle, _patch("pass"), agent="org-model-v2",
+                run=AgentRun(agent="org-model-v2", model=model, exit_code=0))
+    buf = io.StringIO()
+    render(build_reports([r]), Console(file=buf, force_terminal=True, width=200))
+    text = buf.getvalue()
+    assert "org/model-v2" in text
+    theirs = re.sub(r"\x1b\[[0-9;]*m", "", text)  # rich's own colours
+    found = sorted({repr(c) for c in TERMINAL_CONTROLS.findall(theirs)})
+    assert not found, f"the model name's control characters reach the terminal: {found}"
