@@ -92,6 +92,7 @@ def _run_predictions(args, console: Console) -> int:
     """One run per model in the file, on the selected tasks it has predictions for."""
     from sweserve.agents.predictions import PredictionSet, load_predictions
     from sweserve.dataset.taskstore import load_all, select
+    from sweserve.reporting.review import visible_controls
     from sweserve.reporting.swebench_report import swebench_model_name
 
     predictions = load_predictions(Path(args.predictions))
@@ -108,7 +109,7 @@ def _run_predictions(args, console: Console) -> int:
                             f"{args.tasks} (e.g. {', '.join(preds.unknown[:3])})")
     if preds.unknown:
         console.print(f"[yellow]{len(preds.unknown)} predictions name no task in {escape(args.tasks)} (not graded):[/] "
-                      + escape(", ".join(preds.unknown)))
+                      + escape(visible_controls(", ".join(preds.unknown))))  # the submitter's text (R15b-7)
     if preds.empty:
         console.print(f"[yellow]{len(preds.empty)} predictions have an empty patch (recorded as failed):[/] "
                       + escape(", ".join(preds.empty)))

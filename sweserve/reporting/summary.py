@@ -29,6 +29,7 @@ from rich.table import Table
 from sweserve.errors import SweserveError
 from sweserve.evaluation.results import latest
 from sweserve.models import FAMILIES, STATUSES, RunResult
+from sweserve.reporting.review import visible_controls
 
 MISSING = "missing"
 
@@ -219,7 +220,8 @@ def render(reports: list[AgentReport], console: Console) -> None:
     for rep in reports:
         k = rep.overall.k
         title = f"agent: {rep.agent}" + (f" (model {rep.model})" if rep.model else "")
-        summary = Table(title=escape(title), show_lines=False)
+        # a predictions file's model name is the submitter's text: rich keeps ESC, so it is spelled (R15b-7)
+        summary = Table(title=escape(visible_controls(title)), show_lines=False)
         summary.add_column("family", no_wrap=True)
         summary.add_column("tasks", justify="right")
         summary.add_column("scored", justify="right")
@@ -254,6 +256,7 @@ def render(reports: list[AgentReport], console: Console) -> None:
             reason = f"skipped: {row.reason}" if row.status == "skipped" else (row.reason or "")
             if row.flags:
                 reason = f"[flags: {', '.join(row.flags)}] {reason}".strip()
-            detail.add_row(escape(row.task_id), escape(row.family),
-                           f"[{STATUS_STYLE.get(row.status, 'white')}]{escape(status)}[/]", escape(reason))
+            detail.add_row(escape(visible_controls(row.task_id)), escape(row.family),
+                           f"[{STATUS_STYLE.get(row.status, 'white')}]{escape(status)}[/]",
+                           escape(visible_controls(reason)))
         console.print(detail)
