@@ -16,6 +16,8 @@ R15b-5  The scorecard's reviewer notes are kept in localStorage under 'sweserve-
 R15b-6  The reviewer page and the tamper scan split the candidate's diff with str.splitlines (CR, FF, NEL,
         U+2028 ... break a line there, never in git or in `git apply`): code after a lone CR in a '+' line, which
         Python runs as a line of its own, is shown as an unchanged line and goes unscanned.
+R15b-8  The board names each agent's reviewer pages by its name cut to 120 characters: two agents alike in their
+        first 120 (two checkpoints of one run, by path) share them, and one's cells open the other's pages.
 R15b-7  A predictions file's `model_name_or_path` is kept raw as the run's model: `sweserve run --predictions`
         and `sweserve report` print it (rich keeps ESC) to the operator's terminal.
 """
@@ -309,3 +311,29 @@ def test_report_on_a_terminal_carries_no_escape_sequence_from_a_predictions_mode
     theirs = re.sub(r"\x1b\[[0-9;]*m", "", text)  # rich's own colours
     found = sorted({repr(c) for c in TERMINAL_CONTROLS.findall(theirs)})
     assert not found, f"the model name's control characters reach the terminal: {found}"
+
+
+# ---- R15b-8: two agents, one reviewer page: the board's file names cut agent names at 120 characters
+
+def test_board_links_each_agents_cell_to_its_own_reviewer_page(tmp_path):
+    from sweserve.reporting.html import write_html_report
+    from sweserve.reporting.summary import build_reports
+
+    bundle = _bundle()
+    # SWE-bench's model_name_or_path is often a checkpoint path: two checkpoints of one training run differ at the end
+    stem = "home-ml-checkpoints-" + "sglang-coder-70b-sft-lr2e-5-bs512-ctx128k-" * 3
+    a, b = stem + "step-1000", stem + "step-2000"
+    results = [_result(bundle, _patch("pass  # from A"), agent=a, run=AgentRun(agent=a, exit_code=0)),
+               _result(bundle, _patch("pass  # from B"), agent=b, run=AgentRun(agent=b, exit_code=0))]
+    board = tmp_path / "board" / "index.html"
+    write_html_report(build_reports(results), results, {bundle.task.task_id: bundle}, board)
+    page = board.read_text()
+    matrix = page[page.index("<table id='matrix'>"):]
+    matrix = matrix[:matrix.index("</table>")]
+    heads = re.findall(r"<th>([^<]*)</th>", matrix)[2:]  # task, family, then the agents in the cells' order
+    links = re.findall(r'<td class="cell"[^>]*><a href="([^"]+)"', matrix)
+    assert sorted(heads) == sorted([a, b]) and len(links) == 2
+    for agent, link in zip(heads, links):
+        review = (board.parent / link).read_text()
+        mark = "from A" if agent == a else "from B"
+        assert mark in review, f"the cell of ...{agent[-9:]} opens the reviewer page of the other agent"
