@@ -8,6 +8,7 @@ Agents are ranked by pass@1 (then name), and the charts follow the table's order
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -53,8 +54,14 @@ def _secs(x: float | None) -> str:
 
 
 def safe_name(name: str) -> str:
-    """A file or folder name for an agent or task name (agents may be shell commands)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "_"
+    """A file or folder name for an agent or task name (agents may be shell commands), one per name: a name that
+    had to be changed or cut ends in '~' and a hash of the whole (no name kept as it is holds '~'). Cut to 120
+    characters alone, two agents alike in their first 120 (two checkpoints of a run, by path) shared their
+    reviewer pages, and one's cells opened the other's (red team 15b, R15b-8)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    if cleaned == name and 0 < len(name) <= 120 and name not in (".", ".."):
+        return name
+    return f"{cleaned[:100]}~{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
 
 
 def review_path(agent: str, task_id: str) -> str:
