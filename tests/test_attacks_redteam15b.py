@@ -16,10 +16,10 @@ R15b-5  The scorecard's reviewer notes are kept in localStorage under 'sweserve-
 R15b-6  The reviewer page and the tamper scan split the candidate's diff with str.splitlines (CR, FF, NEL,
         U+2028 ... break a line there, never in git or in `git apply`): code after a lone CR in a '+' line, which
         Python runs as a line of its own, is shown as an unchanged line and goes unscanned.
-R15b-8  The board names each agent's reviewer pages by its name cut to 120 characters: two agents alike in their
-        first 120 (two checkpoints of one run, by path) share them, and one's cells open the other's pages.
 R15b-7  A predictions file's `model_name_or_path` is kept raw as the run's model: `sweserve run --predictions`
         and `sweserve report` print it (rich keeps ESC) to the operator's terminal.
+R15b-8  The board names each agent's reviewer pages by its name cut to 120 characters: two agents alike in their
+        first 120 (two checkpoints of one run, by path) share them, and one's cells open the other's pages.
 """
 
 from __future__ import annotations
