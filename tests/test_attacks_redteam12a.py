@@ -294,8 +294,8 @@ def test_a_second_link_while_the_first_session_runs_is_refused_unspent(tmp_path,
     session ran, both wrote attempt 1 of the same results file (the candidate picks which one counts) or the
     second ended in `error` at once with its link spent (red team 12a's lead, measured by red team 14b). The
     second is now refused before its token is spent, and opens a retake (attempt 2) once the first has ended."""
-    from sweserve.evaluation.results import read_results
     from sweserve.errors import SweserveError
+    from sweserve.evaluation.results import read_results
 
     server, store, pack = _pack_server(tmp_path, monkeypatch)
     (_, first), (_, second) = (store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(hours=1))
