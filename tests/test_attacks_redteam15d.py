@@ -70,43 +70,7 @@ def test_a_tree_the_candidate_took_away_is_graded_not_a_redone_error(demo, tmp_p
     assert redo == []
 
 
-# --- R15d-3: a file git can add but not diff in the grade sandbox's memory --------------------------------------
-
-def _with_memory(bundle, memory_gb: float):
-    resources = bundle.task.resources.model_copy(update={"memory_gb": memory_gb})
-    return bundle.model_copy(update={"task": bundle.task.model_copy(update={"resources": resources})})
-
-
-def _bundle_run(demo, tmp_path, bundle, command, name):
-    cfg = CommandAgentConfig(kind="command", name=name, command=command)
-    agent = CommandAgent(cfg.command, cfg=cfg)
-    out = tmp_path / f"{name}.jsonl"
-    run_evaluation(demo.ctx, [bundle], agent, out)
-    (r,) = read_results(out)
-    return r, pending([bundle], agent, 1, out, retry_errors=True)
-
-
-# incompressible data: `git add -A` streams it into a loose object (its input a file mapping), `git diff --binary`
-# holds the whole blob inflated and its deflated copy on the heap: twice the file, past the sandbox's memory
-BIG_RANDOM = "head -c 250M /dev/urandom > python/sglang/weights.bin"
-
-
-@pytest.mark.docker
-def test_a_file_too_large_for_gits_diff_is_not_a_redone_error(demo, tmp_path):
-    """R15d-3: the grade sandbox's diff exec exits NO_DIFF when `git diff --cached --binary` dies (OOM-killed:
-    exit 137), and `diff_then` makes that `InfraError("sandbox", "could not diff the candidate's tree")`: `error`,
-    kind `sandbox`, redone. The same file a little smaller is diffed, and its patch is over the submission limit:
-    `error`, kind `limit`, never redone. So a candidate turns a not-redone outcome into a redone one by the size of
-    one file it writes (scaled down here: a 300 MB sandbox and 250 MB; a 4 GB sandbox and a file under the 2 GiB
-    tree limit is the same door)."""
-    bundle = _with_memory(demo.bundle(DIST), 0.3)
-    r, redo = _bundle_run(demo, tmp_path, bundle, FIX + BIG_RANDOM, "hoarder")
-    print("R15d-3:", r.status, r.error_kind, r.reason)
-    assert not (r.status == "error" and r.error_kind != "limit"), (r.status, r.error_kind, r.reason)
-    assert redo == []
-
-
-# --- R15d-4: the exports' verifier unlinks a nested repository's folder ------------------------------------------
+# --- R15d-3: the exports' verifier unlinks a nested repository's folder ------------------------------------------
 
 def _git(cwd, *args):
     import subprocess
@@ -116,7 +80,7 @@ def _git(cwd, *args):
 
 
 def test_a_nested_repository_in_the_tree_does_not_crash_the_export_verifier(tmp_path, monkeypatch):
-    """R15d-4: the in-box verifier (`sweserve_verify.to_base`, the Harbor and SWE-bench exports) removes every
+    """R15d-3: the in-box verifier (`sweserve_verify.to_base`, the Harbor and SWE-bench exports) removes every
     untracked path `git ls-files --others` lists once the tree is back at base, with `os.unlink`. A folder holding
     a `.git` folder (HEAD, objects/, refs/: three text files) is a nested repository, which git lists as one entry,
     `vendor/`, and `git clean -qfd` keeps (it takes -ff); a `.gitignore` naming it keeps `git add -A` from refusing
@@ -153,20 +117,46 @@ def test_a_nested_repository_in_the_tree_does_not_crash_the_export_verifier(tmp_
     assert "x = 2" in open(patch).read()
 
 
-# --- R15d-6: the first command's exit status read as the checkout's ----------------------------------------------
+# --- R15d-4: the egress proxy's audit log, read whole into the host's memory -----------------------------------
 
-# the tree's checkout runs in the same exec before a command agent's command (`DockerSandbox.exec`: `restore ||
-# exit 203; COMMAND`); an exit of 203 (TREE_FAILED), or a time-out, makes the host check the checkout again
-# (`_check_out_tree`): the done marker asked of dockerd, else `sweserve-tree restore` run again, whose failure is
-# `InfraError("sandbox")`. The command is root: it deletes the marker and replaces the script, then exits 203
-BREAK_CHECKOUT = ("printf '#!/bin/sh\\nexit 1\\n' > /usr/local/bin/sweserve-tree; "
-                  "rm -f /run/sweserve-tree.done; exit 203")
+FLOOD = r'''python3 - <<'PYEOF'
+import http.client, os, time
+host, port = os.environ["HTTP_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+path, sent, t0 = "http://refused.invalid/" + "a" * 30000, 0, time.time()
+conn = None
+while sent < 800:
+    try:
+        conn = conn or http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", path)
+        conn.getresponse().read()
+        sent += 1
+    except Exception as exc:
+        conn = None
+print("FLOOD sent", sent, "in", round(time.time() - t0, 1), "s")
+PYEOF
+'''
 
 
 @pytest.mark.docker
-def test_a_command_exiting_as_a_failed_checkout_is_graded_not_a_redone_error(demo, tmp_path):
-    """R15d-6: a command agent's run ends `error`, kind `sandbox` ("checking out /testbed in ... failed"), redone
-    by --retry-errors, though its checkout had succeeded (the fix is in the tree) and its own command exited 203."""
-    r, redo = _command_run(demo, tmp_path, FIX + BREAK_CHECKOUT)
+def test_the_egress_audit_log_is_read_within_a_bound(demo, tmp_path):
+    """R15d-4 (R14a's lead, built): a command agent with `egress:` sends refused requests with 30 KB URLs through
+    its proxy; each is one line of the proxy's audit log, which has no cap (the proxy container has no disk
+    limit), and `EgressProxy.audit_log` reads it whole into the host's memory (`b"".join(stream)`, then the
+    tar's copy, then the decoded text) and writes it to the trial folder. Every other file read out of a sandbox
+    is capped (16 MB); this one grows with what the candidate sends, for as long as its time limit lets it:
+    past the host's memory, the sweserve process (every trial of the run) is what the OOM killer ends."""
+    import time
+
+    cfg = CommandAgentConfig(kind="command", name="flooder", command=FIX + FLOOD,
+                             egress=["http://10.255.255.1:9"])
+    agent = CommandAgent(cfg.command, cfg=cfg)
+    out = tmp_path / "flooder.jsonl"
+    t0 = time.monotonic()
+    run_evaluation(demo.ctx, [demo.bundle(DIST)], agent, out)
+    (r,) = read_results(out)
+    log = tmp_path / r.trial_dir / "egress.log"
+    size = log.stat().st_size if log.exists() else 0
+    print("R15d-4:", r.status, r.reason, "egress.log", size, "bytes;", r.agent_run and r.agent_run.log_tail[-200:],
+          round(time.monotonic() - t0, 1), "s")
     assert r.status == "resolved", (r.status, r.error_kind, r.reason)
-    assert redo == []
+    assert size <= 16 * 2**20 + 4096, f"the host read and kept an audit log of {size / 2**20:.1f} MB"
