@@ -103,8 +103,12 @@ def to_base(cfg):
     git("reset", "-q", "--hard", base)
     git("clean", "-qfd")
     for path in untracked():  # what .gitignore files kept from clean, bytecode too (the image's own outputs stay)
-        if inside(os.path.join(WORKDIR, path)):
-            os.unlink(os.path.join(WORKDIR, path))
+        full = os.path.join(WORKDIR, path)
+        if inside(full):
+            if path.endswith("/") and os.path.isdir(full) and not os.path.islink(full.rstrip("/")):
+                shutil.rmtree(full)  # a nested repository, which git lists as one folder (red team 15d, R15d-4)
+            else:
+                os.unlink(full)
     for token in leftovers:  # what a harness applied where base ignores it (clean leaves those)
         path = token.split("\t")[-1]
         full = os.path.join(WORKDIR, path)

@@ -37,6 +37,7 @@ from sweserve.agents.base import TaskImageAgent
 from sweserve.agents.chat_client import RATE_WINDOW_S, ModelError
 from sweserve.agents.chat_client import chat as _chat
 from sweserve.agents.config import ApiAgentConfig
+from sweserve.agents.trajectory import MAX_COUNT
 from sweserve.environment.sandbox import WORKDIR, Sandbox
 from sweserve.errors import LimitExceeded
 from sweserve.models import AgentRun, TaskBundle
@@ -175,7 +176,9 @@ class SwerexShell:
 
 def _count(value: object) -> int:
     """A token count as the endpoint gave it (0 where it is not a number)."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        return 0  # NaN, inf and 4,300-digit counts too (R14a's lead, R15d-1)
+    return int(value)
 
 
 def _call(call: object) -> tuple[str, str | None, str | None]:

@@ -45,8 +45,12 @@ def _cap(text: Any) -> str:
     return text if len(text) <= STEP_TEXT_CHARS else text[:STEP_TEXT_CHARS] + f"\n… ({len(text)} characters)"
 
 
+MAX_COUNT = 2**53  # a token or call count past this is no count (sums of 4,300-digit ones outgrew what a results
+# reader takes back: red team 15d, R15d-1)
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else 0
 
 
 def _num(value: Any) -> float | None:

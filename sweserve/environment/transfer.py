@@ -71,6 +71,13 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
             api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
                      headers={"Accept-Encoding": "identity"}, stream=True) as response:
         # the response itself, not the SDK's generator: a refused tree closes the stream at once
+        if response.status_code == 404 and _still_there(box):
+            # no tree at `path` in a container dockerd still has: what ran there took it away (`rm -rf /testbed`),
+            # an empty tree, graded; as Docker's error it was redone by --retry-errors (red team 15d, R15d-2)
+            with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT):
+                pass
+            out.seek(0)
+            return out
         api._raise_for_status(response)
         chunks = response.iter_content(1 << 20, False)
         with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
@@ -102,6 +109,15 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
                 kept[rel] = size
     out.seek(0)
     return out
+
+
+def _still_there(box: DockerSandbox) -> bool:
+    """Whether dockerd still has the container (a 404 for a path is then the path's, not the container's)."""
+    try:
+        box.container.reload()
+    except Exception:  # noqa: BLE001 - gone, or dockerd cannot say: the 404 stands as Docker's error
+        return False
+    return True
 
 
 def put_tree(box: DockerSandbox, dest: str, tar: bytes | IO[bytes]) -> None:

@@ -33,7 +33,7 @@ def read_results(path: Path) -> list[RunResult]:
         except ValidationError as exc:
             try:
                 json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # JSONDecodeError, and an integer past int_max_str_digits
                 raise SweserveError(f"{path}:{n}: not a JSON record") from None
             raise SweserveError(describe_validation_error(f"{path}:{n}", exc)) from None
     return results
