@@ -28,6 +28,7 @@ from sweserve.errors import InfraError
 PORT = 3128
 OUTSIDE = "bridge"  # the proxy's way out: Docker's default bridge (the host is its gateway, e.g. 172.17.0.1)
 STATE_DIR = "/tmp/sweserve-egress"
+AUDIT_MAX_BYTES = 16 * 2**20  # of the audit log read into the trial folder, as every file read out of a sandbox
 READY_TIMEOUT_S = 60
 
 
@@ -74,18 +75,33 @@ class EgressProxy:
             raise
         return cls(container, f"http://{address}:{PORT}")
 
-    def audit_log(self) -> str:
-        """The audit log, one JSON line per request ("" if the proxy saw none)."""
+    def audit_log(self, max_bytes: int = AUDIT_MAX_BYTES) -> str:
+        """The audit log, one JSON line per request ("" if the proxy saw none), its first `max_bytes` at most
+        (then marked cut): the candidate writes it, a line per request it sends, as fast as it likes (some
+        11 MB a second of refused 30 KB URLs); read whole it filled the host's memory (red team 15d, R15d-4)."""
+        from sweserve.environment.transfer import _ChunkReader
+
         try:
             with docker_errors("reading the egress audit log"):
-                stream, _ = self.container.get_archive(f"{STATE_DIR}/audit.jsonl")
-                data = b"".join(stream)
+                stream, _ = self.container.client.api.get_archive(self.container.id, f"{STATE_DIR}/audit.jsonl",
+                                                                  chunk_size=1 << 16)
+                try:
+                    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(iter(stream))), mode="r|") as tar:
+                        member = tar.next()
+                        fh = tar.extractfile(member) if member is not None and member.isreg() else None
+                        if fh is None:
+                            return ""
+                        data, size = fh.read(max_bytes), member.size
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close:
+                        close()
         except InfraError:
             return ""
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            member = tar.next()
-            fh = tar.extractfile(member) if member else None
-            return fh.read().decode("utf-8", "replace") if fh else ""
+        text = data.decode("utf-8", "replace")
+        if size > max_bytes:
+            text += f"\n[sweserve: the audit log was cut at {max_bytes} of its {size} bytes]\n"
+        return text
 
     def remove(self) -> None:
         try:
