@@ -89,7 +89,7 @@ class EgressProxy:
                     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(iter(stream))), mode="r|") as tar:
                         member = tar.next()
                         fh = tar.extractfile(member) if member is not None and member.isreg() else None
-                        if fh is None:
+                        if member is None or fh is None:
                             return ""
                         data, size = fh.read(max_bytes), member.size
                 finally:
