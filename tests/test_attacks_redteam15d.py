@@ -1,9 +1,27 @@
-"""A fifteenth red team's (15d) attacks on the newest defences of what a candidate's own attempt can steer: the
-status it ends in (a redone `error`, a result that does not count), what the host reads of its records, and the
-endpoint probe. Each test asserts the defended behaviour: it FAILS while the attack wins.
+"""A fifteenth red team's (15d) attacks on what a candidate's own attempt can steer: the status it ends in (an
+`error` that `run --retry-errors` redoes and `assess`'s fit leaves out), what the host reads of what it left,
+the endpoint probe, and the exports' in-box verifier. Each test asserts the defended behaviour: it FAILS while the
+attack wins. The demo's task 103 in real sandboxes, as tests/test_attacks_redteam14a.py runs it.
 
-Findings and leads: see the report in the commit message of the commit that added this file, and the docstrings
-of each test below.
+- R15d-1 (results file bricked; every reader crashes): a command agent with `trajectory: codex` prints two
+  `turn.completed` events with 4,300-digit `input_tokens`; `parse_codex` sums them to 4,301 digits, the result
+  line is written, pydantic's reader refuses it and `read_results`' fallback `json.loads` raises a bare ValueError
+  (int_max_str_digits): `report`, a resumed `run`, `--retry-errors` all die on the whole file.
+- R15d-2 (self-selected retry): `cd / && rm -rf /testbed` (or `mv`): dockerd's archive of /testbed is a 404,
+  `InfraError("docker")`: `error`, redone (a human's session the same: left out of the ability fit).
+- R15d-3 (export verifier dies, no verdict): a nested repository (`vendor/.git/{HEAD,objects,refs}`) hidden by a
+  `.gitignore`: `sweserve_verify.to_base` `os.unlink`s `vendor/` (IsADirectoryError): no SWE-bench markers, no
+  Harbor reward.txt.
+- R15d-4 (host memory): an agent with `egress:` sends refused requests with 30 KB URLs (11 MB/s of audit log);
+  `EgressProxy.audit_log` read the whole log into the host's memory (24 MB in 2 s here; ~10 GB in 900 s).
+- R15d-5 (self-selected retry, endpoint-dependent): on an endpoint that serves requests in order and computes
+  abandoned ones, a step that jumps the context past the time-out makes `chat`'s own retries queue behind it, and
+  the probe (`_endpoint_answers`, retried the same way) times out behind them: `error`, redone.
+
+Tried, not reproduced (no test): a file `git diff --binary` cannot hold in the grade box's memory (300 MB box,
+250 MB random file: diffed, `submission too large`, kind `limit`); a command exiting 203 after deleting the
+checkout marker (the instruction's `put_file` checks the tree out before the command's exec); a per-minute byte
+budget (429) the conversation used up (the small probe fits what is left, and is answered).
 """
 
 from __future__ import annotations
@@ -160,3 +178,88 @@ def test_the_egress_audit_log_is_read_within_a_bound(demo, tmp_path):
           round(time.monotonic() - t0, 1), "s")
     assert r.status == "resolved", (r.status, r.error_kind, r.reason)
     assert size <= 16 * 2**20 + 4096, f"the host read and kept an audit log of {size / 2**20:.1f} MB"
+
+
+# --- R15d-5: the endpoint probe, asked at once, queued behind the conversation's own abandoned requests ----------
+
+class InOrderModel:
+    """A scripted chat endpoint that answers one request at a time, in the order they came, and takes longer the
+    longer the request (a single-slot server's prefill: 1 s per 1,000 bytes past the first 20,000); a request whose
+    client gave up is still computed (no cancel on disconnect), as in a server without one."""
+
+    def __init__(self, script: list):
+        import json
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        self.sizes: list[int] = []
+        model, answered = self, [0]
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                model.sizes.append(len(raw))
+                time.sleep(max(0, len(raw) - 20_000) / 1000)
+                entry = script[min(answered[0], len(script) - 1)]
+                answered[0] += 1
+                payload = json.dumps({"id": "r", "object": "chat.completion",
+                                      "choices": [{"index": 0, "message": entry, "finish_reason": "stop"}],
+                                      "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": 20}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)  # one request at a time
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.docker
+def test_a_time_out_the_conversation_caused_is_not_a_redone_error_on_an_in_order_endpoint(demo, tmp_path):
+    """R15d-5: after the fix the agent asks for four 9,000-character outputs in one step: its next request takes
+    longer than the client waits (20 s against 5 s here; 120 s by default, so some 500 KB of context at this
+    rate): `chat` retries it twice (each copy queued behind the abandoned one), then `_endpoint_answers` asks the
+    run's first request, queued behind all three, and retries it twice: each times out too, and the attempt is
+    `error` of kind `agent`, redone. The endpoint was never down: every probe was answered, late. (With one
+    9,000-character step the probe's third try was answered: `model_refused`; the agent picks the jump.)"""
+    from fake_model import tool_call
+
+    from sweserve.agents.api import ApiAgent
+    from sweserve.agents.config import ApiAgentConfig
+
+    # four bash calls in one message: 36,000 characters more in the next request, far past what it answers in time
+    calls = [tool_call("bash", {"command": f"python3 -c \"print('{i}' * 9000)\""}, f"f{i}")["tool_calls"][0]
+             for i in range(4)]
+    flood = {"role": "assistant", "content": None, "tool_calls": calls}
+    script = [tool_call("bash", {"command": FIX}, "c1"), flood, flood, tool_call("submit", {}, "c9")]
+    agent = ApiAgent(ApiAgentConfig(kind="api", name="waiter", model="fake-1", base_url="", request_timeout_s=5,
+                                    max_observation_chars=10_000), env={})
+    bundle = demo.bundle(DIST)
+    out = tmp_path / "waiter.jsonl"
+    with InOrderModel(script) as model:
+        agent.cfg = agent.cfg.model_copy(update={"base_url": model.base_url})
+        run_evaluation(demo.ctx, [bundle], agent, out)
+    (r,) = read_results(out)
+    print("R15d-5:", r.status, r.error_kind, r.reason, r.agent_run and r.agent_run.exit_reason, model.sizes)
+    assert r.status == "resolved", (r.status, r.error_kind, r.reason, model.sizes)
+    assert pending([bundle], agent, 1, out, retry_errors=True) == []
