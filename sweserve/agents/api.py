@@ -34,7 +34,7 @@ import aiohttp
 from swerex.exceptions import SwerexException
 
 from sweserve.agents.base import TaskImageAgent
-from sweserve.agents.chat_client import RATE_WINDOW_S, ModelError
+from sweserve.agents.chat_client import RATE_WINDOW_S, ModelError, lists_models
 from sweserve.agents.chat_client import chat as _chat
 from sweserve.agents.config import ApiAgentConfig
 from sweserve.agents.trajectory import MAX_COUNT
@@ -202,20 +202,37 @@ def _call(call: object) -> tuple[str, str | None, str | None]:
     return call_id, fn["name"], command if isinstance(command, str) else None
 
 
-def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict], failure: ModelError) -> bool:
+PROBE_PATIENCE = 4  # the probe waits this many times what the conversation's request had, its retries included
+
+
+def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict], failure: ModelError,
+                      left_s: float) -> bool | None:
     """Whether the endpoint still answers the run's first request (the system prompt and the instruction, which
     the agent cannot change), asked after a later request failed with a time-out, a 5xx or a 429 (red team 13's
     lead): then the failure was the conversation's (a context the sandbox's output made too long to answer in
     time, or too costly for the endpoint's limits), the attempt's own doing, and its tree is graded; an endpoint
-    that fails this too is down, and the attempt is the machinery's error, redone. After a 429 the probe waits
-    what it asked for (a minute at most): a conversation that spent the endpoint's tokens for the minute made
-    the probe's 429 too, and a retry of its own (red team 14's lead)."""
+    that fails this too is down, and the attempt is the machinery's error, redone. None: the run's time
+    (`left_s`) ran out while the probe waited, and the run ends at its time limit, graded.
+
+    After a 429 the probe waits what it asked for (a minute at most): a conversation that spent the endpoint's
+    tokens for the minute made the probe's 429 too (red team 14's lead). The probe is one request, never
+    retried, with `PROBE_PATIENCE` times the conversation's patience, or until the run's time is up: an endpoint
+    that serves requests in order and finishes those whose client gave up answers it only after the
+    conversation's abandoned tries, each taking as long as the agent made its context (red team 15d, R15d-5)."""
+    t0 = time.monotonic()
     if failure.status == 429:
-        time.sleep(failure.retry_after if failure.retry_after is not None else RATE_WINDOW_S)
+        time.sleep(min(failure.retry_after if failure.retry_after is not None else RATE_WINDOW_S, max(left_s, 0)))
+    left_s -= time.monotonic() - t0
+    patience = PROBE_PATIENCE * (cfg.request_retries + 1) * cfg.request_timeout_s
+    if left_s <= 1:
+        return None
+    probe = cfg.model_copy(update={"request_retries": 0, "request_timeout_s": min(patience, left_s)})
     try:
-        chat(cfg, api_key, first)
-    except ModelError:
-        return False
+        chat(probe, api_key, first)
+    except ModelError as exc:
+        # no answer before the run's time ran out: the time limit, graded, when the endpoint is alive (it lists its
+        # models); an endpoint that does not even do that is down, the machinery's error
+        return None if exc.timed_out and left_s <= patience and lists_models(cfg, api_key) else False
     return True
 
 
@@ -305,8 +322,11 @@ class ApiAgent(TaskImageAgent):
             except ToolServerError as exc:  # at start-up, before the model ran anything
                 run.exit_reason, run.error = "error", str(exc)
             except ModelError as exc:
-                if run.steps and (exc.status in CONVERSATION_REFUSALS or _endpoint_answers(cfg, self.api_key,
-                                                                                         messages[:2], exc)):
+                answers = bool(run.steps) and (exc.status in CONVERSATION_REFUSALS or _endpoint_answers(
+                    cfg, self.api_key, messages[:2], exc, bundle.task.resources.timeout_s - (time.monotonic() - t0)))
+                if answers is None:  # the probe waited out the run's time
+                    run.exit_reason, run.log_tail = "time_limit", f"the model API failed the conversation: {exc}"
+                elif answers:
                     run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
                 else:
                     run.exit_reason, run.error = "error", str(exc)
