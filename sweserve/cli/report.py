@@ -153,11 +153,15 @@ def _one_file_per_attempt(per_file: dict) -> None:
     its own records; the same run's records in two files (a copy) are one attempt."""
     from sweserve.evaluation.results import latest
 
-    seen: dict[tuple[str, str, int], tuple[Path, str]] = {}
+    # a copy holds the same record: a run id alone is not a run, as two runs into two files may share one
+    # `--run-id` (each file has its own runs/ folder), and then the order of the files chose again (red team 15g,
+    # R15g-1); the trial folder is left out, as it is found beside each file
+    seen: dict[tuple[str, str, int], tuple[Path, str, dict]] = {}
     for path, results in per_file.items():
         for key, r in latest(results).items():
-            other = seen.setdefault(key, (path, r.run_id))
-            if other[0] != path and other[1] != r.run_id:
+            record = r.model_dump(exclude={"trial_dir"})
+            other = seen.setdefault(key, (path, r.run_id, record))
+            if other[0] != path and (other[1] != r.run_id or other[2] != record):
                 task, agent, attempt = key
                 raise SweserveError(
                     f"{agent}'s attempt {attempt} of {task} is in {other[0]} (run {other[1]}) and in {path} (run "
