@@ -18,8 +18,18 @@ ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"
 
 # what a terminal acts on (C0/C1 controls but tab and line feed; a CR before LF is a line end) and what reorders or
 # hides text where it is shown (bidi embeddings, overrides and isolates, marks, zero-width characters)
-_UNSEEN = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-                     r"\u2066-\u2069\ufeff]")
+# hides text where it is shown: every format character (Cf: bidi controls and marks, ALM included, zero-width
+# characters, the soft hyphen, TAG characters U+E0000..7F), every default-ignorable code point (variation selectors,
+# Hangul fillers, which Python takes in an identifier, the combining grapheme joiner) and the line and paragraph
+# separators; an emoji's presentation selector (U+FE0E/F after a symbol or pictograph) is kept, as sweserve's own
+# icons use it. Fourteen of these were spelled before, and the others hid a string's tail as the zero-width space
+# had (red team 15g, R15g-2)
+_EMOJI_BASE = "\u00a9\u00ae\u2000-\u2bff\u3030\u303d\u3297\u3299\U0001f000-\U0001faff"
+_UNSEEN = re.compile(
+    r"\r(?!\n)|(?<![" + _EMOJI_BASE + r"])[\ufe0e\ufe0f]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f"
+    r"\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    r"\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0d\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd"
+    r"\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 
 
 def visible_controls(text: str) -> str:
@@ -216,8 +226,9 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
         for test_id, outcome in tests.items():
             outcomes.append(f"<tr><td><code>{e(test_id)}</code></td><td>{kind}</td>"
                             f'<td class="{e(outcome)}">{e(outcome)}</td></tr>')
-    flags = [f"<li>flagged: {e(f)}</li>" for f in result.flags] + [f"<li>reset to base: {e(r)}</li>"
-                                                                    for r in result.resets]
+    # the flags and resets name the candidate's files as git wrote them (non-ASCII kept): spelled (R15g-3)
+    flags = [f"<li>flagged: {_shown(f)}</li>" for f in result.flags] + [f"<li>reset to base: {_shown(r)}</li>"
+                                                                        for r in result.resets]
     human = ""
     if run and run.keystrokes:
         human += _folded("Transcript", "what was typed, recorded on the host: the record", run.keystrokes)
