@@ -59,7 +59,9 @@ def safe_name(name: str) -> str:
     characters alone, two agents alike in their first 120 (two checkpoints of a run, by path) shared their
     reviewer pages, and one's cells opened the other's (red team 15b, R15b-8)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    if cleaned == name and 0 < len(name) <= 120 and name not in (".", ".."):
+    # kept only in lower case: `Qwen3-Coder` and `qwen3-coder` are one folder on a case-insensitive disk (macOS,
+    # Windows), where one agent's pages overwrote the other's (red team 15g, R15g-4)
+    if cleaned == name == name.lower() and 0 < len(name) <= 120 and name not in (".", ".."):
         return name
     return f"{cleaned[:100]}~{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
 
