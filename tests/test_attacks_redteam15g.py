@@ -12,6 +12,9 @@ R15g-3  The tamper scan's flags name the candidate's file as git wrote it (core.
         raw); the reviewer page lists flags html-escaped only, so a bidi override in a file name reorders a flag.
 R15g-4  `safe_name` keeps a clean name's case: two agents differing only in case share reviewer pages on a
         case-insensitive disk (macOS, Windows), R15b-8 again.
+R15g-5  R15c-1 left out of `report`'s denominator the unready tasks whose results say so; an unready task a
+        `run --include-unready` selected and has not run yet stays `missing` even with `--tasks` saying it is
+        not ready: pass@1 counts a task the report claims to leave out.
 """
 
 from __future__ import annotations
@@ -148,3 +151,31 @@ def test_two_agents_differing_in_case_get_different_reviewer_pages_on_any_disk(t
     assert safe_name(a).casefold() != safe_name(b).casefold(), (safe_name(a), safe_name(b))
     assert review_path(a, "t").casefold() != review_path(b, "t").casefold()
     assert safe_name("qwen3-coder") == "qwen3-coder"  # a lower-case clean name is kept as it is
+
+
+# --- R15g-5: an unready task selected with --include-unready and not yet run is `missing` in the default report ---
+
+def test_report_leaves_out_an_unready_selected_task_that_has_no_result_yet(tmp_path):
+    """`run --include-unready o__r-1 o__r-2` (o__r-2 not ready) is stopped after o__r-1 resolved. `report --tasks`
+    leaves unready tasks out by default, and R15c-1 leaves out those whose results say unready; but o__r-2 has no
+    result yet, and the manifest's selection keeps it: `missing`, pass@1 halved, a task the same command would leave
+    out once it has run (its result unready). The tasks folder says it is not ready."""
+    from test_readiness import bundle as ready_bundle
+    from test_readiness import task as ready_task
+
+    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.taskstore import load_all, save_bundle
+
+    tasks = tmp_path / "tasks"
+    for t in (ready_task(1), ready_task(2, family_confident=False)):
+        b = ready_bundle(t)
+        b.task.readiness = assess(b.task, b.instruction)
+        save_bundle(tasks, b)
+    assert {b.task.task_id: b.task.ready for b in load_all(tasks)} == {"o__r-1": True, "o__r-2": False}
+    manifest(tmp_path, "r1", "a", {"o__r-1": "decoding", "o__r-2": "decoding"}, results="results.jsonl")
+    out = tmp_path / "results.jsonl"
+    out.write_text(record("o__r-1", "resolved").model_copy(update={"task_ready": True}).model_dump_json() + "\n")
+    proc = cli("report", str(out), "--tasks", str(tasks), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["statuses"]["missing"] == 0 and rep["overall"]["pass_at_1"] == pytest.approx(1.0), rep["tasks"]
