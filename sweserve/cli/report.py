@@ -72,10 +72,15 @@ def run(args, console: Console) -> int:
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 
-        tasks = Selection(tasks={b.task.task_id: b.task.family for b in load_all(Path(args.tasks))
+        bundles = load_all(Path(args.tasks))
+        tasks = Selection(tasks={b.task.task_id: b.task.family for b in bundles
                                  if args.include_unready or b.task.ready})
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
+        if not args.include_unready:  # a run's unready selection with no result yet is not `missing` (R15g-5)
+            ran = {(r.agent, r.task_id) for r in results}
+            unready |= {(agent, b.task_id) for agent in selected for b in (x.task for x in bundles)
+                        if not b.ready and (agent, b.task_id) not in ran}
     for agent, sel in selected.items():  # a task whose results were left out as unready is not `missing` either
         if any((agent, t) in unready for t in sel.tasks):
             selected[agent] = sel.model_copy(update={
