@@ -179,3 +179,13 @@ def test_report_leaves_out_an_unready_selected_task_that_has_no_result_yet(tmp_p
     assert proc.returncode == 0, proc.stderr
     (rep,) = json.loads(proc.stdout)
     assert rep["statuses"]["missing"] == 0 and rep["overall"]["pass_at_1"] == pytest.approx(1.0), rep["tasks"]
+
+
+def test_the_boards_cell_title_spells_a_flags_bidi_controls():
+    """R15g-3 on the board: a cell's title (its reason and flags, shown on hover) named the flagged file raw."""
+    from sweserve.reporting.html import _matrix
+    from sweserve.reporting.summary import build_reports
+
+    r = record("o__r-1", "failed", flags=["exit-time hook (x\u202eyp.slitu\u202c_hook.py)"])
+    page = _matrix(build_reports([r], {}), set())
+    assert "\u202e" not in page and "U+202E" in page

@@ -25,7 +25,7 @@ def run(args, console: Console) -> int:
     from sweserve.agents.human import HumanAgent
     from sweserve.dataset.taskstore import select
     from sweserve.evaluation.results import ResultsWriter, read_results
-    from sweserve.reporting.review import review_markdown
+    from sweserve.reporting.review import review_markdown, visible_controls
 
     bundle = select(Path(args.tasks), [args.task_id])[0]
     task = bundle.task
@@ -46,7 +46,7 @@ def run(args, console: Console) -> int:
     console.print(f"{task.task_id}: [bold]{result.status}[/]{wall} → {escape(str(output))}; reviewer report "
                   f"{escape(str(review))}"
                   + (f" ({escape(result.reason)})" if result.status == "error" and result.reason else "")
-                  + (f" [yellow]flags: {escape(', '.join(result.flags))}[/]" if result.flags else ""))
+                  + (f" [yellow]flags: {escape(visible_controls(', '.join(result.flags)))}[/]" if result.flags else ""))
     return 0
 
 

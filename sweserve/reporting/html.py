@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sweserve.evaluation.results import latest
 from sweserve.models import RunResult, TaskBundle
-from sweserve.reporting.review import review_html
+from sweserve.reporting.review import review_html, visible_controls
 from sweserve.reporting.summary import MISSING, AgentReport
 
 STATUS_COLOR = {"resolved": "#1a7f37", "failed": "#cf222e", "patch_failed": "#8250df", "error": "#bf8700",
@@ -184,7 +184,7 @@ def _matrix(reports: list[AgentReport], linked: set[tuple[str, str]]) -> str:
             title = row.reason or row.status
             if row.flags:  # the tamper scan's: a reviewer's aid, never part of the grade
                 title += f" [flags: {', '.join(row.flags)}]"
-            title = html.escape(title, quote=True)
+            title = html.escape(visible_controls(title), quote=True)  # flags name the candidate's files (R15g-3)
             body = html.escape(text)
             if (rep.agent, task_id) in linked:
                 body = f'<a href="{html.escape(review_path(rep.agent, task_id))}">{body}</a>'
