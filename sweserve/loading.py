@@ -7,6 +7,7 @@ store, profiles, agent configs, predictions and results files all read through h
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -74,3 +75,18 @@ def validate_as(adapter: TypeAdapter[T], data: Any, source: str | Path) -> T:
 def load_model(path: Path, model: type[M], fmt: Format = "JSON", what: str = "file") -> M:
     """file → data → model, each failure one line."""
     return validate(model, read_data(path, fmt, what), path)
+
+
+def write_atomic(path: Path, text: str, *, mode: int | None = None) -> Path:
+    """The one way a record is written whole: to a temporary file beside it, then renamed over it, so a run killed
+    mid-write leaves the old file or the new one, never half of one (a torn manifest read as none was rewritten
+    with only a resume's selection: red team 15g's lead). `mode`: the file's permissions, set before it is seen."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", errors="replace")
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -261,3 +261,31 @@ def test_a_second_run_on_the_same_file_through_a_link_is_refused(tmp_path):
     link.symlink_to(real.name)
     with ResultsWriter(link), pytest.raises(SweserveError, match="another sweserve run"):
         ResultsWriter(real)
+    hard = tmp_path / "elsewhere.jsonl"  # a hard link too (red team 15c's and 15g's lead): the lock is the file's
+    os.link(real, hard)
+    with ResultsWriter(hard), pytest.raises(SweserveError, match="another sweserve run"):
+        ResultsWriter(real)
+
+
+def test_a_run_killed_while_writing_its_manifest_leaves_the_old_one_whole(tmp_path, monkeypatch):
+    """Red team 15g's lead: a manifest half-written when the run was killed was read as none, and the resume
+    rewrote it with only its own selection (R15c-7 again). Manifests (and every record written whole) now go
+    through `loading.write_atomic`: a write cut off leaves the old file as it was."""
+    from pathlib import Path
+
+    from sweserve.loading import write_atomic
+
+    path = tmp_path / "manifest.json"
+    write_atomic(path, json.dumps({"tasks": {"A": "h", "B": "h"}}))
+    real = Path.write_text
+
+    def killed(self, text, *args, **kwargs):
+        real(self, text[: len(text) // 2], *args, **kwargs)
+        raise KeyboardInterrupt  # the run stops mid-write
+
+    monkeypatch.setattr(Path, "write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(path, json.dumps({"tasks": {"A": "h"}}))
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"tasks": {"A": "h", "B": "h"}}
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # no temporary file left either

@@ -10,14 +10,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
-import os
 import secrets
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from pydantic import Field
 
-from sweserve.loading import load_model
+from sweserve.loading import load_model, write_atomic
 from sweserve.models import Strict, now
 
 
@@ -62,10 +61,7 @@ class InviteStore:
         return load_model(self.path, InviteBook, what="invites file")
 
     def _write(self, book: InviteBook) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(book.model_dump_json(indent=1) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, book.model_dump_json(indent=1) + "\n", mode=0o600)
 
     def all(self) -> list[Invite]:
         return self._read().invites

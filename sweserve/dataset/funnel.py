@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field
 from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import TEXT_FILES, load_task, save_task, task_dirs
 from sweserve.errors import SweserveError
+from sweserve.loading import write_atomic
 from sweserve.models import Task
 
 RECORDS = ".funnel"
@@ -58,10 +58,7 @@ def save_mine_record(tasks_dir: Path, repo: str, candidates: int, tasks: list[st
     path.parent.mkdir(parents=True, exist_ok=True)
     record = MineRecord(repo=repo, candidates=candidates, tasks=sorted(set(tasks)),
                         rejected={k: len(v) for k, v in sorted(rejected.items())})
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, record.model_dump_json(indent=2) + "\n")
 
 
 def mine_records(tasks_dir: Path) -> list[MineRecord]:

@@ -2,33 +2,26 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sweserve.errors import SweserveError
-from sweserve.loading import read_data, read_text, validate
+from sweserve.loading import read_data, read_text, validate, write_atomic
 from sweserve.models import Task, TaskBundle
 
 TASK_FILE = "task.json"
 TEXT_FILES = {"instruction": "instruction.md", "oracle_patch": "oracle.patch", "tests_patch": "tests.patch"}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def save_task(task_dir: Path, task: Task) -> None:
     task_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(task_dir / TASK_FILE, task.model_dump_json(indent=2) + "\n")
+    write_atomic(task_dir / TASK_FILE, task.model_dump_json(indent=2) + "\n")
 
 
 def save_bundle(tasks_dir: Path, bundle: TaskBundle) -> Path:
     task_dir = tasks_dir / bundle.task.task_id
     task_dir.mkdir(parents=True, exist_ok=True)
     for attr, name in TEXT_FILES.items():
-        _atomic_write(task_dir / name, getattr(bundle, attr))
+        write_atomic(task_dir / name, getattr(bundle, attr))
     save_task(task_dir, bundle.task)
     return task_dir
 

@@ -27,6 +27,7 @@ from sweserve.evaluation.trial import (
     trial_folder,
 )
 from sweserve.evaluation.trial_folder import runs_root
+from sweserve.loading import write_atomic
 from sweserve.models import RunResult, TaskBundle, now
 
 
@@ -101,7 +102,7 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
         families = {**(prior.get("families") or {}), **families}
     most = max(asked.values(), default=attempts)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
+    write_atomic(path, json.dumps({
         "run_id": run_id, "sweserve_version": __version__,
         "started_at": prior.get("started_at", now().isoformat()) if prior else now().isoformat(),
         "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),

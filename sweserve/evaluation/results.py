@@ -1,7 +1,7 @@
 """Results JSONL: one line per finished attempt, appended and fsynced as each ends; resumable.
 
-One writer at a time: a writer holds an exclusive lock on `<file>.lock` while it lives, so a second run
-on the same file refuses at once instead of interleaving its records.
+One writer at a time: a writer holds an exclusive lock on the file itself while it lives, so a second run
+on the same file (by any name, links too) refuses at once instead of interleaving its records.
 """
 
 from __future__ import annotations
@@ -54,11 +54,10 @@ class ResultsWriter:
             raise SweserveError(f"{path}: is a folder; --output names a results file")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-            # beside the file itself: a link to it (or a folder linked to its folder) names the same lock, so two
-            # runs on one file never both hold "the" lock (red team 15c, R15c-8)
-            real = path.resolve()
-            self._lock = open(real.with_name(real.name + ".lock"), "w")  # noqa: SIM115 - held until close()
+            # the lock is the file's own (its inode): a symbolic or hard link to it, or a folder linked to its
+            # folder, takes the same lock, so two runs on one file never both hold one (red team 15c, R15c-8; a
+            # lock file beside it, named after the path, let a link to the file take a second)
+            self._lock = open(path, "ab")  # noqa: SIM115 - held until close()
         except OSError as exc:
             raise SweserveError(f"{path}: cannot write results there ({exc.strerror})") from None
         try:

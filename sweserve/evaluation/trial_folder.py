@@ -8,10 +8,10 @@ convention). `results.jsonl` stays the index of all trials.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweserve.loading import write_atomic
 from sweserve.models import RunResult
 
 RESULT_FILE = "result.json"
@@ -32,11 +32,7 @@ class TrialFolder:
 
     def write(self, name: str, text: str) -> Path:
         self.path.mkdir(parents=True, exist_ok=True)
-        target = self.path / name
-        tmp = target.with_name(f".{name}.tmp")
-        tmp.write_text(text, encoding="utf-8", errors="replace")
-        os.replace(tmp, target)
-        return target
+        return write_atomic(self.path / name, text)
 
     def write_result(self, result: RunResult) -> Path:
         return self.write(RESULT_FILE, result.model_dump_json(indent=2) + "\n")
