@@ -12,6 +12,7 @@ from rich.table import Table
 
 from sweserve.cli.common import add_executor_args, make_context, make_executor, progress_bar, workers_of
 from sweserve.errors import SweserveError
+from sweserve.reporting.review import visible_controls
 
 
 def register(sub, common) -> None:
@@ -67,7 +68,7 @@ def run(args, console: Console) -> int:
     for o in outcomes:
         table.add_row(escape(o.task_id), o.family, f"[{style[o.status]}]{o.status}[/]", str(o.fail_to_pass),
                       str(o.pass_to_pass), str(len(o.flaky)), "-" if o.ready is None else "yes" if o.ready else "no",
-                      escape(o.reason or (f"not ready: {o.not_ready[0]}" if o.not_ready else "")))
+                      escape(visible_controls(o.reason or (f"not ready: {o.not_ready[0]}" if o.not_ready else ""))))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps([o.model_dump() for o in outcomes], indent=2) + "\n")
@@ -116,7 +117,7 @@ def summarize(outcomes, console: Console) -> int:
     bugs = [o for o in errors if o.error_kind == "internal"]
     if bugs:
         console.print(f"[red]{len(bugs)} validations hit an internal sweserve error[/]: "
-                      + "; ".join(escape(o.reason or "") for o in bugs[:3]), soft_wrap=True)
+                      + "; ".join(escape(visible_controls(o.reason or "")) for o in bugs[:3]), soft_wrap=True)
     return 1 if bad or errors else 0
 
 

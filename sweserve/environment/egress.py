@@ -29,6 +29,7 @@ PORT = 3128
 OUTSIDE = "bridge"  # the proxy's way out: Docker's default bridge (the host is its gateway, e.g. 172.17.0.1)
 STATE_DIR = "/tmp/sweserve-egress"
 AUDIT_MAX_BYTES = 16 * 2**20  # of the audit log read into the trial folder, as every file read out of a sandbox
+TAR_HEADERS_BYTES = 64 * 2**10  # what an archive of one file holds before the file's data, at most
 READY_TIMEOUT_S = 60
 
 
@@ -79,24 +80,27 @@ class EgressProxy:
         """The audit log, one JSON line per request ("" if the proxy saw none), its first `max_bytes` at most
         (then marked cut): the candidate writes it, a line per request it sends, as fast as it likes (some
         11 MB a second of refused 30 KB URLs); read whole it filled the host's memory (red team 15d, R15d-4)."""
-        from sweserve.environment.transfer import _ChunkReader
-
         try:
             with docker_errors("reading the egress audit log"):
-                stream, _ = self.container.client.api.get_archive(self.container.id, f"{STATE_DIR}/audit.jsonl",
-                                                                  chunk_size=1 << 16)
-                try:
-                    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(iter(stream))), mode="r|") as tar:
-                        member = tar.next()
-                        fh = tar.extractfile(member) if member is not None and member.isreg() else None
-                        if member is None or fh is None:
-                            return ""
-                        data, size = fh.read(max_bytes), member.size
+                stream, stat = self.container.client.api.get_archive(self.container.id, f"{STATE_DIR}/audit.jsonl",
+                                                                     chunk_size=1 << 16)
+                size, head = int(stat.get("size", 0)), bytearray()
+                try:  # the archive's head only: its headers and the log's first max_bytes
+                    for chunk in stream:
+                        head += chunk
+                        if len(head) > max_bytes + TAR_HEADERS_BYTES:
+                            break
                 finally:
                     close = getattr(stream, "close", None)
                     if close:
                         close()
-        except InfraError:
+            with tarfile.open(fileobj=io.BytesIO(bytes(head)), mode="r|") as tar:
+                member = tar.next()
+                fh = tar.extractfile(member) if member is not None and member.isreg() else None
+                if fh is None:
+                    return ""
+                data = fh.read(max_bytes)
+        except (InfraError, tarfile.TarError):
             return ""
         text = data.decode("utf-8", "replace")
         if size > max_bytes:
