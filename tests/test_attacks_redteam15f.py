@@ -1,0 +1,201 @@
+"""A fifteenth red team's (15f) attacks on the fixes red team 15a left in model-only egress: closed book in
+`images/proxy/egress_addon.py` (refuse what it cannot parse, strip hosted tools by folded key names, forward its
+own re-serialized JSON).
+
+Each test asserts the defended behaviour: it FAILS while the attack wins. All run on the host against the addon
+(SimpleNamespace flows, as tests/test_attacks_redteam15a.py does); the gateway behind the allowed plain-http
+origin is emulated by how its parser reads the bytes the proxy forwards.
+
+- R15f-1 WIN: OpenRouter's server tools are `tools` entries typed `openrouter:web_search` / `openrouter:web_fetch`
+  (its documented replacement for `:online`). HOSTED_TYPES is matched with startswith: a provider prefix passes.
+  `test_provider_prefixed_hosted_tool_types_are_stripped`.
+- R15f-2 WIN: hosted search switched on outside `tools`: OpenRouter `plugins: [{"id": "web"}]` and the
+  `model: "...:online"` suffix, DashScope/Qwen `enable_search: true`, xAI `search_parameters`, Cohere
+  `connectors: [{"id": "web-search"}]`. None is in HOSTED_OPTIONS. `test_hosted_search_switched_on_outside_tools`.
+- R15f-3 WIN: batch APIs nest whole requests: Anthropic Message Batches (`requests[].params.tools`), Gemini
+  batchGenerateContent (`batch.input_config.requests.requests[].request.tools`). Only top-level `tools` is read.
+  `test_hosted_tools_nested_in_a_batch_request_are_stripped`.
+- R15f-4 WIN: Go's encoding/json (one-api/new-api, Bifrost, Ollama: Go gateways) matches object keys to struct
+  fields case-insensitively, with Unicode folding (`ſ` is `s`, `K` is `k`), the last match winning. `"Tools"`,
+  `"toolſ"`, `{"TYPE": "web_search"}` and `"Web_Search_Options"` are not what Python's dict lookups check, and
+  the re-serialized body keeps them as they are. `test_a_case_insensitive_parser_sees_no_hosted_tools`.
+- R15f-5 WIN: the re-serialized body is ASCII JSON but the request's `Content-Type: application/json;
+  charset=utf-7` is forwarded as it came. Express's json() (body-parser: any `utf-*` charset, decoded by
+  iconv-lite, which has UTF-7) reads `+ACIALAAg...-` inside a JSON string as `", "tools": [{"type":
+  "web_search"}], "z": "`. `test_a_charset_the_proxy_did_not_read_with_is_not_forwarded`.
+- R15f-6 WIN: a `GET` with `Upgrade: websocket` to the allowed origin has no body, passes, and mitmproxy relays
+  the WebSocket after the 101: the addon has no websocket hook, so no message is read or stripped (LiteLLM's
+  proxy serves OpenAI's Realtime API, whose `session.update` takes `tools` incl. remote `mcp`).
+  `test_a_websocket_upgrade_to_the_model_is_refused_or_inspected`.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from test_egress import load_addon
+
+addon = load_addon()
+
+MODEL = "http://10.0.0.5:30000"
+
+
+def run(tmp_path, monkeypatch, body: bytes | str | dict, *, method="POST", headers=None, path="/v1/chat/completions"):
+    """The addon's request hook on one request to the allowed model; (refused?, the flow) afterwards."""
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress([MODEL], True, tmp_path)
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode()
+    flow = SimpleNamespace(
+        request=SimpleNamespace(method=method, scheme="http", host="10.0.0.5", port=30000, content=body,
+                                url=f"{MODEL}{path}",
+                                headers=dict(headers or {"content-type": "application/json"})),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    return bool(refused), flow
+
+
+# --- R15f-1 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["openrouter:web_search", "openrouter:web_fetch"])
+def test_provider_prefixed_hosted_tool_types_are_stripped(tmp_path, monkeypatch, kind):
+    body = {"model": "openai/gpt-5", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": kind}, {"type": "function", "function": {"name": "bash"}}]}
+    refused, flow = run(tmp_path, monkeypatch, body)
+    if not refused:
+        sent = json.loads(flow.request.content)
+        assert [t["type"] for t in sent.get("tools", [])] == ["function"], sent
+
+
+def test_control_the_agents_own_function_passes_untouched(tmp_path, monkeypatch):
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "bash", "parameters": {}}}]}
+    refused, flow = run(tmp_path, monkeypatch, body)
+    assert not refused and json.loads(flow.request.content) == body
+
+
+# --- R15f-2 --------------------------------------------------------------------------------------------------------
+
+SWITCHES = {
+    "openrouter-plugins": ({"plugins": [{"id": "web", "max_results": 5}]}, lambda b: "plugins" in b),
+    "openrouter-online": ({"model": "openai/gpt-4o:online"}, lambda b: str(b.get("model")).endswith(":online")),
+    "dashscope-enable_search": ({"model": "qwen-plus", "enable_search": True}, lambda b: b.get("enable_search")),
+    "xai-search_parameters": ({"model": "grok-3", "search_parameters": {"mode": "on"}},
+                              lambda b: "search_parameters" in b),
+    "cohere-connectors": ({"connectors": [{"id": "web-search"}]}, lambda b: "connectors" in b),
+}
+
+
+@pytest.mark.parametrize("name", list(SWITCHES))
+def test_hosted_search_switched_on_outside_tools(tmp_path, monkeypatch, name):
+    extra, still_on = SWITCHES[name]
+    body = {"model": "m", "messages": [{"role": "user", "content": "what fixed sglang#12345?"}], **extra}
+    refused, flow = run(tmp_path, monkeypatch, body)
+    assert refused or not still_on(json.loads(flow.request.content)), (name, flow.request.content)
+
+
+# --- R15f-3 --------------------------------------------------------------------------------------------------------
+
+def _hosted_anywhere(node) -> list[str]:
+    """Hosted tools in any `tools` list at any depth (what a batch endpoint runs, one request per entry)."""
+    found = []
+    if isinstance(node, dict):
+        found += addon.strip_hosted_tools(json.loads(json.dumps(node)))
+        for value in node.values():
+            found += _hosted_anywhere(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _hosted_anywhere(value)
+    return found
+
+
+BATCHES = {
+    "anthropic-message-batches": ("/v1/messages/batches", {"requests": [{"custom_id": "a", "params": {
+        "model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]}}]}),
+    "gemini-batch-inline": ("/v1beta/models/gemini-2.5-pro:batchGenerateContent", {"batch": {
+        "display_name": "b", "input_config": {"requests": {"requests": [{"request": {
+            "contents": [{"parts": [{"text": "hi"}]}], "tools": [{"googleSearch": {}}]},
+            "metadata": {"key": "1"}}]}}}}),
+}
+
+
+@pytest.mark.parametrize("name", list(BATCHES))
+def test_hosted_tools_nested_in_a_batch_request_are_stripped(tmp_path, monkeypatch, name):
+    path, body = BATCHES[name]
+    refused, flow = run(tmp_path, monkeypatch, body, path=path)
+    assert refused or _hosted_anywhere(json.loads(flow.request.content)) == [], flow.request.content
+
+
+# --- R15f-4 --------------------------------------------------------------------------------------------------------
+
+FIELDS = ("model", "messages", "tools", "type", "function", "name", "web_search_options", "mcp_servers")
+
+
+def go_view(raw: bytes):
+    """What Go's encoding/json puts in `struct{Tools []Tool `json:"tools"`; ...}`: keys matched to the struct's
+    field names case-insensitively (strings.EqualFold-like folding: `ſ`→s, `K`→k), the last match winning."""
+    def pairs(items):
+        out = {}
+        for key, value in items:
+            field = next((f for f in FIELDS if key.casefold() == f), key)
+            out[field] = value
+        return out
+    return json.loads(raw, object_pairs_hook=pairs)
+
+
+@pytest.mark.parametrize("body", [
+    '{"model": "m", "Tools": [{"type": "web_search"}]}',
+    '{"model": "m", "tools": [{"type": "function"}], "TOOLS": [{"type": "web_search"}]}',
+    '{"model": "m", "tool\\u017f": [{"type": "web_search"}]}',
+    '{"model": "m", "tools": [{"TYPE": "web_search"}, {"type": "function"}]}',
+    '{"model": "m", "Web_Search_Options": {"search_context_size": "high"}}',
+    '{"model": "m", "MCP_Servers": [{"type": "url", "url": "https://fetch.example/sse", "name": "f"}]}',
+], ids=["Tools", "TOOLS-after-tools", "long-s", "TYPE", "Web_Search_Options", "MCP_Servers"])
+def test_a_case_insensitive_parser_sees_no_hosted_tools(tmp_path, monkeypatch, body):
+    refused, flow = run(tmp_path, monkeypatch, body)
+    if not refused:
+        seen = go_view(flow.request.content)
+        assert addon.strip_hosted_tools(go_view(flow.request.content)) == [], seen
+
+
+# --- R15f-5 --------------------------------------------------------------------------------------------------------
+
+def _utf7_smuggle(payload: str) -> str:
+    import base64
+
+    return "+" + base64.b64encode(payload.encode("utf-16-be")).decode().rstrip("=") + "-"
+
+
+def test_a_charset_the_proxy_did_not_read_with_is_not_forwarded(tmp_path, monkeypatch):
+    hidden = _utf7_smuggle('", "tools": [{"type": "web_search"}], "z": "')
+    body = '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "note": "' + hidden + '"}'
+    assert addon.strip_hosted_tools(json.loads(body)) == []  # to Python: one harmless string
+    refused, flow = run(tmp_path, monkeypatch, body,
+                        headers={"content-type": "application/json; charset=utf-7"})
+    if not refused:
+        ctype = flow.request.headers.get("content-type", "")
+        charset = ctype.partition("charset=")[2].strip() or "utf-8"
+        seen = json.loads(flow.request.content.decode(charset))  # as body-parser + iconv-lite read it
+        assert addon.strip_hosted_tools(dict(seen)) == [], seen
+
+
+def test_control_a_utf8_charset_still_passes(tmp_path, monkeypatch):
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    refused, flow = run(tmp_path, monkeypatch, body, headers={"content-type": "application/json; charset=utf-8"})
+    assert not refused and json.loads(flow.request.content) == body
+
+
+# --- R15f-6 --------------------------------------------------------------------------------------------------------
+
+def test_a_websocket_upgrade_to_the_model_is_refused_or_inspected(tmp_path, monkeypatch):
+    refused, flow = run(tmp_path, monkeypatch, b"", method="GET", path="/v1/realtime?model=gpt-realtime",
+                        headers={"upgrade": "websocket", "connection": "Upgrade",
+                                 "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13"})
+    assert refused or hasattr(addon.Egress, "websocket_message"), \
+        "the WebSocket to the model passes and none of its messages is read by closed book"
