@@ -25,8 +25,17 @@ origin is emulated by how its parser reads the bytes the proxy forwards.
   "web_search"}], "z": "`. `test_a_charset_the_proxy_did_not_read_with_is_not_forwarded`.
 - R15f-6 WIN: a `GET` with `Upgrade: websocket` to the allowed origin has no body, passes, and mitmproxy relays
   the WebSocket after the 101: the addon has no websocket hook, so no message is read or stripped (LiteLLM's
-  proxy serves OpenAI's Realtime API, whose `session.update` takes `tools` incl. remote `mcp`).
+  proxy serves OpenAI's Realtime API, whose `session.update` takes `tools` incl. remote `mcp`). Checked with the
+  shipped proxy image (sweserve-proxy, mitmproxy 11.0.2) and a raw socket server: the 101 came back, and a
+  masked text frame `{"type":"session.update","session":{"tools":[{"type":"mcp",...}]}}` reached the server;
+  the audit log has one `GET .../v1/realtime allowed` line and nothing of the messages.
   `test_a_websocket_upgrade_to_the_model_is_refused_or_inspected`.
+- R15f-7 WIN (the log lies about where a request went): a proxy request `GET http://<allowed>/x` with
+  `Host: other.vhost` is forwarded to the allowed address with the agent's Host header unchanged (checked with
+  the real image: the server got `Host: evil.example`), and the audit line says only the allowed URL. Where
+  the allowed origin is a reverse proxy routing by Host (nginx, Traefik, Envoy on the host's port 80), the agent
+  reaches every virtual host behind it, and egress.log shows only model calls.
+  `test_the_forwarded_host_header_is_the_allowed_origin`.
 """
 
 from __future__ import annotations
@@ -199,3 +208,17 @@ def test_a_websocket_upgrade_to_the_model_is_refused_or_inspected(tmp_path, monk
                                  "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13"})
     assert refused or hasattr(addon.Egress, "websocket_message"), \
         "the WebSocket to the model passes and none of its messages is read by closed book"
+
+
+# --- R15f-7 --------------------------------------------------------------------------------------------------------
+
+def test_the_forwarded_host_header_is_the_allowed_origin(tmp_path, monkeypatch):
+    refused, flow = run(tmp_path, monkeypatch, b"", method="GET", path="/admin",
+                        headers={"host": "grafana.internal"})
+    assert refused or flow.request.headers.get("host") in ("10.0.0.5:30000",), flow.request.headers
+
+
+def test_control_a_matching_host_header_passes(tmp_path, monkeypatch):
+    refused, flow = run(tmp_path, monkeypatch, b"", method="GET", path="/v1/models",
+                        headers={"host": "10.0.0.5:30000"})
+    assert not refused
