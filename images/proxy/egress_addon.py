@@ -30,14 +30,22 @@ HOSTED_TYPES = ("web_search", "web_fetch", "code_interpreter", "code_execution",
 # with "_" removed and case folded
 HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context", "google_maps",
                "enterprise_web_search", "retrieval", "file_search")
-# top-level fields: OpenAI's search options, Anthropic's MCP connector (the provider calls remote MCP servers)
-HOSTED_OPTIONS = ("web_search_options", "mcp_servers")
+# fields (at any depth) that switch on the provider's own search or connectors: OpenAI's search options,
+# Anthropic's MCP connector, OpenRouter's plugins (web), DashScope's enable_search, xAI's Live Search, Cohere's
+# connectors (web-search)
+HOSTED_OPTIONS = ("web_search_options", "mcp_servers", "plugins", "enable_search", "search_parameters",
+                  "connectors")
 MAX_FIELD = 2048  # characters of a URL (or method) kept in an audit line
 LOG_LIMIT = 64 << 20  # bytes of audit log; past it the proxy refuses everything (the log never goes silent)
 
 
 def _fold(key: str) -> str:
-    return key.replace("_", "").replace("-", "").lower()
+    return key.replace("_", "").replace("-", "").casefold()
+
+
+# Go's encoding/json (Go gateways) matches keys to fields case-insensitively, with Unicode folding (ſ is s, K
+# is k): every key is compared casefolded, so "Tools", "toolſ" and "TYPE" are what a Go gateway reads them as
+HOSTED_OPTIONS_FOLDED = {option.casefold() for option in HOSTED_OPTIONS}
 
 
 HOSTED_FOLDED = {_fold(key): key for key in HOSTED_KEYS}
@@ -57,28 +65,63 @@ def hosted_kind(tool) -> str | None:
     """Which hosted tool this tools[] entry asks for, or None for a tool the client runs itself."""
     if not isinstance(tool, dict):
         return None
-    kind = tool.get("type")
-    if isinstance(kind, str) and kind.startswith(HOSTED_TYPES):
-        return kind
+    for key, kind in tool.items():
+        # a provider prefix names the same tool run by that provider (OpenRouter's "openrouter:web_search")
+        if (isinstance(key, str) and key.casefold() == "type" and isinstance(kind, str)
+                and kind.rpartition(":")[2].startswith(HOSTED_TYPES)):
+            return kind
     return next((key for key in tool if isinstance(key, str) and _fold(key) in HOSTED_FOLDED), None)
 
 
 def strip_hosted_tools(body) -> list[str]:
-    """Remove hosted tools from a model request body in place; what was removed."""
+    """Remove hosted tools from a model request body in place, at any depth (a batch request nests whole
+    requests); what was removed."""
+    stripped: list[str] = []
+    if isinstance(body, list):
+        for item in body:
+            stripped += strip_hosted_tools(item)
+        return stripped
     if not isinstance(body, dict):
-        return []
-    stripped = [key for key in HOSTED_OPTIONS if body.pop(key, None) is not None]
-    tools = body.get("tools")
-    if isinstance(tools, list):
+        return stripped
+    for key in [key for key in body if key.casefold() in HOSTED_OPTIONS_FOLDED]:
+        if body.pop(key) is not None:
+            stripped.append(key)
+    for key in [key for key in body if key.casefold() == "tools"]:
+        tools = body[key]
+        if not isinstance(tools, list):
+            continue
         kept = [t for t in tools if hosted_kind(t) is None]
         stripped += [kind for kind in map(hosted_kind, tools) if kind is not None]
         if len(kept) != len(tools):
             if kept:
-                body["tools"] = kept
+                body[key] = kept
             else:
-                del body["tools"]
-                body.pop("tool_choice", None)
+                del body[key]
+                for choice in [k for k in body if k.casefold() == "tool_choice"]:
+                    del body[choice]
+    for value in body.values():
+        stripped += strip_hosted_tools(value)
     return stripped
+
+
+def online_model(body) -> bool:
+    """A `model` (at any depth) that OpenRouter runs with its web plugin (the ":online" variant)."""
+    if isinstance(body, list):
+        return any(map(online_model, body))
+    if not isinstance(body, dict):
+        return False
+    return any((isinstance(key, str) and key.casefold() == "model" and isinstance(value, str)
+                and value.rstrip().casefold().endswith(":online")) or online_model(value)
+               for key, value in body.items())
+
+
+def charset(content_type: str) -> str:
+    """The charset parameter of a Content-Type ("" if none)."""
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return ""
 
 
 class Egress:
@@ -143,26 +186,41 @@ class Egress:
         if flow.request.method == "CONNECT" or flow.response is not None:
             return
         req = flow.request
+        headers = getattr(req, "headers", None) or {}
         allowed = (req.scheme, req.host.lower(), req.port) in self.allow
         stripped: list[str] = []
         note = ""
+        host = headers.get("host")
+        if allowed and host is not None and origin(f"{req.scheme}://{host}") != (req.scheme, req.host.lower(),
+                                                                                  req.port):
+            # mitmproxy forwards the client's Host header as it is: a reverse proxy at the allowed address would
+            # route by it to a host the log never names
+            allowed, note = False, f"Host header {clip(host)!r} is not the allowed origin"
+        if allowed and self.closed_book and headers.get("upgrade") is not None:
+            # a WebSocket's messages pass through mitmproxy unread: closed book cannot strip them
+            allowed, note = False, "closed book: a protocol upgrade (WebSocket) is not read by this proxy"
         if allowed and self.closed_book:
             # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
             # Python's limit, not JSON at all) may still be read by the server, which need not honour a
             # request's coding nor parse as strictly
             try:
                 content = req.content  # decoded by its Content-Encoding (ValueError if it cannot be)
+                if content and charset(headers.get("content-type", "")) not in ("", "utf-8", "utf8"):
+                    # the forwarded body is ASCII JSON, but a server honouring charset=utf-7 reads "+ACI-" as '"'
+                    raise ValueError("a charset other than utf-8")
                 # a body that is not JSON to Python (one byte that is not UTF-8) is JSON to Go's and Node's
                 # parsers, which replace such a byte: ValueError, refused
                 body = json.loads(content) if content else None
                 stripped = strip_hosted_tools(body)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
+                if online_model(body):
+                    raise ValueError("a model that searches the web by its name (:online)")
             except (ValueError, RecursionError) as exc:
-                allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__})"
+                allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__}: {exc})"[:300]
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
-            self.refuse(flow, "a body this proxy cannot read" if note else f"{req.scheme}://{req.host}:{req.port}")
+            self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
 
 
 addons = [Egress.from_env()] if os.environ.get("SWESERVE_EGRESS_DIR") else []
