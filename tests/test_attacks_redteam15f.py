@@ -218,6 +218,27 @@ def test_the_forwarded_host_header_is_the_allowed_origin(tmp_path, monkeypatch):
     assert refused or flow.request.headers.get("host") in ("10.0.0.5:30000",), flow.request.headers
 
 
+class TwoHosts(dict):
+    """mitmproxy's Headers as the addon reads them: get() gives the first of repeated fields, get_all() all."""
+
+    def get_all(self, name):
+        return ["10.0.0.5:30000", "grafana.internal"] if name == "host" else [v for k, v in self.items() if k == name]
+
+
+def test_a_second_host_header_is_refused(tmp_path, monkeypatch):
+    """R15f-7 with two Host fields (checked with the real image after the first fix: mitmproxy forwarded both,
+    and a server or reverse proxy that takes the last one routes to the other virtual host)."""
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress([MODEL], True, tmp_path)
+    flow = SimpleNamespace(
+        request=SimpleNamespace(method="GET", scheme="http", host="10.0.0.5", port=30000, content=b"",
+                                url=f"{MODEL}/admin", headers=TwoHosts(host="10.0.0.5:30000")),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    assert refused
+
+
 def test_control_a_matching_host_header_passes(tmp_path, monkeypatch):
     refused, flow = run(tmp_path, monkeypatch, b"", method="GET", path="/v1/models",
                         headers={"host": "10.0.0.5:30000"})
