@@ -190,12 +190,13 @@ class Egress:
         allowed = (req.scheme, req.host.lower(), req.port) in self.allow
         stripped: list[str] = []
         note = ""
-        host = headers.get("host")
-        if allowed and host is not None and origin(f"{req.scheme}://{host}") != (req.scheme, req.host.lower(),
-                                                                                  req.port):
-            # mitmproxy forwards the client's Host header as it is: a reverse proxy at the allowed address would
-            # route by it to a host the log never names
-            allowed, note = False, f"Host header {clip(host)!r} is not the allowed origin"
+        hosts = headers.get_all("host") if hasattr(headers, "get_all") else [headers.get("host")]
+        hosts = [host for host in hosts if host is not None]
+        if allowed and (len(hosts) > 1 or any(origin(f"{req.scheme}://{host}") != (req.scheme, req.host.lower(),
+                                                                                     req.port) for host in hosts)):
+            # mitmproxy forwards the client's Host fields as they are (two of them, too): a reverse proxy at the
+            # allowed address would route by one to a host the log never names
+            allowed, note = False, f"Host header {clip(', '.join(hosts))!r} is not the allowed origin"
         if allowed and self.closed_book and headers.get("upgrade") is not None:
             # a WebSocket's messages pass through mitmproxy unread: closed book cannot strip them
             allowed, note = False, "closed book: a protocol upgrade (WebSocket) is not read by this proxy"
