@@ -8,6 +8,8 @@ origin is emulated by how its parser reads the bytes the proxy forwards.
 
 - R15f-1 WIN: OpenRouter's server tools are `tools` entries typed `openrouter:web_search` / `openrouter:web_fetch`
   (its documented replacement for `:online`). HOSTED_TYPES is matched with startswith: a provider prefix passes.
+  So do xAI's `{"type": "x_search"}` and Moonshot's `{"type": "builtin_function", "function": {"name":
+  "$web_search"}}` (Kimi runs the search itself), which are not in the list at all.
   `test_provider_prefixed_hosted_tool_types_are_stripped`.
 - R15f-2 WIN: hosted search switched on outside `tools`: OpenRouter `plugins: [{"id": "web"}]` and the
   `model: "...:online"` suffix, DashScope/Qwen `enable_search: true`, xAI `search_parameters`, Cohere
@@ -71,10 +73,14 @@ def run(tmp_path, monkeypatch, body: bytes | str | dict, *, method="POST", heade
 
 # --- R15f-1 --------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["openrouter:web_search", "openrouter:web_fetch"])
-def test_provider_prefixed_hosted_tool_types_are_stripped(tmp_path, monkeypatch, kind):
+@pytest.mark.parametrize("tool", [
+    {"type": "openrouter:web_search"}, {"type": "openrouter:web_fetch"},
+    {"type": "x_search"},  # xAI's Agent Tools: searches X posts server-side
+    {"type": "builtin_function", "function": {"name": "$web_search"}},  # Moonshot (Kimi): Moonshot runs the search
+], ids=["openrouter-web_search", "openrouter-web_fetch", "xai-x_search", "moonshot-builtin"])
+def test_provider_prefixed_hosted_tool_types_are_stripped(tmp_path, monkeypatch, tool):
     body = {"model": "openai/gpt-5", "messages": [{"role": "user", "content": "hi"}],
-            "tools": [{"type": kind}, {"type": "function", "function": {"name": "bash"}}]}
+            "tools": [tool, {"type": "function", "function": {"name": "bash"}}]}
     refused, flow = run(tmp_path, monkeypatch, body)
     if not refused:
         sent = json.loads(flow.request.content)
