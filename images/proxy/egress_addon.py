@@ -23,9 +23,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-# tool "type"s (OpenAI, Anthropic) and tool keys (Gemini) the provider runs itself
+# tool "type"s (OpenAI, Anthropic, xAI's x_search, Moonshot's builtin_function $web_search) and tool keys (Gemini)
+# the provider runs itself
 HOSTED_TYPES = ("web_search", "web_fetch", "code_interpreter", "code_execution", "file_search", "image_generation",
-                "mcp", "computer_use")
+                "mcp", "computer_use", "x_search", "builtin_function")
 # Gemini's API is proto JSON: it takes each of these in lowerCamelCase too (googleSearch), so keys are compared
 # with "_" removed and case folded
 HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context", "google_maps",
