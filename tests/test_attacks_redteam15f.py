@@ -88,8 +88,11 @@ def test_provider_prefixed_hosted_tool_types_are_stripped(tmp_path, monkeypatch,
 
 
 def test_control_the_agents_own_function_passes_untouched(tmp_path, monkeypatch):
+    """Control: a client-run function, whose schema happens to name fields like the hosted ones, is kept whole."""
+    schema = {"type": "object", "properties": {"plugins": {"type": "array"}, "connectors": {"type": "string"},
+                                               "model": {"type": "string", "default": "x:online"}}}
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
-            "tools": [{"type": "function", "function": {"name": "bash", "parameters": {}}}]}
+            "tools": [{"type": "function", "function": {"name": "bash", "parameters": schema}}]}
     refused, flow = run(tmp_path, monkeypatch, body)
     assert not refused and json.loads(flow.request.content) == body
 

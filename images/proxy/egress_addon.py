@@ -100,8 +100,9 @@ def strip_hosted_tools(body) -> list[str]:
                 del body[key]
                 for choice in [k for k in body if k.casefold() == "tool_choice"]:
                     del body[choice]
-    for value in body.values():
-        stripped += strip_hosted_tools(value)
+    for key, value in body.items():
+        if key.casefold() != "tools":  # the client's own tools are kept as they are (their schemas name anything)
+            stripped += strip_hosted_tools(value)
     return stripped
 
 
@@ -111,9 +112,8 @@ def online_model(body) -> bool:
         return any(map(online_model, body))
     if not isinstance(body, dict):
         return False
-    return any((isinstance(key, str) and key.casefold() == "model" and isinstance(value, str)
-                and value.rstrip().casefold().endswith(":online")) or online_model(value)
-               for key, value in body.items())
+    return any((key.casefold() == "model" and isinstance(value, str) and value.rstrip().casefold().endswith(":online"))
+               or (key.casefold() != "tools" and online_model(value)) for key, value in body.items())
 
 
 def charset(content_type: str) -> str:
