@@ -252,3 +252,28 @@ def test_control_a_matching_host_header_passes(tmp_path, monkeypatch):
     refused, flow = run(tmp_path, monkeypatch, b"", method="GET", path="/v1/models",
                         headers={"host": "10.0.0.5:30000"})
     assert not refused
+
+
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/update_weights_from_disk"), ("POST", "/release_memory_occupation"), ("POST", "/flush_cache"),
+    ("GET", "/flush_cache"), ("POST", "/abort_request"), ("GET", "/get_server_info"), ("POST", "/v1/../flush_cache"),
+    ("POST", "/v1/chat%2Fcompletions"), ("POST", "//flush_cache"), ("PUT", "/v1/chat/completions"),
+    ("DELETE", "/v1/models/m"), ("POST", "/flush_cache?then=/v1/chat/completions"),
+])
+def test_a_shared_model_servers_admin_endpoints_are_refused(tmp_path, monkeypatch, method, path):
+    """Red team 15f's lead: the allow list named an origin, any path. The shipped mini-swe-agent config points at
+    an SGLang server every trial shares, whose admin endpoints (update or release the weights, flush the cache,
+    abort requests) answer without a key unless one is set: one agent could change or stall the model of every
+    other trial. Only a model API's own calls pass now."""
+    refused, _ = run(tmp_path, monkeypatch, b"{}" if method == "POST" else b"", method=method, path=path)
+    assert refused, (method, path)
+
+
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/v1/chat/completions"), ("POST", "/chat/completions"), ("POST", "/openai/v1/chat/completions"),
+    ("POST", "/v1/completions"), ("POST", "/v1/messages"), ("POST", "/v1/responses"), ("POST", "/generate"),
+    ("POST", "/v1beta/models/gemini-2.5-pro:generateContent"), ("GET", "/v1/models"), ("GET", "/v1/models/m-1"),
+])
+def test_control_a_model_apis_own_calls_pass(tmp_path, monkeypatch, method, path):
+    refused, _ = run(tmp_path, monkeypatch, b"{}" if method == "POST" else b"", method=method, path=path)
+    assert not refused, (method, path)

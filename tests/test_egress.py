@@ -89,7 +89,8 @@ def test_closed_book_strips_hosted_tools_and_keeps_the_agents_own():
 class FakeFlow:
     def __init__(self, method, scheme, host, port, body=b"", ctype="application/json"):
         self.request = SimpleNamespace(method=method, scheme=scheme, host=host, port=port, content=body,
-                                       headers={"content-type": ctype}, url=f"{scheme}://{host}:{port}/v1/x")
+                                       headers={"content-type": ctype},
+                                       url=f"{scheme}://{host}:{port}/v1/chat/completions")
         self.client_conn = SimpleNamespace(peername=("10.1.1.2", 5555))
         self.response = None
 
@@ -220,6 +221,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
         probe(f"http://{model.ip}:22/"),
         probe("http://mitm.it/"),  # mitmproxy's own onboarding app must not answer either
         probe(chat, proxy=False),
+        probe(f"{model.endpoint}/update_weights_from_disk"),  # the model's origin, a server's admin path
     ])
     c = CommandAgentConfig(kind="command", name="egress-probe", command=command, egress=[model.endpoint],
                            closed_book=True)
@@ -229,13 +231,14 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
     assert r.agent_run is not None, (r.status, r.reason)
     log = r.agent_run.log_tail
     assert "proxy=http://" in log and log.count("PROBE 200") == 1, log
-    assert log.count("PROBE-FAILED HTTP Error 403") == 3, log
+    assert log.count("PROBE-FAILED HTTP Error 403") == 4, log
     assert "PROBE-FAILED <urlopen error" in log, log  # direct, around the proxy: no route
     (seen,) = model.requests()
     assert seen["tools"] == [{"type": "function", "function": {"name": "bash"}}]  # closed book
     audit = [json.loads(line) for line in (tmp_path / r.trial_dir / "egress.log").read_text().splitlines()]
     assert [(a["url"], a["allowed"]) for a in audit] == [
-        (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False)]
+        (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False),
+        (f"{model.endpoint}/update_weights_from_disk", False)]
     assert audit[0]["stripped"] == ["web_search"]
     left = demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
     assert [x for x in left if x.labels.get("sweserve.role") == "egress"] == []
@@ -271,7 +274,7 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     me = "http://$SELF"  # the model's own address, filled in by the model container
     script = [
         tool_call("bash", {"command": "; ".join([probe("http://example.com/"), probe(f"{me}/v1/x", proxy=False),
-                                                 probe(f"{me}/v1/x", tools=[{"type": "code_interpreter"}])])}, "c1"),
+                                                 probe(f"{me}/v1/chat/completions", tools=[{"type": "code_interpreter"}])])}, "c1"),
         {"role": "assistant", "content": "answer to the probe"},
         tool_call("bash", {"command": f"cat > {FIX_PATH} <<'EOF'\n{files.PR_DISTRIBUTED[FIX_PATH]}EOF"}, "c2"),
         tool_call("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}, "c3"),

@@ -1,7 +1,9 @@
 """sweserve's egress policy as a mitmproxy addon (runs inside the proxy container, not in sweserve).
 
-- Only the allowed origins pass: plain-HTTP requests whose (scheme, host, port) is allowed, and CONNECT
-  tunnels to allowed https origins (TLS is passed through, never intercepted). Everything else gets 403.
+- Only the allowed origins pass: plain-HTTP requests whose (scheme, host, port) is allowed, to a model API's
+  own paths (`model_call`: chat, completions, messages, responses, generate, embeddings, listing models; never a
+  server's admin endpoints), and CONNECT tunnels to allowed https origins (TLS is passed through, never
+  intercepted). Everything else gets 403.
 - Every request, allowed or refused, is one JSON line in the audit log (URL clipped); a full log (LOG_LIMIT)
   refuses every later request, so the log is bounded and never silent.
 - Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
@@ -60,6 +62,30 @@ def origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     return scheme, (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(scheme, 0)
+
+
+# what an agent asks a model server: a POST to a path ending in one of these (the server's own prefix before it:
+# /v1, /openai/v1, /api/v1, Azure's deployments), a GET of its models; a shared server's other endpoints
+# (SGLang's /update_weights_from_disk, /release_memory_occupation, /flush_cache, /abort_request …) would let one
+# agent change or stall the model every other trial uses (red team 15f's lead)
+MODEL_POSTS = ("/chat/completions", "/completions", "/messages", "/messages/count_tokens", "/responses", "/generate",
+               "/embeddings", ":generateContent", ":streamGenerateContent", ":countTokens")
+MODEL_GETS = ("/models",)
+
+
+def model_call(method: str, url: str) -> bool:
+    """Whether a plain-http request is a model API call (`MODEL_POSTS`, `MODEL_GETS`, or a GET of one model
+    under /models/). A path with dot segments, empty segments, percent-escapes or backslashes is none: a server
+    that resolves them would route to a path this check never saw."""
+    path = urlsplit(url).path
+    if any(bad in path for bad in ("/./", "/../", "//", "%", "\\")) or path.endswith(("/.", "/..")):
+        return False
+    if method == "POST":
+        return path.endswith(MODEL_POSTS)
+    if method == "GET":
+        head, _, last = path.rpartition("/")
+        return path.endswith(MODEL_GETS) or (head.endswith("/models") and bool(last))
+    return False
 
 
 def hosted_kind(tool) -> str | None:
@@ -198,6 +224,8 @@ class Egress:
             # mitmproxy forwards the client's Host fields as they are (two of them, too): a reverse proxy at the
             # allowed address would route by one to a host the log never names
             allowed, note = False, f"Host header {clip(', '.join(hosts))!r} is not the allowed origin"
+        if allowed and not model_call(req.method, req.url):
+            allowed, note = False, "not a model API call (a method and path a model server answers)"
         if allowed and self.closed_book and headers.get("upgrade") is not None:
             # a WebSocket's messages pass through mitmproxy unread: closed book cannot strip them
             allowed, note = False, "closed book: a protocol upgrade (WebSocket) is not read by this proxy"
