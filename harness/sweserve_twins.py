@@ -21,6 +21,7 @@ import builtins
 import os
 import random
 import re
+import stat
 import sys
 import threading
 import unittest
@@ -417,8 +418,11 @@ def tree_checks(root: str, files: list[str], workdir: str, sources: dict[str, st
     def read_many(paths: list[str]) -> dict[str, str]:
         out = {}
         for path in paths:
-            try:
-                with open(os.path.join(root, path), encoding="utf-8") as fh:
+            try:  # a regular file only: a link to /dev/ptmx would block this root reader for ever (R15e-1)
+                fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+                with open(fd, encoding="utf-8") as fh:
+                    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                        continue
                     out[path] = fh.read()
             except (OSError, UnicodeDecodeError, ValueError):
                 continue

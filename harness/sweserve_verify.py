@@ -30,6 +30,7 @@ import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -143,6 +144,24 @@ def test_env(extra=None):
     return env
 
 
+class NotRegular(OSError):
+    pass
+
+
+def read_regular(full):
+    """The text of the file at `full`, links followed, only where that is a regular file: a submission's link to
+    a device or a pipe would hold this root process (its read never ends) past the harness's time limit, and
+    the trial would end as the harness's error, with no verdict (red team 15e, R15e-1)."""
+    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(full)
+        with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def inside(full):
     """Whether a path's folder is inside the work tree, links resolved: only there does this root process
     remove what a submission named."""
@@ -197,8 +216,8 @@ def reset(cfg, changed, tests_patch, installed):
         name = path.rsplit("/", 1)[-1]
         old = git("show", f"{base}:{path}", check=False)
         try:
-            now = open(os.path.join(WORKDIR, path), encoding="utf-8", errors="replace").read()
-        except OSError:
+            now = read_regular(os.path.join(WORKDIR, path))
+        except OSError:  # absent, or a link to a device, a folder, a pipe (read as absent, as the host reads it)
             now = None
         before = old.stdout if old.returncode == 0 else None
         return sweserve_resets.pytest_section(name, before) != sweserve_resets.pytest_section(name, now)
