@@ -41,10 +41,38 @@ cd /testbed
 setsid nohup bash -c 'while :; do echo 1 > /logs/verifier/reward.txt; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json; sleep 0.1; done' </dev/null >/dev/null 2>&1 &
 """
 
-SOLUTIONS = {"ptmx-pyproject": PTMX_SOLVE, "reward-daemon": DAEMON_SOLVE}
-# the honest verifier takes ~20 s on this task: a limit of 150 s (instead of the export's test_timeout_s + 300)
+# R15e-2: model.patch is the agent's text, not a diff sweserve took (as `sweserve run` takes it, from the tree):
+# the agent writes it before it ends and makes the collect hook's `git add -A` fail (a stale index.lock in the
+# image's GIT_DIR), so the hook never overwrites it. The patch (~0.8 MB): a 32 MB file of "a" lines created by
+# a binary literal (~0.2 MB), then a hunk on that file of 100k context lines around one line it lacks. `git
+# apply` tries the hunk at every one of the 16M lines, comparing up to 50k lines at each (~8e11 compares,
+# far past the export's own limit of test_timeout_s + 300 = 900 s; a patch of 345 KB already kept it over 100 s).
+BOMB_SOLVE = """#!/bin/bash
+cp /solution/bomb.patch /logs/artifacts/model.patch
+touch "${GIT_DIR:-/testbed/.git}/index.lock"
+"""
+BOMB_LINES, BOMB_CONTEXT = 16_000_000, 50_000
+
+
+def _apply_bomb(tmp) -> str:
+    """A created file of BOMB_LINES lines as a git binary literal, then a hunk that matches nowhere in it."""
+    work = tmp / "bomb"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "big.txt").write_text("a\n" * BOMB_LINES)
+    (work / ".git" / "info" / "attributes").write_text("big.txt -diff\n")  # written as a binary literal
+    subprocess.run(["git", "add", "big.txt"], cwd=work, check=True)
+    literal = subprocess.run(["git", "diff", "--cached", "--binary", "--full-index"], cwd=work, check=True,
+                             capture_output=True, text=True).stdout
+    h, at = BOMB_CONTEXT, BOMB_LINES // 2
+    hunk = (f"diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -{at},{2 * h + 1} +{at},{2 * h + 1} @@\n"
+            + " a\n" * h + "-b\n+c\n" + " a\n" * h)
+    return literal + hunk
+
+
+SOLUTIONS = {"ptmx-pyproject": PTMX_SOLVE, "reward-daemon": DAEMON_SOLVE, "apply-bomb": BOMB_SOLVE}
+# the honest verifier takes ~20 s on this task: a limit of 240 s (instead of the export's test_timeout_s + 300)
 # only shortens how long the test waits for the hang; it changes nothing the verifier does
-VERIFIER_TIMEOUT_S = 150
+VERIFIER_TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +99,8 @@ def harbor_trials(docker_client, tmp_path_factory):
         verifier = f"timeout_sec = {float(VERIFIER_TIMEOUT_S)}" + verifier[verifier.index("\n"):]
         toml.write_text(f"{head}[verifier]\n{verifier}")
         (task / "solution" / "solve.sh").write_text(solve)
+        if solve is BOMB_SOLVE:
+            (task / "solution" / "bomb.patch").write_text(_apply_bomb(root))
     jobs = root / "jobs"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.run([str(HARBOR), "run", "-p", str(dataset), "-a", "oracle", "-e", "docker", "-n", "2", "-y",
@@ -103,7 +133,19 @@ def test_r15e_1_a_pyproject_linked_to_a_pty_does_not_hang_the_verifier_into_an_e
     assert data.get("exception_info") is None, _summary(trial)
     assert data["reward_valid"] and data["verifier_result"]["rewards"]["reward"] == 0.0, _summary(trial)
     assert verdict is not None and verdict["status"] != "resolved", _summary(trial)
-    assert job["stats"]["evals"]["oracle__dataset"]["n_trials"] == len(SOLUTIONS), job["stats"]
+
+
+def test_r15e_2_a_patch_git_apply_takes_hours_over_does_not_hang_the_verifier_into_an_excluded_trial(harbor_trials):
+    """R15e-2. The agent's own model.patch (the collect hook made to fail before it overwrites it): a sub-MB
+    patch `git apply --index` spends far longer on than Harbor's verifier limit. sweserve_verify.py runs it with
+    no limit: VerifierTimeoutError, no reward, the trial left out of the job's mean. Defended: a verdict
+    (`patch_failed` or `error`) with reward 0 that counts."""
+    trials, _ = harbor_trials
+    trial = trials["apply-bomb"]
+    data, verdict = trial
+    assert data.get("exception_info") is None, _summary(trial)
+    assert data["reward_valid"] and data["verifier_result"]["rewards"]["reward"] == 0.0, _summary(trial)
+    assert verdict is not None and verdict["status"] != "resolved", _summary(trial)
 
 
 def test_r15e_control_a_daemon_left_in_the_agent_container_cannot_write_the_reward(harbor_trials):
