@@ -57,6 +57,12 @@ GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-
        "-c", "core.autocrlf=false", "-c", "core.symlinks=true", "-c", "core.fileMode=true", "--literal-pathspecs"]
 
 
+# Each git command's limit, as the host's git steps in the grade box have (evaluation/verifier.py `_git`): Harbor's
+# artifact is the agent's own text, and a sub-MB patch can keep `git apply` busy for hours (a hunk tried at each
+# of millions of lines a binary literal created): past the harness's limit the trial is its error, no verdict.
+GIT_TIMEOUT_S = 120
+
+
 class Verdict(Exception):
     def __init__(self, status, reason=None):
         super().__init__(reason)
@@ -64,8 +70,11 @@ class Verdict(Exception):
 
 
 def git(*args, check=True, text=True):
-    proc = subprocess.run(GIT + list(args), cwd=WORKDIR, capture_output=True, text=text,
-                          env={**os.environ, **GIT_ENV})
+    try:
+        proc = subprocess.run(GIT + list(args), cwd=WORKDIR, capture_output=True, text=text,
+                              env={**os.environ, **GIT_ENV}, timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:  # the submission is the only input git can be slow on (R15e-2)
+        raise Verdict("patch_failed", f"git {args[0]} ran past {GIT_TIMEOUT_S}s on the submission") from None
     if check and proc.returncode != 0:
         raise Verdict("error", f"git {args[0]} failed")
     return proc
