@@ -217,8 +217,8 @@ class Egress:
         allowed = (req.scheme, req.host.lower(), req.port) in self.allow
         stripped: list[str] = []
         note = ""
-        hosts = headers.get_all("host") if hasattr(headers, "get_all") else [headers.get("host")]
-        hosts = [host for host in hosts if host is not None]
+        fields = headers.get_all("host") if hasattr(headers, "get_all") else [headers.get("host")]
+        hosts = [str(host) for host in fields if host is not None]
         if allowed and (len(hosts) > 1 or any(origin(f"{req.scheme}://{host}") != (req.scheme, req.host.lower(),
                                                                                      req.port) for host in hosts)):
             # mitmproxy forwards the client's Host fields as they are (two of them, too): a reverse proxy at the
