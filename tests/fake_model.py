@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 
 def tool_call(name: str, arguments: dict | str, call_id: str = "c1") -> dict:
@@ -19,7 +19,27 @@ def tool_call(name: str, arguments: dict | str, call_id: str = "c1") -> dict:
             "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}]}
 
 
-class FakeModel:
+class Served:
+    """A scripted server on 127.0.0.1 (its `server` and `thread` set by the subclass), started and stopped as a
+    context manager; `base_url` is its OpenAI-style root."""
+
+    server: HTTPServer
+    thread: threading.Thread
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeModel(Served):
     """Replays a script: each entry answers one request. An entry is a message dict, or one of
     ("status", code), ("raw", bytes), ("sleep", seconds). The last entry repeats."""
 
@@ -79,18 +99,6 @@ class FakeModel:
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 if __name__ == "__main__":

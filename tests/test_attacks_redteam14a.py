@@ -122,8 +122,8 @@ PATH = "python/sglang/srt/distributed/parallel_state.py"
 FIX = f"cat > {PATH} <<'EOF'\n{files.PR_DISTRIBUTED[PATH]}EOF\n"
 
 
-def _command_run(demo, tmp_path, command, name="doubter"):
-    cfg = CommandAgentConfig(kind="command", name=name, command=command)
+def _command_run(demo, tmp_path, command, name="doubter", **cfg):
+    cfg = CommandAgentConfig(kind="command", name=name, command=command, **cfg)
     agent = CommandAgent(cfg.command, cfg=cfg)
     bundle = demo.bundle(DIST)
     out = tmp_path / f"{name}.jsonl"

@@ -207,17 +207,10 @@ def test_a_body_python_cannot_decode_is_not_forwarded_with_its_hosted_tools(tmp_
     fail, so the body is forwarded as it came, tools and all. A gateway that is not Python reads it: Go's
     encoding/json and Node's body-parser replace an invalid byte with U+FFFD and parse the rest (emulated here by
     decoding with errors="replace"), and pass `web_search` on to the provider."""
-    from types import SimpleNamespace
+    from test_attacks_redteam15f import run
 
-    refused = []
-    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
-    e = addon.Egress(["http://10.0.0.5:30000"], True, tmp_path)
     body = b'{"model": "m", "note": "\xff", "tools": [{"type": "web_search"}, {"type": "function"}]}'
-    flow = SimpleNamespace(
-        request=SimpleNamespace(method="POST", scheme="http", host="10.0.0.5", port=30000, content=body,
-                                url="http://10.0.0.5:30000/v1/chat/completions"),
-        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
-    e.request(flow)
+    refused, flow = run(tmp_path, monkeypatch, body)
     if not refused:  # forwarded: then what a lenient server reads of it has no hosted tool left
         seen = json.loads(flow.request.content.decode("utf-8", "replace"))
         assert addon.strip_hosted_tools(seen) == [], seen
@@ -228,17 +221,10 @@ def test_a_duplicate_key_is_not_read_one_way_by_the_proxy_and_another_by_the_ser
     the last `tools` (empty: nothing to strip), and the proxy forwarded the bytes as they came; a parser that keeps
     the first (some Go and Java gateways, JSON's RFC leaves it open) handed `web_search` to the provider. The proxy
     now forwards what it read, re-serialized: one `tools`, the one it checked."""
-    from types import SimpleNamespace
+    from test_attacks_redteam15f import run
 
-    refused = []
-    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
-    e = addon.Egress(["http://10.0.0.5:30000"], True, tmp_path)
     body = b'{"model": "m", "tools": [{"type": "web_search"}], "tools": [{"type": "function"}]}'
-    flow = SimpleNamespace(
-        request=SimpleNamespace(method="POST", scheme="http", host="10.0.0.5", port=30000, content=body,
-                                url="http://10.0.0.5:30000/v1/chat/completions"),
-        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
-    e.request(flow)
+    refused, flow = run(tmp_path, monkeypatch, body)
     assert not refused
     first_wins = json.loads(flow.request.content, object_pairs_hook=lambda pairs: dict(reversed(pairs)))
     assert addon.strip_hosted_tools(first_wins) == [], flow.request.content

@@ -27,6 +27,8 @@ budget (429) the conversation used up (the small probe fits what is left, and is
 from __future__ import annotations
 
 import pytest
+from fake_model import Served
+from test_attacks_redteam14a import _command_run
 
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
@@ -62,16 +64,6 @@ def test_token_counts_in_the_agents_record_do_not_poison_the_results_file(demo, 
     (r,) = read_results(out)  # raised SweserveError: "field ... Invalid JSON: number out of range"
     assert r.status == "resolved", (r.status, r.reason)
     assert pending([bundle], agent, 1, out, retry_errors=True) == []
-
-
-def _command_run(demo, tmp_path, command, name="doubter", **cfg):
-    cfg = CommandAgentConfig(kind="command", name=name, command=command, **cfg)
-    agent = CommandAgent(cfg.command, cfg=cfg)
-    bundle = demo.bundle(DIST)
-    out = tmp_path / f"{name}.jsonl"
-    run_evaluation(demo.ctx, [bundle], agent, out)
-    (r,) = read_results(out)
-    return r, pending([bundle], agent, 1, out, retry_errors=True)
 
 
 # --- R15d-2: the candidate takes /testbed away: the backend's copy of the tree fails as Docker's error ------------
@@ -182,7 +174,7 @@ def test_the_egress_audit_log_is_read_within_a_bound(demo, tmp_path):
 
 # --- R15d-5: the endpoint probe, asked at once, queued behind the conversation's own abandoned requests ----------
 
-class InOrderModel:
+class InOrderModel(Served):
     """A scripted chat endpoint that answers one request at a time, in the order they came, and takes longer the
     longer the request (a single-slot server's prefill: 1 s per 1,000 bytes past the first 20,000); a request whose
     client gave up is still computed (no cancel on disconnect), as in a server without one."""
@@ -220,18 +212,6 @@ class InOrderModel:
 
         self.server = HTTPServer(("127.0.0.1", 0), Handler)  # one request at a time
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.mark.docker

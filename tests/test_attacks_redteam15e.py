@@ -22,7 +22,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_export import DECODING, HARBOR, TASKS, cli
+from test_export import DECODING, HARBOR, TASKS, cli, require_harbor
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -78,8 +78,7 @@ VERIFIER_TIMEOUT_S = 240
 @pytest.fixture(scope="module")
 def harbor_trials(docker_client, tmp_path_factory):
     """{task name: (result.json, sweserve.json or None)} of one `harbor run -a oracle` over the task copies."""
-    if not HARBOR.exists():
-        pytest.skip("harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)")
+    require_harbor()
     from sweserve.demo.fixture import build_demo_repo
 
     root = tmp_path_factory.mktemp("rt15e")

@@ -20,22 +20,10 @@ R15g-5  R15c-1 left out of `report`'s denominator the unready tasks whose result
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from test_attacks_redteam15c import ROOT, cli
 from test_report_properties import manifest, record
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
-    return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env)
-
 
 # --- R15g-1: two runs, two files, one --run-id ------------------------------------------------------------------
 

@@ -20,6 +20,15 @@ from sweserve.dataset.taskstore import load_all
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"  # the demo's six validated tasks
 HARBOR = ROOT / ".sweserve" / "harbor" / "bin" / "harbor"
+
+
+def require_harbor() -> None:
+    """Skip a test that runs the real Harbor where it is not installed; in CI (SWESERVE_REQUIRE_DOCKER=1) fail."""
+    if not HARBOR.exists():
+        why = "harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)"
+        if os.environ.get("SWESERVE_REQUIRE_DOCKER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
 DECODING = "sweserve-demo__sglang-mini-102"
 
 
@@ -208,10 +217,7 @@ def _run_harbor(dataset: Path, agent: str, jobs: Path) -> dict[str, float]:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_harbor_runs_exported_task_oracle_1_nop_0_attack_0(docker_client, tmp_path):
-    if not HARBOR.exists():
-        if os.environ.get("SWESERVE_REQUIRE_DOCKER") == "1":
-            pytest.fail("harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)")
-        pytest.skip("harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)")
+    require_harbor()
     from sweserve.demo.fixture import build_demo_repo
 
     repo = build_demo_repo(tmp_path / "repo")

@@ -366,10 +366,9 @@ def test_harbor_grades_the_export_with_twins(dist, tmp_path):
     the plan taken out (plain canaries) gives both forgeries 1."""
     import shutil
 
-    from test_export import HARBOR, _run_harbor
+    from test_export import _run_harbor, require_harbor
 
-    if not HARBOR.exists():
-        pytest.skip("harbor is not installed in .sweserve/harbor (scripts/setup.sh installs it)")
+    require_harbor()
     _, bundle, out = dist
     dataset = tmp_path / "harbor"
     dataset.mkdir()
