@@ -202,37 +202,41 @@ def _call(call: object) -> tuple[str, str | None, str | None]:
     return call_id, fn["name"], command if isinstance(command, str) else None
 
 
-PROBE_PATIENCE = 4  # the probe waits this many times what the conversation's request had, its retries included
+class ConversationRefused(Exception):
+    """The endpoint answers, and failed this conversation: the attempt brought it on itself (`model_refused`)."""
+
+
+class ProbeOutOfTime(Exception):
+    """The run's time ran out while the probe waited on an endpoint still alive (`time_limit`)."""
 
 
 def _endpoint_answers(cfg: ApiAgentConfig, api_key: str | None, first: list[dict], failure: ModelError,
                       left_s: float) -> bool | None:
     """Whether the endpoint still answers the run's first request (the system prompt and the instruction, which
     the agent cannot change), asked after a later request failed with a time-out, a 5xx or a 429 (red team 13's
-    lead): then the failure was the conversation's (a context the sandbox's output made too long to answer in
-    time, or too costly for the endpoint's limits), the attempt's own doing, and its tree is graded; an endpoint
-    that fails this too is down, and the attempt is the machinery's error, redone. None: the run's time
-    (`left_s`) ran out while the probe waited, and the run ends at its time limit, graded.
+    lead): then the failure may be the conversation's (a context the sandbox's output made too long to answer in
+    time, or too costly for the endpoint's limits); an endpoint that fails this too is down, and the attempt is
+    the machinery's error, redone. None: the run's time (`left_s`) ran out while the probe waited on an endpoint
+    that still lists its models, and the run ends at its time limit, graded.
 
     After a 429 the probe waits what it asked for (a minute at most): a conversation that spent the endpoint's
     tokens for the minute made the probe's 429 too (red team 14's lead). The probe is one request, never
-    retried, with `PROBE_PATIENCE` times the conversation's patience, or until the run's time is up: an endpoint
-    that serves requests in order and finishes those whose client gave up answers it only after the
-    conversation's abandoned tries, each taking as long as the agent made its context (red team 15d, R15d-5)."""
+    retried, that waits as long as the run has left: an endpoint that serves requests in order and finishes
+    those whose client gave up answers it only after the conversation's abandoned tries, each as long as the
+    agent made its context, so any fixed patience is one the agent can outgrow (red teams 15d and 15h, R15d-5,
+    R15h-2)."""
     t0 = time.monotonic()
     if failure.status == 429:
         time.sleep(min(failure.retry_after if failure.retry_after is not None else RATE_WINDOW_S, max(left_s, 0)))
     left_s -= time.monotonic() - t0
-    patience = PROBE_PATIENCE * (cfg.request_retries + 1) * cfg.request_timeout_s
-    if left_s <= 1:
-        return None
-    probe = cfg.model_copy(update={"request_retries": 0, "request_timeout_s": min(patience, left_s)})
     try:
-        chat(probe, api_key, first)
+        if left_s <= 1:
+            raise ModelError("no time left to ask", timed_out=True)
+        chat(cfg.model_copy(update={"request_retries": 0, "request_timeout_s": left_s}), api_key, first)
     except ModelError as exc:
         # no answer before the run's time ran out: the time limit, graded, when the endpoint is alive (it lists its
         # models); an endpoint that does not even do that is down, the machinery's error
-        return None if exc.timed_out and left_s <= patience and lists_models(cfg, api_key) else False
+        return None if exc.timed_out and lists_models(cfg, api_key) else False
     return True
 
 
@@ -268,6 +272,30 @@ class ApiAgent(TaskImageAgent):
             return None
         return (run.prompt_tokens * p.prompt_per_mtok + run.completion_tokens * p.completion_per_mtok) / 1e6
 
+    def _ask(self, messages: list[dict], run: AgentRun, t0: float, timeout_s: float) -> dict:
+        """The next step's answer. A failure after a first answer is the conversation's (`ConversationRefused`)
+        when the endpoint refused it as malformed or too large, or when it still answers the run's first request
+        (`_endpoint_answers`) and then fails the conversation once more: a blip that passed (a 5xx of a restart,
+        a 429 of other runs sharing the key) costs an honest run nothing. A failure of the first request, or an
+        endpoint that fails the probe too, stays a `ModelError`, the machinery's (red team 15h's lead)."""
+        try:
+            return chat(self.cfg, self.api_key, messages)
+        except ModelError as exc:
+            if not run.steps:
+                raise
+            if exc.status in CONVERSATION_REFUSALS:
+                raise ConversationRefused(str(exc)) from None
+            answers = _endpoint_answers(self.cfg, self.api_key, messages[:2], exc,
+                                        timeout_s - (time.monotonic() - t0))
+            if answers is None:
+                raise ProbeOutOfTime(str(exc)) from None
+            if not answers:
+                raise
+        try:
+            return chat(self.cfg, self.api_key, messages)
+        except ModelError as exc:
+            raise ConversationRefused(str(exc)) from None
+
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         cfg, t0 = self.cfg, time.monotonic()
         run = AgentRun(agent=cfg.name, version=cfg.version, model=cfg.model)
@@ -286,7 +314,7 @@ class ApiAgent(TaskImageAgent):
                     if time.monotonic() - t0 > bundle.task.resources.timeout_s:
                         run.exit_reason = "time_limit"
                         break
-                    data = chat(cfg, self.api_key, messages)
+                    data = self._ask(messages, run, t0, bundle.task.resources.timeout_s)
                     run.steps += 1
                     usage = data.get("usage")
                     usage = usage if isinstance(usage, dict) else {}
@@ -321,15 +349,12 @@ class ApiAgent(TaskImageAgent):
                         break
             except ToolServerError as exc:  # at start-up, before the model ran anything
                 run.exit_reason, run.error = "error", str(exc)
+            except ConversationRefused as exc:
+                run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
+            except ProbeOutOfTime as exc:  # the probe waited out the run's time on an endpoint still alive
+                run.exit_reason, run.log_tail = "time_limit", f"the model API failed the conversation: {exc}"
             except ModelError as exc:
-                answers = bool(run.steps) and (exc.status in CONVERSATION_REFUSALS or _endpoint_answers(
-                    cfg, self.api_key, messages[:2], exc, bundle.task.resources.timeout_s - (time.monotonic() - t0)))
-                if answers is None:  # the probe waited out the run's time
-                    run.exit_reason, run.log_tail = "time_limit", f"the model API failed the conversation: {exc}"
-                elif answers:
-                    run.exit_reason, run.log_tail = "model_refused", f"the model API refused the conversation: {exc}"
-                else:
-                    run.exit_reason, run.error = "error", str(exc)
+                run.exit_reason, run.error = "error", str(exc)
             except (OSError, aiohttp.ClientError, SwerexException, ToolServerBroke) as exc:  # it broke mid-run
                 why = f"tool server: {exc.__class__.__name__}: {exc}"
                 if shell is not None and _sandbox_there(box):
