@@ -71,7 +71,7 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
             api._get(api._url("/containers/{0}/archive", box.container.id), params={"path": path},
                      headers={"Accept-Encoding": "identity"}, stream=True) as response:
         # the response itself, not the SDK's generator: a refused tree closes the stream at once
-        if response.status_code == 404 and _still_there(box):
+        if (response.status_code == 404 or _unresolvable(response)) and _still_there(box):
             # no tree at `path` in a container dockerd still has: what ran there took it away (`rm -rf /testbed`),
             # an empty tree, graded; as Docker's error it was redone by --retry-errors (red team 15d, R15d-2)
             with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT):
@@ -109,6 +109,23 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
                 kept[rel] = size
     out.seek(0)
     return out
+
+
+# dockerd's words (a 500) where it cannot resolve the path itself: a link in a loop (ELOOP), a link through a
+# file (ENOTDIR). Only what ran in the container can make /testbed so (`ln -s /testbed /testbed`): as Docker's
+# error it was redone by --retry-errors (red team 15h, R15h-1)
+UNRESOLVABLE = ("evalSymlinksInScope: too many links", ": not a directory", ": too many levels of symbolic links")
+
+
+def _unresolvable(response) -> bool:
+    """Whether dockerd refused the archive because the path (a link made inside) does not resolve."""
+    if response.status_code != 500:
+        return False
+    try:
+        message = str(response.json().get("message", ""))
+    except (ValueError, AttributeError):
+        return False
+    return any(words in message for words in UNRESOLVABLE)
 
 
 def _still_there(box: DockerSandbox) -> bool:
