@@ -119,12 +119,15 @@ def to_base(cfg):
                 shutil.rmtree(full)  # a nested repository, which git lists as one folder (red team 15d, R15d-4)
             else:
                 os.unlink(full)
-    for token in leftovers:  # what a harness applied where base ignores it (clean leaves those)
-        path = token.split("\t")[-1]
+    # what a harness applied where base ignores it (clean leaves those): each name once, a tracked file without a
+    # git process of its own (a patch naming one file 400,000 times was as many processes: past Harbor's limit,
+    # red team 15h, R15h-3)
+    tracked = set(_z(git("ls-files", "-z").stdout))
+    for path in dict.fromkeys(token.split("\t")[-1] for token in leftovers):
         full = os.path.join(WORKDIR, path)
-        if not inside(full):  # `git apply --numstat` lists a patch's names unchecked (`../x`, through a link)
+        if not path or path in tracked or not inside(full):  # `git apply --numstat` lists names unchecked (`../x`)
             continue
-        if path and os.path.lexists(full) and git("ls-files", "--error-unmatch", path, check=False).returncode:
+        if os.path.lexists(full) and git("ls-files", "--error-unmatch", path, check=False).returncode:
             os.unlink(full)
     return patch
 
