@@ -19,12 +19,15 @@ tests/test_attacks_redteam15d.py runs it.
   file 450,000 times (a 60-byte mode change each: 27 MB) costs 450,000 git processes (~2 ms each on the demo's
   25-file index, more on a real one): past Harbor's verifier limit (test_timeout_s + 300 = 900 s), a
   VerifierTimeoutError, the trial left out of the job's mean.
+
+Tried, held (no test): /testbed replaced by a dangling link, a FIFO, a socket, a link to `/tb2/.`; files with
+mtimes before 1970 and past 5000; a socket inside the tree: each graded. Egress's path rule against request
+targets with `#/generate`, `?/generate`, tabs, VT, CR (mitmproxy refuses or keeps the same path urlsplit reads).
 """
 
 from __future__ import annotations
 
 import pytest
-
 from test_attacks_redteam15d import DIST, FIX, InOrderModel, _command_run
 
 
