@@ -30,7 +30,6 @@ from __future__ import annotations
 import pytest
 from test_attacks_redteam15d import DIST, FIX, InOrderModel, _command_run
 
-
 # --- R15h-1: /testbed as a link dockerd cannot resolve: the copy fails as Docker's error -------------------------
 
 @pytest.mark.docker
