@@ -5,7 +5,7 @@ tests/test_attacks_redteam15d.py runs it.
 
 - R15h-1 (self-selected retry): R15d-2 made a 404 for /testbed an empty tree, graded; but dockerd resolves a
   /testbed that is a symlink, and a link it cannot resolve is a 500: `ln -s /testbed /testbed` (or two links in
-  a loop, or a link through a file: "not a directory") after `rm -rf /testbed` makes the archive fail with
+  a loop, a link through a file: "not a directory", a link to a 300-character name: "file name too long") after `rm -rf /testbed` makes the archive fail with
   "evalSymlinksInScope: too many links", `InfraError("docker")`: `error`, redone by --retry-errors.
 - R15h-2 (self-selected retry, endpoint-dependent): R15d-5's fix gives the probe PROBE_PATIENCE (4) times the
   conversation's patience; the agent's context sets how long each abandoned request takes on an in-order
@@ -37,7 +37,8 @@ from test_attacks_redteam15d import DIST, FIX, InOrderModel, _command_run
     "cd / && rm -rf /testbed && ln -s /testbed /testbed",
     "cd / && rm -rf /testbed && ln -s /loop /testbed && ln -s /testbed /loop",
     "cd / && rm -rf /testbed && touch /file && ln -s /file/x /testbed",
-], ids=["self-link", "two-link-loop", "through-a-file"])
+    "cd / && rm -rf /testbed && ln -s /$(head -c 300 /dev/zero | tr '\\0' a) /testbed",
+], ids=["self-link", "two-link-loop", "through-a-file", "name-too-long"])
 def test_a_tree_the_candidate_made_an_unresolvable_link_is_graded_not_a_redone_error(demo, tmp_path, command):
     """R15h-1: dockerd follows /testbed when it is a link; one that loops (or passes through a file) is a 500
     ("too many links", "not a directory"), which `docker_errors` makes `InfraError("docker")`: `error`, kind
