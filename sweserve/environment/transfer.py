@@ -112,9 +112,10 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
 
 
 # dockerd's words (a 500) where it cannot resolve the path itself: a link in a loop (ELOOP), a link through a
-# file (ENOTDIR). Only what ran in the container can make /testbed so (`ln -s /testbed /testbed`): as Docker's
-# error it was redone by --retry-errors (red team 15h, R15h-1)
-UNRESOLVABLE = ("evalSymlinksInScope: too many links", ": not a directory", ": too many levels of symbolic links")
+# file (ENOTDIR), a link to a name past NAME_MAX (ENAMETOOLONG). Only what ran in the container can make
+# /testbed so (`ln -s /testbed /testbed`): as Docker's error it was redone by --retry-errors (red team 15h, R15h-1)
+UNRESOLVABLE = ("evalSymlinksInScope: too many links", ": not a directory", ": too many levels of symbolic links",
+                ": file name too long")
 
 
 def _unresolvable(response) -> bool:
