@@ -160,17 +160,6 @@ def _shown(ch: str) -> str:
     return f"⟨^{chr(ord(ch) + 64)}⟩" if ord(ch) < 32 else f"⟨U+{ord(ch):04X}⟩"
 
 
-def _spell_key(ch: str) -> str:
-    """A control key as the record shows it."""
-    if ch in "\r\n":
-        return "↵"
-    if ch == "\t":
-        return "⇥"
-    if ch in "\x7f\x08":
-        return "⟨⌫⟩"
-    return f"⟨^{chr(ord(ch) + 64)}⟩" if ord(ch) < 32 else f"⟨{ch!r}⟩"
-
-
 @dataclass
 class TerminalRecord:
     """What passed through the terminal: keystrokes with their times (s since start) and the screen's tail."""
