@@ -225,24 +225,13 @@ def ready_only(bundles: list, include_unready: bool, console: Console, what: str
     profile's thresholds: a stale record never lets a task through."""
     if include_unready:
         return bundles
-    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.readiness import why_not_ready
     from sweserve.errors import SweserveError
-
-    def why_not(task, instruction: str) -> str | None:
-        if not task.ready:
-            if task.readiness and task.readiness.reasons:
-                return task.readiness.reasons[0].detail
-            return "not validated" if not task.validated else ("readiness never assessed (sweserve validate, or "
-                                                               "sweserve tasks funnel --write)")
-        now = assess(task, instruction)
-        if not now.ready:
-            return f"{now.reasons[0].detail} (assessed now; `sweserve tasks funnel --write` records it)"
-        return None
 
     ready: list = []
     left: list = []
     for b in bundles:
-        why = why_not(b.task, b.instruction)
+        why = why_not_ready(b.task, b.instruction)
         (left if why else ready).append((b, why))
     if left:
         (first, why) = left[0]

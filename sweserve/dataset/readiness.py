@@ -211,6 +211,21 @@ def record(task_dir: Path) -> Task:
     return task
 
 
+def why_not_ready(task: Task, instruction: str) -> str | None:
+    """Why `run`, `export` and `report` leave the task out now, or None when they take it: it must be recorded
+    ready (`readiness` in task.json) and still be ready assessed now with `instruction`, so a stale record never
+    lets a task through."""
+    if not task.ready:
+        if task.readiness and task.readiness.reasons:
+            return task.readiness.reasons[0].detail
+        return "not validated" if not task.validated else ("readiness never assessed (sweserve validate, or "
+                                                           "sweserve tasks funnel --write)")
+    now = assess(task, instruction)
+    if not now.ready:
+        return f"{now.reasons[0].detail} (assessed now; `sweserve tasks funnel --write` records it)"
+    return None
+
+
 def is_ready(task: Task) -> bool:
     """What `run`, `export` and `report` select by default: readiness recorded as ready, and still valid."""
     return task.ready

@@ -370,13 +370,13 @@ def record_result(run_id: str, req: TrialRequest, fields: dict, started=None, t0
 
 
 def ready_now(bundle: TaskBundle) -> bool:
-    """Whether the task is ready as `run` judges it (`cli.common.ready_only`): recorded ready and still ready
+    """Whether the task is ready as `run` judges it (`readiness.why_not_ready`): recorded ready and still ready
     assessed now. The recorded flag alone called a task edited since its record (left out by default, taken
     with --include-unready) ready, and `report` then counted it among the ready (red team 15c, R15c-2)."""
-    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.readiness import why_not_ready
 
     try:
-        return bundle.task.ready and assess(bundle.task, bundle.instruction).ready
+        return why_not_ready(bundle.task, bundle.instruction) is None
     except Exception:  # noqa: BLE001 - a result is recorded whatever happens; unknown readiness is not ready
         log.exception("could not assess %s's readiness", bundle.task.task_id)
         return False
