@@ -119,15 +119,18 @@ def to_base(cfg):
                 shutil.rmtree(full)  # a nested repository, which git lists as one folder (red team 15d, R15d-4)
             else:
                 os.unlink(full)
-    # what a harness applied where base ignores it (clean leaves those): each name once, a tracked file without a
-    # git process of its own (a patch naming one file 400,000 times was as many processes: past Harbor's limit,
-    # red team 15h, R15h-3)
-    tracked = set(_z(git("ls-files", "-z").stdout))
+    # what a harness applied where base ignores it (clean leaves those): each name once, and no git process per
+    # name (a patch naming one file 400,000 times was as many processes: past Harbor's limit, red team 15h,
+    # R15h-3). A name git knows is a tracked file or a folder holding one (what `ls-files --error-unmatch` matched)
+    known: set[str] = set()
+    for tracked in _z(git("ls-files", "-z").stdout):
+        parts = tracked.split("/")
+        known.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     for path in dict.fromkeys(token.split("\t")[-1] for token in leftovers):
         full = os.path.join(WORKDIR, path)
-        if not path or path in tracked or not inside(full):  # `git apply --numstat` lists names unchecked (`../x`)
+        if not path or path in known or not inside(full):  # `git apply --numstat` lists names unchecked (`../x`)
             continue
-        if os.path.lexists(full) and git("ls-files", "--error-unmatch", path, check=False).returncode:
+        if os.path.lexists(full):
             os.unlink(full)
     return patch
 
