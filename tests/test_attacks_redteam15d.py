@@ -222,24 +222,30 @@ def test_a_time_out_the_conversation_caused_is_not_a_redone_error_on_an_in_order
     run's first request, queued behind all three, and retries it twice: each times out too, and the attempt is
     `error` of kind `agent`, redone. The endpoint was never down: every probe was answered, late. (With one
     9,000-character step the probe's third try was answered: `model_refused`; the agent picks the jump.)"""
+    r, redo, sizes = flooded_run(demo, tmp_path, 4, "waiter")
+    assert r.status == "resolved", (r.status, r.error_kind, r.reason, sizes)
+    assert redo == []
+
+
+def flooded_run(demo, tmp_path, outputs: int, name: str):
+    """The API agent on InOrderModel: it applies the fix, then asks for `outputs` 9,000-character outputs in one
+    step (that many bash calls in one message: the next request far past what the endpoint answers in 5 s).
+    The result, what `--retry-errors` would redo, and the size of each request the endpoint computed."""
     from fake_model import tool_call
 
     from sweserve.agents.api import ApiAgent
     from sweserve.agents.config import ApiAgentConfig
 
-    # four bash calls in one message: 36,000 characters more in the next request, far past what it answers in time
     calls = [tool_call("bash", {"command": f"python3 -c \"print('{i}' * 9000)\""}, f"f{i}")["tool_calls"][0]
-             for i in range(4)]
+             for i in range(outputs)]
     flood = {"role": "assistant", "content": None, "tool_calls": calls}
     script = [tool_call("bash", {"command": FIX}, "c1"), flood, flood, tool_call("submit", {}, "c9")]
-    agent = ApiAgent(ApiAgentConfig(kind="api", name="waiter", model="fake-1", base_url="", request_timeout_s=5,
+    agent = ApiAgent(ApiAgentConfig(kind="api", name=name, model="fake-1", base_url="", request_timeout_s=5,
                                     max_observation_chars=10_000), env={})
     bundle = demo.bundle(DIST)
-    out = tmp_path / "waiter.jsonl"
+    out = tmp_path / f"{name}.jsonl"
     with InOrderModel(script) as model:
         agent.cfg = agent.cfg.model_copy(update={"base_url": model.base_url})
         run_evaluation(demo.ctx, [bundle], agent, out)
     (r,) = read_results(out)
-    print("R15d-5:", r.status, r.error_kind, r.reason, r.agent_run and r.agent_run.exit_reason, model.sizes)
-    assert r.status == "resolved", (r.status, r.error_kind, r.reason, model.sizes)
-    assert pending([bundle], agent, 1, out, retry_errors=True) == []
+    return r, pending([bundle], agent, 1, out, retry_errors=True), model.sizes

@@ -28,7 +28,7 @@ targets with `#/generate`, `?/generate`, tabs, VT, CR (mitmproxy refuses or keep
 from __future__ import annotations
 
 import pytest
-from test_attacks_redteam15d import DIST, FIX, InOrderModel, _command_run
+from test_attacks_redteam15d import FIX, _command_run, flooded_run
 
 # --- R15h-1: /testbed as a link dockerd cannot resolve: the copy fails as Docker's error -------------------------
 
@@ -56,28 +56,9 @@ def test_a_context_jump_past_the_probes_patience_is_not_a_redone_error(demo, tmp
     request takes ~45 s on the in-order endpoint (time-out 5 s, 2 retries: the probe waits 4 x 3 x 5 = 60 s),
     the probe is answered only after the three abandoned copies (~135 s), and the run still has time left:
     `_endpoint_answers` is False, the attempt `error`, redone. The endpoint was never down."""
-    from fake_model import tool_call
-
-    from sweserve.agents.api import ApiAgent
-    from sweserve.agents.config import ApiAgentConfig
-    from sweserve.evaluation.evaluate import pending, run_evaluation
-    from sweserve.evaluation.results import read_results
-
-    calls = [tool_call("bash", {"command": f"python3 -c \"print('{i}' * 9000)\""}, f"f{i}")["tool_calls"][0]
-             for i in range(6)]
-    flood = {"role": "assistant", "content": None, "tool_calls": calls}
-    script = [tool_call("bash", {"command": FIX}, "c1"), flood, flood, tool_call("submit", {}, "c9")]
-    agent = ApiAgent(ApiAgentConfig(kind="api", name="jumper", model="fake-1", base_url="", request_timeout_s=5,
-                                    max_observation_chars=10_000), env={})
-    bundle = demo.bundle(DIST)
-    out = tmp_path / "jumper.jsonl"
-    with InOrderModel(script) as model:
-        agent.cfg = agent.cfg.model_copy(update={"base_url": model.base_url})
-        run_evaluation(demo.ctx, [bundle], agent, out)
-    (r,) = read_results(out)
-    print("R15h-2:", r.status, r.error_kind, r.reason, r.agent_run and r.agent_run.exit_reason, model.sizes)
-    assert r.status == "resolved", (r.status, r.error_kind, r.reason, model.sizes)
-    assert pending([bundle], agent, 1, out, retry_errors=True) == []
+    r, redo, sizes = flooded_run(demo, tmp_path, 6, "jumper")
+    assert r.status == "resolved", (r.status, r.error_kind, r.reason, sizes)
+    assert redo == []
 
 
 # --- R15h-3: one git process per name the patch lists: the verifier's time grows with the patch ------------------

@@ -79,8 +79,8 @@ def run(args, console: Console) -> int:
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
         if not args.include_unready:  # a run's unready selection with no result yet is not `missing` (R15g-5)
             ran = {(r.agent, r.task_id) for r in results}
-            unready |= {(agent, b.task_id) for agent in selected for b in (x.task for x in bundles)
-                        if not b.ready and (agent, b.task_id) not in ran}
+            unready |= {(agent, b.task.task_id) for agent in selected for b in bundles
+                        if not b.task.ready and (agent, b.task.task_id) not in ran}
     for agent, sel in selected.items():  # a task whose results were left out as unready is not `missing` either
         if any((agent, t) in unready for t in sel.tasks):
             selected[agent] = sel.model_copy(update={
