@@ -89,6 +89,19 @@ def _git(cwd, *args):
                           capture_output=True, text=True).stdout
 
 
+def verifier_at_base(tmp_path):
+    """The in-box verifier's module, and a work tree of one commit for it: (module, tree, base commit)."""
+    from tests.test_attacks_redteam11 import _verify_module
+
+    tree = tmp_path / "testbed"
+    tree.mkdir()
+    _git(tree, "init", "-q")
+    (tree / "mod.py").write_text("x = 1\n")
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-qm", "base")
+    return _verify_module(), tree, _git(tree, "rev-parse", "HEAD").strip()
+
+
 def test_a_nested_repository_in_the_tree_does_not_crash_the_export_verifier(tmp_path, monkeypatch):
     """R15d-3: the in-box verifier (`sweserve_verify.to_base`, the Harbor and SWE-bench exports) removes every
     untracked path `git ls-files --others` lists once the tree is back at base, with `os.unlink`. A folder holding
@@ -98,16 +111,7 @@ def test_a_nested_repository_in_the_tree_does_not_crash_the_export_verifier(tmp_
     dies before it writes anything (no SWE-bench markers: an `error` instance; no Harbor reward.txt: an exception,
     which a job's retry config redoes). In a Harbor task the agent leaves the tree as it likes; in SWE-bench's
     harness `patch --fuzz`'s fallback writes `vendor/.git/...` (R12b-1's route)."""
-    from tests.test_attacks_redteam11 import _verify_module
-
-    verify = _verify_module()
-    tree = tmp_path / "testbed"
-    tree.mkdir()
-    _git(tree, "init", "-q")
-    (tree / "mod.py").write_text("x = 1\n")
-    _git(tree, "add", "-A")
-    _git(tree, "commit", "-qm", "base")
-    base = _git(tree, "rev-parse", "HEAD").strip()
+    verify, tree, base = verifier_at_base(tmp_path)
     # what the candidate leaves: a change, and a nested repository its .gitignore hides from `git add -A`
     (tree / "mod.py").write_text("x = 2\n")
     (tree / ".gitignore").write_text("vendor/\n")

@@ -28,7 +28,7 @@ targets with `#/generate`, `?/generate`, tabs, VT, CR (mitmproxy refuses or keep
 from __future__ import annotations
 
 import pytest
-from test_attacks_redteam15d import FIX, _command_run, flooded_run
+from test_attacks_redteam15d import FIX, _command_run, flooded_run, verifier_at_base
 
 # --- R15h-1: /testbed as a link dockerd cannot resolve: the copy fails as Docker's error -------------------------
 
@@ -63,28 +63,12 @@ def test_a_context_jump_past_the_probes_patience_is_not_a_redone_error(demo, tmp
 
 # --- R15h-3: one git process per name the patch lists: the verifier's time grows with the patch ------------------
 
-def _git(cwd, *args):
-    import subprocess
-
-    return subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout
-
-
 def test_a_patch_naming_one_file_many_times_does_not_cost_one_git_process_per_name(tmp_path, monkeypatch):
     """R15h-3: `to_base` (Harbor: the patch given, the tree fresh at base) checks each name `git apply --numstat`
     lists with its own `git ls-files`: 20,000 copies of one mode change (1.2 MB) are 20,000 git processes
     (~40 s here; 450,000 of them, 27 MB, outlast Harbor's 900 s). Defended: the number of git commands does not
     grow with the patch's repeated names (the test stops counting at 1,000)."""
-    from tests.test_attacks_redteam11 import _verify_module
-
-    verify = _verify_module()
-    tree = tmp_path / "testbed"
-    tree.mkdir()
-    _git(tree, "init", "-q")
-    (tree / "mod.py").write_text("x = 1\n")
-    _git(tree, "add", "-A")
-    _git(tree, "commit", "-qm", "base")
-    base = _git(tree, "rev-parse", "HEAD").strip()
+    verify, tree, base = verifier_at_base(tmp_path)
     patch = tmp_path / "model.patch"
     patch.write_text("diff --git a/mod.py b/mod.py\nold mode 100644\nnew mode 100755\n" * 20_000)
     monkeypatch.setattr(verify, "WORKDIR", str(tree))
