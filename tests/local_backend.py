@@ -199,8 +199,8 @@ class LocalSandbox:
                     where.unlink(missing_ok=True)
                     where.symlink_to(member.linkname)
 
-    def attach_egress(self, allow: list[str], closed_book: bool,
-                      audit_path: Path | None) -> AbstractContextManager["LocalSandbox"]:
+    def attach_egress(self, allow: list[str], closed_book: bool, audit_path: Path | None, *,
+                      models=()) -> AbstractContextManager["LocalSandbox"]:
         if allow:
             raise InfraError("network", "the local test backend has no egress proxy")
         return _itself(self)

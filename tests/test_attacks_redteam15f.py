@@ -53,11 +53,13 @@ addon = load_addon()
 MODEL = "http://10.0.0.5:30000"
 
 
-def run(tmp_path, monkeypatch, body: bytes | str | dict, *, method="POST", headers=None, path="/v1/chat/completions"):
-    """The addon's request hook on one request to the allowed model; (refused?, the flow) afterwards."""
+def run(tmp_path, monkeypatch, body: bytes | str | dict, *, method="POST", headers=None, path="/v1/chat/completions",
+        models=()):
+    """The addon's request hook on one request to the allowed model (closed book, `models` pinned when named);
+    (refused?, the flow) afterwards."""
     refused = []
     monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
-    e = addon.Egress([MODEL], True, tmp_path)
+    e = addon.Egress([MODEL], True, tmp_path, models)
     if isinstance(body, dict):
         body = json.dumps(body)
     if isinstance(body, str):

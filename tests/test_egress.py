@@ -37,7 +37,7 @@ def test_egress_endpoints_become_origins():
     assert agent.egress == c.egress and agent.closed_book is False
     assert agent.config_hash() != CommandAgent(c.command, cfg=cfg()).config_hash()
     # without egress (or trajectory) the hash is what it was before the fields existed: earlier results resume
-    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book", "trajectory"})
+    before = cfg().model_dump_json(exclude={"name", "egress", "closed_book", "models", "trajectory"})
     assert CommandAgent("true", cfg=cfg()).config_hash() == hashlib.sha256(before.encode()).hexdigest()[:16]
 
 
@@ -46,7 +46,9 @@ def test_egress_endpoints_become_origins():
     (dict(egress=["http://user:pw@x:1"]), "no credentials"),
     (dict(egress=["http://x:99999"]), "out of range"),
     (dict(closed_book=True), "closed_book needs"),
-    (dict(egress=["https://api.example.com"], closed_book=True), "plain http"),
+    (dict(egress=["https://api.example.com"], closed_book=True, models=["m"]), "plain http"),
+    (dict(egress=["http://10.0.0.5:30000"], closed_book=True), "closed_book needs `models`"),
+    (dict(egress=["http://10.0.0.5:30000"], models=["m"]), "only with closed_book"),
 ])
 def test_bad_egress_configs_are_refused(tmp_path, bad, needle):
     from sweserve.agents.config import load_agent_config
@@ -64,7 +66,7 @@ def test_shipped_mini_swe_agent_config_names_its_endpoint():
     from sweserve.agents.config import load_agent_config
 
     c = load_agent_config(resources.files("sweserve.harness").joinpath("agents", "mini-swe-agent.yaml"))
-    assert c.egress and c.closed_book
+    assert c.egress and c.closed_book and c.models == ["default"]  # what litellm sends for -m openai/default
     (endpoint,) = c.egress
     assert f"api_base={endpoint}/v1" in c.command and "--exit-immediately" in c.command
 
@@ -177,10 +179,10 @@ def model_container(docker_client):
         m.remove()
 
 
-def probe(url, proxy=True, tools=()):
+def probe(url, proxy=True, tools=(), model="m"):
     """A python3 one-liner for the sandbox: POST to url, print what happened (no curl in the task image)."""
     opener = "urllib.request.build_opener()" if proxy else "urllib.request.build_opener(urllib.request.ProxyHandler({}))"
-    body = json.dumps({"model": "m", "tools": list(tools)})  # JSON without true/false/null is a Python literal
+    body = json.dumps({"model": model, "tools": list(tools)})  # JSON without true/false/null is a Python literal
     assert "'" not in body
     return ("python3 -c 'import urllib.request, json\ntry:\n"
             f" r = {opener}.open(urllib.request.Request(\"{url}\", data=json.dumps({body}).encode(), "
@@ -224,7 +226,7 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
         probe(f"{model.endpoint}/update_weights_from_disk"),  # the model's origin, a server's admin path
     ])
     c = CommandAgentConfig(kind="command", name="egress-probe", command=command, egress=[model.endpoint],
-                           closed_book=True)
+                           closed_book=True, models=["m"])
     out = tmp_path / "r.jsonl"
     run_evaluation(demo.ctx, [demo.bundle(DIST)], CommandAgent(c.command, cfg=c), out)
     (r,) = read_results(out)
@@ -274,7 +276,11 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     me = "http://$SELF"  # the model's own address, filled in by the model container
     script = [
         tool_call("bash", {"command": "; ".join([probe("http://example.com/"), probe(f"{me}/v1/x", proxy=False),
-                                                 probe(f"{me}/v1/chat/completions", tools=[{"type": "code_interpreter"}])])}, "c1"),
+                                                 probe(f"{me}/v1/chat/completions", tools=[{"type": "code_interpreter"}],
+                                                       model="default"),
+                                                 # a model that searches by its name: not the one the config pins
+                                                 probe(f"{me}/v1/chat/completions", model="gpt-4o-search-preview")])},
+                  "c1"),
         {"role": "assistant", "content": "answer to the probe"},
         tool_call("bash", {"command": f"cat > {FIX_PATH} <<'EOF'\n{files.PR_DISTRIBUTED[FIX_PATH]}EOF"}, "c2"),
         tool_call("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}, "c3"),
@@ -292,14 +298,16 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     assert r.status == "resolved", (r.reason, r.agent_run.log_tail[-2000:], len(seen))
     assert r.agent_run.exit_code == 0 and FIX_PATH in r.model_patch
     assert len(seen) == 4 and seen[0]["tools"][0]["function"]["name"] == "bash"
-    assert seen[1] == {"model": "m"}  # closed book: the probe's only tool (code_interpreter) was stripped
+    assert seen[1] == {"model": "default"}  # closed book: the probe's only tool (code_interpreter) was stripped
     observation = json.loads(seen[2]["messages"][-1]["content"])["output"]  # mini's observation of step 1
-    assert "PROBE-FAILED HTTP Error 403" in observation and "PROBE 200" in observation
+    assert observation.count("PROBE-FAILED HTTP Error 403") == 2 and "PROBE 200" in observation
     assert "PROBE-FAILED <urlopen error" in observation  # straight to the model, around the proxy: no route
     audit = [json.loads(line) for line in (tmp_path / r.trial_dir / "egress.log").read_text().splitlines()]
     allowed = [a["url"] for a in audit if a["allowed"]]
     assert len(allowed) == 4 and all(u.startswith(model.endpoint) for u in allowed), audit
-    assert [a["url"] for a in audit if not a["allowed"]] == ["http://example.com/"], audit
+    refused = [a for a in audit if not a["allowed"]]
+    assert [a["url"] for a in refused] == ["http://example.com/", f"{model.endpoint}/v1/chat/completions"], audit
+    assert "'gpt-4o-search-preview' is not one the agent's config names" in refused[1]["note"], audit
     # its own trajectory, copied out of the sandbox: 3 model calls (the 4th request was the probe's) at the
     # scripted model's usage of 100 prompt and 20 completion tokens each
     run = r.agent_run

@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-# tool "type"s (OpenAI, Anthropic, xAI's x_search, Moonshot's builtin_function $web_search) and tool keys (Gemini)
-# the provider runs itself
-HOSTED_TYPES = ("web_search", "web_fetch", "code_interpreter", "code_execution", "file_search", "image_generation",
-                "mcp", "computer_use", "x_search", "builtin_function")
 # Gemini's API is proto JSON: it takes each of these in lowerCamelCase too (googleSearch), so keys are compared
 # with "_" removed and case folded
 HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "url_context", "google_maps",
@@ -37,7 +34,10 @@ HOSTED_KEYS = ("google_search", "google_search_retrieval", "code_execution", "ur
 # Anthropic's MCP connector, OpenRouter's plugins (web), DashScope's enable_search, xAI's Live Search, Cohere's
 # connectors (web-search)
 HOSTED_OPTIONS = ("web_search_options", "mcp_servers", "plugins", "enable_search", "search_parameters",
-                  "connectors")
+                  "connectors",
+                  # SGLang's /generate runs a pickled logits processor the request carries, on a server started
+                  # with --enable-custom-logit-processor: code of the agent's on the server every trial shares
+                  "custom_logit_processor")
 MAX_FIELD = 2048  # characters of a URL (or method) kept in an audit line
 LOG_LIMIT = 64 << 20  # bytes of audit log; past it the proxy refuses everything (the log never goes silent)
 
@@ -68,8 +68,11 @@ def origin(url: str) -> tuple[str, str, int]:
 # /v1, /openai/v1, /api/v1, Azure's deployments), a GET of its models; a shared server's other endpoints
 # (SGLang's /update_weights_from_disk, /release_memory_occupation, /flush_cache, /abort_request …) would let one
 # agent change or stall the model every other trial uses (red team 15f's lead)
-MODEL_POSTS = ("/chat/completions", "/completions", "/messages", "/messages/count_tokens", "/responses", "/generate",
+MODEL_POSTS = ("/chat/completions", "/completions", "/messages", "/messages/count_tokens", "/responses",
                "/embeddings", ":generateContent", ":streamGenerateContent", ":countTokens")
+# a native generate endpoint (SGLang's, TGI's) is the whole path: under a prefix it is a gateway's own (LiteLLM's
+# POST /key/generate makes API keys)
+WHOLE_POSTS = ("/generate",)
 MODEL_GETS = ("/models",)
 
 
@@ -81,23 +84,48 @@ def model_call(method: str, url: str) -> bool:
     if any(bad in path for bad in ("/./", "/../", "//", "%", "\\")) or path.endswith(("/.", "/..")):
         return False
     if method == "POST":
-        return path.endswith(MODEL_POSTS)
+        return path.endswith(MODEL_POSTS) or path in WHOLE_POSTS
     if method == "GET":
         head, _, last = path.rpartition("/")
         return path.endswith(MODEL_GETS) or (head.endswith("/models") and bool(last))
     return False
 
 
+# Closed book keeps only the tools the client runs itself (an allow-list: a provider's next hosted tool is
+# stripped before anyone names it): OpenAI's function and custom tools and the shell and patch tools its
+# clients run (Codex), Anthropic's client tools (a name and an
+# input schema, no type, or its client-run versioned types: bash, text editor, computer, memory), Gemini's
+# function declarations. Each keeps the keys its API defines for it and any other key, unless that key names
+# a hosted tool (HOSTED_KEYS, folded): a tool with no type needs a name (or only function declarations).
+CLIENT_TYPES = ("function", "custom", "shell", "local_shell", "apply_patch")
+CLIENT_VERSIONED = re.compile(r"(bash|text_editor|str_replace_editor|str_replace_based_edit_tool|computer|memory)"
+                              r"_\d{8}")
+UNTYPED_KEYS = {"name", "description", "inputschema", "cachecontrol", "strict", "inputexamples",
+                "functiondeclarations"}
+
+
 def hosted_kind(tool) -> str | None:
-    """Which hosted tool this tools[] entry asks for, or None for a tool the client runs itself."""
-    if not isinstance(tool, dict):
+    """None for a tool the client runs itself (CLIENT_TYPES, CLIENT_VERSIONED, an untyped tool with a name or
+    function declarations); else what to call the stripped tool in the audit log (its type, or its first key)."""
+    if not isinstance(tool, dict) or not tool:
+        return "not a tool object"
+    keys = [key for key in tool if isinstance(key, str)]
+    if len(keys) != len(tool):
+        return "not a tool object"
+    hosted = next((key for key in keys if _fold(key) in HOSTED_FOLDED), None)
+    if hosted is not None:
+        return hosted
+    # every key a case-insensitive reader (a Go gateway) may take for "type": each must name a client tool
+    types = [tool[key] for key in keys if key.casefold() == "type"]
+    if types:
+        bad = next((kind for kind in types if not isinstance(kind, str) or not (
+            kind.casefold() in CLIENT_TYPES or CLIENT_VERSIONED.fullmatch(kind))), None)
+        return None if bad is None else (bad if isinstance(bad, str) else "type " + type(bad).__name__)
+    folded = {_fold(key): key for key in keys}
+    if set(folded) <= UNTYPED_KEYS and (set(folded) == {"functiondeclarations"}
+                                        or isinstance(tool.get(folded.get("name", "")), str)):
         return None
-    for key, kind in tool.items():
-        # a provider prefix names the same tool run by that provider (OpenRouter's "openrouter:web_search")
-        if (isinstance(key, str) and key.casefold() == "type" and isinstance(kind, str)
-                and kind.rpartition(":")[2].startswith(HOSTED_TYPES)):
-            return kind
-    return next((key for key in tool if isinstance(key, str) and _fold(key) in HOSTED_FOLDED), None)
+    return keys[0]
 
 
 def strip_hosted_tools(body) -> list[str]:
@@ -142,6 +170,39 @@ def online_model(body) -> bool:
                or (key.casefold() != "tools" and online_model(value)) for key, value in body.items())
 
 
+def models_named(body) -> list[str]:
+    """Every model a request body names, at any depth outside `tools`: each `model` value, and each entry of a
+    `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to other models); keys compared case-
+    insensitively. A value that is not a string is named by its JSON, so it never matches a pinned name."""
+    named: list[str] = []
+    if isinstance(body, list):
+        for item in body:
+            named += models_named(item)
+    elif isinstance(body, dict):
+        for key, value in body.items():
+            folded = key.casefold()
+            if folded == "tools":
+                continue
+            if folded == "model" or (folded in ("models", "fallbacks") and not isinstance(value, (list, dict))):
+                named.append(value if isinstance(value, str) else json.dumps(value)[:200])
+            elif folded in ("models", "fallbacks") and isinstance(value, list):
+                for item in value:
+                    if isinstance(item, str):
+                        named.append(item)
+                    else:
+                        named += models_named(item) or [json.dumps(item)[:200]]
+            else:
+                named += models_named(value)
+    return named
+
+
+def path_model(url: str) -> str | None:
+    """The model a Gemini-style path names (`/v1beta/models/NAME:generateContent`), if any."""
+    head, sep, _ = urlsplit(url).path.rpartition(":")
+    _, slash, name = head.rpartition("/models/")
+    return name if sep and slash else None
+
+
 def charset(content_type: str) -> str:
     """The charset parameter of a Content-Type ("" if none)."""
     for param in content_type.split(";")[1:]:
@@ -152,9 +213,10 @@ def charset(content_type: str) -> str:
 
 
 class Egress:
-    def __init__(self, allow: list[str], closed_book: bool, directory: Path):
+    def __init__(self, allow: list[str], closed_book: bool, directory: Path, models: Sequence[str] = ()):
         self.allow = {origin(url) for url in allow}
         self.closed_book = closed_book
+        self.models = frozenset(models)  # with closed book: the only models a request may name (none: any)
         self.log_path = directory / "audit.jsonl"
         self.ready_path = directory / "ready"
         directory.mkdir(parents=True, exist_ok=True)
@@ -164,7 +226,8 @@ class Egress:
     @classmethod
     def from_env(cls, env=os.environ) -> "Egress":
         return cls(json.loads(env.get("SWESERVE_EGRESS_ALLOW", "[]")), env.get("SWESERVE_EGRESS_CLOSED_BOOK") == "1",
-                   Path(env.get("SWESERVE_EGRESS_DIR", "/tmp/sweserve-egress")))
+                   Path(env.get("SWESERVE_EGRESS_DIR", "/tmp/sweserve-egress")),
+                   json.loads(env.get("SWESERVE_EGRESS_MODELS", "[]")))
 
     def record(self, flow, target: str, allowed: bool, stripped: Sequence[str] = (), note: str = "") -> bool:
         """One audit line (URL and method clipped); False once the log is full: the request must be refused."""
@@ -186,6 +249,18 @@ class Egress:
             fh.write(line)
         self.log_bytes += len(line)
         return not self.full
+
+    def model_refused(self, body, url: str) -> str:
+        """Why closed book refuses the model a request asks for ("" if it does not): an OpenRouter `:online`
+        variant, or, when the config pins its models, any model it does not name. A model that searches by its
+        name alone (gpt-4o-search-preview, sonar) is no tool to strip: pinned models shut that out."""
+        if online_model(body):
+            return "a model that searches the web by its name (:online)"
+        if self.models:
+            asked = [name for name in [*models_named(body), path_model(url)] if name is not None]
+            if other := next((name for name in asked if name not in self.models), None):
+                return f"model {other[:100]!r} is not one the agent's config names (`models`)"
+        return ""
 
     @staticmethod
     def refuse(flow, what: str) -> None:
@@ -244,10 +319,11 @@ class Egress:
                 stripped = strip_hosted_tools(body)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
-                if online_model(body):
-                    raise ValueError("a model that searches the web by its name (:online)")
             except (ValueError, RecursionError) as exc:
                 allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__}: {exc})"[:300]
+            else:
+                if why := self.model_refused(body, req.url):
+                    allowed, note = False, f"closed book: {why}"[:300]
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")

@@ -45,13 +45,18 @@ class CommandAgent:
     def closed_book(self) -> bool:
         return self.cfg.closed_book
 
+    @property
+    def models(self) -> list[str]:
+        """With closed book, the only models its requests may name."""
+        return self.cfg.models
+
     def secrets(self) -> list[str]:
         """The values passed through `env:`: redacted from everything the trial records."""
         return list(self._passed.values())
 
     def config_hash(self) -> str:
         # egress settings count only when set, so results of configs written before they existed still resume
-        unset = {f for f in ("egress", "closed_book", "trajectory") if not getattr(self.cfg, f)}
+        unset = {f for f in ("egress", "closed_book", "models", "trajectory") if not getattr(self.cfg, f)}
         return hashlib.sha256(self.cfg.model_dump_json(exclude={"name", *unset}).encode()).hexdigest()[:16]
 
     def prepare(self, builder: ImageBuilder, image: str) -> str:

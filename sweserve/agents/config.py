@@ -40,7 +40,9 @@ class CommandAgentConfig(_Config):
     egress: list[str] = Field(default_factory=list, description="model endpoints the sandbox may reach through the "
                               "egress proxy, as http(s)://host:port (a path is ignored); nothing else is reachable")
     closed_book: bool = Field(False, description="strip hosted tools (web search, code execution) from requests "
-                              "to the egress endpoints")
+                              "to the egress endpoints, and refuse any model not in `models`")
+    models: list[str] = Field(default_factory=list, description="with closed_book: the model names requests may ask "
+                              "for (as the request's `model` field spells them); any other is refused")
     trajectory: Literal["mini-swe-agent", "claude-code", "codex"] | None = Field(
         None, description="the format of the agent's own record, copied into the trial folder and read for steps, "
         "tokens and cost: mini-swe-agent's trajectory JSON (written to $SWESERVE_TRAJECTORY), Claude Code's "
@@ -56,6 +58,11 @@ class CommandAgentConfig(_Config):
         if self.closed_book and (not self.egress or any(url.startswith("https:") for url in self.egress)):
             raise ValueError("closed_book needs egress endpoints over plain http (the proxy does not intercept TLS, "
                              "so it cannot read requests to https endpoints)")
+        if self.closed_book and not self.models:
+            raise ValueError("closed_book needs `models`: the model names its requests may ask for (a model that "
+                             "searches the web by its name alone, such as gpt-4o-search-preview, has no tool to strip)")
+        if self.models and not self.closed_book:
+            raise ValueError("`models` is read only with closed_book: true (the proxy reads no request otherwise)")
         return self
 
 

@@ -24,7 +24,7 @@ import socket
 import tarfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -526,14 +526,14 @@ class DockerSandbox:
 
         transfer.put_tree(self, dest, tar)
 
-    def attach_egress(self, allow: list[str], closed_book: bool,
-                      audit_path: Path | None) -> AbstractContextManager[Any]:
+    def attach_egress(self, allow: list[str], closed_book: bool, audit_path: Path | None, *,
+                      models: Sequence[str] = ()) -> AbstractContextManager[Any]:
         """This sandbox behind an egress proxy sidecar on its network (`egress.egress_for`)."""
         from sweserve.environment.egress import egress_for
 
         if self.host is None and allow:
             raise InfraError("network", f"{self.name} was started without a host to build its egress proxy from")
-        return egress_for(self.host, self, allow, closed_book, audit_path)
+        return egress_for(self.host, self, allow, closed_book, audit_path, models=models)
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         self._check_out_tree()

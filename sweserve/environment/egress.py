@@ -4,7 +4,7 @@ The sandbox sits on an --internal network with no way out. When its agent's conf
 (`egress:`), a proxy container (image from `images/proxy/`, built locally) joins the sandbox's network
 and a normal bridge; the agent's commands get HTTP(S)_PROXY pointing at it. The proxy's addon answers 403
 to every other origin, writes every request, allowed or refused, to an audit log, and with `closed_book`
-removes hosted tools (web search, code execution) from model requests. When the candidate phase ends the
+keeps only the tools the client runs and the models the config names in model requests. When the candidate phase ends the
 audit log is copied next to the trial and the proxy is removed; it is labelled like every sweserve
 container, so `gc` reaps it if the harness dies first.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,12 +48,13 @@ class EgressProxy:
 
     @classmethod
     def start(cls, client: docker.DockerClient, image: str, network: str, allow: list[str], closed_book: bool,
-              *, run_id: str, task_id: str) -> "EgressProxy":
+              *, run_id: str, task_id: str, models: Sequence[str] = ()) -> "EgressProxy":
         with docker_errors("creating the egress proxy"):
             container = client.containers.create(
                 image, labels=labels(run_id, task_id, "egress"), network=OUTSIDE,
                 environment={"SWESERVE_EGRESS_ALLOW": json.dumps(allow),
                              "SWESERVE_EGRESS_CLOSED_BOOK": "1" if closed_book else "0",
+                             "SWESERVE_EGRESS_MODELS": json.dumps(list(models)),
                              "SWESERVE_EGRESS_DIR": STATE_DIR},
                 mem_limit="512m", pids_limit=256, security_opt=["no-new-privileges"], cap_drop=["ALL"],
                 # it joins the sandbox's network and the bridge: it relays requests, and must never route packets
@@ -142,7 +143,8 @@ def sandbox_networks(box) -> list[str]:
 
 
 @contextmanager
-def egress_for(host, box, allow: list[str], closed_book: bool, audit_path: Path | None) -> Iterator[Sandbox]:
+def egress_for(host, box, allow: list[str], closed_book: bool, audit_path: Path | None, *,
+               models: Sequence[str] = ()) -> Iterator[Sandbox]:
     """`box` (a DockerSandbox that `host`, a DockerHost, started) as the agent works in it: itself when nothing
     is allowed, else behind a proxy letting exactly `allow` through (`DockerSandbox.attach_egress`).
 
@@ -153,7 +155,7 @@ def egress_for(host, box, allow: list[str], closed_book: bool, audit_path: Path 
         return
     image = host.builder.proxy()
     (network, *_) = sandbox_networks(box)
-    proxy = EgressProxy.start(host.client, image, network, list(allow), closed_book,
+    proxy = EgressProxy.start(host.client, image, network, list(allow), closed_book, models=models,
                               run_id=host.run_id, task_id=box.container.labels.get(f"{LABEL}.task", ""))
     try:
         yield ProxiedSandbox(box, proxy_env(proxy.url))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,10 +131,11 @@ class Sandbox(Protocol):
         """Unpack a tar (from `copy_tree_out` or `tar_of`) into dest ("/": the tar's own paths make the
         directories)."""
 
-    def attach_egress(self, allow: list[str], closed_book: bool,
-                      audit_path: Path | None) -> AbstractContextManager[Sandbox]:
+    def attach_egress(self, allow: list[str], closed_book: bool, audit_path: Path | None, *,
+                      models: Sequence[str] = ()) -> AbstractContextManager[Sandbox]:
         """The sandbox with egress to exactly the `allow`ed origins ("scheme://host:port") through a proxy,
-        for the life of the returned context; hosted tools stripped from model requests with closed_book.
+        for the life of the returned context; with closed_book, hosted tools stripped from model requests and
+        any model but `models` (when named) refused.
         Every request, allowed or refused, goes to audit_path when the context ends."""
 
     def remove(self) -> None:

@@ -123,12 +123,13 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
 @contextmanager
 def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sandbox]:
     """The sandbox the agent works in: `box` itself, or behind an egress proxy when its config names model
-    endpoints (`egress`; `closed_book` strips hosted tools)."""
+    endpoints (`egress`; `closed_book` strips hosted tools and refuses any model but its `models`)."""
     allow = egress_of(agent)
     if not allow:
         yield box
         return
-    with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit) as proxied:
+    with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit,
+                           models=list(getattr(agent, "models", None) or [])) as proxied:
         yield proxied
 
 
