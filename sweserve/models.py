@@ -408,6 +408,28 @@ class TrajectoryStep(Strict):
 TRAJECTORY_STEPS_FILE = "steps.json"  # a trial folder's steps, as a JSON list of TrajectoryStep
 
 
+class Metered(Strict):
+    """A command agent's model calls as its egress proxy counted them, from the model server's own answers
+    (`usage`, `usageMetadata`, SGLang's `meta_info`): nothing in the sandbox writes these."""
+
+    requests: int = Field(0, ge=0, description="model calls the proxy let through")
+    metered: int = Field(0, ge=0, description="answers whose usage it read")
+    refused: int = Field(0, ge=0, description="error answers (4xx, 5xx): nothing generated")
+    unread: int = Field(0, ge=0, description="answers that stated no usage it could read (a stream without it)")
+    tunnels: int = Field(0, ge=0, description="https tunnels: their calls and answers are never read")
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every call it let through was answered and each answer read: then its counts are the run's."""
+        return self.tunnels == 0 and self.unread == 0 and self.metered + self.refused == self.requests
+
+
+UsageFrom = Literal["", "host", "proxy", "agent"]  # who counted a run's tokens: sweserve's own model client (the API
+# agent), the egress proxy from the model's answers, or the agent's own record (written in its sandbox); "" unknown
+
+
 class AgentRun(Strict):
     """What the candidate phase recorded: who ran, how long, how many steps and tokens, and why it stopped."""
 
@@ -423,6 +445,12 @@ class AgentRun(Strict):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    usage_from: UsageFrom = Field("", description="who counted the tokens: host (sweserve's model client, which "
+                                  "also prices them), proxy (the egress proxy, from the model's answers), agent "
+                                  "(its own record, which its sandbox can write); a cost is sweserve's own only "
+                                  "with host, else the agent's record states it")
+    metered: Metered | None = Field(None, description="what the egress proxy counted, beside the agent's own "
+                                    "record")
     wall_s: float = 0.0
     log_tail: str = ""
     transcript: str = Field("", description="a human session: the shell's history, copied from the sandbox "

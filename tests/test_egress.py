@@ -242,6 +242,9 @@ def test_command_agent_reaches_only_its_endpoint_and_everything_is_audited(demo,
         (chat, True), ("http://example.com/", False), (f"http://{model.ip}:22/", False), ("http://mitm.it/", False),
         (f"{model.endpoint}/update_weights_from_disk", False)]
     assert audit[0]["stripped"] == ["web_search"]
+    # no record of its own: the tokens are the proxy's count of the one answer (the scripted model's 100 and 20)
+    assert (r.agent_run.prompt_tokens, r.agent_run.completion_tokens, r.agent_run.usage_from) == (100, 20, "proxy")
+    assert r.agent_run.metered.complete and r.agent_run.metered.requests == 1
     left = demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": f"sweserve.run={demo.ctx.run_id}"})
     assert [x for x in left if x.labels.get("sweserve.role") == "egress"] == []
 
@@ -308,10 +311,13 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     refused = [a for a in audit if not a["allowed"]]
     assert [a["url"] for a in refused] == ["http://example.com/", f"{model.endpoint}/v1/chat/completions"], audit
     assert "'gpt-4o-search-preview' is not one the agent's config names" in refused[1]["note"], audit
-    # its own trajectory, copied out of the sandbox: 3 model calls (the 4th request was the probe's) at the
-    # scripted model's usage of 100 prompt and 20 completion tokens each
+    # its own trajectory, copied out of the sandbox, records 3 model calls at the scripted model's usage of 100
+    # prompt and 20 completion tokens each; the proxy metered 4 answers (the 4th request was the probe's, sent
+    # by a command the agent ran): the proxy's count stands, and the difference is flagged
     run = r.agent_run
-    assert (run.steps, run.prompt_tokens, run.completion_tokens) == (3, 300, 60), run
+    assert (run.steps, run.prompt_tokens, run.completion_tokens, run.usage_from) == (3, 400, 80, "proxy"), run
+    assert run.metered.complete and (run.metered.requests, run.metered.metered) == (4, 4), run.metered
+    assert any(f.startswith("usage_disagrees: the agent's record says 300 prompt") for f in run.flags), run.flags
     trajectory = json.loads((tmp_path / r.trial_dir / "trajectory.json").read_text())
     assert trajectory["trajectory_format"] == "mini-swe-agent-1.1" and trajectory["info"]["exit_status"] == "Submitted"
     steps = json.loads((tmp_path / r.trial_dir / "steps.json").read_text())

@@ -6,6 +6,9 @@
   intercepted). Everything else gets 403.
 - Every request, allowed or refused, is one JSON line in the audit log (URL clipped); a full log (LOG_LIMIT)
   refuses every later request, so the log is bounded and never silent.
+- Metering: the usage each model answer states (OpenAI's, Anthropic's, Gemini's and SGLang's fields, whole or
+  streamed) is summed into metered.json, with the answers it could not read and the TLS tunnels it could not
+  see counted beside it: what the agent used, counted from the model server's answers, never from the sandbox.
 - Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
   model provider cannot look things up for the agent. A body the proxy cannot read as JSON (a Content-Encoding
   it cannot undo, a byte that is not UTF-8) is refused: the server may read it, and the tools the proxy did not.
@@ -203,6 +206,59 @@ def path_model(url: str) -> str | None:
     return name if sep and slash else None
 
 
+USAGE_KEYS = ("usage", "usagemetadata", "metainfo")  # folded: OpenAI/Anthropic, Gemini, SGLang's native API
+PROMPT_FIELDS = ("prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                 "promptTokenCount")
+COMPLETION_FIELDS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "thoughtsTokenCount")
+METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted unread
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else 0
+
+
+def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
+    """(prompt, completion) tokens one answer (or one streamed event) states, or None if it states none: a
+    usage object at the top or one level down (a Responses API event's `response`, Anthropic's `message`); a list
+    (a batch of answers) sums its members'."""
+    if isinstance(node, list) and depth == 0:
+        each = [u for u in (usage_in(item, 1) for item in node) if u is not None]
+        return (sum(u[0] for u in each), sum(u[1] for u in each)) if each else None
+    if not isinstance(node, dict):
+        return None
+    for key, value in node.items():
+        if isinstance(key, str) and _fold(key) in USAGE_KEYS and isinstance(value, dict):
+            return (sum(_count(value.get(f)) for f in PROMPT_FIELDS),
+                    sum(_count(value.get(f)) for f in COMPLETION_FIELDS))
+    if depth < 1:
+        for value in node.values():
+            if isinstance(value, dict) and (inner := usage_in(value, depth + 1)) is not None:
+                return inner
+    return None
+
+
+def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
+    """The tokens a model answer states: a JSON body, or a stream of server-sent events (the largest count each
+    field reaches over the events, since streams state usage once at the end or as running totals)."""
+    if not content or len(content) > METER_MAX_BYTES:
+        return None
+    try:
+        if "event-stream" in content_type.lower():
+            found = []
+            for line in content.decode("utf-8").splitlines():
+                data = line[5:].strip() if line.startswith("data:") else ""
+                try:  # an event that is not JSON (OpenAI's closing "[DONE]") states no usage
+                    usage = usage_in(json.loads(data)) if data.startswith(("{", "[")) else None
+                except ValueError:
+                    usage = None
+                if usage is not None:
+                    found.append(usage)
+            return (max(u[0] for u in found), max(u[1] for u in found)) if found else None
+        return usage_in(json.loads(content))
+    except (ValueError, RecursionError):
+        return None
+
+
 def charset(content_type: str) -> str:
     """The charset parameter of a Content-Type ("" if none)."""
     for param in content_type.split(";")[1:]:
@@ -222,6 +278,12 @@ class Egress:
         directory.mkdir(parents=True, exist_ok=True)
         self.log_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.full = False
+        self.meter_path = directory / "metered.json"
+        # requests: model calls passed; metered: answers whose usage was read; refused: error answers (4xx, 5xx:
+        # nothing generated); unread: answers with no usage it could read; tunnels: https CONNECTs, never read. A
+        # call with no answer (the client hung up, the server died) is in requests alone.
+        self.meter = {"requests": 0, "metered": 0, "refused": 0, "unread": 0, "tunnels": 0, "prompt_tokens": 0,
+                      "completion_tokens": 0}
 
     @classmethod
     def from_env(cls, env=os.environ) -> "Egress":
@@ -271,7 +333,13 @@ class Egress:
 
     # mitmproxy hooks
 
+    def write_meter(self) -> None:
+        part = self.meter_path.with_suffix(".part")
+        part.write_text(json.dumps(self.meter))
+        os.replace(part, self.meter_path)
+
     def running(self) -> None:
+        self.write_meter()
         self.ready_path.write_text("ready\n")
 
     def tls_clienthello(self, data) -> None:
@@ -283,6 +351,9 @@ class Egress:
         allowed &= self.record(flow, f"{flow.request.host}:{flow.request.port}", allowed)
         if not allowed:
             self.refuse(flow, f"CONNECT {flow.request.host}:{flow.request.port}")
+        else:  # its requests and answers pass through unread: the meter says it saw only part
+            self.meter["tunnels"] += 1
+            self.write_meter()
 
     def request(self, flow) -> None:
         if flow.request.method == "CONNECT" or flow.response is not None:
@@ -327,6 +398,34 @@ class Egress:
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
+        else:
+            self.meter["requests"] += 1
+            self.write_meter()
+            metadata = getattr(flow, "metadata", None)
+            if metadata is not None:
+                metadata["sweserve_meter"] = True
+
+    def response(self, flow) -> None:
+        """Meter a model call's answer (what the model server says it used); an answer it cannot read, or a
+        call that got none, stays counted unread."""
+        if not (getattr(flow, "metadata", None) or {}).get("sweserve_meter"):
+            return
+        resp = flow.response
+        usage = None
+        if 200 <= resp.status_code < 300:
+            try:
+                usage = answer_usage(resp.content or b"", resp.headers.get("content-type", ""))
+            except ValueError:  # a Content-Encoding it cannot undo
+                pass
+        if not 200 <= resp.status_code < 300:
+            self.meter["refused"] += 1
+        elif usage is None:
+            self.meter["unread"] += 1
+        else:
+            self.meter["metered"] += 1
+            self.meter["prompt_tokens"] += usage[0]
+            self.meter["completion_tokens"] += usage[1]
+        self.write_meter()
 
 
 addons = [Egress.from_env()] if os.environ.get("SWESERVE_EGRESS_DIR") else []

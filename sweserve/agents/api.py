@@ -298,7 +298,7 @@ class ApiAgent(TaskImageAgent):
 
     def solve(self, box: Sandbox, bundle: TaskBundle) -> AgentRun:
         cfg, t0 = self.cfg, time.monotonic()
-        run = AgentRun(agent=cfg.name, version=cfg.version, model=cfg.model)
+        run = AgentRun(agent=cfg.name, version=cfg.version, model=cfg.model, usage_from="host")
         messages = [{"role": "system", "content": cfg.system_prompt or SYSTEM_PROMPT},
                     {"role": "user", "content": bundle.instruction}]
         # the loop checks the limit between steps; a tool server stopped from inside (SIGSTOP) would hold a step

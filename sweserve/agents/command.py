@@ -100,4 +100,4 @@ class CommandAgent:
                    TRAJECTORY_STEPS_FILE: redact(steps_json(traj), secrets)}
         return run.model_copy(update={
             "steps": traj.calls, "prompt_tokens": traj.prompt_tokens, "completion_tokens": traj.completion_tokens,
-            "cost_usd": traj.cost_usd, "records": records})
+            "cost_usd": traj.cost_usd, "usage_from": "agent", "records": records})

@@ -24,10 +24,12 @@ import docker.errors
 from sweserve.environment.docker_sandbox import LABEL, docker_errors, labels
 from sweserve.environment.sandbox import WORKDIR, ExecResult, Sandbox
 from sweserve.errors import InfraError
+from sweserve.models import Metered
 
 PORT = 3128
 OUTSIDE = "bridge"  # the proxy's way out: Docker's default bridge (the host is its gateway, e.g. 172.17.0.1)
 STATE_DIR = "/tmp/sweserve-egress"
+METER_MAX_BYTES = 4096  # metered.json: a few counts
 AUDIT_MAX_BYTES = 16 * 2**20  # of the audit log read into the trial folder, as every file read out of a sandbox
 TAR_HEADERS_BYTES = 64 * 2**10  # what an archive of one file holds before the file's data, at most
 READY_TIMEOUT_S = 60
@@ -81,9 +83,25 @@ class EgressProxy:
         """The audit log, one JSON line per request ("" if the proxy saw none), its first `max_bytes` at most
         (then marked cut): the candidate writes it, a line per request it sends, as fast as it likes (some
         11 MB a second of refused 30 KB URLs); read whole it filled the host's memory (red team 15d, R15d-4)."""
+        data, size = self._head("audit.jsonl", max_bytes, "reading the egress audit log")
+        text = data.decode("utf-8", "replace")
+        if size > max_bytes:
+            text += f"\n[sweserve: the audit log was cut at {max_bytes} of its {size} bytes]\n"
+        return text
+
+    def metered(self) -> Metered | None:
+        """What the proxy counted of the model's answers so far (`Metered`); None if it cannot be read."""
+        data, size = self._head("metered.json", METER_MAX_BYTES, "reading the egress meter")
         try:
-            with docker_errors("reading the egress audit log"):
-                stream, stat = self.container.client.api.get_archive(self.container.id, f"{STATE_DIR}/audit.jsonl",
+            return Metered.model_validate_json(data) if data and size <= METER_MAX_BYTES else None
+        except ValueError:
+            return None
+
+    def _head(self, name: str, max_bytes: int, doing: str) -> tuple[bytes, int]:
+        """The first `max_bytes` of a file in the proxy's state folder, and its size; (b"", 0) if there is none."""
+        try:
+            with docker_errors(doing):
+                stream, stat = self.container.client.api.get_archive(self.container.id, f"{STATE_DIR}/{name}",
                                                                      chunk_size=1 << 16)
                 size, head = int(stat.get("size", 0)), bytearray()
                 try:  # the archive's head only: its headers and the log's first max_bytes
@@ -98,15 +116,9 @@ class EgressProxy:
             with tarfile.open(fileobj=io.BytesIO(bytes(head)), mode="r|") as tar:
                 member = tar.next()
                 fh = tar.extractfile(member) if member is not None and member.isreg() else None
-                if fh is None:
-                    return ""
-                data = fh.read(max_bytes)
+                return (fh.read(max_bytes), size) if fh is not None else (b"", 0)
         except (InfraError, tarfile.TarError):
-            return ""
-        text = data.decode("utf-8", "replace")
-        if size > max_bytes:
-            text += f"\n[sweserve: the audit log was cut at {max_bytes} of its {size} bytes]\n"
-        return text
+            return b"", 0
 
     def remove(self) -> None:
         try:
@@ -116,10 +128,15 @@ class EgressProxy:
 
 
 class ProxiedSandbox:
-    """A sandbox whose commands all run with the proxy's variables (everything else is the sandbox's own)."""
+    """A sandbox whose commands all run with the proxy's variables (everything else is the sandbox's own), and
+    whose model usage the proxy meters (`metered`)."""
 
-    def __init__(self, box: Sandbox, env: dict[str, str]):
-        self._box, self._env = box, env
+    def __init__(self, box: Sandbox, env: dict[str, str], proxy: EgressProxy | None = None):
+        self._box, self._env, self._proxy = box, env, proxy
+
+    def metered(self) -> Metered | None:
+        """The model usage the proxy counted from the model server's answers (None without a proxy)."""
+        return self._proxy.metered() if self._proxy is not None else None
 
     def __getattr__(self, name):
         return getattr(self._box, name)
@@ -158,7 +175,7 @@ def egress_for(host, box, allow: list[str], closed_book: bool, audit_path: Path 
     proxy = EgressProxy.start(host.client, image, network, list(allow), closed_book, models=models,
                               run_id=host.run_id, task_id=box.container.labels.get(f"{LABEL}.task", ""))
     try:
-        yield ProxiedSandbox(box, proxy_env(proxy.url))
+        yield ProxiedSandbox(box, proxy_env(proxy.url), proxy)
     finally:
         try:
             if audit_path is not None:

@@ -50,7 +50,7 @@ from sweserve.evaluation.submission import SubmissionRejected, copy_tree, diff_t
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
 from sweserve.evaluation.twins import RealAt
 from sweserve.evaluation.verifier import Applied, Graded, Staging, apply_and_list, joined, prepare, stage, verify
-from sweserve.models import AgentRun, RunResult, Task, TaskBundle, now
+from sweserve.models import AgentRun, Metered, RunResult, Task, TaskBundle, now
 
 log = logging.getLogger(__name__)
 REASON_CHARS = 300
@@ -108,10 +108,11 @@ def candidate_phase(ctx: Context, bundle: TaskBundle, agent: Agent, image: str, 
     try:
         with agent_sandbox(box, agent, audit) as agent_box:
             run = agent.solve(agent_box, bundle)
-        # killed from the host first: a process the agent left running could rewrite files while they are copied
-        # and break the copy off, an error `run --retry-errors` would redo (a free resample for an agent that
-        # doubts its fix); its files are still read out
-        box.kill()
+            # killed from the host first: a process the agent left running could rewrite files while they are
+            # copied and break the copy off, an error `run --retry-errors` would redo (a free resample for an
+            # agent that doubts its fix), or call the model after the meter is read; its files are still read out
+            box.kill()
+            run = with_meter(run, getattr(agent_box, "metered", lambda: None)())
         tree = copy_tree(box)  # the backend's copy: nothing in the candidate's sandbox takes part
     except BaseException:
         with contextlib.suppress(Exception):  # the error that ended the candidate phase is the one to report
@@ -131,6 +132,31 @@ def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sa
     with box.attach_egress(allow, bool(getattr(agent, "closed_book", False)), audit,
                            models=list(getattr(agent, "models", None) or [])) as proxied:
         yield proxied
+
+
+def with_meter(run: AgentRun, meter: Metered | None) -> AgentRun:
+    """The run with what its egress proxy counted of the model's answers (`Metered`). A complete meter's counts
+    are the run's tokens (`usage_from` proxy): the agent's own record is written in its sandbox, and a forged one
+    (fewer tokens, a lower cost) would rank it on the board. A cost the record states is kept only when its
+    tokens agree with the meter's; a record that disagrees is flagged `usage_disagrees`. An incomplete meter (a
+    call it could not read: an agent can make one on purpose) is still a floor: a record below it is flagged,
+    its cost dropped and its counts raised to the floor."""
+    if meter is None:
+        return run
+    update: dict = {"metered": meter}
+    counted = (meter.prompt_tokens, meter.completion_tokens)
+    said = (run.prompt_tokens, run.completion_tokens)
+    if run.usage_from == "agent" and (said != counted if meter.complete else (said[0] < counted[0]
+                                                                             or said[1] < counted[1])):
+        update["flags"] = [*run.flags, f"usage_disagrees: the agent's record says {said[0]} prompt and {said[1]} "
+                           f"completion tokens, its proxy counted {counted[0]} and {counted[1]} from the model's "
+                           "answers" + ("" if meter.complete else " it could read")]
+        update["cost_usd"] = None
+    if meter.complete:
+        update |= {"prompt_tokens": counted[0], "completion_tokens": counted[1], "usage_from": "proxy"}
+    elif "flags" in update:
+        update |= {"prompt_tokens": max(said[0], counted[0]), "completion_tokens": max(said[1], counted[1])}
+    return run.model_copy(update=update)
 
 
 def egress_of(agent: Agent) -> list[str]:

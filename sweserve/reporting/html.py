@@ -142,7 +142,11 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
         ]
         if k > 1:
             cells.append(("num", "pass_at_k", _pct(o.pass_at_k)))
-        cells += [("num", "cost_per_task_usd", _usd(rep.cost_per_task_usd)),
+        cost = _usd(rep.cost_per_task_usd)
+        if rep.cost_per_task_usd is not None and rep.cost_self_reported:
+            cost += ' <span class="se" title="the agent\'s own record (written in its sandbox), not priced by ' \
+                'sweserve">self-reported</span>'
+        cells += [("num", "cost_per_task_usd", cost),
                   ("num", "time_per_task_s", _secs(rep.time_per_task_s))]
         rows.append(f'<tr id="lb-row-{i}">' + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells)
                     + "</tr>")
