@@ -170,13 +170,22 @@ def online_model(body) -> bool:
     if not isinstance(body, dict):
         return False
     return any((key.casefold() == "model" and isinstance(value, str) and value.rstrip().casefold().endswith(":online"))
-               or (key.casefold() != "tools" and online_model(value)) for key, value in body.items())
+               or (key.casefold() != "tools" and _fold(key) not in CONTENT_KEYS and online_model(value))
+               for key, value in body.items())
+
+
+# what a request says to the model, not to the server: a conversation (its tool calls' arguments are objects in
+# Anthropic's and Gemini's history: Claude Code's Task tool takes a `model`), a schema of the answer. No server
+# routes by a `model` in these, and reading them there refused honest requests (red team 16d)
+CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", "prompt", "responseformat", "text",
+                "generationconfig", "functions"}
 
 
 def models_named(body) -> list[str]:
-    """Every model a request body names, at any depth outside `tools`: each `model` value, and each entry of a
-    `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to other models); keys compared case-
-    insensitively. A value that is not a string is named by its JSON, so it never matches a pinned name."""
+    """Every model a request body names, at any depth outside `tools` and a request's content (CONTENT_KEYS):
+    each `model` value, and each entry of a `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to
+    other models); keys compared case-insensitively. A value that is not a string is named by its JSON, so it
+    never matches a pinned name."""
     named: list[str] = []
     if isinstance(body, list):
         for item in body:
@@ -184,7 +193,7 @@ def models_named(body) -> list[str]:
     elif isinstance(body, dict):
         for key, value in body.items():
             folded = key.casefold()
-            if folded == "tools":
+            if folded == "tools" or _fold(key) in CONTENT_KEYS:
                 continue
             if folded == "model" or (folded in ("models", "fallbacks") and not isinstance(value, (list, dict))):
                 named.append(value if isinstance(value, str) else json.dumps(value)[:200])
@@ -199,11 +208,54 @@ def models_named(body) -> list[str]:
     return named
 
 
-def path_model(url: str) -> str | None:
-    """The model a Gemini-style path names (`/v1beta/models/NAME:generateContent`), if any."""
-    head, sep, _ = urlsplit(url).path.rpartition(":")
+def path_models(url: str) -> list[str]:
+    """The models a path names: Gemini's (`/v1beta/models/NAME:generateContent`), and Azure's deployment or an
+    engine (`/openai/deployments/NAME/chat/completions`, `/engines/NAME/completions`), which LiteLLM's proxy routes
+    to over the body's `model` (a `{model:path}`: everything between the marker and the endpoint)."""
+    path = urlsplit(url).path
+    names = []
+    head, sep, _ = path.rpartition(":")
     _, slash, name = head.rpartition("/models/")
-    return name if sep and slash else None
+    if sep and slash:
+        names.append(name)
+    for marker in ("/deployments/", "/engines/"):
+        if marker in path:
+            rest = path.split(marker, 1)[1]
+            suffix = max((end for end in MODEL_POSTS if rest.endswith(end)), key=len, default="")
+            names.append(rest[: len(rest) - len(suffix)] if suffix else rest)
+    return names
+
+
+# fields in which a model API takes a URL it fetches itself (OpenAI's image_url and input_file's file_url,
+# Anthropic's `{"type": "url", "url": ...}` sources, Gemini's fileData.fileUri, SGLang's and vLLM's image_data,
+# video_url, audio_url): the provider would fetch for the agent (a screenshot service's picture of the upstream
+# PR is read by any vision model). Honest clients send images and files inline (a data: URL, base64)
+FETCHED_KEYS = {"imageurl", "fileurl", "fileuri", "imagedata", "videourl", "audiourl", "videodata", "audiodata"}
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for item in value for s in _strings(item)] if isinstance(value, list) else []
+
+
+def fetched_urls(body) -> list[str]:
+    """Every URL (`scheme://`, not `data:`) a request asks the provider to fetch, at any depth outside `tools`."""
+    found: list[str] = []
+    if isinstance(body, list):
+        for item in body:
+            found += fetched_urls(item)
+    elif isinstance(body, dict):
+        source = any(k.casefold() == "type" and isinstance(v, str) and v.casefold() == "url" for k, v in body.items())
+        for key, value in body.items():
+            if key.casefold() == "tools":
+                continue
+            if _fold(key) in FETCHED_KEYS or (source and key.casefold() == "url"):
+                found += [s for s in _strings(value) if "://" in s and not s.lstrip().casefold().startswith("data:")]
+            found += fetched_urls(value)
+    return found
 
 
 USAGE_KEYS = ("usage", "usagemetadata", "metainfo")  # folded: OpenAI/Anthropic, Gemini, SGLang's native API
@@ -319,7 +371,7 @@ class Egress:
         if online_model(body):
             return "a model that searches the web by its name (:online)"
         if self.models:
-            asked = [name for name in [*models_named(body), path_model(url)] if name is not None]
+            asked = [*models_named(body), *path_models(url)]
             if other := next((name for name in asked if name not in self.models), None):
                 return f"model {other[:100]!r} is not one the agent's config names (`models`)"
         return ""
@@ -390,11 +442,16 @@ class Egress:
                 stripped = strip_hosted_tools(body)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
+                    # and labelled as what it is: LiteLLM reads a body whose Content-Type has "form" in it as a
+                    # form, where `&model=...&` inside a JSON string is a field (red team 16d)
+                    req.headers["content-type"] = "application/json"
             except (ValueError, RecursionError) as exc:
                 allowed, note = False, f"closed book: body not JSON to this proxy ({type(exc).__name__}: {exc})"[:300]
             else:
                 if why := self.model_refused(body, req.url):
                     allowed, note = False, f"closed book: {why}"[:300]
+                elif urls := fetched_urls(body):
+                    allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
