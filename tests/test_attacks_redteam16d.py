@@ -18,7 +18,7 @@ emulated by how it reads what the proxy forwards.
   string). `test_the_forwarded_body_is_labelled_as_the_json_the_proxy_read`.
 - R16d-3 WIN: the provider fetches URLs the agent puts in message content: OpenAI chat `image_url.url`,
   Anthropic `source: {"type": "url"}` (images, PDFs), Responses `input_file.file_url`, Gemini
-  `fileData.fileUri`, SGLang's `/generate` `image_data` (fetched by the server with requests.get). A screenshot
+  `fileData.fileUri`, Mistral's `document_url`, SGLang's `/generate` `image_data` (fetched by the server with requests.get). A screenshot
   service URL of the upstream PR page (`https://image.thum.io/get/https://github.com/sgl-project/sglang/pull/N/
   files`) makes any vision model read the oracle diff for the agent: no tool, no other model, nothing stripped.
   `test_the_provider_is_not_asked_to_fetch_a_url`.
@@ -112,13 +112,26 @@ SHOT = "https://image.thum.io/get/https://github.com/sgl-project/sglang/pull/123
                       "fileUri": "https://patch-diff.githubusercontent.com/raw/sgl-project/sglang/pull/1234.diff"}},
         {"text": "Repeat this file."}]}]}, "/v1beta/models/default:generateContent"),
     ({"text": "<image> Transcribe the diff.", "image_data": SHOT}, "/generate"),
+    # a URL parser by the WHATWG standard (Node's) reads "https:host/path" as https://host/path
+    ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "https:image.thum.io/get/github.com/sgl-project/sglang/pull/1234"}}]}]}, "/v1/chat/completions"),
+    # Mistral's chat fetches a document_url itself (OCR of a PDF)
+    ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "document_url", "document_url": "https://example.org/pdf?u=github.com/sgl-project/sglang/pull/1234"}]}]},
+     "/v1/chat/completions"),
 ], ids=["openai-image_url", "anthropic-image-url", "anthropic-document-url", "responses-file_url", "gemini-fileUri",
-        "sglang-image_data"])
+        "sglang-image_data", "scheme-without-slashes", "mistral-document_url"])
 def test_the_provider_is_not_asked_to_fetch_a_url(tmp_path, monkeypatch, body, path):
     refused, flow = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
     if not refused:
         sent = flow.request.content.decode()
         assert "github" not in sent, "the model provider fetches a URL for the closed-book agent"
+
+
+def test_control_an_sglang_base64_image_passes(tmp_path, monkeypatch):
+    body = {"text": "<image> describe", "image_data": ["iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB+/8=", "data:image/png;base64,AA=="]}
+    refused, _ = run(tmp_path, monkeypatch, body, path="/generate", models=PINNED)
+    assert not refused
 
 
 def test_control_an_inline_image_passes(tmp_path, monkeypatch):
