@@ -230,7 +230,11 @@ def path_models(url: str) -> list[str]:
 # Anthropic's `{"type": "url", "url": ...}` sources, Gemini's fileData.fileUri, SGLang's and vLLM's image_data,
 # video_url, audio_url): the provider would fetch for the agent (a screenshot service's picture of the upstream
 # PR is read by any vision model). Honest clients send images and files inline (a data: URL, base64)
-FETCHED_KEYS = {"imageurl", "fileurl", "fileuri", "imagedata", "videourl", "audiourl", "videodata", "audiodata"}
+FETCHED_KEYS = {"imageurl", "fileurl", "fileuri", "imagedata", "videourl", "audiourl", "videodata", "audiodata",
+                "documenturl"}  # Mistral's
+# what such a field may hold: a data: URL, or bare base64 (SGLang's image_data). Anything else is a place to fetch
+# from: "https:host/x" is https://host/x to a WHATWG URL parser (Node's), a path is a file on the server's host
+INLINE = re.compile(r"\s*data:.*|[A-Za-z0-9+/=\s]*", re.IGNORECASE | re.DOTALL)
 
 
 def _strings(value) -> list[str]:
@@ -242,7 +246,8 @@ def _strings(value) -> list[str]:
 
 
 def fetched_urls(body) -> list[str]:
-    """Every URL (`scheme://`, not `data:`) a request asks the provider to fetch, at any depth outside `tools`."""
+    """Every value a request asks the provider to fetch (a fetched field that is not INLINE), at any depth outside
+    `tools`."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
@@ -253,7 +258,7 @@ def fetched_urls(body) -> list[str]:
             if key.casefold() == "tools":
                 continue
             if _fold(key) in FETCHED_KEYS or (source and key.casefold() == "url"):
-                found += [s for s in _strings(value) if "://" in s and not s.lstrip().casefold().startswith("data:")]
+                found += [s for s in _strings(value) if not INLINE.fullmatch(s)]
             found += fetched_urls(value)
     return found
 
