@@ -106,3 +106,34 @@ def test_a_logits_processor_is_never_sent_to_the_shared_server(tmp_path, monkeyp
     body = {"text": "hi", "custom_logit_processor": "gASV...", "sampling_params": {"custom_params": {}}}
     refused, flow = run(tmp_path, monkeypatch, body, path="/generate")
     assert not refused and "custom_logit_processor" not in json.loads(flow.request.content)
+
+
+# --- red team 16d's leads ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    {"model": "default", "api_base": "http://203.0.113.9/v1"},  # LiteLLM: call this base instead
+    {"model": "default", "custom_llm_provider": "openai", "base_url": "http://203.0.113.9"},
+    {"model": "default", "user_config": {"model_list": [{"model_name": "default", "litellm_params": {
+        "model": "default", "api_base": "http://203.0.113.9"}}]}},  # a whole router config
+    {"model": "default", "preset": "web"},  # OpenRouter's presets carry plugins and models
+    {"model": "default", "metadata": {"API_BASE": "http://203.0.113.9"}},  # nested, folded
+], ids=["api_base", "base_url", "user_config", "preset", "nested"])
+def test_a_gateways_routing_fields_are_refused(tmp_path, monkeypatch, body):
+    refused, _ = run(tmp_path, monkeypatch, body, models=["default"])
+    assert refused
+
+
+def test_control_a_routing_word_in_the_conversation_passes(tmp_path, monkeypatch):
+    body = {"model": "default", "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t",
+                                                                            "name": "bash", "input": {
+        "command": "grep api_base config.py", "api_base": "x", "plugins": [{"id": "web"}]}}]}]}
+    refused, flow = run(tmp_path, monkeypatch, body, models=["default"])
+    assert not refused
+    assert json.loads(flow.request.content) == body  # the history goes as the agent wrote it
+
+
+def test_anthropic_client_tool_fields_keep_the_tool(tmp_path, monkeypatch):
+    tool = {"name": "bash", "input_schema": {"type": "object"}, "defer_loading": True, "eager_input_streaming": True,
+            "allowed_callers": ["direct"]}
+    refused, flow = run(tmp_path, monkeypatch, {"model": "m", "tools": [tool]})
+    assert not refused and json.loads(flow.request.content)["tools"] == [tool]

@@ -104,7 +104,7 @@ CLIENT_TYPES = ("function", "custom", "shell", "local_shell", "apply_patch")
 CLIENT_VERSIONED = re.compile(r"(bash|text_editor|str_replace_editor|str_replace_based_edit_tool|computer|memory)"
                               r"_\d{8}")
 UNTYPED_KEYS = {"name", "description", "inputschema", "cachecontrol", "strict", "inputexamples",
-                "functiondeclarations"}
+                "functiondeclarations", "deferloading", "eagerinputstreaming", "allowedcallers"}
 
 
 def hosted_kind(tool) -> str | None:
@@ -158,7 +158,9 @@ def strip_hosted_tools(body) -> list[str]:
                 for choice in [k for k in body if k.casefold() == "tool_choice"]:
                     del body[choice]
     for key, value in body.items():
-        if key.casefold() != "tools":  # the client's own tools are kept as they are (their schemas name anything)
+        # the client's own tools are kept as they are (their schemas name anything), and so is what a request says
+        # to the model (a tool call's arguments in the history may hold a "plugins" key: red team 16d's lead)
+        if key.casefold() != "tools" and _fold(key) not in CONTENT_KEYS:
             stripped += strip_hosted_tools(value)
     return stripped
 
@@ -206,6 +208,26 @@ def models_named(body) -> list[str]:
             else:
                 named += models_named(value)
     return named
+
+
+# fields by which a gateway sends a request elsewhere than to a model it serves: LiteLLM's `api_base`,
+# `base_url`, `custom_llm_provider` and `user_config` (a whole router config), OpenRouter's `preset`. With one, a
+# gateway the config names becomes a way to any host (red team 16d's lead)
+ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset"}
+
+
+def routing_fields(body) -> list[str]:
+    """The ROUTING_KEYS a body holds, at any depth outside `tools` and its content (CONTENT_KEYS)."""
+    found: list[str] = []
+    if isinstance(body, list):
+        for item in body:
+            found += routing_fields(item)
+    elif isinstance(body, dict):
+        for key, value in body.items():
+            if key.casefold() == "tools" or _fold(key) in CONTENT_KEYS:
+                continue
+            found += [key] if _fold(key) in ROUTING_KEYS else routing_fields(value)
+    return found
 
 
 def path_models(url: str) -> list[str]:
@@ -375,6 +397,8 @@ class Egress:
         name alone (gpt-4o-search-preview, sonar) is no tool to strip: pinned models shut that out."""
         if online_model(body):
             return "a model that searches the web by its name (:online)"
+        if routing := routing_fields(body):
+            return f"a gateway's routing field {routing[0][:100]!r} (it would send the request elsewhere)"
         if self.models:
             asked = [*models_named(body), *path_models(url)]
             if other := next((name for name in asked if name not in self.models), None):
