@@ -190,3 +190,33 @@ def test_a_gitlink_where_a_reset_deletes_does_not_crash_the_export_verifier(monk
     except OSError as exc:
         pytest.fail(f"the export's verifier died of {exc.__class__.__name__}: {exc}")
     assert status in ("failed", "patch_failed", "resolved"), (status, reason)
+
+
+# --- R16a-4: a path that is not UTF-8: the in-box verifier decodes git's raw `-z` output strictly ------------------
+
+QUOTED_NAME = 'diff --git "a/pkg/\\377.py" "b/pkg/\\377.py"\nnew file mode 100644\n--- /dev/null\n+++ "b/pkg/\\377.py"\n@@ -0,0 +1 @@\n+x = 1\n'
+
+
+@pytest.mark.parametrize("route", ["harbor", "swebench"])
+def test_a_path_that_is_not_utf8_does_not_crash_the_export_verifier(monkeypatch, tmp_path, route):
+    """R16a-4: a patch names `pkg/\\377.py` in git's own quoted form (ASCII text: a SWE-bench prediction is JSON,
+    Harbor's model.patch the agent's text); git makes the file's name the byte 0xFF. The in-box verifier runs git
+    with `text=True` (strict UTF-8) on `-z` output, which git writes raw: `git apply --numstat -z` (Harbor: the
+    patch given) or `git status --porcelain -z` (SWE-bench: the harness applied the prediction) raises
+    UnicodeDecodeError, which no handler of `main` catches. No verdict, no reward.txt, no markers: Harbor's
+    exception (left out of the mean), SWE-bench's error. `sweserve run` decodes git's listings with "replace"
+    and grades. Defended: a verdict, or the tree at base."""
+    verify, here = _verify(monkeypatch, tmp_path)
+    tree, base = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": "x = 1\n"})
+    monkeypatch.setattr(verify, "WORKDIR", str(tree))
+    patch = here / "model.patch"
+    patch.write_text(QUOTED_NAME)
+    if route == "swebench":
+        _git(tree, "apply", str(patch))  # what swebench's harness does with the prediction before eval.sh
+        assert os.path.exists(os.fsdecode(bytes(tree) + b"/pkg/\xff.py"))
+    try:
+        verify.to_base({"base_commit": base, "format": route, "patch": str(patch)})
+    except verify.Verdict:
+        pass
+    except (OSError, ValueError) as exc:
+        pytest.fail(f"the export's verifier died of {exc.__class__.__name__}: {exc}")
