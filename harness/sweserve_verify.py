@@ -130,6 +130,9 @@ def to_base(cfg):
         full = os.path.join(WORKDIR, path)
         if not path or path in known or not inside(full):  # `git apply --numstat` lists names unchecked (`../x`)
             continue
+        # nor are they normal: `.`, `pkg/..` are folders, `pkg//mod.py` a tracked file (red team 16a, R16a-2)
+        if os.path.normpath(path) != path or (os.path.isdir(full) and not os.path.islink(full)):
+            continue
         if os.path.lexists(full):
             os.unlink(full)
     return patch
@@ -241,8 +244,13 @@ def reset(cfg, changed, tests_patch, installed):
                                          frozenset(installed) - sweserve_resets.repo_names(base_files))
     restore = [r.path for r in resets if r.existed]
     for r in resets:  # the submission's new paths first: one may stand where base has a folder to restore (R14a-1)
-        if not r.existed and os.path.lexists(os.path.join(WORKDIR, r.path)):
-            os.unlink(os.path.join(WORKDIR, r.path))
+        full = os.path.join(WORKDIR, r.path)
+        if not r.existed and os.path.isdir(full) and not os.path.islink(full):
+            # a submodule entry: `git apply --index` made a folder of it, which `sweserve run`'s `rm -f` cannot
+            # remove either: its verdict, not this process's death (red team 16a, R16a-3)
+            raise Verdict("failed", "the hidden tests could not be set up on this submission")
+        if not r.existed and os.path.lexists(full):
+            os.unlink(full)
     if restore:
         git("checkout", base, "--", *restore)
     proc = git("apply", "--binary", "--whitespace=nowarn", tests_patch, check=False)
@@ -330,19 +338,22 @@ def runner_facts(cfg):
     boot = [cfg["python"], "-I", os.path.join(HERE, "sweserve_boot.py")]
     env = test_env()
     facts = []
-    for flag in ("--manifest", "--installed"):
+    for flag in ("--manifest", "--installed", "--plugins"):
         proc = subprocess.run(boot + [flag], cwd="/", env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not proc.stdout.strip():
             raise Verdict("error", "the test runner cannot start in the task image")
         facts.append(proc.stdout.strip().splitlines()[-1])
-    return facts[0], json.loads(facts[1])
+    return facts[0], json.loads(facts[1]), json.loads(facts[2])
 
 
 def grade(cfg):
     """The verdict: (status, reason, outcomes of graded tests, details, test output)."""
     tests_patch = os.path.join(HERE, "tests.patch")
     patch = to_base(cfg)
-    manifest, installed = runner_facts(cfg)
+    manifest, installed, image_plugins = runner_facts(cfg)
+    # the image's own pytest plugins, loaded by module as `sweserve run` loads them (`verifier._plugins`): with
+    # autoload off, a hidden `@pytest.mark.anyio` test could not run here (red team 16a, R16a-1)
+    plugins = list(dict.fromkeys([*cfg["plugins"], *(p for p in image_plugins if isinstance(p, str))]))
     changed = submit(cfg, patch)
     resets = reset(cfg, changed, tests_patch, installed)
     git_file()
@@ -361,7 +372,7 @@ def grade(cfg):
     nonce = secrets.token_hex(16)
     nonce_file = os.path.join(HERE, ".nonce")
     run_config = sweserve_protocol.boot_config(
-        cfg["runner"], cfg["test_files"], cfg["workdir"], cfg["env"].get("PYTHONPATH", ""), cfg["plugins"],
+        cfg["runner"], cfg["test_files"], cfg["workdir"], cfg["env"].get("PYTHONPATH", ""), plugins,
         nonce_file, cfg["user"], [WORKDIR] + cfg.get("lock", []), [os.path.dirname(HERE)] + cfg.get("private", []))
     run_config_path = os.path.join(HERE, "run.json")
     for path, text in ((run_config_path, json.dumps(run_config)), (nonce_file, nonce)):
