@@ -71,8 +71,11 @@ class Verdict(Exception):
 
 def git(*args, check=True, text=True):
     try:
+        # a name need not be UTF-8 (`"b/\\377.py"` in a patch is the byte 0xFF) and `-z` output is raw: each byte
+        # kept as a lone surrogate, which os functions and git's argv turn back into it (red team 16a, R16a-4)
         proc = subprocess.run(GIT + list(args), cwd=WORKDIR, capture_output=True, text=text,
-                              env={**os.environ, **GIT_ENV}, timeout=GIT_TIMEOUT_S)
+                              errors="surrogateescape" if text else None, env={**os.environ, **GIT_ENV},
+                              timeout=GIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:  # the submission is the only input git can be slow on (R15e-2)
         raise Verdict("patch_failed", f"git {args[0]} ran past {GIT_TIMEOUT_S}s on the submission") from None
     if check and proc.returncode != 0:
@@ -215,7 +218,8 @@ def submit(cfg, patch):
     if not empty:
         proc = git("apply", "--index", "--binary", "--whitespace=nowarn", patch, check=False)
         if proc.returncode != 0:
-            raise Verdict("patch_failed", proc.stderr.strip()[-1000:] or "git apply failed")
+            why = proc.stderr.strip()[-1000:].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise Verdict("patch_failed", why or "git apply failed")
     names = _z(git("diff", "--cached", "--name-status", "-z", "--no-renames", cfg["base_commit"]).stdout)
     return {names[i + 1]: names[i][0] for i in range(0, len(names) - 1, 2)}
 

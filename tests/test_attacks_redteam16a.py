@@ -220,3 +220,22 @@ def test_a_path_that_is_not_utf8_does_not_crash_the_export_verifier(monkeypatch,
         pass
     except (OSError, ValueError) as exc:
         pytest.fail(f"the export's verifier died of {exc.__class__.__name__}: {exc}")
+
+
+class _FixAndOddName:
+    @staticmethod
+    def text(base: str) -> str:
+        return ("diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1,2 +1,2 @@\n"
+                " async def value():\n-    return 1\n+    return 2\n" + QUOTED_NAME)
+
+
+def test_control_a_fix_beside_a_name_that_is_not_utf8_is_graded(monkeypatch, tmp_path):
+    """Control for R16a-4: the whole in-box grading of a fix that also adds `pkg/\\377.py` gives its verdict."""
+    f2p = ["tests/test_core.py::test_value"]
+    try:
+        status, reason, graded, output = _inbox_grade(monkeypatch, tmp_path, ASYNC_BASE, _add_async_test,
+                                                      _FixAndOddName, "tests/test_core.py", f2p,
+                                                      plugins=_image_plugins())
+    except (OSError, ValueError) as exc:
+        pytest.fail(f"the export's verifier died of {exc.__class__.__name__}: {exc}")
+    assert status == "resolved", (status, reason, graded, output[-1500:])
