@@ -145,8 +145,9 @@ def test_a_patch_naming_the_work_tree_itself_does_not_crash_the_export_verifier(
     --numstat` lists that base does not track (`known`: tracked files and their folders). `--numstat` lists names
     unchecked: `.`, `pkg/.`, `pkg/..` are none of `known`, `inside` the work tree (their folder is), and exist:
     `os.unlink` of a folder raises IsADirectoryError, which no handler of `main` catches. The verifier dies before
-    anything is written: no reward.txt (Harbor: the trial's exception, left out of the job's mean), no SWE-bench
-    markers. Three lines of patch text, nothing solved. Defended: a verdict, or the tree at base."""
+    it writes its verdict: Harbor keeps the 0 test.sh wrote first but gets no sweserve.json (no status, no
+    reason, no resets for the reviewer), SWE-bench's log has no markers (unresolved, with no `sweserve:` line).
+    Three lines of patch text. Defended: a verdict, or the tree at base."""
     verify, here = _verify(monkeypatch, tmp_path)
     tree, base = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": "x = 1\n"})
     monkeypatch.setattr(verify, "WORKDIR", str(tree))
@@ -179,9 +180,9 @@ def test_a_gitlink_where_a_reset_deletes_does_not_crash_the_export_verifier(monk
     """R16a-3: a patch (Harbor: the agent's own model.patch; `sweserve run --predictions` too) adding a submodule
     entry at a path the resets delete (a new conftest.py, a test path, a start-up hook): `git apply --index`
     makes an empty folder there, and `reset` removes the submission's new reset paths with `os.unlink`:
-    IsADirectoryError, which no handler of `main` catches. No reward.txt, no SWE-bench markers: the trial is
-    Harbor's exception (left out of the job's mean). `sweserve run`'s `rm -f` fails the same step, as `failed`
-    ("could not be set up"): the two disagree on one patch. Defended: a verdict."""
+    IsADirectoryError, which no handler of `main` catches: no verdict written (Harbor: test.sh's 0, no
+    sweserve.json; SWE-bench: no markers). `sweserve run`'s `rm -f` fails the same step, as `failed` ("could not
+    be set up"): the two disagree on one patch. Defended: a verdict."""
     f2p = ["tests/test_core.py::test_value"]
     try:
         status, reason, graded, output = _inbox_grade(monkeypatch, tmp_path, ASYNC_BASE, _add_async_test,
@@ -203,9 +204,9 @@ def test_a_path_that_is_not_utf8_does_not_crash_the_export_verifier(monkeypatch,
     Harbor's model.patch the agent's text); git makes the file's name the byte 0xFF. The in-box verifier runs git
     with `text=True` (strict UTF-8) on `-z` output, which git writes raw: `git apply --numstat -z` (Harbor: the
     patch given) or `git status --porcelain -z` (SWE-bench: the harness applied the prediction) raises
-    UnicodeDecodeError, which no handler of `main` catches. No verdict, no reward.txt, no markers: Harbor's
-    exception (left out of the mean), SWE-bench's error. `sweserve run` decodes git's listings with "replace"
-    and grades. Defended: a verdict, or the tree at base."""
+    UnicodeDecodeError, which no handler of `main` catches: no verdict written (Harbor: test.sh's 0, no
+    sweserve.json; SWE-bench: no markers). `sweserve run` decodes git's listings with "replace" and grades.
+    Defended: a verdict, or the tree at base."""
     verify, here = _verify(monkeypatch, tmp_path)
     tree, base = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": "x = 1\n"})
     monkeypatch.setattr(verify, "WORKDIR", str(tree))
