@@ -456,6 +456,10 @@ def main(argv):
         status, reason, graded, details, output = grade(cfg)
     except Verdict as v:
         status, reason, graded, details, output = v.status, v.reason, {}, {}, ""
+    except Exception as exc:  # noqa: BLE001 - whatever a submission made of it, the record says so: never a bare
+        # traceback with no status, reason or resets for the reviewer (red team 16a's advice), and never a pass
+        status, reason, graded, details, output = "error", f"the verifier failed: {type(exc).__name__}: {exc}"[
+            :500].encode("utf-8", "replace").decode(), {}, {}, ""
     report(cfg, status, reason, graded, details, output)
     return 0
 

@@ -240,3 +240,29 @@ def test_control_a_fix_beside_a_name_that_is_not_utf8_is_graded(monkeypatch, tmp
     except (OSError, ValueError) as exc:
         pytest.fail(f"the export's verifier died of {exc.__class__.__name__}: {exc}")
     assert status == "resolved", (status, reason, graded, output[-1500:])
+
+
+@pytest.mark.parametrize("route", ["harbor", "swebench"])
+def test_any_crash_of_the_export_verifier_is_a_recorded_error(monkeypatch, tmp_path, capsys, route):
+    """16a's advice, beyond its four crashes: whatever a submission makes the verifier raise next, the record
+    says `error` with the reason (Harbor's sweserve.json, SWE-bench's `sweserve:` line), and reward 0."""
+    verify, _ = _verify(monkeypatch, tmp_path)
+    out = tmp_path / "verifier"
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"format": route, "verifier_dir": str(out), "FAIL_TO_PASS": ["t::a"],
+                               "PASS_TO_PASS": []}))
+    monkeypatch.setattr(verify.sweserve_drop, "private", lambda path: None)
+    monkeypatch.setattr(verify.sweserve_drop, "lock", lambda paths: None)
+
+    def boom(cfg):
+        raise IsADirectoryError(21, "Is a directory", "\udcff")
+
+    monkeypatch.setattr(verify, "grade", boom)
+    assert verify.main(["verify", str(cfg)]) == 0
+    if route == "harbor":
+        record = json.loads((out / "sweserve.json").read_text())
+        assert record["status"] == "error" and "IsADirectoryError" in record["reason"]
+        assert (out / "reward.txt").read_text() == "0\n"
+    else:
+        printed = capsys.readouterr().out
+        assert "sweserve: error (the verifier failed: IsADirectoryError" in printed and "PASSED" not in printed
