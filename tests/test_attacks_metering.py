@@ -153,3 +153,20 @@ def test_reports_say_a_cost_is_the_agents_own_word(tmp_path):
     (rep,) = build_reports([result("cmd2", honest)])
     assert rep.cost_self_reported
     assert "self-reported" in _leaderboard_table([rep]) and "self-reported" not in _leaderboard_table(reports)
+
+
+def test_the_meter_stays_a_count_results_can_hold(tmp_path):
+    """Sums of counts near 2**53 (a server's bug, or one an agent found a way to make lie) would outgrow what a
+    results reader takes back (R15d-1): the meter stops at sweserve's largest count."""
+    big = answer(2**53 - 1, 2**53 - 1)
+    m = meter_after(tmp_path, [flow({"model": "m"}, big), flow({"model": "m"}, big)])
+    assert m.prompt_tokens == m.completion_tokens == 2**53 and m.complete
+    run = with_meter(AgentRun(agent="a"), m)
+    from sweserve.models import RunResult, now
+
+    line = RunResult(run_id="r", task_id="t", family="decoding", agent="a", status="failed", agent_run=run,
+                     started_at=now(), finished_at=now(), duration_s=1.0).model_dump_json()
+    from sweserve.evaluation.results import read_results
+
+    (tmp_path / "r.jsonl").write_text(line + "\n")
+    assert read_results(tmp_path / "r.jsonl")[0].agent_run.prompt_tokens == 2**53

@@ -290,6 +290,7 @@ PROMPT_FIELDS = ("prompt_tokens", "input_tokens", "cache_creation_input_tokens",
                  "promptTokenCount")
 COMPLETION_FIELDS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "thoughtsTokenCount")
 METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted unread
+MAX_TOKENS = 2**53  # the largest count sweserve takes (sweserve.agents.trajectory.MAX_COUNT)
 
 
 def _count(value) -> int:
@@ -509,8 +510,8 @@ class Egress:
             self.meter["unread"] += 1
         else:
             self.meter["metered"] += 1
-            self.meter["prompt_tokens"] += usage[0]
-            self.meter["completion_tokens"] += usage[1]
+            for field, count in (("prompt_tokens", usage[0]), ("completion_tokens", usage[1])):
+                self.meter[field] = min(self.meter[field] + count, MAX_TOKENS)  # a count results can hold
         self.write_meter()
 
 
