@@ -170,3 +170,17 @@ def test_the_meter_stays_a_count_results_can_hold(tmp_path):
 
     (tmp_path / "r.jsonl").write_text(line + "\n")
     assert read_results(tmp_path / "r.jsonl")[0].agent_run.prompt_tokens == 2**53
+
+
+def test_the_review_page_says_who_counted_the_tokens():
+    from test_attacks_redteam15b import _bundle, _patch, _result
+
+    from sweserve.reporting.review import review_html
+
+    bundle = _bundle()
+    said = agent_record(steps=3, prompt_tokens=10, cost_usd=0.0001)
+    page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=said))
+    assert "the agent&#x27;s own record, written in its sandbox" in page and "$0.0001 (the agent" in page
+    metered = with_meter(said, Metered(requests=1, metered=1, prompt_tokens=9_000, completion_tokens=50))
+    page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=metered))
+    assert "9000 prompt + 50 completion tokens (metered by its egress proxy" in page and "cost —" in page

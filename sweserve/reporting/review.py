@@ -32,6 +32,11 @@ _UNSEEN = re.compile(
     r"\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 
 
+# who counted a run's tokens (`AgentRun.usage_from`), as a reviewer reads it
+USAGE_FROM = {"host": " (counted by sweserve)", "proxy": " (metered by its egress proxy from the model's answers)",
+              "agent": " (the agent's own record, written in its sandbox)"}
+
+
 def visible_controls(text: str) -> str:
     """Text as a reviewer may read it on a terminal or a page: each control character, bidi control and invisible
     character spelled by its code point (`<U+001B>`), so a candidate's file or a mined statement can neither
@@ -217,8 +222,11 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
     ]
     if run and (run.steps or run.prompt_tokens or run.cost_usd is not None):
         cost = "—" if run.cost_usd is None else f"${run.cost_usd:.4f}"
+        counted = USAGE_FROM.get(run.usage_from, "")
+        if run.cost_usd is not None and run.usage_from != "host" and run.usage_from:
+            cost += " (the agent's own record)"
         facts.append(("agent", f"{run.steps} steps, {run.prompt_tokens} prompt + {run.completion_tokens} "
-                               f"completion tokens, cost {cost}"))
+                               f"completion tokens{counted}, cost {cost}"))
     table = "".join(f'<tr><th>{e(k)}</th><td id="fact-{e(k.replace(" ", "-"))}">{e(v)}</td></tr>'
                     for k, v in facts)
     outcomes = []
