@@ -1,0 +1,128 @@
+"""Red team 16b: counting, resume and reports.
+
+Each test asserts the defended behaviour: it FAILS while the attack (or the honest user's mishap) wins. No Docker.
+
+- R16b-1 a human candidate in `sweserve session` writes `#²` (a Unicode digit) or `#` and 5,000 digits into
+  its own ~/.bash_history: `parse_history` calls `int()` on it and raises, the session ends as an `internal`
+  error, which the Rasch fit (scorecards, `report --difficulty`) leaves out: a failed attempt gone on request.
+- R16b-2 a task whose attempt 1 is `skipped` (a laptop run) and whose attempts 2..k ran later (the GPU host's
+  `--attempts 3`) leaves the denominator whole: its failed attempts vanish and pass@1 rises.
+- R16b-3 a manifest names its results file by the name the run was given: reported through a link, or after
+  the file was renamed, every manifest is ignored and the selected tasks with no result stop being `missing`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam15c import cli
+from test_report_properties import record
+
+# --- R16b-1: a history line the keeper cannot parse -------------------------------------------------------------
+
+
+class _Box:
+    """A sandbox whose only file is the candidate's bash history."""
+
+    def __init__(self, history: bytes):
+        self.history = history
+
+    def read_file(self, path, max_bytes=0):
+        return self.history
+
+
+@pytest.mark.parametrize("stamp", ["#\u00b2", "#" + "9" * 5000])
+def test_a_history_line_the_candidate_writes_never_turns_the_session_into_an_internal_error(stamp):
+    """The candidate is root in the sandbox and owns ~/.bash_history (mode 0666). `parse_history` takes a line
+    `#<digits>` as a time stamp when `str.isdigit()` says so, then `int()`s it: `²` is a digit to isdigit and
+    not to int (ValueError), and 5,000 ASCII digits pass isdigit and exceed int's 4,300-digit limit (ValueError).
+    `HistoryKeeper.finish()` polls once more after the shell ends and raises out of `HumanAgent.solve`:
+    `run_trial` records `error`/`internal` ("a bug in sweserve"), and `assess.difficulty.response` leaves an
+    internal error out of the fit (only OWN_ERRORS count as a 0), so a candidate who doubts their fix erases
+    the failed attempt from their ability estimate with one `echo '#²' >> ~/.bash_history`. The keeper's
+    thread dies at the first such poll too, so nothing typed after it is copied while the session runs."""
+    from sweserve.agents.human import HistoryKeeper, parse_history
+
+    text = f"#1700000000\nls\n{stamp}\ngit diff\n"
+    entries = parse_history(text)  # the candidate's text: never an exception
+    assert [cmd for _, cmd in entries] == ["ls", "git diff"]
+    keeper = HistoryKeeper(_Box(text.encode()), poll_s=3600)
+    transcript, _flags = keeper.finish()
+    assert "git diff" in transcript
+
+
+# --- R16b-2: attempt 1 skipped, attempts 2..k ran ---------------------------------------------------------------
+
+def test_a_skipped_first_attempt_does_not_hide_the_attempts_that_ran():
+    """`sweserve run --attempts 1` on a laptop records the GPU task A `skipped` (needs 1 GPU, host has 0). On the
+    GPU host `sweserve run --attempts 3` runs what is pending: attempts 2 and 3 (a plain resume leaves the skip,
+    as documented), both failed. `build_reports` gives each task the status of its attempt 1 and `_rate` leaves
+    every `skipped` row out of the denominator: A, two real failures, is not scored at all, and the agent shows
+    100% where one of its two tasks never resolved. (The reverse, attempt 1 ran and 2..k skipped, counts the
+    skips as failures: the same task is out or in by which attempt the host could not run.)"""
+    from sweserve.reporting.summary import Selection, build_reports
+
+    results = [record("A", "skipped", attempt=1), record("A", "failed", attempt=2), record("A", "failed", attempt=3),
+               *(record("B", "resolved", attempt=n) for n in (1, 2, 3))]
+    (rep,) = build_reports(results, {"a": Selection(attempts=3, tasks={"A": "decoding", "B": "decoding"})})
+    assert rep.overall.scored == 2, [(t.task_id, t.status, t.attempts) for t in rep.tasks]
+    assert rep.overall.pass_at_1 == pytest.approx(0.5)
+
+
+def test_control_a_task_skipped_on_every_attempt_stays_out_of_the_denominator():
+    from sweserve.reporting.summary import Selection, build_reports
+
+    results = [*(record("A", "skipped", attempt=n) for n in (1, 2)), *(record("B", "resolved", attempt=n) for n in (1, 2))]
+    (rep,) = build_reports(results, {"a": Selection(attempts=2, tasks={"A": "decoding", "B": "decoding"})})
+    assert rep.overall.scored == 1 and rep.overall.pass_at_1 == 1.0
+
+
+# --- R16b-3: manifests matched by the results file's name --------------------------------------------------------
+
+def _killed_run(tmp_path, given: str):
+    """A run on tasks A, B, C through the name `given`, killed after A resolved: B and C are selected, no result."""
+    from test_results_report import bundle
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import write_manifest
+
+    agent = NullAgent()
+    agent.name = "a"
+    write_manifest(tmp_path / "results" / given, "R", agent, [bundle(f"o__r-{i}") for i in (1, 2, 3)])
+    (tmp_path / "results" / "real.jsonl").write_text(record("o__r-1", "resolved", run_id="R").model_dump_json() + "\n")
+
+
+def _missing(tmp_path, name: str):
+    proc = cli("report", str(tmp_path / "results" / name), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    return rep["statuses"]["missing"], rep["overall"]["pass_at_1"]
+
+
+def test_control_the_killed_run_reported_by_its_own_name_counts_its_missing_tasks(tmp_path):
+    (tmp_path / "results").mkdir()
+    _killed_run(tmp_path, "real.jsonl")
+    assert _missing(tmp_path, "real.jsonl") == (2, pytest.approx(1 / 3))
+
+
+def test_a_run_through_a_link_reported_by_the_files_own_name_keeps_its_missing_tasks(tmp_path):
+    """R15c-8's setup: CI runs `--output results/current.jsonl`, a link to the month's file `real.jsonl`; the run
+    is killed after 1 of 3 tasks. Its manifest says `"results": "current.jsonl"`; `report results/real.jsonl`
+    reads manifests for `real.jsonl` only, so B and C (selected, never run) leave the denominator: 100%, where
+    the same file reported through the link says 33%."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "current.jsonl").symlink_to("real.jsonl")
+    _killed_run(tmp_path, "current.jsonl")
+    assert _missing(tmp_path, "current.jsonl") == (2, pytest.approx(1 / 3))
+    assert _missing(tmp_path, "real.jsonl") == (2, pytest.approx(1 / 3))
+
+
+def test_a_renamed_results_file_keeps_its_missing_tasks(tmp_path):
+    """`mv results/a.jsonl results/a-2026-12.jsonl` (archiving a month) beside its runs/ folder: every manifest
+    names `a.jsonl`, which is no longer there, and `report results/a-2026-12.jsonl` reads none of them: the killed
+    run's unrun tasks stop being `missing`, pass@1 goes from 33% to 100%."""
+    (tmp_path / "results").mkdir()
+    _killed_run(tmp_path, "a.jsonl")
+    (tmp_path / "results" / "real.jsonl").rename(tmp_path / "results" / "a-2026-12.jsonl")
+    assert _missing(tmp_path, "a-2026-12.jsonl") == (2, pytest.approx(1 / 3))
