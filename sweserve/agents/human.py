@@ -44,7 +44,9 @@ def parse_history(text: str) -> list[tuple[int, str]]:
     """bash's HISTTIMEFORMAT file (#<epoch> lines before each command) → [(epoch, command)]."""
     out, stamp = [], 0
     for line in text.splitlines():
-        if line.startswith("#") and line[1:].isdigit():
+        # ASCII digits, at most 18 (the candidate writes this file: `#²` is a digit to isdigit, not to int, and
+        # 5,000 digits pass int's limit; either raised out of the session as an internal error: red team 16b, R16b-1)
+        if line.startswith("#") and line[1:].isascii() and line[1:].isdigit() and len(line) <= 19:
             stamp = int(line[1:])
         elif line.strip():
             out.append((stamp, line))
