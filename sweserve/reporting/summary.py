@@ -108,7 +108,12 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
             agent, tasks = str(data["agent"]), dict(data["tasks"])
             written = data.get("results")
             if results_file is not None and written is not None and written != results_file:
-                continue
+                named = runs_root.parent / str(written)
+                if named.exists() and not _same_file(named, runs_root.parent / results_file):
+                    continue  # another results file's run
+                # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
+                # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
+                written = None
             if written is None and agents is not None and agent not in agents:
                 continue
             families = data.get("families") or {}
@@ -119,6 +124,13 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
             raise SweserveError(f"{path}: not a run manifest") from None
         selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     return selected
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -180,9 +192,15 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
             expected = max(sel.attempts_for(task_id), max((r.attempt for r in attempts), default=0))
             first = attempts[0] if attempts else None
             family = first.family if first else (sel.tasks.get(task_id) or "unknown")
+            head = first if first and first.attempt == 1 else None  # the row's status: its first attempt's
+            if head is not None and head.status == "skipped":
+                # unless skipped while a later attempt ran (a laptop's skip, then the GPU host's `--attempts 3`):
+                # the task is scored, as when a skip follows a run (red team 16b, R16b-2: it left the denominator
+                # with its failures)
+                head = next((r for r in attempts if r.status != "skipped"), head)
             rows.append(TaskRow(
-                task_id=task_id, family=family, status=first.status if first and first.attempt == 1 else MISSING,
-                reason=first.reason if first and first.attempt == 1 else None,
+                task_id=task_id, family=family, status=head.status if head else MISSING,
+                reason=head.reason if head else None,
                 attempts=max(expected, 1), resolved_attempts=sum(r.status == "resolved" for r in attempts),
                 missing_attempts=max(expected, 1) - len(attempts),
                 flags=sorted({f for r in attempts for f in r.flags}),
