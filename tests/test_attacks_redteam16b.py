@@ -126,3 +126,45 @@ def test_a_renamed_results_file_keeps_its_missing_tasks(tmp_path):
     _killed_run(tmp_path, "a.jsonl")
     (tmp_path / "results" / "real.jsonl").rename(tmp_path / "results" / "a-2026-12.jsonl")
     assert _missing(tmp_path, "a-2026-12.jsonl") == (2, pytest.approx(1 / 3))
+
+
+# --- R16b-4: a task named twice on the command line -------------------------------------------------------------
+
+class _Ctx:
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def settle(self) -> None:
+        pass
+
+
+class _Executor:
+    """Runs no sandbox: each trial ends `failed`, then `resolved` (a second sample of an unsure agent)."""
+
+    def __init__(self, ctx):
+        self.ctx, self.statuses = ctx, iter(["failed", "resolved", "resolved"])
+
+    def map_unordered(self, fn, requests):
+        from sweserve.evaluation.trial import record_result
+
+        for req in requests:
+            yield record_result(self.ctx.run_id, req, {"status": next(self.statuses)})
+
+
+def test_a_task_named_twice_is_run_and_recorded_once(tmp_path):
+    """`sweserve run $(cat hard.txt easy.txt) --agent X` where a task is in both lists: `select` keeps both
+    copies, `pending` gives (A, 1) twice, and both trials run (with --workers 2, at once in one trial folder)
+    and are recorded under one key. The report keeps the later record: attempt 1 of A is the better of two
+    samples (failed, then resolved), and the results file holds two records of one attempt."""
+    from test_results_report import bundle
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import run_evaluation
+    from sweserve.evaluation.results import read_results
+
+    agent = NullAgent()
+    agent.name = "a"
+    out = tmp_path / "results.jsonl"
+    ctx = _Ctx("R")
+    run_evaluation(ctx, [bundle("o__r-1"), bundle("o__r-1")], agent, out, executor=_Executor(ctx))
+    assert [(r.task_id, r.attempt, r.status) for r in read_results(out)] == [("o__r-1", 1, "failed")]
