@@ -75,4 +75,4 @@ def select(tasks_dir: Path, ids: list[str] | None) -> list[TaskBundle]:
     missing = [i for i in ids if i not in known]
     if missing:
         raise SweserveError(f"unknown task: {missing[0]} (not in {tasks_dir})")
-    return [load_bundle(known[i]) for i in ids]
+    return [load_bundle(known[i]) for i in dict.fromkeys(ids)]  # each once, however often named (R16b-4)

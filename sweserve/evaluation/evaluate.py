@@ -40,7 +40,9 @@ def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path
     skipped again."""
     done = latest(read_results(results_path))
     todo = []
-    for bundle in bundles:
+    # a task named twice (`run $(cat a.txt b.txt)`) is one task: run twice, its attempt was recorded twice and the
+    # later record counted (red team 16b, R16b-4)
+    for bundle in {b.task.task_id: b for b in bundles}.values():
         for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
             if prior is None or retry_errors and (prior.status == "skipped" or prior.status == "error"
