@@ -168,3 +168,35 @@ def test_a_task_named_twice_is_run_and_recorded_once(tmp_path):
     ctx = _Ctx("R")
     run_evaluation(ctx, [bundle("o__r-1"), bundle("o__r-1")], agent, out, executor=_Executor(ctx))
     assert [(r.task_id, r.attempt, r.status) for r in read_results(out)] == [("o__r-1", 1, "failed")]
+
+
+# --- known (red team 15g's R15g-5, left): an unready selected task with no result, reported without --tasks ------
+
+def test_an_unready_task_a_killed_run_selected_is_not_missing_without_tasks_folder(tmp_path, monkeypatch):
+    """`sweserve run --include-unready A B` (B not ready) is killed after A resolved. `report results.jsonl`
+    leaves unready results out by default, but B has none to say it was unready, and the manifest said nothing of
+    readiness: B counted `missing` (pass@1 50%, where the report claims to count ready tasks only: 100%). The
+    manifest now records which selected tasks were not ready when selected."""
+    from test_results_report import bundle
+
+    import sweserve.dataset.readiness as readiness
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import write_manifest
+
+    real = readiness.why_not_ready
+    monkeypatch.setattr(readiness, "why_not_ready",
+                        lambda task, instruction: None if task.task_id == "o__r-1" else real(task, instruction))
+    agent = NullAgent()
+    agent.name = "a"
+    out = tmp_path / "results.jsonl"
+    write_manifest(out, "R", agent, [bundle("o__r-1"), bundle("o__r-2")])
+    out.write_text(record("o__r-1", "resolved", run_id="R").model_copy(update={"task_ready": True})
+                   .model_dump_json() + "\n")
+    monkeypatch.undo()
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert (rep["statuses"]["missing"], rep["overall"]["pass_at_1"]) == (0, 1.0), rep["tasks"]
+    proc = cli("report", str(out), "--json", "--include-unready", cwd=tmp_path)
+    (rep,) = json.loads(proc.stdout)
+    assert rep["statuses"]["missing"] == 1  # with --include-unready, B is selected and has no result
