@@ -87,9 +87,15 @@ def _killed_run(tmp_path, given: str):
     from sweserve.agents.reference import NullAgent
     from sweserve.evaluation.evaluate import write_manifest
 
+    import sweserve.dataset.readiness as readiness
+
     agent = NullAgent()
     agent.name = "a"
-    write_manifest(tmp_path / "results" / given, "R", agent, [bundle(f"o__r-{i}") for i in (1, 2, 3)])
+    real, readiness.why_not_ready = readiness.why_not_ready, lambda task, instruction: None  # three ready tasks
+    try:
+        write_manifest(tmp_path / "results" / given, "R", agent, [bundle(f"o__r-{i}") for i in (1, 2, 3)])
+    finally:
+        readiness.why_not_ready = real
     (tmp_path / "results" / "real.jsonl").write_text(record("o__r-1", "resolved", run_id="R").model_dump_json() + "\n")
 
 
