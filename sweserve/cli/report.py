@@ -69,6 +69,9 @@ def run(args, console: Console) -> int:
         found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
         for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
+    if not args.include_unready:  # a run's unready selection with no result, as its manifest says (R15g-5, R16b)
+        ran = {(r.agent, r.task_id) for r in results}
+        unready |= {(agent, t) for agent, sel in selected.items() for t in sel.unready if (agent, t) not in ran}
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 

@@ -23,6 +23,7 @@ from sweserve.evaluation.results import ResultsWriter, latest, read_results
 from sweserve.evaluation.trial import (
     MAX_SUBMISSION_BYTES,
     TrialRequest,
+    ready_now,
     run_trial_safely,
     trial_folder,
 )
@@ -92,6 +93,9 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     tasks = {b.task.task_id: b.content_hash() for b in bundles}
     families = {b.task.task_id: b.task.family for b in bundles}
     asked = dict.fromkeys(tasks, attempts)
+    # which selected tasks were not ready (`run --include-unready`): one with no result yet is not `missing` in a
+    # report of the ready tasks, with or without --tasks (red team 15g's R15g-5, left; red team 16b)
+    unready = {b.task.task_id for b in bundles if not ready_now(b)}
     # the same run resumed (`--run-id`): what it selected before stays selected, each task as many attempts as
     # any of its invocations asked; rewritten, the tasks a resume left out left the denominator (R15c-7)
     prior = _manifest_of(path)
@@ -100,6 +104,8 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
         per_task = prior.get("per_task") or {}
         for t in prior.get("tasks") or {}:
             asked[t] = max(asked.get(t, 0), int(per_task.get(t, before)))
+        earlier = prior.get("unready") if isinstance(prior.get("unready"), list) else []
+        unready |= {t for t in earlier if isinstance(t, str) and t not in tasks}  # this selection judges its own
         tasks = {**prior.get("tasks", {}), **tasks}
         families = {**(prior.get("families") or {}), **families}
     most = max(asked.values(), default=attempts)
@@ -109,7 +115,7 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
         "started_at": prior.get("started_at", now().isoformat()) if prior else now().isoformat(),
         "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),
         "attempts": most, "per_task": {t: n for t, n in asked.items() if n != most},
-        "tasks": tasks, "families": families,
+        "tasks": tasks, "families": families, "unready": sorted(unready),
     }, indent=2) + "\n")
     return path
 

@@ -41,6 +41,7 @@ class Selection(BaseModel):
     attempts: int = 1
     tasks: dict[str, str | None] = Field(default_factory=dict)
     per_task: dict[str, int] = Field(default_factory=dict, description="attempts asked of a task, where runs differ")
+    unready: list[str] = Field(default_factory=list, description="selected tasks that were not ready when selected")
 
     def attempts_for(self, task_id: str) -> int:
         return self.per_task.get(task_id, self.attempts) if task_id in self.tasks else 0
@@ -51,7 +52,8 @@ class Selection(BaseModel):
         tasks = {**self.tasks, **other.tasks}
         per_task = {t: max(self.attempts_for(t), other.attempts_for(t)) for t in tasks}
         attempts = max(per_task.values(), default=max(self.attempts, other.attempts))
-        return Selection(attempts=attempts, tasks=tasks, per_task={t: n for t, n in per_task.items() if n != attempts})
+        return Selection(attempts=attempts, tasks=tasks, per_task={t: n for t, n in per_task.items() if n != attempts},
+                         unready=sorted(set(self.unready) | set(other.unready)))
 
 
 class Rate(BaseModel):
@@ -118,8 +120,9 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
                 continue
             families = data.get("families") or {}
             per_task = {str(t): int(n) for t, n in dict(data.get("per_task") or {}).items() if t in tasks}
+            unready = [str(t) for t in list(data.get("unready") or []) if t in tasks]
             sel = Selection(attempts=int(data.get("attempts", 1)), tasks={t: families.get(t) for t in tasks},
-                            per_task=per_task)
+                            per_task=per_task, unready=unready)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             raise SweserveError(f"{path}: not a run manifest") from None
         selected[agent] = selected[agent].merge(sel) if agent in selected else sel
