@@ -206,3 +206,41 @@ def test_an_unready_task_a_killed_run_selected_is_not_missing_without_tasks_fold
     proc = cli("report", str(out), "--json", "--include-unready", cwd=tmp_path)
     (rep,) = json.loads(proc.stdout)
     assert rep["statuses"]["missing"] == 1  # with --include-unready, B is selected and has no result
+
+
+# --- R16b-5: an assessment session killed before its result: the retake reuses its attempt number ------------------
+
+def test_a_session_killed_before_its_result_is_not_retaken_under_its_attempt_number(tmp_path, monkeypatch):
+    """The assess server (or `sweserve session`) is killed (-9, a crash, a reboot) while alice works task 1: its
+    run wrote the manifest (attempt 1) and the terminal cast into the trial folder, and no result. Her next link
+    numbers the attempt `1 + max(recorded attempts)` = 1 again: the retake IS attempt 1. The report shows one
+    attempt, never missing; the scorecard's `earlier attempts` (R12a-3: a retake is said) is empty; the first
+    session, where she read the task and worked it out, is on no page. Started attempts (a manifest selected
+    them) must count: the retake is attempt 2, and attempt 1 stays `missing`."""
+    from test_assess import Ctx
+    from test_assess import bundle as assess_bundle
+
+    import sweserve.assess.server as server_mod
+    from sweserve.assess.agent import BrowserAgent, Seat
+    from sweserve.assess.invites import Invite
+    from sweserve.assess.packs import check_pack, choose_pack
+    from sweserve.assess.server import Assessment
+    from sweserve.evaluation.evaluate import write_manifest
+
+    results = tmp_path / "r.jsonl"
+    task = assess_bundle(1)
+    killed = BrowserAgent("alice", Seat("alice"), 60, lambda b: tmp_path / "cast")
+    write_manifest(results, "first-session", killed, [task], attempts=1)  # the killed session's run
+    seen = []
+
+    def fake_run_evaluation(ctx, bundles, agent, results_path, **kw):
+        seen.append(kw["first_attempt"])
+        return []
+
+    monkeypatch.setattr(server_mod, "run_evaluation", fake_run_evaluation)
+    pack = choose_pack("p", [task], 1, 7200)
+    invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at="2026-01-01T00:00:00Z", expires_at="2026-01-01T00:00:00Z")
+    a = Assessment(invite, pack, check_pack(pack, {task.task.task_id: task}), results, Seat("alice"))
+    a.run(Ctx())
+    assert seen == [2], "the retake took the killed session's attempt number"
