@@ -84,10 +84,9 @@ def _killed_run(tmp_path, given: str):
     """A run on tasks A, B, C through the name `given`, killed after A resolved: B and C are selected, no result."""
     from test_results_report import bundle
 
+    import sweserve.dataset.readiness as readiness
     from sweserve.agents.reference import NullAgent
     from sweserve.evaluation.evaluate import write_manifest
-
-    import sweserve.dataset.readiness as readiness
 
     agent = NullAgent()
     agent.name = "a"
