@@ -44,8 +44,7 @@ from sweserve.assess.packs import Pack, check_pack, load_pack
 from sweserve.environment.host import new_run_id
 from sweserve.errors import SweserveError
 from sweserve.evaluation.context import Context
-from sweserve.evaluation.evaluate import run_evaluation
-from sweserve.evaluation.results import read_results
+from sweserve.evaluation.evaluate import next_attempt, run_evaluation
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import RunResult, TaskBundle
 
@@ -93,9 +92,7 @@ class Assessment:
         try:
             for i, (bundle, item) in enumerate(zip(self.bundles, self.pack.tasks, strict=True)):
                 self.index, self.status = i, "running"
-                attempt = 1 + max((r.attempt for r in read_results(self.results_path)
-                                   if r.task_id == bundle.task.task_id and r.agent == f"human-{self.seat.candidate}"),
-                                  default=0)
+                attempt = next_attempt(self.results_path, f"human-{self.seat.candidate}", bundle.task.task_id)
                 # each task is a run of its own (its manifest names that task), under a run id of its own: the
                 # candidates of a pack share a runs folder, and a run id another candidate holds would make
                 # `run_evaluation` choose a new one on the context other candidates' trials are using

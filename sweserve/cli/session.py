@@ -24,7 +24,8 @@ def register(sub, common) -> None:
 def run(args, console: Console) -> int:
     from sweserve.agents.human import HumanAgent
     from sweserve.dataset.taskstore import select
-    from sweserve.evaluation.results import ResultsWriter, read_results
+    from sweserve.evaluation.evaluate import next_attempt
+    from sweserve.evaluation.results import ResultsWriter
     from sweserve.reporting.review import review_markdown, visible_controls
 
     bundle = select(Path(args.tasks), [args.task_id])[0]
@@ -37,8 +38,7 @@ def run(args, console: Console) -> int:
     agent = HumanAgent(args.candidate, limit, console)
     output = Path(args.output) if args.output else default_output(agent.name)
     with ResultsWriter(output) as writer:  # locked first: two sessions never share a results file
-        attempt = 1 + max((r.attempt for r in read_results(output)
-                           if r.task_id == task.task_id and r.agent == agent.name), default=0)
+        attempt = next_attempt(output, agent.name, task.task_id)  # a killed session's attempt stays its own (R16b-5)
         result = _session(args, console, bundle, agent, output, writer, attempt)
     review = output.with_name(f"review-{args.candidate}-{task.task_id}.md")
     review.write_text(review_markdown(bundle, result))

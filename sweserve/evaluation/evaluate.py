@@ -83,6 +83,23 @@ def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None
     return None
 
 
+def next_attempt(results_path: Path, agent_name: str, task_id: str) -> int:
+    """A human's next attempt of a task: 1 + the last one recorded or started. A session killed before its result
+    (kill -9, a crash, a reboot) left its run's manifest asking that attempt: the retake is the next, and the
+    killed one stays `missing` in reports (red team 16b, R16b-5: the retake took its number, and the first
+    session, where the task was read, was on no page)."""
+    last = max((r.attempt for r in read_results(results_path) if r.task_id == task_id and r.agent == agent_name),
+               default=0)
+    root = runs_root(results_path)
+    for path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        prior = _manifest_of(path)
+        if prior is None or prior.get("agent") != agent_name or task_id not in prior["tasks"] \
+                or prior.get("results", results_path.name) != results_path.name:
+            continue
+        last = max(last, int((prior.get("per_task") or {}).get(task_id, prior.get("attempts", 1))))
+    return last + 1
+
+
 def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[TaskBundle],
                    attempts: int = 1) -> Path:
     """`runs/<run_id>/manifest.json`: one run is one agent on one results file; a run id already used by
