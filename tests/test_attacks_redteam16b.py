@@ -243,3 +243,31 @@ def test_a_session_killed_before_its_result_is_not_retaken_under_its_attempt_num
     a = Assessment(invite, pack, check_pack(pack, {task.task.task_id: task}), results, Seat("alice"))
     a.run(Ctx())
     assert seen == [2], "the retake took the killed session's attempt number"
+
+
+# --- R16b-6: a resume under the same --run-id redoes a killed trial in the killed try's folder ------------------------
+
+def test_a_redone_trial_never_shows_the_killed_trys_files_as_its_own(tmp_path):
+    """`sweserve run --run-id nightly` is killed (-9) while task A is graded: A's trial folder holds the killed
+    try's steps.json, agent.log, submission.patch and outcomes.json, and the index no record. The resume
+    `sweserve run --run-id nightly` redoes A #1 in the same folder; where the new try writes no trajectory (its
+    agent died early, an image build failed, a predictions run), the reviewer page of the new result reads the
+    killed try's steps (`read_steps`), its `agent.log` and `tests.log`: another attempt's work shown as this
+    one's. The folder of a try that left no record is set aside, not reused."""
+    from test_results_report import bundle
+
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.evaluate import run_evaluation
+    from sweserve.evaluation.trial_folder import TrialFolder
+    from sweserve.reporting.review import read_steps
+
+    out = tmp_path / "results.jsonl"
+    killed = TrialFolder.for_trial(out, "nightly", "a", "o__r-1", 1)
+    killed.write("steps.json", json.dumps([{"thought": "the killed try's plan", "command": "ls", "output": ""}]))
+    killed.write("agent.log", "the killed try's log")
+    agent = NullAgent()
+    agent.name = "a"
+    ctx = _Ctx("nightly")
+    (result,) = run_evaluation(ctx, [bundle("o__r-1")], agent, out, executor=_Executor(ctx))
+    assert read_steps(result) == [], "the redone trial's page shows the killed try's steps"
+    assert not (killed.path / "agent.log").exists()
