@@ -83,6 +83,20 @@ def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None
     return None
 
 
+def set_aside(folder: Path) -> Path | None:
+    """A trial folder an earlier try left (a run killed mid-trial, then resumed under its `--run-id`; an error
+    `--retry-errors` redoes) moved to `<attempt>.earlier-<n>` beside it: the try that reuses its name starts in an
+    empty folder, and its reviewer page never shows the earlier try's steps, log or tests as its own (red team
+    16b, R16b-6). Where it went, or None when there was none."""
+    if not folder.is_dir():
+        return None
+    n = 1
+    while (aside := folder.with_name(f"{folder.name}.earlier-{n}")).exists():
+        n += 1
+    folder.rename(aside)
+    return aside
+
+
 def next_attempt(results_path: Path, agent_name: str, task_id: str) -> int:
     """A human's next attempt of a task: 1 + the last one recorded or started. A session killed before its result
     (kill -9, a crash, a reboot) left its run's manifest asking that attempt: the retake is the next, and the
@@ -174,6 +188,8 @@ def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, result
         write_manifest(results_path, ctx.run_id, agent, bundles, attempts)
         requests = [TrialRequest(b, agent, a, trial_folder(results_path, ctx.run_id, agent, b, a), max_submission_bytes)
                     for b, a in todo]
+        for req in requests:
+            set_aside(req.folder.path)
         finished = []
         for result in (executor or LocalExecutor(ctx, workers)).map_unordered(run_trial_safely, requests):
             writer.write(result)
