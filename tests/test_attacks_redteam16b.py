@@ -9,6 +9,11 @@ Each test asserts the defended behaviour: it FAILS while the attack (or the hone
   `--attempts 3`) leaves the denominator whole: its failed attempts vanish and pass@1 rises.
 - R16b-3 a manifest names its results file by the name the run was given: reported through a link, or after
   the file was renamed, every manifest is ignored and the selected tasks with no result stop being `missing`.
+- R16b-4 a task named twice (`run $(cat a.txt b.txt)`) runs twice and records one attempt twice; the later counts.
+- R15g-5 (left, fixed here) an unready task a killed `--include-unready` run selected counted `missing`.
+- R16b-5 an assessment session killed before its result: the retake takes its attempt number, no trace left.
+- R16b-6 a resume under the same `--run-id` redoes a killed trial in its folder: the new result's reviewer page
+  shows the killed try's steps and log.
 """
 
 from __future__ import annotations
@@ -251,7 +256,7 @@ def test_a_redone_trial_never_shows_the_killed_trys_files_as_its_own(tmp_path):
     """`sweserve run --run-id nightly` is killed (-9) while task A is graded: A's trial folder holds the killed
     try's steps.json, agent.log, submission.patch and outcomes.json, and the index no record. The resume
     `sweserve run --run-id nightly` redoes A #1 in the same folder; where the new try writes no trajectory (its
-    agent died early, an image build failed, a predictions run), the reviewer page of the new result reads the
+    agent died early, an image build failed), the reviewer page of the new result reads the
     killed try's steps (`read_steps`), its `agent.log` and `tests.log`: another attempt's work shown as this
     one's. The folder of a try that left no record is set aside, not reused."""
     from test_results_report import bundle
