@@ -72,7 +72,9 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
     """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit."""
     history = pack_attempts(results_dir)
     mine = [attempts[-1] for attempts in history.values()]
-    cal = calibrate(mine + others)
+    # the fit takes every graded attempt, as `report --difficulty` does: on the last alone, a retake's failed first
+    # attempt left the ability shown beside it (red team 16c, R16c-3)
+    cal = calibrate([r for attempts in history.values() for r in attempts] + others)
     out.mkdir(parents=True, exist_ok=True)
     if node_modules is not None:
         (out / "vendor").mkdir(exist_ok=True)
