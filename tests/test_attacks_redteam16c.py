@@ -85,6 +85,7 @@ def test_r16c_1_the_replay_page_of_a_one_key_flood_stays_near_the_cast_size(tmp_
     size = (folder / CAST_FILE).stat().st_size
     page = replay_page("mallory", result("human-mallory", bundle(1), "resolved", 60, trial_dir=str(folder)))
     assert len(page) <= 2 * size + 2**20, f"a {len(page) / 2**20:.0f} MiB page for a {size / 2**20:.0f} MiB cast"
+    assert "more commands typed, not listed here" in page  # the list says that it stops, and where
 
 
 def test_r16c_1_control_an_honest_session_lists_every_command(tmp_path):

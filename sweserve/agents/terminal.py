@@ -52,7 +52,7 @@ LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste 
 TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")
 
 
-def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, str]]:
+def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = None) -> list[tuple[float, str]]:
     """What was typed, one entry per Enter, with the time it was started, from asciinema-style events (time,
     code, text): input ("i") and markers ("m": `CUT`, `DROPPED`); output is never read. The one line rebuilder,
     for the browser terminal's cast and `sweserve session`'s record alike.
@@ -65,8 +65,11 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
     12a, 14b, 14c: ^A then ^U, a bracketed paste's erasers, the kill ring, the kernel's own ^W, an unbound escape
     prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
     shell runs it at the Enter after it. Escape sequences and paste markers may be split across events. A line
-    past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it."""
+    past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it. Past `limit` entries, the
+    rest are counted, not kept, and a last entry says how many (a flood of one-key lines made a 64 MiB cast 22
+    million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c, R16c-1)."""
     keys = _keys(events)
+    unlisted, unlisted_at = 0, 0.0  # entries past `limit`, and when the first of them started
     ahead: deque[tuple[float, str]] = deque()
 
     def following(n: int) -> str:  # the next n characters, across events, without taking them; not past a marker
@@ -86,7 +89,12 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
     size = shown = 0  # bytes typed since the last Enter; characters of them in the entry
 
     def end(at: float) -> None:
-        nonlocal line, over, start, size, shown
+        nonlocal line, over, start, size, shown, unlisted, unlisted_at
+        if limit is not None and len(out) >= limit:
+            unlisted_at = unlisted_at if unlisted else (start if start is not None else at)
+            unlisted += 1
+            line, over, start, size, shown = [], False, None, 0, 0
+            return
         if shown > LINE_SHOWN_MAX:
             line.append(f"⟨{shown - LINE_SHOWN_MAX} more characters typed, not shown here; the cast has them⟩")
         out.append((start if start is not None else at, "".join(line)))
@@ -108,6 +116,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
             if ch == CUT:
                 if line:
                     end(t)
+                if unlisted:  # in their place, before the cut
+                    out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
+                    unlisted = 0
                 out.append((t, f"⟨{CUT}⟩"))
             else:  # keys the shell never got
                 add(f"⟨{ch.removeprefix(DROPPED).strip()} dropped⟩", t)
@@ -131,6 +142,8 @@ def typed_lines(events: Iterable[tuple[float, str, str]]) -> list[tuple[float, s
             add(_shown(ch), t)
     if line:
         end(0.0)
+    if unlisted:
+        out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
     return out
 
 

@@ -36,6 +36,9 @@ CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written, and input
 RESIZE_MAX_BYTES = 2**20  # window-size events kept (tens of thousands of resizes)
 MAX_WATCHERS = 4  # browser tabs on one terminal at once
 REPLAY_TAIL_BYTES = 128 * 1024  # sent to a tab that (re)connects
+# entries in the commands typed list (the transcript, the replay page); a day of honest typing is far less, while
+# a flood of one-key lines within the cast's input budget made 22 million (red team 16c, R16c-1)
+COMMANDS_MAX = 20_000
 # keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
 # them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
 INPUT_PENDING_BYTES = 1 << 20
@@ -116,9 +119,10 @@ def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
 
 def commands_from_cast(path: Path) -> list[tuple[float, str]]:
     """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from the cast's input
-    events and markers only (`agents.terminal.typed_lines`, the one line rebuilder)."""
+    events and markers only (`agents.terminal.typed_lines`, the one line rebuilder); past `COMMANDS_MAX`
+    entries, a last one says how many more the cast holds."""
     _, events = read_cast(path)
-    return typed_lines(events)
+    return typed_lines(events, COMMANDS_MAX)
 
 
 class BrowserTerminal:
