@@ -14,8 +14,10 @@ import base64
 import csv
 import html
 import io
+import json
 import shutil
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sweserve.agents.terminal import TOKEN
@@ -39,20 +41,58 @@ def same_task(pack: Pack, r: RunResult) -> bool:
     return any(t.task_id == r.task_id and t.content_hash == r.task_hash for t in pack.tasks)
 
 
+NO_RESULT = "the session ended with no result (the server stopped)"
+
+
 def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
-    """Every attempt of each (candidate, task), oldest first: a second link for the same pack is a retake, and
-    the scorecard says so (red team 12a, R12a-3: the first session, where the task was read and worked out, was
-    on no page)."""
-    every: dict[tuple[str, str], dict[int, RunResult]] = {}
+    """Every attempt of each (candidate, task), oldest first, the graded one last: a second link for the same
+    pack is a retake, and the scorecard says so (red team 12a, R12a-3: the first session, where the task was
+    read and worked out, was on no page). A task a run's manifest selected and that run never gave a result
+    for (`assess serve` stopped mid-session) is an attempt too, listed before a later graded one: the retake
+    after a restart was numbered 1 again and read as a first try (red team 16c, R16c-2)."""
+    every: dict[tuple[str, str], dict[tuple[str, int], RunResult]] = {}
     for path in sorted(results_dir.glob("*.jsonl")):
         for r in read_results(path):
-            every.setdefault((r.agent, r.task_id), {})[r.attempt] = r
-    return {key: [by[n] for n in sorted(by)] for key, by in every.items()}
+            every.setdefault((r.agent, r.task_id), {})[(r.run_id, r.attempt)] = r
+    started: dict[str, datetime] = {}  # each run's start, from its manifest
+    for manifest in sorted((results_dir / "runs").glob("*/manifest.json")):
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            run_id, agent, begun = str(data["run_id"]), str(data["agent"]), datetime.fromisoformat(data["started_at"])
+            tasks = {str(t): int((data.get("per_task") or {}).get(t, data.get("attempts", 1))) for t in data["tasks"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if begun.tzinfo is None:  # not a manifest this version wrote
+            continue
+        started[run_id] = begun
+        for task_id, attempt in tasks.items():
+            key = (agent, task_id)
+            if key in every and not any(rid == run_id for rid, _ in every[key]):
+                every[key][(run_id, 0)] = RunResult(
+                    run_id=run_id, task_id=task_id, family=next(iter(every[key].values())).family, agent=agent,
+                    attempt=attempt, status="error", error_kind="internal", reason=NO_RESULT, started_at=begun,
+                    finished_at=begun, duration_s=0.0)
+
+    def when(r: RunResult) -> datetime:
+        return started.get(r.run_id, r.started_at)
+
+    def cut(r: RunResult) -> bool:
+        return r.status == "error" and r.reason == NO_RESULT
+
+    out = {}
+    for key, by in every.items():
+        last = max((r for r in by.values() if not cut(r)), key=lambda r: (r.attempt, when(r)))
+        # a session cut after the graded one is not before it (or is still running as the report is made)
+        before = sorted((r for r in by.values() if r is not last and not (cut(r) and when(r) > when(last))),
+                        key=lambda r: (when(r), r.attempt))
+        out[key] = [*before, last]
+    return out
 
 
 def earlier(attempts: list[RunResult]) -> str:
     """The attempts before the graded one, as the scorecard and the CSV show them ("" for none)."""
-    return "; ".join(f"attempt {r.attempt}: {r.status}"
+    return "; ".join(f"attempt {r.attempt}: " + (NO_RESULT if r.status == "error" and r.reason == NO_RESULT
+                                                  else r.status)
                      + (f", {r.agent_run.wall_s / 60:.1f} min" if r.agent_run else "") for r in attempts[:-1])
 
 
