@@ -187,3 +187,44 @@ def test_r16c_3_control_equal_records_get_equal_abilities(tmp_path):
     cards = write_scorecards(pack, results_dir, tmp_path / "report", None, [])
     assert abs(ability_of(cards.pages["bob"].read_text()) - ability_of(cards.pages["carol"].read_text())) < 1e-9
     assert json.dumps(sorted(cards.pages)) == '["bob", "carol"]'
+
+
+# ---- R16c-4: one candidate's grade sandbox, slow to delete, holds every other candidate's session
+
+def test_r16c_4_another_candidates_slow_sandbox_removal_does_not_hold_my_next_task(tmp_path):
+    """Every assessment of `assess serve` shares one Docker host (`dataclasses.replace(ctx, ...)` copies the
+    Context, not its host), and `run_evaluation` ends each task with `ctx.settle()`, which waits for every
+    sandbox removal that host has started (`DockerHost.settle`), on a pool of two. Bob's submitted code runs in
+    his grade sandbox (the hidden tests import it) and can leave a million files in its /tmp: dockerd then
+    takes minutes to delete it, once per task. Meanwhile Alice's session, whose task has ended, sits on
+    "grading…" and her next task does not start until Bob's removal is done, task after task. Her clock is not
+    running, but her assessment hangs on another candidate's doing. A session must wait only for its own
+    sandboxes. (The removal here is a box whose `remove` waits: what a slow `docker rm` is to the caller.)"""
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    from local_backend import local_context
+
+    from sweserve.environment.docker_host import DockerHost
+    from sweserve.evaluation.evaluate import run_evaluation
+
+    ctx = local_context(tmp_path / "state")
+    host = object.__new__(DockerHost)  # the real host's removal pool, settle and discard, without a daemon
+    host._remover, host._removing, host._lock = ThreadPoolExecutor(2), set(), threading.Lock()
+    ctx.host.discard, ctx.host.settle = host.discard, host.settle
+    gone = threading.Event()
+
+    class BobsGradeBox:
+        def remove(self):
+            gone.wait(30)
+
+    ctx.host.discard(BobsGradeBox())  # Bob's task ended: his grade sandbox is being deleted
+    alice = BrowserAgent("alice", Seat("alice"), 1800, lambda _b: None)
+    done = threading.Event()
+    threading.Thread(target=lambda: (run_evaluation(dataclasses.replace(ctx, results_run_id="alice-task-1"), [],
+                                                    alice, tmp_path / "out" / "p" / "alice.jsonl", force=True),
+                                     done.set()), daemon=True).start()
+    try:
+        assert done.wait(5), "Alice's task did not end while Bob's sandbox was being deleted"
+    finally:
+        gone.set()
