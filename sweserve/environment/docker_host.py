@@ -76,13 +76,14 @@ class DockerHost:
         self._removing: set[Future[None]] = set()
         self._lock = threading.Lock()
 
-    def discard(self, box: Sandbox) -> None:
+    def discard(self, box: Sandbox) -> Future[None]:
         """Remove `box` in the background (its container is killed and deleted by dockerd while the caller goes
         on); `settle` and `close` wait for it. A removal that fails leaves the box to `close`, which reaps it."""
         removal = self._remover.submit(box.remove)
         with self._lock:
             self._removing.add(removal)
         removal.add_done_callback(self._removed)
+        return removal
 
     def _removed(self, removal: "Future[None]") -> None:
         with self._lock:

@@ -9,6 +9,7 @@ evaluation/ sees only this module and `sandbox.py`.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol
 
@@ -67,9 +68,10 @@ class Host(Protocol):
         whose agent reaches no model endpoint), get no network at all. InfraError("sandbox") once the host is
         cancelled."""
 
-    def discard(self, box: Sandbox) -> None:
+    def discard(self, box: Sandbox) -> Future[None] | None:
         """Remove `box` without waiting for it (nothing more runs in it: a trial's verdict never waits on a
-        container's deletion); `settle` and `close` wait for every removal so started."""
+        container's deletion); `settle` and `close` wait for every removal so started. The removal's future, or
+        None when the box is already gone."""
 
     def settle(self) -> None:
         """Wait until every sandbox given to `discard` is removed."""

@@ -8,6 +8,8 @@ reaps the run's sandboxes. Nothing here names a container engine.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,12 @@ class Context:
     project: Project
     results_run_id: str | None = None  # a second agent of one command records a run of its own (see run_id)
     numbers: NumbersCache = field(default_factory=NumbersCache)  # the numbers repository files write, by blob
+    # the removals this context started (a copy, `dataclasses.replace`, starts with none): `settle` waits for
+    # these alone, so one assessment's task end never waits on another candidate's sandbox, which its code can
+    # make slow to delete (red team 16c, R16c-4); a host that removes at once (None) is settled as a whole
+    _removals: set[Future[None]] = field(default_factory=set, init=False, repr=False, compare=False)
+    _untracked: bool = field(default=False, init=False, repr=False, compare=False)
+    _removals_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @classmethod
     def create(cls, state_dir: Path, ca_bundle: str | None = None, repo_path: Path | None = None,
@@ -100,10 +108,20 @@ class Context:
         return self.host.sandbox(image, task_id, role, resources, gpu_ids, offline)
 
     def discard(self, box: Sandbox) -> None:
-        self.host.discard(box)
+        removal = self.host.discard(box)
+        with self._removals_lock:
+            if isinstance(removal, Future):
+                self._removals.add(removal)
+            else:
+                self._untracked = True
 
     def settle(self) -> None:
-        self.host.settle()
+        with self._removals_lock:
+            mine, untracked = list(self._removals), self._untracked
+            self._removals.difference_update(mine)
+        wait(mine)
+        if untracked:
+            self.host.settle()
 
     def cancel(self) -> None:
         self.host.cancel()
