@@ -228,3 +228,18 @@ def test_r16c_4_another_candidates_slow_sandbox_removal_does_not_hold_my_next_ta
         assert done.wait(5), "Alice's task did not end while Bob's sandbox was being deleted"
     finally:
         gone.set()
+
+
+def test_r16c_2_control_a_session_cut_before_its_terminal_started_is_no_attempt(tmp_path):
+    """A restart while the task's image still built: the statement was never shown, so nothing to disclose."""
+    b1 = bundle(1)
+    pack = choose_pack("p", [b1], 1, 3600)
+    results_dir = tmp_path / "out" / "p"
+    path = results_dir / "alice.jsonl"
+    agent = BrowserAgent("alice", Seat("alice"), 1800, lambda _b: None)
+    write_manifest(path, "run-first", agent, [b1], 1)  # no cast: the terminal never started
+    write_manifest(path, "run-second", agent, [b1], 1)
+    with ResultsWriter(path) as w:
+        w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-second"))
+    cards = write_scorecards(pack, results_dir, tmp_path / "report", None, [])
+    assert "retake" not in cards.pages["alice"].read_text()

@@ -67,7 +67,9 @@ def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
         started[run_id] = begun
         for task_id, attempt in tasks.items():
             key = (agent, task_id)
-            if key in every and not any(rid == run_id for rid, _ in every[key]):
+            # its terminal started (the statement is shown only then): a session cut while the image built is none
+            shown = (manifest.parent / agent / task_id / str(attempt) / CAST_FILE).is_file()
+            if shown and key in every and not any(rid == run_id for rid, _ in every[key]):
                 every[key][(run_id, 0)] = RunResult(
                     run_id=run_id, task_id=task_id, family=next(iter(every[key].values())).family, agent=agent,
                     attempt=attempt, status="error", error_kind="internal", reason=NO_RESULT, started_at=begun,
