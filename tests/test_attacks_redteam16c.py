@@ -243,3 +243,26 @@ def test_r16c_2_control_a_session_cut_before_its_terminal_started_is_no_attempt(
         w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-second"))
     cards = write_scorecards(pack, results_dir, tmp_path / "report", None, [])
     assert "retake" not in cards.pages["alice"].read_text()
+
+
+# ---- R16c-5: the same task in another pack is a retake no scorecard names
+
+def test_r16c_5_an_attempt_of_the_task_in_another_pack_is_named(tmp_path):
+    """Task 1 is in pack `backend-q3` and again in the pack the hiring team makes next (a second round, or the
+    pack rebuilt under a new name after a task of it changed, which refuses the old pack's links). Mallory failed
+    it in the first pack after 30 minutes with it; in the second she resolves it in 5. Attempts are counted per
+    pack folder (`pack_attempts(results_dir)`, `Assessment.run` reads `<output>/<pack>/<candidate>.jsonl`), so
+    the second pack's scorecard and CSV read a first try, and `begin` would even let both sessions run at once.
+    The results of every pack sit side by side under `--output`: the other pack's attempt must be named."""
+    b1, b2 = bundle(1), bundle(2, "serving-api")
+    first, second = choose_pack("backend-q3", [b1, b2], 2, 7200), choose_pack("backend-q3b", [b1], 1, 3600)
+    out = tmp_path / "out"
+    with ResultsWriter(out / first.name / "mallory.jsonl") as w:
+        w.write(result("human-mallory", b1, "failed", 1800, run_id="run-a"))
+        w.write(result("human-mallory", b2, "failed", 1800, run_id="run-b"))
+    with ResultsWriter(out / second.name / "mallory.jsonl") as w:
+        w.write(result("human-mallory", b1, "resolved", 300, run_id="run-c"))
+    cards = write_scorecards(second, out / second.name, tmp_path / "report", None, [])
+    row = cards.csv.read_text().splitlines()[1]
+    assert "backend-q3" in row.split(",", 14)[-1], f"no earlier attempt named: {row}"
+    assert "retake" in cards.pages["mallory"].read_text()
