@@ -91,11 +91,27 @@ def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
     return out
 
 
-def earlier(attempts: list[RunResult]) -> str:
-    """The attempts before the graded one, as the scorecard and the CSV show them ("" for none)."""
-    return "; ".join(f"attempt {r.attempt}: " + (NO_RESULT if r.status == "error" and r.reason == NO_RESULT
-                                                  else r.status)
-                     + (f", {r.agent_run.wall_s / 60:.1f} min" if r.agent_run else "") for r in attempts[:-1])
+def earlier(attempts: list[RunResult], elsewhere: list[tuple[str, RunResult]] | None = None) -> str:
+    """The attempts before the graded one, as the scorecard and the CSV show them ("" for none): the same task's
+    attempts in other packs first, each named with its pack."""
+    def one(r: RunResult, pack: str | None = None) -> str:
+        return (f"attempt {r.attempt}" + (f" in pack {pack}" if pack else "") + ": "
+                + (NO_RESULT if r.status == "error" and r.reason == NO_RESULT else r.status)
+                + (f", {r.agent_run.wall_s / 60:.1f} min" if r.agent_run else ""))
+    return "; ".join([one(r, pack) for pack, r in elsewhere or []] + [one(r) for r in attempts[:-1]])
+
+
+def other_packs(results_dir: Path) -> dict[tuple[str, str], list[tuple[str, RunResult]]]:
+    """Every attempt in the other packs' folders beside results_dir (`<output>/<pack>/`), by (candidate, task):
+    attempts are numbered per pack, and a task that is in two packs (a second round, a pack rebuilt under a new
+    name) was a first try in each (red team 16c, R16c-5)."""
+    out: dict[tuple[str, str], list[tuple[str, RunResult]]] = {}
+    for folder in sorted(results_dir.parent.iterdir()) if results_dir.parent.is_dir() else []:
+        if folder == results_dir or not folder.is_dir() or not any(folder.glob("*.jsonl")):
+            continue
+        for key, attempts in pack_attempts(folder).items():
+            out.setdefault(key, []).extend((folder.name, r) for r in attempts)
+    return out
 
 
 def tests_passed(r: RunResult) -> tuple[int, int]:
@@ -113,6 +129,7 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                      others: list[RunResult]) -> Scorecards:
     """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit."""
     history = pack_attempts(results_dir)
+    elsewhere = other_packs(results_dir)
     mine = [attempts[-1] for attempts in history.values()]
     # the fit takes every graded attempt, as `report --difficulty` does: on the last alone, a retake's failed first
     # attempt left the ability shown beside it (red team 16c, R16c-3)
@@ -139,10 +156,11 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                          "task_difficulty": _num(cal.fit.difficulty.get(t.task_id)),
                          "task_difficulty_se": _num(cal.fit.difficulty_se.get(t.task_id)),
                          "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent)),
-                         "earlier_attempts": earlier(history[(agent, t.task_id)])})
+                         "earlier_attempts": earlier(history[(agent, t.task_id)],
+                                                     elsewhere.get((agent, t.task_id), []))})
             (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r))
         pages[name] = out / f"scorecard-{name}.html"
-        before = {t: earlier(history[(agent, t)]) for t in results}
+        before = {t: earlier(history[(agent, t)], elsewhere.get((agent, t), [])) for t in results}
         pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
