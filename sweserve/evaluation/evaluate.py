@@ -135,8 +135,9 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
         per_task = prior.get("per_task") or {}
         for t in prior.get("tasks") or {}:
             asked[t] = max(asked.get(t, 0), int(per_task.get(t, before)))
-        earlier = prior.get("unready") if isinstance(prior.get("unready"), list) else []
-        unready |= {t for t in earlier if isinstance(t, str) and t not in tasks}  # this selection judges its own
+        earlier = prior.get("unready")
+        # this selection judges its own tasks; what it did not select keeps the earlier judgement
+        unready |= {t for t in earlier if isinstance(t, str) and t not in tasks} if isinstance(earlier, list) else set()
         tasks = {**prior.get("tasks", {}), **tasks}
         families = {**(prior.get("families") or {}), **families}
     most = max(asked.values(), default=attempts)
