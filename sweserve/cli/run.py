@@ -145,6 +145,7 @@ def _evaluate(args, console: Console, agent, bundles, run_id: str | None, label:
 def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, report_path, submitted) -> int:
     from sweserve.evaluation.evaluate import run_evaluation, run_id_taken
     from sweserve.evaluation.results import read_results
+    from sweserve.loading import write_atomic
     from sweserve.reporting.summary import Selection, build_reports, render
     from sweserve.reporting.swebench_report import run_report
 
@@ -171,7 +172,8 @@ def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, r
     results = [x for x in read_results(output) if x.task_id in ids]
     render([r for r in build_reports(results, selected) if r.agent == agent.name], console)
     report = report_path(ctx.run_id)  # SWE-bench's final report of the run
-    report.write_text(json.dumps(run_report(results, agent.name, sorted(ids), submitted), indent=4) + "\n")
+    # whole or not at all: a run killed mid-write left a torn report (red team 16b's lead)
+    write_atomic(report, json.dumps(run_report(results, agent.name, sorted(ids), submitted), indent=4) + "\n")
     console.print(f"report in SWE-bench's shape: {escape(str(report))}", soft_wrap=True)
     bugs = [r for r in finished if r.error_kind == "internal"]
     if bugs:

@@ -26,6 +26,7 @@ def run(args, console: Console) -> int:
     from sweserve.dataset.taskstore import select
     from sweserve.evaluation.evaluate import next_attempt
     from sweserve.evaluation.results import ResultsWriter
+    from sweserve.loading import write_atomic
     from sweserve.reporting.review import review_markdown, visible_controls
 
     bundle = select(Path(args.tasks), [args.task_id])[0]
@@ -41,7 +42,7 @@ def run(args, console: Console) -> int:
         attempt = next_attempt(output, agent.name, task.task_id)  # a killed session's attempt stays its own (R16b-5)
         result = _session(args, console, bundle, agent, output, writer, attempt)
     review = output.with_name(f"review-{args.candidate}-{task.task_id}.md")
-    review.write_text(review_markdown(bundle, result))
+    write_atomic(review, review_markdown(bundle, result))  # whole or not at all (red team 16b's lead)
     wall = f" in {result.agent_run.wall_s:.0f}s" if result.agent_run else ""
     console.print(f"{task.task_id}: [bold]{result.status}[/]{wall} → {escape(str(output))}; reviewer report "
                   f"{escape(str(review))}"
