@@ -3,10 +3,10 @@
 The sandbox sits on an --internal network with no way out. When its agent's config names model endpoints
 (`egress:`), a proxy container (image from `images/proxy/`, built locally) joins the sandbox's network
 and a normal bridge; the agent's commands get HTTP(S)_PROXY pointing at it. The proxy's addon answers 403
-to every other origin, writes every request, allowed or refused, to an audit log, and with `closed_book`
-keeps only the tools the client runs and the models the config names in model requests. When the candidate phase ends the
-audit log is copied next to the trial and the proxy is removed; it is labelled like every sweserve
-container, so `gc` reaps it if the harness dies first.
+to every other origin, writes every request, allowed or refused, to an audit log, meters the model's answers
+(`metered`), and with `closed_book` keeps only the tools the client runs and the models the config names in
+model requests. When the candidate phase ends the audit log is copied next to the trial and the proxy is
+removed; it is labelled like every sweserve container, so `gc` reaps it if the harness dies first.
 """
 
 from __future__ import annotations
