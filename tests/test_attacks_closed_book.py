@@ -6,6 +6,7 @@ it did not name: against main 3acb2d0's addon every attack below passed except `
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from test_attacks_redteam15f import run
@@ -137,3 +138,24 @@ def test_anthropic_client_tool_fields_keep_the_tool(tmp_path, monkeypatch):
             "allowed_callers": ["direct"]}
     refused, flow = run(tmp_path, monkeypatch, {"model": "m", "tools": [tool]})
     assert not refused and json.loads(flow.request.content)["tools"] == [tool]
+
+
+# --- a tunnel's TLS server name ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host, sni, ok", [
+    ("api.example.com", "api.example.com", True), ("api.example.com", "API.example.com.", True),
+    ("api.example.com", "other-tenant.example.net", False),  # fronting: the same CDN, another site
+    ("api.example.com", None, False),  # a host name with no SNI: the front picks the site from the Host inside TLS
+    ("203.0.113.7", None, True), ("[2001:db8::1]", None, True),
+    ("203.0.113.7", "other-tenant.example.net", False),
+])
+def test_a_tunnel_passes_only_when_its_server_name_is_the_connects_host(tmp_path, host, sni, ok):
+    e = addon.Egress(["https://api.example.com:443"], False, tmp_path)
+    data = SimpleNamespace(context=SimpleNamespace(server=SimpleNamespace(address=(host, 443)),
+                                                   client=SimpleNamespace(peername=("10.1.1.2", 5555))),
+                           client_hello=SimpleNamespace(sni=sni), ignore_connection=False,
+                           establish_server_tls_first=True)
+    e.tls_clienthello(data)
+    assert data.ignore_connection is ok and data.establish_server_tls_first is ok
+    log = (tmp_path / "audit.jsonl").read_text() if (tmp_path / "audit.jsonl").exists() else ""
+    assert ("not the host the CONNECT named" in log) is not ok

@@ -322,3 +322,34 @@ def test_mini_swe_agent_from_pypi_solves_a_task_through_the_proxy(demo, tmp_path
     assert trajectory["trajectory_format"] == "mini-swe-agent-1.1" and trajectory["info"]["exit_status"] == "Submitted"
     steps = json.loads((tmp_path / r.trial_dir / "steps.json").read_text())
     assert [s["command"].split(" ", 1)[0] for s in steps] == ["python3", "cat", "echo"], steps
+
+
+@pytest.mark.docker
+def test_a_tunnel_naming_another_tls_server_is_refused_by_the_real_proxy(docker_client):
+    """mitmproxy 11 in the proxy image, a TLS server on an allowed https origin beside it, and openssl's client
+    through the proxy: the ClientHello that names the origin gets the server's certificate; one naming another
+    site (domain fronting: a CDN routes by SNI) fails its handshake, and the audit log says why."""
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    image = ImageBuilder(docker_client, read_ca_bundle(None)).proxy()
+    script = "\n".join([
+        "set -u; cd /tmp",
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout k.pem -out c.pem -subj /CN=localhost -days 1 2>/dev/null",
+        "openssl s_server -accept 8443 -cert c.pem -key k.pem -www -quiet >/dev/null 2>&1 &",
+        "SWESERVE_EGRESS_ALLOW='[\"https://localhost:8443\"]' SWESERVE_EGRESS_DIR=/tmp/eg /opt/mitmproxy/bin/mitmdump "
+        "-q --listen-host 127.0.0.1 --listen-port 3128 --set confdir=/tmp/mitmproxy --set onboarding=false "
+        "-s /opt/sweserve/egress_addon.py >/tmp/mitm.log 2>&1 &",
+        "for i in $(seq 300); do test -f /tmp/eg/ready && break; sleep 0.1; done",
+        "for name in localhost evil.example; do",
+        "  out=$(echo | timeout 20 openssl s_client -proxy 127.0.0.1:3128 -connect localhost:8443 -servername $name "
+        "2>&1)",
+        "  if echo \"$out\" | grep -q 'BEGIN CERTIFICATE'; then echo \"TLS-$name ok\"; else echo \"TLS-$name refused\"; fi",
+        "done",
+        "cat /tmp/eg/audit.jsonl",
+    ])
+    out = docker_client.containers.run(image, ["-c", script], entrypoint="bash", remove=True, network_mode="none",
+                                       stdout=True, stderr=True).decode()
+    assert "TLS-localhost ok" in out and "TLS-evil.example refused" in out, out
+    audit = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [(a["method"], a["allowed"]) for a in audit] == [("CONNECT", True), ("CONNECT", True), ("TLS", False)], out
+    assert "evil.example" in audit[-1]["url"] and "not the host the CONNECT named" in audit[-1]["note"]

@@ -339,6 +339,18 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
         return None
 
 
+def sni_matches(host: str, sni: str | None) -> bool:
+    """Whether a ClientHello's server name is the CONNECT's host (case and a final dot aside); an IP address is
+    named by no SNI, a host name always is (every TLS client sends it)."""
+    if sni is None:
+        return bool(re.fullmatch(r"[0-9.]+|\[?[0-9a-fA-F:]+\]?", host or ""))
+    return sni.rstrip(".").lower() == (host or "").rstrip(".").lower()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def charset(content_type: str) -> str:
     """The charset parameter of a Content-Type ("" if none)."""
     for param in content_type.split(";")[1:]:
@@ -373,19 +385,22 @@ class Egress:
 
     def record(self, flow, target: str, allowed: bool, stripped: Sequence[str] = (), note: str = "") -> bool:
         """One audit line (URL and method clipped); False once the log is full: the request must be refused."""
-        if self.full:
-            return False
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        entry = {"time": now, "client": flow.client_conn.peername[0], "method": clip(flow.request.method),
+        entry = {"time": _now(), "client": flow.client_conn.peername[0], "method": clip(flow.request.method),
                  "url": clip(target), "allowed": allowed}
         if stripped:
             entry["stripped"] = list(stripped)
         if note:
             entry["note"] = note
+        return self.record_line(entry)
+
+    def record_line(self, entry: dict) -> bool:
+        """`entry` as one line of the audit log, unless it is full (LOG_LIMIT); False once it is."""
+        if self.full:
+            return False
         line = json.dumps(entry) + "\n"
         if self.log_bytes + len(line) > LOG_LIMIT - 4096:
             self.full = True
-            line = json.dumps({"time": now, "client": entry["client"], "allowed": False,
+            line = json.dumps({"time": entry["time"], "client": entry["client"], "allowed": False,
                                "note": "audit log full: this and every later request refused"}) + "\n"
         with self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(line)
@@ -425,7 +440,29 @@ class Egress:
         self.ready_path.write_text("ready\n")
 
     def tls_clienthello(self, data) -> None:
-        data.ignore_connection = True  # never intercept TLS: allowed https origins are tunnelled as they are
+        """Never intercept TLS: an allowed https origin's tunnel passes as it is, when its ClientHello names the
+        host the CONNECT named. One naming another (SNI) would reach another site behind the same front (a CDN
+        routes by SNI): it is refused, its handshake failed by `tls_start_client`, and never sent on."""
+        host, sni = (data.context.server.address or ("", 0))[0], data.client_hello.sni
+        if sni_matches(host, sni):
+            data.ignore_connection = True
+            return
+        data.establish_server_tls_first = False  # no TLS to the server: nothing of this connection goes there
+        self.record_line({"time": _now(), "client": data.context.client.peername[0], "method": "TLS",
+                          "url": clip(f"{host} (SNI {sni!r})"), "allowed": False,
+                          "note": "the TLS server name is not the host the CONNECT named"})
+
+    @staticmethod
+    def tls_start_client(tls_start) -> None:
+        """The handshake of a tunnel `tls_clienthello` refused: with no certificate, it fails at once."""
+        host = (tls_start.context.server.address or ("", 0))[0]
+        if sni_matches(host, tls_start.conn.sni):
+            return
+        from OpenSSL import SSL
+
+        refused = SSL.Connection(SSL.Context(SSL.TLS_METHOD))
+        refused.set_accept_state()
+        tls_start.ssl_conn = refused
 
     def http_connect(self, flow) -> None:
         target = ("https", flow.request.host.lower(), flow.request.port)
