@@ -324,16 +324,25 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
         return None
     try:
         if "event-stream" in content_type.lower():
-            found = []
+            # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
+            # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
+            found: dict = {}
             for line in content.decode("utf-8").splitlines():
                 data = line[5:].strip() if line.startswith("data:") else ""
                 try:  # an event that is not JSON (OpenAI's closing "[DONE]") states no usage
-                    usage = usage_in(json.loads(data)) if data.startswith(("{", "[")) else None
+                    event = json.loads(data) if data.startswith(("{", "[")) else None
                 except ValueError:
-                    usage = None
+                    event = None
+                usage = usage_in(event)
                 if usage is not None:
-                    found.append(usage)
-            return (max(u[0] for u in found), max(u[1] for u in found)) if found else None
+                    index = event.get("index") if isinstance(event, dict) else None
+                    key = index if isinstance(index, int) and not isinstance(index, bool) else None
+                    top = found.get(key, (0, 0))
+                    found[key] = (max(top[0], usage[0]), max(top[1], usage[1]))
+            if not found:
+                return None
+            return (min(sum(u[0] for u in found.values()), MAX_TOKENS),
+                    min(sum(u[1] for u in found.values()), MAX_TOKENS))
         return usage_in(json.loads(content))
     except (ValueError, RecursionError):
         return None
