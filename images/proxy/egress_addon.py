@@ -77,6 +77,14 @@ MODEL_POSTS = ("/chat/completions", "/completions", "/messages", "/messages/coun
 # POST /key/generate makes API keys)
 WHOLE_POSTS = ("/generate",)
 MODEL_GETS = ("/models",)
+# model calls that generate nothing and whose answers state no `usage` (a token count, a model listing): the
+# meter leaves them out, else an honest client's listing made its meter incomplete (red team 16e, R16e-2)
+COUNT_POSTS = ("/messages/count_tokens", ":countTokens")
+
+
+def generates(method: str, url: str) -> bool:
+    """Whether an allowed model call may generate (and so must be metered): not a GET, not a token count."""
+    return method == "POST" and not urlsplit(url).path.endswith(COUNT_POSTS)
 
 
 def model_call(method: str, url: str) -> bool:
@@ -531,7 +539,7 @@ class Egress:
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
-        else:
+        elif generates(req.method, req.url):
             self.meter["requests"] += 1
             self.write_meter()
             metadata = getattr(flow, "metadata", None)
