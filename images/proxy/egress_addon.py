@@ -188,7 +188,10 @@ def online_model(body) -> bool:
 # Anthropic's and Gemini's history: Claude Code's Task tool takes a `model`), a schema of the answer. No server
 # routes by a `model` in these, and reading them there refused honest requests (red team 16d)
 CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", "prompt", "responseformat", "text",
-                "generationconfig", "functions"}
+                "generationconfig", "functions",
+                # Anthropic's structured outputs: a JSON schema (its beta `output_format`, GA `output_config`), whose
+                # properties may be named `model` or `base_url` (red team 16e, R16e-4)
+                "outputformat", "outputconfig"}
 
 
 def models_named(body) -> list[str]:
