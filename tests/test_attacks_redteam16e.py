@@ -123,10 +123,17 @@ def test_calls_that_generate_nothing_leave_the_meter_complete(tmp_path, path, me
 
 # --- R16e-3 --------------------------------------------------------------------------------------------------------
 
-def test_a_timed_out_record_one_answer_short_is_not_disputed():
+def ten_steps(tmp_path) -> Metered:
+    """The proxy's meter of ten calls: nine of 10k prompt and 500 completion tokens, then one of 12k and 600."""
+    chat = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+    return meter(tmp_path, [call("/v1/chat/completions", chat, answer(10_000, 500)) for _ in range(9)]
+                 + [call("/v1/chat/completions", chat, answer(12_000, 600))])
+
+
+def test_a_timed_out_record_one_answer_short_is_not_disputed(tmp_path):
     """Steps 1-9 saved (90k prompt, 4.5k completion tokens); step 10's answer (12k, 600) metered, its command cut
     by the time limit before mini-swe-agent's `finally: self.save(...)`."""
-    m = Metered(requests=10, metered=10, prompt_tokens=102_000, completion_tokens=5_100)
+    m = ten_steps(tmp_path)
     saved = AgentRun(agent="mini", usage_from="agent", exit_reason="timed_out", prompt_tokens=90_000,
                      completion_tokens=4_500, cost_usd=0.3)
     run = with_meter(saved, m)
@@ -134,11 +141,16 @@ def test_a_timed_out_record_one_answer_short_is_not_disputed():
     assert not [f for f in run.flags if f.startswith("usage_disagrees")], run.flags
 
 
-def test_control_a_finished_record_below_its_meter_is_still_disputed():
-    m = Metered(requests=10, metered=10, prompt_tokens=102_000, completion_tokens=5_100)
-    run = with_meter(AgentRun(agent="mini", usage_from="agent", prompt_tokens=10, completion_tokens=1,
-                              cost_usd=0.0001), m)
+@pytest.mark.parametrize("exit_reason, said", [
+    ("finished", (90_000, 4_500)),  # finished: its record saved every answer
+    ("timed_out", (10, 1)),  # cut, but short by more than the last answer: forged
+    ("timed_out", (90_000, 4_000)),
+])
+def test_control_a_record_below_its_meter_is_still_disputed(tmp_path, exit_reason, said):
+    run = with_meter(AgentRun(agent="mini", usage_from="agent", exit_reason=exit_reason, prompt_tokens=said[0],
+                              completion_tokens=said[1], cost_usd=0.0001), ten_steps(tmp_path))
     assert run.flags[0].startswith("usage_disagrees") and run.cost_usd is None
+    assert (run.prompt_tokens, run.completion_tokens) == (102_000, 5_100)
 
 
 # --- R16e-4 --------------------------------------------------------------------------------------------------------
