@@ -419,6 +419,9 @@ class Metered(Strict):
     tunnels: int = Field(0, ge=0, description="https tunnels: their calls and answers are never read")
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
+    last_prompt_tokens: int = Field(0, ge=0, description="the last answer it read (a record saved after each step "
+                                    "lacks it when a time limit cuts the step's command)")
+    last_completion_tokens: int = Field(0, ge=0)
 
     @property
     def complete(self) -> bool:

@@ -394,8 +394,10 @@ class Egress:
         # requests: model calls passed; metered: answers whose usage was read; refused: error answers (4xx, 5xx:
         # nothing generated); unread: answers with no usage it could read; tunnels: https CONNECTs, never read. A
         # call with no answer (the client hung up, the server died) is in requests alone.
+        # last_*: the last answer read (an agent's record saved after each step lacks it when a time limit cuts the
+        # step's command: red team 16e, R16e-3)
         self.meter = {"requests": 0, "metered": 0, "refused": 0, "unread": 0, "tunnels": 0, "prompt_tokens": 0,
-                      "completion_tokens": 0}
+                      "completion_tokens": 0, "last_prompt_tokens": 0, "last_completion_tokens": 0}
 
     @classmethod
     def from_env(cls, env=os.environ) -> "Egress":
@@ -569,6 +571,7 @@ class Egress:
             self.meter["metered"] += 1
             for field, count in (("prompt_tokens", usage[0]), ("completion_tokens", usage[1])):
                 self.meter[field] = min(self.meter[field] + count, MAX_TOKENS)  # a count results can hold
+                self.meter[f"last_{field}"] = min(count, MAX_TOKENS)
         self.write_meter()
 
 

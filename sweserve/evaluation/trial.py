@@ -146,8 +146,15 @@ def with_meter(run: AgentRun, meter: Metered | None) -> AgentRun:
     update: dict = {"metered": meter}
     counted = (meter.prompt_tokens, meter.completion_tokens)
     said = (run.prompt_tokens, run.completion_tokens)
-    if run.usage_from == "agent" and (said != counted if meter.complete else (said[0] < counted[0]
-                                                                             or said[1] < counted[1])):
+    # a run the time limit cut: a record saved after each whole step (mini-swe-agent's) lacks the last answer when
+    # the cut fell in that step's command. Its tokens are still the meter's and its cost dropped, but it is no
+    # dispute (red team 16e, R16e-3)
+    cut_short = (run.exit_reason == "timed_out" and meter.complete
+                 and said == (counted[0] - meter.last_prompt_tokens, counted[1] - meter.last_completion_tokens))
+    if cut_short:
+        update["cost_usd"] = None
+    elif run.usage_from == "agent" and (said != counted if meter.complete else (said[0] < counted[0]
+                                                                               or said[1] < counted[1])):
         update["flags"] = [*run.flags, f"usage_disagrees: the agent's record says {said[0]} prompt and {said[1]} "
                            f"completion tokens, its proxy counted {counted[0]} and {counted[1]} from the model's "
                            "answers" + ("" if meter.complete else " it could read")]
