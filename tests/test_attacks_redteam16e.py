@@ -97,6 +97,31 @@ def test_a_streamed_sglang_batch_is_metered_whole(tmp_path, body):
     assert (m.prompt_tokens, m.completion_tokens) == (8000, 32000), "metered as its largest member alone"
 
 
+def chat_stream(n: int, prompt: int, steps: int, aggregate: bool) -> bytes:
+    """SGLang's /v1/chat/completions stream with `stream_options.continuous_usage_stats`: each chunk one choice's,
+    with that choice's running usage (`prompt_tokens.get(index)`); the aggregate last chunk only with include_usage."""
+    chunks = [{"object": "chat.completion.chunk", "choices": [{"index": i, "delta": {"content": "x"}}],
+               "usage": {"prompt_tokens": prompt, "completion_tokens": step, "total_tokens": prompt + step}}
+              for step in range(1, steps + 1) for i in range(n)]
+    if aggregate:
+        chunks.append({"object": "chat.completion.chunk", "choices": [],
+                       "usage": {"prompt_tokens": n * prompt, "completion_tokens": n * steps}})
+    return events(*chunks)
+
+
+def test_a_streamed_choice_per_chunk_is_metered_whole(tmp_path):
+    """The same on SGLang's OpenAI API: `n: 8`, `stream_options: {include_usage: false, continuous_usage_stats:
+    true}`: every chunk states one choice's running usage, and no chunk states the whole."""
+    body = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "n": 8, "stream": True,
+            "stream_options": {"include_usage": False, "continuous_usage_stats": True}}
+    m = meter(tmp_path, [call("/v1/chat/completions", body, chat_stream(8, 1000, 400, False), ctype=SSE)])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (8000, 3200)
+
+
+def test_control_a_choice_stream_with_its_total_is_not_counted_twice():
+    assert addon.answer_usage(chat_stream(8, 1000, 400, True), SSE) == (8000, 3200)
+
+
 def test_control_one_sglang_stream_is_its_running_total():
     assert addon.answer_usage(sglang_stream(1, 1000, 50, index=False), SSE) == (1000, 50)
 
