@@ -412,7 +412,8 @@ class Metered(Strict):
     """A command agent's model calls as its egress proxy counted them, from the model server's own answers
     (`usage`, `usageMetadata`, SGLang's `meta_info`): nothing in the sandbox writes these."""
 
-    requests: int = Field(0, ge=0, description="model calls the proxy let through")
+    requests: int = Field(0, ge=0, description="model calls the proxy let through that may generate (not a GET, not a "
+                          "token count)")
     metered: int = Field(0, ge=0, description="answers whose usage it read")
     refused: int = Field(0, ge=0, description="error answers (4xx, 5xx): nothing generated")
     unread: int = Field(0, ge=0, description="answers that stated no usage it could read (a stream without it)")

@@ -328,6 +328,18 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
     return None
 
 
+def _member(event) -> int | None:
+    """Which generation of several a streamed event's usage is of: SGLang's /generate `index`, or the one choice a
+    chat or completions chunk carries (SGLang's continuous_usage_stats states that choice's usage); None if neither."""
+    if not isinstance(event, dict):
+        return None
+    index = event.get("index")
+    if index is None and isinstance(event.get("choices"), list) and len(event["choices"]) == 1 \
+            and isinstance(event["choices"][0], dict):
+        index = event["choices"][0].get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
 def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
     """The tokens a model answer states: a JSON body, or a stream of server-sent events (the largest count each
     field reaches over the events, since streams state usage once at the end or as running totals)."""
@@ -346,14 +358,15 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
                     event = None
                 usage = usage_in(event)
                 if usage is not None:
-                    index = event.get("index") if isinstance(event, dict) else None
-                    key = index if isinstance(index, int) and not isinstance(index, bool) else None
+                    key = _member(event)
                     top = found.get(key, (0, 0))
                     found[key] = (max(top[0], usage[0]), max(top[1], usage[1]))
             if not found:
                 return None
-            return (min(sum(u[0] for u in found.values()), MAX_TOKENS),
-                    min(sum(u[1] for u in found.values()), MAX_TOKENS))
+            # an event of no member states the whole (OpenAI's last chunk with include_usage): the larger of it and
+            # the members' sum, so the whole is never counted twice nor a member's alone
+            whole = found.pop(None, (0, 0))
+            return tuple(min(max(whole[i], sum(u[i] for u in found.values())), MAX_TOKENS) for i in (0, 1))
         return usage_in(json.loads(content))
     except (ValueError, RecursionError):
         return None
@@ -391,7 +404,7 @@ class Egress:
         self.log_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.full = False
         self.meter_path = directory / "metered.json"
-        # requests: model calls passed; metered: answers whose usage was read; refused: error answers (4xx, 5xx:
+        # requests: model calls passed that may generate (`generates`); metered: answers whose usage was read; refused: error answers (4xx, 5xx:
         # nothing generated); unread: answers with no usage it could read; tunnels: https CONNECTs, never read. A
         # call with no answer (the client hung up, the server died) is in requests alone.
         # last_*: the last answer read (an agent's record saved after each step lacks it when a time limit cuts the
