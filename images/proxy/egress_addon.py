@@ -404,9 +404,10 @@ class Egress:
         self.log_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.full = False
         self.meter_path = directory / "metered.json"
-        # requests: model calls passed that may generate (`generates`); metered: answers whose usage was read; refused: error answers (4xx, 5xx:
-        # nothing generated); unread: answers with no usage it could read; tunnels: https CONNECTs, never read. A
-        # call with no answer (the client hung up, the server died) is in requests alone.
+        # requests: model calls passed that may generate (`generates`); metered: answers whose usage was read;
+        # refused: error answers (4xx, 5xx: nothing generated); unread: answers with no usage it could read;
+        # tunnels: https CONNECTs, never read. A call with no answer (the client hung up, the server died) is in
+        # requests alone.
         # last_*: the last answer read (an agent's record saved after each step lacks it when a time limit cuts the
         # step's command: red team 16e, R16e-3)
         self.meter = {"requests": 0, "metered": 0, "refused": 0, "unread": 0, "tunnels": 0, "prompt_tokens": 0,
