@@ -28,6 +28,12 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   a JSON schema, but are not in CONTENT_KEYS, so `models_named` reads the property `model` (its value, a schema,
   "named" by its JSON) and `routing_fields` a property `base_url`. The request is refused, every time.
   `test_an_anthropic_output_schema_is_content`.
+- R16e-5 WIN (a misled reviewer): a dispute never reaches the HTML board nor the review page. A record that
+  disagrees with a complete meter loses its cost, and the board's cost per task is the mean of the costs left:
+  an agent that forges its record on its expensive attempts (their costs dropped) is shown at the cost of its
+  cheap ones, marked only "self-reported" (the mark every honest command agent's cost has). `usage_disagrees`
+  is in `agent_run.flags`, which only the terminal report's summary line counts: the board's cost cell and the
+  attempt's review page say nothing of it. `test_the_board_and_review_page_show_a_disputed_record`.
 """
 
 from __future__ import annotations
@@ -201,3 +207,33 @@ def test_control_a_model_outside_the_content_is_still_refused(tmp_path, monkeypa
             "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}, "fallbacks": ["sonar"]}
     refused, _ = run(tmp_path, monkeypatch, body, path="/v1/messages", models=["default"])
     assert refused
+
+
+# --- R16e-5 --------------------------------------------------------------------------------------------------------
+
+def test_the_board_and_review_page_show_a_disputed_record():
+    from test_attacks_redteam15b import _bundle, _patch, _result
+
+    from sweserve.models import RunResult, now
+    from sweserve.reporting.html import _leaderboard_table
+    from sweserve.reporting.review import review_html
+    from sweserve.reporting.summary import build_reports
+
+    def result(task, run):
+        return RunResult(run_id="r", task_id=task, family="decoding", agent="cmd", status="resolved",
+                         agent_run=run, started_at=now(), finished_at=now(), duration_s=1.0)
+
+    cheap = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                                cost_usd=0.01), Metered(requests=1, metered=1, prompt_tokens=2_000,
+                                                        completion_tokens=100))
+    # really 600k tokens (~$2): the record says 10 tokens and $0.0001
+    forged = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=10, completion_tokens=0,
+                                 cost_usd=0.0001), Metered(requests=40, metered=40, prompt_tokens=600_000,
+                                                           completion_tokens=20_000))
+    (rep,) = build_reports([result("t-1", cheap), result("t-2", forged)])
+    assert rep.cost_per_task_usd == 0.01 and rep.usage_disputed == 1  # the mean of the cheap attempt alone
+    board = _leaderboard_table([rep])
+    assert "disput" in board or "disagree" in board, "the board's cost cell hides the disputed attempt"
+    bundle = _bundle()
+    page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=forged))
+    assert "usage_disagrees" in page or "disagree" in page, "the review page hides the dispute"
