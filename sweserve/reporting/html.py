@@ -146,6 +146,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
         if rep.cost_per_task_usd is not None and rep.cost_self_reported:
             cost += ' <span class="se" title="the agent\'s own record (written in its sandbox), not priced by ' \
                 'sweserve">self-reported</span>'
+        if rep.usage_disputed:  # their costs were dropped: the mean is of the other attempts' (red team 16e, R16e-5)
+            cost += (f' <span class="se" id="lb-{a}-usage_disputed" title="attempts whose own record of tokens '
+                     'disagreed with what their egress proxy metered: their costs are left out of this mean">'
+                     f'{plural(rep.usage_disputed, "disputed attempt")}</span>')
         cells += [("num", "cost_per_task_usd", cost),
                   ("num", "time_per_task_s", _secs(rep.time_per_task_s))]
         rows.append(f'<tr id="lb-row-{i}">' + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells)

@@ -235,8 +235,10 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
             outcomes.append(f"<tr><td><code>{e(test_id)}</code></td><td>{kind}</td>"
                             f'<td class="{e(outcome)}">{e(outcome)}</td></tr>')
     # the flags and resets name the candidate's files as git wrote them (non-ASCII kept): spelled (R15g-3)
-    flags = [f"<li>flagged: {_shown(f)}</li>" for f in result.flags] + [f"<li>reset to base: {_shown(r)}</li>"
-                                                                        for r in result.resets]
+    # the agent's record disputed by its proxy's meter (red team 16e, R16e-5)
+    flags = [f"<li>flagged: {_shown(f)}</li>" for f in result.flags] + [
+        f"<li>flagged: {_shown(f)}</li>" for f in (run.flags if run else []) if f.startswith("usage_disagrees")] + [
+        f"<li>reset to base: {_shown(r)}</li>" for r in result.resets]
     human = ""
     if run and run.keystrokes:
         human += _folded("Transcript", "what was typed, recorded on the host: the record", run.keystrokes)
