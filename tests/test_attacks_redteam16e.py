@@ -34,6 +34,11 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   cheap ones, marked only "self-reported" (the mark every honest command agent's cost has). `usage_disagrees`
   is in `agent_run.flags`, which only the terminal report's summary line counts: the board's cost cell and the
   attempt's review page say nothing of it. `test_the_board_and_review_page_show_a_disputed_record`.
+- R16e-6 WIN (a misled reviewer, no flag at all): the same without a dispute. An agent that leaves no record
+  (mini-swe-agent's trajectory path made a directory in its last command: the save after the submitting step
+  fails, the read finds no file) has a complete meter's tokens (`usage_from: proxy`) and no cost: not flagged,
+  and its cost is left out of the board's mean, which is then its cheap attempts' alone.
+  `test_the_board_says_its_cost_is_a_mean_of_fewer_attempts`.
 """
 
 from __future__ import annotations
@@ -237,3 +242,27 @@ def test_the_board_and_review_page_show_a_disputed_record():
     bundle = _bundle()
     page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=forged))
     assert "usage_disagrees" in page or "disagree" in page, "the review page hides the dispute"
+
+
+# --- R16e-6 --------------------------------------------------------------------------------------------------------
+
+def test_the_board_says_its_cost_is_a_mean_of_fewer_attempts():
+    from sweserve.models import RunResult, now
+    from sweserve.reporting.html import _leaderboard_table
+    from sweserve.reporting.summary import build_reports
+
+    def result(task, run):
+        return RunResult(run_id="r", task_id=task, family="decoding", agent="cmd", status="resolved",
+                         agent_run=run, started_at=now(), finished_at=now(), duration_s=1.0)
+
+    cheap = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                                cost_usd=0.01), Metered(requests=1, metered=1, prompt_tokens=2_000,
+                                                        completion_tokens=100))
+    unrecorded = with_meter(AgentRun(agent="cmd", exit_code=1), Metered(requests=40, metered=40,
+                                                                        prompt_tokens=600_000,
+                                                                        completion_tokens=20_000))
+    assert unrecorded.flags == [] and unrecorded.cost_usd is None and unrecorded.usage_from == "proxy"
+    (rep,) = build_reports([result("t-1", cheap), result("t-2", unrecorded)])
+    assert rep.cost_per_task_usd == 0.01
+    board = _leaderboard_table([rep])
+    assert "1 of 2" in board, "the board's cost per task is one attempt's of two, and does not say so"
