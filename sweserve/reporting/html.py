@@ -146,6 +146,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
         if rep.cost_per_task_usd is not None and rep.cost_self_reported:
             cost += ' <span class="se" title="the agent\'s own record (written in its sandbox), not priced by ' \
                 'sweserve">self-reported</span>'
+        if rep.cost_per_task_usd is not None and rep.cost_attempts < rep.ran_attempts:
+            cost += (f' <span class="se" id="lb-{a}-cost_attempts" title="the mean of the attempts with a cost: the '
+                     'others left no record of one, or a record its proxy disputed">mean of '
+                     f'{rep.cost_attempts} of {rep.ran_attempts}</span>')
         if rep.usage_disputed:  # their costs were dropped: the mean is of the other attempts' (red team 16e, R16e-5)
             cost += (f' <span class="se" id="lb-{a}-usage_disputed" title="attempts whose own record of tokens '
                      'disagreed with what their egress proxy metered: their costs are left out of this mean">'

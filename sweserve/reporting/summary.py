@@ -86,6 +86,9 @@ class AgentReport(BaseModel):
     cost_per_task_usd: float | None = Field(None, description="mean cost of one attempt, where priced")
     cost_self_reported: bool = Field(False, description="some of those costs are the agent's own record (a command "
                                      "agent's trajectory, written in its sandbox), not priced by sweserve")
+    cost_attempts: int = Field(0, description="attempts with a cost (the mean's)")
+    ran_attempts: int = Field(0, description="attempts an agent ran: those without a cost (no record, a disputed "
+                              "one) are left out of the mean, and the board says so (red team 16e, R16e-6)")
     usage_disputed: int = Field(0, description="attempts whose own record of tokens disagreed with what their egress "
                                 "proxy counted from the model's answers (`usage_disagrees`)")
     time_per_task_s: float | None = Field(None, description="mean wall time of one attempt")
@@ -221,6 +224,7 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
             run_ids=sorted({r.run_id for r in everything}),
             attempts=len(everything),
             cost_per_task_usd=_mean([x.cost_usd for x in runs if x.cost_usd is not None]),
+            cost_attempts=sum(x.cost_usd is not None for x in runs), ran_attempts=len(runs),
             cost_self_reported=any(x.cost_usd is not None and x.usage_from in ("agent", "proxy") for x in runs),
             usage_disputed=sum(any(f.startswith("usage_disagrees") for f in x.flags) for x in runs),
             time_per_task_s=_mean([r.agent_run.wall_s if r.agent_run else r.duration_s for r in ran]),
@@ -264,7 +268,9 @@ def render(reports: list[AgentReport], console: Console) -> None:
         costs = []
         if rep.cost_per_task_usd is not None:
             costs.append(f"cost/task ${rep.cost_per_task_usd:.4f}"
-                         + (" (the agent's own record, not priced by sweserve)" if rep.cost_self_reported else ""))
+                         + (" (the agent's own record, not priced by sweserve)" if rep.cost_self_reported else "")
+                         + (f" (mean of {rep.cost_attempts} of {rep.ran_attempts} attempts)"
+                            if rep.cost_attempts < rep.ran_attempts else ""))
         if rep.usage_disputed:
             costs.append(f"{rep.usage_disputed} attempts' own token counts disagree with their proxy's")
         if rep.time_per_task_s is not None:
