@@ -214,28 +214,34 @@ def test_control_a_model_outside_the_content_is_still_refused(tmp_path, monkeypa
     assert refused
 
 
+def _graded(task, run):
+    from sweserve.models import RunResult, now
+
+    return RunResult(run_id="r", task_id=task, family="decoding", agent="cmd", status="resolved", agent_run=run,
+                     started_at=now(), finished_at=now(), duration_s=1.0)
+
+
+def _cheap():
+    """An honest attempt: its record agrees with its proxy's meter."""
+    return with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                               cost_usd=0.01), Metered(requests=1, metered=1, prompt_tokens=2_000, completion_tokens=100))
+
+
 # --- R16e-5 --------------------------------------------------------------------------------------------------------
 
 def test_the_board_and_review_page_show_a_disputed_record():
     from test_attacks_redteam15b import _bundle, _patch, _result
 
-    from sweserve.models import RunResult, now
     from sweserve.reporting.html import _leaderboard_table
     from sweserve.reporting.review import review_html
     from sweserve.reporting.summary import build_reports
 
-    def result(task, run):
-        return RunResult(run_id="r", task_id=task, family="decoding", agent="cmd", status="resolved",
-                         agent_run=run, started_at=now(), finished_at=now(), duration_s=1.0)
-
-    cheap = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
-                                cost_usd=0.01), Metered(requests=1, metered=1, prompt_tokens=2_000,
-                                                        completion_tokens=100))
+    cheap = _cheap()
     # really 600k tokens (~$2): the record says 10 tokens and $0.0001
     forged = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=10, completion_tokens=0,
                                  cost_usd=0.0001), Metered(requests=40, metered=40, prompt_tokens=600_000,
                                                            completion_tokens=20_000))
-    (rep,) = build_reports([result("t-1", cheap), result("t-2", forged)])
+    (rep,) = build_reports([_graded("t-1", cheap), _graded("t-2", forged)])
     assert rep.cost_per_task_usd == 0.01 and rep.usage_disputed == 1  # the mean of the cheap attempt alone
     board = _leaderboard_table([rep])
     assert "disput" in board or "disagree" in board, "the board's cost cell hides the disputed attempt"
@@ -247,22 +253,15 @@ def test_the_board_and_review_page_show_a_disputed_record():
 # --- R16e-6 --------------------------------------------------------------------------------------------------------
 
 def test_the_board_says_its_cost_is_a_mean_of_fewer_attempts():
-    from sweserve.models import RunResult, now
     from sweserve.reporting.html import _leaderboard_table
     from sweserve.reporting.summary import build_reports
 
-    def result(task, run):
-        return RunResult(run_id="r", task_id=task, family="decoding", agent="cmd", status="resolved",
-                         agent_run=run, started_at=now(), finished_at=now(), duration_s=1.0)
-
-    cheap = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
-                                cost_usd=0.01), Metered(requests=1, metered=1, prompt_tokens=2_000,
-                                                        completion_tokens=100))
+    cheap = _cheap()
     unrecorded = with_meter(AgentRun(agent="cmd", exit_code=1), Metered(requests=40, metered=40,
                                                                         prompt_tokens=600_000,
                                                                         completion_tokens=20_000))
     assert unrecorded.flags == [] and unrecorded.cost_usd is None and unrecorded.usage_from == "proxy"
-    (rep,) = build_reports([result("t-1", cheap), result("t-2", unrecorded)])
+    (rep,) = build_reports([_graded("t-1", cheap), _graded("t-2", unrecorded)])
     assert rep.cost_per_task_usd == 0.01
     board = _leaderboard_table([rep])
     assert "1 of 2" in board, "the board's cost per task is one attempt's of two, and does not say so"
