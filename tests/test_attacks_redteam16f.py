@@ -106,3 +106,35 @@ def test_r16f_2_control_a_renamed_file_still_counts_its_killed_runs_missing_task
     assert proc.returncode == 0, proc.stderr
     (rep,) = json.loads(proc.stdout)
     assert rep["statuses"]["missing"] == 2
+
+
+# ---- R16f-3: a retake in another pack leaves the failed first attempt out of the ability fit
+
+def test_r16f_3_a_failed_attempt_in_another_pack_stays_in_the_ability(tmp_path):
+    """R16c-3 made the fit take every graded attempt of a retake, and R16c-5 named an attempt of the same task
+    in another pack; the two were not joined. Mallory fails task 1 in pack `round-1` (30 minutes with it); in
+    pack `round-2` (tasks 1 and 2) she and Bob both resolve everything. Her scorecard names the earlier attempt,
+    and beside it shows an ability equal to Bob's to the digit: the fit of `round-2` never saw her failure on
+    task 1, which a retake in the same pack would have counted (R16c-3's own case). The hiring team compares the
+    ability numbers across candidates."""
+    from test_attacks_redteam16c import ability_of
+
+    from sweserve.assess.packs import choose_pack
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.results import ResultsWriter
+
+    b1, b2 = bundle(1), bundle(2, "serving-api")
+    first, second = choose_pack("round-1", [b1], 1, 3600), choose_pack("round-2", [b1, b2], 2, 7200)
+    out = tmp_path / "out"
+    with ResultsWriter(out / first.name / "mallory.jsonl") as w:
+        w.write(result("human-mallory", b1, "failed", 1800, run_id="run-a"))
+    for name in ("mallory", "bob"):
+        with ResultsWriter(out / second.name / f"{name}.jsonl") as w:
+            w.write(result(f"human-{name}", b1, "resolved", 600, run_id=f"{name}-1"))
+            w.write(result(f"human-{name}", b2, "resolved", 600, run_id=f"{name}-2"))
+    agents = [result("oracle", b, "resolved", 10) for b in (b1, b2)] + [result("null", b, "failed", 5) for b in (b1, b2)]
+    cards = write_scorecards(second, out / second.name, tmp_path / "report", None, agents)
+    page = cards.pages["mallory"].read_text()
+    assert "round-1" in page  # named (R16c-5) ...
+    bob, mallory = ability_of(cards.pages["bob"].read_text()), ability_of(page)
+    assert mallory < bob, f"mallory {mallory:+.2f} vs bob {bob:+.2f}: her failure in round-1 left the fit"
