@@ -133,7 +133,10 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
     mine = [attempts[-1] for attempts in history.values()]
     # the fit takes every graded attempt, as `report --difficulty` does: on the last alone, a retake's failed first
     # attempt left the ability shown beside it (red team 16c, R16c-3)
-    cal = calibrate([r for attempts in history.values() for r in attempts] + others)
+    cal = calibrate([r for attempts in history.values() for r in attempts] + others
+                    # and this pack's candidates' attempts of its tasks in other packs (R16c-5's): a retake there
+                    # is a retake too (red team 16f, R16f-3)
+                    + [r for key, rs in elsewhere.items() if key in history for _, r in rs])
     out.mkdir(parents=True, exist_ok=True)
     if node_modules is not None:
         (out / "vendor").mkdir(exist_ok=True)
