@@ -66,7 +66,8 @@ def run(args, console: Console) -> int:
         return 0
     selected: dict[str, Selection] = {}
     for path in paths:  # each file's own runs: other results files in its folder are not reported
-        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]})
+        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]},
+                               {r.run_id for r in per_file[path]})
         for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
     if not args.include_unready:  # a run's unready selection with no result, as its manifest says (R15g-5, R16b)

@@ -99,7 +99,7 @@ class AgentReport(BaseModel):
 
 
 def read_manifests(runs_root: Path, results_file: str | None = None,
-                   agents: set[str] | None = None) -> dict[str, Selection]:
+                   agents: set[str] | None = None, run_ids: set[str] | None = None) -> dict[str, Selection]:
     """Each agent's selection over every run recorded under runs_root (`<run_id>/manifest.json`).
 
     Several results files may share a folder (and so runs_root): with `results_file` (a file name) only the
@@ -116,6 +116,10 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
                 named = runs_root.parent / str(written)
                 if named.exists() and not _same_file(named, runs_root.parent / results_file):
                     continue  # another results file's run
+                if not named.exists() and run_ids is not None \
+                        and str(data.get("run_id", path.parent.name)) not in run_ids:
+                    continue  # a deleted file's run (a scratch run), not this file's renamed: none of its records
+                    # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
                 # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
                 # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
                 written = None
