@@ -66,10 +66,15 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
     shell runs it at the Enter after it. Escape sequences and paste markers may be split across events. A line
     past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it. Past `limit` entries, the
-    rest are counted, not kept, and a last entry says how many (a flood of one-key lines made a 64 MiB cast 22
-    million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c, R16c-1)."""
+    ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
+    made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c,
+    R16c-1): the first nine tenths of `limit` and the last tenth are kept, so a flood typed first never pushes
+    the work typed after it off the list (red team 16f, R16f-1)."""
     keys = _keys(events)
     unlisted, unlisted_at = 0, 0.0  # entries past `limit`, and when the first of them started
+    tail_max = limit // 10 if limit is not None else 0
+    head_max = limit - tail_max if limit is not None else 0
+    tail: deque[tuple[float, str]] = deque()  # the latest entries past the head, kept
     ahead: deque[tuple[float, str]] = deque()
 
     def following(n: int) -> str:  # the next n characters, across events, without taking them; not past a marker
@@ -90,15 +95,26 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
 
     def end(at: float) -> None:
         nonlocal line, over, start, size, shown, unlisted, unlisted_at
-        if limit is not None and len(out) >= limit:
-            unlisted_at = unlisted_at if unlisted else (start if start is not None else at)
-            unlisted += 1
-            line, over, start, size, shown = [], False, None, 0, 0
-            return
         if shown > LINE_SHOWN_MAX:
             line.append(f"⟨{shown - LINE_SHOWN_MAX} more characters typed, not shown here; the cast has them⟩")
-        out.append((start if start is not None else at, "".join(line)))
+        entry = (start if start is not None else at, "".join(line))
         line, over, start, size, shown = [], False, None, 0, 0
+        if limit is None or len(out) < head_max:
+            out.append(entry)
+            return
+        tail.append(entry)
+        if len(tail) > tail_max:
+            dropped_at = tail.popleft()[0]
+            unlisted_at = unlisted_at if unlisted else dropped_at
+            unlisted += 1
+
+    def flush() -> None:  # the count of entries not kept, in their place, then the tail kept
+        nonlocal unlisted
+        if unlisted:
+            out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
+            unlisted = 0
+        out.extend(tail)
+        tail.clear()
 
     def add(token: str, at: float) -> None:
         nonlocal over, start, shown
@@ -116,9 +132,7 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
             if ch == CUT:
                 if line:
                     end(t)
-                if unlisted:  # in their place, before the cut
-                    out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
-                    unlisted = 0
+                flush()  # in their place, before the cut
                 out.append((t, f"⟨{CUT}⟩"))
             else:  # keys the shell never got
                 add(f"⟨{ch.removeprefix(DROPPED).strip()} dropped⟩", t)
@@ -142,8 +156,7 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
             add(_shown(ch), t)
     if line:
         end(0.0)
-    if unlisted:
-        out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
+    flush()
     return out
 
 
