@@ -138,3 +138,40 @@ def test_r16f_3_a_failed_attempt_in_another_pack_stays_in_the_ability(tmp_path):
     assert "round-1" in page  # named (R16c-5) ...
     bob, mallory = ability_of(cards.pages["bob"].read_text()), ability_of(page)
     assert mallory < bob, f"mallory {mallory:+.2f} vs bob {bob:+.2f}: her failure in round-1 left the fit"
+
+
+# ---- R16f-4: a session a restart cut, in a pack rebuilt since, is on no scorecard
+
+def test_r16f_4_a_cut_session_in_another_pack_is_named_on_the_new_packs_scorecard(tmp_path):
+    """R16c-2 names a session a restart cut (its manifest and cast, no result), and R16c-5 names attempts in
+    another pack; together they miss one case. Mallory reads task 1 of pack `round-1` for most of its budget;
+    `assess serve` restarts (the README: sessions in progress end, links spent). The hiring team, as R16c-5
+    describes, rebuilds the pack under a new name (`round-1b`: the old pack's links are refused) and sends her a
+    link to it. `pack_attempts(round-1)` lists a cut session only beside a graded attempt in the same folder, and
+    there is none there: her scorecard for `round-1b` reads a first try, with no earlier attempt named."""
+    from sweserve.assess.agent import BrowserAgent, Seat
+    from sweserve.assess.packs import choose_pack
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.evaluation.results import ResultsWriter
+    from sweserve.evaluation.trial_folder import TrialFolder
+
+    b1 = bundle(1)
+    first, second = choose_pack("round-1", [b1], 1, 3600), choose_pack("round-1b", [b1], 1, 3600)
+    out = tmp_path / "out"
+    agent = BrowserAgent("mallory", Seat("mallory"), 1800, lambda _b: None)  # only its name is used here
+    path = out / first.name / "mallory.jsonl"
+    with ResultsWriter(path):  # the session's run opened its results file, and was cut before a result
+        write_manifest(path, "run-first", agent, [b1], 1)
+    cast = CastWriter(TrialFolder.for_trial(path, "run-first", "human-mallory", b1.task.task_id, 1).path / CAST_FILE,
+                      80, 24)
+    cast.event("i", "cat /sweserve/instruction.md; vim python/sglang/srt/x.py\r")
+    cast.close()
+    again = out / second.name / "mallory.jsonl"
+    write_manifest(again, "run-second", agent, [b1], 1)
+    with ResultsWriter(again) as w:
+        w.write(result("human-mallory", b1, "resolved", 300, attempt=1, run_id="run-second"))
+    cards = write_scorecards(second, out / second.name, tmp_path / "report", None, [])
+    row = next(r for r in cards.csv.read_text().splitlines() if r.startswith("mallory,"))
+    assert "round-1" in row.split(",", 14)[-1], f"the CSV names no earlier attempt: {row}"
+    assert "retake" in cards.pages["mallory"].read_text()
