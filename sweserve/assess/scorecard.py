@@ -44,12 +44,13 @@ def same_task(pack: Pack, r: RunResult) -> bool:
 NO_RESULT = "the session ended with no result (the server stopped)"
 
 
-def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
+def pack_attempts(results_dir: Path, cut_alone: bool = False) -> dict[tuple[str, str], list[RunResult]]:
     """Every attempt of each (candidate, task), oldest first, the graded one last: a second link for the same
     pack is a retake, and the scorecard says so (red team 12a, R12a-3: the first session, where the task was
     read and worked out, was on no page). A task a run's manifest selected and that run never gave a result
     for (`assess serve` stopped mid-session) is an attempt too, listed before a later graded one: the retake
-    after a restart was numbered 1 again and read as a first try (red team 16c, R16c-2)."""
+    after a restart was numbered 1 again and read as a first try (red team 16c, R16c-2). With `cut_alone` (another
+    pack's folder, `other_packs`), a task whose only attempt there was cut is listed too (red team 16f, R16f-4)."""
     every: dict[tuple[str, str], dict[tuple[str, int], RunResult]] = {}
     for path in sorted(results_dir.glob("*.jsonl")):
         for r in read_results(path):
@@ -69,9 +70,11 @@ def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
             key = (agent, task_id)
             # its terminal started (the statement is shown only then): a session cut while the image built is none
             shown = (manifest.parent / agent / task_id / str(attempt) / CAST_FILE).is_file()
-            if shown and key in every and not any(rid == run_id for rid, _ in every[key]):
-                every[key][(run_id, 0)] = RunResult(
-                    run_id=run_id, task_id=task_id, family=next(iter(every[key].values())).family, agent=agent,
+            if shown and (key in every or cut_alone) and not any(rid == run_id for rid, _ in every.get(key, {})):
+                family = next(iter(every[key].values())).family if every.get(key) else \
+                    str((data.get("families") or {}).get(task_id) or "unknown")
+                every.setdefault(key, {})[(run_id, 0)] = RunResult(
+                    run_id=run_id, task_id=task_id, family=family, agent=agent,
                     attempt=attempt, status="error", error_kind="internal", reason=NO_RESULT, started_at=begun,
                     finished_at=begun, duration_s=0.0)
 
@@ -83,6 +86,9 @@ def pack_attempts(results_dir: Path) -> dict[tuple[str, str], list[RunResult]]:
 
     out = {}
     for key, by in every.items():
+        if all(cut(r) for r in by.values()):  # `cut_alone`: no graded attempt in this folder
+            out[key] = sorted(by.values(), key=lambda r: (when(r), r.attempt))
+            continue
         last = max((r for r in by.values() if not cut(r)), key=lambda r: (r.attempt, when(r)))
         # a session cut after the graded one is not before it (or is still running as the report is made)
         before = sorted((r for r in by.values() if r is not last and not (cut(r) and when(r) > when(last))),
@@ -109,7 +115,7 @@ def other_packs(results_dir: Path) -> dict[tuple[str, str], list[tuple[str, RunR
     for folder in sorted(results_dir.parent.iterdir()) if results_dir.parent.is_dir() else []:
         if folder == results_dir or not folder.is_dir() or not any(folder.glob("*.jsonl")):
             continue
-        for key, attempts in pack_attempts(folder).items():
+        for key, attempts in pack_attempts(folder, cut_alone=True).items():
             out.setdefault(key, []).extend((folder.name, r) for r in attempts)
     return out
 
