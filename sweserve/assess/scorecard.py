@@ -112,9 +112,15 @@ def other_packs(results_dir: Path) -> dict[tuple[str, str], list[tuple[str, RunR
     attempts are numbered per pack, and a task that is in two packs (a second round, a pack rebuilt under a new
     name) was a first try in each (red team 16c, R16c-5)."""
     out: dict[tuple[str, str], list[tuple[str, RunResult]]] = {}
-    for folder in sorted(results_dir.parent.iterdir()) if results_dir.parent.is_dir() else []:
-        if folder == results_dir or not folder.is_dir() or not any(folder.glob("*.jsonl")):
+    # a folder once, by what it is: a link to this pack's folder (`<output>/current`) is no other pack, and two
+    # names of one other pack list its attempts once (red team 16f, R16f-5)
+    seen = {results_dir.resolve()}
+    folders = sorted(results_dir.parent.iterdir(), key=lambda f: (f.is_symlink(), f.name)) \
+        if results_dir.parent.is_dir() else []  # a pack by its own name before a link's
+    for folder in folders:
+        if folder.resolve() in seen or not folder.is_dir() or not any(folder.glob("*.jsonl")):
             continue
+        seen.add(folder.resolve())
         for key, attempts in pack_attempts(folder, cut_alone=True).items():
             out.setdefault(key, []).extend((folder.name, r) for r in attempts)
     return out
