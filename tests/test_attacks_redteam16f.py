@@ -202,3 +202,45 @@ def test_r16f_5_a_link_to_the_packs_own_folder_is_not_another_pack(tmp_path):
     cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
     assert "retake" not in cards.pages["alice"].read_text()
     assert cards.csv.read_text().splitlines()[1].endswith(",")  # no earlier attempt
+
+
+# ---- R16f-6: two slow removals fill the host's removal pool: every other task end waits behind them
+
+def test_r16f_6_two_slow_removals_of_other_candidates_do_not_hold_my_task_end(tmp_path):
+    """R16c-4 made `Context.settle` wait for the context's own removals only. But every assessment shares one
+    `DockerHost`, whose removals run on a pool of two threads: Bob and Carol (two candidates in the same window,
+    each leaving a million files in their grade sandbox's /tmp) each hold a thread for minutes, and Alice's own
+    removal, queued behind them, does not start. Her `settle` waits for it: her task end hangs on "grading…"
+    exactly as before the fix. (Boxes whose `remove` waits stand for a slow `docker rm`.)"""
+    import dataclasses
+    import threading
+
+    from local_backend import local_context
+
+    from sweserve.environment.docker_host import DockerHost
+
+    ctx = local_context(tmp_path / "state")
+    host = object.__new__(DockerHost)  # the real host's removal pool, settle and discard, without a daemon
+    host.host_gpus = []
+    host.__post_init__()
+    ctx.host.discard, ctx.host.settle = host.discard, host.settle
+    gone = threading.Event()
+
+    class SlowBox:
+        def remove(self):
+            gone.wait(30)
+
+    class Box:
+        def remove(self):
+            pass
+
+    bob, carol, alice = (dataclasses.replace(ctx, results_run_id=n) for n in ("bob-1", "carol-1", "alice-1"))
+    bob.discard(SlowBox())
+    carol.discard(SlowBox())
+    alice.discard(Box())
+    done = threading.Event()
+    threading.Thread(target=lambda: (alice.settle(), done.set()), daemon=True).start()
+    try:
+        assert done.wait(5), "Alice's task end waited behind Bob's and Carol's removals"
+    finally:
+        gone.set()
