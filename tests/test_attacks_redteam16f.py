@@ -244,3 +244,29 @@ def test_r16f_6_two_slow_removals_of_other_candidates_do_not_hold_my_task_end(tm
         assert done.wait(5), "Alice's task end waited behind Bob's and Carol's removals"
     finally:
         gone.set()
+
+
+# ---- R16f-7: any other .jsonl under --output stops every pack's scorecards
+
+def test_r16f_7_a_jsonl_that_is_no_results_file_beside_the_pack_does_not_stop_its_scorecards(tmp_path):
+    """`other_packs` reads every folder beside the pack's that holds a .jsonl as a pack's results
+    (`read_results`, which refuses a line that is no result). A folder of anything else under the same
+    `--output` (an export of the CSVs as JSON lines, a dataset's `tasks.jsonl`, an older version's results)
+    makes `assess report` fail for every pack: no scorecard at all, where before R16c-5 there was one."""
+    from sweserve.assess.agent import BrowserAgent, Seat
+    from sweserve.assess.packs import choose_pack
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.evaluation.results import ResultsWriter
+
+    b1 = bundle(1)
+    pack = choose_pack("round-2", [b1], 1, 3600)
+    out = tmp_path / "out"
+    path = out / pack.name / "alice.jsonl"
+    write_manifest(path, "run-only", BrowserAgent("alice", Seat("alice"), 1800, lambda _b: None), [b1], 1)
+    with ResultsWriter(path) as w:
+        w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-only"))
+    (out / "exports").mkdir()
+    (out / "exports" / "candidates.jsonl").write_text('{"candidate": "alice", "decision": "hire"}\n')
+    cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
+    assert "alice" in cards.pages
