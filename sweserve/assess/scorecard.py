@@ -25,6 +25,7 @@ from sweserve.assess.agent import CAST_FILE
 from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
 from sweserve.assess.recorder import commands_from_cast, read_cast
+from sweserve.errors import SweserveError
 from sweserve.evaluation.results import read_results
 from sweserve.models import RunResult
 from sweserve.reporting.review import visible_controls
@@ -121,7 +122,11 @@ def other_packs(results_dir: Path) -> dict[tuple[str, str], list[tuple[str, RunR
         if folder.resolve() in seen or not folder.is_dir() or not any(folder.glob("*.jsonl")):
             continue
         seen.add(folder.resolve())
-        for key, attempts in pack_attempts(folder, cut_alone=True).items():
+        try:
+            attempts_there = pack_attempts(folder, cut_alone=True)
+        except SweserveError:  # no pack's results (an export, a dataset): not this pack's to refuse (R16f-7)
+            continue
+        for key, attempts in attempts_there.items():
             out.setdefault(key, []).extend((folder.name, r) for r in attempts)
     return out
 
