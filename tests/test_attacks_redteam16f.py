@@ -81,7 +81,7 @@ def test_r16f_2_a_deleted_scratch_files_manifest_is_not_charged_to_another_resul
     vanished file is as often a deleted one: the team tries agent `a` with `--output results/scratch.jsonl
     --attempts 5` on ten tasks, deletes scratch.jsonl, and runs the real evaluation into results/a.jsonl (one
     task, resolved). `report results/a.jsonl` now charges the scratch run to it: ten tasks selected five times
-    each, 49 attempts `missing`, pass@1 10% where the file holds one resolved attempt of the one task its run
+    each, nine tasks and 49 attempts `missing`, pass@1 2% where the file holds one resolved attempt of the one task its run
     selected. A results file's report must count the runs that wrote it (a renamed file: its inode, or its own
     records' run ids), not every run whose file is gone."""
     out = tmp_path / "results"
