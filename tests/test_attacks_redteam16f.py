@@ -270,3 +270,29 @@ def test_r16f_7_a_jsonl_that_is_no_results_file_beside_the_pack_does_not_stop_it
     (out / "exports" / "candidates.jsonl").write_text('{"candidate": "alice", "decision": "hire"}\n')
     cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
     assert "alice" in cards.pages
+
+
+def test_a_cut_session_whose_manifest_names_no_family_is_no_crash(tmp_path):
+    """R16f-4's listing made a record with family "unknown" from a manifest without families (one written before
+    manifests named them): not a family a result may hold, so reading the folder raised."""
+    import json
+
+    from sweserve.assess.agent import BrowserAgent, Seat
+    from sweserve.assess.scorecard import pack_attempts
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.evaluation.results import ResultsWriter
+    from sweserve.evaluation.trial_folder import TrialFolder
+
+    b1 = bundle(1)
+    agent = BrowserAgent("mallory", Seat("mallory"), 1800, lambda _b: None)
+    path = tmp_path / "round-1" / "mallory.jsonl"
+    with ResultsWriter(path):
+        manifest = write_manifest(path, "run-first", agent, [b1], 1)
+    data = json.loads(manifest.read_text())
+    del data["families"]
+    manifest.write_text(json.dumps(data))
+    cast = CastWriter(TrialFolder.for_trial(path, "run-first", "human-mallory", b1.task.task_id, 1).path / CAST_FILE,
+                      80, 24)
+    cast.event("i", "ls\r")
+    cast.close()
+    assert pack_attempts(path.parent, cut_alone=True) == {}

@@ -27,7 +27,7 @@ from sweserve.assess.packs import Pack
 from sweserve.assess.recorder import commands_from_cast, read_cast
 from sweserve.errors import SweserveError
 from sweserve.evaluation.results import read_results
-from sweserve.models import RunResult
+from sweserve.models import FAMILIES, RunResult
 from sweserve.reporting.review import visible_controls
 
 PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
@@ -73,7 +73,9 @@ def pack_attempts(results_dir: Path, cut_alone: bool = False) -> dict[tuple[str,
             shown = (manifest.parent / agent / task_id / str(attempt) / CAST_FILE).is_file()
             if shown and (key in every or cut_alone) and not any(rid == run_id for rid, _ in every.get(key, {})):
                 family = next(iter(every[key].values())).family if every.get(key) else \
-                    str((data.get("families") or {}).get(task_id) or "unknown")
+                    (data.get("families") or {}).get(task_id)
+                if family not in FAMILIES:  # a manifest that names no family for it (older): no record to make
+                    continue
                 every.setdefault(key, {})[(run_id, 0)] = RunResult(
                     run_id=run_id, task_id=task_id, family=family, agent=agent,
                     attempt=attempt, status="error", error_kind="internal", reason=NO_RESULT, started_at=begun,
