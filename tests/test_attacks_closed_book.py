@@ -159,3 +159,9 @@ def test_a_tunnel_passes_only_when_its_server_name_is_the_connects_host(tmp_path
     assert data.ignore_connection is ok and data.establish_server_tls_first is ok
     log = (tmp_path / "audit.jsonl").read_text() if (tmp_path / "audit.jsonl").exists() else ""
     assert ("not the host the CONNECT named" in log) is not ok
+
+
+def test_a_tuned_model_in_a_gemini_path_must_be_pinned(tmp_path, monkeypatch):
+    refused, _ = run(tmp_path, monkeypatch, {"contents": []}, path="/v1beta/tunedModels/search-tuned:generateContent",
+                     models=["default"])
+    assert refused

@@ -184,3 +184,14 @@ def test_the_review_page_says_who_counted_the_tokens():
     metered = with_meter(said, Metered(requests=1, metered=1, prompt_tokens=9_000, completion_tokens=50))
     page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=metered))
     assert "9000 prompt + 50 completion tokens (metered by its egress proxy" in page and "cost —" in page
+
+
+def test_a_gemini_stream_as_one_json_array_is_not_summed():
+    """`:streamGenerateContent` without `alt=sse` answers one JSON array of chunks, each with the running
+    totals: summed, an honest run's tokens tripled and its own record read as a dispute."""
+    chunks = [{"candidates": [], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": n}}
+              for n in (1, 4, 7)]
+    assert addon.answer_usage(json.dumps(chunks).encode(), "application/json") == (9, 7)
+    batch = [{"text": "a", "meta_info": {"prompt_tokens": 2, "completion_tokens": 1}},
+             {"text": "b", "meta_info": {"prompt_tokens": 3, "completion_tokens": 4}}]
+    assert addon.answer_usage(json.dumps(batch).encode(), "application/json") == (5, 5)  # SGLang's batch: summed

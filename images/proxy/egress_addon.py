@@ -248,9 +248,10 @@ def path_models(url: str) -> list[str]:
     path = urlsplit(url).path
     names = []
     head, sep, _ = path.rpartition(":")
-    _, slash, name = head.rpartition("/models/")
-    if sep and slash:
-        names.append(name)
+    for collection in ("/models/", "/tunedModels/"):  # Gemini's tuned models are models too
+        _, slash, name = head.rpartition(collection)
+        if sep and slash:
+            names.append(name)
     for marker in ("/deployments/", "/engines/"):
         if marker in path:
             rest = path.split(marker, 1)[1]
@@ -311,10 +312,16 @@ def _count(value) -> int:
 def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
     """(prompt, completion) tokens one answer (or one streamed event) states, or None if it states none: a
     usage object at the top or one level down (a Responses API event's `response`, Anthropic's `message`); a list
-    (a batch of answers) sums its members'."""
+    (a batch of answers) sums its members', unless it is Gemini's stream as one JSON array (`:streamGenerateContent`
+    without `alt=sse`), whose chunks each state the running totals: the largest of each."""
     if isinstance(node, list) and depth == 0:
         each = [u for u in (usage_in(item, 1) for item in node) if u is not None]
-        return (sum(u[0] for u in each), sum(u[1] for u in each)) if each else None
+        if not each:
+            return None
+        gemini = all(isinstance(item, dict) and any(isinstance(k, str) and _fold(k) == "usagemetadata" for k in item)
+                     for item in node if usage_in(item, 1) is not None)
+        total = max if gemini else sum
+        return total(u[0] for u in each), total(u[1] for u in each)
     if not isinstance(node, dict):
         return None
     for key, value in node.items():
