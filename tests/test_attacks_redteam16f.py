@@ -177,17 +177,10 @@ def test_r16f_4_a_cut_session_in_another_pack_is_named_on_the_new_packs_scorecar
     assert "retake" in cards.pages["mallory"].read_text()
 
 
-# ---- R16f-5: a link to the pack's own folder beside it makes every candidate a retaker
-
-def test_r16f_5_a_link_to_the_packs_own_folder_is_not_another_pack(tmp_path):
-    """The hiring team keeps `<output>/current` as a link to this round's pack folder (for the dashboards and
-    `assess report --output`). `other_packs` takes every folder beside the pack's with a results file and
-    compares paths, not files: the link is "another pack" holding the same results, so every honest candidate's
-    scorecard and CSV name their own attempt as an earlier one ("a retake: attempt 1 in pack current:
-    resolved"), and each attempt enters the fit twice (R16f-3's join)."""
+def _alice_resolved(tmp_path):
+    """Pack `round-2` (one task) under `tmp_path/out`, where alice's one run resolved it: (pack, out)."""
     from sweserve.assess.agent import BrowserAgent, Seat
     from sweserve.assess.packs import choose_pack
-    from sweserve.assess.scorecard import write_scorecards
     from sweserve.evaluation.evaluate import write_manifest
     from sweserve.evaluation.results import ResultsWriter
 
@@ -198,6 +191,20 @@ def test_r16f_5_a_link_to_the_packs_own_folder_is_not_another_pack(tmp_path):
     write_manifest(path, "run-only", BrowserAgent("alice", Seat("alice"), 1800, lambda _b: None), [b1], 1)
     with ResultsWriter(path) as w:
         w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-only"))
+    return pack, out
+
+
+# ---- R16f-5: a link to the pack's own folder beside it makes every candidate a retaker
+
+def test_r16f_5_a_link_to_the_packs_own_folder_is_not_another_pack(tmp_path):
+    """The hiring team keeps `<output>/current` as a link to this round's pack folder (for the dashboards and
+    `assess report --output`). `other_packs` takes every folder beside the pack's with a results file and
+    compares paths, not files: the link is "another pack" holding the same results, so every honest candidate's
+    scorecard and CSV name their own attempt as an earlier one ("a retake: attempt 1 in pack current:
+    resolved"), and each attempt enters the fit twice (R16f-3's join)."""
+    from sweserve.assess.scorecard import write_scorecards
+
+    pack, out = _alice_resolved(tmp_path)
     (out / "current").symlink_to(pack.name)
     cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
     assert "retake" not in cards.pages["alice"].read_text()
@@ -253,19 +260,9 @@ def test_r16f_7_a_jsonl_that_is_no_results_file_beside_the_pack_does_not_stop_it
     (`read_results`, which refuses a line that is no result). A folder of anything else under the same
     `--output` (an export of the CSVs as JSON lines, a dataset's `tasks.jsonl`, an older version's results)
     makes `assess report` fail for every pack: no scorecard at all, where before R16c-5 there was one."""
-    from sweserve.assess.agent import BrowserAgent, Seat
-    from sweserve.assess.packs import choose_pack
     from sweserve.assess.scorecard import write_scorecards
-    from sweserve.evaluation.evaluate import write_manifest
-    from sweserve.evaluation.results import ResultsWriter
 
-    b1 = bundle(1)
-    pack = choose_pack("round-2", [b1], 1, 3600)
-    out = tmp_path / "out"
-    path = out / pack.name / "alice.jsonl"
-    write_manifest(path, "run-only", BrowserAgent("alice", Seat("alice"), 1800, lambda _b: None), [b1], 1)
-    with ResultsWriter(path) as w:
-        w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-only"))
+    pack, out = _alice_resolved(tmp_path)
     (out / "exports").mkdir()
     (out / "exports" / "candidates.jsonl").write_text('{"candidate": "alice", "decision": "hire"}\n')
     cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
