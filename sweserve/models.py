@@ -504,3 +504,45 @@ class RunResult(Strict):
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.task_id, self.agent, self.attempt)
+
+
+class RunManifest(BaseModel):
+    """`runs/<run_id>/manifest.json`: what one run of one agent on one results file selected, the denominator of
+    its reports. Runs resumed under their `--run-id` rewrite it, keeping what they selected before. Read by
+    `evaluation.results.read_manifest` only; fields a later version adds are ignored, fields older versions left out
+    take their defaults."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    sweserve_version: str | None = None
+    started_at: datetime | None = Field(None, description="when the run (its first invocation) started")
+    agent: str
+    results: str | None = Field(None, description="the results file's name (None: a manifest from before)")
+    agent_config_hash: str | None = None
+    attempts: int = Field(1, ge=1, description="attempts asked of each task, but those in per_task")
+    per_task: dict[str, int] = Field(default_factory=dict, description="attempts asked of a task, where they differ")
+    tasks: dict[str, str | None] = Field(description="each selected task's id: its content hash")
+    families: dict[str, str | None] = Field(default_factory=dict)
+    unready: list[str] = Field(default_factory=list, description="selected tasks that were not ready when selected")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent(cls, data: object) -> object:
+        """An empty value where a container belongs (`null`) as none, and names that are not strings out of
+        `unready`."""
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if not (k in ("per_task", "families", "unready") and v is None)}
+            if isinstance(data.get("unready"), list):
+                data["unready"] = [t for t in data["unready"] if isinstance(t, str)]
+        return data
+
+    @model_validator(mode="after")
+    def _of_its_tasks(self) -> "RunManifest":
+        self.per_task = {t: n for t, n in self.per_task.items() if t in self.tasks}
+        self.unready = [t for t in self.unready if t in self.tasks]
+        return self
+
+    def attempts_for(self, task_id: str) -> int:
+        """Attempts the run asked of task_id (0: not selected)."""
+        return self.per_task.get(task_id, self.attempts) if task_id in self.tasks else 0

@@ -14,11 +14,11 @@ import base64
 import csv
 import html
 import io
-import json
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 from sweserve.agents.terminal import TOKEN
 from sweserve.assess.agent import CAST_FILE
@@ -26,8 +26,8 @@ from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
 from sweserve.assess.recorder import commands_from_cast, read_cast
 from sweserve.errors import SweserveError
-from sweserve.evaluation.results import read_results
-from sweserve.models import FAMILIES, RunResult
+from sweserve.evaluation.results import manifest_or_none, manifest_paths, read_results
+from sweserve.models import FAMILIES, Family, RunResult
 from sweserve.reporting.review import visible_controls
 
 PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-player.min.js",
@@ -57,27 +57,23 @@ def pack_attempts(results_dir: Path, cut_alone: bool = False) -> dict[tuple[str,
         for r in read_results(path):
             every.setdefault((r.agent, r.task_id), {})[(r.run_id, r.attempt)] = r
     started: dict[str, datetime] = {}  # each run's start, from its manifest
-    for manifest in sorted((results_dir / "runs").glob("*/manifest.json")):
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-            run_id, agent, begun = str(data["run_id"]), str(data["agent"]), datetime.fromisoformat(data["started_at"])
-            tasks = {str(t): int((data.get("per_task") or {}).get(t, data.get("attempts", 1))) for t in data["tasks"]}
-        except (OSError, ValueError, KeyError, TypeError):
+    for manifest in manifest_paths(results_dir / "runs"):
+        m = manifest_or_none(manifest)
+        if m is None or m.started_at is None or m.started_at.tzinfo is None:  # not a manifest this version wrote
             continue
-        if begun.tzinfo is None:  # not a manifest this version wrote
-            continue
+        run_id, agent, begun = m.run_id, m.agent, m.started_at
+        tasks = {t: m.attempts_for(t) for t in m.tasks}
         started[run_id] = begun
         for task_id, attempt in tasks.items():
             key = (agent, task_id)
             # its terminal started (the statement is shown only then): a session cut while the image built is none
             shown = (manifest.parent / agent / task_id / str(attempt) / CAST_FILE).is_file()
             if shown and (key in every or cut_alone) and not any(rid == run_id for rid, _ in every.get(key, {})):
-                family = next(iter(every[key].values())).family if every.get(key) else \
-                    (data.get("families") or {}).get(task_id)
+                family = next(iter(every[key].values())).family if every.get(key) else m.families.get(task_id)
                 if family not in FAMILIES:  # a manifest that names no family for it (older): no record to make
                     continue
                 every.setdefault(key, {})[(run_id, 0)] = RunResult(
-                    run_id=run_id, task_id=task_id, family=family, agent=agent,
+                    run_id=run_id, task_id=task_id, family=cast(Family, family), agent=agent,
                     attempt=attempt, status="error", error_kind="internal", reason=NO_RESULT, started_at=begun,
                     finished_at=begun, duration_s=0.0)
 

@@ -9,7 +9,6 @@ out of the denominator. Every trial handed to the executor ends in exactly one r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +18,14 @@ from sweserve.environment.host import new_run_id
 from sweserve.errors import OWN_ERRORS, SweserveError
 from sweserve.evaluation.context import Context
 from sweserve.evaluation.executor import Executor, LocalExecutor
-from sweserve.evaluation.results import ResultsWriter, latest, read_results
+from sweserve.evaluation.results import (
+    MANIFEST_FILE,
+    ResultsWriter,
+    latest,
+    manifest_or_none,
+    manifest_paths,
+    read_results,
+)
 from sweserve.evaluation.trial import (
     MAX_SUBMISSION_BYTES,
     TrialRequest,
@@ -29,7 +35,7 @@ from sweserve.evaluation.trial import (
 )
 from sweserve.evaluation.trial_folder import runs_root
 from sweserve.loading import write_atomic
-from sweserve.models import RunResult, TaskBundle, now
+from sweserve.models import RunManifest, RunResult, TaskBundle, now
 
 
 def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path: Path,
@@ -69,17 +75,13 @@ def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path)
 def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None:
     """The agent (or results file) whose run already holds `run_id` beside results_path, or None if it is free
     for this agent's run on this file (unused, or this same run being resumed)."""
-    path = runs_root(results_path) / run_id / "manifest.json"
-    try:
-        prior = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, ValueError):
+    prior = manifest_or_none(runs_root(results_path) / run_id / MANIFEST_FILE)
+    if prior is None:
         return None
-    if not isinstance(prior, dict):
-        return None
-    if prior.get("agent") != agent_name:
-        return f"agent {prior.get('agent')}"
-    if prior.get("results", results_path.name) != results_path.name:
-        return f"results file {prior.get('results')}"
+    if prior.agent != agent_name:
+        return f"agent {prior.agent}"
+    if (prior.results or results_path.name) != results_path.name:
+        return f"results file {prior.results}"
     return None
 
 
@@ -104,13 +106,11 @@ def next_attempt(results_path: Path, agent_name: str, task_id: str) -> int:
     session, where the task was read, was on no page)."""
     last = max((r.attempt for r in read_results(results_path) if r.task_id == task_id and r.agent == agent_name),
                default=0)
-    root = runs_root(results_path)
-    for path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
-        prior = _manifest_of(path)
-        if prior is None or prior.get("agent") != agent_name or task_id not in prior["tasks"] \
-                or prior.get("results", results_path.name) != results_path.name:
+    for path in manifest_paths(runs_root(results_path)):
+        prior = manifest_or_none(path)
+        if prior is None or prior.agent != agent_name or (prior.results or results_path.name) != results_path.name:
             continue
-        last = max(last, int((prior.get("per_task") or {}).get(task_id, prior.get("attempts", 1))))
+        last = max(last, prior.attempts_for(task_id))
     return last + 1
 
 
@@ -118,51 +118,34 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
                    attempts: int = 1) -> Path:
     """`runs/<run_id>/manifest.json`: one run is one agent on one results file; a run id already used by
     another agent or file is refused (one manifest would otherwise speak for two runs)."""
-    path = runs_root(results_path) / run_id / "manifest.json"
+    path = runs_root(results_path) / run_id / MANIFEST_FILE
     if (owner := run_id_taken(results_path, run_id, agent.name)):
         raise SweserveError(f"run id {run_id} is already used by {owner} in {path.parent}; choose another --run-id")
-    tasks = {b.task.task_id: b.content_hash() for b in bundles}
-    families = {b.task.task_id: b.task.family for b in bundles}
+    tasks: dict[str, str | None] = {b.task.task_id: b.content_hash() for b in bundles}
+    families: dict[str, str | None] = {b.task.task_id: b.task.family for b in bundles}
     asked = dict.fromkeys(tasks, attempts)
     # which selected tasks were not ready (`run --include-unready`): one with no result yet is not `missing` in a
     # report of the ready tasks, with or without --tasks (red team 15g's R15g-5, left; red team 16b)
     unready = {b.task.task_id for b in bundles if not ready_now(b)}
     # the same run resumed (`--run-id`): what it selected before stays selected, each task as many attempts as
     # any of its invocations asked; rewritten, the tasks a resume left out left the denominator (R15c-7)
-    prior = _manifest_of(path)
+    prior = manifest_or_none(path)
     if prior is not None:
-        before = prior.get("attempts", 1)
-        per_task = prior.get("per_task") or {}
-        for t in prior.get("tasks") or {}:
-            asked[t] = max(asked.get(t, 0), int(per_task.get(t, before)))
-        earlier = prior.get("unready")
+        for t in prior.tasks:
+            asked[t] = max(asked.get(t, 0), prior.attempts_for(t))
         # this selection judges its own tasks; what it did not select keeps the earlier judgement
-        unready |= {t for t in earlier if isinstance(t, str) and t not in tasks} if isinstance(earlier, list) else set()
-        tasks = {**prior.get("tasks", {}), **tasks}
-        families = {**(prior.get("families") or {}), **families}
+        unready |= {t for t in prior.unready if t not in tasks}
+        tasks = {**prior.tasks, **tasks}
+        families = {**prior.families, **families}
     most = max(asked.values(), default=attempts)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({
-        "run_id": run_id, "sweserve_version": __version__,
-        "started_at": prior.get("started_at", now().isoformat()) if prior else now().isoformat(),
-        "agent": agent.name, "results": results_path.name, "agent_config_hash": agent.config_hash(),
-        "attempts": most, "per_task": {t: n for t, n in asked.items() if n != most},
-        "tasks": tasks, "families": families, "unready": sorted(unready),
-    }, indent=2) + "\n")
+    manifest = RunManifest(
+        run_id=run_id, sweserve_version=__version__, started_at=(prior.started_at or now()) if prior else now(),
+        agent=agent.name, results=results_path.name, agent_config_hash=agent.config_hash(),
+        attempts=most, per_task={t: n for t, n in asked.items() if n != most},
+        tasks=tasks, families=families, unready=sorted(unready))
+    write_atomic(path, manifest.model_dump_json(indent=2) + "\n")
     return path
-
-
-def _manifest_of(path: Path) -> dict | None:
-    """The manifest at path as a dict, or None (none there, or not one this version can read)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        if isinstance(data, dict) and isinstance(data.get("tasks"), dict) and isinstance(data.get("attempts", 1), int) \
-                and isinstance(data.get("per_task") or {}, dict) \
-                and all(isinstance(n, int) for n in (data.get("per_task") or {}).values()):
-            return data
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass
-    return None
 
 
 def run_evaluation(ctx: Context, bundles: list[TaskBundle], agent: Agent, results_path: Path, *,

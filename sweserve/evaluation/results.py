@@ -1,4 +1,5 @@
-"""Results JSONL: one line per finished attempt, appended and fsynced as each ends; resumable.
+"""Results JSONL: one line per finished attempt, appended and fsynced as each ends; resumable. Beside it, each
+run's manifest (`runs/<run_id>/manifest.json`: what the run selected), read here only.
 
 One writer at a time: a writer holds an exclusive lock on the file itself while it lives, so a second run
 on the same file (by any name, links too) refuses at once instead of interleaving its records.
@@ -15,7 +16,9 @@ from pydantic import ValidationError
 
 from sweserve.errors import SweserveError, describe_validation_error
 from sweserve.loading import read_text
-from sweserve.models import RunResult
+from sweserve.models import RunManifest, RunResult
+
+MANIFEST_FILE = "manifest.json"  # a run's selection: `runs/<run_id>/manifest.json`
 
 
 def read_results(path: Path) -> list[RunResult]:
@@ -89,3 +92,28 @@ class ResultsWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def manifest_paths(root: Path) -> list[Path]:
+    """Every run's manifest under a runs folder (`trial_folder.runs_root`), in order of run id."""
+    return sorted(root.glob(f"*/{MANIFEST_FILE}")) if root.is_dir() else []
+
+
+def read_manifest(path: Path) -> RunManifest:
+    """The run manifest at path; one clear error when it is not one (unreadable, not JSON, a field of the wrong
+    kind). A manifest from before manifests named their run takes its folder's name."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            data.setdefault("run_id", path.parent.name)
+        return RunManifest.model_validate(data)
+    except (OSError, UnicodeDecodeError, ValueError):  # pydantic's ValidationError is a ValueError
+        raise SweserveError(f"{path}: not a run manifest") from None
+
+
+def manifest_or_none(path: Path) -> RunManifest | None:
+    """The run manifest at path, or None (none there, or not one this version can read)."""
+    try:
+        return read_manifest(path) if path.is_file() else None
+    except SweserveError:
+        return None

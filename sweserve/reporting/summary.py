@@ -15,19 +15,17 @@ k the most attempts any task has (a task with fewer attempts counts as resolved 
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sweserve.errors import SweserveError
-from sweserve.evaluation.results import latest
+from sweserve.evaluation.results import latest, manifest_paths, read_manifest
 from sweserve.models import FAMILIES, STATUSES, RunResult
 from sweserve.reporting.review import visible_controls
 
@@ -107,32 +105,24 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
     its agent is one of `agents` (those with records in the file), so other files' agents never join in.
     """
     selected: dict[str, Selection] = {}
-    for path in sorted(runs_root.glob("*/manifest.json")) if runs_root.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            agent, tasks = str(data["agent"]), dict(data["tasks"])
-            written = data.get("results")
-            if results_file is not None and written is not None and written != results_file:
-                named = runs_root.parent / str(written)
-                if named.exists() and not _same_file(named, runs_root.parent / results_file):
-                    continue  # another results file's run
-                if not named.exists() and run_ids is not None \
-                        and str(data.get("run_id", path.parent.name)) not in run_ids:
-                    continue  # a deleted file's run (a scratch run), not this file's renamed: none of its records
-                    # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
-                # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
-                # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
-                written = None
-            if written is None and agents is not None and agent not in agents:
-                continue
-            families = data.get("families") or {}
-            per_task = {str(t): int(n) for t, n in dict(data.get("per_task") or {}).items() if t in tasks}
-            unready = [str(t) for t in list(data.get("unready") or []) if t in tasks]
-            sel = Selection(attempts=int(data.get("attempts", 1)), tasks={t: families.get(t) for t in tasks},
-                            per_task=per_task, unready=unready)
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
-            raise SweserveError(f"{path}: not a run manifest") from None
-        selected[agent] = selected[agent].merge(sel) if agent in selected else sel
+    for path in manifest_paths(runs_root):
+        m = read_manifest(path)
+        written = m.results
+        if results_file is not None and written is not None and written != results_file:
+            named = runs_root.parent / written
+            if named.exists() and not _same_file(named, runs_root.parent / results_file):
+                continue  # another results file's run
+            if not named.exists() and run_ids is not None and m.run_id not in run_ids:
+                continue  # a deleted file's run (a scratch run), not this file's renamed: none of its records
+                # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
+            # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
+            # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
+            written = None
+        if written is None and agents is not None and m.agent not in agents:
+            continue
+        sel = Selection(attempts=m.attempts, tasks={t: m.families.get(t) for t in m.tasks}, per_task=m.per_task,
+                        unready=m.unready)
+        selected[m.agent] = selected[m.agent].merge(sel) if m.agent in selected else sel
     return selected
 
 
