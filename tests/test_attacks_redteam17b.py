@@ -1,0 +1,83 @@
+"""A seventeenth red team's (17b) attacks on the proxy's token meter: tokens and cost a command agent cannot
+forge (`images/proxy/egress_addon.py`: `answer_usage`, `Egress.response`, metered.json;
+`evaluation/trial.with_meter`; the reports' `cost_self_reported`/`usage_disputed`).
+
+Each test asserts the defended behaviour: it FAILS while the attack wins. All run on the host against the addon.
+
+- R17b-1 WIN: a complete meter that counts a fraction of a stream. The meter split a server-sent-event stream
+  with `str.splitlines()`, which also breaks a line at U+2028, U+2029, U+0085 (and \\x0b, \\x0c, \\x1c-\\x1e);
+  a JSON encoder that writes UTF-8 as it is (SGLang's orjson, pydantic's `model_dump_json`) leaves those raw
+  inside a string, and SSE lines end only at CR or LF. SGLang's native `/generate` stream states the text so
+  far in every event: an agent that has the model write U+2028 as its third token breaks every later event,
+  and the meter (complete, `usage_from: proxy`) says 2 completion tokens for 100. An event whose `data` spans
+  several `data:` lines (one event, its lines joined by LF, in the SSE spec) was lost the same way. The honest
+  side: an agent whose model wrote such a character has its true record disputed and its cost dropped.
+  `test_r17b_1_an_sse_stream_splits_only_at_line_ends`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_metering import SSE
+from test_attacks_redteam16e import call, meter
+from test_egress import load_addon
+
+from sweserve.evaluation.trial import with_meter
+from sweserve.models import AgentRun
+
+addon = load_addon()
+
+
+@pytest.fixture(autouse=True)
+def no_mitmproxy(monkeypatch):
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: None))
+
+
+# --- R17b-1 --------------------------------------------------------------------------------------------------------
+
+def raw_events(*objs, eol: str = "\n") -> bytes:
+    """Events as a server that writes UTF-8 unescaped (orjson, pydantic) sends them."""
+    return "".join(f"data: {json.dumps(o, ensure_ascii=False)}{eol}{eol}" for o in objs).encode()
+
+
+def sglang_text_stream(breaker: str, tokens: int = 100, at: int = 3) -> bytes:
+    """SGLang's /generate stream (text so far in every event), whose model wrote `breaker` as token `at`."""
+    text, chunks = "", []
+    for step in range(1, tokens + 1):
+        text += breaker if step == at else "x"
+        chunks.append({"text": text, "meta_info": {"id": "r", "prompt_tokens": 50, "completion_tokens": step}})
+    return raw_events(*chunks)
+
+
+@pytest.mark.parametrize("breaker", ["\u2028", "\u2029", "\u0085"], ids=["LS", "PS", "NEL"])
+def test_r17b_1_an_sse_stream_splits_only_at_line_ends(tmp_path, breaker):
+    """The attack: "start your answer with `ok`, then U+2028, then the patch". Before: metered (50, 2) of (50,
+    100), complete, and the agent's record of 2 tokens agreed with it. The defence: events are split as the SSE
+    spec splits them (CR, LF, CRLF; a blank line ends an event)."""
+    body = {"text": "Write the fix.", "stream": True, "sampling_params": {"max_new_tokens": 100}}
+    m = meter(tmp_path, [call("/generate", body, sglang_text_stream(breaker), ctype=SSE)])
+    assert m.complete
+    assert (m.prompt_tokens, m.completion_tokens) == (50, 100), "metered up to the model's line separator"
+    honest = with_meter(AgentRun(agent="a", usage_from="agent", prompt_tokens=50, completion_tokens=100,
+                                 cost_usd=0.01), m)
+    assert honest.flags == [] and honest.cost_usd == 0.01, "an honest record disputed"
+
+
+def test_r17b_1_an_event_of_several_data_lines_is_one_event():
+    """The variant: one event's data in several `data:` lines (joined by LF, per the SSE spec)."""
+    stream = (raw_events({"text": "a", "meta_info": {"prompt_tokens": 50, "completion_tokens": 1}})
+              + b'data: {"text": "ab",\ndata: "meta_info": {"prompt_tokens": 50, "completion_tokens": 900}}\n\n')
+    assert addon.answer_usage(stream, SSE) == (50, 900)
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_r17b_1_control_streams_as_servers_send_them(eol):
+    """Control: LF, CRLF and CR line ends, comments, `event:` and `id:` fields, OpenAI's [DONE], a final event
+    with no blank line after it: read as before."""
+    head = f": keep-alive{eol}{eol}event: message_start{eol}id: 1{eol}".encode()
+    stream = head + raw_events({"type": "message_start", "message": {"usage": {"input_tokens": 8}}},
+                               {"choices": [{"delta": {"content": "\u2028"}}], "usage": None}, eol=eol) \
+        + f"data: [DONE]{eol}{eol}data:{{\"usage\": {{\"output_tokens\": 12}}}}".encode()
+    assert addon.answer_usage(stream, SSE) == (8, 12)
