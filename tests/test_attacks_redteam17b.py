@@ -81,3 +81,11 @@ def test_r17b_1_control_streams_as_servers_send_them(eol):
                                {"choices": [{"delta": {"content": "\u2028"}}], "usage": None}, eol=eol) \
         + f"data: [DONE]{eol}{eol}data:{{\"usage\": {{\"output_tokens\": 12}}}}".encode()
     assert addon.answer_usage(stream, SSE) == (8, 12)
+
+
+def test_r17b_1_control_a_stream_without_blank_lines_is_still_read():
+    """Control: a server that leaves out the blank lines between its events (every `data:` line one event) is
+    read as before."""
+    stream = b'data: {"meta_info": {"prompt_tokens": 5, "completion_tokens": 1}}\n' \
+             b'data: {"meta_info": {"prompt_tokens": 5, "completion_tokens": 7}}\ndata: [DONE]\n'
+    assert addon.answer_usage(stream, SSE) == (5, 7)

@@ -347,6 +347,50 @@ def _member(event) -> int | None:
     return index if isinstance(index, int) and not isinstance(index, bool) else None
 
 
+SSE_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def sse_data(text: str) -> list[str]:
+    """Each event's data in a server-sent-event stream, as the SSE spec reads it: lines end only at CR, LF or
+    CRLF (`str.splitlines` also splits at U+2028, U+0085 ..., which a JSON encoder writing UTF-8 leaves raw in a
+    string the model wrote: red team 17b, R17b-1), an event's `data:` lines are joined by LF, and a blank line
+    (or the stream's end) ends it."""
+    events: list[str] = []
+    lines: list[str] = []
+    for line in [*SSE_LINE_END.split(text.removeprefix("\ufeff")), ""]:
+        if not line:
+            if lines:
+                events.append("\n".join(lines))
+            lines = []
+        elif line.startswith("data"):
+            field, colon, value = line.partition(":")
+            if field == "data":
+                lines.append(value[1:] if value.startswith(" ") else value)
+    return events
+
+
+def _json_event(data: str):
+    data = data.strip()
+    try:  # an event that is not JSON (OpenAI's closing "[DONE]") states no usage
+        return json.loads(data) if data.startswith(("{", "[")) else None
+    except ValueError:
+        return None
+
+
+def sse_events(text: str) -> list:
+    """The JSON of each event in a stream (`sse_data`); an event of several lines that is not JSON whole is read
+    line by line too (a server that leaves out the blank lines between its events): more events read can only
+    raise the meter's count, never lower it."""
+    found = []
+    for data in sse_data(text):
+        event = _json_event(data)
+        if event is None and "\n" in data:
+            found += [e for e in map(_json_event, data.split("\n")) if e is not None]
+        else:
+            found.append(event)
+    return found
+
+
 def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
     """The tokens a model answer states: a JSON body, or a stream of server-sent events (the largest count each
     field reaches over the events, since streams state usage once at the end or as running totals)."""
@@ -357,12 +401,7 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
             # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
             # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
             found: dict = {}
-            for line in content.decode("utf-8").splitlines():
-                data = line[5:].strip() if line.startswith("data:") else ""
-                try:  # an event that is not JSON (OpenAI's closing "[DONE]") states no usage
-                    event = json.loads(data) if data.startswith(("{", "[")) else None
-                except ValueError:
-                    event = None
+            for event in sse_events(content.decode("utf-8", "replace")):
                 usage = usage_in(event)
                 if usage is not None:
                     key = _member(event)
