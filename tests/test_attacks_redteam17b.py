@@ -13,6 +13,11 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   several `data:` lines (one event, its lines joined by LF, in the SSE spec) was lost the same way. The honest
   side: an agent whose model wrote such a character has its true record disputed and its cost dropped.
   `test_r17b_1_an_sse_stream_splits_only_at_line_ends`.
+- R17b-2 WIN: an incomplete meter is no floor for a run with no record. `with_meter` raised a record to the meter
+  only when it flagged it, and flagged only a record of the agent's own (`usage_from: agent`): an agent that
+  leaves no record (its trajectory path made a directory: R16e-6) and one call unread (a stream without
+  `include_usage`) kept 0 tokens, unflagged, the meter's 150k beside them unseen; the review page showed no
+  token count at all. `test_r17b_2_an_incomplete_meter_is_a_floor_without_a_record`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from test_attacks_redteam16e import call, meter
 from test_egress import load_addon
 
 from sweserve.evaluation.trial import with_meter
-from sweserve.models import AgentRun
+from sweserve.models import AgentRun, Metered
 
 addon = load_addon()
 
@@ -89,3 +94,30 @@ def test_r17b_1_control_a_stream_without_blank_lines_is_still_read():
     stream = b'data: {"meta_info": {"prompt_tokens": 5, "completion_tokens": 1}}\n' \
              b'data: {"meta_info": {"prompt_tokens": 5, "completion_tokens": 7}}\ndata: [DONE]\n'
     assert addon.answer_usage(stream, SSE) == (5, 7)
+
+
+# --- R17b-2 --------------------------------------------------------------------------------------------------------
+
+UNREAD = Metered(requests=4, metered=3, unread=1, prompt_tokens=150_000, completion_tokens=9_000)
+
+
+def test_r17b_2_an_incomplete_meter_is_a_floor_without_a_record():
+    """The attack: no record of its own, and one stream without usage. Before: 0 and 0 tokens, no flag, the review
+    page silent. The defence: an incomplete meter raises any run's counts to what it read, and the review page
+    says the count is a floor."""
+    from test_attacks_redteam15b import _bundle, _patch, _result
+
+    from sweserve.reporting.review import review_html
+
+    run = with_meter(AgentRun(agent="a"), UNREAD)  # no record: usage_from ""
+    assert (run.prompt_tokens, run.completion_tokens) == (150_000, 9_000), "the meter's floor ignored"
+    bundle = _bundle()
+    page = review_html(bundle, _result(bundle, _patch("x = 1"), agent="cmd", run=run))
+    assert "150000 prompt + 9000 completion tokens" in page
+    assert "could not read 1 of its 4 model calls" in page
+
+
+def test_r17b_2_control_a_record_above_an_incomplete_meter_stands():
+    run = with_meter(AgentRun(agent="a", usage_from="agent", prompt_tokens=200_000, completion_tokens=10_000,
+                              cost_usd=0.5), UNREAD)
+    assert (run.prompt_tokens, run.completion_tokens, run.cost_usd, run.flags) == (200_000, 10_000, 0.5, [])
