@@ -161,7 +161,7 @@ def with_meter(run: AgentRun, meter: Metered | None) -> AgentRun:
         update["cost_usd"] = None
     if meter.complete:
         update |= {"prompt_tokens": counted[0], "completion_tokens": counted[1], "usage_from": "proxy"}
-    elif "flags" in update:
+    else:  # a floor for every run, a record of the agent's or none (red team 17b, R17b-2: no record kept 0 tokens)
         update |= {"prompt_tokens": max(said[0], counted[0]), "completion_tokens": max(said[1], counted[1])}
     return run.model_copy(update=update)
 

@@ -220,11 +220,16 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
         ("time used", f"{run.wall_s if run else result.duration_s:.0f} s ({run.exit_reason if run else 'n/a'})"),
         ("finished", f"{result.finished_at.astimezone(timezone.utc):%Y-%m-%d %H:%M UTC}"),
     ]
-    if run and (run.steps or run.prompt_tokens or run.cost_usd is not None):
+    if run and (run.steps or run.prompt_tokens or run.cost_usd is not None or run.metered is not None):
         cost = "—" if run.cost_usd is None else f"${run.cost_usd:.4f}"
         counted = USAGE_FROM.get(run.usage_from, "")
         if run.cost_usd is not None and run.usage_from != "host" and run.usage_from:
             cost += " (the agent's own record)"
+        if run.metered is not None and not run.metered.complete:  # its counts are a floor (red team 17b, R17b-2)
+            m = run.metered
+            missed = m.requests - m.metered - m.refused  # unread, or never answered
+            counted += (f" (at least: its egress proxy could not read {max(missed, 0)} of its {m.requests} model calls"
+                        + (f" and {m.tunnels} https tunnels" if m.tunnels else "") + ")")
         facts.append(("agent", f"{run.steps} steps, {run.prompt_tokens} prompt + {run.completion_tokens} "
                                f"completion tokens{counted}, cost {cost}"))
     table = "".join(f'<tr><th>{e(k)}</th><td id="fact-{e(k.replace(" ", "-"))}">{e(v)}</td></tr>'
