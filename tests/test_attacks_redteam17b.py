@@ -23,9 +23,11 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
-from test_attacks_metering import SSE
+from test_attacks_metering import SSE, answer
+from test_attacks_redteam15f import MODEL
 from test_attacks_redteam16e import call, meter
 from test_egress import load_addon
 
@@ -121,3 +123,41 @@ def test_r17b_2_control_a_record_above_an_incomplete_meter_stands():
     run = with_meter(AgentRun(agent="a", usage_from="agent", prompt_tokens=200_000, completion_tokens=10_000,
                               cost_usd=0.5), UNREAD)
     assert (run.prompt_tokens, run.completion_tokens, run.cost_usd, run.flags) == (200_000, 10_000, 0.5, [])
+
+
+# --- R17b-3 --------------------------------------------------------------------------------------------------------
+
+def switched(method: str, path: str, status: int):
+    return SimpleNamespace(
+        request=SimpleNamespace(method=method, scheme="http", host="10.0.0.5", port=30000, content=b"",
+                                url=f"{MODEL}{path}", headers={"upgrade": "websocket", "connection": "Upgrade"}),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None, metadata={},
+        answer=SimpleNamespace(status_code=status, content=b"", headers={}))
+
+
+def open_meter(tmp_path, flows):
+    e = addon.Egress([MODEL], False, tmp_path)  # no closed book: an Upgrade passes
+    e.running()
+    for f in flows:
+        e.request(f)
+        assert f.response is None, "the proxy passed the call"
+        f.response = f.answer
+        e.response(f)
+    return Metered.model_validate_json((tmp_path / "metered.json").read_text())
+
+
+@pytest.mark.parametrize("method, path", [("POST", "/v1/responses"), ("GET", "/v1/models/default")])
+def test_r17b_3_a_switched_connection_is_not_metered_complete(tmp_path, method, path):
+    """The attack: a WebSocket to the model server, then its generations over it. Before: the meter complete at
+    0 tokens. The defence: a 101 answer is a connection the proxy no longer reads, counted with the tunnels."""
+    m = open_meter(tmp_path, [switched(method, path, 101)])
+    assert not m.complete, "generations over a switched connection are unmetered"
+
+
+def test_r17b_3_control_a_refused_upgrade_and_a_plain_call_stay_complete(tmp_path):
+    """Control: an Upgrade the server answers with an error, a listing, and a plain call leave the meter complete."""
+    plain = switched("POST", "/v1/chat/completions", 200)
+    plain.request.headers, plain.answer.content = {"content-type": "application/json"}, answer(10, 2)
+    plain.answer.headers = {"content-type": "application/json"}
+    m = open_meter(tmp_path, [switched("POST", "/v1/responses", 426), switched("GET", "/v1/models", 200), plain])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (10, 2)
