@@ -417,7 +417,8 @@ class Metered(Strict):
     metered: int = Field(0, ge=0, description="answers whose usage it read")
     refused: int = Field(0, ge=0, description="error answers (4xx, 5xx): nothing generated")
     unread: int = Field(0, ge=0, description="answers that stated no usage it could read (a stream without it)")
-    tunnels: int = Field(0, ge=0, description="https tunnels: their calls and answers are never read")
+    tunnels: int = Field(0, ge=0, description="https tunnels and connections switched to another protocol (a "
+                         "WebSocket): their calls and answers are never read")
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
     last_prompt_tokens: int = Field(0, ge=0, description="the last answer it read (a record saved after each step "

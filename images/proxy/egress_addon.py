@@ -613,17 +613,25 @@ class Egress:
 
     def response(self, flow) -> None:
         """Meter a model call's answer (what the model server says it used); an answer it cannot read, or a
-        call that got none, stays counted unread."""
-        if not (getattr(flow, "metadata", None) or {}).get("sweserve_meter"):
-            return
+        call that got none, stays counted unread. A connection switched to another protocol (101: a WebSocket) is
+        counted with the tunnels, whatever the call: what passes over it next is never read (red team 17b, R17b-3)."""
         resp = flow.response
+        switched = resp is not None and resp.status_code == 101
+        if switched:
+            self.meter["tunnels"] += 1
+        if not (getattr(flow, "metadata", None) or {}).get("sweserve_meter"):
+            if switched:
+                self.write_meter()
+            return
         usage = None
         if 200 <= resp.status_code < 300:
             try:
                 usage = answer_usage(resp.content or b"", resp.headers.get("content-type", ""))
             except ValueError:  # a Content-Encoding it cannot undo
                 pass
-        if not 200 <= resp.status_code < 300:
+        if resp.status_code < 200:  # not a final answer to the call: what followed was not read
+            self.meter["unread"] += 1
+        elif not 200 <= resp.status_code < 300:
             self.meter["refused"] += 1
         elif usage is None:
             self.meter["unread"] += 1
