@@ -161,3 +161,29 @@ def test_r17b_3_control_a_refused_upgrade_and_a_plain_call_stay_complete(tmp_pat
     plain.answer.headers = {"content-type": "application/json"}
     m = open_meter(tmp_path, [switched("POST", "/v1/responses", 426), switched("GET", "/v1/models", 200), plain])
     assert m.complete and (m.prompt_tokens, m.completion_tokens) == (10, 2)
+
+
+# --- R17b-4 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, want", [
+    ({"candidates": [], "usageMetadata": {"promptTokenCount": 900, "toolUsePromptTokenCount": 40_000,
+                                          "candidatesTokenCount": 300, "totalTokenCount": 41_200}}, (40_900, 300)),
+    ({"choices": [], "usage": {"total_tokens": 41_200}}, None),
+    ({"choices": [], "usage": {"billed_units": {"input_tokens": 40_900, "output_tokens": 300}}}, None),
+    ({"choices": [], "usage": {}}, None),
+], ids=["gemini-tool-use", "total-only", "unknown-names", "empty"])
+def test_r17b_4_usage_the_meter_cannot_read_is_not_zero(content, want):
+    """Before: (900, 300) for Gemini's 41 200 tokens, and (0, 0), metered, for the others. The defence: Gemini's
+    tool-use prompt counted as prompt; a usage object naming none of the fields the meter reads is no reading
+    (unread: the meter incomplete, its count a floor)."""
+    assert addon.answer_usage(json.dumps(content).encode(), "application/json") == want
+
+
+def test_r17b_4_control_usage_that_states_zero_is_zero():
+    """Control: a stated 0 is a reading; a stream's events with `usage: null` or an empty usage are skipped, its
+    last chunk read."""
+    assert addon.answer_usage(answer(0, 0), "application/json") == (0, 0)
+    stream = raw_events({"choices": [{"delta": {"content": "x"}}], "usage": None},
+                        {"choices": [{"delta": {"content": "y"}}], "usage": {}},
+                        {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 6}})
+    assert addon.answer_usage(stream, SSE) == (11, 6)
