@@ -299,7 +299,8 @@ def fetched_urls(body) -> list[str]:
 
 USAGE_KEYS = ("usage", "usagemetadata", "metainfo")  # folded: OpenAI/Anthropic, Gemini, SGLang's native API
 PROMPT_FIELDS = ("prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                 "promptTokenCount")
+                 # Gemini's tools' results fed back to the model, beside its prompt (red team 17b, R17b-4)
+                 "promptTokenCount", "toolUsePromptTokenCount")
 COMPLETION_FIELDS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "thoughtsTokenCount")
 METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted unread
 MAX_TOKENS = 2**53  # the largest count sweserve takes (sweserve.agents.trajectory.MAX_COUNT)
@@ -326,6 +327,8 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
         return None
     for key, value in node.items():
         if isinstance(key, str) and _fold(key) in USAGE_KEYS and isinstance(value, dict):
+            if not any(f in value for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS)):
+                return None  # it names no count the meter reads: no reading, not 0 tokens (R17b-4)
             return (sum(_count(value.get(f)) for f in PROMPT_FIELDS),
                     sum(_count(value.get(f)) for f in COMPLETION_FIELDS))
     if depth < 1:
