@@ -187,3 +187,31 @@ def test_r17b_4_control_usage_that_states_zero_is_zero():
                         {"choices": [{"delta": {"content": "y"}}], "usage": {}},
                         {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 6}})
     assert addon.answer_usage(stream, SSE) == (11, 6)
+
+
+# --- R17b-5 --------------------------------------------------------------------------------------------------------
+
+def test_r17b_5_the_board_counts_attempts_metered_in_part():
+    """The attack: one unread stream per attempt, and a record at the meter's floor with a cost of $0.0001 (the
+    unread calls' 400k tokens left out). Before: the board's cost cell and the terminal report the same as an
+    honest agent's. The defence: `AgentReport.usage_unmetered` counts them, and both say so."""
+    import io
+
+    from rich.console import Console
+    from test_attacks_redteam16e import _cheap, _graded
+
+    from sweserve.reporting.html import _leaderboard_table
+    from sweserve.reporting.summary import build_reports, render
+
+    floor = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                                cost_usd=0.0001), Metered(requests=2, metered=1, unread=1, prompt_tokens=2_000,
+                                                          completion_tokens=100))
+    assert floor.flags == [] and floor.cost_usd == 0.0001  # the floor holds: no dispute to show
+    (rep,) = build_reports([_graded("t-1", _cheap()), _graded("t-2", floor)])
+    assert rep.usage_unmetered == 1
+    assert "metered in part" in _leaderboard_table([rep]), "the board hides the attempt its proxy saw in part"
+    out = io.StringIO()
+    render([rep], Console(file=out, width=300))
+    assert "1 attempts' token counts are only a floor" in out.getvalue()
+    (honest,) = build_reports([_graded("t-1", _cheap())])  # control: a complete meter is no mark
+    assert honest.usage_unmetered == 0 and "metered in part" not in _leaderboard_table([honest])
