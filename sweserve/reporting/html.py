@@ -154,6 +154,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
             cost += (f' <span class="se" id="lb-{a}-usage_disputed" title="attempts whose own record of tokens '
                      'disagreed with what their egress proxy metered: their costs are left out of this mean">'
                      f'{plural(rep.usage_disputed, "disputed attempt")}</span>')
+        if rep.usage_unmetered:  # their records unchecked above what the proxy read (red team 17b, R17b-5)
+            cost += (f' <span class="se" id="lb-{a}-usage_unmetered" title="attempts whose egress proxy could not '
+                     'read every model call: their tokens and costs are the agent\'s own record, checked only '
+                     f'against what it read">{rep.usage_unmetered} metered in part</span>')
         cells += [("num", "cost_per_task_usd", cost),
                   ("num", "time_per_task_s", _secs(rep.time_per_task_s))]
         rows.append(f'<tr id="lb-row-{i}">' + "".join(f'<td class="{c}" id="lb-{a}-{m}">{t}</td>' for c, m, t in cells)

@@ -89,6 +89,9 @@ class AgentReport(BaseModel):
                               "one) are left out of the mean, and the board says so (red team 16e, R16e-6)")
     usage_disputed: int = Field(0, description="attempts whose own record of tokens disagreed with what their egress "
                                 "proxy counted from the model's answers (`usage_disagrees`)")
+    usage_unmetered: int = Field(0, description="attempts whose egress proxy could not read every model call (an "
+                                 "agent can cause that): their tokens are only a floor, their record unchecked "
+                                 "above it (red team 17b, R17b-5)")
     time_per_task_s: float | None = Field(None, description="mean wall time of one attempt")
     overall: Rate
     families: dict[str, Rate]
@@ -221,6 +224,7 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
             cost_attempts=sum(x.cost_usd is not None for x in runs), ran_attempts=len(runs),
             cost_self_reported=any(x.cost_usd is not None and x.usage_from in ("agent", "proxy") for x in runs),
             usage_disputed=sum(any(f.startswith("usage_disagrees") for f in x.flags) for x in runs),
+            usage_unmetered=sum(x.metered is not None and not x.metered.complete for x in runs),
             time_per_task_s=_mean([r.agent_run.wall_s if r.agent_run else r.duration_s for r in ran]),
             overall=_rate(rows, k, outcomes), families=families, statuses=statuses, tasks=rows,
         ))
@@ -267,6 +271,9 @@ def render(reports: list[AgentReport], console: Console) -> None:
                             if rep.cost_attempts < rep.ran_attempts else ""))
         if rep.usage_disputed:
             costs.append(f"{rep.usage_disputed} attempts' own token counts disagree with their proxy's")
+        if rep.usage_unmetered:
+            costs.append(f"{rep.usage_unmetered} attempts' token counts are only a floor (their proxy could not read "
+                         "every model call)")
         if rep.time_per_task_s is not None:
             costs.append(f"time/task {rep.time_per_task_s:.1f} s")
         if costs:
