@@ -171,7 +171,10 @@ def test_r17b_3_control_a_refused_upgrade_and_a_plain_call_stay_complete(tmp_pat
     ({"choices": [], "usage": {"total_tokens": 41_200}}, None),
     ({"choices": [], "usage": {"billed_units": {"input_tokens": 40_900, "output_tokens": 300}}}, None),
     ({"choices": [], "usage": {}}, None),
-], ids=["gemini-tool-use", "total-only", "unknown-names", "empty"])
+    # an answer's own usage, unread, is not replaced by one deeper down (an echoed `metadata` the agent wrote)
+    ({"usage": {"total_tokens": 41_200}, "metadata": {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}}, None),
+    ({"usage": {"total_tokens": 5}, "meta_info": {"prompt_tokens": 3, "completion_tokens": 2}}, (3, 2)),
+], ids=["gemini-tool-use", "total-only", "unknown-names", "empty", "no-deeper", "next-key"])
 def test_r17b_4_usage_the_meter_cannot_read_is_not_zero(content, want):
     """Before: (900, 300) for Gemini's 41 200 tokens, and (0, 0), metered, for the others. The defence: Gemini's
     tool-use prompt counted as prompt; a usage object naming none of the fields the meter reads is no reading

@@ -325,13 +325,15 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
         return total(u[0] for u in each), total(u[1] for u in each)
     if not isinstance(node, dict):
         return None
+    seen = False
     for key, value in node.items():
         if isinstance(key, str) and _fold(key) in USAGE_KEYS and isinstance(value, dict):
+            seen = True
             if not any(f in value for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS)):
-                return None  # it names no count the meter reads: no reading, not 0 tokens (R17b-4)
+                continue  # it names no count the meter reads: no reading, not 0 tokens (red team 17b, R17b-4)
             return (sum(_count(value.get(f)) for f in PROMPT_FIELDS),
                     sum(_count(value.get(f)) for f in COMPLETION_FIELDS))
-    if depth < 1:
+    if depth < 1 and not seen:  # the answer's own usage, unread, is not replaced by one deeper down
         for value in node.values():
             if isinstance(value, dict) and (inner := usage_in(value, depth + 1)) is not None:
                 return inner
