@@ -218,3 +218,21 @@ def test_r17b_5_the_board_counts_attempts_metered_in_part():
     assert "1 attempts' token counts are only a floor" in out.getvalue()
     (honest,) = build_reports([_graded("t-1", _cheap())])  # control: a complete meter is no mark
     assert honest.usage_unmetered == 0 and "metered in part" not in _leaderboard_table([honest])
+
+
+# --- R17b-6 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="R17b-6: a command agent's cost is its record's word; sweserve prices no "
+                   "command agent's metered tokens (needs a price in its config and a cost of sweserve's own)")
+def test_r17b_6_a_forged_cost_with_true_tokens_stands():
+    """The attack: the same metered 2 100 tokens, one record at $0.01 (honest), one at $0.000001."""
+    from test_attacks_redteam16e import _cheap, _graded
+
+    from sweserve.reporting.summary import build_reports
+
+    meter = Metered(requests=1, metered=1, prompt_tokens=2_000, completion_tokens=100)
+    forged = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                                 cost_usd=0.000001), meter)
+    (honest,) = build_reports([_graded("t-1", _cheap())])
+    (rep,) = build_reports([_graded("t-1", forged)])
+    assert forged.flags or rep.cost_per_task_usd == honest.cost_per_task_usd, "a cost the meter never checks"
