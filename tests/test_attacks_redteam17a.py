@@ -1,0 +1,148 @@
+"""Red team 17a: closed-book model-only egress (`images/proxy/egress_addon.py`, the request side).
+
+Each attack is a test that FAILS while the attack wins and passes once defended; controls keep honest clients'
+requests passing. All run on the host against the addon's request hook (`run` from test_attacks_redteam15f).
+
+- R17a-1: a gateway's routing *headers*. The proxy read the body's routing fields (`api_base`, `preset`, ...) but
+  forwarded every header as the agent wrote it: Portkey's `x-portkey-config` (a whole routing config: provider,
+  override_params.model, a custom host), `x-portkey-provider`/`x-portkey-custom-host`, Helicone's
+  `Helicone-Target-URL`, LiteLLM's `x-litellm-*` and a front's `X-Original-URL`/`X-Rewrite-URL` path rewrite.
+  Defence: closed book forwards only the headers a model client sends (an allow-list); every other header is
+  removed and named in the audit line's `stripped`.
+- R17a-2: the query string. LiteLLM's proxy takes `model` as a query parameter over the body's (`model: Optional[str]
+  = None` in its route: "for azure deployments"), and a gateway reading query parameters as request fields takes
+  `api_base`, `plugins`, ... there too; the proxy read only the body and the path. Defence: closed book passes only
+  the query parameters model clients send (`alt`, `key`, `api-version`, `beta`).
+- R17a-3: a bare `image_data`/`audio_data`/`video_data` value that is a dot-less path. INLINE took any string of
+  base64's alphabet, `/` included: `/srv/shots/pr1234png` is one. SGLang's `load_image` opens any value ending in
+  `png`/`jpg`/... as a file before it tries base64, and its audio and video loaders open any string that is not a
+  data: or http URL: a file on the model server's host read for the agent. Defence: a bare value must be base64
+  that decodes to a picture, sound or video (its signature), or a plain short word (a `detail: "auto"`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from test_attacks_redteam15f import run
+
+PINNED = ["default"]
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+
+
+# --- R17a-1 --------------------------------------------------------------------------------------------------------
+
+PORTKEY = json.dumps({"provider": "perplexity-ai", "override_params": {"model": "sonar-pro"},
+                      "custom_host": "http://evil.example"})
+
+
+@pytest.mark.parametrize("name, value", [
+    ("x-portkey-config", PORTKEY),  # Portkey: the whole routing config rides in a header
+    ("x-portkey-provider", "perplexity-ai"),
+    ("x-portkey-custom-host", "https://r.jina.ai/https://github.com/sgl-project/sglang/pull/1234"),
+    ("Helicone-Target-URL", "https://api.perplexity.ai"),  # Helicone's gateway sends the request there
+    ("x-litellm-tags", "web"),  # LiteLLM's tag routing to another deployment
+    ("X-Original-URL", "/update_weights_from_disk"),  # a front that rewrites the path by a header
+    ("X-Rewrite-URL", "/flush_cache"),
+    ("cf-aig-custom-cost", "{}"),  # Cloudflare's AI gateway: one of its many cf-aig-* knobs
+], ids=["portkey-config", "portkey-provider", "portkey-custom-host", "helicone-target", "litellm-tags",
+        "x-original-url", "x-rewrite-url", "cloudflare-aig"])
+def test_r17a_1_gateway_routing_headers_never_reach_the_server(tmp_path, monkeypatch, name, value):
+    """Attack: a gateway's routing header on an allowed chat call (pinned model in the body, no hosted tool).
+    Won: forwarded as written; Portkey reads `x-portkey-config` over the body and asks Perplexity's sonar-pro (web
+    search by name), a custom host gets the request, a front rewrites the path to an admin endpoint.
+    Defence: closed book forwards only the headers model clients send; others are removed and logged."""
+    headers = {"content-type": "application/json", name: value}
+    refused, flow = run(tmp_path, monkeypatch, CHAT, headers=headers, models=PINNED)
+    if not refused:
+        sent = {key.lower() for key in flow.request.headers}
+        assert name.lower() not in sent, f"{name} was forwarded to the model server"
+        assert name.lower() in [s.lower() for s in _log(tmp_path)[-1].get("stripped", [])]
+
+
+def test_r17a_1_control_an_sdks_headers_pass(tmp_path, monkeypatch):
+    """Control: what the OpenAI, Anthropic and Gemini SDKs, Claude Code and Codex send is forwarded untouched."""
+    headers = {"content-type": "application/json", "Authorization": "Bearer sk-x", "x-api-key": "k",
+               "anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking-2025-05-14",
+               "X-Stainless-Lang": "python", "X-Stainless-Retry-Count": "0", "User-Agent": "OpenAI/Python 1.99",
+               "Accept": "application/json", "Accept-Encoding": "gzip", "x-app": "cli", "originator": "codex_cli_rs",
+               "session_id": "s", "OpenAI-Beta": "responses=experimental", "x-goog-api-key": "g",
+               "x-goog-api-client": "genai-py", "Idempotency-Key": "i"}
+    refused, flow = run(tmp_path, monkeypatch, CHAT, headers=headers, models=PINNED)
+    assert not refused and dict(flow.request.headers) == headers
+    assert "stripped" not in _log(tmp_path)[-1]
+
+
+# --- R17a-2 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", [
+    "model=sonar-pro",  # LiteLLM: the route's `model` query parameter wins over the body's
+    "Model=gpt-4o-search-preview",
+    "api_base=http%3A%2F%2Fevil.example",
+    "plugins=web",
+    "alt=sse&model=sonar",  # an honest parameter beside it
+], ids=["model", "folded-model", "api_base", "plugins", "beside-alt"])
+def test_r17a_2_the_query_string_routes_nothing(tmp_path, monkeypatch, query):
+    """Attack: POST /v1/chat/completions?model=sonar-pro with the pinned model in the body.
+    Won: passed (the proxy read only the body and the path); LiteLLM asks sonar-pro, which searches the web.
+    Defence: closed book passes only the query parameters model clients send; anything else is refused."""
+    refused, _ = run(tmp_path, monkeypatch, CHAT, path=f"/v1/chat/completions?{query}", models=PINNED)
+    assert refused, f"?{query} passed"
+
+
+@pytest.mark.parametrize("path", [
+    "/v1beta/models/default:streamGenerateContent?alt=sse",  # Gemini's streaming
+    "/v1beta/models/default:generateContent?key=AIza",  # Gemini's API key
+    "/openai/deployments/default/chat/completions?api-version=2024-10-21",  # Azure
+    "/v1/messages?beta=true",  # the Anthropic SDK's beta client
+    "/v1/chat/completions",
+], ids=["gemini-alt", "gemini-key", "azure-api-version", "anthropic-beta", "none"])
+def test_r17a_2_control_a_clients_query_passes(tmp_path, monkeypatch, path):
+    body = {"contents": []} if ":" in path else CHAT
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused
+
+
+# --- R17a-3 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, path", [
+    ({"text": "<image> Transcribe.", "image_data": "/srv/shots/pr1234png"}, "/generate"),
+    ({"text": "<image> Transcribe.", "image_data": ["/srv/shots/pr1234jpeg"]}, "/generate"),
+    ({"text": "<image> Transcribe.", "image_data": "/srv/shots/prpng"}, "/generate"),  # 16 characters: base64's length
+    ({"text": "Transcribe.", "audio_data": "/srv/recordings/standup"}, "/generate"),  # any string not data:/http
+    ({"text": "Transcribe.", "video_data": "/srv/recordings/demo"}, "/generate"),
+    ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "/srv/shots/pr1234png"}}]}]}, "/v1/chat/completions"),
+], ids=["image-path", "image-path-list", "image-path-base64-length", "audio-path", "video-path", "chat-image-path"])
+def test_r17a_3_a_bare_media_value_is_never_a_path(tmp_path, monkeypatch, body, path):
+    """Attack: a dot-less absolute path as SGLang's `image_data` (ending in `png`) or `audio_data`/`video_data`.
+    Won: passed as "bare base64" (`/` is in base64's alphabet); SGLang opens the file on the model server's host.
+    Defence: a bare value must be base64 decoding to a picture, sound or video, or a short plain word."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(24)).decode()
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(20)).decode()  # "/9j/...": base64 of a JPEG starts with "/"
+WAV = base64.b64encode(b"RIFF\x00\x00\x00\x00WAVEfmt " + bytes(16)).decode()
+MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(16)).decode()
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"text": "<image> describe", "image_data": [PNG, JPEG, f"data:image/png;base64,{PNG}"]}, "/generate"),
+    ({"text": "listen", "audio_data": WAV}, "/generate"),
+    ({"text": "watch", "video_data": MP4}, "/generate"),
+    ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{JPEG}", "detail": "auto"}}]}]},
+     "/v1/chat/completions"),
+    ({"text": "<image> describe", "image_data": [{"url": JPEG, "detail": "high"}]}, "/generate"),
+], ids=["sglang-images", "sglang-audio", "sglang-video", "openai-detail", "sglang-image-object"])
+def test_r17a_3_control_inline_media_passes(tmp_path, monkeypatch, body, path):
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused
