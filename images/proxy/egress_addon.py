@@ -184,6 +184,27 @@ def online_model(body) -> bool:
                for key, value in body.items())
 
 
+# the headers a model client sends (the OpenAI, Anthropic and Gemini SDKs, Claude Code, Codex, litellm): closed
+# book forwards these and removes every other one, as it keeps only the client's own tools. A gateway reads its
+# routing from headers as readily as from the body: Portkey's `x-portkey-config` (a provider, a model, a custom
+# host), Helicone's `Helicone-Target-URL`, LiteLLM's `x-litellm-*`, a front's `X-Original-URL` path rewrite
+# (red team 17a, R17a-1)
+CLIENT_HEADERS = {"host", "content-type", "content-length", "content-encoding", "transfer-encoding", "connection",
+                  "keep-alive", "te", "expect", "accept", "accept-encoding", "accept-language", "user-agent",
+                  "authorization", "x-api-key", "api-key", "idempotency-key", "x-request-id", "cache-control",
+                  "pragma", "x-goog-api-key", "x-goog-api-client", "x-app", "originator", "session_id",
+                  "conversation_id", "version"}
+CLIENT_HEADER_PREFIXES = ("x-stainless-", "anthropic-", "openai-")
+
+
+def foreign_headers(headers) -> list[str]:
+    """The header names (as sent) a model client does not send (CLIENT_HEADERS, CLIENT_HEADER_PREFIXES)."""
+    names = [name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else str(name)
+             for name in headers.keys()]
+    return list(dict.fromkeys(name for name in names if name.lower() not in CLIENT_HEADERS
+                              and not name.lower().startswith(CLIENT_HEADER_PREFIXES)))
+
+
 # what a request says to the model, not to the server: a conversation (its tool calls' arguments are objects in
 # Anthropic's and Gemini's history: Claude Code's Task tool takes a `model`), a schema of the answer. No server
 # routes by a `model` in these, and reading them there refused honest requests (red team 16d)
@@ -582,6 +603,10 @@ class Egress:
             # a WebSocket's messages pass through mitmproxy unread: closed book cannot strip them
             allowed, note = False, "closed book: a protocol upgrade (WebSocket) is not read by this proxy"
         if allowed and self.closed_book:
+            for name in foreign_headers(headers):
+                del headers[name]
+                stripped.append(name)
+        if allowed and self.closed_book:
             # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
             # Python's limit, not JSON at all) may still be read by the server, which need not honour a
             # request's coding nor parse as strictly
@@ -593,7 +618,7 @@ class Egress:
                 # a body that is not JSON to Python (one byte that is not UTF-8) is JSON to Go's and Node's
                 # parsers, which replace such a byte: ValueError, refused
                 body = json.loads(content) if content else None
-                stripped = strip_hosted_tools(body)
+                stripped += strip_hosted_tools(body)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
                     # and labelled as what it is: LiteLLM reads a body whose Content-Type has "form" in it as a
