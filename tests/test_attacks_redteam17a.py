@@ -87,7 +87,10 @@ def test_r17a_1_control_an_sdks_headers_pass(tmp_path, monkeypatch):
     "api_base=http%3A%2F%2Fevil.example",
     "plugins=web",
     "alt=sse&model=sonar",  # an honest parameter beside it
-], ids=["model", "folded-model", "api_base", "plugins", "beside-alt"])
+    "alt=sse;model=sonar",  # a server that splits on ';' as well
+    "%6Dodel=sonar",  # percent-escaped name
+    "key=AIza&key=x%26model%3Dsonar",  # a value that is more than a token
+], ids=["model", "folded-model", "api_base", "plugins", "beside-alt", "semicolon", "escaped-name", "escaped-value"])
 def test_r17a_2_the_query_string_routes_nothing(tmp_path, monkeypatch, query):
     """Attack: POST /v1/chat/completions?model=sonar-pro with the pinned model in the body.
     Won: passed (the proxy read only the body and the path); LiteLLM asks sonar-pro, which searches the web.

@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Gemini's API is proto JSON: it takes each of these in lowerCamelCase too (googleSearch), so keys are compared
@@ -203,6 +203,22 @@ def foreign_headers(headers) -> list[str]:
              for name in headers.keys()]
     return list(dict.fromkeys(name for name in names if name.lower() not in CLIENT_HEADERS
                               and not name.lower().startswith(CLIENT_HEADER_PREFIXES)))
+
+
+# the query parameters a model client sends: Gemini's `alt=sse` and `key`, Azure's `api-version`, the Anthropic
+# SDK's `beta=true`. Closed book refuses any other, and a value that is more than a plain token: LiteLLM's proxy
+# takes `?model=` over the body's, and a gateway that reads query parameters as request fields takes `api_base` or
+# `plugins` there (red team 17a, R17a-2)
+CLIENT_QUERY = {"alt", "key", "api-version", "beta"}
+QUERY_VALUE = re.compile(r"[A-Za-z0-9._-]*")
+
+
+def foreign_query(url: str) -> str:
+    """The first query parameter of `url` a model client does not send ("" if none), as `name=value`."""
+    for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if name not in CLIENT_QUERY or not QUERY_VALUE.fullmatch(value):
+            return f"{name}={value}"
+    return ""
 
 
 # what a request says to the model, not to the server: a conversation (its tool calls' arguments are objects in
@@ -606,6 +622,8 @@ class Egress:
             for name in foreign_headers(headers):
                 del headers[name]
                 stripped.append(name)
+            if query := foreign_query(req.url):
+                allowed, note = False, f"closed book: a query parameter a model client does not send ({query!r})"[:300]
         if allowed and self.closed_book:
             # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
             # Python's limit, not JSON at all) may still be read by the server, which need not honour a
