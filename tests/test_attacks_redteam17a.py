@@ -118,11 +118,13 @@ def test_r17a_2_control_a_clients_query_passes(tmp_path, monkeypatch, path):
     ({"text": "<image> Transcribe.", "image_data": "/srv/shots/pr1234png"}, "/generate"),
     ({"text": "<image> Transcribe.", "image_data": ["/srv/shots/pr1234jpeg"]}, "/generate"),
     ({"text": "<image> Transcribe.", "image_data": "/srv/shots/prpng"}, "/generate"),  # 16 characters: base64's length
+    ({"text": "<image> Transcribe.", "image_data": "//srv/shots/xpng"}, "/generate"),  # decodes to an MP3 frame sync
     ({"text": "Transcribe.", "audio_data": "/srv/recordings/standup"}, "/generate"),  # any string not data:/http
     ({"text": "Transcribe.", "video_data": "/srv/recordings/demo"}, "/generate"),
     ({"model": "default", "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "/srv/shots/pr1234png"}}]}]}, "/v1/chat/completions"),
-], ids=["image-path", "image-path-list", "image-path-base64-length", "audio-path", "video-path", "chat-image-path"])
+], ids=["image-path", "image-path-list", "image-path-base64-length", "double-slash",
+        "audio-path", "video-path", "chat-image-path"])
 def test_r17a_3_a_bare_media_value_is_never_a_path(tmp_path, monkeypatch, body, path):
     """Attack: a dot-less absolute path as SGLang's `image_data` (ending in `png`) or `audio_data`/`video_data`.
     Won: passed as "bare base64" (`/` is in base64's alphabet); SGLang opens the file on the model server's host.

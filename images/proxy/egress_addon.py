@@ -20,6 +20,7 @@ The policy functions import nothing from mitmproxy, so they are tested on the ho
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -303,9 +304,28 @@ def path_models(url: str) -> list[str]:
 # PR is read by any vision model). Honest clients send images and files inline (a data: URL, base64)
 FETCHED_KEYS = {"imageurl", "fileurl", "fileuri", "imagedata", "videourl", "audiourl", "videodata", "audiodata",
                 "documenturl"}  # Mistral's
-# what such a field may hold: a data: URL, or bare base64 (SGLang's image_data). Anything else is a place to fetch
-# from: "https:host/x" is https://host/x to a WHATWG URL parser (Node's), a path is a file on the server's host
-INLINE = re.compile(r"\s*data:.*|[A-Za-z0-9+/=\s]*", re.IGNORECASE | re.DOTALL)
+# what such a field may hold: a data: URL, bare base64 of a picture, a sound or a video (its signature, below), or a
+# plain word (OpenAI's `"detail": "auto"` beside a data: URL). Anything else is a place to fetch from: "https:host/x"
+# is https://host/x to a WHATWG URL parser (Node's), and a dot-less path is in base64's alphabet: SGLang's
+# `load_image` opens a value ending in "png" or "jpg" as a file before it tries base64, its audio and video loaders
+# any string that is not a data: or http URL (red team 17a, R17a-3)
+DATA_URL = re.compile(r"\s*data:.*", re.IGNORECASE | re.DOTALL)
+PLAIN_WORD = re.compile(r"[A-Za-z]{0,16}")
+# the signatures of media files. Each, as base64, begins with a relative name or "/9j/" (JPEG), never the path of a
+# file a model server's host holds. Not an MP3's bare frame sync (0xFFE0 and up): "//srv/..." decodes to one
+MEDIA_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"RIFF", b"BM", b"II*\x00",
+                    b"MM\x00*", b"ID3", b"fLaC", b"OggS", b"\x1aE\xdf\xa3", b"FORM")
+
+
+def inline(value: str) -> bool:
+    """Whether a fetched field's value is inline data (DATA_URL, base64 of media, a PLAIN_WORD), not a place."""
+    if DATA_URL.fullmatch(value) or PLAIN_WORD.fullmatch(value):
+        return True
+    try:
+        head = base64.b64decode(re.sub(r"\s", "", value), validate=True)[:16]
+    except ValueError:
+        return False
+    return head.startswith(MEDIA_SIGNATURES) or head[4:8] == b"ftyp"  # ISO media: MP4, MOV, M4A, HEIC, AVIF
 
 
 def _strings(value) -> list[str]:
@@ -317,8 +337,8 @@ def _strings(value) -> list[str]:
 
 
 def fetched_urls(body) -> list[str]:
-    """Every value a request asks the provider to fetch (a fetched field that is not INLINE), at any depth outside
-    `tools`."""
+    """Every value a request asks the provider to fetch (a fetched field's value that is not `inline`), at any depth
+    outside `tools`."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
@@ -329,7 +349,7 @@ def fetched_urls(body) -> list[str]:
             if key.casefold() == "tools":
                 continue
             if _fold(key) in FETCHED_KEYS or (source and key.casefold() == "url"):
-                found += [s for s in _strings(value) if not INLINE.fullmatch(s)]
+                found += [s for s in _strings(value) if not inline(s)]
             found += fetched_urls(value)
     return found
 
