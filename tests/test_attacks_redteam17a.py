@@ -18,6 +18,12 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   `png`/`jpg`/... as a file before it tries base64, and its audio and video loaders open any string that is not a
   data: or http URL: a file on the model server's host read for the agent. Defence: a bare value must be base64
   that decodes to a picture, sound or video (its signature), or a plain short word (a `detail: "auto"`).
+- R17a-4: fail open on a deep body. `online_model` recurses two Python frames a level (itself and its generator),
+  so JSON nested ~500-950 deep, which `json.loads` and `strip_hosted_tools` read, raises RecursionError in
+  `model_refused`, outside the hook's try. mitmproxy's `safecall` logs an addon's error and sends the request on:
+  an unpinned model (or anything else the later checks refuse) reaches the server with no audit line and no meter
+  count. Defence: a body nested deeper than MAX_DEPTH is refused, and the hook fails closed: any error in it
+  refuses the request and logs why.
 """
 
 from __future__ import annotations
@@ -150,4 +156,47 @@ MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(16)).decode()
 ], ids=["sglang-images", "sglang-audio", "sglang-video", "openai-detail", "sglang-image-object"])
 def test_r17a_3_control_inline_media_passes(tmp_path, monkeypatch, body, path):
     refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused
+
+
+# --- R17a-4 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("depth", [300, 500, 600, 750, 900])
+def test_r17a_4_a_deep_body_never_fails_open(tmp_path, monkeypatch, depth):
+    """Attack: `{"model": "sonar", "metadata": [[[...]]]}`, ~600 levels deep, to a proxy pinning `default`.
+    Won: the hook raised RecursionError in `online_model` (not caught); mitmproxy logs an addon error and forwards
+    the request: sonar asked, nothing in the audit log, nothing metered.
+    Defence: a body nested past MAX_DEPTH is refused; any error in the hook refuses the request."""
+    body = '{"model": "sonar-pro", "metadata": %s, "messages": []}' % ("[" * depth + "]" * depth)
+    try:
+        refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    except RecursionError:
+        pytest.fail("the request hook raised: mitmproxy logs the error and sends the request on")
+    assert refused
+    assert _log(tmp_path)[-1]["allowed"] is False
+
+
+def test_r17a_4_any_error_in_the_hook_refuses(tmp_path, monkeypatch):
+    """The mechanism itself: whatever a check raises (here a later check's bug), the request is refused and logged,
+    never left to mitmproxy, which sends a request on after an addon's error."""
+    import test_attacks_redteam15f
+
+    def broken(body):
+        raise KeyError("a check's bug")
+
+    monkeypatch.setattr(test_attacks_redteam15f.addon, "fetched_urls", broken)
+    try:
+        refused, _ = run(tmp_path, monkeypatch, CHAT, models=PINNED)
+    except KeyError:
+        pytest.fail("the request hook raised: mitmproxy logs the error and sends the request on")
+    assert refused and _log(tmp_path)[-1]["allowed"] is False
+
+
+def test_r17a_4_control_an_honest_deep_schema_passes(tmp_path, monkeypatch):
+    """Control: a tool schema nested a few dozen levels (a recursive JSON schema spelled out) still passes."""
+    schema: dict = {"type": "string"}
+    for _ in range(30):
+        schema = {"type": "object", "properties": {"child": schema}}
+    body = {**CHAT, "tools": [{"type": "function", "function": {"name": "f", "parameters": schema}}]}
+    refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
     assert not refused
