@@ -222,6 +222,23 @@ def foreign_query(url: str) -> str:
     return ""
 
 
+# how deep a closed-book body may nest (an honest request's deepest part, a tool's schema, is a few dozen levels):
+# the checks recurse, and one that raised RecursionError (`online_model`, two frames a level, past ~500) left the
+# request to mitmproxy, which logs an addon's error and sends the request on (red team 17a, R17a-4)
+MAX_DEPTH = 128
+
+
+def nesting(body) -> int:
+    """How deep a parsed JSON body nests (a scalar is 0), read without recursion."""
+    deepest, stack = 0, [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth)
+            stack += [(child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)]
+    return deepest
+
+
 # what a request says to the model, not to the server: a conversation (its tool calls' arguments are objects in
 # Anthropic's and Gemini's history: Claude Code's Task tool takes a `model`), a schema of the answer. No server
 # routes by a `model` in these, and reading them there refused honest requests (red team 16d)
@@ -608,7 +625,23 @@ class Egress:
         refused.set_accept_state()
         tls_start.ssl_conn = refused
 
+    def _fail_closed(self, flow, hook, target: str) -> None:
+        """Run a request hook; on any error, refuse the request and log why. mitmproxy logs an addon's error and
+        sends the request (or opens the tunnel) on: a check that raised would let through what it checks."""
+        try:
+            hook(flow)
+        except Exception as exc:
+            note = f"refused: the proxy's check failed ({type(exc).__name__}: {exc})"[:300]
+            self.refuse(flow, "this request (the proxy could not check it)")
+            try:
+                self.record(flow, target, False, note=note)
+            except Exception:  # the refusal stands without its line
+                pass
+
     def http_connect(self, flow) -> None:
+        self._fail_closed(flow, self._http_connect, f"{flow.request.host}:{flow.request.port}")
+
+    def _http_connect(self, flow) -> None:
         target = ("https", flow.request.host.lower(), flow.request.port)
         allowed = target in self.allow
         allowed &= self.record(flow, f"{flow.request.host}:{flow.request.port}", allowed)
@@ -621,6 +654,9 @@ class Egress:
     def request(self, flow) -> None:
         if flow.request.method == "CONNECT" or flow.response is not None:
             return
+        self._fail_closed(flow, self._request, flow.request.url)
+
+    def _request(self, flow) -> None:
         req = flow.request
         headers = getattr(req, "headers", None) or {}
         allowed = (req.scheme, req.host.lower(), req.port) in self.allow
@@ -656,6 +692,8 @@ class Egress:
                 # a body that is not JSON to Python (one byte that is not UTF-8) is JSON to Go's and Node's
                 # parsers, which replace such a byte: ValueError, refused
                 body = json.loads(content) if content else None
+                if nesting(body) > MAX_DEPTH:
+                    raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
                 stripped += strip_hosted_tools(body)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
