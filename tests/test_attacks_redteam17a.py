@@ -24,6 +24,11 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   an unpinned model (or anything else the later checks refuse) reaches the server with no audit line and no meter
   count. Defence: a body nested deeper than MAX_DEPTH is refused, and the hook fails closed: any error in it
   refuses the request and logs why.
+- R17a-5: Vertex AI's model routing. `generationConfig.routingConfig` picks the model that answers
+  (`manualMode.modelName`, or `autoMode`: Vertex chooses one of its models), over the one in the path. The proxy
+  read `generationConfig` as content (the answer's schema lives there) and `modelName` as no model at all: an
+  unpinned model passed. Defence: only the answer's schema in `generationConfig` is content; `routingConfig` is a
+  routing field (refused); a `modelName` key names a model like `model`.
 """
 
 from __future__ import annotations
@@ -199,4 +204,33 @@ def test_r17a_4_control_an_honest_deep_schema_passes(tmp_path, monkeypatch):
         schema = {"type": "object", "properties": {"child": schema}}
     body = {**CHAT, "tools": [{"type": "function", "function": {"name": "f", "parameters": schema}}]}
     refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    assert not refused
+
+
+# --- R17a-5 --------------------------------------------------------------------------------------------------------
+
+GEMINI = "/v1beta/models/default:generateContent"
+
+
+@pytest.mark.parametrize("body", [
+    {"contents": [], "generationConfig": {"routingConfig": {"manualMode": {"modelName": "gemini-2.5-pro"}}}},
+    {"contents": [], "generationConfig": {"routingConfig": {"autoMode": {"modelRoutingPreference": "PRIORITIZE_QUALITY"}}}},
+    {"contents": [], "generation_config": {"routing_config": {"manual_mode": {"model_name": "gemini-2.5-pro"}}}},
+], ids=["manual-mode", "auto-mode", "snake-case"])
+def test_r17a_5_vertex_routing_never_picks_another_model(tmp_path, monkeypatch, body):
+    """Attack: Gemini/Vertex `generateContent` on the pinned model's path with `generationConfig.routingConfig`.
+    Won: passed; Vertex answers from `manualMode.modelName` (or a model its `autoMode` picks), not the pinned one.
+    Defence: `routingConfig` is a routing field, `modelName` a model; only the answer's schema is content."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=GEMINI, models=PINNED)
+    assert refused
+
+
+def test_r17a_5_control_a_gemini_answer_schema_is_content(tmp_path, monkeypatch):
+    """Control: a response schema with properties named `model`, `modelName`, `base_url` and ordinary settings."""
+    props = {"model": {"type": "STRING"}, "modelName": {"type": "STRING"}, "base_url": {"type": "STRING"}}
+    body = {"contents": [], "generationConfig": {
+        "temperature": 0.2, "maxOutputTokens": 512, "thinkingConfig": {"thinkingBudget": 128},
+        "responseMimeType": "application/json", "responseSchema": {"type": "OBJECT", "properties": props},
+        "responseJsonSchema": {"type": "object", "properties": props}}}
+    refused, _ = run(tmp_path, monkeypatch, body, path=GEMINI, models=PINNED)
     assert not refused
