@@ -243,15 +243,22 @@ def nesting(body) -> int:
 # Anthropic's and Gemini's history: Claude Code's Task tool takes a `model`), a schema of the answer. No server
 # routes by a `model` in these, and reading them there refused honest requests (red team 16d)
 CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", "prompt", "responseformat", "text",
-                "generationconfig", "functions",
+                "functions",
+                # Gemini's answer schema, in generationConfig; the rest of generationConfig is no content: Vertex's
+                # routingConfig there picks the model that answers (red team 17a, R17a-5)
+                "responseschema", "responsejsonschema",
                 # Anthropic's structured outputs: a JSON schema (its beta `output_format`, GA `output_config`), whose
                 # properties may be named `model` or `base_url` (red team 16e, R16e-4)
                 "outputformat", "outputconfig"}
 
 
+# keys (folded) whose value names the model that answers: Vertex's routingConfig.manualMode.modelName
+MODEL_KEYS = {"model", "modelname"}
+
+
 def models_named(body) -> list[str]:
     """Every model a request body names, at any depth outside `tools` and a request's content (CONTENT_KEYS):
-    each `model` value, and each entry of a `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to
+    each `model` (or `modelName`, MODEL_KEYS) value, and each entry of a `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to
     other models); keys compared case-insensitively. A value that is not a string is named by its JSON, so it
     never matches a pinned name."""
     named: list[str] = []
@@ -263,7 +270,7 @@ def models_named(body) -> list[str]:
             folded = key.casefold()
             if folded == "tools" or _fold(key) in CONTENT_KEYS:
                 continue
-            if folded == "model" or (folded in ("models", "fallbacks") and not isinstance(value, (list, dict))):
+            if _fold(key) in MODEL_KEYS or (folded in ("models", "fallbacks") and not isinstance(value, (list, dict))):
                 named.append(value if isinstance(value, str) else json.dumps(value)[:200])
             elif folded in ("models", "fallbacks") and isinstance(value, list):
                 for item in value:
@@ -279,7 +286,8 @@ def models_named(body) -> list[str]:
 # fields by which a gateway sends a request elsewhere than to a model it serves: LiteLLM's `api_base`,
 # `base_url`, `custom_llm_provider` and `user_config` (a whole router config), OpenRouter's `preset`. With one, a
 # gateway the config names becomes a way to any host (red team 16d's lead)
-ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset"}
+ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset",
+                "routingconfig"}  # Vertex's model routing: a model it names, or one its autoMode picks (R17a-5)
 
 
 def routing_fields(body) -> list[str]:
