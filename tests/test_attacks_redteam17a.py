@@ -29,6 +29,11 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   read `generationConfig` as content (the answer's schema lives there) and `modelName` as no model at all: an
   unpinned model passed. Defence: only the answer's schema in `generationConfig` is content; `routingConfig` is a
   routing field (refused); a `modelName` key names a model like `model`.
+- R17a-6: a model server's own routing fields. SGLang's requests (`/generate`, chat, completions) take
+  `bootstrap_host`/`bootstrap_port` (PD disaggregation: the server connects to that host for the KV cache) and
+  `lora_path` (a LoRA adapter: another model on the same server); vLLM's take `kv_transfer_params` with a
+  `remote_host`. None was read: the shared server reached a host of the agent's choosing, or answered as an
+  unpinned adapter. Defence: the disaggregation fields are routing fields (refused); `lora_path` names a model.
 """
 
 from __future__ import annotations
@@ -233,4 +238,30 @@ def test_r17a_5_control_a_gemini_answer_schema_is_content(tmp_path, monkeypatch)
         "responseMimeType": "application/json", "responseSchema": {"type": "OBJECT", "properties": props},
         "responseJsonSchema": {"type": "object", "properties": props}}}
     refused, _ = run(tmp_path, monkeypatch, body, path=GEMINI, models=PINNED)
+    assert not refused
+
+
+# --- R17a-6 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, path", [
+    ({"text": "hi", "bootstrap_host": "10.9.9.9", "bootstrap_port": 8998, "bootstrap_room": 7}, "/generate"),
+    ({**CHAT, "bootstrap_host": ["evil.example"], "bootstrap_room": [7]}, "/v1/chat/completions"),
+    ({**CHAT, "kv_transfer_params": {"do_remote_prefill": True, "remote_host": "10.9.9.9", "remote_port": 5600}},
+     "/v1/chat/completions"),  # vLLM's disaggregated prefill (NIXL): the decode server pulls from remote_host
+    ({"text": "hi", "lora_path": "sql-adapter"}, "/generate"),  # another adapter: another model
+    ({**CHAT, "lora_path": "sql-adapter"}, "/v1/chat/completions"),
+], ids=["sglang-bootstrap", "sglang-chat-bootstrap", "vllm-kv-transfer", "sglang-lora", "sglang-chat-lora"])
+def test_r17a_6_the_servers_own_routing_fields_are_refused(tmp_path, monkeypatch, body, path):
+    """Attack: SGLang's `bootstrap_host` / vLLM's `kv_transfer_params.remote_host` on an allowed call, or a
+    `lora_path` naming an adapter the config does not pin.
+    Won: passed; a PD-disaggregated server connects to the agent's host, a LoRA server answers as the adapter.
+    Defence: the disaggregation fields are routing fields, `lora_path` a model name (must be pinned)."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused
+
+
+def test_r17a_6_control_an_sglang_generate_passes(tmp_path, monkeypatch):
+    body = {"text": "hi", "rid": "r1", "stream": True, "return_logprob": False,
+            "sampling_params": {"max_new_tokens": 64, "temperature": 0, "stop": ["\n"]}}
+    refused, _ = run(tmp_path, monkeypatch, body, path="/generate", models=PINNED)
     assert not refused
