@@ -253,7 +253,8 @@ CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", 
 
 
 # keys (folded) whose value names the model that answers: Vertex's routingConfig.manualMode.modelName
-MODEL_KEYS = {"model", "modelname"}
+MODEL_KEYS = {"model", "modelname",
+              "lorapath"}  # SGLang's LoRA adapter: another model on the same server (R17a-6)
 
 
 def models_named(body) -> list[str]:
@@ -287,7 +288,10 @@ def models_named(body) -> list[str]:
 # `base_url`, `custom_llm_provider` and `user_config` (a whole router config), OpenRouter's `preset`. With one, a
 # gateway the config names becomes a way to any host (red team 16d's lead)
 ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset",
-                "routingconfig"}  # Vertex's model routing: a model it names, or one its autoMode picks (R17a-5)
+                "routingconfig",  # Vertex's model routing: a model it names, or one its autoMode picks (R17a-5)
+                # a disaggregated server's peer, which the server connects to: SGLang's bootstrap host, vLLM's
+                # kv_transfer_params (remote_host) (R17a-6)
+                "bootstraphost", "bootstrapport", "bootstrapaddr", "kvtransferparams"}
 
 
 def routing_fields(body) -> list[str]:
