@@ -10,7 +10,9 @@
   streamed) is summed into metered.json, with the answers it could not read and the TLS tunnels it could not
   see counted beside it: what the agent used, counted from the model server's answers, never from the sandbox.
 - Closed book: hosted tools (web search, code execution, …) are removed from JSON model requests, so the
-  model provider cannot look things up for the agent. A body the proxy cannot read as JSON (a Content-Encoding
+  model provider cannot look things up for the agent; only pinned models, a model client's own headers and query
+  parameters pass, and no routing field nor URL the provider would fetch. Every hook fails closed: mitmproxy sends a
+  request on after an addon's error. A body the proxy cannot read as JSON (a Content-Encoding
   it cannot undo, a byte that is not UTF-8) is refused: the server may read it, and the tools the proxy did not.
 
 Configured by environment variables: SWESERVE_EGRESS_ALLOW (JSON list of "scheme://host:port"),
@@ -259,8 +261,8 @@ MODEL_KEYS = {"model", "modelname",
 
 def models_named(body) -> list[str]:
     """Every model a request body names, at any depth outside `tools` and a request's content (CONTENT_KEYS):
-    each `model` (or `modelName`, MODEL_KEYS) value, and each entry of a `models` or `fallbacks` list (OpenRouter's and LiteLLM's routing to
-    other models); keys compared case-insensitively. A value that is not a string is named by its JSON, so it
+    each `model` (`modelName`, `lora_path`: MODEL_KEYS) value, and each entry of a `models` or `fallbacks` list
+    (OpenRouter's and LiteLLM's routing to other models); keys compared case-insensitively. A value that is not a string is named by its JSON, so it
     never matches a pinned name."""
     named: list[str] = []
     if isinstance(body, list):
