@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 
 import pytest
 from test_attacks_redteam15f import run
@@ -265,3 +266,62 @@ def test_r17a_6_control_an_sglang_generate_passes(tmp_path, monkeypatch):
             "sampling_params": {"max_new_tokens": 64, "temperature": 0, "stop": ["\n"]}}
     refused, _ = run(tmp_path, monkeypatch, body, path="/generate", models=PINNED)
     assert not refused
+
+
+# --- the real proxy (mitmproxy 11 in the proxy image) ----------------------------------------------------------------
+
+ECHO = """
+import json, http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        out = json.dumps({"headers": sorted(k.lower() for k in self.headers), "usage": {"prompt_tokens": 1}}).encode()
+        self.send_response(200); self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(out))); self.end_headers(); self.wfile.write(out)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", 30000), H).serve_forever()
+"""
+CLIENT = """
+import json, urllib.request, urllib.error
+op = urllib.request.build_opener(urllib.request.ProxyHandler({"http": "http://127.0.0.1:3128"}))
+def post(name, path, body, headers={}):
+    req = urllib.request.Request("http://127.0.0.1:30000" + path, data=body.encode(), method="POST",
+                                 headers={"content-type": "application/json", **headers})
+    try:
+        r = op.open(req, timeout=20); print(name, r.status, json.dumps(json.loads(r.read())["headers"]))
+    except urllib.error.HTTPError as e:
+        print(name, e.code)
+chat = json.dumps({"model": "default", "messages": []})
+post("HEADERS", "/v1/chat/completions", chat, {"x-portkey-config": "{}", "Authorization": "Bearer k"})
+post("QUERY", "/v1/chat/completions?model=sonar", chat)
+post("DEEP", "/v1/chat/completions", '{"model": "sonar", "metadata": %s}' % ("[" * 700 + "]" * 700))
+"""
+
+
+@pytest.mark.docker
+def test_r17a_the_real_proxy_strips_headers_refuses_queries_and_fails_closed(docker_client):
+    """R17a-1, -2 and -4 through mitmproxy itself: against 359f69a's addon the Portkey header reached the server,
+    `?model=sonar` passed, and a 700-deep body naming sonar was forwarded (the hook's RecursionError logged by
+    mitmproxy, the request sent on) with no audit line and no meter count."""
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    image = ImageBuilder(docker_client, read_ca_bundle(None)).proxy()
+    script = "\n".join([
+        "set -u; cd /tmp",
+        f"python3 -c {shlex.quote(ECHO)} &",
+        "SWESERVE_EGRESS_ALLOW='[\"http://127.0.0.1:30000\"]' SWESERVE_EGRESS_CLOSED_BOOK=1 "
+        "SWESERVE_EGRESS_MODELS='[\"default\"]' SWESERVE_EGRESS_DIR=/tmp/eg /opt/mitmproxy/bin/mitmdump -q "
+        "--listen-host 127.0.0.1 --listen-port 3128 --set confdir=/tmp/mitmproxy --set onboarding=false "
+        "-s /opt/sweserve/egress_addon.py >/tmp/mitm.log 2>&1 &",
+        "for i in $(seq 300); do test -f /tmp/eg/ready && break; sleep 0.1; done",
+        f"python3 -c {shlex.quote(CLIENT)}",
+        "cat /tmp/eg/audit.jsonl",
+    ])
+    out = docker_client.containers.run(image, ["-c", script], entrypoint="bash", remove=True, network_mode="none",
+                                       stdout=True, stderr=True).decode()
+    lines = {line.split(" ", 1)[0]: line for line in out.splitlines() if not line.startswith("{")}
+    assert lines["HEADERS"].startswith("HEADERS 200") and "authorization" in lines["HEADERS"], out
+    assert "x-portkey-config" not in lines["HEADERS"], out
+    assert lines["QUERY"] == "QUERY 403" and lines["DEEP"] == "DEEP 403", out
+    audit = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert len(audit) == 3 and [a["allowed"] for a in audit] == [True, False, False], out
