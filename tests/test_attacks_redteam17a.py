@@ -34,6 +34,10 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   `lora_path` (a LoRA adapter: another model on the same server); vLLM's take `kv_transfer_params` with a
   `remote_host`. None was read: the shared server reached a host of the agent's choosing, or answered as an
   unpinned adapter. Defence: the disaggregation fields are routing fields (refused); `lora_path` names a model.
+- R17a-7: a model named in an OpenAI-style path. Hugging Face's inference API and router route by
+  `/models/NAME/v1/chat/completions` (`base_url=.../models/{model_id}/v1/`), over the body's `model`; the proxy read
+  a path's model only in Gemini's `/models/NAME:generateContent` and Azure's deployments. Defence: whatever stands
+  between `/models/` and a model endpoint is a model name, like a deployment's.
 """
 
 from __future__ import annotations
@@ -265,6 +269,26 @@ def test_r17a_6_control_an_sglang_generate_passes(tmp_path, monkeypatch):
     body = {"text": "hi", "rid": "r1", "stream": True, "return_logprob": False,
             "sampling_params": {"max_new_tokens": 64, "temperature": 0, "stop": ["\n"]}}
     refused, _ = run(tmp_path, monkeypatch, body, path="/generate", models=PINNED)
+    assert not refused
+
+
+# --- R17a-7 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "/models/perplexity-ai/sonar/v1/chat/completions",  # Hugging Face's inference API (api-inference.../models/M/v1/)
+    "/hf-inference/models/gpt-4o-search-preview/v1/chat/completions",  # its router, a provider before /models/
+    "/models/sonar/v1/completions",
+], ids=["hf-inference", "hf-router", "hf-completions"])
+def test_r17a_7_a_model_in_an_openai_style_path_must_be_pinned(tmp_path, monkeypatch, path):
+    """Attack: POST /models/perplexity-ai/sonar/v1/chat/completions with `"model": "default"` in the body.
+    Won: passed; a server routing by the path's model answers from sonar (web search by name).
+    Defence: the path segment(s) between `/models/` and the endpoint name a model that must be pinned."""
+    refused, _ = run(tmp_path, monkeypatch, CHAT, path=path, models=PINNED)
+    assert refused
+
+
+def test_r17a_7_control_a_pinned_model_in_the_path_passes(tmp_path, monkeypatch):
+    refused, _ = run(tmp_path, monkeypatch, CHAT, path="/models/default/v1/chat/completions", models=PINNED)
     assert not refused
 
 
