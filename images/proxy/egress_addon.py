@@ -313,7 +313,8 @@ def routing_fields(body) -> list[str]:
 def path_models(url: str) -> list[str]:
     """The models a path names: Gemini's (`/v1beta/models/NAME:generateContent`), and Azure's deployment or an
     engine (`/openai/deployments/NAME/chat/completions`, `/engines/NAME/completions`), which LiteLLM's proxy routes
-    to over the body's `model` (a `{model:path}`: everything between the marker and the endpoint)."""
+    to over the body's `model` (a `{model:path}`: everything between the marker and the endpoint), and Hugging
+    Face's (`/models/NAME/v1/chat/completions`)."""
     path = urlsplit(url).path
     names = []
     head, sep, _ = path.rpartition(":")
@@ -326,6 +327,12 @@ def path_models(url: str) -> list[str]:
             rest = path.split(marker, 1)[1]
             suffix = max((end for end in MODEL_POSTS if rest.endswith(end)), key=len, default="")
             names.append(rest[: len(rest) - len(suffix)] if suffix else rest)
+    # Hugging Face's inference API and router route by /models/NAME/v1/chat/completions, over the body's model (red
+    # team 17a, R17a-7): a model endpoint under /models/ names everything between them, less an API version
+    rest = path.split("/models/", 1)[1] if "/models/" in path else ""
+    suffix = max((end for end in MODEL_POSTS if rest.endswith(end)), key=len, default="")
+    if suffix:
+        names.append(re.sub(r"/v\d+[a-z0-9]*$", "", rest[: len(rest) - len(suffix)]))
     return names
 
 
