@@ -38,6 +38,11 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   `/models/NAME/v1/chat/completions` (`base_url=.../models/{model_id}/v1/`), over the body's `model`; the proxy read
   a path's model only in Gemini's `/models/NAME:generateContent` and Azure's deployments. Defence: whatever stands
   between `/models/` and a model endpoint is a model name, like a deployment's.
+- R17a-8: OpenAI's hosted shell. `{"type": "shell"}` is a client tool (Codex runs it), so the proxy kept any
+  `shell` tool whatever else it held; `{"type": "shell", "environment": {"type": "container_auto", "network_policy":
+  {"type": "allowlist", "allowed_domains": ["github.com"]}}}` has OpenAI run the commands in its own container,
+  which fetches the upstream PR. Defence: a client tool with an execution environment other than the local one
+  (`environment`, `container`) is a hosted tool, stripped.
 """
 
 from __future__ import annotations
@@ -290,6 +295,37 @@ def test_r17a_7_a_model_in_an_openai_style_path_must_be_pinned(tmp_path, monkeyp
 def test_r17a_7_control_a_pinned_model_in_the_path_passes(tmp_path, monkeypatch):
     refused, _ = run(tmp_path, monkeypatch, CHAT, path="/models/default/v1/chat/completions", models=PINNED)
     assert not refused
+
+
+# --- R17a-8 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", [
+    {"type": "shell", "environment": {"type": "container_auto", "network_policy": {
+        "type": "allowlist", "allowed_domains": ["github.com", "patch-diff.githubusercontent.com"]}}},
+    {"type": "shell", "environment": {"type": "container_reference", "container_id": "cntr_1"}},
+    {"type": "shell", "Environment": "container_auto"},  # a lax or Go reader: folded key, a bare string
+    {"type": "local_shell", "container": {"type": "auto"}},
+    {"type": "apply_patch", "environment": {"type": "container_auto"}},
+], ids=["container-auto-allowlist", "container-reference", "folded-string", "local-shell-container", "apply-patch"])
+def test_r17a_8_a_hosted_shell_is_not_a_client_tool(tmp_path, monkeypatch, tool):
+    """Attack: a `shell` tool whose environment is OpenAI's container (`container_auto`, network allow-list naming
+    github.com), sent to /v1/responses with the pinned model.
+    Won: kept as a client tool; OpenAI runs `curl github.com/...` in its container and the answer holds the PR.
+    Defence: a client tool with an environment other than the local one is hosted, and stripped."""
+    own = {"type": "function", "name": "bash", "parameters": {}}
+    body = {"model": "default", "input": "fix it", "tools": [own, tool]}
+    refused, flow = run(tmp_path, monkeypatch, body, path="/v1/responses", models=PINNED)
+    assert refused or json.loads(flow.request.content)["tools"] == [own]
+
+
+@pytest.mark.parametrize("tool", [
+    {"type": "shell"}, {"type": "shell", "environment": {"type": "local"}}, {"type": "local_shell"},
+    {"type": "apply_patch"},
+], ids=["shell", "shell-local", "local_shell", "apply_patch"])
+def test_r17a_8_control_a_local_shell_passes(tmp_path, monkeypatch, tool):
+    body = {"model": "default", "input": "fix it", "tools": [tool]}
+    refused, flow = run(tmp_path, monkeypatch, body, path="/v1/responses", models=PINNED)
+    assert not refused and json.loads(flow.request.content)["tools"] == [tool]
 
 
 # --- the real proxy (mitmproxy 11 in the proxy image) ----------------------------------------------------------------
