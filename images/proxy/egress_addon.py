@@ -118,6 +118,17 @@ UNTYPED_KEYS = {"name", "description", "inputschema", "cachecontrol", "strict", 
                 "functiondeclarations", "deferloading", "eagerinputstreaming", "allowedcallers"}
 
 
+RUNS_IN_KEYS = {"environment", "container", "containerid"}
+
+
+def local_environment(value) -> bool:
+    """Whether a tool's `environment` says it runs where the client is: none, or `{"type": "local"}`."""
+    if value is None:
+        return True
+    return isinstance(value, dict) and all(isinstance(k, str) for k in value) \
+        and [(k.casefold(), v) for k, v in value.items()] == [("type", "local")]
+
+
 def hosted_kind(tool) -> str | None:
     """None for a tool the client runs itself (CLIENT_TYPES, CLIENT_VERSIONED, an untyped tool with a name or
     function declarations); else what to call the stripped tool in the audit log (its type, or its first key)."""
@@ -134,7 +145,13 @@ def hosted_kind(tool) -> str | None:
     if types:
         bad = next((kind for kind in types if not isinstance(kind, str) or not (
             kind.casefold() in CLIENT_TYPES or CLIENT_VERSIONED.fullmatch(kind))), None)
-        return None if bad is None else (bad if isinstance(bad, str) else "type " + type(bad).__name__)
+        if bad is not None:
+            return bad if isinstance(bad, str) else "type " + type(bad).__name__
+        # where the tool runs: a client tool runs in the client, so an execution environment other than the local
+        # one (OpenAI's hosted shell: `"environment": {"type": "container_auto", "network_policy": ...}`) makes it
+        # hosted (red team 17a, R17a-8)
+        runs_in = next((key for key in keys if _fold(key) in RUNS_IN_KEYS and not local_environment(tool[key])), None)
+        return None if runs_in is None else f"{types[0]} (hosted: {runs_in})"
     folded = {_fold(key): key for key in keys}
     if set(folded) <= UNTYPED_KEYS and (set(folded) == {"functiondeclarations"}
                                         or isinstance(tool.get(folded.get("name", "")), str)):
