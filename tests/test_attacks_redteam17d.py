@@ -1,0 +1,162 @@
+"""Red team 17d: remote assessments for hiring teams (`sweserve assess serve`, `sweserve/assess/`), attacked by a
+candidate who controls the browser, every HTTP and websocket message, and the sandbox as root.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working. Real servers on 127.0.0.1, real sockets and websockets; a local shell stands in for the
+sandbox's (no Docker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import threading
+import time
+
+from test_assess import T0, bundle, free_port
+
+import sweserve.assess.server as server_mod
+from sweserve.assess.agent import Seat
+from sweserve.assess.invites import Invite, InviteStore
+from sweserve.assess.packs import choose_pack
+from sweserve.assess.recorder import BrowserTerminal
+from sweserve.assess.server import COOKIE, Assessment, AssessServer
+
+
+def serve_options() -> dict:
+    """What `assess serve` passes uvicorn besides the app, host and port (at 359f69a the CLI spelled these out)."""
+    return dict(getattr(server_mod, "SERVE_OPTIONS", None) or {
+        "ws": "websockets", "ws_max_size": server_mod.WS_MAX_BYTES, "ws_per_message_deflate": False})
+
+
+class Running:
+    """An `AssessServer` on uvicorn, configured as `assess serve` configures it, on a free port of 127.0.0.1."""
+
+    def __init__(self, server: AssessServer):
+        import uvicorn
+
+        self.port = free_port()
+        self.uv = uvicorn.Server(uvicorn.Config(server.app(), host="127.0.0.1", port=self.port, log_level="error",
+                                                **serve_options()))
+        self.thread = threading.Thread(target=self.uv.run, daemon=True)
+
+    def __enter__(self) -> "Running":
+        self.thread.start()
+        wait = time.monotonic() + 10
+        while not self.uv.started and time.monotonic() < wait:
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.uv.should_exit = True
+        self.thread.join(10)
+
+
+def empty_server(tmp_path) -> AssessServer:
+    return AssessServer(None, {}, InviteStore(tmp_path / "i.json"), tmp_path, tmp_path)  # type: ignore[arg-type]
+
+
+# ---- R17d-1: connections that never finish their request head are held forever (slowloris)
+
+def _closed_within(sock: socket.socket, seconds: float, dribble: bytes = b"") -> bool:
+    """Whether the server closes `sock` within `seconds`, while the client sends one byte of `dribble` every
+    0.2 s (a request head that never ends)."""
+    sock.settimeout(0.2)
+    end = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < end:
+        try:
+            if sock.recv(4096) == b"":
+                return True
+        except TimeoutError:
+            pass
+        except OSError:
+            return True
+        if dribble:
+            try:
+                sock.sendall(dribble[i % len(dribble):i % len(dribble) + 1])
+            except OSError:
+                return True
+            i += 1
+    return False
+
+
+def test_r17d_1_a_request_head_that_never_ends_does_not_hold_a_connection(tmp_path, monkeypatch):
+    """uvicorn arms no timer on a new connection (its keep-alive timer starts after a response, and every byte
+    received cancels it): a client that opens connections and sends nothing, or sends a request head a byte at a
+    time and never ends it, holds each open for as long as it likes. One candidate with a loop of them fills the
+    server's file descriptors (1,024 by default): `accept` fails for every other candidate, and the server's own
+    threads can no longer open a cast, a pseudo-terminal or a `docker exec` (every new session ends in `error`).
+    Won before the fix: both connections were still open after the whole wait. Defence: the server's HTTP
+    protocol gives each request head a deadline (`REQUEST_HEAD_S`), from the connection's start or the end of the
+    previous response; a connection that has not sent a whole head by then is closed."""
+    monkeypatch.setattr(server_mod, "REQUEST_HEAD_S", 1.0, raising=False)
+    with Running(empty_server(tmp_path)) as srv:
+        idle = socket.create_connection(("127.0.0.1", srv.port))
+        slow = socket.create_connection(("127.0.0.1", srv.port))
+        slow.sendall(b"GET /s HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        try:
+            assert _closed_within(slow, 4.0, dribble=b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"), \
+                "a request head sent a byte at a time holds its connection"
+            assert _closed_within(idle, 1.0), "a connection that sends nothing is held"
+        finally:
+            idle.close()
+            slow.close()
+
+
+def test_r17d_1_a_kept_alive_connection_that_starts_no_next_request_is_closed(tmp_path, monkeypatch):
+    """The same after a first request answered: the next head dribbled a byte at a time (each byte cancelled
+    uvicorn's keep-alive timer) holds the connection. Defence: the head deadline is armed again after each
+    response."""
+    monkeypatch.setattr(server_mod, "REQUEST_HEAD_S", 1.0, raising=False)
+    with Running(empty_server(tmp_path)) as srv:
+        sock = socket.create_connection(("127.0.0.1", srv.port))
+        try:
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            sock.settimeout(5)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 404")
+            sock.sendall(b"GET /s HTTP/1.1\r\n")
+            assert _closed_within(sock, 4.0, dribble=b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")
+        finally:
+            sock.close()
+
+
+def test_r17d_1_control_slow_but_honest_requests_and_websockets_are_served(tmp_path, monkeypatch):
+    """A request whose head comes whole within the deadline is answered, however long its handler takes after;
+    a websocket lives past the deadline (its head was whole)."""
+    from websockets.sync.client import connect
+
+    monkeypatch.setattr(server_mod, "REQUEST_HEAD_S", 1.0, raising=False)
+    server = empty_server(tmp_path)
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    seat = Seat("alice")
+    server.sessions[hashlib.sha256(b"alice-key").hexdigest()] = Assessment(invite, pack, [bundle(1)],
+                                                                           tmp_path / "r.jsonl", seat,
+                                                                           status="running")
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    seat.take("o__r-1", term, time.time() + 600)
+    try:
+        with Running(server) as srv:
+            sock = socket.create_connection(("127.0.0.1", srv.port))
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\n")
+            time.sleep(0.4)
+            sock.sendall(b"Host: 127.0.0.1\r\n\r\n")
+            sock.settimeout(5)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 404")
+            sock.close()
+            with connect(f"ws://127.0.0.1:{srv.port}/ws", open_timeout=5,
+                         additional_headers={"Cookie": f"{COOKIE}=alice-key",
+                                             "Origin": f"http://127.0.0.1:{srv.port}"}) as conn:
+                time.sleep(2.5)  # past the head deadline
+                conn.send(json.dumps({"type": "input", "data": "echo alive-$((6*7))\r"}))
+                got, end = b"", time.monotonic() + 10
+                while b"alive-42" not in got and time.monotonic() < end:
+                    got += conn.recv(timeout=5)
+                assert b"alive-42" in got
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(10)
+        term.stop()
