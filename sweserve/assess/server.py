@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
 from sweserve.assess.invites import Invite, InviteStore, Refused
@@ -55,6 +56,10 @@ WATCHER_BACKLOG_BYTES = 4 * 2**20  # output queued for one tab; past it the tab 
 # a websocket message: 64 KiB of keys as JSON (escapes grow a byte to 6 characters), and no compression, which let
 # a small upload become 15 MiB messages decoded on the event loop (red team 14b, R14b-3)
 WS_MAX_BYTES = 512 * 1024
+# seconds a connection has to send a whole request head, from its start or the end of the previous response: uvicorn
+# arms no timer on a new connection, and each byte received cancels its keep-alive timer, so a head sent a byte at
+# a time (or none) held a connection for ever, and a loop of them the server's file descriptors (red team 17d, R17d-1)
+REQUEST_HEAD_S = 15.0
 VENDOR = {  # what the pages load, and nothing else of node_modules
     "xterm.js": "@xterm/xterm/lib/xterm.js",
     "xterm.css": "@xterm/xterm/css/xterm.css",
@@ -311,6 +316,37 @@ class AssessServer:
             Route("/vendor/{name}", self.vendor),
             WebSocketRoute("/ws", self.terminal),
         ], exception_handlers={404: not_found, 405: not_found, 500: broken, Exception: broken})
+
+
+class HeadDeadlineH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline on each request head (`REQUEST_HEAD_S`): armed when the
+    connection opens and again when a response ends; a connection that has begun no new request by then (no whole
+    head received: the same request cycle as when it was armed) and is still HTTP (not upgraded to a websocket) is
+    closed. A request's handler, a body and a websocket are not timed by it: only the head a client owes."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_deadline()
+
+    def _arm_head_deadline(self) -> None:
+        self.loop.call_later(REQUEST_HEAD_S, self._head_due, self.cycle)
+
+    def _head_due(self, cycle: object) -> None:
+        transport = self.transport
+        if self.cycle is cycle and transport.get_protocol() is self and not transport.is_closing():
+            transport.close()
+
+
+# what `assess serve` passes uvicorn besides the app, host and port
+SERVE_OPTIONS: dict[str, Any] = {
+    "http": HeadDeadlineH11, "ws": "websockets", "ws_max_size": WS_MAX_BYTES,
+    # a websocket message: no compression (red team 14b, R14b-3)
+    "ws_per_message_deflate": False,
+}
 
 
 def message_page(title: str, body: str, status: int, raw: bool = False) -> HTMLResponse:

@@ -124,7 +124,7 @@ def run_invite(args, console: Console) -> int:
 def run_serve(args, console: Console) -> int:
     import uvicorn
 
-    from sweserve.assess.server import WS_MAX_BYTES, AssessServer, find_node_modules
+    from sweserve.assess.server import SERVE_OPTIONS, AssessServer, find_node_modules
     from sweserve.cli.common import make_context
     from sweserve.dataset.taskstore import load_all
 
@@ -134,8 +134,7 @@ def run_serve(args, console: Console) -> int:
         server = AssessServer(ctx, tasks, _invites(args), Path(args.output), node_modules)
         console.print(f"serving assessments on http://{args.host}:{args.port} (results under "
                       f"{escape(args.output)})")
-        uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning", ws="websockets",
-                    ws_max_size=WS_MAX_BYTES, ws_per_message_deflate=False)
+        uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning", **SERVE_OPTIONS)
     return 0
 
 
