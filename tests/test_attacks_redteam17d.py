@@ -160,3 +160,79 @@ def test_r17d_1_control_slow_but_honest_requests_and_websockets_are_served(tmp_p
         term.write(b"exit\r")
         term.exited.wait(10)
         term.stop()
+
+
+# ---- R17d-2: a tab closed for falling behind frees its place at once, while the server still holds its backlog
+
+def _session(tmp_path, server: AssessServer) -> BrowserTerminal:
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    invite = Invite(invite_id="x", candidate="mallory", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    seat = Seat("mallory")
+    server.sessions[hashlib.sha256(b"mallory-key").hexdigest()] = Assessment(
+        invite, pack, [bundle(1)], tmp_path / "r.jsonl", seat, status="running")
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    seat.take("o__r-1", term, time.time() + 600)
+    return term
+
+
+def _deaf_tab(port: int) -> tuple[socket.socket, bool]:
+    """A websocket opened by hand that never reads after the handshake (its receive buffer as small as the kernel
+    allows), and whether the server let it watch (False: its first frame is a close, 4429)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                  f"Origin: http://127.0.0.1:{port}\r\nCookie: {COOKIE}=mallory-key\r\n\r\n").encode())
+    sock.settimeout(5)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    sock.settimeout(1.0)
+    try:
+        first = sock.recv(1)  # the first frame's first byte, and nothing more
+    except TimeoutError:
+        return sock, True
+    return sock, first[:1] != b"\x88"
+
+
+def _flood(term: BrowserTerminal, mib: int) -> None:
+    """The sandbox prints `mib` MiB; back once the server has relayed it all."""
+    before = term.record.screen_bytes
+    term.write(f"head -c {mib * 2**20} /dev/zero | tr '\\0' a; echo\r".encode())
+    end = time.monotonic() + 60
+    while term.record.screen_bytes < before + mib * 2**20 and time.monotonic() < end:
+        time.sleep(0.1)
+
+
+def test_r17d_2_tabs_that_do_not_read_cannot_outnumber_the_watcher_limit(tmp_path):
+    """A tab that reads its output too slowly is unsubscribed past 4 MiB queued (R14b-4), and its place among the
+    terminal's `MAX_WATCHERS` is free at once; but the tab is not gone: its handler is stuck sending the output
+    already queued to a client that never reads, and holds it (up to 4 MiB) until websocket pings time out. The
+    candidate opens a tab that never reads, prints a few MiB in the sandbox (free), and opens the next: each
+    holds 4 MiB more of the server's memory, at the rate the sandbox prints, with no limit but the ping timeout
+    (40 s of a pseudo-terminal's output: gigabytes). Won before the fix: 8 deaf tabs watched one terminal at once
+    (limit 4). Defence: a tab holds its place until its connection ends, not until it is unsubscribed; and a tab
+    that fell behind drops what was queued for it at once (it reconnects to the recent output anyway)."""
+    from sweserve.assess.recorder import MAX_WATCHERS
+
+    server = empty_server(tmp_path)
+    term = _session(tmp_path, server)
+    tabs = []
+    try:
+        with Running(server) as srv:
+            watching = 0
+            for _ in range(2 * MAX_WATCHERS):
+                sock, watches = _deaf_tab(srv.port)
+                tabs.append(sock)
+                watching += watches
+                _flood(term, 12)  # past the kernel's buffers and the tab's 4 MiB
+            assert watching <= MAX_WATCHERS, f"{watching} tabs that never read watched one terminal at once"
+    finally:
+        for sock in tabs:
+            sock.close()
+        term.write(b"exit\r")
+        term.exited.wait(10)
+        term.stop()
