@@ -236,3 +236,36 @@ def test_r17d_2_tabs_that_do_not_read_cannot_outnumber_the_watcher_limit(tmp_pat
         term.write(b"exit\r")
         term.exited.wait(10)
         term.stop()
+
+
+def test_r17d_2_control_a_tab_that_fell_behind_frees_its_place_when_it_goes(tmp_path):
+    """Four tabs fall behind and their connections end (the page's reconnect after 4001): a new tab watches and
+    works the same shell."""
+    from websockets.sync.client import connect
+
+    from sweserve.assess.recorder import MAX_WATCHERS
+
+    server = empty_server(tmp_path)
+    term = _session(tmp_path, server)
+    try:
+        with Running(server) as srv:
+            tabs = [_deaf_tab(srv.port)[0] for _ in range(MAX_WATCHERS)]
+            _flood(term, 12)
+            for sock in tabs:
+                sock.close()
+            got, end = b"", time.monotonic() + 20
+            while b"back-42" not in got and time.monotonic() < end:
+                with connect(f"ws://127.0.0.1:{srv.port}/ws", open_timeout=5,
+                             additional_headers={"Cookie": f"{COOKIE}=mallory-key",
+                                                 "Origin": f"http://127.0.0.1:{srv.port}"}) as conn:
+                    conn.send(json.dumps({"type": "input", "data": "echo back-$((6*7))\r"}))
+                    try:
+                        while b"back-42" not in got:
+                            got += conn.recv(timeout=2)
+                    except Exception:  # noqa: BLE001 - refused (4429) while the old tabs close: try again
+                        time.sleep(0.5)
+            assert b"back-42" in got
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(10)
+        term.stop()

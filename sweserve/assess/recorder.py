@@ -134,6 +134,10 @@ class BrowserTerminal:
         self.record = TerminalRecord()
         self.cols, self.rows = cols, rows
         self._subscribers: list[Callable[[bytes], None]] = []
+        # the tabs holding a place among MAX_WATCHERS: each from `subscribe` until `unsubscribe` (its connection
+        # ended), a muted one too: a tab that fell behind is still a connection of the server's until it is gone
+        # (red team 17d, R17d-2)
+        self._tabs: list[Callable[[bytes], None]] = []
         self._tail = bytearray()
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
@@ -254,15 +258,25 @@ class BrowserTerminal:
         """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect), or None when
         MAX_WATCHERS tabs already watch."""
         with self._lock:
-            if len(self._subscribers) >= MAX_WATCHERS:
+            if len(self._tabs) >= MAX_WATCHERS:
                 return None
+            self._tabs.append(send)
             self._subscribers.append(send)
             return bytes(self._tail[-REPLAY_TAIL_BYTES:])
 
-    def unsubscribe(self, send: Callable[[bytes], None]) -> None:
+    def mute(self, send: Callable[[bytes], None]) -> None:
+        """Send the watcher no more output; it keeps its place until `unsubscribe` (its connection has ended)."""
         with self._lock:
             if send in self._subscribers:
                 self._subscribers.remove(send)
+
+    def unsubscribe(self, send: Callable[[bytes], None]) -> None:
+        """The watcher is gone: no more output, and its place is free."""
+        with self._lock:
+            if send in self._subscribers:
+                self._subscribers.remove(send)
+            if send in self._tabs:
+                self._tabs.remove(send)
 
     def stop(self, grace_s: float = 3.0) -> int | None:
         """End the relay: hang up the terminal, then kill the client if it lingers; the exit code."""

@@ -247,8 +247,14 @@ class AssessServer:
                 # a tab that does not read (or reads too slowly) must hold no unbounded memory of the server's
                 # (red team 14b, R14b-4): it is closed, and the page reconnects to the recent output, as after a
                 # dropped connection
+                # what was queued is dropped now, not held until a client that may never read takes it, and the
+                # tab keeps its place among the terminal's watchers until its connection ends: unsubscribed at once,
+                # a deaf tab freed its place while holding its 4 MiB, and the next deaf tab took it (red team 17d,
+                # R17d-2)
                 backlog = -1
-                term.unsubscribe(send)
+                term.mute(send)
+                while not queue.empty():
+                    queue.get_nowait()
                 queue.put_nowait(b"")
                 return
             backlog += len(data)
