@@ -269,3 +269,60 @@ def test_r17d_2_control_a_tab_that_fell_behind_frees_its_place_when_it_goes(tmp_
         term.write(b"exit\r")
         term.exited.wait(10)
         term.stop()
+
+
+# ---- R17d-3: keys typed past the cast's input budget still reach the shell, recorded nowhere
+
+def test_r17d_3_keys_past_the_recording_limit_never_reach_the_shell_unrecorded(tmp_path, monkeypatch):
+    """The cast's input budget (64 MiB) is spent in seconds by pasting into `cat >/dev/null` (the websocket takes
+    64 KiB a message); after it, `CastWriter.event` drops every key and writes one marker, but `write` still hands
+    the keys to the terminal. Worse, the budget is checked per event: a message too big for what is left is
+    dropped and runs, and the small ones after it are kept again, so the list reads `⟨cut⟩`, then the next
+    commands as if nothing came between. Won before the fix: a command sent as one 4 KB message after the flood
+    ran (its file exists) and is on no record, and `echo after` was listed after the marker that says nothing
+    after it was kept. Defence: the cut is final for each kind of event, and a key the cast did not keep is never
+    delivered (dropped, as a full queue drops keys): the shell gets only what the record holds. Here the budget
+    is made 64 KiB so the test is quick; the mechanism is the same at 64 MiB."""
+    import sweserve.assess.recorder as rec
+
+    monkeypatch.setattr(rec, "CAST_MAX_BYTES", 64 * 1024)
+    proof = tmp_path / "ran-unrecorded"
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.write(b"cat >/dev/null\r")
+        for _ in range(100):
+            term.write((("a" * 999) + "\n").encode())
+        term.write(b"\x04")
+        time.sleep(0.5)
+        # one message the budget has no room for (bash skips the leading blanks): dropped from the record
+        term.write((" " * 4000 + f"touch {proof}\r").encode())
+        end = time.monotonic() + 5
+        while not proof.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        term.write(b"echo after\r")  # and typing goes on, recorded again: the marker's "nothing after" is wrong
+        time.sleep(0.5)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(5)
+        term.stop()
+    listed = [c for _, c in rec.commands_from_cast(tmp_path / "c.cast")]
+    assert any(rec.CUT in c for c in listed)  # the record says where it stops
+    assert not proof.exists() or any(str(proof) in c for c in listed), \
+        "a command typed past the recording limit ran, and is on no record"
+    cut = next(i for i, c in enumerate(listed) if rec.CUT in c)
+    assert not any("echo after" in c for c in listed[cut:]), "the record says nothing after its cut was kept"
+
+
+def test_r17d_3_control_typing_within_the_budget_reaches_the_shell(tmp_path):
+    proof = tmp_path / "ran"
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.write(f"touch {proof}\r".encode())
+        end = time.monotonic() + 10
+        while not proof.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(5)
+        term.stop()
+    assert proof.exists()
