@@ -432,7 +432,9 @@ def test_commands_typed_after_a_paste_flood_are_still_listed(tmp_path, monkeypat
         term.exited.wait(10)
     finally:
         term.stop()
-    assert "after-the-flood-42" in b"".join(shown).decode(errors="replace")  # it ran
+    # past the record's input budget keys no longer reach the shell (red team 17d, R17d-3: they ran on no record),
+    # so the command did not run; the list still says where the record of typing stopped
+    assert "after-the-flood-42" not in b"".join(shown).decode(errors="replace")
     r = RunResult.model_validate({"run_id": "r", "task_id": "o__r-1", "family": "decoding", "agent": "human-a",
                                   "status": "resolved", "started_at": T0, "finished_at": T0, "duration_s": 1.0,
                                   "trial_dir": str(folder)})

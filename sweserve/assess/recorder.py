@@ -57,6 +57,7 @@ class CastWriter:
         self.kept = {"o": 0, "i": 0, "r": 0}  # bytes written of each kind of event
         self.capped = False
         self.input_capped = False
+        self._cut: set[str] = set()  # kinds of event past their budget: none of them is written again
         self._dec = {"o": codecs.getincrementaldecoder("utf-8")("replace"),
                      "i": codecs.getincrementaldecoder("utf-8")("replace")}
         header = {"version": 2, "width": width, "height": height, "timestamp": int(time.time()),
@@ -68,30 +69,37 @@ class CastWriter:
         self._fh.flush()
         self.bytes += len(line) + 1
 
-    def event(self, code: str, data: bytes | str) -> None:
+    def event(self, code: str, data: bytes | str) -> bool:
+        """Write one event; whether it is on the record (False: past its kind's budget, or the cast is closed)."""
         with self._lock:
             if self._fh.closed:
-                return
+                return False
+            kind = code if code in ("o", "r") else "i"
+            # the cut is final: checked event by event, a message too big for what was left was dropped and the
+            # smaller ones after it kept, under a marker saying nothing after it was (red team 17d, R17d-3)
+            if kind in self._cut:
+                return False
             text = self._dec[code].decode(data) if isinstance(data, bytes) else data
             if not text:
-                return
+                return True  # the start of a character, kept until the rest of it comes
             # each kind of event has a budget of its own: output past its limit is dropped; input (and the
             # markers of keys dropped) past its own (a paste flood, never typing), with a marker of its own where
             # it stops, where the commands typed list ends saying so (red team 12a, R12a-6); resizes past theirs,
             # so that no flood of one kind spends what keeps another (red team 14c, R14c-10: resizes spent the
             # input's)
-            kind = code if code in ("o", "r") else "i"
             line = json.dumps([self.elapsed(), code, text])
             if self.kept[kind] + len(line) > (RESIZE_MAX_BYTES if kind == "r" else CAST_MAX_BYTES):
-                if kind == "o" and not self.capped:
+                self._cut.add(kind)
+                if kind == "o":
                     self.capped = True
                     self._line(json.dumps([self.elapsed(), "m", "over the recording limit: the rest not kept"]))
-                elif kind == "i" and not self.input_capped:
+                elif kind == "i":
                     self.input_capped = True
                     self._line(json.dumps([self.elapsed(), "m", CUT]))
-                return
+                return False
             self.kept[kind] += len(line) + 1
             self._line(line)
+            return True
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 6)
@@ -217,7 +225,13 @@ class BrowserTerminal:
         if not taken:  # every drop, where it happened: the commands typed list shows it in the line (R13-4)
             self.cast.event("m", f"{DROPPED} {len(data)} bytes")
             return
-        self.cast.event("i", data)  # recorded as taken, before the terminal has it
+        # recorded as taken, before the terminal has it; a key the cast does not keep (past its input budget) never
+        # reaches the terminal: delivered, it ran on no record (red team 17d, R17d-3)
+        if not self.cast.event("i", data):
+            with self._lock:
+                self._pending -= len(data)
+                self.dropped += len(data)
+            return
         self.record.typed(time.monotonic() - self._t0, data)
         self._keys.put(data)
 
