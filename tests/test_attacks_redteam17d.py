@@ -326,3 +326,56 @@ def test_r17d_3_control_typing_within_the_budget_reaches_the_shell(tmp_path):
         term.exited.wait(5)
         term.stop()
     assert proof.exists()
+
+
+# ---- R17d-4: resizes past the cast's resize budget still resize the terminal: the replay draws at the wrong size
+
+def _size_seen(term: BrowserTerminal, tmp_path, name: str) -> str:
+    out = tmp_path / name
+    term.write(f"stty size > {out}\r".encode())
+    end = time.monotonic() + 10
+    while not (out.exists() and out.read_text().strip()) and time.monotonic() < end:
+        time.sleep(0.1)
+    return out.read_text().strip()
+
+
+def test_r17d_4_the_terminal_is_the_size_the_replay_draws(tmp_path, monkeypatch):
+    """Window sizes have a budget of their own in the cast (1 MiB: R14c-10); past it `resize` still resized the
+    pseudo-terminal, recording nothing. The candidate's browser sends a few tens of thousands of resize messages
+    (free), then works at 500 columns while the replay draws every frame after at the last recorded size (here
+    20 columns): full-screen programs and long lines render as something else than what the candidate saw.
+    Won before the fix: the shell's `stty size` was `50 200` while the last recorded size was 20x5. Defence: the
+    cut is final, and a size the cast did not record is not applied. The budget is made small here."""
+    import sweserve.assess.recorder as rec
+    from sweserve.assess.recorder import read_cast
+
+    monkeypatch.setattr(rec, "RESIZE_MAX_BYTES", 2000)
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        for i in range(200):
+            term.resize(20 + i % 2, 5)
+        term.resize(20, 5)
+        term.resize(200, 50)
+        seen = _size_seen(term, tmp_path, "size")
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(5)
+        term.stop()
+    recorded = [d for _, c, d in read_cast(tmp_path / "c.cast")[1] if c == "r"]
+    rows, cols = seen.split()
+    assert recorded[-1] == f"{cols}x{rows}", (recorded[-3:], seen)
+
+
+def test_r17d_4_control_a_resize_within_the_budget_applies_and_is_recorded(tmp_path):
+    from sweserve.assess.recorder import read_cast
+
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.resize(100, 30)
+        seen = _size_seen(term, tmp_path, "size")
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(5)
+        term.stop()
+    assert seen == "30 100"
+    assert [d for _, c, d in read_cast(tmp_path / "c.cast")[1] if c == "r"] == ["100x30"]
