@@ -263,10 +263,11 @@ class BrowserTerminal:
 
     def resize(self, cols: int, rows: int) -> None:
         cols, rows = max(20, min(cols, 500)), max(5, min(rows, 200))
-        if (cols, rows) != (self.cols, self.rows):
+        # recorded first, applied only if recorded: past the resize budget the terminal kept changing size while
+        # the replay drew everything after at the last size recorded (red team 17d, R17d-4)
+        if (cols, rows) != (self.cols, self.rows) and self.cast.event("r", f"{cols}x{rows}"):
             self.cols, self.rows = cols, rows
             self._set_size()
-            self.cast.event("r", f"{cols}x{rows}")
 
     def subscribe(self, send: Callable[[bytes], None]) -> bytes | None:
         """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect), or None when
