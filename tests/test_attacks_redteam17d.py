@@ -379,3 +379,44 @@ def test_r17d_4_control_a_resize_within_the_budget_applies_and_is_recorded(tmp_p
         term.stop()
     assert seen == "30 100"
     assert [d for _, c, d in read_cast(tmp_path / "c.cast")[1] if c == "r"] == ["100x30"]
+
+
+# ---- R17d-5: keys whose record is larger than their cast (Tab, &, control keys) make an unopenable replay page
+
+def _replay_of(folder, events):
+    from test_attacks_redteam16c import result
+
+    from sweserve.assess.agent import CAST_FILE
+    from sweserve.assess.recorder import CastWriter
+    from sweserve.assess.scorecard import replay_page
+
+    cast = CastWriter(folder / CAST_FILE, 80, 24)
+    for data in events:
+        cast.event("i", data)
+    cast.close()
+    size = (folder / CAST_FILE).stat().st_size
+    return size, replay_page("mallory", result("human-mallory", bundle(1), "resolved", 60, trial_dir=str(folder)))
+
+
+def test_r17d_5_a_flood_of_tabs_does_not_make_the_replay_page_many_times_the_cast(tmp_path):
+    """R16c-1 bounded the replay page of a one-key-line flood to twice its cast, but a key's row in the commands
+    table is many times its bytes in the cast for other keys: a Tab is 2 bytes of cast (`\\t`) and 14 of page
+    (`<kbd>⇥</kbd>`), `&` 1 and 5 (`&amp;`), ^A 6 and 19. Lines of Tabs (each under the 64 K characters an entry
+    shows) fill the 64 MiB input budget in seconds: a ~600 MB page, which no browser opens, so the reviewer
+    cannot see this task's replay. Won before the fix: the page was 8.3 times its cast. Defence: the commands
+    table has a size budget of its own, two thirds of the cast it lists (never less than 1 MiB), its first nine
+    tenths and last tenth kept and a row between saying how many commands are not shown; and consecutive
+    tokens share one <kbd>."""
+    for name, line in (("tabs", "\t" * 60000 + "\r"), ("amps", "&" * 60000 + "\r"), ("ctl", "\x01" * 16000 + "\r")):
+        (tmp_path / name).mkdir()
+        size, page = _replay_of(tmp_path / name, ["cat >/dev/null\r"] + [line] * 100)
+        assert len(page.encode()) <= 2 * size + 2**20, f"{name}: a {len(page.encode()) / size:.1f}x page"
+        assert "not shown here" in page
+
+
+def test_r17d_5_control_an_honest_session_is_listed_whole(tmp_path):
+    (tmp_path / "t").mkdir()
+    typed = [f"pytest -x test/test_{i}.py\t-k 'a & b'\r" for i in range(300)]
+    _, page = _replay_of(tmp_path / "t", typed)
+    assert "not shown here" not in page
+    assert page.count("pytest -x test/test_") == 300 and "test_299.py" in page
