@@ -254,8 +254,49 @@ def _typed_html(command: str) -> str:
     """A commands-typed entry with the record's own tokens (keys, markers: ⟨…⟩, ↵, ⇥) set apart as <kbd>: nothing
     typed can look like one, since the record shows every typed character outside printable ASCII by its code
     point (`agents.terminal.typed_lines`), so a typed `⟨^C⟩` is never a key in the page (red team 14d, R14d-3)."""
-    parts = TOKEN.split(command)
-    return "".join(f"<kbd>{html.escape(p)}</kbd>" if i % 2 else html.escape(p) for i, p in enumerate(parts) if p)
+    out, keys = [], []  # consecutive tokens share one <kbd>: one each made a Tab 14 bytes of page (R17d-5)
+    for i, p in enumerate(TOKEN.split(command)):
+        if i % 2:
+            keys.append(p)
+        elif p:
+            if keys:
+                out.append(f"<kbd>{html.escape(''.join(keys))}</kbd>")
+                keys = []
+            out.append(html.escape(p))
+    if keys:
+        out.append(f"<kbd>{html.escape(''.join(keys))}</kbd>")
+    return "".join(out)
+
+
+COMMANDS_PAGE_MIN = 2**20  # bytes the commands table may always take
+
+
+def _command_rows(commands: list[tuple[float, str]], budget: int) -> str:
+    """The commands-typed table's rows, at most `budget` bytes of them: past it, the first nine tenths and the last
+    tenth are kept, and a row between says how many are not shown. A key's row is many times its bytes in the cast
+    for some keys (a Tab 2 bytes of cast, `&` 1, each several of page): lines of them within the cast's input
+    budget made a page of ~600 MB, which no browser opens (red team 17d, R17d-5)."""
+    rows = [f"<tr><td>{t:.1f}s</td><td><code>{_typed_html(c)}</code></td></tr>" for t, c in commands]
+    sizes = [len(r.encode("utf-8")) for r in rows]
+    if sum(sizes) <= budget:
+        return "".join(rows)
+    head, size = [], 0
+    for r, n in zip(rows, sizes, strict=True):
+        if size + n > budget * 9 // 10:
+            break
+        head.append(r)
+        size += n
+    tail: list[str] = []
+    size = 0
+    for r, n in zip(reversed(rows[len(head):]), reversed(sizes[len(head):]), strict=True):
+        if size + n > budget // 10:
+            break
+        tail.append(r)
+        size += n
+    left = len(rows) - len(head) - len(tail)
+    text = f"⟨{left} more commands typed, not shown here (too large a page); the cast has them⟩"
+    note = f"<tr><td></td><td><code><kbd>{html.escape(text)}</kbd></code></td></tr>"
+    return "".join(head) + note + "".join(reversed(tail))
 
 
 def replay_page(name: str, r: RunResult) -> str:
@@ -263,7 +304,8 @@ def replay_page(name: str, r: RunResult) -> str:
     cast = Path(r.trial_dir or "") / CAST_FILE
     cast_text = cast.read_text(encoding="utf-8", errors="replace") if cast.is_file() else ""
     commands = commands_from_cast(cast) if cast.is_file() else []
-    cmd_rows = "".join(f"<tr><td>{t:.1f}s</td><td><code>{_typed_html(c)}</code></td></tr>" for t, c in commands)
+    # the table is two thirds of the cast at most (the player's data is 4/3 of it): the page stays twice the cast
+    cmd_rows = _command_rows(commands, COMMANDS_PAGE_MIN + 2 * len(cast_text.encode("utf-8")) // 3)
     tests = "".join(f"<tr><td>{e(kind)}</td><td>{e(tid)}</td><td class={'resolved' if o == 'passed' else 'failed'}>"
                     f"{e(o)}</td></tr>"
                     for kind, outcomes in (("fail→pass", r.tests.fail_to_pass), ("pass→pass", r.tests.pass_to_pass))
