@@ -5,6 +5,7 @@ Each test is written to fail while the attack works and to pass once it is defen
 behaviour working. No Docker: the assessment pipeline runs against a local shell (as test_assess.py does).
 """
 
+import csv
 import json
 import threading
 import time
@@ -125,9 +126,8 @@ def test_r16c_2_a_session_cut_by_a_server_restart_is_named_on_the_retake(tmp_pat
     with ResultsWriter(path) as w:
         w.write(result("human-mallory", b1, "resolved", 300, attempt=1, run_id="run-second"))
     cards = write_scorecards(pack, results_dir, tmp_path / "report", None, [])
-    rows = cards.csv.read_text().splitlines()
-    mallory = next(r for r in rows if r.startswith("mallory,"))
-    assert not mallory.endswith(","), f"the CSV names no earlier attempt: {mallory}"
+    mallory = next(r for r in csv.DictReader(cards.csv.open()) if r["candidate"] == "mallory")
+    assert mallory["earlier_attempts"], f"the CSV names no earlier attempt: {mallory}"
     assert "retake" in cards.pages["mallory"].read_text()
 
 
@@ -141,7 +141,7 @@ def test_r16c_2_control_a_single_session_is_no_retake(tmp_path):
         w.write(result("human-alice", b1, "resolved", 300, attempt=1, run_id="run-only"))
     cards = write_scorecards(pack, results_dir, tmp_path / "report", None, [])
     assert "retake" not in cards.pages["alice"].read_text()
-    assert cards.csv.read_text().splitlines()[1].endswith(",")
+    assert [r["earlier_attempts"] for r in csv.DictReader(cards.csv.open())] == [""]
 
 
 # ---- R16c-3: the scorecard's ability leaves out a retake's earlier attempts

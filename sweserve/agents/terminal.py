@@ -52,7 +52,14 @@ LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste 
 TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")
 
 
-def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = None) -> list[tuple[float, str]]:
+class TypedLines(list[tuple[float, str]]):
+    """`typed_lines`' entries; `unlisted`: how many entries it counted past its limit and did not keep (each run of
+    them is one entry saying how many), so a page can say the list is not whole without reading its text."""
+
+    unlisted: int = 0
+
+
+def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = None) -> TypedLines:
     """What was typed, one entry per Enter, with the time it was started, from asciinema-style events (time,
     code, text): input ("i") and markers ("m": `CUT`, `DROPPED`); output is never read. The one line rebuilder,
     for the browser terminal's cast and `sweserve session`'s record alike.
@@ -87,7 +94,7 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
             chars.append(c)
         return "".join(chars)
 
-    out: list[tuple[float, str]] = []
+    out = TypedLines()
     line: list[str] = []
     paste = over = False
     start: float | None = None
@@ -112,6 +119,7 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
         nonlocal unlisted
         if unlisted:
             out.append((unlisted_at, f"⟨{unlisted} more commands typed, not listed here; the cast has them⟩"))
+            out.unlisted += unlisted
             unlisted = 0
         out.extend(tail)
         tail.clear()

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sweserve.agents.terminal import CUT, DROPPED, TerminalRecord, typed_lines
+from sweserve.agents.terminal import CUT, DROPPED, TerminalRecord, TypedLines, typed_lines
 
 CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written, and input past as much again; a marker says so
 RESIZE_MAX_BYTES = 2**20  # window-size events kept (tens of thousands of resizes)
@@ -125,7 +125,7 @@ def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
     return header, events
 
 
-def commands_from_cast(path: Path) -> list[tuple[float, str]]:
+def commands_from_cast(path: Path) -> TypedLines:
     """What the candidate typed, one entry per Enter, with the time it was started: rebuilt from the cast's input
     events and markers only (`agents.terminal.typed_lines`, the one line rebuilder); past `COMMANDS_MAX`
     entries, a last one says how many more the cast holds."""

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
-from sweserve.agents.terminal import TOKEN
+from sweserve.agents.terminal import TOKEN, TypedLines
 from sweserve.assess.agent import CAST_FILE
 from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
@@ -34,7 +34,7 @@ PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-pla
           "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
 CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "same_task", "status", "time_used_s", "time_budget_s",
                "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se",
-               "earlier_attempts"]
+               "earlier_attempts", "commands_unlisted"]
 
 
 def same_task(pack: Pack, r: RunResult) -> bool:
@@ -163,10 +163,13 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
     for agent in candidates:
         name = agent.removeprefix("human-")
         results = {r.task_id: r for r in mine if r.agent == agent}
+        unlisted: dict[str, int] = {}
         for t in pack.tasks:
             r = results.get(t.task_id)
             if r is None:
                 continue
+            commands = typed_in(r)
+            unlisted[t.task_id] = commands.unlisted
             passed, total = tests_passed(r)
             rows.append({"candidate": name, "pack": pack.name, "pack_version": pack.version, "task_id": t.task_id,
                          "same_task": "yes" if same_task(pack, r) else "no", "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
@@ -175,11 +178,12 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                          "task_difficulty_se": _num(cal.fit.difficulty_se.get(t.task_id)),
                          "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent)),
                          "earlier_attempts": earlier(history[(agent, t.task_id)],
-                                                     elsewhere.get((agent, t.task_id), []))})
-            (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r))
+                                                     elsewhere.get((agent, t.task_id), [])),
+                         "commands_unlisted": commands.unlisted})
+            (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r, commands))
         pages[name] = out / f"scorecard-{name}.html"
         before = {t: earlier(history[(agent, t)], elsewhere.get((agent, t), [])) for t in results}
-        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before))
+        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before, unlisted))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
     writer.writeheader()
@@ -203,7 +207,8 @@ kbd{background:#eef;border:1px solid #99c;border-radius:3px;padding:0 .2em;font-
 
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
-                   budgets: dict[str, int], before: dict[str, str] | None = None) -> str:
+                   budgets: dict[str, int], before: dict[str, str] | None = None,
+                   unlisted: dict[str, int] | None = None) -> str:
     e = html.escape
     fit = cal.fit
     rows = []
@@ -219,6 +224,11 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
         other = "" if same_task(pack, r) else " <b>(graded against another version of the task)</b>"
         if retake := (before or {}).get(t.task_id):
             other += f" <b>(a retake: {e(retake)})</b>"
+        if n := (unlisted or {}).get(t.task_id):
+            # a flood typed before and after a command hides it from the list's kept head and tail (red team 17d,
+            # R17d-6): no honest session types tens of thousands of lines, and the reviewer is told to read the replay
+            other += (f" <b class=flood>({n} commands typed are not on the commands list: a flood of lines; "
+                      "read the replay)</b>")
         rows.append(f"<tr><td>{e(t.task_id)}{other}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
                     f"<td>{passed} / {total}</td><td>{diff}</td>"
                     f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
@@ -299,11 +309,17 @@ def _command_rows(commands: list[tuple[float, str]], budget: int) -> str:
     return "".join(head) + note + "".join(reversed(tail))
 
 
-def replay_page(name: str, r: RunResult) -> str:
+def typed_in(r: RunResult) -> TypedLines:
+    """The commands typed in r's session, from its host-recorded cast (none without one)."""
+    cast = Path(r.trial_dir or "") / CAST_FILE
+    return commands_from_cast(cast) if cast.is_file() else TypedLines()
+
+
+def replay_page(name: str, r: RunResult, commands: TypedLines | None = None) -> str:
     e = html.escape
     cast = Path(r.trial_dir or "") / CAST_FILE
     cast_text = cast.read_text(encoding="utf-8", errors="replace") if cast.is_file() else ""
-    commands = commands_from_cast(cast) if cast.is_file() else []
+    commands = typed_in(r) if commands is None else commands
     # the table is two thirds of the cast at most (the player's data is 4/3 of it): the page stays twice the cast
     cmd_rows = _command_rows(commands, COMMANDS_PAGE_MIN + 2 * len(cast_text.encode("utf-8")) // 3)
     tests = "".join(f"<tr><td>{e(kind)}</td><td>{e(tid)}</td><td class={'resolved' if o == 'passed' else 'failed'}>"
