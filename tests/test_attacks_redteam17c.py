@@ -21,14 +21,13 @@ from __future__ import annotations
 import pytest
 from docker.errors import APIError
 
-from sweserve.environment.docker_sandbox import labels, run_kwargs
-from sweserve.models import Resources
-
 from sweserve.agents.command import CommandAgent
 from sweserve.agents.config import CommandAgentConfig
 from sweserve.demo import files
+from sweserve.environment.docker_sandbox import labels, run_kwargs
 from sweserve.evaluation.evaluate import pending, run_evaluation
 from sweserve.evaluation.results import read_results
+from sweserve.models import Resources
 
 pytestmark = pytest.mark.docker
 DIST = "sweserve-demo__sglang-mini-103"

@@ -86,6 +86,11 @@ def run_kwargs(resources: Resources, gpu_ids: list[str], host_cpus: int) -> dict
         "security_opt": ["no-new-privileges"],
         "init": True,
         "environment": {"PYTHONDONTWRITEBYTECODE": "1"},
+        # no logging driver: what the sandbox's init writes to its stdout (root there writes /proc/1/fd/1) would be
+        # kept by dockerd on the host (json-file: no size cap), outside the disk limit, which measures the writable
+        # layer alone; sweserve reads a sandbox's commands through their exec streams, never its logs (red team 17c,
+        # R17c-1)
+        "log_config": docker.types.LogConfig(type="none"),
     }
 
 
