@@ -13,7 +13,19 @@ behaviour working. Docker, the demo's tasks.
   and results with them. Defence: sandboxes are created with no logging driver (`log_config` type "none";
   sweserve never reads a sandbox's logs): what a sandbox's init writes is not kept anywhere.
 
-Tried and held are listed in the report.
+Tried and held: a 600 MB random file (over git's bigFileThreshold) in a task with 0.75 GB of memory, to have
+`git diff --binary` OOM-killed in the grade sandbox (NO_DIFF, an `InfraError` redone by --retry-errors): git
+was not killed, the 773 MB patch is `error` of kind `limit`, never redone. Read, not run, held: resets of
+paths with invalid UTF-8 (decoded with U+FFFD, so `rm -f` misses them) only reach names that are not protected
+ones (every protected name is exact ASCII; only folders above it could hold such bytes, and no such folder is on
+sys.path or a conftest's way); the export verifier's `kill_all` under a fork bomb (a fork that fails is an
+`error` verdict, reward 0, never a pass).
+
+Leads, not built: the egress proxy's container (egress.py) is created with the daemon's logging driver too and
+its logs are read; a command agent with `egress:` whose refused requests the proxy logs grows a host file the
+same way (needs the proxy image). The exports' `sweserve_drop.drop` ignores prctl's return value: where
+`PR_SET_NO_NEW_PRIVS` fails, a set-uid binary in the image gives the tests root (the SWE-bench harness and
+Harbor start containers without Docker's no-new-privileges).
 """
 
 from __future__ import annotations
