@@ -1,0 +1,198 @@
+"""Red team 18a: closed-book model-only egress, second round (`images/proxy/egress_addon.py`, the request side).
+
+Each attack is a test that FAILS while the attack wins and passes once defended; controls keep honest clients'
+requests passing. All run on the host against the addon's request hook (`run` from test_attacks_redteam15f).
+
+- R18a-1: objects stored at the provider. A request may name, instead of carrying, what the model reads: the
+  Responses API's `previous_response_id` and `conversation` (a stored history), a stored `prompt` object (`{"id":
+  "pmpt_..."}`: a prompt made in a dashboard, with its own model, tools and messages; `prompt` counted as content,
+  so nothing in it was read), an `item_reference` input item, a `file_id` source (OpenAI's input_file and
+  input_image, chat's file part, Anthropic's `{"type": "file"}` source), Anthropic's `container` and Gemini's
+  `cachedContent`. Whatever another request stored there (an open-book trial's searched pages, a file uploaded with
+  the same key, a dashboard prompt with web search on) reached the closed-book agent. Defence: a reference to a
+  stored object is refused, wherever it stands outside `tools`.
+- R18a-2: an honest client refused (false positive). The query allow-list (R17a-2) refused an SDK's model listing
+  with pagination: Anthropic's `GET /v1/models?limit=20&after_id=...`, Gemini's `GET /v1beta/models?pageSize=50`.
+  Defence: a GET of the model listing may also carry the listing's pagination parameters (plain tokens).
+- R18a-3: HTTP trailers. The header allow-list (R17a-1) read the header section only; a chunked request's trailer
+  section (fields after the body) went to the server as written: `x-portkey-config` there, to a server that merges
+  trailers into its headers. Defence: closed book removes a request's trailers (no model client sends any) and names
+  them in the audit line's `stripped`.
+- R18a-4: tensors the model server unpickles. vLLM's `prompt_embeds` (completions) and `image_embeds` /
+  `audio_embeds` content parts are base64 of a `torch.save` file, read with `torch.load` on the server every trial
+  shares (GHSA-mrw7-hf4f-83pf: a crafted sparse tensor writes out of bounds, before vLLM 0.11.1). Like SGLang's
+  pickled `custom_logit_processor`, the agent's bytes were loaded as objects on the shared server. Defence: these
+  fields are refused at any depth outside `tools` (content included).
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from test_attacks_redteam15f import MODEL, addon, run
+
+PINNED = ["default"]
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES = {"model": "default", "input": "hi"}
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+
+
+# --- R18a-1 --------------------------------------------------------------------------------------------------------
+
+def _user(part: dict) -> list[dict]:
+    return [{"role": "user", "content": [part]}]
+
+
+@pytest.mark.parametrize("body, path", [
+    ({**RESPONSES, "previous_response_id": "resp_68ab"}, "/v1/responses"),
+    ({**RESPONSES, "conversation": "conv_68ab"}, "/v1/responses"),
+    ({**RESPONSES, "conversation": {"id": "conv_68ab"}}, "/v1/responses"),
+    ({"model": "default", "prompt": {"id": "pmpt_68ab", "version": "2", "variables": {"pr": "1234"}}},
+     "/v1/responses"),
+    ({"model": "default", "input": [{"type": "item_reference", "id": "msg_68ab"}]}, "/v1/responses"),
+    ({"model": "default", "input": _user({"type": "input_file", "file_id": "file-68ab"})}, "/v1/responses"),
+    ({"model": "default", "input": _user({"type": "input_image", "file_id": "file-68ab"})}, "/v1/responses"),
+    ({"model": "default", "messages": _user({"type": "file", "file": {"file_id": "file-68ab"}})},
+     "/v1/chat/completions"),
+    ({"model": "default", "max_tokens": 64,
+      "messages": _user({"type": "document", "source": {"type": "file", "file_id": "file_011C"}})}, "/v1/messages"),
+    ({"model": "default", "max_tokens": 64, "container": "container_011C", "messages": CHAT["messages"]},
+     "/v1/messages"),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "cachedContent": "cachedContents/68ab"},
+     "/v1beta/models/default:generateContent"),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "cached_content": "cachedContents/68ab"},
+     "/v1beta/models/default:generateContent"),
+    ([{**RESPONSES, "Previous_Response_ID": "resp_68ab"}], "/v1/responses"),  # a batch; a Go reader folds case
+], ids=["previous_response_id", "conversation", "conversation-object", "stored-prompt", "item_reference",
+        "input_file-file_id", "input_image-file_id", "chat-file-part", "anthropic-file-source", "anthropic-container",
+        "gemini-cachedContent", "gemini-cached_content", "batch-folded"])
+def test_r18a_1_objects_stored_at_the_provider_are_refused(tmp_path, monkeypatch, body, path):
+    """Attack: a pinned-model request that names an object stored at the provider instead of carrying it (a stored
+    response or conversation, a dashboard prompt, a file, a cache, a container).
+    Won: passed; the provider reads into the closed-book conversation what another request stored (an open-book
+    trial's search results, a file uploaded with the same key, a prompt whose stored tools search the web).
+    Defence: a reference to a stored object is refused at any depth outside `tools`."""
+    refused, _ = run(tmp_path, monkeypatch, json.dumps(body), path=path, models=PINNED)
+    assert refused, f"{json.dumps(body)[:120]} passed"
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"model": "default", "prompt": "def fib(n):", "max_tokens": 16}, "/v1/completions"),  # a completion's prompt
+    ({"model": "default", "prompt": ["a", "b"]}, "/v1/completions"),
+    ({"model": "default", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read",
+                                           "input": {"file_id": "src/a.py", "conversation": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]},
+     "/v1/messages"),  # the agent's own tool, whose arguments name a file_id
+    ({"contents": [{"role": "model", "parts": [{"functionCall": {"name": "read", "args": {"file_id": "a.py"}}}]}]},
+     "/v1beta/models/default:generateContent"),
+    ({"model": "default", "input": "hi", "store": False,
+      "tools": [{"type": "function", "name": "read", "parameters": {"type": "object", "properties": {
+          "file_id": {"type": "string"}, "conversation": {"type": "string"}}}}]}, "/v1/responses"),
+    ({"model": "default", "messages": [{"role": "user", "content": "what is a file_id and a previous_response_id?"}]},
+     "/v1/chat/completions"),
+], ids=["completion-prompt", "completion-prompt-list", "anthropic-tool-use-args", "gemini-function-args",
+        "tool-schema", "words-in-text"])
+def test_r18a_1_control_prompts_and_the_agents_own_tool_arguments_pass(tmp_path, monkeypatch, body, path):
+    """Control: a completion's `prompt` (a string or a list), and the agent's own tools' schemas and call arguments
+    (which may name a `file_id`), are no stored objects."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
+
+
+# --- R18a-2 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "/v1/models?limit=20",  # the Anthropic SDK's models.list(limit=20)
+    "/v1/models?limit=20&after_id=claude-opus-4-1-20250805",  # its next page
+    "/v1/models?before_id=claude-3-haiku-20240307",
+    "/v1beta/models?pageSize=50",  # Gemini's models.list
+    "/v1beta/models?pageSize=50&pageToken=Ch1tb2RlbHM",
+], ids=["anthropic-limit", "anthropic-after", "anthropic-before", "gemini-pagesize", "gemini-pagetoken"])
+def test_r18a_2_control_a_paginated_model_listing_passes(tmp_path, monkeypatch, path):
+    """Honest client refused before the fix: an SDK's paginated GET of the model listing.
+    Defence: a GET of the listing may carry the listing's pagination parameters (plain tokens)."""
+    refused, _ = run(tmp_path, monkeypatch, b"", method="GET", path=path, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
+
+
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/v1/chat/completions?limit=20"),  # pagination is a listing's only
+    ("GET", "/v1/models?limit=20&model=sonar"),
+    ("GET", "/v1/models?after_id=http%3A%2F%2Fevil.example"),  # a value that is more than a token
+    ("GET", "/v1/models/default?pageSize=1&model=x"),
+], ids=["post-limit", "beside-model", "not-a-token", "one-model"])
+def test_r18a_2_pagination_routes_nothing(tmp_path, monkeypatch, method, path):
+    """Pagination is allowed on a listing's GET only, as plain tokens, never beside another parameter."""
+    body = CHAT if method == "POST" else b""
+    refused, _ = run(tmp_path, monkeypatch, body, method=method, path=path, models=PINNED)
+    assert refused
+
+
+# --- R18a-3 --------------------------------------------------------------------------------------------------------
+
+def _run_with_trailers(tmp_path, monkeypatch, trailers):
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    e = addon.Egress([MODEL], True, tmp_path, PINNED)
+    flow = SimpleNamespace(
+        request=SimpleNamespace(method="POST", scheme="http", host="10.0.0.5", port=30000,
+                                content=json.dumps(CHAT).encode(), url=f"{MODEL}/v1/chat/completions",
+                                headers={"content-type": "application/json", "transfer-encoding": "chunked",
+                                         "te": "trailers"},
+                                trailers=trailers),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    return bool(refused), flow
+
+
+@pytest.mark.parametrize("name, value", [
+    ("x-portkey-config", json.dumps({"provider": "perplexity-ai", "override_params": {"model": "sonar-pro"}})),
+    ("x-litellm-tags", "web"),
+    ("content-type", "application/x-www-form-urlencoded"),  # an allowed name is no allowed trailer either
+], ids=["portkey-config", "litellm-tags", "allowed-name"])
+def test_r18a_3_trailers_never_reach_the_server(tmp_path, monkeypatch, name, value):
+    """Attack: a chunked chat call whose trailer section holds a gateway's routing header.
+    Won: the header allow-list read only the header section; mitmproxy forwards the trailers as written.
+    Defence: closed book removes a request's trailers and names them in the audit line."""
+    refused, flow = _run_with_trailers(tmp_path, monkeypatch, {name: value})
+    if not refused:
+        assert not flow.request.trailers, f"trailer {name} was forwarded"
+        assert f"trailer {name}" in _log(tmp_path)[-1].get("stripped", [])
+
+
+def test_r18a_3_control_no_trailers_passes_untouched(tmp_path, monkeypatch):
+    refused, flow = _run_with_trailers(tmp_path, monkeypatch, None)
+    assert not refused and flow.request.trailers is None
+    assert "stripped" not in _log(tmp_path)[-1]
+
+
+# --- R18a-4 --------------------------------------------------------------------------------------------------------
+
+TENSOR = "UEsDBAAACAgAAAAAAAAAAAAAAAAAAAAAAAAQABIAYXJjaGl2ZS9kYXRhLnBrbA=="  # a torch.save zip's first bytes
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"model": "default", "prompt_embeds": TENSOR, "max_tokens": 8}, "/v1/completions"),
+    ({"model": "default", "prompt": "", "promptEmbeds": [TENSOR]}, "/v1/completions"),
+    ({"model": "default", "messages": _user({"type": "image_embeds", "image_embeds": TENSOR})},
+     "/v1/chat/completions"),
+    ({"model": "default", "messages": _user({"type": "image_embeds", "image_embeds": {"image_embeds": TENSOR,
+                                                                                       "image_grid_thw": TENSOR}})},
+     "/v1/chat/completions"),
+    ({"model": "default", "messages": _user({"type": "audio_embeds", "audio_embeds": TENSOR})},
+     "/v1/chat/completions"),
+], ids=["prompt_embeds", "promptEmbeds-list", "image_embeds", "image_embeds-dict", "audio_embeds"])
+def test_r18a_4_tensors_the_server_unpickles_are_refused(tmp_path, monkeypatch, body, path):
+    """Attack: vLLM's `prompt_embeds` or an `image_embeds` content part: base64 of a torch.save file.
+    Won: passed; the shared model server torch.loads the agent's bytes (a crafted sparse tensor corrupts its memory
+    before vLLM 0.11.1), as SGLang's pickled custom_logit_processor would run the agent's code there.
+    Defence: fields the server loads as serialized tensors are refused at any depth outside `tools`."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused
