@@ -68,9 +68,15 @@ def _user(part: dict) -> list[dict]:
     ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "cached_content": "cachedContents/68ab"},
      "/v1beta/models/default:generateContent"),
     ([{**RESPONSES, "Previous_Response_ID": "resp_68ab"}], "/v1/responses"),  # a batch; a Go reader folds case
+    # a request dressed as a tool call, whose `input` the check skips in a conversation's tool calls
+    ({"model": "default", "type": "tool_use", "name": "x", "input": [{"type": "item_reference", "id": "msg_68ab"}]},
+     "/v1/responses"),
+    ({"model": "default", "name": "x", "args": {"x": 1}, "input": _user({"type": "input_file", "file_id": "f"})},
+     "/v1/responses"),
 ], ids=["previous_response_id", "conversation", "conversation-object", "stored-prompt", "item_reference",
         "input_file-file_id", "input_image-file_id", "chat-file-part", "anthropic-file-source", "anthropic-container",
-        "gemini-cachedContent", "gemini-cached_content", "batch-folded"])
+        "gemini-cachedContent", "gemini-cached_content", "batch-folded", "request-as-tool-use",
+        "request-with-args"])
 def test_r18a_1_objects_stored_at_the_provider_are_refused(tmp_path, monkeypatch, body, path):
     """Attack: a pinned-model request that names an object stored at the provider instead of carrying it (a stored
     response or conversation, a dashboard prompt, a file, a cache, a container).

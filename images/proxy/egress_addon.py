@@ -327,6 +327,43 @@ def routing_fields(body) -> list[str]:
     return found
 
 
+# references to objects stored at the provider, which it reads into the conversation instead of what the request
+# carries: a stored response or conversation (OpenAI's Responses API), a stored prompt (`prompt: {"id": "pmpt_..."}`,
+# with its own model, tools and messages), an input item by id, a file by id (OpenAI's, Anthropic's Files API), a
+# code-execution container (Anthropic), a context cache (Gemini). Whatever any other request with the same key stored
+# there (an open-book trial's search results, an uploaded file) would reach the closed-book agent (red team 18a,
+# R18a-1). Folded keys; `STORED_TOP` only outside a request's content, `fileid` and an item_reference anywhere
+STORED_TOP = {"previousresponseid", "conversation", "container", "cachedcontent"}
+STORED_ANYWHERE = {"fileid"}
+# what an agent's own tool calls carry as arguments (Anthropic's tool_use `input`, Gemini's functionCall `args`): the
+# agent's words to its own tools, which may well name a `file_id`
+TOOL_CALL_TYPES = {"tooluse", "servertooluse"}
+
+
+def stored_refs(body, content: bool = False) -> list[str]:
+    """The references to objects stored at the provider a body holds (STORED_TOP outside its content, a `prompt`
+    object, STORED_ANYWHERE and `{"type": "item_reference"}` anywhere), outside `tools` and tool calls' arguments."""
+    found: list[str] = []
+    if isinstance(body, list):
+        for item in body:
+            found += stored_refs(item, content)
+    elif isinstance(body, dict):
+        kinds = {_fold(v) for k, v in body.items() if k.casefold() == "type" and isinstance(v, str)}
+        if "itemreference" in kinds:
+            found.append("item_reference")
+        for key, value in body.items():
+            folded = _fold(key)
+            if folded == "tools" or (content and folded == "input" and kinds & TOOL_CALL_TYPES) \
+                    or (content and folded == "args" and "name" in body):
+                continue
+            if folded in STORED_ANYWHERE or (not content and folded in STORED_TOP) \
+                    or (not content and folded == "prompt" and isinstance(value, dict)):
+                found.append(key)
+            else:
+                found += stored_refs(value, content or folded in CONTENT_KEYS)
+    return found
+
+
 def path_models(url: str) -> list[str]:
     """The models a path names: Gemini's (`/v1beta/models/NAME:generateContent`), and Azure's deployment or an
     engine (`/openai/deployments/NAME/chat/completions`, `/engines/NAME/completions`), which LiteLLM's proxy routes
@@ -614,6 +651,8 @@ class Egress:
             return "a model that searches the web by its name (:online)"
         if routing := routing_fields(body):
             return f"a gateway's routing field {routing[0][:100]!r} (it would send the request elsewhere)"
+        if stored := stored_refs(body):
+            return f"a reference to an object stored at the provider ({stored[0][:100]!r})"
         if self.models:
             asked = [*models_named(body), *path_models(url)]
             if other := next((name for name in asked if name not in self.models), None):
