@@ -233,10 +233,17 @@ CLIENT_QUERY = {"alt", "key", "api-version", "beta"}
 QUERY_VALUE = re.compile(r"[A-Za-z0-9._-]*")
 
 
-def foreign_query(url: str) -> str:
+# the pagination of a model listing (a GET of .../models): Anthropic's `limit`, `after_id`, `before_id`, Gemini's
+# `pageSize`, `pageToken`, OpenAI-style `after`/`order`. An SDK's models.list() sends them; refusing them refused an
+# honest client (red team 18a, R18a-2). Allowed on the listing's GET only, as plain tokens like the others
+LISTING_QUERY = {"limit", "after_id", "before_id", "after", "before", "order", "pageSize", "pageToken"}
+
+
+def foreign_query(url: str, method: str = "POST") -> str:
     """The first query parameter of `url` a model client does not send ("" if none), as `name=value`."""
+    listing = method == "GET" and urlsplit(url).path.endswith(MODEL_GETS)
     for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
-        if name not in CLIENT_QUERY or not QUERY_VALUE.fullmatch(value):
+        if not (name in CLIENT_QUERY or (listing and name in LISTING_QUERY)) or not QUERY_VALUE.fullmatch(value):
             return f"{name}={value}"
     return ""
 
@@ -755,7 +762,7 @@ class Egress:
             for name in foreign_headers(headers):
                 del headers[name]
                 stripped.append(name)
-            if query := foreign_query(req.url):
+            if query := foreign_query(req.url, req.method):
                 allowed, note = False, f"closed book: a query parameter a model client does not send ({query!r})"[:300]
         if allowed and self.closed_book:
             # fail closed: a body this proxy cannot read (a Content-Encoding it cannot undo, JSON nested past
