@@ -762,6 +762,13 @@ class Egress:
             for name in foreign_headers(headers):
                 del headers[name]
                 stripped.append(name)
+            # a chunked body's trailer section is header fields too, which mitmproxy forwards as they came: no model
+            # client sends any, so every one goes (a server that merges trailers into headers read `x-portkey-config`
+            # there: red team 18a, R18a-3)
+            if trailers := getattr(req, "trailers", None):
+                stripped += [f"trailer {name}" for name in dict.fromkeys(
+                    n.decode("utf-8", "surrogateescape") if isinstance(n, bytes) else str(n) for n in trailers.keys())]
+                req.trailers = None
             if query := foreign_query(req.url, req.method):
                 allowed, note = False, f"closed book: a query parameter a model client does not send ({query!r})"[:300]
         if allowed and self.closed_book:
