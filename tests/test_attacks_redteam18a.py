@@ -194,11 +194,24 @@ TENSOR = "UEsDBAAACAgAAAAAAAAAAAAAAAAAAAAAAAAQABIAYXJjaGl2ZS9kYXRhLnBrbA=="  # a
      "/v1/chat/completions"),
     ({"model": "default", "messages": _user({"type": "audio_embeds", "audio_embeds": TENSOR})},
      "/v1/chat/completions"),
-], ids=["prompt_embeds", "promptEmbeds-list", "image_embeds", "image_embeds-dict", "audio_embeds"])
+    ({"model": "default", "messages": _user({"type": "Image_Embeds", "data": TENSOR})}, "/v1/chat/completions"),
+    ([{"model": "default", "prompt": "", "extra_body": {"prompt_embeds": TENSOR}}], "/v1/completions"),
+], ids=["prompt_embeds", "promptEmbeds-list", "image_embeds", "image_embeds-dict", "audio_embeds", "typed-part",
+        "nested-batch"])
 def test_r18a_4_tensors_the_server_unpickles_are_refused(tmp_path, monkeypatch, body, path):
     """Attack: vLLM's `prompt_embeds` or an `image_embeds` content part: base64 of a torch.save file.
     Won: passed; the shared model server torch.loads the agent's bytes (a crafted sparse tensor corrupts its memory
     before vLLM 0.11.1), as SGLang's pickled custom_logit_processor would run the agent's code there.
     Defence: fields the server loads as serialized tensors are refused at any depth outside `tools`."""
-    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    refused, _ = run(tmp_path, monkeypatch, json.dumps(body), path=path, models=PINNED)
     assert refused
+
+
+def test_r18a_4_control_inline_media_and_a_tool_named_embeds_pass(tmp_path, monkeypatch):
+    """Control: an inline picture, and the agent's own tool whose schema names `image_embeds`, pass."""
+    png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    body = {"model": "default", "messages": _user({"type": "image_url", "image_url": {"url": png}}),
+            "tools": [{"type": "function", "function": {"name": "embed", "parameters": {
+                "type": "object", "properties": {"image_embeds": {"type": "string"}}}}}]}
+    refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]

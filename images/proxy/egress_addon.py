@@ -340,35 +340,50 @@ def routing_fields(body) -> list[str]:
 # code-execution container (Anthropic), a context cache (Gemini). Whatever any other request with the same key stored
 # there (an open-book trial's search results, an uploaded file) would reach the closed-book agent (red team 18a,
 # R18a-1). Folded keys; `STORED_TOP` only outside a request's content, `fileid` and an item_reference anywhere
-STORED_TOP = {"previousresponseid", "conversation", "container", "cachedcontent"}
-STORED_ANYWHERE = {"fileid"}
+STORED_TOP = frozenset({"previousresponseid", "conversation", "container", "cachedcontent",
+                        "prompt"})  # only an object: a completion's prompt is its text
+STORED_ANYWHERE = frozenset({"fileid"})
+STORED_TYPES = frozenset({"itemreference"})
 # what an agent's own tool calls carry as arguments (Anthropic's tool_use `input`, Gemini's functionCall `args`): the
 # agent's words to its own tools, which may well name a `file_id`
 TOOL_CALL_TYPES = {"tooluse", "servertooluse"}
 
 
-def stored_refs(body, content: bool = False) -> list[str]:
-    """The references to objects stored at the provider a body holds (STORED_TOP outside its content, a `prompt`
-    object, STORED_ANYWHERE and `{"type": "item_reference"}` anywhere), outside `tools` and tool calls' arguments."""
+def stored_refs(body, content: bool = False, anywhere: frozenset[str] = STORED_ANYWHERE,
+                top: frozenset[str] = STORED_TOP, types: frozenset[str] = STORED_TYPES) -> list[str]:
+    """The references to objects stored at the provider a body holds: `top` keys (`prompt` only as an object) outside its
+    content, `anywhere` keys and objects whose type is one of `types` anywhere; never in `tools` nor the agent's own
+    tool calls' arguments. Keys and types folded."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
-            found += stored_refs(item, content)
+            found += stored_refs(item, content, anywhere, top, types)
     elif isinstance(body, dict):
         kinds = {_fold(v) for k, v in body.items() if k.casefold() == "type" and isinstance(v, str)}
-        if "itemreference" in kinds:
-            found.append("item_reference")
+        found += sorted(kinds & types)
         for key, value in body.items():
             folded = _fold(key)
             if folded == "tools" or (content and folded == "input" and kinds & TOOL_CALL_TYPES) \
                     or (content and folded == "args" and "name" in body):
                 continue
-            if folded in STORED_ANYWHERE or (not content and folded in STORED_TOP) \
-                    or (not content and folded == "prompt" and isinstance(value, dict)):
+            if folded in anywhere or (not content and folded in top
+                                      and (folded != "prompt" or isinstance(value, dict))):
                 found.append(key)
             else:
-                found += stored_refs(value, content or folded in CONTENT_KEYS)
+                found += stored_refs(value, content or folded in CONTENT_KEYS, anywhere, top, types)
     return found
+
+
+# what a model server loads as serialized tensors (torch.load): vLLM's `prompt_embeds` and its `image_embeds` and
+# `audio_embeds` content parts, base64 of a torch.save file. The agent's bytes, unpickled on the server every trial
+# shares (a crafted sparse tensor writes out of bounds before vLLM 0.11.1: GHSA-mrw7-hf4f-83pf), like SGLang's
+# pickled custom_logit_processor: refused at any depth outside `tools`, content included (red team 18a, R18a-4)
+TENSOR_KEYS = frozenset({"promptembeds", "imageembeds", "audioembeds", "videoembeds"})
+
+
+def loaded_tensors(body) -> list[str]:
+    """The fields (or content parts' types) a body holds that the server would torch.load (TENSOR_KEYS)."""
+    return stored_refs(body, anywhere=TENSOR_KEYS, top=frozenset(), types=TENSOR_KEYS)
 
 
 def path_models(url: str) -> list[str]:
@@ -660,6 +675,8 @@ class Egress:
             return f"a gateway's routing field {routing[0][:100]!r} (it would send the request elsewhere)"
         if stored := stored_refs(body):
             return f"a reference to an object stored at the provider ({stored[0][:100]!r})"
+        if tensors := loaded_tensors(body):
+            return f"serialized tensors the model server would load ({tensors[0][:100]!r})"
         if self.models:
             asked = [*models_named(body), *path_models(url)]
             if other := next((name for name in asked if name not in self.models), None):
