@@ -23,6 +23,11 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   shares (GHSA-mrw7-hf4f-83pf: a crafted sparse tensor writes out of bounds, before vLLM 0.11.1). Like SGLang's
   pickled `custom_logit_processor`, the agent's bytes were loaded as objects on the shared server. Defence: these
   fields are refused at any depth outside `tools` (content included).
+- R18a-5: a host or headers in the body. R16d refused LiteLLM's `api_base`/`base_url` by name; a gateway takes other
+  per-request endpoints (LiteLLM's `aws_bedrock_runtime_endpoint`, ...) and passes `extra_headers`/`extra_query` on
+  to the upstream request: a host of the agent's choosing, and the headers and query parameters R17a-1/R17a-2
+  remove. Defence: a URL-valued field outside the conversation and `tools` is refused whatever its name (an
+  allow-list of none), and so are `extra_headers`, `headers` and `extra_query`.
 """
 
 from __future__ import annotations
@@ -213,5 +218,45 @@ def test_r18a_4_control_inline_media_and_a_tool_named_embeds_pass(tmp_path, monk
     body = {"model": "default", "messages": _user({"type": "image_url", "image_url": {"url": png}}),
             "tools": [{"type": "function", "function": {"name": "embed", "parameters": {
                 "type": "object", "properties": {"image_embeds": {"type": "string"}}}}}]}
+    refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
+
+
+# --- R18a-5 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    {"aws_bedrock_runtime_endpoint": "https://evil.example"},  # LiteLLM: a Bedrock deployment's host, per request
+    {"azure_endpoint": "https://evil.example/"},
+    {"api_host": "//evil.example"},  # scheme-relative
+    {"metadata": {"callback": "https:evil.example/x"}},  # a WHATWG parser reads https:host as https://host
+    {"litellm_params": {"endpoint": " http://10.0.0.9:8080"}},
+    {"extra_headers": {"x-portkey-config": json.dumps({"provider": "perplexity-ai"})}},  # headers by the body
+    {"Extra-Headers": {"Helicone-Target-URL": "https://api.perplexity.ai"}},
+    {"headers": {"X-Original-URL": "/update_weights_from_disk"}},
+    {"extra_query": {"tags": "web"}},  # a query string by the body
+], ids=["bedrock-endpoint", "azure-endpoint", "scheme-relative", "whatwg-https", "nested-space", "extra_headers",
+        "folded-extra-headers", "headers", "extra_query"])
+def test_r18a_5_a_host_or_headers_in_the_body_route_nothing(tmp_path, monkeypatch, extra):
+    """Attack: a pinned chat call whose body names a host (LiteLLM's per-request `aws_bedrock_runtime_endpoint`,
+    any endpoint a gateway takes beside the api_base R16d refused) or carries headers/query parameters for the upstream
+    request (LiteLLM passes `extra_headers` on to the provider).
+    Won: passed; the gateway sends the request to the agent's host (which answers with what it fetched), or sends the
+    routing headers and query parameters the header and query allow-lists (R17a-1, R17a-2) remove.
+    Defence: a URL-valued field outside the conversation and `tools` is refused, whatever its name, and so are the
+    `extra_headers`, `headers` and `extra_query` fields."""
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert refused
+
+
+def test_r18a_5_control_urls_in_the_conversation_and_tools_pass(tmp_path, monkeypatch):
+    """Control: URLs the agent writes or reads (a message, a tool result, a tool's schema default) are words."""
+    body = {"model": "default", "messages": [
+        {"role": "user", "content": "Fix https://github.com/sgl-project/sglang/issues/1"},
+        {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"cmd": "curl http://localhost:30000/health"})}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "see http://localhost:30000/docs"}],
+        "tools": [{"type": "function", "function": {"name": "fetch", "parameters": {
+            "type": "object", "properties": {"url": {"type": "string", "default": "http://localhost:8000"}}}}}],
+        "metadata": {"user_id": "u-1"}}
     refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
     assert not refused, _log(tmp_path)[-1]
