@@ -317,20 +317,32 @@ ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset
                 "routingconfig",  # Vertex's model routing: a model it names, or one its autoMode picks (R17a-5)
                 # a disaggregated server's peer, which the server connects to: SGLang's bootstrap host, vLLM's
                 # kv_transfer_params (remote_host) (R17a-6)
-                "bootstraphost", "bootstrapport", "bootstrapaddr", "kvtransferparams"}
+                "bootstraphost", "bootstrapport", "bootstrapaddr", "kvtransferparams",
+                # what a gateway adds to its upstream request: LiteLLM passes `extra_headers` (and `headers`,
+                # `extra_query`) on to the provider, past the header and query allow-lists (red team 18a, R18a-5)
+                "extraheaders", "headers", "extraquery"}
+# a value that is a URL: a scheme and "//", a scheme-relative "//host", or a special scheme with no slashes, which a
+# WHATWG URL parser (Node's) reads as "scheme://". Outside a request's content and `tools`, such a value is a place
+# something connects to, whatever the field is called: LiteLLM takes per-request endpoints beside `api_base`
+# (`aws_bedrock_runtime_endpoint`, ...) (R18a-5)
+URL_VALUE = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//|\s*(?:https?|wss?|ftp|file):", re.IGNORECASE)
 
 
 def routing_fields(body) -> list[str]:
-    """The ROUTING_KEYS a body holds, at any depth outside `tools` and its content (CONTENT_KEYS)."""
+    """The ROUTING_KEYS, and the keys of URL values (URL_VALUE), a body holds, at any depth outside `tools` and its
+    content (CONTENT_KEYS)."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
-            found += routing_fields(item)
+            found += ["a URL in a list"] if isinstance(item, str) and URL_VALUE.match(item) else routing_fields(item)
     elif isinstance(body, dict):
         for key, value in body.items():
             if key.casefold() == "tools" or _fold(key) in CONTENT_KEYS:
                 continue
-            found += [key] if _fold(key) in ROUTING_KEYS else routing_fields(value)
+            if _fold(key) in ROUTING_KEYS or (isinstance(value, str) and URL_VALUE.match(value)):
+                found.append(key)
+            else:
+                found += routing_fields(value)
     return found
 
 
