@@ -78,10 +78,12 @@ def _user(part: dict) -> list[dict]:
      "/v1/responses"),
     ({"model": "default", "name": "x", "args": {"x": 1}, "input": _user({"type": "input_file", "file_id": "f"})},
      "/v1/responses"),
+    # SGLang's sessions: a request continues a session opened on the shared server (another trial's context)
+    ({"text": "go on", "session_params": {"id": "9f2c", "rid": "r1", "offset": -1}}, "/generate"),
 ], ids=["previous_response_id", "conversation", "conversation-object", "stored-prompt", "item_reference",
         "input_file-file_id", "input_image-file_id", "chat-file-part", "anthropic-file-source", "anthropic-container",
         "gemini-cachedContent", "gemini-cached_content", "batch-folded", "request-as-tool-use",
-        "request-with-args"])
+        "request-with-args", "sglang-session"])
 def test_r18a_1_objects_stored_at_the_provider_are_refused(tmp_path, monkeypatch, body, path):
     """Attack: a pinned-model request that names an object stored at the provider instead of carrying it (a stored
     response or conversation, a dashboard prompt, a file, a cache, a container).
