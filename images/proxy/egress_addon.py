@@ -353,6 +353,7 @@ def routing_fields(body) -> list[str]:
 # there (an open-book trial's search results, an uploaded file) would reach the closed-book agent (red team 18a,
 # R18a-1). Folded keys; `STORED_TOP` only outside a request's content, `fileid` and an item_reference anywhere
 STORED_TOP = frozenset({"previousresponseid", "conversation", "container", "cachedcontent",
+                        "sessionparams",  # SGLang's session on the shared server: another trial's context
                         "prompt"})  # only an object: a completion's prompt is its text
 STORED_ANYWHERE = frozenset({"fileid"})
 STORED_TYPES = frozenset({"itemreference"})
