@@ -28,6 +28,9 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   to the upstream request: a host of the agent's choosing, and the headers and query parameters R17a-1/R17a-2
   remove. Defence: a URL-valued field outside the conversation and `tools` is refused whatever its name (an
   allow-list of none), and so are `extra_headers`, `headers` and `extra_query`.
+- R18a-6: a '#' in the request target. Every check read `urlsplit(url)`, which drops the "fragment"; a request
+  target has none (RFC 9112), and a server taking it whole (Go's ParseRequestURI) reads `?model=...` after the '#'
+  as the query and the dot segments as the path. Defence: a target holding '#' is no model call.
 """
 
 from __future__ import annotations
@@ -263,3 +266,22 @@ def test_r18a_5_control_urls_in_the_conversation_and_tools_pass(tmp_path, monkey
         "metadata": {"user_id": "u-1"}}
     refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
     assert not refused, _log(tmp_path)[-1]
+
+
+# --- R18a-6 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "/v1/chat/completions#?model=sonar-pro",  # Go's ParseRequestURI: path ".../completions#", query model=sonar-pro
+    "/v1/chat/completions#/../../flush_cache",  # the dot segments model_call refuses, behind a '#'
+    "/v1beta/models/default:generateContent#/../../evil:generateContent",
+    "/openai/deployments/default/chat/completions#/../../sonar-pro/chat/completions",
+], ids=["query-after-hash", "dot-segments", "gemini-model", "azure-deployment"])
+def test_r18a_6_a_fragment_hides_nothing_from_the_checks(tmp_path, monkeypatch, path):
+    """Attack: a request target with a '#': `POST /v1/chat/completions#?model=sonar-pro` (no HTTP client sends a
+    fragment; a raw socket does, and mitmproxy forwards the target as it came).
+    Won: passed; model_call, foreign_query and path_models read `urlsplit(url)`, which drops everything from the '#',
+    so the query allow-list saw no query and the dot-segment check no dot segment, while a server that takes the
+    target as RFC 9112 says (no fragment in it: Go's ParseRequestURI) reads `model=sonar-pro` as the query.
+    Defence: a target holding a '#' is no model call: the checks read the whole target the server gets."""
+    refused, _ = run(tmp_path, monkeypatch, CHAT if ":" not in path else {"contents": []}, path=path, models=PINNED)
+    assert refused
