@@ -93,7 +93,11 @@ def generates(method: str, url: str) -> bool:
 def model_call(method: str, url: str) -> bool:
     """Whether a plain-http request is a model API call (`MODEL_POSTS`, `MODEL_GETS`, or a GET of one model
     under /models/). A path with dot segments, empty segments, percent-escapes or backslashes is none: a server
-    that resolves them would route to a path this check never saw."""
+    that resolves them would route to a path this check never saw. So is a target holding '#': a request target has
+    no fragment (RFC 9112), so a server may read what follows it as path and query (Go's ParseRequestURI), which
+    `urlsplit` drops before every check here reads the target (red team 18a, R18a-6)."""
+    if "#" in url:
+        return False
     path = urlsplit(url).path
     if any(bad in path for bad in ("/./", "/../", "//", "%", "\\")) or path.endswith(("/.", "/..")):
         return False
