@@ -14,10 +14,11 @@ requests passing. All run on the host against the addon's request hook (`run` fr
 - R18a-2: an honest client refused (false positive). The query allow-list (R17a-2) refused an SDK's model listing
   with pagination: Anthropic's `GET /v1/models?limit=20&after_id=...`, Gemini's `GET /v1beta/models?pageSize=50`.
   Defence: a GET of the model listing may also carry the listing's pagination parameters (plain tokens).
-- R18a-3: HTTP trailers. The header allow-list (R17a-1) read the header section only; a chunked request's trailer
-  section (fields after the body) went to the server as written: `x-portkey-config` there, to a server that merges
-  trailers into its headers. Defence: closed book removes a request's trailers (no model client sends any) and names
-  them in the audit line's `stripped`.
+- R18a-3: HTTP trailers (defence in depth). The header allow-list (R17a-1) read the header section only; the addon
+  left `request.trailers` (fields after a chunked body) as they came. Through the proxy image's mitmproxy 11.0.2 an
+  HTTP/1 request with trailers stalls and is never forwarded (tried: no audit line, nothing reaches the server), so
+  no win was shown end to end; mitmproxy forwards HTTP/2 trailers, so a later mitmproxy or an h2 front would pass
+  them. Defence: closed book removes a request's trailers (no model client sends any) and names them in `stripped`.
 - R18a-4: tensors the model server unpickles. vLLM's `prompt_embeds` (completions) and `image_embeds` /
   `audio_embeds` content parts are base64 of a `torch.save` file, read with `torch.load` on the server every trial
   shares (GHSA-mrw7-hf4f-83pf: a crafted sparse tensor writes out of bounds, before vLLM 0.11.1). Like SGLang's
@@ -36,6 +37,7 @@ requests passing. All run on the host against the addon's request hook (`run` fr
 from __future__ import annotations
 
 import json
+import shlex
 from types import SimpleNamespace
 
 import pytest
@@ -285,3 +287,64 @@ def test_r18a_6_a_fragment_hides_nothing_from_the_checks(tmp_path, monkeypatch, 
     Defence: a target holding a '#' is no model call: the checks read the whole target the server gets."""
     refused, _ = run(tmp_path, monkeypatch, CHAT if ":" not in path else {"contents": []}, path=path, models=PINNED)
     assert refused
+
+
+# --- the real proxy (mitmproxy 11 in the proxy image) ----------------------------------------------------------------
+
+SERVER = """
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 30000)); s.listen(8)
+def handle(c):
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        head += c.recv(65536)
+    print("SERVER", head.split(b"\\r\\n", 1)[0].decode(), flush=True)
+    out = b'{"usage": {"prompt_tokens": 1, "completion_tokens": 1}, "data": []}'
+    c.sendall(b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\nconnection: close\\r\\ncontent-length: %d\\r\\n\\r\\n"
+              % len(out) + out)
+    c.close()
+while True:
+    threading.Thread(target=handle, args=(s.accept()[0],)).start()
+"""
+RAW_CLIENT = """
+import json, socket
+def send(name, method, target, body=b""):
+    c = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    c.sendall(b"%s http://127.0.0.1:30000%s HTTP/1.1\\r\\nhost: 127.0.0.1:30000\\r\\ncontent-type: application/json\\r\\n"
+              b"content-length: %d\\r\\nconnection: close\\r\\n\\r\\n" % (method, target, len(body)) + body)
+    out = b""
+    while chunk := c.recv(65536):
+        out += chunk
+    print(name, out.split(b" ", 2)[1].decode(), flush=True)
+chat = json.dumps({"model": "default", "messages": [{"role": "user", "content": "hi"}]}).encode()
+send("HASH", b"POST", b"/v1/chat/completions#?model=sonar-pro", chat)
+send("STORED", b"POST", b"/v1/responses", json.dumps({"model": "default", "input": "hi",
+                                                      "previous_response_id": "resp_1"}).encode())
+send("LISTING", b"GET", b"/v1/models?limit=20&after_id=claude-x")
+"""
+
+
+@pytest.mark.docker
+def test_r18a_the_real_proxy_refuses_a_fragment_and_a_stored_object_and_passes_a_listing(docker_client):
+    """R18a-6, -1 and -2 through mitmproxy itself. Against a8da3b3's addon, `POST /v1/chat/completions#?model=sonar-pro`
+    reached the server as that very target (logged allowed), `previous_response_id` passed, and the paginated
+    listing was refused."""
+    from sweserve.environment.images import ImageBuilder, read_ca_bundle
+
+    image = ImageBuilder(docker_client, read_ca_bundle(None)).proxy()
+    script = "\n".join([
+        "set -u; cd /tmp",
+        f"python3 -c {shlex.quote(SERVER)} &",
+        "SWESERVE_EGRESS_ALLOW='[\"http://127.0.0.1:30000\"]' SWESERVE_EGRESS_CLOSED_BOOK=1 "
+        "SWESERVE_EGRESS_MODELS='[\"default\"]' SWESERVE_EGRESS_DIR=/tmp/eg /opt/mitmproxy/bin/mitmdump -q "
+        "--listen-host 127.0.0.1 --listen-port 3128 --set confdir=/tmp/mitmproxy --set onboarding=false "
+        "-s /opt/sweserve/egress_addon.py >/tmp/mitm.log 2>&1 &",
+        "for i in $(seq 300); do test -f /tmp/eg/ready && break; sleep 0.1; done",
+        f"python3 -c {shlex.quote(RAW_CLIENT)}",
+    ])
+    out = docker_client.containers.run(image, ["-c", script], entrypoint="bash", remove=True, network_mode="none",
+                                       stdout=True, stderr=True).decode()
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line and not line.startswith("SERVER"))
+    assert lines.get("HASH") == "403" and lines.get("STORED") == "403", out
+    assert lines.get("LISTING") == "200" and "SERVER GET /v1/models?limit=20&after_id=claude-x" in out, out
+    assert "#" not in "".join(line for line in out.splitlines() if line.startswith("SERVER")), out
