@@ -348,3 +348,16 @@ def test_r18a_the_real_proxy_refuses_a_fragment_and_a_stored_object_and_passes_a
     assert lines.get("HASH") == "403" and lines.get("STORED") == "403", out
     assert lines.get("LISTING") == "200" and "SERVER GET /v1/models?limit=20&after_id=claude-x" in out, out
     assert "#" not in "".join(line for line in out.splitlines() if line.startswith("SERVER")), out
+
+
+@pytest.mark.parametrize("extra", [
+    {"guided_json": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}},  # vLLM's
+    {"structured_outputs": {"json": {"$id": "https://example.com/patch.schema.json", "type": "object"}}},
+    {"response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {
+        "type": "object", "properties": {"url": {"type": "string", "default": "https://example.com"}}}}}},
+], ids=["vllm-guided_json", "vllm-structured_outputs", "openai-response_format"])
+def test_r18a_5_control_an_answer_schema_with_urls_passes(tmp_path, monkeypatch, extra):
+    """Control: an answer's JSON schema is what the request says to the model: its `$schema`, `$id` and defaults
+    are URLs no server connects to."""
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
