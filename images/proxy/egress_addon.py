@@ -279,7 +279,10 @@ CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", 
                 "responseschema", "responsejsonschema",
                 # Anthropic's structured outputs: a JSON schema (its beta `output_format`, GA `output_config`), whose
                 # properties may be named `model` or `base_url` (red team 16e, R16e-4)
-                "outputformat", "outputconfig"}
+                "outputformat", "outputconfig",
+                # vLLM's answer schemas (and SGLang's, as a string): their `$schema` and `$id` are URLs no server
+                # connects to (red team 18a, R18a-5's control)
+                "guidedjson", "structuredoutputs", "jsonschema"}
 
 
 # keys (folded) whose value names the model that answers: Vertex's routingConfig.manualMode.modelName
