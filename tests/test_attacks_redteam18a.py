@@ -32,6 +32,10 @@ requests passing. All run on the host against the addon's request hook (`run` fr
 - R18a-6: a '#' in the request target. Every check read `urlsplit(url)`, which drops the "fragment"; a request
   target has none (RFC 9112), and a server taking it whole (Go's ParseRequestURI) reads `?model=...` after the '#'
   as the query and the dot segments as the path. Defence: a target holding '#' is no model call.
+- R18a-7: LiteLLM's other fallbacks. Only a key spelled `fallbacks` (or `models`) was read for model names; LiteLLM's
+  router also takes `context_window_fallbacks` and `content_policy_fallbacks` from the request (and litellm's
+  `context_window_fallback_dict`): a prompt past the pinned model's window goes to an unpinned one. Defence: any
+  field whose name holds "fallback" names models (each string in it, and its mappings' keys).
 """
 
 from __future__ import annotations
@@ -360,4 +364,29 @@ def test_r18a_5_control_an_answer_schema_with_urls_passes(tmp_path, monkeypatch,
     """Control: an answer's JSON schema is what the request says to the model: its `$schema`, `$id` and defaults
     are URLs no server connects to."""
     refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
+
+
+# --- R18a-7 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    {"context_window_fallbacks": [{"default": ["sonar-pro"]}]},  # LiteLLM's router pops these from the request
+    {"content_policy_fallbacks": [{"default": ["sonar-pro"]}]},
+    {"context_window_fallback_dict": {"default": "sonar-pro"}},  # litellm.completion's
+    {"metadata": {"Context_Window_Fallbacks": [{"default": ["sonar-pro"]}]}},
+    {"fallbacks": [{"default": ["sonar-pro"]}]},  # held before: the plain name
+], ids=["context-window", "content-policy", "fallback-dict", "nested-folded", "plain-fallbacks"])
+def test_r18a_7_every_fallback_list_names_models(tmp_path, monkeypatch, extra):
+    """Attack: the pinned model, with LiteLLM's per-request `context_window_fallbacks` (or `content_policy_fallbacks`,
+    `context_window_fallback_dict`) naming sonar-pro, and a prompt longer than the pinned model's window.
+    Won: passed; only a key spelled `fallbacks` (or `models`) was read for model names, so LiteLLM's router falls back
+    to sonar-pro, which searches the web by its name.
+    Defence: any field whose name holds "fallback" names models: every string in it (and its mappings' keys)."""
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert refused
+
+
+def test_r18a_7_control_fallbacks_to_pinned_models_pass(tmp_path, monkeypatch):
+    body = {**CHAT, "context_window_fallbacks": [{"default": ["default-long"]}]}
+    refused, _ = run(tmp_path, monkeypatch, body, models=["default", "default-long"])
     assert not refused, _log(tmp_path)[-1]
