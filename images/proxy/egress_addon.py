@@ -290,6 +290,22 @@ MODEL_KEYS = {"model", "modelname",
               "lorapath"}  # SGLang's LoRA adapter: another model on the same server (R17a-6)
 
 
+def _fallback_names(value) -> list[str]:
+    """Every string in a fallback field's value, and every key of its mappings (read without recursion)."""
+    names: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            names.append(node)
+        elif isinstance(node, dict):
+            names += [key for key in node if isinstance(key, str)]
+            stack += list(node.values())
+        elif isinstance(node, list):
+            stack += node
+    return names
+
+
 def models_named(body) -> list[str]:
     """Every model a request body names, at any depth outside `tools` and a request's content (CONTENT_KEYS):
     each `model` (`modelName`, `lora_path`: MODEL_KEYS) value, and each entry of a `models` or `fallbacks` list
@@ -304,7 +320,13 @@ def models_named(body) -> list[str]:
             folded = key.casefold()
             if folded == "tools" or _fold(key) in CONTENT_KEYS:
                 continue
-            if _fold(key) in MODEL_KEYS or (folded in ("models", "fallbacks") and not isinstance(value, (list, dict))):
+            if "fallback" in _fold(key) and folded != "fallbacks":
+                # LiteLLM's router takes `context_window_fallbacks` and `content_policy_fallbacks` from a request (and
+                # litellm `context_window_fallback_dict`): a model to go to when the pinned one refuses, in lists or
+                # {model: [models]} maps. Every string in it, and every key, names a model (red team 18a, R18a-7)
+                named += _fallback_names(value) or [json.dumps(value)[:200]]
+            elif _fold(key) in MODEL_KEYS or (folded in ("models", "fallbacks")
+                                              and not isinstance(value, (list, dict))):
                 named.append(value if isinstance(value, str) else json.dumps(value)[:200])
             elif folded in ("models", "fallbacks") and isinstance(value, list):
                 for item in value:
