@@ -242,11 +242,14 @@ def test_r18a_4_control_inline_media_and_a_tool_named_embeds_pass(tmp_path, monk
     {"metadata": {"callback": "https:evil.example/x"}},  # a WHATWG parser reads https:host as https://host
     {"litellm_params": {"endpoint": " http://10.0.0.9:8080"}},
     {"fallback_endpoints": ["HTTP://evil.example"]},
+    {"api_host": "\x01https://evil.example"},  # a WHATWG parser strips leading C0 controls, which \s is not
+    {"api_host": "\\\\evil.example\\v1"},  # backslashes: a WHATWG parser reads them as slashes
     {"extra_headers": {"x-portkey-config": json.dumps({"provider": "perplexity-ai"})}},  # headers by the body
     {"Extra-Headers": {"Helicone-Target-URL": "https://api.perplexity.ai"}},
     {"headers": {"X-Original-URL": "/update_weights_from_disk"}},
     {"extra_query": {"tags": "web"}},  # a query string by the body
-], ids=["bedrock-endpoint", "azure-endpoint", "scheme-relative", "whatwg-https", "nested-space", "in-a-list", "extra_headers",
+], ids=["bedrock-endpoint", "azure-endpoint", "scheme-relative", "whatwg-https", "nested-space", "in-a-list",
+        "c0-control", "backslashes", "extra_headers",
         "folded-extra-headers", "headers", "extra_query"])
 def test_r18a_5_a_host_or_headers_in_the_body_route_nothing(tmp_path, monkeypatch, extra):
     """Attack: a pinned chat call whose body names a host (LiteLLM's per-request `aws_bedrock_runtime_endpoint`,
