@@ -354,7 +354,9 @@ ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset
 # WHATWG URL parser (Node's) reads as "scheme://". Outside a request's content and `tools`, such a value is a place
 # something connects to, whatever the field is called: LiteLLM takes per-request endpoints beside `api_base`
 # (`aws_bedrock_runtime_endpoint`, ...) (R18a-5)
-URL_VALUE = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//|\s*(?:https?|wss?|ftp|file):", re.IGNORECASE)
+# Leading C0 controls and spaces are stripped, and a backslash is a slash, as a WHATWG parser reads them
+URL_VALUE = re.compile(r"[\x00-\x20\s]*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}|(?:https?|wss?|ftp|file):)",
+                       re.IGNORECASE)
 
 
 def routing_fields(body) -> list[str]:
