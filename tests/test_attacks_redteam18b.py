@@ -1,0 +1,129 @@
+"""An eighteenth red team's (18b) attacks on the proxy's token meter, second round: the newest fixes of red team
+17b (`images/proxy/egress_addon.py`: `answer_usage`, `usage_in`, `Egress.response`; `evaluation/trial.with_meter`'s
+floor; the reports' "metered in part").
+
+Each test asserts the defended behaviour: it FAILS while the attack wins. All run on the host against the addon.
+
+- R18b-1 WIN: an incomplete meter's floor leaves out every token of the calls it could not read. An agent that
+  streams without `stream_options.include_usage` (the OpenAI default: no chunk states usage) gets its call
+  counted `unread` and nothing else: 50 000 generated tokens add 0 to the floor `with_meter` holds a record to,
+  and a record of the other calls alone stands unflagged with its cost (the board's "metered in part" is all
+  that tells it from an honest run). The defence: an unread stream's chunks that carry generated output (a
+  delta's content, reasoning, tool arguments; a completion's text; a Responses or Anthropic delta) are each one
+  token at least, added to the meter's completion count (still incomplete: a floor, never the whole).
+  `test_r18b_1_an_unread_stream_still_raises_the_floor`.
+- R18b-2 WIN: a usage object the meter reads in part reads as all of it. One count under a name the meter knows
+  and the rest under one it does not (`generated_tokens`, a gateway's own) read as (100, 0), complete, though
+  its `total_tokens` says 5 100; counts a JSON encoder wrote as floats (`5000.0`) or strings read as 0, complete.
+  The defence: a stated total above the counts read adds the rest (as completion); an integral float is its
+  count; a known field holding something that is no count (a string, a negative, a bool) makes the answer
+  unread (a floor), as R17b-4 did for a usage naming no known field.
+  `test_r18b_2_usage_read_in_part_is_not_the_whole`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_metering import SSE
+from test_attacks_redteam16e import call, meter
+from test_egress import load_addon
+
+from sweserve.evaluation.trial import with_meter
+from sweserve.models import AgentRun
+
+addon = load_addon()
+
+
+@pytest.fixture(autouse=True)
+def no_mitmproxy(monkeypatch):
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: None))
+
+
+def raw(*objs) -> bytes:
+    return "".join(f"data: {json.dumps(o)}\n\n" for o in objs).encode() + b"data: [DONE]\n\n"
+
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "stream": True}
+
+
+# --- R18b-1 --------------------------------------------------------------------------------------------------------
+
+def chat_no_usage(tokens: int, key: str = "content") -> bytes:
+    """An OpenAI chat stream without include_usage: a role chunk, one chunk per token, a finish chunk."""
+    head = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                                                   "content": ""}}]}
+    body = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {key: "x"}}]}] * tokens
+    tail = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return raw(head, *body, tail)
+
+
+def tool_no_usage(tokens: int) -> bytes:
+    first = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                                                "function": {"name": "bash", "arguments": ""}}]}}]}
+    args = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]}}]}
+    return raw(first, *[args] * tokens)
+
+
+@pytest.mark.parametrize("stream, floor", [
+    (chat_no_usage(5000), 5000),
+    (chat_no_usage(5000, "reasoning_content"), 5000),
+    (tool_no_usage(5000), 5001),  # the tool's name is generated too
+    (raw(*[{"object": "text_completion", "choices": [{"index": 0, "text": "x"}]}] * 5000), 5000),
+    (raw(*[{"type": "response.output_text.delta", "delta": "x"}] * 5000), 5000),
+], ids=["chat", "reasoning", "tool-arguments", "completions", "responses-delta"])
+def test_r18b_1_an_unread_stream_still_raises_the_floor(tmp_path, stream, floor):
+    """The attack: every large call a stream without usage, the record stating the read calls alone. Before: the
+    meter's completion count 0, the record (2 000, 100) and its cost standing, unflagged. The defence: each chunk
+    carrying generated output counts a token toward the floor, so the record below it is flagged."""
+    m = meter(tmp_path, [call("/v1/chat/completions", {**CHAT, "stream": False}, b'{"usage": {"prompt_tokens": '
+                              b'2000, "completion_tokens": 100}}'),
+                         call("/v1/chat/completions", CHAT, stream, ctype=SSE)])
+    assert not m.complete, "an unread stream is never the whole"
+    assert m.completion_tokens >= 100 + floor, "the unread stream's tokens are missing from the floor"
+    run = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
+                              cost_usd=0.0001), m)
+    assert run.flags and run.cost_usd is None and run.completion_tokens >= 100 + floor
+
+
+def test_r18b_1_control_an_honest_record_above_the_floor_stands(tmp_path):
+    """Control: the role chunk, the finish chunk and [DONE] count nothing; an honest record (its client counted the
+    stream's 3 tokens itself) stands with its cost; a stream whose usage is read is counted as before."""
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, chat_no_usage(3), ctype=SSE)])
+    assert m.unread == 1 and m.prompt_tokens == 0 and m.completion_tokens <= 3, "a chunk with no output counted"
+    run = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=12, completion_tokens=3,
+                              cost_usd=0.001), m)
+    assert (run.flags, run.cost_usd, run.completion_tokens) == ([], 0.001, 3)
+    anthropic = raw({"type": "message_start", "message": {"usage": {"input_tokens": 25, "output_tokens": 1}}},
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}},
+                    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 15}})
+    assert addon.answer_usage(anthropic, SSE) == (25, 15)
+
+
+# --- R18b-2 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("usage, want", [
+    ({"prompt_tokens": 100, "generated_tokens": 5000, "total_tokens": 5100}, (100, 5000)),
+    ({"promptTokenCount": 100, "outputTokenCount": 5000, "totalTokenCount": 5100}, (100, 5000)),
+    ({"prompt_tokens": 1000.0, "completion_tokens": 5000.0}, (1000, 5000)),
+    ({"prompt_tokens": "1000", "completion_tokens": "5000"}, None),
+    ({"prompt_tokens": 1000, "completion_tokens": -5000}, None),
+    ({"input_tokens": 1000, "output_tokens": 5000.5}, None),
+], ids=["total-openai", "total-gemini", "floats", "strings", "negative", "fraction"])
+def test_r18b_2_usage_read_in_part_is_not_the_whole(usage, want):
+    """Before: (100, 0), (100, 0), (0, 0), (0, 0), (1000, 0), (1000, 0): each a complete reading. The defence: the
+    stated total is a floor of the reading, an integral float its count, any other value no reading."""
+    assert addon.answer_usage(json.dumps({"choices": [], "usage": usage}).encode(), "application/json") == want
+
+
+@pytest.mark.parametrize("usage, want", [
+    ({"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}, (7, 3)),
+    ({"prompt_tokens": 8, "completion_tokens": None, "total_tokens": 8}, (8, 0)),  # an embedding (vLLM, SGLang)
+    ({"promptTokenCount": 9, "cachedContentTokenCount": 5, "candidatesTokenCount": 4, "thoughtsTokenCount": 6,
+      "toolUsePromptTokenCount": 2, "totalTokenCount": 21}, (11, 10)),
+    ({"input_tokens": 5, "output_tokens": 2, "total_tokens": 7,
+      "input_tokens_details": {"cached_tokens": 3}, "output_tokens_details": {"reasoning_tokens": 1}}, (5, 2)),
+], ids=["openai", "embedding", "gemini", "responses"])
+def test_r18b_2_control_usage_as_servers_state_it(usage, want):
+    assert addon.answer_usage(json.dumps({"usage": usage}).encode(), "application/json") == want
