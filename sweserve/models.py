@@ -416,7 +416,8 @@ class Metered(Strict):
                           "token count)")
     metered: int = Field(0, ge=0, description="answers whose usage it read")
     refused: int = Field(0, ge=0, description="error answers (4xx, 5xx): nothing generated")
-    unread: int = Field(0, ge=0, description="answers that stated no usage it could read (a stream without it)")
+    unread: int = Field(0, ge=0, description="answers that stated no usage it could read (a stream without it: "
+                        "its chunks of output each count a completion token, a floor)")
     tunnels: int = Field(0, ge=0, description="https tunnels and connections switched to another protocol (a "
                          "WebSocket): their calls and answers are never read")
     prompt_tokens: int = Field(0, ge=0)

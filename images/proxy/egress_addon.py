@@ -638,6 +638,47 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
         return None
 
 
+# where a streamed chunk carries what the model generated: an OpenAI chat delta (its text, reasoning, refusal, a tool
+# call's name and arguments), a completion's `text`, a Responses API event's `delta`, an Anthropic delta's text,
+# thinking or tool input
+OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "refusal", "text", "thinking", "partial_json",
+               "arguments", "name", "tool_calls", "function", "delta")
+
+
+def _output(node, depth: int = 0) -> bool:
+    """Whether a chunk's part holds generated output: a non-empty string under one of OUTPUT_KEYS."""
+    if isinstance(node, str):
+        return bool(node)
+    if depth > 4:
+        return False
+    if isinstance(node, list):
+        return any(_output(item, depth + 1) for item in node)
+    if isinstance(node, dict):
+        return any(isinstance(k, str) and k in OUTPUT_KEYS and _output(v, depth + 1) for k, v in node.items())
+    return False
+
+
+def stream_output(content: bytes, content_type: str) -> int:
+    """A floor of the tokens an event stream whose usage could not be read generated: each chunk (each choice in
+    it) carrying generated output is a token at least; a chunk of no output (a role, a finish reason, [DONE]) is
+    none. An unread stream added nothing to the meter, so a stream without `include_usage` took its tokens off
+    the floor an agent's record is held to (red team 18b, R18b-1)."""
+    if not content or len(content) > METER_MAX_BYTES or "event-stream" not in content_type.lower():
+        return 0
+    count = 0
+    try:
+        for event in sse_events(content.decode("utf-8", "replace")):
+            if not isinstance(event, dict):
+                continue
+            choices = event.get("choices")
+            parts = [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+            count += sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
+            count += _output({k: v for k, v in event.items() if k == "delta"})
+    except RecursionError:
+        return count
+    return min(count, MAX_TOKENS)
+
+
 def sni_matches(host: str, sni: str | None) -> bool:
     """Whether a ClientHello's server name is the CONNECT's host (case and a final dot aside); an IP address is
     named by no SNI, a host name always is (every TLS client sends it)."""
@@ -671,7 +712,8 @@ class Egress:
         self.full = False
         self.meter_path = directory / "metered.json"
         # requests: model calls passed that may generate (`generates`); metered: answers whose usage was read;
-        # refused: error answers (4xx, 5xx: nothing generated); unread: answers with no usage it could read;
+        # refused: error answers (4xx, 5xx: nothing generated); unread: answers with no usage it could read (a
+        # stream's chunks of output still add a token each to completion_tokens: a floor, red team 18b, R18b-1);
         # tunnels: https CONNECTs, never read. A call with no answer (the client hung up, the server died) is in
         # requests alone.
         # last_*: the last answer read (an agent's record saved after each step lacks it when a time limit cuts the
@@ -893,6 +935,11 @@ class Egress:
             self.meter["refused"] += 1
         elif usage is None:
             self.meter["unread"] += 1
+            try:  # still a floor: each chunk of output a token at least (red team 18b, R18b-1)
+                floor = stream_output(resp.content or b"", resp.headers.get("content-type", ""))
+            except ValueError:
+                floor = 0
+            self.meter["completion_tokens"] = min(self.meter["completion_tokens"] + floor, MAX_TOKENS)
         else:
             self.meter["metered"] += 1
             for field, count in (("prompt_tokens", usage[0]), ("completion_tokens", usage[1])):
