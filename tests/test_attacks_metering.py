@@ -42,7 +42,8 @@ def events(*objs) -> bytes:
     (events({"type": "response.completed", "response": {"usage": {"input_tokens": 4, "output_tokens": 9}}}),
      SSE, (4, 9)),  # OpenAI Responses stream
     (events({"choices": [{"delta": {"content": "x"}}]}), SSE, None),  # a stream that states no usage
-    (json.dumps({"usage": {"prompt_tokens": True, "completion_tokens": -5}}), "application/json", (0, 0)),
+    # counts that are no counts: unread (a floor), never a complete 0 (red team 18b, R18b-2)
+    (json.dumps({"usage": {"prompt_tokens": True, "completion_tokens": -5}}), "application/json", None),
     (b"not json", "application/json", None),
 ])
 def test_the_proxy_reads_usage_from_the_models_answers(content, ctype, want):

@@ -521,8 +521,18 @@ METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted 
 MAX_TOKENS = 2**53  # the largest count sweserve takes (sweserve.agents.trajectory.MAX_COUNT)
 
 
-def _count(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else 0
+TOTAL_FIELDS = ("total_tokens", "totalTokenCount")  # the whole a usage states beside its parts
+
+
+def _count(value) -> int | None:
+    """A count a usage field states: an int, or an integral float (a JSON encoder's 5000.0); absent or null is 0;
+    None if it is no count (a string, a fraction, a negative, a bool): then the answer is unread, not 0 tokens
+    (red team 18b, R18b-2)."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else None
 
 
 def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
@@ -546,8 +556,15 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
             seen = True
             if not any(f in value for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS)):
                 continue  # it names no count the meter reads: no reading, not 0 tokens (red team 17b, R17b-4)
-            return (sum(_count(value.get(f)) for f in PROMPT_FIELDS),
-                    sum(_count(value.get(f)) for f in COMPLETION_FIELDS))
+            counts = {f: _count(value.get(f)) for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS, *TOTAL_FIELDS)}
+            if any(c is None for c in counts.values()):
+                return None
+            prompt = sum(counts[f] or 0 for f in PROMPT_FIELDS)
+            completion = sum(counts[f] or 0 for f in COMPLETION_FIELDS)
+            # a stated total above the parts read: the rest is under a name the meter does not know (a gateway's
+            # own), counted as completion rather than left out (red team 18b, R18b-2)
+            stated = max(counts[f] or 0 for f in TOTAL_FIELDS)
+            return prompt, completion + max(stated - prompt - completion, 0)
     if depth < 1 and not seen:  # the answer's own usage, unread, is not replaced by one deeper down
         for value in node.values():
             if isinstance(value, dict) and (inner := usage_in(value, depth + 1)) is not None:
