@@ -19,6 +19,12 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   count; a known field holding something that is no count (a string, a negative, a bool) makes the answer
   unread (a floor), as R17b-4 did for a usage naming no known field.
   `test_r18b_2_usage_read_in_part_is_not_the_whole`.
+- R18b-3 WIN: an answer too large to parse takes its tokens off the floor. The meter parses an answer of up to
+  METER_MAX_BYTES (32 MiB); SGLang's /generate stream restates the text and logprobs so far in every event, so a
+  request with `return_logprob` and `logprob_start_len: 0` (or a long generation alone) passes the cap with a few
+  thousand tokens: unread, 0 added to the floor. The defence: the largest count each known field states anywhere
+  in an over-size answer is a floor (a JSON string the model wrote escapes its quotes, and a larger number only
+  raises the agent's own count). `test_r18b_3_an_answer_too_large_to_parse_still_raises_the_floor`.
 """
 
 from __future__ import annotations
@@ -127,3 +133,27 @@ def test_r18b_2_usage_read_in_part_is_not_the_whole(usage, want):
 ], ids=["openai", "embedding", "gemini", "responses"])
 def test_r18b_2_control_usage_as_servers_state_it(usage, want):
     assert addon.answer_usage(json.dumps({"usage": usage}).encode(), "application/json") == want
+
+
+# --- R18b-3 --------------------------------------------------------------------------------------------------------
+
+def sglang_logprob_stream(tokens: int, pad: int) -> bytes:
+    """SGLang's /generate stream with `return_logprob` (and `logprob_start_len: 0`): every event restates the
+    text and the logprobs so far, so the stream grows with the square of its length."""
+    logprobs = [[-0.5, 1, "x" * 4]] * pad
+    return b"".join(b"data: " + json.dumps({"text": "x" * step, "meta_info": {
+        "id": "r", "prompt_tokens": 9000, "completion_tokens": step, "input_token_logprobs": logprobs}}).encode()
+        + b"\n\n" for step in range(1, tokens + 1)) + b"data: [DONE]\n\n"
+
+
+def test_r18b_3_an_answer_too_large_to_parse_still_raises_the_floor(tmp_path):
+    """The attack: a /generate stream made larger than the meter parses (METER_MAX_BYTES, 32 MiB) by asking for
+    the prompt's logprobs in every event. Before: unread, nothing added to the floor, 9 000 prompt and 2 000
+    completion tokens gone from it. The defence: an answer too large to parse still states its counts: the largest
+    each known field reaches in it (a running total's last, one member's at least) is added as a floor."""
+    stream = sglang_logprob_stream(2000, 1000)
+    assert len(stream) > addon.METER_MAX_BYTES
+    body = {"text": "fix it", "stream": True, "return_logprob": True, "logprob_start_len": 0}
+    m = meter(tmp_path, [call("/generate", body, stream, ctype=SSE)])
+    assert not m.complete
+    assert m.prompt_tokens >= 9000 and m.completion_tokens >= 2000, "an answer too large to parse adds nothing"
