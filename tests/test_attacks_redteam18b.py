@@ -157,3 +157,11 @@ def test_r18b_3_an_answer_too_large_to_parse_still_raises_the_floor(tmp_path):
     m = meter(tmp_path, [call("/generate", body, stream, ctype=SSE)])
     assert not m.complete
     assert m.prompt_tokens >= 9000 and m.completion_tokens >= 2000, "an answer too large to parse adds nothing"
+
+
+def test_r18b_3_control_the_model_text_states_no_count():
+    """Control: a count the model wrote (in a JSON string, its quotes escaped) is no field; an over-size answer
+    naming no count adds nothing."""
+    text = json.dumps({"text": 'usage: {"prompt_tokens": 0, "completion_tokens": 1}', "pad": "x"}).encode()
+    assert addon.oversize_floor(text) == (0, 0)
+    assert addon.oversize_floor(b'{"meta_info": {"prompt_tokens": 12, "completion_tokens": 7}}') == (12, 7)

@@ -696,6 +696,25 @@ def stream_output(content: bytes, content_type: str) -> int:
     return min(count, MAX_TOKENS)
 
 
+COUNT_FIELD = re.compile(rb'"(' + b"|".join(f.encode() for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS))
+                         + rb')"\s*:\s*([0-9]{1,16})(?![0-9.eE])')
+
+
+def oversize_floor(content: bytes) -> tuple[int, int]:
+    """A floor of the tokens an answer too large to parse (past METER_MAX_BYTES) states: the largest count any
+    known prompt field and any known completion field reaches in it (a running total's last; one member's of a
+    batch). A model's text is inside JSON strings, whose quotes are escaped: it matches no field, and a larger
+    number only raises the agent's own count. An answer over the cap added nothing, and SGLang's /generate stream,
+    which restates the text and logprobs so far in every event, passes it in a few thousand tokens (red team 18b,
+    R18b-3)."""
+    top = {True: 0, False: 0}
+    prompt = {f.encode() for f in PROMPT_FIELDS}
+    for match in COUNT_FIELD.finditer(content):
+        side = match.group(1) in prompt
+        top[side] = max(top[side], min(int(match.group(2)), MAX_TOKENS))
+    return top[True], top[False]
+
+
 def sni_matches(host: str, sni: str | None) -> bool:
     """Whether a ClientHello's server name is the CONNECT's host (case and a final dot aside); an IP address is
     named by no SNI, a host name always is (every TLS client sends it)."""
@@ -952,11 +971,15 @@ class Egress:
             self.meter["refused"] += 1
         elif usage is None:
             self.meter["unread"] += 1
-            try:  # still a floor: each chunk of output a token at least (red team 18b, R18b-1)
-                floor = stream_output(resp.content or b"", resp.headers.get("content-type", ""))
+            try:  # still a floor: each chunk of output a token at least (red team 18b, R18b-1), an answer too
+                content = resp.content or b""  # large to parse its largest counts (R18b-3)
+                floor = (0, stream_output(content, resp.headers.get("content-type", "")))
+                if len(content) > METER_MAX_BYTES:
+                    floor = oversize_floor(content)
             except ValueError:
-                floor = 0
-            self.meter["completion_tokens"] = min(self.meter["completion_tokens"] + floor, MAX_TOKENS)
+                floor = (0, 0)
+            for field, count in zip(("prompt_tokens", "completion_tokens"), floor):
+                self.meter[field] = min(self.meter[field] + count, MAX_TOKENS)
         else:
             self.meter["metered"] += 1
             for field, count in (("prompt_tokens", usage[0]), ("completion_tokens", usage[1])):
