@@ -28,6 +28,11 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
 - R18b-4 LEAD (xfail; the request side, another red team's): a shared SGLang server's request ids are the
   agent's to choose (`rid` in a /generate body), and SGLang aborts by rid prefix: rids "0" … "f" hung up abort
   every other trial's calls. `test_r18b_4_a_request_names_no_server_request_id`.
+- R18b-5 WIN (no mark at all): a proxy whose meter cannot be read passes for no proxy. `EgressProxy.metered`
+  said None (a Docker error, an empty or malformed file), which `with_meter` takes for an agent without one: the
+  record kept as it was, no floor, no "metered in part". Not shown to be caused from the sandbox (the proxy's
+  files are its own), but a meter the host cannot read must never read as a clean run. The defence: an
+  unreadable meter is `Metered(unreadable=True)`, incomplete. `test_r18b_5_a_meter_that_cannot_be_read_is_no_meter_at_all`.
 """
 
 from __future__ import annotations
@@ -188,3 +193,50 @@ def test_r18b_4_a_request_names_no_server_request_id(tmp_path, closed_book):
     e.request(f)
     line = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])
     assert not line["allowed"] or b'"rid"' not in f.request.content, "the agent names the server's request id"
+
+
+# --- R18b-5 --------------------------------------------------------------------------------------------------------
+
+def proxy_whose_meter(answer):
+    """An EgressProxy whose container answers the meter's read with `answer` (an exception, or a file's bytes)."""
+    import io
+    import tarfile
+    from types import SimpleNamespace
+
+    from sweserve.environment.egress import EgressProxy
+
+    def get_archive(container_id, path, chunk_size=None):
+        if isinstance(answer, Exception):
+            raise answer
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo("metered.json")
+            info.size = len(answer)
+            tar.addfile(info, io.BytesIO(answer))
+        return iter([buf.getvalue()]), {"size": len(answer)}
+
+    container = SimpleNamespace(id="proxy", client=SimpleNamespace(api=SimpleNamespace(get_archive=get_archive)))
+    return EgressProxy(container, "http://10.0.0.9:3128")
+
+
+@pytest.mark.parametrize("answer", ["docker-error", b"", b'{"requests": 1, "metered": "x"}', b" " * 5000],
+                         ids=["docker-error", "empty", "not-a-meter", "too-large"])
+def test_r18b_5_a_meter_that_cannot_be_read_is_no_meter_at_all(answer):
+    """The attack: a proxy whose meter cannot be read when the phase ends (its container gone, its file not a
+    meter). Before: `metered()` said None, as for an agent with no proxy at all, and `with_meter` kept the agent's
+    record as it was: no floor, no "metered in part" on the board, no word on the review page. The defence: a
+    proxy's meter that cannot be read is an incomplete meter of nothing (`unreadable`), so the run is marked."""
+    import docker.errors
+
+    if answer == "docker-error":
+        answer = docker.errors.NotFound("no such container")
+    meter_read = proxy_whose_meter(answer).metered()
+    assert meter_read is not None and not meter_read.complete, "an unreadable meter passes for no proxy"
+    run = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=5, completion_tokens=1,
+                              cost_usd=0.000001), meter_read)
+    assert run.metered is not None and not run.metered.complete
+
+
+def test_r18b_5_control_a_readable_meter_is_read():
+    m = proxy_whose_meter(b'{"requests": 1, "metered": 1, "prompt_tokens": 7, "completion_tokens": 3}').metered()
+    assert m is not None and m.complete and (m.prompt_tokens, m.completion_tokens) == (7, 3)
