@@ -425,11 +425,14 @@ class Metered(Strict):
     last_prompt_tokens: int = Field(0, ge=0, description="the last answer it read (a record saved after each step "
                                     "lacks it when a time limit cuts the step's command)")
     last_completion_tokens: int = Field(0, ge=0)
+    unreadable: bool = Field(False, description="the host could not read the proxy's meter when the phase ended: "
+                             "nothing it counted is known (red team 18b, R18b-5)")
 
     @property
     def complete(self) -> bool:
         """Whether every call it let through was answered and each answer read: then its counts are the run's."""
-        return self.tunnels == 0 and self.unread == 0 and self.metered + self.refused == self.requests
+        return (not self.unreadable and self.tunnels == 0 and self.unread == 0
+                and self.metered + self.refused == self.requests)
 
 
 UsageFrom = Literal["", "host", "proxy", "agent"]  # who counted a run's tokens: sweserve's own model client (the API

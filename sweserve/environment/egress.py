@@ -89,13 +89,17 @@ class EgressProxy:
             text += f"\n[sweserve: the audit log was cut at {max_bytes} of its {size} bytes]\n"
         return text
 
-    def metered(self) -> Metered | None:
-        """What the proxy counted of the model's answers so far (`Metered`); None if it cannot be read."""
+    def metered(self) -> Metered:
+        """What the proxy counted of the model's answers so far (`Metered`); a meter it cannot read is one of
+        nothing, `unreadable` (incomplete): None was taken for an agent with no proxy, its record unchecked and
+        unmarked (red team 18b, R18b-5)."""
         data, size = self._head("metered.json", METER_MAX_BYTES, "reading the egress meter")
         try:
-            return Metered.model_validate_json(data) if data and size <= METER_MAX_BYTES else None
+            if data and size <= METER_MAX_BYTES:
+                return Metered.model_validate_json(data)
         except ValueError:
-            return None
+            pass
+        return Metered(unreadable=True)
 
     def _head(self, name: str, max_bytes: int, doing: str) -> tuple[bytes, int]:
         """The first `max_bytes` of a file in the proxy's state folder, and its size; (b"", 0) if there is none."""

@@ -228,7 +228,9 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
         if run.metered is not None and not run.metered.complete:  # its counts are a floor (red team 17b, R17b-2)
             m = run.metered
             missed = m.requests - m.metered - m.refused  # unread, or never answered
-            counted += (f" (at least: its egress proxy could not read {max(missed, 0)} of its {m.requests} model calls"
+            counted += (" (its egress proxy's meter could not be read: the agent's own record, unchecked)"
+                        if m.unreadable else
+                        f" (at least: its egress proxy could not read {max(missed, 0)} of its {m.requests} model calls"
                         + (f" and {m.tunnels} https tunnels" if m.tunnels else "") + ")")
         facts.append(("agent", f"{run.steps} steps, {run.prompt_tokens} prompt + {run.completion_tokens} "
                                f"completion tokens{counted}, cost {cost}"))
