@@ -240,3 +240,19 @@ def test_r18b_5_a_meter_that_cannot_be_read_is_no_meter_at_all(answer):
 def test_r18b_5_control_a_readable_meter_is_read():
     m = proxy_whose_meter(b'{"requests": 1, "metered": 1, "prompt_tokens": 7, "completion_tokens": 3}').metered()
     assert m is not None and m.complete and (m.prompt_tokens, m.completion_tokens) == (7, 3)
+
+
+# --- R18b-6 (a lead) -----------------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="R18b-6: the meter keeps only the last answer it read (last_*): a timed-out "
+                   "record short by several answers of one parallel step is disputed")
+def test_r18b_6_a_timed_out_parallel_step_is_no_dispute():
+    """Two answers (3 000 + 200 and 2 500 + 150 tokens) read in the step the time limit cut; the record, saved
+    after the step before, lacks both."""
+    from sweserve.models import Metered
+
+    m = Metered(requests=4, metered=4, prompt_tokens=8_000, completion_tokens=600, last_prompt_tokens=2_500,
+                last_completion_tokens=150)
+    run = with_meter(AgentRun(agent="cmd", usage_from="agent", exit_reason="timed_out", prompt_tokens=2_500,
+                              completion_tokens=250, cost_usd=0.01), m)
+    assert run.flags == [], "an honest parallel agent cut by the time limit is disputed"
