@@ -25,9 +25,9 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   thousand tokens: unread, 0 added to the floor. The defence: the largest count each known field states anywhere
   in an over-size answer is a floor (a JSON string the model wrote escapes its quotes, and a larger number only
   raises the agent's own count). `test_r18b_3_an_answer_too_large_to_parse_still_raises_the_floor`.
-- R18b-4 LEAD (xfail; the request side, another red team's): a shared SGLang server's request ids are the
-  agent's to choose (`rid` in a /generate body), and SGLang aborts by rid prefix: rids "0" … "f" hung up abort
-  every other trial's calls. `test_r18b_4_a_request_names_no_server_request_id`.
+- R18b-4 WIN (a lead of this round, fixed on the request side after it): a shared SGLang server's request ids
+  are the agent's to choose (`rid` in a /generate body), and SGLang aborts by rid prefix: rids "0" … "f" hung up
+  abort every other trial's calls. `rid` is stripped. `test_r18b_4_a_request_names_no_server_request_id`.
 - R18b-5 WIN (no mark at all): a proxy whose meter cannot be read passes for no proxy. `EgressProxy.metered`
   said None (a Docker error, an empty or malformed file), which `with_meter` takes for an agent without one: the
   record kept as it was, no floor, no "metered in part". Not shown to be caused from the sandbox (the proxy's
@@ -178,21 +178,32 @@ def test_r18b_3_control_the_model_text_states_no_count():
 
 # --- R18b-4 (a lead, out of this round's side of the addon) -----------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="R18b-4: the proxy passes a request id of the agent's choosing to a shared "
-                   "SGLang server, which aborts every request whose rid starts with an aborted one's (request side)")
 @pytest.mark.parametrize("closed_book", [False, True])
 def test_r18b_4_a_request_names_no_server_request_id(tmp_path, closed_book):
     """The attack: SGLang's /generate takes the request's `rid`; every abort (a client that hangs up, the global
     timeout) matches `req.rid.startswith(aborted.rid)` over the waiting and running requests. Sixteen calls with
     rids "0" … "f", each hung up at once, abort every other trial's calls on the shared server (uuid4 hex rids):
     their answers are errors, counted refused, their agents stalled. A rid another trial chose itself (its own
-    scaffold's "req-1") is also taken over. The defence would refuse (or strip) `rid` in a request body."""
+    scaffold's "req-1") is also taken over. The defence: `rid` is stripped from a request body (closed book: at any
+    depth, as a hosted option; open book: a JSON object body's own)."""
     e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
     e.running()
     f = call("/generate", {"text": "fix it", "rid": "a", "stream": True}, b"")
     e.request(f)
     line = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])
     assert not line["allowed"] or b'"rid"' not in f.request.content, "the agent names the server's request id"
+
+
+def test_r18b_4_control_an_open_book_body_without_a_request_id_goes_as_it_came(tmp_path):
+    """Open book reads no body: one without `rid` (a key that only holds the letters, a text that says rid) is
+    forwarded byte for byte, and one Python cannot read goes as it came."""
+    e = addon.Egress([MODEL], False, tmp_path)
+    e.running()
+    for body in (b'{"text": "a rid here", "sampling_params": {"max_new_tokens": 8}, "grid": 1}', b'{"rid": 1,,}'):
+        f = call("/generate", {}, b"")
+        f.request.content = body
+        e.request(f)
+        assert f.request.content == body
 
 
 # --- R18b-5 --------------------------------------------------------------------------------------------------------

@@ -43,7 +43,10 @@ HOSTED_OPTIONS = ("web_search_options", "mcp_servers", "plugins", "enable_search
                   "connectors",
                   # SGLang's /generate runs a pickled logits processor the request carries, on a server started
                   # with --enable-custom-logit-processor: code of the agent's on the server every trial shares
-                  "custom_logit_processor")
+                  "custom_logit_processor",
+                  # a request id for the shared server: SGLang aborts every request whose rid starts with an aborted
+                  # one's, so rids "0" ... "f", each hung up, abort every other trial's calls (red team 18b, R18b-4)
+                  "rid")
 MAX_FIELD = 2048  # characters of a URL (or method) kept in an audit line
 LOG_LIMIT = 64 << 20  # bytes of audit log; past it the proxy refuses everything (the log never goes silent)
 
@@ -937,6 +940,8 @@ class Egress:
                     allowed, note = False, f"closed book: {why}"[:300]
                 elif urls := fetched_urls(body):
                     allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
+        if allowed and not self.closed_book:
+            stripped += self.strip_request_id(req)
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
@@ -946,6 +951,23 @@ class Egress:
             metadata = getattr(flow, "metadata", None)
             if metadata is not None:
                 metadata["sweserve_meter"] = True
+
+    @staticmethod
+    def strip_request_id(req) -> list[str]:
+        """Open book reads no body, but a shared server's request ids are every trial's: a JSON object body's
+        `rid` (SGLang aborts by its prefix: R18b-4) is removed, the body forwarded as read. A body this proxy cannot
+        read as a JSON object goes as it came (closed book, which refuses such bodies, strips `rid` at any depth)."""
+        try:
+            content = req.content
+            body = json.loads(content) if content and b"rid" in content.lower() else None
+        except (ValueError, RecursionError):
+            return []
+        if not isinstance(body, dict) or not (ids := [k for k in body if k.casefold() == "rid"]):
+            return []
+        for key in ids:
+            del body[key]
+        req.content = json.dumps(body).encode()
+        return ids
 
     def response(self, flow) -> None:
         """Meter a model call's answer (what the model server says it used); an answer it cannot read, or a
