@@ -393,3 +393,11 @@ def test_r18a_7_control_fallbacks_to_pinned_models_pass(tmp_path, monkeypatch):
     body = {**CHAT, "context_window_fallbacks": [{"default": ["default-long"]}]}
     refused, _ = run(tmp_path, monkeypatch, body, models=["default", "default-long"])
     assert not refused, _log(tmp_path)[-1]
+
+
+@pytest.mark.parametrize("stop", [["//"], ["\n//", "\n#"], "//"], ids=["list", "comment-lines", "string"])
+def test_r18a_5_control_stop_sequences_are_text(stop):
+    """Control: a code agent's stop sequences (`"\\n//"`, a comment's start) are text the server matches in its
+    output, never a place it connects to; a stop list that holds more than strings is read as any other field."""
+    assert addon.routing_fields({"model": "default", "stop": stop, "stop_sequences": stop}) == []
+    assert addon.routing_fields({"model": "default", "stop": [{"u": "https://x.example"}]}) == ["u"]

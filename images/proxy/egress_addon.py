@@ -360,6 +360,9 @@ ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset
 # Leading C0 controls and spaces are stripped, and a backslash is a slash, as a WHATWG parser reads them
 URL_VALUE = re.compile(r"[\x00-\x20\s]*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}|(?:https?|wss?|ftp|file):)",
                        re.IGNORECASE)
+# stop sequences are text the server matches in the output, never a place: a code agent's `"\n//"` (a comment) is
+# no URL
+STOP_KEYS = {"stop", "stopsequences"}
 
 
 def routing_fields(body) -> list[str]:
@@ -372,6 +375,9 @@ def routing_fields(body) -> list[str]:
     elif isinstance(body, dict):
         for key, value in body.items():
             if key.casefold() == "tools" or _fold(key) in CONTENT_KEYS:
+                continue
+            if _fold(key) in STOP_KEYS and (isinstance(value, str) or isinstance(value, list)
+                                            and all(isinstance(v, str) for v in value)):
                 continue
             if _fold(key) in ROUTING_KEYS or (isinstance(value, str) and URL_VALUE.match(value)):
                 found.append(key)
