@@ -27,7 +27,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -637,6 +637,63 @@ def sse_events(text: str) -> list:
     return found
 
 
+SSE_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
+
+
+def _sse_lines(content: bytes) -> Iterator[bytes]:
+    """A stream's lines, one at a time (ended at CR, LF or CRLF alone, as `sse_data`), then a blank one."""
+    start = 3 if content.startswith(b"\xef\xbb\xbf") else 0
+    for end in SSE_LINE_END_BYTES.finditer(content, start):
+        yield content[start:end.start()]
+        start = end.end()
+    yield content[start:]
+    yield b""
+
+
+def stream_events(content: bytes) -> Iterator:
+    """`sse_events` of a stream's bytes, one event at a time (never all of a stream's events parsed at once: the
+    proxy has 512 MiB); an event whose data is itself larger than METER_MAX_BYTES is not parsed but yielded as its
+    bytes (its counts read by `oversize_floor`)."""
+    lines: list[bytes] = []
+    for line in _sse_lines(content):
+        if not line:
+            if lines:
+                data = b"\n".join(lines)
+                lines = []
+                if len(data) > METER_MAX_BYTES:
+                    yield data
+                    continue
+                text = data.decode("utf-8", "replace")
+                event = _json_event(text)
+                if event is None and "\n" in text:
+                    yield from (e for e in map(_json_event, text.split("\n")) if e is not None)
+                else:
+                    yield event
+        elif line.startswith(b"data"):
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                lines.append(value[1:] if value.startswith(b" ") else value)
+
+
+def _add_usage(found: dict, event) -> None:
+    """One streamed event's usage into `found` (each member's largest counts, `_member`)."""
+    usage = usage_in(event)
+    if usage is not None:
+        key = _member(event)
+        top = found.get(key, (0, 0))
+        found[key] = (max(top[0], usage[0]), max(top[1], usage[1]))
+
+
+def _stream_total(found: dict) -> tuple[int, int]:
+    """The tokens a stream states, from each member's largest counts: an event of no member states the whole
+    (OpenAI's last chunk with include_usage): the larger of it and the members' sum, so the whole is never counted
+    twice nor a member's alone."""
+    whole = found.get(None, (0, 0))
+    members = [u for k, u in found.items() if k is not None]
+    return (min(max(whole[0], sum(u[0] for u in members)), MAX_TOKENS),
+            min(max(whole[1], sum(u[1] for u in members)), MAX_TOKENS))
+
+
 def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
     """The tokens a model answer states: a JSON body, or a stream of server-sent events (the largest count each
     field reaches over the events, since streams state usage once at the end or as running totals)."""
@@ -647,18 +704,9 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
             # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
             # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
             found: dict = {}
-            for event in sse_events(content.decode("utf-8", "replace")):
-                usage = usage_in(event)
-                if usage is not None:
-                    key = _member(event)
-                    top = found.get(key, (0, 0))
-                    found[key] = (max(top[0], usage[0]), max(top[1], usage[1]))
-            if not found:
-                return None
-            # an event of no member states the whole (OpenAI's last chunk with include_usage): the larger of it and
-            # the members' sum, so the whole is never counted twice nor a member's alone
-            whole = found.pop(None, (0, 0))
-            return tuple(min(max(whole[i], sum(u[i] for u in found.values())), MAX_TOKENS) for i in (0, 1))
+            for event in stream_events(content):
+                _add_usage(found, event)
+            return _stream_total(found) if found else None
         return usage_in(json.loads(content))
     except (ValueError, RecursionError):
         return None
@@ -693,16 +741,21 @@ def stream_output(content: bytes, content_type: str) -> int:
         return 0
     count = 0
     try:
-        for event in sse_events(content.decode("utf-8", "replace")):
-            if not isinstance(event, dict):
-                continue
-            choices = event.get("choices")
-            parts = [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
-            count += sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
-            count += _output({k: v for k, v in event.items() if k == "delta"})
+        for event in stream_events(content):
+            count += _chunk_output(event)
     except RecursionError:
         return count
     return min(count, MAX_TOKENS)
+
+
+def _chunk_output(event) -> int:
+    """The tokens of output one streamed event carries at least: one for each choice of it carrying output."""
+    if not isinstance(event, dict):
+        return 0
+    choices = event.get("choices")
+    parts = [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+    return (sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
+            + _output({k: v for k, v in event.items() if k == "delta"}))
 
 
 COUNT_FIELD = re.compile(rb'"(' + b"|".join(f.encode() for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS))
@@ -722,6 +775,31 @@ def oversize_floor(content: bytes) -> tuple[int, int]:
         side = match.group(1) in prompt
         top[side] = max(top[side], min(int(match.group(2)), MAX_TOKENS))
     return top[True], top[False]
+
+
+def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
+    """A floor of the tokens an answer too large to parse whole states. A stream is read event by event as under
+    the cap (`stream_events`: one event parsed at a time): each member's largest counts summed (`usage_in`: only a
+    usage object's counts, never a key of a tool call's arguments the model wrote), and each chunk of output a
+    completion token at least; only an event itself too large to parse, or an answer that is no stream, falls back
+    to `oversize_floor`. Red team 19b: an over-size stream without usage added nothing (R19b-1), a batch's counted
+    one member (R19b-2), and a tool call's argument naming a count was read (R19b-3)."""
+    if "event-stream" not in content_type.lower():
+        return oversize_floor(content)
+    found: dict = {}
+    raw, chunks = (0, 0), 0
+    try:
+        for event in stream_events(content):
+            if isinstance(event, bytes):
+                floor = oversize_floor(event)
+                raw = (max(raw[0], floor[0]), max(raw[1], floor[1]))
+            else:
+                _add_usage(found, event)
+                chunks += _chunk_output(event)
+    except RecursionError:
+        pass
+    read = _stream_total(found)
+    return max(read[0], raw[0]), min(max(read[1], raw[1], chunks), MAX_TOKENS)
 
 
 def sni_matches(host: str, sni: str | None) -> bool:
@@ -1001,9 +1079,9 @@ class Egress:
             self.meter["unread"] += 1
             try:  # still a floor: each chunk of output a token at least (red team 18b, R18b-1), an answer too
                 content = resp.content or b""  # large to parse its largest counts (R18b-3)
-                floor = (0, stream_output(content, resp.headers.get("content-type", "")))
-                if len(content) > METER_MAX_BYTES:
-                    floor = oversize_floor(content)
+                ctype = resp.headers.get("content-type", "")
+                floor = oversize_usage(content, ctype) if len(content) > METER_MAX_BYTES else \
+                    (0, stream_output(content, ctype))
             except ValueError:
                 floor = (0, 0)
             for field, count in zip(("prompt_tokens", "completion_tokens"), floor):
