@@ -10,7 +10,8 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   a token) passes 32 MiB at about 20 000 tokens, and every one of them left the floor. The defence: an over-size
   stream is read event by event (each event no larger than the cap is parsed alone, the memory of one event at a
   time): its chunks of output each a token, as under the cap.
-  `test_r19b_1_an_oversize_stream_without_usage_still_raises_the_floor`.
+  `test_r19b_1_an_oversize_stream_without_usage_still_raises_the_floor`; its variant, a server that leaves out
+  the blank lines between events (one event past the cap), `test_r19b_1_variant_a_stream_without_blank_lines`.
 - R19b-2 WIN: an over-size stream of several generations counts one of them. `oversize_floor` took the largest
   count any field reaches anywhere: SGLang's /generate with a batch (`text: [...]`) or `n`, each member's events
   stating its own running totals, was floored at its largest member's: a batch of 8 took 7/8 of its tokens off
@@ -79,6 +80,16 @@ def test_r19b_1_an_oversize_stream_without_usage_still_raises_the_floor(tmp_path
     run = with_meter(AgentRun(agent="cmd", usage_from="agent", prompt_tokens=2_000, completion_tokens=100,
                               cost_usd=0.0001), m)
     assert run.flags and run.cost_usd is None
+
+
+def test_r19b_1_variant_a_stream_without_blank_lines(tmp_path):
+    """The variant: a server that leaves out the blank lines between its events (read line by line under the cap,
+    `sse_events`): the whole over-size stream is one event past the cap. Before the variant's fix: only the regex
+    floor, 0 added. The defence: an event past the cap is read line by line too, each line parsed alone."""
+    tokens = 21_000
+    stream = chat_logprobs_no_usage(tokens).replace(b"\n\n", b"\n")
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=SSE)])
+    assert m.completion_tokens >= tokens, f"an over-size stream without blank lines added {m.completion_tokens}"
 
 
 # --- R19b-2 --------------------------------------------------------------------------------------------------------
