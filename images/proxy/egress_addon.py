@@ -652,15 +652,18 @@ def _sse_lines(content: bytes) -> Iterator[bytes]:
 
 def stream_events(content: bytes) -> Iterator:
     """`sse_events` of a stream's bytes, one event at a time (never all of a stream's events parsed at once: the
-    proxy has 512 MiB); an event whose data is itself larger than METER_MAX_BYTES is not parsed but yielded as its
-    bytes (its counts read by `oversize_floor`)."""
+    proxy has 512 MiB); an event whose data is itself larger than METER_MAX_BYTES is parsed line by line only, then
+    yielded as its bytes (its counts read by `oversize_floor`)."""
     lines: list[bytes] = []
     for line in _sse_lines(content):
         if not line:
             if lines:
-                data = b"\n".join(lines)
-                lines = []
-                if len(data) > METER_MAX_BYTES:
+                parts, lines = lines, []
+                data = b"\n".join(parts)
+                if len(data) > METER_MAX_BYTES:  # too large to parse whole: each of its lines (a server that
+                    for part in parts:  # leaves out the blank lines between events), and the regex floor of the whole
+                        if len(part) <= METER_MAX_BYTES and (event := _json_event(part.decode("utf-8", "replace"))):
+                            yield event
                     yield data
                     continue
                 text = data.decode("utf-8", "replace")
