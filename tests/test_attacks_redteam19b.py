@@ -25,6 +25,8 @@ Each test asserts the defended behaviour: it FAILS while the attack wins. All ru
   floor past the true count, the agent's honest record disputed and its cost dropped. The defence (an over-size
   stream): counts are read only from a usage object of a parsed event (`usage_in`).
   `test_r19b_3_an_oversize_stream_reads_no_count_the_model_wrote`.
+- R19b-4 LEAD (xfail): the same in one over-size JSON body (no stream): still read by the regex floor.
+  `test_r19b_4_an_oversize_body_reads_no_count_the_model_wrote`.
 """
 
 from __future__ import annotations
@@ -157,3 +159,17 @@ def test_r19b_control_an_event_over_the_cap_still_states_its_counts(tmp_path):
     assert addon.oversize_floor(body) == (12, 7)
     m = meter(tmp_path, [call("/generate", {"text": "fix it", "stream": True}, events([big]), ctype=SSE)])
     assert (m.unread, m.prompt_tokens, m.completion_tokens) == (1, 12, 7)
+
+
+# --- R19b-4 (a lead) -----------------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="R19b-4: an over-size answer that is no stream is still read by the regex "
+                   "floor, which cannot tell a usage object's key from a tool call argument's")
+def test_r19b_4_an_oversize_body_reads_no_count_the_model_wrote():
+    """The attack: R19b-3 in one JSON body (no stream) past the cap: Gemini's `functionCall.args` naming a count.
+    It still wins: the floor is (900 000, 900 000) for a true (500, 40). A fix needs a reader that knows each key's
+    depth without parsing the whole (an incremental JSON scanner), not a pattern."""
+    body = {"candidates": [{"content": {"parts": [{"text": "y" * (addon.METER_MAX_BYTES + 10)}, {"functionCall": {
+        "name": "record", "args": {"completion_tokens": 900_000, "promptTokenCount": 900_000}}}]}}],
+        "usageMetadata": {"promptTokenCount": 500, "candidatesTokenCount": 40, "totalTokenCount": 540}}
+    assert addon.oversize_usage(json.dumps(body).encode(), "application/json") == (500, 40)
