@@ -9,7 +9,7 @@ and by the exports' root verifier (`sweserve_verify.py`). Stdlib only; runs as r
   a `.pth` or `sitecustomize`, an installed module or the runner, nor chmod any of them back (it owns none).
 - `private(path)`: a directory only root can enter (the harness's inputs: tests.patch, run config, nonce).
 - `drop(account)`: the process becomes the test user (no supplementary groups) with `no_new_privs` set, so no
-  set-uid program gives root back; HOME is a fresh directory of its own, the only place besides the world-
+  set-uid program gives root back (it raises if the kernel does not show the flag set: never tests without it); HOME is a fresh directory of its own, the only place besides the world-
   writable temp dirs (`/tmp`, `/dev/shm`) the tests can write.
 - `kill_all(uid)`: every process of the test user ends (what the tests left running cannot act after them).
 """
@@ -70,6 +70,36 @@ def private(path):
     os.chmod(path, 0o700)
 
 
+def _kernel_says_no_new_privs():
+    """The kernel's own word on this process's `no_new_privs` (True/False); None where it says nothing (a
+    kernel older than 4.10 has no `NoNewPrivs:` line, or no /proc)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("NoNewPrivs:"):
+                    return line.split()[1:2] == ["1"]
+    except OSError:
+        pass
+    return None
+
+
+def no_new_privs():
+    """Set `no_new_privs` for good, or raise: no set-uid program may ever give the tests root back. In a Harbor
+    export the agent was root in this very container and can have left one anywhere `lock` does not walk, and
+    neither harness starts containers with Docker's no-new-privileges: this flag is all that keeps it inert. A
+    prctl that fails (seccomp, a runtime without it), no libc to call, or a flag the kernel does not show set is
+    an error, never tests run without it (red team 18c, R18c-1)."""
+    try:
+        rc = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError) as exc:
+        rc, why = -1, f"prctl cannot be called ({exc})"
+    else:
+        why = f"prctl returned {rc} (errno {ctypes.get_errno()})"
+    said = _kernel_says_no_new_privs()
+    if said is False or (said is None and rc != 0):
+        raise OSError(f"sweserve: no_new_privs could not be set: {why}; the tests do not run without it")
+
+
 def drop(user=TEST_USER):
     """Become the test user for good: no groups, its own uid and gid, no way back through set-uid programs.
     Returns the environment changes made (HOME, USER, ...) for the caller's children."""
@@ -79,10 +109,7 @@ def drop(user=TEST_USER):
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    no_new_privs()
     env = {"HOME": home, "USER": name, "LOGNAME": name, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
            # the repository is root's now: git would refuse it as "dubious ownership" to a test that runs git
            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
