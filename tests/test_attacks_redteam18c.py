@@ -88,3 +88,139 @@ def test_r18c_1_drop_never_leaves_set_uid_programs_live(setup):
 def test_r18c_1_control_an_honest_drop_still_works():
     out = _drop_in_child("")
     assert out.strip() == "dropped uid=65534 nnp=1", out
+
+
+# --- R18c-2: a tree of many long-named entries costs the host far more than the tree limit counts ----------------
+
+# root in the candidate sandbox: a chain of 255-character folders (a path of ~3,800 characters), an empty file at
+# its end and N hard links to it beside it, each with a 200-character name: no data, almost no disk in the
+# sandbox, and each entry's tar headers (PAX path and linkpath) some 9 KB on the host
+LONG_TREE = r'''
+import os, sys
+n, top = int(sys.argv[1]), sys.argv[2]
+deep = os.path.join(top, *["d" * 250] * 14)
+os.makedirs(deep)
+open(os.path.join(deep, "e"), "w").close()
+for i in range(n):
+    os.link(os.path.join(deep, "e"), os.path.join(deep, "%0200d" % i))
+print("made", n)
+'''
+
+
+@pytest.fixture
+def tree_box(docker_client):
+    """A container from the base image (no network), a tree built in it by `build(n)`; yields (box, build)."""
+    from types import SimpleNamespace
+
+    from sweserve.environment.docker_sandbox import labels
+
+    container = docker_client.containers.run("sweserve-base:bookworm", ["sleep", "600"], detach=True,
+                                             network_mode="none", labels=labels("r18c", "long-tree", "candidate"))
+
+    def build(n: int, top: str = "/testbed/t") -> None:
+        code, out = container.exec_run(["python3", "-c", LONG_TREE, str(n), top])
+        assert code == 0 and b"made" in out, out[-500:]
+
+    try:
+        yield SimpleNamespace(container=container), build
+    finally:
+        container.remove(force=True)
+
+
+def _spooled_bytes(out) -> int:
+    out.seek(0, 2)
+    size = out.tell()
+    out.seek(0)
+    return size
+
+
+@pytest.mark.docker
+def test_r18c_2_a_tree_never_spools_more_on_the_host_than_its_limit(tree_box):
+    """3,000 long-named hard links under a 16 MiB tree limit. Before: each entry was charged 4,096 bytes (12 MB in
+    all, under the limit) while its headers took ~9 KB: 27 MB spooled on the host's disk, past the limit it claims
+    (at the 2 GiB default: ~4.8 GB per trial). After: every entry is charged what it takes in the archive; the
+    tree is refused (TreeTooLarge) or fits."""
+    from sweserve.environment.sandbox import TreeTooLarge
+    from sweserve.environment.transfer import export_tree
+
+    box, build = tree_box
+    build(3000)
+    limit = 16 << 20
+    try:
+        out = export_tree(box, "/testbed", limit, prefix="sweserve/submitted/")
+    except TreeTooLarge:
+        return
+    size = _spooled_bytes(out)
+    out.close()
+    assert size <= limit, f"a tree counted under its {limit} byte limit spooled {size} bytes on the host"
+
+
+@pytest.mark.docker
+def test_r18c_2_names_have_a_budget_of_their_own(tree_box, monkeypatch):
+    """The tree's names are what the harness keeps in memory for every entry (export_tree's hard-link map,
+    inert_tree's sets): at the 2 GiB limit ~500,000 entries of ~4,000-character names held some 4.5 GB of the
+    harness's memory per trial (measured: 8.6 KB per entry in inert_tree alone), and trials run in parallel. After:
+    the names' total has its own budget (`MAX_TREE_NAME_BYTES`, here lowered to 4 MiB: ~1,000 such entries)."""
+    from sweserve.environment import transfer
+    from sweserve.environment.sandbox import TreeTooLarge
+
+    box, build = tree_box
+    build(1500)
+    monkeypatch.setattr(transfer, "MAX_TREE_NAME_BYTES", 4 << 20, raising=False)
+    with pytest.raises(TreeTooLarge):
+        transfer.export_tree(box, "/testbed", 2 << 30, prefix="sweserve/submitted/").close()
+
+
+def _long_tar(n: int) -> bytes:
+    import io
+    import tarfile
+
+    prefix = "sweserve/submitted/"
+    parts = ["d" * 250] * 14
+    buf = io.BytesIO()
+
+    def entry(name, kind, linkname=""):
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = kind, linkname
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for i in range(len(parts)):
+            tar.addfile(entry(prefix + "/".join(parts[:i + 1]), tarfile.DIRTYPE))
+        deep = prefix + "/".join(parts)
+        tar.addfile(tarfile.TarInfo(deep + "/e"))
+        for i in range(n):
+            tar.addfile(entry(deep + "/%0200d" % i, tarfile.LNKTYPE, deep + "/e"))
+    return buf.getvalue()
+
+
+def test_r18c_2_inert_tree_keeps_names_not_every_header():
+    """inert_tree read the archive with tarfile, which keeps every member it read (name, link name, and both again
+    in its PAX headers): 0.93 bytes of memory per byte of archive. After: only the names it checks against."""
+    import io
+    import tracemalloc
+
+    from sweserve.evaluation.submission import inert_tree
+
+    data = _long_tar(4000)
+    tracemalloc.start()
+    try:
+        inert_tree(io.BytesIO(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(data) // 2, f"inert_tree held {peak} bytes for a {len(data)} byte archive"
+
+
+@pytest.mark.docker
+def test_r18c_2_control_an_honest_tree_still_copies(tree_box):
+    from sweserve.environment.transfer import export_tree
+
+    box, build = tree_box
+    build(50)
+    out = export_tree(box, "/testbed", 2 << 30, prefix="sweserve/submitted/")
+    import tarfile
+
+    with tarfile.open(fileobj=out, mode="r|") as tar:
+        names = [m.name for m in tar]
+    assert len(names) == 1 + 14 + 1 + 50 and all(n.startswith("sweserve/submitted/t") for n in names), names[:3]
