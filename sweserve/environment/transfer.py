@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from sweserve.environment.docker_sandbox import docker_errors
-from sweserve.environment.sandbox import TreeTooLarge, tar_of
+from sweserve.environment.sandbox import TreeTooLarge, streamed, tar_of
 
 if TYPE_CHECKING:
     from sweserve.environment.docker_sandbox import DockerSandbox
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["TreeTooLarge", "export_tree", "put_tree", "tar_of"]
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 SPOOL_BYTES = 64 << 20
-ENTRY_BYTES = 4096  # what every entry costs toward the limit besides its data: a block, as on disk
+ENTRY_BYTES = 4096  # what every entry costs toward the limit besides its data: a block, as on disk, or its headers
+# in the archive where they take more (a long name and link name: PAX headers of ~9 KB; red team 18c, R18c-2)
+MAX_TREE_NAME_BYTES = 64 << 20  # the names (and link names) of a tree's entries, all together: what the harness
+# keeps in memory for every entry (the hard-link map here, inert_tree's sets), whatever the tree's size limit
 
 
 class _ChunkReader(io.RawIOBase):
@@ -59,9 +62,9 @@ def _relative(name: str, root: str) -> str | None:
 
 def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "") -> IO[bytes]:
     """The tree at `path` in the container as a filtered tar (positioned at 0), its paths relative to `path`
-    behind `prefix`; TreeTooLarge over max_bytes, counting every entry (ENTRY_BYTES) and a hard link's data
-    again (millions of empty files, or one file linked a thousand times, cost time and disk to copy and
-    diff)."""
+    behind `prefix`; TreeTooLarge over max_bytes, counting every entry (ENTRY_BYTES, or its headers in the
+    archive where they take more) and a hard link's data again (millions of empty files, or one file linked a
+    thousand times, cost time and disk to copy and diff), and over MAX_TREE_NAME_BYTES of names."""
     root = PurePosixPath(path).name
     out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     kept: dict[str, int] = {}  # kept paths and their data's size
@@ -80,9 +83,10 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
             return out
         api._raise_for_status(response)
         chunks = response.iter_content(1 << 20, False)
+        names = 0
         with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as src, \
                 tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
-            for member in src:
+            for member in streamed(src):
                 rel = _relative(member.name, root)
                 if rel is None or rel == ".":
                     continue
@@ -99,13 +103,22 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
                 member.pax_headers = {}  # its own `path`/`linkpath` would win over the names set here; no xattrs
                 member.uid = member.gid = 0
                 member.uname = member.gname = "root"
-                total += size + ENTRY_BYTES
-                if total > max_bytes:
+                names += len(member.name.encode("utf-8", "surrogateescape")) + len(
+                    member.linkname.encode("utf-8", "surrogateescape"))
+                if names > MAX_TREE_NAME_BYTES:
+                    raise TreeTooLarge(f"the working tree's names are over {MAX_TREE_NAME_BYTES >> 20} MiB")
+                if total + size + ENTRY_BYTES > max_bytes:
                     raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
+                before = dst.offset
                 if member.isreg():
                     dst.addfile(member, src.extractfile(member))
                 else:
                     dst.addfile(member)
+                dst.members.clear()  # what addfile keeps of each member: never read again
+                data = -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if member.isreg() else 0
+                total += size + max(ENTRY_BYTES, dst.offset - before - data)  # its headers as they are spooled
+                if total > max_bytes:
+                    raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
                 kept[rel] = size
     out.seek(0)
     return out

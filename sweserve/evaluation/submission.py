@@ -26,7 +26,7 @@ import tarfile
 from collections.abc import Callable
 from typing import IO
 
-from sweserve.environment.sandbox import WORKDIR, ExecResult, Sandbox, TreeTooLarge
+from sweserve.environment.sandbox import WORKDIR, ExecResult, Sandbox, TreeTooLarge, streamed
 from sweserve.errors import InfraError, LimitExceeded
 
 MAX_TREE_BYTES = 2 << 30
@@ -77,7 +77,7 @@ def inert_tree(tree: IO[bytes], prefix: str = SUBMITTED.lstrip("/") + "/") -> No
     dirs, files, links = {prefix.rstrip("/")}, set(), set()
     try:
         with tarfile.open(fileobj=tree, mode="r|") as tar:
-            for m in tar:
+            for m in streamed(tar):  # the names alone are kept, not every member's headers
                 name = m.name.rstrip("/")
                 parts = name.split("/")
                 if not name.startswith(prefix) or {"..", ".", ""} & set(parts):
