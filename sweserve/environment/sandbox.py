@@ -51,7 +51,7 @@ def streamed(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     being written, when passed as `written`."""
     for member in tar:
         yield member
-        tar.members.clear()  # iteration reads on from the stream (its index is never below len(members))
+        tar.members.clear()  # type: ignore[attr-defined]  # iteration reads on from the stream (its index is never below len(members))
 
 
 def tar_of(files: dict[str, bytes], mode: int = 0o644) -> bytes:

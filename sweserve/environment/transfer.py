@@ -114,7 +114,7 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
                     dst.addfile(member, src.extractfile(member))
                 else:
                     dst.addfile(member)
-                dst.members.clear()  # what addfile keeps of each member: never read again
+                dst.members.clear()  # type: ignore[attr-defined]  # what addfile keeps of each member: never read again
                 data = -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if member.isreg() else 0
                 total += size + max(ENTRY_BYTES, dst.offset - before - data)  # its headers as they are spooled
                 if total > max_bytes:
