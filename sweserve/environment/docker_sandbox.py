@@ -35,7 +35,7 @@ import docker.types
 from docker.utils.socket import frames_iter
 
 from sweserve.environment.gpus import device_requests
-from sweserve.environment.sandbox import WORKDIR, ExecResult
+from sweserve.environment.sandbox import WORKDIR, ExecResult, streamed
 from sweserve.environment.watchdog import Deadline
 from sweserve.errors import InfraError, LimitExceeded
 from sweserve.models import Resources
@@ -622,7 +622,7 @@ def _outside_tree(tar: bytes | IO[bytes]) -> bool:
     at = fileobj.tell()
     try:
         with tarfile.open(fileobj=fileobj, mode="r|") as t:
-            return all(m.name.lstrip("./").split("/", 1)[0] != top for m in t)
+            return all(m.name.lstrip("./").split("/", 1)[0] != top for m in streamed(t))  # none kept (R18c-2)
     except tarfile.TarError:
         return False
     finally:
