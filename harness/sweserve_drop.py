@@ -84,9 +84,10 @@ def _kernel_says_no_new_privs():
 
 
 def no_new_privs():
-    """Set `no_new_privs` for good, or raise: no set-uid program may ever give the tests root back. In a Harbor
-    export the agent was root in this very container and can have left one anywhere `lock` does not walk, and
-    neither harness starts containers with Docker's no-new-privileges: this flag is all that keeps it inert. A
+    """Set `no_new_privs` for good, or raise: no set-uid program may ever give the tests root back. `lock` strips
+    set-id bits only where it walks; the image's own set-uid-root programs (su, mount, sudo ...) stay, and neither
+    the SWE-bench harness nor Harbor starts containers with Docker's no-new-privileges: in the exports this flag
+    is all that keeps them inert. A
     prctl that fails (seccomp, a runtime without it), no libc to call, or a flag the kernel does not show set is
     an error, never tests run without it (red team 18c, R18c-1)."""
     try:

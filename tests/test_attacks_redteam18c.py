@@ -4,16 +4,26 @@ logs, what a trial leaves on the host).
 Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
 behaviour working.
 
-- R18c-1 (exports, Harbor above all): `sweserve_drop.drop` set `no_new_privs` with prctl and ignored what came
-  back (a -1, or no libc to call at all, passed silently). In a Harbor export the agent is root in the very
-  container the verifier grades, before it runs: it can leave a set-uid-root program anywhere `lock` does not walk
-  (/var/tmp, /opt, /usr/local/bin ...), and the SWE-bench harness and Harbor start containers without Docker's
-  no-new-privileges. `no_new_privs` is then the one thing that keeps that program from giving the hidden tests
-  (the submission's code) root back: rewrite the harness's outcome pipe's reader, the verifier's files, the reward.
-  Where prctl failed (a seccomp filter answering EPERM/ENOSYS, a sandbox runtime without it, a libc that cannot be
-  loaded) the tests ran on, set-uid programs live. Defence: `drop` fails closed: after prctl it reads the kernel's
-  own word (`NoNewPrivs:` in /proc/self/status) and raises unless the flag is set (or, on a kernel too old to
-  report it, unless prctl said 0): no test runs without it, the verdict is `error`, never a pass.
+- R18c-1 (the exports): `sweserve_drop.drop` set `no_new_privs` with prctl and ignored what came back (a -1,
+  or no libc to call at all, passed silently). The exports' verifier runs in a fresh container of the task image
+  that the SWE-bench harness and Harbor start without Docker's no-new-privileges, and `lock` strips set-id bits
+  only where it walks (the repository, the interpreter's prefix, the harness): the image's set-uid-root programs
+  (su, mount, passwd, chsh, newgrp; sudo and whatever else a repository's image installs) stay. In the exports
+  `no_new_privs` is the one thing that keeps them from giving the hidden tests (the submission's code) root: the
+  verifier's pipe, its files, the reward. `sweserve run` has Docker's flag besides; the exports have nothing else.
+  Where prctl failed (a seccomp filter answering EPERM/ENOSYS, a runtime without it, a libc that cannot be loaded)
+  the tests ran on with set-uid programs live. Defence: `drop` fails closed: after prctl it reads the kernel's own
+  word (`NoNewPrivs:` in /proc/self/status) and raises unless the flag is set (or, on a kernel too old to report
+  it, unless prctl said 0): no test runs without it, the verdict is `error`, never a pass.
+
+- R18c-2 (host disk and the harness's memory, every run): `export_tree` charged each entry of the candidate's tree
+  4,096 bytes toward its 2 GiB limit, whatever its names: a hard link with a ~3,800-character path and link path
+  (a chain of 255-character folders; no data, no disk in the sandbox) takes ~9 KB of PAX headers in the spooled
+  archive on the host, and tarfile keeps every member it reads or writes, in `export_tree`, `inert_tree` and
+  `_outside_tree` alike (8.6 KB of memory per entry measured in inert_tree alone). At the limit: ~500,000
+  entries, ~4.8 GB of host temp disk and several GB of the harness's memory per trial, with trials in parallel.
+  Defence: each entry is charged the larger of 4,096 bytes and its headers as written; the names have their own
+  budget (`MAX_TREE_NAME_BYTES`, 64 MiB); every stream reader drops each member once read (`sandbox.streamed`).
 """
 
 from __future__ import annotations
@@ -78,8 +88,8 @@ PRCTL_LIES = '''
 @needs_root
 @pytest.mark.parametrize("setup", [PRCTL_FAILS, NO_LIBC, PRCTL_LIES], ids=["prctl-fails", "no-libc", "prctl-lies"])
 def test_r18c_1_drop_never_leaves_set_uid_programs_live(setup):
-    """Before: drop returned as if all were well and the tests ran with `NoNewPrivs: 0` (a set-uid-root program
-    the agent left in a Harbor container gave them root). After: drop raises, no test runs."""
+    """Before: drop returned as if all were well and the tests ran with `NoNewPrivs: 0` (the image's set-uid-root
+    programs live for them in the exports). After: drop raises, no test runs."""
     out = _drop_in_child(setup)
     assert out.startswith("refused:"), f"drop let the tests run without no_new_privs: {out!r}"
 
