@@ -239,3 +239,23 @@ def test_r18c_2_control_an_honest_tree_still_copies(tree_box):
     with tarfile.open(fileobj=out, mode="r|") as tar:
         names = [m.name for m in tar]
     assert len(names) == 1 + 14 + 1 + 50 and all(n.startswith("sweserve/submitted/t") for n in names), names[:3]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("skipped", ["__pycache__", ".git/objects/x", ".pytest_cache"])
+def test_r18c_2_entries_left_out_of_the_tree_still_count(tree_box, skipped):
+    """Entries under `.git`, `__pycache__` and `.pytest_cache` are left out of the copy, and were charged nothing:
+    dockerd still archives them and the harness reads every header (and, before `streamed`, kept every member in
+    memory). Millions of empty files there cost no disk in the sandbox, nothing toward the limit, and minutes of
+    the harness's time and GBs of its memory per trial. 20,000 of them under a 16 MiB limit: before, copied as if
+    absent; after, each is charged an entry (ENTRY_BYTES) and the tree is refused."""
+    from sweserve.environment.sandbox import TreeTooLarge
+    from sweserve.environment.transfer import export_tree
+
+    box, _ = tree_box
+    code, out = box.container.exec_run(["python3", "-c", (
+        f"import os; d = '/testbed/{skipped}'; os.makedirs(d)\n"
+        "for i in range(20000): open(os.path.join(d, str(i)), 'w').close()")])
+    assert code == 0, out
+    with pytest.raises(TreeTooLarge):
+        export_tree(box, "/testbed", 16 << 20, prefix="sweserve/submitted/").close()
