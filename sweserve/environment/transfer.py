@@ -89,6 +89,11 @@ def export_tree(box: DockerSandbox, path: str, max_bytes: int, prefix: str = "")
             for member in streamed(src):
                 rel = _relative(member.name, root)
                 if rel is None or rel == ".":
+                    # left out, but dockerd archived it and it was read: an entry's cost all the same (millions of
+                    # empty files in a __pycache__ were free; red team 18c, R18c-2)
+                    total += ENTRY_BYTES
+                    if total > max_bytes:
+                        raise TreeTooLarge(f"the working tree is over {max_bytes >> 20} MiB")
                     continue
                 size = member.size if member.isreg() else 0
                 if member.islnk():
