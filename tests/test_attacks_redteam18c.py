@@ -24,6 +24,23 @@ behaviour working.
   entries, ~4.8 GB of host temp disk and several GB of the harness's memory per trial, with trials in parallel.
   Defence: each entry is charged the larger of 4,096 bytes and its headers as written; the names have their own
   budget (`MAX_TREE_NAME_BYTES`, 64 MiB); every stream reader drops each member once read (`sandbox.streamed`).
+  Variant: entries under `.git`, `__pycache__`, `.pytest_cache` were left out and charged nothing, though dockerd
+  archives them and the harness reads each (millions of empty files: free); each now costs an entry.
+
+Tried and held: the egress proxy's container still has the daemon's json-file log driver, but mitmdump runs `-q`
+(errors only) and nothing a sandbox sent made it log a byte: 20 garbage requests, TLS and HTTP/2 prefaces
+of junk, a 70,000-character URL, non-UTF-8 hosts and Host headers, bad ports, bad chunked bodies, h2c upgrades,
+refused CONNECTs (0 bytes of logs, the audit log capped as before). The image's set-uid programs (su, mount,
+passwd, chsh, newgrp, gpasswd, umount, chfn in the demo's task image) are inert under `drop` where the kernel
+sets the flag (checked in a real Harbor run, oracle 1). Output of the hidden tests in the exports: capped
+(OUTPUT_LIMIT) and shown behind "| ".
+
+Leads, not built: the proxy's log driver is still uncapped (a mitmproxy error path a model server the agent's
+config names can reach, e.g. an addon exception on its answers, would write a traceback per request); the
+SWE-bench harness applies the prediction itself (`git apply`, then `patch --fuzz`): a patch that gets GNU patch
+to write through a link it made would own the verifier: `eval.sh` starts `/usr/bin/python3 -I`, and `-I` still
+imports `site`, so a `sitecustomize.py` in /usr/lib/python3*/ runs as root first (not tried); task images with a `VOLUME` would keep writes outside the watched
+writable layer and leave anonymous volumes behind (`remove(force=True)` without `v=True`).
 """
 
 from __future__ import annotations
