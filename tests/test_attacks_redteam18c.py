@@ -33,13 +33,13 @@ of junk, a 70,000-character URL, non-UTF-8 hosts and Host headers, bad ports, ba
 refused CONNECTs (0 bytes of logs, the audit log capped as before). The image's set-uid programs (su, mount,
 passwd, chsh, newgrp, gpasswd, umount, chfn in the demo's task image) are inert under `drop` where the kernel
 sets the flag (checked in a real Harbor run, oracle 1). Output of the hidden tests in the exports: capped
-(OUTPUT_LIMIT) and shown behind "| ".
+(OUTPUT_LIMIT) and shown behind "| ". SWE-bench's own apply of the prediction, through a link the patch makes (a
+symlink `lnk -> /usr/local/lib`, then `lnk/sitecustomize.py`, which `/usr/bin/python3 -I` of eval.sh would import
+as root): `git apply` refuses ("beyond a symbolic link") with and without --reject, GNU patch 2.7.6 skips it
+("Invalid file name"); nothing written outside the tree.
 
 Leads, not built: the proxy's log driver is still uncapped (a mitmproxy error path a model server the agent's
-config names can reach, e.g. an addon exception on its answers, would write a traceback per request); the
-SWE-bench harness applies the prediction itself (`git apply`, then `patch --fuzz`): a patch that gets GNU patch
-to write through a link it made would own the verifier: `eval.sh` starts `/usr/bin/python3 -I`, and `-I` still
-imports `site`, so a `sitecustomize.py` in /usr/lib/python3*/ runs as root first (not tried); task images with a `VOLUME` would keep writes outside the watched
+config names can reach, e.g. an addon exception on its answers, would write a traceback per request); task images with a `VOLUME` would keep writes outside the watched
 writable layer and leave anonymous volumes behind (`remove(force=True)` without `v=True`).
 """
 
