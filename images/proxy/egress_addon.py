@@ -285,7 +285,10 @@ CONTENT_KEYS = {"messages", "contents", "input", "system", "systeminstruction", 
                 "outputformat", "outputconfig",
                 # vLLM's answer schemas (and SGLang's, as a string): their `$schema` and `$id` are URLs no server
                 # connects to (red team 18a, R18a-5's control)
-                "guidedjson", "structuredoutputs", "jsonschema"}
+                "guidedjson", "structuredoutputs", "jsonschema",
+                # OpenAI's Predicted Outputs: the code the answer is expected to repeat, which may begin with a `//`
+                # comment (red team 19a, R19a-2)
+                "prediction"}
 
 
 # keys (folded) whose value names the model that answers: Vertex's routingConfig.manualMode.modelName
@@ -361,8 +364,12 @@ ROUTING_KEYS = {"apibase", "baseurl", "customllmprovider", "userconfig", "preset
 URL_VALUE = re.compile(r"[\x00-\x20\s]*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}|(?:https?|wss?|ftp|file):)",
                        re.IGNORECASE)
 # stop sequences are text the server matches in the output, never a place: a code agent's `"\n//"` (a comment) is
-# no URL
-STOP_KEYS = {"stop", "stopsequences"}
+# no URL. So are a fill-in-the-middle completion's `suffix` (code), the Responses API's `instructions` (a system
+# prompt) and the grammars constrained decoding follows (SGLang's `regex`, `ebnf`, `structural_tag`, vLLM's
+# `guided_*`), and a MIME type asked of Gemini (`application/json`): as a string or a list of strings, each is text
+# (red team 19a, R19a-2)
+STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf", "grammar", "structuraltag",
+             "guidedregex", "guidedgrammar", "guidedchoice", "responsemimetype"}
 
 
 def routing_fields(body) -> list[str]:
