@@ -68,7 +68,7 @@ def test_r19a_1_a_host_without_a_scheme_routes_nothing(tmp_path, monkeypatch, ex
     Defence: outside the conversation, tools, model names and text fields, a string that could end or name a host in
     a URL built from it (`/ \\ # ? @`, a host and port, a dotted host name) is refused."""
     body = extra if isinstance(extra, list) else {**CHAT, **extra}
-    refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    refused, _ = run(tmp_path, monkeypatch, json.dumps(body), models=PINNED)
     assert refused, f"{json.dumps(body)[:120]} passed"
 
 

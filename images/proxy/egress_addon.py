@@ -372,21 +372,44 @@ STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf",
              "guidedregex", "guidedgrammar", "guidedchoice", "responsemimetype"}
 
 
+# a value a gateway builds a URL from need not be a URL: LiteLLM's Vertex route is
+# `https://{vertex_location}-aiplatform.googleapis.com/...`, its Bedrock route
+# `https://bedrock-runtime.{aws_region_name}.amazonaws.com/...`, and a gateway prepends its own scheme to a bare
+# `api_host`. `vertex_location: "evil.example#"` makes the host evil.example (red team 19a, R19a-1). So, outside the
+# conversation, a string that could end or name a host in a URL built from it is a place too: one holding a URL's
+# delimiters (`/ \ # ? @`), a host and port (`evil:443`, not a time's `12:30`), or a dotted host name or address
+# (`evil.example`, `10.0.0.9`; not `reasoning.encrypted_content`, whose `_` no host name holds). A model's name
+# (`Qwen/Qwen3-8B`) is read against the pinned models instead
+HOST_VALUE = re.compile(r"[^/\\#?@]*[/\\#?@]"
+                        r"|\s*(?![0-9]+:)(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+:[0-9]{1,5}\s*\Z"
+                        r"|\s*(?:[A-Za-z0-9-]+\.)+(?:[A-Za-z]{2,63}|[0-9]{1,3})\.?\s*\Z")
+
+
+def place(value) -> bool:
+    """Whether a string outside a request's content is a place something connects to (URL_VALUE, HOST_VALUE)."""
+    return isinstance(value, str) and bool(URL_VALUE.match(value) or HOST_VALUE.match(value))
+
+
 def routing_fields(body) -> list[str]:
-    """The ROUTING_KEYS, and the keys of URL values (URL_VALUE), a body holds, at any depth outside `tools` and its
-    content (CONTENT_KEYS)."""
+    """The ROUTING_KEYS, and the keys of values that are places (URLs or hosts: `place`), a body holds, at any depth
+    outside `tools` and its content (CONTENT_KEYS), its text (STOP_KEYS) and its models' names (MODEL_KEYS)."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
-            found += ["a URL in a list"] if isinstance(item, str) and URL_VALUE.match(item) else routing_fields(item)
+            found += ["a URL or host in a list"] if place(item) else routing_fields(item)
     elif isinstance(body, dict):
         for key, value in body.items():
             if key.casefold() == "tools" or _fold(key) in CONTENT_KEYS:
                 continue
-            if _fold(key) in STOP_KEYS and (isinstance(value, str) or isinstance(value, list)
-                                            and all(isinstance(v, str) for v in value)):
+            texts = isinstance(value, str) or isinstance(value, list) and all(isinstance(v, str) for v in value)
+            if _fold(key) in STOP_KEYS and texts:
                 continue
-            if _fold(key) in ROUTING_KEYS or (isinstance(value, str) and URL_VALUE.match(value)):
+            if texts and (_fold(key) in MODEL_KEYS or key.casefold() in ("models", "fallbacks")
+                          or "fallback" in _fold(key)):
+                continue  # a model's name: models_named reads it against the pinned models
+            if _fold(key) in FETCHED_KEYS:
+                continue  # media (SGLang's `image_data`: base64 holds `/`): fetched_urls reads it
+            if _fold(key) in ROUTING_KEYS or place(value):
                 found.append(key)
             else:
                 found += routing_fields(value)
