@@ -514,9 +514,17 @@ MEDIA_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a",
                     b"MM\x00*", b"ID3", b"fLaC", b"OggS", b"\x1aE\xdf\xa3", b"FORM")
 
 
-def inline(value: str) -> bool:
-    """Whether a fetched field's value is inline data (DATA_URL, base64 of media, a PLAIN_WORD), not a place."""
-    if DATA_URL.fullmatch(value) or PLAIN_WORD.fullmatch(value):
+# the keys beside the media, inside a fetched field, that hold a word about it (OpenAI's `"detail": "auto"`, a
+# `format`, a MIME type): a PLAIN_WORD passes there only. As the media itself (the fetched field's own value, its
+# `url`, `data`, any other key) a plain word is a file to SGLang: `load_image` opens "screenshotpng" in its working
+# directory, its audio and video loaders "Makefile" (red team 19a, R19a-3)
+WORD_KEYS = {"detail", "format", "mimetype", "type"}
+
+
+def inline(value: str, word: bool = False) -> bool:
+    """Whether a fetched field's value is inline data (DATA_URL, base64 of media, or, where `word`, a PLAIN_WORD), not
+    a place."""
+    if DATA_URL.fullmatch(value) or (word and PLAIN_WORD.fullmatch(value)):
         return True
     try:
         head = base64.b64decode(re.sub(r"\s", "", value), validate=True)[:16]
@@ -525,12 +533,13 @@ def inline(value: str) -> bool:
     return head.startswith(MEDIA_SIGNATURES) or head[4:8] == b"ftyp"  # ISO media: MP4, MOV, M4A, HEIC, AVIF
 
 
-def _strings(value) -> list[str]:
+def _media(value, word: bool = False) -> list[tuple[str, bool]]:
+    """Each string in a fetched field's value, and whether it stands under a WORD_KEYS key (a word may pass)."""
     if isinstance(value, str):
-        return [value]
+        return [(value, word)]
     if isinstance(value, dict):
-        value = list(value.values())
-    return [s for item in value for s in _strings(item)] if isinstance(value, list) else []
+        return [s for key, item in value.items() for s in _media(item, isinstance(key, str) and _fold(key) in WORD_KEYS)]
+    return [s for item in value for s in _media(item, word)] if isinstance(value, list) else []
 
 
 def fetched_urls(body) -> list[str]:
@@ -546,7 +555,7 @@ def fetched_urls(body) -> list[str]:
             if key.casefold() == "tools":
                 continue
             if _fold(key) in FETCHED_KEYS or (source and key.casefold() == "url"):
-                found += [s for s in _strings(value) if not inline(s)]
+                found += [s for s, word in _media(value) if not inline(s, word)]
             found += fetched_urls(value)
     return found
 
