@@ -192,3 +192,27 @@ def test_r19a_3_control_inline_media_with_its_detail_passes(tmp_path, monkeypatc
 
 def test_r19a_1_the_checks_name_the_field():
     assert addon.routing_fields({"vertex_location": "evil.example#"}) == ["vertex_location"]
+
+
+@pytest.mark.parametrize("value", [
+    "evil\u3002example",  # an ideographic full stop: IDNA (UTS 46) maps it to '.'
+    "evil\uff0eexample",  # a fullwidth full stop
+    "evil%2eexample",  # a WHATWG parser percent-decodes a host
+    "\uff45vil.example",  # a fullwidth letter (NFKC: e)
+    "[::1]",  # an IPv6 literal (the gateway's own host)
+    "[fd00::9]:8080",
+], ids=["ideographic-stop", "fullwidth-stop", "percent", "fullwidth-letter", "ipv6", "ipv6-port"])
+def test_r19a_1_a_host_spelled_otherwise_is_a_host(tmp_path, monkeypatch, value):
+    """Attack (on R19a-1's defence): `api_host` spelled as a URL parser reads it, not as ASCII: an IDNA full stop,
+    a percent-escape, a fullwidth letter, an IPv6 literal.
+    Won: passed HOST_VALUE, which read only ASCII dots and letters; a WHATWG or IDNA host parser reads evil.example.
+    Defence: the value is read as a host parser reads it (NFKC, the IDNA full stops), and `%`, `[`, `]` are a URL's
+    delimiters too."""
+    refused, _ = run(tmp_path, monkeypatch, json.dumps({**CHAT, "api_host": value}), models=PINNED)
+    assert refused, f"{value!r} passed"
+
+
+def test_r19a_1_control_words_in_other_scripts_pass(tmp_path, monkeypatch):
+    body = {**CHAT, "metadata": {"team": "\u30c1\u30fc\u30e0", "note": "r\u00e9sum\u00e9 50 pct"}}
+    refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
