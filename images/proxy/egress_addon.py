@@ -27,6 +27,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -380,14 +381,23 @@ STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf",
 # delimiters (`/ \ # ? @`), a host and port (`evil:443`, not a time's `12:30`), or a dotted host name or address
 # (`evil.example`, `10.0.0.9`; not `reasoning.encrypted_content`, whose `_` no host name holds). A model's name
 # (`Qwen/Qwen3-8B`) is read against the pinned models instead
-HOST_VALUE = re.compile(r"[^/\\#?@]*[/\\#?@]"
+HOST_VALUE = re.compile(r"[^/\\#?@%\[\]]*[/\\#?@%\[\]]"
                         r"|\s*(?![0-9]+:)(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+:[0-9]{1,5}\s*\Z"
                         r"|\s*(?:[A-Za-z0-9-]+\.)+(?:[A-Za-z]{2,63}|[0-9]{1,3})\.?\s*\Z")
 
 
+# read as a host parser reads a name: NFKC (a fullwidth letter is its letter) and IDNA's (UTS 46) full stops are '.';
+# a percent-escape (a WHATWG parser decodes a host's) and an IPv6 literal's brackets are delimiters above
+IDNA_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+
+
 def place(value) -> bool:
-    """Whether a string outside a request's content is a place something connects to (URL_VALUE, HOST_VALUE)."""
-    return isinstance(value, str) and bool(URL_VALUE.match(value) or HOST_VALUE.match(value))
+    """Whether a string outside a request's content is a place something connects to (URL_VALUE, HOST_VALUE), read
+    as a host parser reads it (R19a-1)."""
+    if not isinstance(value, str):
+        return False
+    value = unicodedata.normalize("NFKC", value).translate(IDNA_DOTS)
+    return bool(URL_VALUE.match(value) or HOST_VALUE.match(value))
 
 
 def routing_fields(body) -> list[str]:
