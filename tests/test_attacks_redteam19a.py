@@ -216,3 +216,41 @@ def test_r19a_1_control_words_in_other_scripts_pass(tmp_path, monkeypatch):
     body = {**CHAT, "metadata": {"team": "\u30c1\u30fc\u30e0", "note": "r\u00e9sum\u00e9 50 pct"}}
     refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
     assert not refused, _log(tmp_path)[-1]
+
+
+# --- R19a-4 and R19a-5: models in a path ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/projects/p/locations/us-central1/endpoints/1234567:generateContent",
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    ("/v1beta1/projects/p/locations/us-central1/endpoints/1234567:streamGenerateContent",
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    ("/vertex_ai/v1/projects/p/locations/l/endpoints/99:generateContent",  # LiteLLM's Vertex pass-through
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    ("/v1/projects/p/locations/us-central1/endpoints/1234567/chat/completions", CHAT),  # a dedicated endpoint
+], ids=["vertex-endpoint", "vertex-endpoint-stream", "litellm-passthrough", "dedicated-openai"])
+def test_r19a_4_a_vertex_endpoint_names_a_model(tmp_path, monkeypatch, path, body):
+    """Attack: a pinned closed-book agent calls a Vertex AI endpoint (`.../endpoints/ID:generateContent`, or a
+    dedicated endpoint's OpenAI-style `.../endpoints/ID/chat/completions`): the model deployed there answers,
+    whatever the body says.
+    Won: passed; path_models read `/models/`, `/tunedModels/`, deployments and engines, never `/endpoints/`, so no
+    model was named and the pinned list was never consulted: any model (a tuned one, a Model Garden one) answers.
+    Defence: an endpoint in the path names a model like a deployment; Vertex's shared `openapi` endpoint, which
+    answers with the body's model (read as ever), names none."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/models/chat/completions?api-version=2024-05-01-preview", CHAT),  # Azure AI Model Inference
+    ("/v1beta1/projects/p/locations/us-central1/endpoints/openapi/chat/completions", CHAT),  # Vertex MaaS
+    ("/v1/projects/p/locations/us-central1/endpoints/default:generateContent",
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    ("/models/default/v1/chat/completions", CHAT),  # Hugging Face, pinned
+], ids=["azure-ai-inference", "vertex-openapi", "pinned-endpoint", "hugging-face"])
+def test_r19a_5_control_a_model_path_without_a_name_passes(tmp_path, monkeypatch, path, body):
+    """Attack (false positive): Azure AI Model Inference's `POST /models/chat/completions` (the model in the body).
+    Won: refused; path_models read `chat` as the model between `/models/` and `/completions`.
+    Defence: the model endpoint is matched whole (`/chat/completions`): nothing stands between it and `/models/`."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
