@@ -487,21 +487,28 @@ def path_models(url: str) -> list[str]:
     path = urlsplit(url).path
     names = []
     head, sep, _ = path.rpartition(":")
-    for collection in ("/models/", "/tunedModels/"):  # Gemini's tuned models are models too
+    # Gemini's tuned models are models too, and so is a Vertex AI endpoint (`.../endpoints/ID:generateContent`): the
+    # model deployed there answers, whatever the body says (red team 19a, R19a-4)
+    for collection in ("/models/", "/tunedModels/", "/endpoints/"):
         _, slash, name = head.rpartition(collection)
         if sep and slash:
             names.append(name)
-    for marker in ("/deployments/", "/engines/"):
+    # a deployment, an engine, a Vertex AI endpoint's OpenAI-style route (`.../endpoints/ID/chat/completions`, a
+    # dedicated endpoint's model; its shared `openapi` endpoint answers with the body's model, read as ever)
+    for marker in ("/deployments/", "/engines/", "/endpoints/"):
         if marker in path:
-            rest = path.split(marker, 1)[1]
+            rest = "/" + path.split(marker, 1)[1]
             suffix = max((end for end in MODEL_POSTS if rest.endswith(end)), key=len, default="")
-            names.append(rest[: len(rest) - len(suffix)] if suffix else rest)
+            name = (rest[: len(rest) - len(suffix)] if suffix else rest)[1:]
+            if name and not (marker == "/endpoints/" and name == "openapi"):
+                names.append(name)
     # Hugging Face's inference API and router route by /models/NAME/v1/chat/completions, over the body's model (red
-    # team 17a, R17a-7): a model endpoint under /models/ names everything between them, less an API version
-    rest = path.split("/models/", 1)[1] if "/models/" in path else ""
+    # team 17a, R17a-7): a model endpoint under /models/ names everything between them, less an API version. The
+    # endpoint is matched whole: Azure AI Model Inference's `/models/chat/completions` names none (R19a-5)
+    rest = "/" + path.split("/models/", 1)[1] if "/models/" in path else ""
     suffix = max((end for end in MODEL_POSTS if rest.endswith(end)), key=len, default="")
-    if suffix:
-        names.append(re.sub(r"/v\d+[a-z0-9]*$", "", rest[: len(rest) - len(suffix)]))
+    if suffix and (name := re.sub(r"/v\d+[a-z0-9]*$", "", rest[: len(rest) - len(suffix)])[1:]):
+        names.append(name)
     return names
 
 
