@@ -201,7 +201,10 @@ def test_r19a_1_the_checks_name_the_field():
     "\uff45vil.example",  # a fullwidth letter (NFKC: e)
     "[::1]",  # an IPv6 literal (the gateway's own host)
     "[fd00::9]:8080",
-], ids=["ideographic-stop", "fullwidth-stop", "percent", "fullwidth-letter", "ipv6", "ipv6-port"])
+    "my_box.evil.example",  # an underscore: DNS and a WHATWG parser take it in a name
+    "a_b:8080",
+], ids=["ideographic-stop", "fullwidth-stop", "percent", "fullwidth-letter", "ipv6", "ipv6-port", "underscore",
+        "underscore-port"])
 def test_r19a_1_a_host_spelled_otherwise_is_a_host(tmp_path, monkeypatch, value):
     """Attack (on R19a-1's defence): `api_host` spelled as a URL parser reads it, not as ASCII: an IDNA full stop,
     a percent-escape, a fullwidth letter, an IPv6 literal.
@@ -213,7 +216,9 @@ def test_r19a_1_a_host_spelled_otherwise_is_a_host(tmp_path, monkeypatch, value)
 
 
 def test_r19a_1_control_words_in_other_scripts_pass(tmp_path, monkeypatch):
-    body = {**CHAT, "metadata": {"team": "\u30c1\u30fc\u30e0", "note": "r\u00e9sum\u00e9 50 pct"}}
+    body = {**CHAT, "metadata": {"team": "\u30c1\u30fc\u30e0", "note": "r\u00e9sum\u00e9 50 pct"},
+            # the Responses API's include: dotted names of what to return, which a resolver would take for hosts
+            "include": ["message.output_text.logprobs", "file_search_call.results", "reasoning.encrypted_content"]}
     refused, _ = run(tmp_path, monkeypatch, body, models=PINNED)
     assert not refused, _log(tmp_path)[-1]
 
