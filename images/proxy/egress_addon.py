@@ -367,10 +367,10 @@ URL_VALUE = re.compile(r"[\x00-\x20\s]*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}|
 # stop sequences are text the server matches in the output, never a place: a code agent's `"\n//"` (a comment) is
 # no URL. So are a fill-in-the-middle completion's `suffix` (code), the Responses API's `instructions` (a system
 # prompt) and the grammars constrained decoding follows (SGLang's `regex`, `ebnf`, `structural_tag`, vLLM's
-# `guided_*`), and a MIME type asked of Gemini (`application/json`): as a string or a list of strings, each is text
-# (red team 19a, R19a-2)
+# `guided_*`), a MIME type asked of Gemini (`application/json`) and the Responses API's `include` (what to return):
+# as a string or a list of strings, each is text (red team 19a, R19a-2)
 STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf", "grammar", "structuraltag",
-             "guidedregex", "guidedgrammar", "guidedchoice", "responsemimetype"}
+             "guidedregex", "guidedgrammar", "guidedchoice", "responsemimetype", "include"}
 
 
 # a value a gateway builds a URL from need not be a URL: LiteLLM's Vertex route is
@@ -379,11 +379,12 @@ STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf",
 # `api_host`. `vertex_location: "evil.example#"` makes the host evil.example (red team 19a, R19a-1). So, outside the
 # conversation, a string that could end or name a host in a URL built from it is a place too: one holding a URL's
 # delimiters (`/ \ # ? @`), a host and port (`evil:443`, not a time's `12:30`), or a dotted host name or address
-# (`evil.example`, `10.0.0.9`; not `reasoning.encrypted_content`, whose `_` no host name holds). A model's name
-# (`Qwen/Qwen3-8B`) is read against the pinned models instead
+# (`evil.example`, `10.0.0.9`, `my_box.evil.example`: DNS and a WHATWG parser take an underscore). A model's name
+# (`Qwen/Qwen3-8B`) is read against the pinned models instead; the Responses API's `include` names (dotted, as
+# `message.output_text.logprobs`) are text
 HOST_VALUE = re.compile(r"[^/\\#?@%\[\]]*[/\\#?@%\[\]]"
-                        r"|\s*(?![0-9]+:)(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+:[0-9]{1,5}\s*\Z"
-                        r"|\s*(?:[A-Za-z0-9-]+\.)+(?:[A-Za-z]{2,63}|[0-9]{1,3})\.?\s*\Z")
+                        r"|\s*(?![0-9]+:)(?:[\w-]+\.)*[\w-]+:[0-9]{1,5}\s*\Z"
+                        r"|\s*(?:[\w-]+\.)+(?:[A-Za-z]{2,63}|[0-9]{1,3})\.?\s*\Z", re.ASCII)
 
 
 # read as a host parser reads a name: NFKC (a fullwidth letter is its letter) and IDNA's (UTS 46) full stops are '.';
