@@ -259,3 +259,21 @@ def test_r19a_5_control_a_model_path_without_a_name_passes(tmp_path, monkeypatch
     Defence: the model endpoint is matched whole (`/chat/completions`): nothing stands between it and `/models/`."""
     refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
     assert not refused, _log(tmp_path)[-1]
+
+
+# --- R19a-6 --------------------------------------------------------------------------------------------------------
+
+def test_r19a_6_each_media_value_is_read_once(monkeypatch):
+    """Attack: one large value under fetched fields nested 120 deep (`{"image_data": {"image_data": ... "AAAA..."}}`).
+    Won: fetched_urls read the whole value at every level (each level's `_media`, then its own recursion), so the
+    string was base64-decoded 120 times: about 9 s of the proxy's event loop per 4 MiB, during which every other
+    flow of the proxy waits (its own trial's only: hardening, no closed-book win).
+    Defence: a fetched field's value is read whole once, and not walked again."""
+    calls = []
+    real = addon.inline
+    monkeypatch.setattr(addon, "inline", lambda value, word=False: calls.append(value) or real(value, word))
+    node: object = "AAAA"
+    for _ in range(120):
+        node = {"image_data": node}
+    assert addon.fetched_urls(node) == ["AAAA"]
+    assert len(calls) == 1
