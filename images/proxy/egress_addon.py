@@ -573,8 +573,11 @@ def fetched_urls(body) -> list[str]:
             if key.casefold() == "tools":
                 continue
             if _fold(key) in FETCHED_KEYS or (source and key.casefold() == "url"):
+                # every string in it is read here (a nested fetched field or url source too, as strictly): walking it
+                # again read one value once per level it nests (red team 19a, R19a-6)
                 found += [s for s, word in _media(value) if not inline(s, word)]
-            found += fetched_urls(value)
+            else:
+                found += fetched_urls(value)
     return found
 
 
