@@ -134,6 +134,11 @@ HONEST = {
         "max_new_tokens": 16, "regex": "(/[a-z]+)+\\.py#?", "stop": ["\n"]}}, "/generate"),
     "sglang-ebnf": ({"model": "default", "messages": CHAT["messages"],
                      "ebnf": "root ::= \"/\" [a-z]+ \"?\" \"#\""}, "/v1/chat/completions"),
+    "sglang-stop-regex": ({"text": "x", "sampling_params": {"stop_regex": "\\n//|#\\?", "max_new_tokens": 8}},
+                          "/generate"),
+    "vllm-bad-words": ({"model": "default", "messages": CHAT["messages"], "bad_words": ["http://", "#include"],
+                        "guided_whitespace_pattern": "[ /]*", "guided_decoding_backend": "xgrammar:no-fallback"},
+                       "/v1/chat/completions"),
     "vllm-guided": ({"model": "default", "messages": CHAT["messages"], "guided_regex": "https?://[^ ]+",
                      "guided_choice": ["a/b", "c#d"]}, "/v1/chat/completions"),
 }
