@@ -370,7 +370,8 @@ URL_VALUE = re.compile(r"[\x00-\x20\s]*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2}|
 # `guided_*`), a MIME type asked of Gemini (`application/json`) and the Responses API's `include` (what to return):
 # as a string or a list of strings, each is text (red team 19a, R19a-2)
 STOP_KEYS = {"stop", "stopsequences", "suffix", "instructions", "regex", "ebnf", "grammar", "structuraltag",
-             "guidedregex", "guidedgrammar", "guidedchoice", "responsemimetype", "include"}
+             "guidedregex", "guidedgrammar", "guidedchoice", "guidedwhitespacepattern", "responsemimetype", "include",
+             "stopregex", "badwords"}  # SGLang's stop regex, vLLM's banned words: text matched in the output
 
 
 # a value a gateway builds a URL from need not be a URL: LiteLLM's Vertex route is
