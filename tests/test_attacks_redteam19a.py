@@ -282,3 +282,25 @@ def test_r19a_6_each_media_value_is_read_once(monkeypatch):
         node = {"image_data": node}
     assert addon.fetched_urls(node) == ["AAAA"]
     assert len(calls) == 1
+
+
+# --- R19a-7 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, path", [
+    # Mistral's Agents API: an agent made in its console, with its own model and tools (web_search, ...)
+    ({"agent_id": "ag_0198a2b3c4", "messages": [{"role": "user", "content": "hi"}]}, "/v1/agents/completions"),
+    ({"model": "default", "agent_id": "ag_0198a2b3c4", "messages": CHAT["messages"]}, "/v1/chat/completions"),
+    # LiteLLM's prompt management: a prompt stored in the gateway's prompt manager (its own model and messages)
+    ({**CHAT, "prompt_id": "pr-search", "prompt_variables": {"pr": "1234"}}, "/v1/chat/completions"),
+    ({**CHAT, "litellm_prompt_id": "pr-search"}, "/v1/chat/completions"),
+    ({**CHAT, "assistant_id": "asst_abc"}, "/v1/chat/completions"),
+], ids=["mistral-agent", "agent-beside-model", "litellm-prompt", "litellm-prompt-prefixed", "assistant"])
+def test_r19a_7_a_stored_agent_or_prompt_is_refused(tmp_path, monkeypatch, body, path):
+    """Attack: a closed-book call that names an agent or a prompt stored at the provider or the gateway: Mistral's
+    `POST /v1/agents/completions` with an `agent_id` (no `model` at all), LiteLLM's `prompt_id`.
+    Won: passed; R18a-1 refused a stored response, conversation, prompt object, file and cache, not an agent nor a
+    gateway's prompt by id, and a request naming no model named none the pinned list could refuse. The stored agent's
+    model and tools (Mistral's web_search connector) answer.
+    Defence: an `agent_id`, `assistant_id` or `prompt_id` (any key ending so) is a stored object's reference."""
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused
