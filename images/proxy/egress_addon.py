@@ -437,6 +437,10 @@ def routing_fields(body) -> list[str]:
 STORED_TOP = frozenset({"previousresponseid", "conversation", "container", "cachedcontent",
                         "sessionparams",  # SGLang's session on the shared server: another trial's context
                         "prompt"})  # only an object: a completion's prompt is its text
+# an agent or assistant stored at the provider (Mistral's `agent_id`: its own model and tools, web_search among them),
+# a prompt stored in a gateway's prompt manager (LiteLLM's `prompt_id`, with its own model and messages): any key
+# that ends so, outside content (red team 19a, R19a-7)
+STORED_SUFFIXES = ("agentid", "assistantid", "promptid")
 STORED_ANYWHERE = frozenset({"fileid"})
 STORED_TYPES = frozenset({"itemreference"})
 # what an agent's own tool calls carry as arguments (Anthropic's tool_use `input`, Gemini's functionCall `args`): the
@@ -445,14 +449,15 @@ TOOL_CALL_TYPES = {"tooluse", "servertooluse"}
 
 
 def stored_refs(body, content: bool = False, anywhere: frozenset[str] = STORED_ANYWHERE,
-                top: frozenset[str] = STORED_TOP, types: frozenset[str] = STORED_TYPES) -> list[str]:
+                top: frozenset[str] = STORED_TOP, types: frozenset[str] = STORED_TYPES,
+                suffixes: tuple[str, ...] = STORED_SUFFIXES) -> list[str]:
     """The references to objects stored at the provider a body holds: `top` keys (`prompt` only as an object) outside its
     content, `anywhere` keys and objects whose type is one of `types` anywhere; never in `tools` nor the agent's own
     tool calls' arguments. Keys and types folded."""
     found: list[str] = []
     if isinstance(body, list):
         for item in body:
-            found += stored_refs(item, content, anywhere, top, types)
+            found += stored_refs(item, content, anywhere, top, types, suffixes)
     elif isinstance(body, dict):
         kinds = {_fold(v) for k, v in body.items() if k.casefold() == "type" and isinstance(v, str)}
         found += sorted(kinds & types)
@@ -461,11 +466,11 @@ def stored_refs(body, content: bool = False, anywhere: frozenset[str] = STORED_A
             if folded == "tools" or (content and folded == "input" and kinds & TOOL_CALL_TYPES) \
                     or (content and folded == "args" and "name" in body):
                 continue
-            if folded in anywhere or (not content and folded in top
+            if folded in anywhere or (not content and (folded in top or folded.endswith(suffixes))
                                       and (folded != "prompt" or isinstance(value, dict))):
                 found.append(key)
             else:
-                found += stored_refs(value, content or folded in CONTENT_KEYS, anywhere, top, types)
+                found += stored_refs(value, content or folded in CONTENT_KEYS, anywhere, top, types, suffixes)
     return found
 
 
@@ -478,7 +483,7 @@ TENSOR_KEYS = frozenset({"promptembeds", "imageembeds", "audioembeds", "videoemb
 
 def loaded_tensors(body) -> list[str]:
     """The fields (or content parts' types) a body holds that the server would torch.load (TENSOR_KEYS)."""
-    return stored_refs(body, anywhere=TENSOR_KEYS, top=frozenset(), types=TENSOR_KEYS)
+    return stored_refs(body, anywhere=TENSOR_KEYS, top=frozenset(), types=TENSOR_KEYS, suffixes=())
 
 
 def path_models(url: str) -> list[str]:
