@@ -26,6 +26,19 @@ requests passing. All run on the host against the addon's request hook (`run` fr
   (at least its existence, told by the error). Defence: a plain word passes only beside the media (a `detail`), never
   as the media itself: a fetched field's own value, or the `url`/`data`/`uri` inside it, must be a data: URL or
   base64 of media.
+- R19a-4: a Vertex AI endpoint names a model. path_models read `/models/`, `/tunedModels/`, deployments and engines;
+  Vertex's `/v1/projects/P/locations/L/endpoints/ID:generateContent` (and a dedicated endpoint's
+  `.../endpoints/ID/chat/completions`) answers with the model deployed there, whatever the body says, so a pinned
+  agent reached any model. Defence: an endpoint names a model like a deployment (the shared `openapi` one, which
+  reads the body's model, names none).
+- R19a-5: an honest client refused (false positive). Azure AI Model Inference's `POST /models/chat/completions` was
+  read as naming the model `chat`. Defence: the model endpoint after `/models/` is matched whole.
+- R19a-6: the fetched-field check read one value once per level it nests (hardening: about 9 s of the proxy's event
+  loop per 4 MiB nested 120 deep, its own trial's only). Defence: a fetched field's value is read whole, once.
+- R19a-7: a stored agent or prompt by id. Mistral's `POST /v1/agents/completions` takes an `agent_id` (a console-made
+  agent with its own model and tools, web_search among them) and no `model`, so the pinned list had nothing to
+  refuse; LiteLLM's `prompt_id` loads a prompt stored in its prompt manager, with its own model. Defence: a key
+  ending in `agent_id`, `assistant_id` or `prompt_id` outside content is a stored object's reference (R18a-1).
 """
 
 from __future__ import annotations
