@@ -1,0 +1,55 @@
+"""Red team 18d: remote assessments for hiring teams, second round (`sweserve assess serve`, `sweserve/assess/`):
+the newest defences (red team 17d's) attacked by a candidate who controls the browser, every HTTP and websocket
+message, and the sandbox as root.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working. Real servers on 127.0.0.1 and real sockets; a local shell stands in for the sandbox's.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from test_attacks_redteam17d import Running, empty_server
+
+import sweserve.assess.server as server_mod
+
+# ---- R18d-1: a client that never reads its responses holds its connection for ever
+
+
+def _open_connections(srv: Running) -> int:
+    return len(srv.uv.server_state.connections)
+
+
+def test_r18d_1_a_client_that_never_reads_its_responses_does_not_hold_a_connection(tmp_path, monkeypatch):
+    """R17d-1 gave each request head a deadline, so a connection must keep sending; but nothing times a response
+    the client never reads. The client pipelines thousands of whole requests in one send (each head is whole at
+    once, each starts a new request cycle, so the head deadline never fires) and reads nothing: once the kernel's
+    buffers are full, the handler waits in `send` for the transport to drain, for ever. No cookie is needed (a
+    refused page is enough), and each such connection holds a file descriptor (a file response two): a loop of them
+    fills the server's descriptors, R17d-1's outcome again. Won before the fix: the connection was still open long
+    after every deadline. Defence: a response whose transport stays paused for writing (the client reads nothing)
+    past a deadline of its own (`WRITE_STALL_S`) closes the connection."""
+    monkeypatch.setattr(server_mod, "REQUEST_HEAD_S", 1.0, raising=False)
+    monkeypatch.setattr(server_mod, "WRITE_STALL_S", 1.0, raising=False)
+    with Running(empty_server(tmp_path)) as srv:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", srv.port))
+        sock.setblocking(False)
+        heads = b"GET /i/not-a-token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 100_000
+        try:
+            end = time.monotonic() + 8
+            while time.monotonic() < end and heads:
+                try:
+                    heads = heads[sock.send(heads):]
+                except BlockingIOError:
+                    time.sleep(0.05)
+            # by now the head deadline has passed many times over; the server must have let the connection go
+            end = time.monotonic() + 5
+            while _open_connections(srv) and time.monotonic() < end:
+                time.sleep(0.1)
+            assert _open_connections(srv) == 0, "a client that reads nothing still holds its connection"
+        finally:
+            sock.close()
