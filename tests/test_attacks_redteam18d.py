@@ -40,16 +40,72 @@ def test_r18d_1_a_client_that_never_reads_its_responses_does_not_hold_a_connecti
         sock.setblocking(False)
         heads = b"GET /i/not-a-token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 100_000
         try:
-            end = time.monotonic() + 8
-            while time.monotonic() < end and heads:
+            end = time.monotonic() + 20
+            while time.monotonic() < end and heads and _open_connections(srv):
                 try:
                     heads = heads[sock.send(heads):]
                 except BlockingIOError:
                     time.sleep(0.05)
+                except OSError:
+                    break
             # by now the head deadline has passed many times over; the server must have let the connection go
+            end = time.monotonic() + 10
+            while _open_connections(srv) and time.monotonic() < end:
+                time.sleep(0.1)
+            assert _open_connections(srv) == 0, "a client that reads nothing still holds its connection"
+        finally:
+            sock.close()
+
+
+def test_r18d_1_a_large_response_never_read_on_a_closing_connection_does_not_hold_it(tmp_path, monkeypatch):
+    """The same with one request, `Connection: close`, for a file larger than the kernel's buffers: once the
+    response ends, uvicorn closes the transport, which waits for its buffer to drain to a client that never reads
+    (asyncio's `close` has no deadline), holding the socket and the file. Defence: the stall deadline aborts a
+    closing transport too, and the head deadline aborts rather than closes."""
+    monkeypatch.setattr(server_mod, "REQUEST_HEAD_S", 1.0, raising=False)
+    monkeypatch.setattr(server_mod, "WRITE_STALL_S", 1.0, raising=False)
+    nm = tmp_path / "nm"
+    for rel in server_mod.VENDOR.values():
+        (nm / rel).parent.mkdir(parents=True, exist_ok=True)
+        (nm / rel).write_bytes(b"x" * (16 * 2**20))
+    server = empty_server(tmp_path)
+    server.node_modules = nm
+    with Running(server) as srv:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", srv.port))
+        try:
+            sock.sendall(b"GET /vendor/xterm.js HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            time.sleep(3)
             end = time.monotonic() + 5
             while _open_connections(srv) and time.monotonic() < end:
                 time.sleep(0.1)
             assert _open_connections(srv) == 0, "a client that reads nothing still holds its connection"
         finally:
             sock.close()
+
+
+def test_r18d_1_control_a_slow_reader_gets_its_whole_response(tmp_path, monkeypatch):
+    """A client that reads slowly but steadily (each pause shorter than the stall deadline) gets all of a response
+    larger than the kernel's buffers."""
+    monkeypatch.setattr(server_mod, "WRITE_STALL_S", 1.0, raising=False)
+    nm = tmp_path / "nm"
+    for rel in server_mod.VENDOR.values():
+        (nm / rel).parent.mkdir(parents=True, exist_ok=True)
+        (nm / rel).write_bytes(b"x" * (4 * 2**20))
+    server = empty_server(tmp_path)
+    server.node_modules = nm
+    with Running(server) as srv:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.connect(("127.0.0.1", srv.port))
+        sock.settimeout(10)
+        try:
+            sock.sendall(b"GET /vendor/xterm.js HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            got = b""
+            while chunk := sock.recv(1 << 20):
+                got += chunk
+                time.sleep(0.3 if len(got) < 2**20 else 0)  # slow for the first MiB, then read the rest
+        finally:
+            sock.close()
+    assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"x" * 1000) and len(got) > 4 * 2**20

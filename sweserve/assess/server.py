@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import html
 import json
 import logging
 import secrets
+import struct
+import termios
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +63,10 @@ WS_MAX_BYTES = 512 * 1024
 # arms no timer on a new connection, and each byte received cancels its keep-alive timer, so a head sent a byte at
 # a time (or none) held a connection for ever, and a loop of them the server's file descriptors (red team 17d, R17d-1)
 REQUEST_HEAD_S = 15.0
+# seconds a response may wait for a client that reads none of it (the transport paused for writing, not resumed): a
+# client that pipelined whole requests and read nothing held its connection for ever, the head deadline never due
+# since each head came whole (red team 18d, R18d-1)
+WRITE_STALL_S = 30.0
 VENDOR = {  # what the pages load, and nothing else of node_modules
     "xterm.js": "@xterm/xterm/lib/xterm.js",
     "xterm.css": "@xterm/xterm/css/xterm.css",
@@ -328,7 +335,12 @@ class HeadDeadlineH11(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with a deadline on each request head (`REQUEST_HEAD_S`): armed when the
     connection opens and again when a response ends; a connection that has begun no new request by then (no whole
     head received: the same request cycle as when it was armed) and is still HTTP (not upgraded to a websocket) is
-    closed. A request's handler, a body and a websocket are not timed by it: only the head a client owes."""
+    closed. A request's handler, a body and a websocket are not timed by it: only the head a client owes. And a
+    deadline on a client that reads nothing (`WRITE_STALL_S`): once the transport pauses writing (its buffer
+    full), a connection whose unsent output (the transport's and the kernel's) has not shrunk within it, and is
+    still paused, is aborted (red team 18d, R18d-1)."""
+
+    _write_stalls = 0  # pauses of writing so far: a timer is for the pause it was armed in
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -341,10 +353,35 @@ class HeadDeadlineH11(H11Protocol):
     def _arm_head_deadline(self) -> None:
         self.loop.call_later(REQUEST_HEAD_S, self._head_due, self.cycle)
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._write_stalls += 1
+        self.loop.call_later(WRITE_STALL_S, self._stall_due, self._write_stalls, self._unsent())
+
+    def _unsent(self) -> int:
+        """Bytes of output not yet taken by the client: the transport's buffer and the kernel's send queue."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        try:
+            unsent += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+        except (OSError, AttributeError, ValueError):
+            pass
+        return unsent
+
+    def _stall_due(self, stall: int, unsent: int) -> None:
+        transport = self.transport
+        if self._write_stalls != stall or not self.flow.write_paused or transport.get_protocol() is not self:
+            return
+        if (now := self._unsent()) < unsent:  # the client took some: a slow reader, not a deaf one
+            self.loop.call_later(WRITE_STALL_S, self._stall_due, stall, now)
+            return
+        # closing or not: a transport closed with output pending waits for it to drain, for ever if never read
+        transport.abort()
+
     def _head_due(self, cycle: object) -> None:
         transport = self.transport
-        if self.cycle is cycle and transport.get_protocol() is self and not transport.is_closing():
-            transport.close()
+        if self.cycle is cycle and transport.get_protocol() is self:
+            transport.abort()  # a response still unread by then is not waited for (`close` would, for ever)
 
 
 # what `assess serve` passes uvicorn besides the app, host and port
