@@ -109,3 +109,114 @@ def test_r18d_1_control_a_slow_reader_gets_its_whole_response(tmp_path, monkeypa
         finally:
             sock.close()
     assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"x" * 1000) and len(got) > 4 * 2**20
+
+
+# ---- R18d-2: the cast's disk writes on the server's one event loop
+
+
+class _SlowDisk:
+    """A cast file on a slow disk: each flush takes `delay` seconds (a full or throttled disk, network storage)."""
+
+    def __init__(self, fh, delay: float):
+        self._fh, self.delay = fh, delay
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def flush(self) -> None:
+        time.sleep(self.delay)
+        self._fh.flush()
+
+
+def _slowest_write(term, calls) -> float:
+    worst = 0.0
+    for data, size in calls:
+        t = time.monotonic()
+        if size:
+            term.resize(*size)
+        else:
+            term.write(data)
+        worst = max(worst, time.monotonic() - t)
+    return worst
+
+
+def test_r18d_2_a_slow_cast_disk_does_not_stall_the_event_loop(tmp_path):
+    """`BrowserTerminal.write` and `resize` run on the server's one event loop (every candidate's pages, keys and
+    output), and each wrote its event to the cast and flushed it there, under the cast's lock, which the output pump
+    also holds while it writes 64 KiB events. A disk that is slow (a full disk, throttled or network storage, or one
+    the candidate's own output flood keeps busy) stalls every candidate for as long as each write takes, once per key.
+    Won before the fix: a key took the flush's whole delay on the loop. Defence: the loop never writes the cast: keys,
+    resizes and drop markers are recorded by the terminal's key thread, in the order they came, before the key
+    reaches the terminal (or the size is applied), as before."""
+    from sweserve.assess.recorder import BrowserTerminal, read_cast
+
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.cast._fh = _SlowDisk(term.cast._fh, 0.5)
+        worst = _slowest_write(term, [(b"echo one\r", None), (b"", (100, 40)), (b"echo two\r", None)])
+        assert worst < 0.2, f"a key held the event loop {worst:.2f} s on a slow disk"
+        end = time.monotonic() + 15
+        while b"two" not in bytes(term.record.screen) and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(15)
+        term.stop()
+    _, events = read_cast(tmp_path / "c.cast")
+    kept = [(code, data) for _, code, data in events if code in "ir"]
+    assert kept[:3] == [("i", "echo one\r"), ("r", "100x40"), ("i", "echo two\r")]
+
+
+def test_r18d_2_the_final_flush_does_not_stall_the_event_loop(tmp_path, monkeypatch):
+    """The same at the end: the pump closes the cast (an fsync of up to 128 MiB of it) under the cast's lock, before
+    the terminal counts as exited, so a key typed meanwhile waited on the loop for the whole fsync. The candidate
+    floods output and types `exit` while their tab keeps sending keys. Defence: as above."""
+    import sweserve.assess.recorder as rec
+
+    real_fsync = rec.os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        time.sleep(2.0)
+        real_fsync(fd)
+
+    monkeypatch.setattr(rec.os, "fsync", slow_fsync)
+    term = rec.BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.write(b"exit\r")
+        time.sleep(1.0)  # the shell is gone, the pump is in its fsync
+        worst = _slowest_write(term, [(b"x", None)] * 3)
+        assert worst < 0.2, f"a key held the event loop {worst:.2f} s during the cast's final flush"
+    finally:
+        term.exited.wait(15)
+        term.stop()
+
+
+def test_r18d_2_control_keys_past_the_pending_limit_are_marked_where_they_were_dropped(tmp_path, monkeypatch):
+    """Keys dropped (the terminal not taking them) are still marked in the cast, between the keys kept before and
+    after them, and never reach the shell."""
+    import sweserve.assess.recorder as rec
+
+    monkeypatch.setattr(rec, "INPUT_PENDING_BYTES", 64)
+    term = rec.BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.write(b"sleep 2\r")
+        time.sleep(0.5)
+        term.write(b"a" * 60)  # queued: bash is asleep and the terminal's line holds them... or the queue does
+        term.write(b"b" * 100)  # past the limit: dropped
+        term.write(b"b" * 100)
+        time.sleep(3)
+        term.write(b"\x15echo done-$((6*7))\r")
+        end = time.monotonic() + 10
+        while b"done-42" not in bytes(term.record.screen) and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(15)
+        term.stop()
+    _, events = rec.read_cast(tmp_path / "c.cast")
+    assert b"done-42" in bytes(term.record.screen) and term.dropped == 200
+    codes = [(code, data[:20]) for _, code, data in events if code in "im"]
+    assert codes[:4] == [("i", "sleep 2\r"), ("i", "a" * 20), ("m", f"{rec.DROPPED} 100 bytes"[:20]),
+                         ("m", f"{rec.DROPPED} 100 bytes"[:20])] or \
+        codes[:3] == [("i", "sleep 2\r"), ("i", "a" * 20), ("m", f"{rec.DROPPED} 200 bytes"[:20])]
+    assert "b" not in "".join(data for code, data in codes if code == "i")
