@@ -370,6 +370,7 @@ def test_resizes_do_not_spend_the_budget_that_keeps_what_is_typed(tmp_path, monk
         while term.cast.bytes <= 2 * recorder.CAST_MAX_BYTES:  # what the page's resize messages do, ~10,000 here
             term.resize(120 + n % 2, 32)
             n += 1
+            time.sleep(0)  # the sizes are recorded by the terminal's key thread (R18d-2): let it run
         time.sleep(0.5)
         term.write(f"cat {key}\r".encode())
     finally:

@@ -220,3 +220,37 @@ def test_r18d_2_control_keys_past_the_pending_limit_are_marked_where_they_were_d
                          ("m", f"{rec.DROPPED} 100 bytes"[:20])] or \
         codes[:3] == [("i", "sleep 2\r"), ("i", "a" * 20), ("m", f"{rec.DROPPED} 200 bytes"[:20])]
     assert "b" not in "".join(data for code, data in codes if code == "i")
+
+
+def test_r18d_2_resizes_and_drops_while_the_shell_takes_no_keys_queue_nothing_more(tmp_path, monkeypatch):
+    """Variant: with the recording moved to the key thread, what the loop queues while the terminal takes no keys
+    must stay bounded: a flood of resize messages and of dropped keys behind a program that never reads is one
+    queued size and one queued count, and the cast gets the last size and the whole count."""
+    import sweserve.assess.recorder as rec
+
+    monkeypatch.setattr(rec, "INPUT_PENDING_BYTES", 32768)
+    term = rec.BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
+    try:
+        term.write(b"stty -icanon; sleep 3\r")
+        time.sleep(0.5)
+        term.write(b"z" * 32000)  # taken: more than the terminal's buffer, the shell asleep: the key thread waits
+        for i in range(20_000):
+            term.resize(21 + i % 2, 6)
+            term.write(b"y" * 2000)  # dropped
+        assert term._keys.qsize() <= 4
+        term.resize(99, 30)
+        time.sleep(4)
+        term.write(b"\x03\rstty size\r")
+        end = time.monotonic() + 10
+        while b"30 99" not in bytes(term.record.screen) and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(15)
+        term.stop()
+    assert b"30 99" in bytes(term.record.screen)
+    _, events = rec.read_cast(tmp_path / "c.cast")
+    assert [data for _, code, data in events if code == "r"][-1] == "99x30"
+    dropped = sum(int(data.split()[-2]) for _, code, data in events if code == "m" and data.startswith(rec.DROPPED))
+    assert dropped == term.dropped == 20_000 * 2000
+

@@ -15,6 +15,7 @@ resumes the same shell where it was.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import errno
 import fcntl
 import json
@@ -133,6 +134,17 @@ def commands_from_cast(path: Path) -> TypedLines:
     return typed_lines(events, COMMANDS_MAX)
 
 
+@dataclasses.dataclass
+class _Size:
+    cols: int
+    rows: int
+
+
+@dataclasses.dataclass
+class _Drop:
+    n: int  # bytes
+
+
 class BrowserTerminal:
     """argv on a pseudo-terminal this process holds; input from `write`, output to subscribers and the cast."""
 
@@ -153,7 +165,12 @@ class BrowserTerminal:
         self.exit_code: int | None = None
         self.pid = 0
         self.master = -1
-        self._keys: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # what the event loop hands the key thread, in order: keys (bytes), a window size, a count of keys dropped,
+        # or None (the end); a size or a count queued since the last keys is updated in place rather than queued
+        # again, so a flood of sizes and drops queues two items at most between keys (a size's place among drops
+        # with no key between them changes nothing)
+        self._keys: queue.SimpleQueue[bytes | _Size | _Drop | None] = queue.SimpleQueue()
+        self._last: dict[type, _Size | _Drop] = {}  # the size and drop count queued since the last keys, not taken
         self._pending = 0
         self.dropped = 0  # bytes typed that the terminal never took
 
@@ -213,27 +230,26 @@ class BrowserTerminal:
             send(b"")  # the end
 
     def write(self, data: bytes) -> None:
-        """Keys typed in a browser tab: recorded, then passed to the shell."""
+        """Keys typed in a browser tab: handed to the key thread, which records them, then passes them to the shell.
+        This runs on the server's one event loop, so it never touches the disk: a slow disk (or the cast's final
+        fsync, under the cast's lock) stalled every candidate's session for each key typed (red team 18d, R18d-2)."""
         if self.exited.is_set() or not data:
             return
         with self._lock:
             taken = self._pending + len(data) <= INPUT_PENDING_BYTES
             if taken:
                 self._pending += len(data)
-            else:
-                self.dropped += len(data)
-        if not taken:  # every drop, where it happened: the commands typed list shows it in the line (R13-4)
-            self.cast.event("m", f"{DROPPED} {len(data)} bytes")
-            return
-        # recorded as taken, before the terminal has it; a key the cast does not keep (past its input budget) never
-        # reaches the terminal: delivered, it ran on no record (red team 17d, R17d-3)
-        if not self.cast.event("i", data):
-            with self._lock:
-                self._pending -= len(data)
-                self.dropped += len(data)
-            return
-        self.record.typed(time.monotonic() - self._t0, data)
-        self._keys.put(data)
+                self._last.clear()
+                self._keys.put(data)
+                return
+            # every drop, where it happened: the commands typed list shows it in the line (R13-4); drops one after
+            # another are one count, so a flood of them queues nothing more
+            self.dropped += len(data)
+            if isinstance(drop := self._last.get(_Drop), _Drop):
+                drop.n += len(data)
+                return
+            self._last[_Drop] = drop = _Drop(len(data))
+            self._keys.put(drop)
 
     def _wait(self, read: bool) -> bool:
         """Until the terminal can be read (or written), a second at most; False once it is gone."""
@@ -247,27 +263,57 @@ class BrowserTerminal:
         return True
 
     def _feed(self) -> None:
-        """Keys to the terminal as it takes them, on a thread of their own."""
-        while (data := self._keys.get()) is not None:
+        """Keys, window sizes and drop markers from the event loop, in order, each recorded in the cast first, on
+        this thread of its own; then keys to the terminal as it takes them, and sizes applied."""
+        while (item := self._keys.get()) is not None:
+            if isinstance(item, bytes):
+                self._deliver(item)
+                continue
+            with self._lock:  # a copy as it is now: the loop updates the one queued last until it is taken
+                if self._last.get(type(item)) is item:
+                    del self._last[type(item)]
+                item = dataclasses.replace(item)
+            if isinstance(item, _Drop):
+                self.cast.event("m", f"{DROPPED} {item.n} bytes")
+            # recorded first, applied only if recorded: past the resize budget the terminal kept changing size while
+            # the replay drew everything after at the last size recorded (red team 17d, R17d-4)
+            elif (item.cols, item.rows) != (self.cols, self.rows) and self.cast.event("r", f"{item.cols}x{item.rows}"):
+                self.cols, self.rows = item.cols, item.rows
+                self._set_size()
+
+    def _deliver(self, data: bytes) -> None:
+        # recorded as taken, before the terminal has it; a key the cast does not keep (past its input budget) never
+        # reaches the terminal: delivered, it ran on no record (red team 17d, R17d-3)
+        if self.cast.event("i", data):
+            self.record.typed(time.monotonic() - self._t0, data)
             view = memoryview(data)
-            while view and not self.exited.is_set():
-                try:
-                    view = view[os.write(self.master, view):]
-                except BlockingIOError:
-                    if not self._wait(read=False):
-                        break
-                except OSError:
-                    break
+        else:
             with self._lock:
-                self._pending -= len(data)
+                self.dropped += len(data)
+            view = memoryview(b"")
+        while view and not self.exited.is_set():
+            try:
+                view = view[os.write(self.master, view):]
+            except BlockingIOError:
+                if not self._wait(read=False):
+                    break
+            except OSError:
+                break
+        with self._lock:
+            self._pending -= len(data)
 
     def resize(self, cols: int, rows: int) -> None:
+        """A tab's window size, handed to the key thread (recorded there, then applied): on the event loop, like
+        `write`, nothing touches the disk. Sizes one after another are one: only the last of them is queued."""
+        if self.exited.is_set():
+            return
         cols, rows = max(20, min(cols, 500)), max(5, min(rows, 200))
-        # recorded first, applied only if recorded: past the resize budget the terminal kept changing size while
-        # the replay drew everything after at the last size recorded (red team 17d, R17d-4)
-        if (cols, rows) != (self.cols, self.rows) and self.cast.event("r", f"{cols}x{rows}"):
-            self.cols, self.rows = cols, rows
-            self._set_size()
+        with self._lock:
+            if isinstance(size := self._last.get(_Size), _Size):
+                size.cols, size.rows = cols, rows
+                return
+            self._last[_Size] = size = _Size(cols, rows)
+            self._keys.put(size)
 
     def subscribe(self, send: Callable[[bytes], None]) -> bytes | None:
         """Add a watcher; returns the recent output, to draw the screen as it was (a reconnect), or None when
