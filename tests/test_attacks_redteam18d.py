@@ -254,3 +254,55 @@ def test_r18d_2_resizes_and_drops_while_the_shell_takes_no_keys_queue_nothing_mo
     dropped = sum(int(data.split()[-2]) for _, code, data in events if code == "m" and data.startswith(rec.DROPPED))
     assert dropped == term.dropped == 20_000 * 2000
 
+
+# ---- R18d-3: output past the recording limit is still shown to the candidate, and nothing says so
+
+
+def test_r18d_3_output_shown_but_not_recorded_is_disclosed_on_the_scorecard_and_csv(tmp_path, monkeypatch):
+    """Past the cast's output budget (64 MiB) the pump still relays every byte to the candidate's tab, and records
+    none: one `head -c 64M /dev/zero` (a second of the sandbox's time) and the rest of the session's output, the
+    candidate's whole view of their work (a solution printed from wherever, a test run), is on no record, while the
+    scorecard and the CSV read as an ordinary session and the replay simply goes quiet. Won before the fix: the
+    candidate's screen showed `SECRET-42`, the cast did not, and neither the scorecard nor the CSV said anything.
+    Defence: the cast counts the output shown and not kept and says so in its last marker; the scorecard row and
+    the CSV (`output_unrecorded_bytes`) say how much the candidate saw that the replay does not hold. The budget is
+    made small here; the mechanism is the same at 64 MiB. Control: alice's ordinary session shows 0."""
+    import csv
+
+    from test_assess import bundle
+    from test_attacks_redteam16c import result
+    from test_attacks_redteam16f import _alice_resolved
+
+    import sweserve.assess.recorder as rec
+    from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
+    from sweserve.assess.scorecard import write_scorecards
+    from sweserve.evaluation.evaluate import write_manifest
+    from sweserve.evaluation.results import ResultsWriter
+
+    monkeypatch.setattr(rec, "CAST_MAX_BYTES", 64 * 1024)
+    pack, out = _alice_resolved(tmp_path)
+    trial = tmp_path / "mallory-trial"
+    term = rec.BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], trial / CAST_FILE).start()
+    try:
+        term.write(b"head -c 200000 /dev/zero | tr '\\0' a; echo\r")
+        time.sleep(1)
+        term.write(b"echo SECRET-$((6*7))\r")
+        end = time.monotonic() + 10
+        while b"SECRET-42" not in bytes(term.record.screen) and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        term.write(b"exit\r")
+        term.exited.wait(15)
+        term.stop()
+    assert b"SECRET-42" in bytes(term.record.screen)  # the candidate saw it
+    assert "SECRET-42" not in (trial / CAST_FILE).read_text()  # the replay does not hold it
+    path = out / pack.name / "mallory.jsonl"
+    write_manifest(path, "run-m", BrowserAgent("mallory", Seat("mallory"), 1800, lambda _b: None), [bundle(1)], 1)
+    with ResultsWriter(path) as w:
+        w.write(result("human-mallory", bundle(1), "resolved", 300, attempt=1, run_id="run-m", trial_dir=str(trial)))
+    cards = write_scorecards(pack, out / pack.name, tmp_path / "report", None, [])
+    rows = {r["candidate"]: r for r in csv.DictReader(cards.csv.open())}
+    assert int(rows["mallory"].get("output_unrecorded_bytes") or 0) > 0, "the CSV does not say output went unrecorded"
+    assert rows["alice"]["output_unrecorded_bytes"] == "0"
+    assert "output shown to the candidate is not in the replay" in cards.pages["mallory"].read_text()
+    assert "not in the replay" not in cards.pages["alice"].read_text()
