@@ -306,3 +306,22 @@ def test_r18d_3_output_shown_but_not_recorded_is_disclosed_on_the_scorecard_and_
     assert rows["alice"]["output_unrecorded_bytes"] == "0"
     assert "output shown to the candidate is not in the replay" in cards.pages["mallory"].read_text()
     assert "not in the replay" not in cards.pages["alice"].read_text()
+
+
+def test_r18d_3_a_cast_cut_and_never_closed_still_counts_as_unrecorded(tmp_path, monkeypatch):
+    """Variant: a server killed before the cast's closing marker (its count) leaves the output cut marker alone:
+    how much is unknown, but the count is not 0; a whole cast counts exactly."""
+    import sweserve.assess.recorder as rec
+
+    monkeypatch.setattr(rec, "CAST_MAX_BYTES", 4096)
+    cast = rec.CastWriter(tmp_path / "a.cast", 80, 24)
+    for _ in range(3):
+        cast.event("o", b"x" * 3000)
+    cast._fh.flush()
+    assert rec.output_unkept(tmp_path / "a.cast") >= 1  # never closed
+    cast.close()
+    assert rec.output_unkept(tmp_path / "a.cast") == 6000
+    whole = rec.CastWriter(tmp_path / "b.cast", 80, 24)
+    whole.event("o", b"y" * 100)
+    whole.close()
+    assert rec.output_unkept(tmp_path / "b.cast") == 0

@@ -43,6 +43,8 @@ COMMANDS_MAX = 20_000
 # keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
 # them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
 INPUT_PENDING_BYTES = 1 << 20
+# the cast's last marker when output past its budget was shown and not kept, with how many bytes (red team 18d, R18d-3)
+OUTPUT_UNKEPT = "output shown past the recording limit, not kept:"
 
 
 class CastWriter:
@@ -57,6 +59,7 @@ class CastWriter:
         self.bytes = 0
         self.kept = {"o": 0, "i": 0, "r": 0}  # bytes written of each kind of event
         self.capped = False
+        self.output_unkept = 0  # bytes of output past the budget: relayed to the candidate, not in the cast
         self.input_capped = False
         self._cut: set[str] = set()  # kinds of event past their budget: none of them is written again
         self._dec = {"o": codecs.getincrementaldecoder("utf-8")("replace"),
@@ -79,6 +82,7 @@ class CastWriter:
             # the cut is final: checked event by event, a message too big for what was left was dropped and the
             # smaller ones after it kept, under a marker saying nothing after it was (red team 17d, R17d-3)
             if kind in self._cut:
+                self._unkept(kind, data)
                 return False
             text = self._dec[code].decode(data) if isinstance(data, bytes) else data
             if not text:
@@ -91,6 +95,7 @@ class CastWriter:
             line = json.dumps([self.elapsed(), code, text])
             if self.kept[kind] + len(line) > (RESIZE_MAX_BYTES if kind == "r" else CAST_MAX_BYTES):
                 self._cut.add(kind)
+                self._unkept(kind, data)
                 if kind == "o":
                     self.capped = True
                     self._line(json.dumps([self.elapsed(), "m", "over the recording limit: the rest not kept"]))
@@ -102,12 +107,18 @@ class CastWriter:
             self._line(line)
             return True
 
+    def _unkept(self, kind: str, data: bytes | str) -> None:
+        if kind == "o":
+            self.output_unkept += len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "replace"))
+
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 6)
 
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
+                if self.output_unkept:  # what the candidate saw that the replay does not hold, said at the end
+                    self._line(json.dumps([self.elapsed(), "m", f"{OUTPUT_UNKEPT} {self.output_unkept} bytes"]))
                 os.fsync(self._fh.fileno())
                 self._fh.close()
 
@@ -124,6 +135,20 @@ def read_cast(path: Path) -> tuple[dict, list[tuple[float, str, str]]]:
             continue
         events.append((float(t), str(code), str(data)))
     return header, events
+
+
+def output_unkept(path: Path) -> int:
+    """Bytes of output the candidate was shown that the cast does not hold (past its budget): its closing marker's
+    count, or 1 when the cast was cut and never closed (a killed server: how much is unknown, but not none)."""
+    _, events = read_cast(path)
+    marks = [data for _, code, data in events if code == "m"]
+    for data in marks:
+        if data.startswith(OUTPUT_UNKEPT):
+            try:
+                return int(data.removeprefix(OUTPUT_UNKEPT).split()[0])
+            except (ValueError, IndexError):
+                return 1
+    return 1 if any(data.startswith("over the recording limit") for data in marks) else 0
 
 
 def commands_from_cast(path: Path) -> TypedLines:

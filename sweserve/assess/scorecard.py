@@ -24,7 +24,7 @@ from sweserve.agents.terminal import TOKEN, TypedLines
 from sweserve.assess.agent import CAST_FILE
 from sweserve.assess.difficulty import Calibration, calibrate, is_human
 from sweserve.assess.packs import Pack
-from sweserve.assess.recorder import commands_from_cast, read_cast
+from sweserve.assess.recorder import commands_from_cast, output_unkept, read_cast
 from sweserve.errors import SweserveError
 from sweserve.evaluation.results import manifest_or_none, manifest_paths, read_results
 from sweserve.models import FAMILIES, Family, RunResult
@@ -34,7 +34,7 @@ PLAYER = {"asciinema-player.min.js": "asciinema-player/dist/bundle/asciinema-pla
           "asciinema-player.css": "asciinema-player/dist/bundle/asciinema-player.css"}
 CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "same_task", "status", "time_used_s", "time_budget_s",
                "tests_passed", "tests_total", "task_difficulty", "task_difficulty_se", "ability", "ability_se",
-               "earlier_attempts", "commands_unlisted"]
+               "earlier_attempts", "commands_unlisted", "output_unrecorded_bytes"]
 
 
 def same_task(pack: Pack, r: RunResult) -> bool:
@@ -164,12 +164,15 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
         name = agent.removeprefix("human-")
         results = {r.task_id: r for r in mine if r.agent == agent}
         unlisted: dict[str, int] = {}
+        unrecorded: dict[str, int] = {}
         for t in pack.tasks:
             r = results.get(t.task_id)
             if r is None:
                 continue
             commands = typed_in(r)
             unlisted[t.task_id] = commands.unlisted
+            cast = Path(r.trial_dir or "") / CAST_FILE
+            unrecorded[t.task_id] = output_unkept(cast) if cast.is_file() else 0
             passed, total = tests_passed(r)
             rows.append({"candidate": name, "pack": pack.name, "pack_version": pack.version, "task_id": t.task_id,
                          "same_task": "yes" if same_task(pack, r) else "no", "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
@@ -179,11 +182,12 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                          "ability": _num(cal.fit.ability.get(agent)), "ability_se": _num(cal.fit.ability_se.get(agent)),
                          "earlier_attempts": earlier(history[(agent, t.task_id)],
                                                      elsewhere.get((agent, t.task_id), [])),
-                         "commands_unlisted": commands.unlisted})
+                         "commands_unlisted": commands.unlisted,
+                         "output_unrecorded_bytes": unrecorded[t.task_id]})
             (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r, commands))
         pages[name] = out / f"scorecard-{name}.html"
         before = {t: earlier(history[(agent, t)], elsewhere.get((agent, t), [])) for t in results}
-        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before, unlisted))
+        pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before, unlisted, unrecorded))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
     writer.writeheader()
@@ -208,7 +212,7 @@ kbd{background:#eef;border:1px solid #99c;border-radius:3px;padding:0 .2em;font-
 
 def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResult], cal: Calibration,
                    budgets: dict[str, int], before: dict[str, str] | None = None,
-                   unlisted: dict[str, int] | None = None) -> str:
+                   unlisted: dict[str, int] | None = None, unrecorded: dict[str, int] | None = None) -> str:
     e = html.escape
     fit = cal.fit
     rows = []
@@ -229,6 +233,11 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
             # R17d-6): no honest session types tens of thousands of lines, and the reviewer is told to read the replay
             other += (f" <b class=flood>({n} commands typed are not on the commands list: a flood of lines; "
                       "read the replay)</b>")
+        if n := (unrecorded or {}).get(t.task_id):
+            # past the cast's output budget the candidate still sees the terminal's output, which the replay does not
+            # hold: a flood of output first hides the rest of the session's (red team 18d, R18d-3)
+            other += (f" <b class=flood>({n} bytes of output shown to the candidate is not in the replay: past the "
+                      "recording limit)</b>")
         rows.append(f"<tr><td>{e(t.task_id)}{other}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
                     f"<td>{passed} / {total}</td><td>{diff}</td>"
                     f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
