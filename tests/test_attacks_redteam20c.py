@@ -1,0 +1,183 @@
+"""Red team 20c: closed book by a field allow-list (`images/proxy/egress_addon.py`, the request side).
+
+Rounds 17a, 18a and 19a each found request fields that route, fetch or name a model and that the deny-style checks
+(ROUTING_KEYS, URL and host values, stored objects, `*fallback*`) let through: the fields gateways and servers read
+are open-ended. This round builds a default-deny field allow-list (`unlisted_fields`) beside those checks, then
+attacks it. Each attack is a test that FAILS while the attack wins and passes once defended; controls keep honest
+clients' requests passing. All run on the host against the addon's request hook (`run` from
+test_attacks_redteam15f).
+
+- R20c-1: fields no deny-list names. A pinned chat call carrying a gateway's or server's field that is no URL, no
+  host and no model name: LiteLLM's tag routing (`tags`, `metadata.tags`: a deployment tagged so, another model),
+  its per-request `api_key` (another account) and `cache` (`namespace`: answers cached by other trials), its
+  `vertex_project`; OpenRouter's `provider` routing; vLLM's and SGLang's `priority` (with priority scheduling, a
+  trial's calls jump every other trial's on the shared server), vLLM's `chat_template` (a Jinja template the shared
+  server renders) and `vllm_xargs`; SGLang's `custom_params` for a logits processor. Won: passed. Defence: closed
+  book reads each body against the fields honest clients send, per API (OpenAI-style, Anthropic, Gemini, SGLang's
+  /generate), and the keys of the sub-objects that carry options (stream_options, reasoning, thinking,
+  generationConfig, sampling_params, metadata, tool_choice, response_format, ...): any other field is refused.
+  Content (messages, input, contents, system, prompt, schemas) stays free-form; an option's value must be a JSON
+  scalar (or a list of them), never an object a gateway could read fields from.
+- R20c-2: the allow-list, attacked. `metadata` is a field honest clients send (Claude Code's `user_id`) that a
+  gateway also reads for routing (LiteLLM's `metadata.tags`, `metadata.model_group`): only `user_id` passes inside
+  it. An allowed option holding an object (`temperature: {"api_base": ...}`, `user: {...}`) is refused by shape.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam15f import addon, run
+from test_attacks_redteam19a import HONEST
+
+PINNED = ["default"]
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+
+
+# --- R20c-1 --------------------------------------------------------------------------------------------------------
+
+UNLISTED = {
+    "litellm-tags": ({**CHAT, "tags": ["web-enabled"]}, "/v1/chat/completions"),
+    "litellm-api-key": ({**CHAT, "api_key": "sk-other-team"}, "/v1/chat/completions"),
+    "litellm-cache-namespace": ({**CHAT, "cache": {"namespace": "open-book-trials"}}, "/v1/chat/completions"),
+    "litellm-vertex-project": ({**CHAT, "vertex_project": "other-project"}, "/v1/chat/completions"),
+    "openrouter-provider": ({**CHAT, "provider": {"only": ["perplexity"], "allow_fallbacks": False}},
+                            "/v1/chat/completions"),
+    "openrouter-route": ({**CHAT, "route": "fallback"}, "/v1/chat/completions"),
+    "vllm-priority": ({**CHAT, "priority": -1000}, "/v1/chat/completions"),
+    "vllm-chat-template": ({**CHAT, "chat_template": "{{ messages }}"}, "/v1/chat/completions"),
+    "vllm-xargs": ({**CHAT, "vllm_xargs": {"processor": "x"}}, "/v1/chat/completions"),
+    "sglang-priority": ({"text": "hi", "priority": -1000, "sampling_params": {"max_new_tokens": 8}}, "/generate"),
+    "sglang-custom-params": ({"text": "hi", "sampling_params": {"custom_params": {"k": 1}}}, "/generate"),
+    "anthropic-unlisted": ({**CHAT, "max_tokens": 8, "anthropic_routing": "x"}, "/v1/messages"),
+    "gemini-unlisted-config": ({"contents": [], "generationConfig": {"modelSelectionConfig": {
+        "featureSelectionPreference": "PRIORITIZE_QUALITY"}}}, "/v1beta/models/default:generateContent"),
+    "gemini-retrieval-config": ({"contents": [], "toolConfig": {"retrievalConfig": {"latLng": {
+        "latitude": 1, "longitude": 2}}}}, "/v1beta/models/default:generateContent"),
+    "batch": (json.dumps([CHAT, {**CHAT, "tags": ["web"]}]), "/v1/chat/completions"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNLISTED))
+def test_r20c_1_a_field_no_client_sends_is_refused(tmp_path, monkeypatch, name):
+    """Attack: a pinned call with a field no deny-list names and whose value is no URL, host or model name (LiteLLM's
+    `tags`, `api_key`, `cache`, OpenRouter's `provider`, vLLM's and SGLang's `priority`, vLLM's `chat_template`, ...).
+    Won: passed; the gateway routes by it (a tagged deployment, another account, other trials' cached answers) or the
+    shared server serves the trial's calls first.
+    Defence: a default-deny allow-list of the fields honest clients send, per API: any other field is refused."""
+    body, path = UNLISTED[name]
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused, f"{name} passed"
+
+
+# what rounds 16d to 19a found through the deny-style checks: the allow-list refuses each of them on its own
+EARLIER = [
+    ({**CHAT, "api_base": "http://203.0.113.9/v1"}, "/v1/chat/completions"),
+    ({**CHAT, "user_config": {"model_list": []}}, "/v1/chat/completions"),
+    ({**CHAT, "preset": "web"}, "/v1/chat/completions"),
+    ({"contents": [], "generationConfig": {"routingConfig": {"manualMode": {"modelName": "x"}}}},
+     "/v1beta/models/default:generateContent"),
+    ({"text": "hi", "bootstrap_host": "10.9.9.9", "bootstrap_port": 8998}, "/generate"),
+    ({**CHAT, "kv_transfer_params": {"remote_host": "10.9.9.9"}}, "/v1/chat/completions"),
+    ({"text": "hi", "lora_path": "sql-adapter"}, "/generate"),
+    ({**CHAT, "extra_headers": {"x": "y"}}, "/v1/chat/completions"),
+    ({**CHAT, "aws_bedrock_runtime_endpoint": "https://evil.example"}, "/v1/chat/completions"),
+    ({**CHAT, "previous_response_id": "resp_1"}, "/v1/responses"),
+    ({**CHAT, "cachedContent": "cachedContents/x"}, "/v1beta/models/default:generateContent"),
+    ({"text": "hi", "session_params": {"id": "s"}}, "/generate"),
+    ({**CHAT, "prompt_embeds": "gASV"}, "/v1/completions"),
+    ({**CHAT, "api_host": "evil:443"}, "/v1/chat/completions"),
+    ({**CHAT, "agent_id": "ag_1"}, "/v1/chat/completions"),
+    ({**CHAT, "metadata": {"API_BASE": "http://203.0.113.9"}}, "/v1/chat/completions"),
+]
+
+
+@pytest.mark.parametrize("body, path", EARLIER)
+def test_r20c_1_the_allow_list_alone_refuses_every_earlier_find(body, path):
+    """The fields rounds 16d to 19a found, each refused by the allow-list itself (defence in depth: a deny check
+    that misses a spelling is backed by it)."""
+    assert addon.unlisted_fields(json.loads(body) if isinstance(body, str) else body, f"http://m{path}")
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_r20c_1_control_the_allow_list_passes_honest_clients(name):
+    """Control: 19a's honest requests (the OpenAI, Anthropic and Gemini SDKs, Claude Code, Codex, mini-swe-agent,
+    SGLang's and vLLM's clients) hold only listed fields."""
+    body, path = HONEST[name]
+    assert addon.unlisted_fields(body, f"http://m{path}") == []
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"model": "default", "input": ["a b", "c"], "encoding_format": "float", "dimensions": 256},
+     "/v1/embeddings"),
+    ({"model": "default", "messages": CHAT["messages"], "tools": [], "system": "x", "thinking": {
+        "type": "enabled", "budget_tokens": 1024}}, "/v1/messages/count_tokens"),
+    ({"contents": [{"parts": [{"text": "hi"}]}], "generateContentRequest": {"model": "models/default", "contents": []}},
+     "/v1beta/models/default:countTokens"),
+    ({**CHAT, "max_completion_tokens": 64, "logit_bias": {"50256": -100}, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}, "strict": True}},
+        "tool_choice": {"type": "function", "function": {"name": "bash"}}, "n": 1, "top_logprobs": 2,
+        "logprobs": True, "chat_template_kwargs": {"enable_thinking": False}, "skip_special_tokens": False},
+     "/v1/chat/completions"),
+    ({"text": ["a", "b"], "sampling_params": [{"max_new_tokens": 4}, {"max_new_tokens": 8, "json_schema": "{}"}],
+      "return_logprob": True, "top_logprobs_num": 2}, "/generate"),
+    ({"input_ids": [[1, 2], [3]], "sampling_params": {"temperature": 0}}, "/generate"),
+], ids=["embeddings", "anthropic-count-tokens", "gemini-count-tokens", "chat-options", "sglang-batch", "input-ids"])
+def test_r20c_1_control_other_honest_shapes_pass(tmp_path, monkeypatch, body, path):
+    refused, flow = run(tmp_path, monkeypatch, body, path=path, models=["default", "models/default"])
+    assert not refused, _log(tmp_path)[-1]
+    assert json.loads(flow.request.content) == body
+
+
+def test_r20c_1_the_log_names_the_field(tmp_path, monkeypatch):
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, "cache": {"namespace": "n"}}, models=PINNED)
+    assert refused and "cache" in _log(tmp_path)[-1]["note"]
+
+
+# --- R20c-2 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    {"metadata": {"tags": ["web-enabled"]}},  # LiteLLM's tag routing, read from metadata too
+    {"metadata": {"model_group": "sonar"}},
+    {"metadata": {"user_id": "u", "tags": ["web"]}},
+    {"temperature": {"api_base": "x"}},  # an option that holds an object: fields a gateway may read
+    {"user": {"team_id": "open-book"}},
+    {"stream_options": {"include_usage": True, "extra": 1}},
+    {"reasoning_effort": ["low", {"model": "x"}]},
+], ids=["metadata-tags", "metadata-model-group", "metadata-user-and-tags", "object-temperature", "object-user",
+        "stream-options", "list-with-object"])
+def test_r20c_2_an_honest_field_carries_nothing_else(tmp_path, monkeypatch, extra):
+    """Attack: a field honest clients send (Claude Code's `metadata`, `user`, a sampling option, stream_options)
+    carrying what a gateway reads for routing: LiteLLM's tag routing reads `metadata.tags`.
+    Won: passed (metadata's `tags` names no URL, host or model).
+    Defence: `metadata` passes with its `user_id` alone; each option's value is a scalar (or a list of them), each
+    options object holds its listed keys only."""
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert refused, f"{extra} passed"
+
+
+def test_r20c_2_control_claude_codes_metadata_passes(tmp_path, monkeypatch):
+    body = {**CHAT, "max_tokens": 8, "metadata": {"user_id": "user_3f9a_account_0b1c_session_9d8e"}}
+    refused, _ = run(tmp_path, monkeypatch, body, path="/v1/messages", models=PINNED)
+    assert not refused, _log(tmp_path)[-1]
+
+
+def test_r20c_2_open_book_reads_no_fields(tmp_path, monkeypatch):
+    """Control: the allow-list is closed book's; open book forwards a body's fields unread (its `rid` aside)."""
+    refused = []
+    monkeypatch.setattr(addon.Egress, "refuse", staticmethod(lambda flow, what: refused.append(what)))
+    from types import SimpleNamespace
+
+    from test_attacks_redteam15f import MODEL
+    e = addon.Egress([MODEL], False, tmp_path)
+    flow = SimpleNamespace(request=SimpleNamespace(
+        method="POST", scheme="http", host="10.0.0.5", port=30000, content=json.dumps({**CHAT, "tags": ["x"]}).encode(),
+        url=f"{MODEL}/v1/chat/completions", headers={"content-type": "application/json"}),
+        client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
+    e.request(flow)
+    assert not refused
