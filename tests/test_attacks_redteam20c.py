@@ -12,15 +12,15 @@ test_attacks_redteam15f).
   its per-request `api_key` (another account) and `cache` (`namespace`: answers cached by other trials), its
   `vertex_project`; OpenRouter's `provider` routing; vLLM's and SGLang's `priority` (with priority scheduling, a
   trial's calls jump every other trial's on the shared server), vLLM's `chat_template` (a Jinja template the shared
-  server renders) and `vllm_xargs`; SGLang's `custom_params` for a logits processor. Won: passed. Defence: closed
+  server renders) and `vllm_xargs`; SGLang's `data_parallel_rank`. Won: passed. Defence: closed
   book reads each body against the fields honest clients send, per API (OpenAI-style, Anthropic, Gemini, SGLang's
   /generate), and the keys of the sub-objects that carry options (stream_options, reasoning, thinking,
   generationConfig, sampling_params, metadata, tool_choice, response_format, ...): any other field is refused.
   Content (messages, input, contents, system, prompt, schemas) stays free-form; an option's value must be a JSON
   scalar (or a list of them), never an object a gateway could read fields from.
-- R20c-2: the allow-list, attacked. `metadata` is a field honest clients send (Claude Code's `user_id`) that a
-  gateway also reads for routing (LiteLLM's `metadata.tags`, `metadata.model_group`): only `user_id` passes inside
-  it. An allowed option holding an object (`temperature: {"api_base": ...}`, `user: {...}`) is refused by shape.
+- R20c-2: the allow-list, attacked. `metadata` is a field honest clients send (Claude Code's `user_id`, OpenAI's
+  string map) that a gateway also reads for routing (LiteLLM's tag routing reads `metadata.tags`, a list): on the
+  Messages API only `user_id` passes inside it, elsewhere a map of strings (OpenAI's shape), never a list or object. An allowed option holding an object (`temperature: {"api_base": ...}`, `user: {...}`) is refused by shape.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ UNLISTED = {
     "vllm-chat-template": ({**CHAT, "chat_template": "{{ messages }}"}, "/v1/chat/completions"),
     "vllm-xargs": ({**CHAT, "vllm_xargs": {"processor": "x"}}, "/v1/chat/completions"),
     "sglang-priority": ({"text": "hi", "priority": -1000, "sampling_params": {"max_new_tokens": 8}}, "/generate"),
-    "sglang-custom-params": ({"text": "hi", "sampling_params": {"custom_params": {"k": 1}}}, "/generate"),
+    "sglang-dp-rank": ({"text": "hi", "data_parallel_rank": 0}, "/generate"),  # the rank other trials' calls use
     "anthropic-unlisted": ({**CHAT, "max_tokens": 8, "anthropic_routing": "x"}, "/v1/messages"),
     "gemini-unlisted-config": ({"contents": [], "generationConfig": {"modelSelectionConfig": {
         "featureSelectionPreference": "PRIORITIZE_QUALITY"}}}, "/v1beta/models/default:generateContent"),
@@ -93,7 +93,8 @@ EARLIER = [
     ({**CHAT, "prompt_embeds": "gASV"}, "/v1/completions"),
     ({**CHAT, "api_host": "evil:443"}, "/v1/chat/completions"),
     ({**CHAT, "agent_id": "ag_1"}, "/v1/chat/completions"),
-    ({**CHAT, "metadata": {"API_BASE": "http://203.0.113.9"}}, "/v1/chat/completions"),
+    # OpenAI's metadata is an open map of strings: there the URL check refuses it; the Messages API's is its user_id
+    ({**CHAT, "metadata": {"API_BASE": "http://203.0.113.9"}}, "/v1/messages"),
 ]
 
 
@@ -143,22 +144,29 @@ def test_r20c_1_the_log_names_the_field(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("extra", [
     {"metadata": {"tags": ["web-enabled"]}},  # LiteLLM's tag routing, read from metadata too
-    {"metadata": {"model_group": "sonar"}},
+    {"metadata": {"tags": "web-enabled", "x": {"tags": ["web"]}}},
     {"metadata": {"user_id": "u", "tags": ["web"]}},
     {"temperature": {"api_base": "x"}},  # an option that holds an object: fields a gateway may read
     {"user": {"team_id": "open-book"}},
     {"stream_options": {"include_usage": True, "extra": 1}},
     {"reasoning_effort": ["low", {"model": "x"}]},
-], ids=["metadata-tags", "metadata-model-group", "metadata-user-and-tags", "object-temperature", "object-user",
+], ids=["metadata-tags", "metadata-nested-tags", "metadata-user-and-tags", "object-temperature", "object-user",
         "stream-options", "list-with-object"])
 def test_r20c_2_an_honest_field_carries_nothing_else(tmp_path, monkeypatch, extra):
     """Attack: a field honest clients send (Claude Code's `metadata`, `user`, a sampling option, stream_options)
     carrying what a gateway reads for routing: LiteLLM's tag routing reads `metadata.tags`.
     Won: passed (metadata's `tags` names no URL, host or model).
-    Defence: `metadata` passes with its `user_id` alone; each option's value is a scalar (or a list of them), each
-    options object holds its listed keys only."""
+    Defence: `metadata` is a map of strings (the Messages API's: its `user_id` alone); each option's value is a
+    scalar (or a list of them), each options object holds its listed keys only."""
     refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
     assert refused, f"{extra} passed"
+
+
+@pytest.mark.parametrize("metadata", [{"user_id": "u", "tags": "web"}, {"user_id": "u", "team": "x"}])
+def test_r20c_2_the_messages_apis_metadata_is_its_user_id(tmp_path, monkeypatch, metadata):
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, "max_tokens": 8, "metadata": metadata}, path="/v1/messages",
+                     models=PINNED)
+    assert refused
 
 
 def test_r20c_2_control_claude_codes_metadata_passes(tmp_path, monkeypatch):

@@ -486,6 +486,146 @@ def loaded_tensors(body) -> list[str]:
     return stored_refs(body, anywhere=TENSOR_KEYS, top=frozenset(), types=TENSOR_KEYS, suffixes=())
 
 
+# Closed book's field allow-list (red team 20c): the deny-style checks above name the routing fields found so far, but
+# the fields gateways and servers read are open-ended (each of rounds 17a, 18a and 19a found several more: LiteLLM's
+# `tags`, `api_key`, `cache`, vLLM's and SGLang's `priority` ...). So each body is also read against the fields honest
+# clients send (the OpenAI, Anthropic and Gemini SDKs, Claude Code, Codex, litellm, SGLang's and vLLM's own): per API,
+# its top-level keys and the keys of the objects that carry options. Any other field is refused. A spec maps a folded
+# key (`_fold`: a case-insensitive reader's, camelCase and snake_case alike) to what its value may be:
+ANY = "any"  # content (the conversation, a prompt, a schema, the client's own tools): free-form, read by the checks above
+SCALAR = "scalar"  # an option: a JSON scalar or a list (of lists) of them, never an object a gateway reads fields from
+MAP = "map"  # an object of scalars under any keys (logit_bias's token ids)
+
+STREAM_OPTIONS = {"includeusage": SCALAR, "continuoususagestats": SCALAR, "includeobfuscation": SCALAR}
+# the Messages API's metadata is its `user_id` (Claude Code's); OpenAI's a map of strings (a MAP): never a list or an
+# object, since LiteLLM's tag routing reads `metadata.tags`, a list (R20c-2)
+METADATA = {"userid": SCALAR}
+TOOL_CHOICE = {"type": SCALAR, "name": SCALAR, "function": {"name": SCALAR}, "disableparalleltooluse": SCALAR,
+               "mode": SCALAR, "tools": {"type": SCALAR, "name": SCALAR, "function": {"name": SCALAR}}}
+SAMPLING = {  # OpenAI's and the OpenAI-compatible servers' (vLLM's, SGLang's) sampling and decoding options
+    "model": SCALAR, "stream": SCALAR, "streamoptions": STREAM_OPTIONS, "temperature": SCALAR, "topp": SCALAR,
+    "topk": SCALAR, "minp": SCALAR, "n": SCALAR, "seed": SCALAR, "stop": SCALAR, "maxtokens": SCALAR,
+    "maxcompletiontokens": SCALAR, "presencepenalty": SCALAR, "frequencypenalty": SCALAR, "repetitionpenalty": SCALAR,
+    "logitbias": MAP, "logprobs": SCALAR, "toplogprobs": SCALAR, "user": SCALAR, "servicetier": SCALAR,
+    "store": SCALAR, "metadata": MAP, "mintokens": SCALAR, "ignoreeos": SCALAR, "skipspecialtokens": SCALAR,
+    "spacesbetweenspecialtokens": SCALAR, "includestopstrinoutput": SCALAR, "stoptokenids": SCALAR,
+    "badwords": SCALAR, "lengthpenalty": SCALAR, "addgenerationprompt": SCALAR, "continuefinalmessage": SCALAR,
+    "addspecialtokens": SCALAR, "echo": SCALAR, "bestof": SCALAR, "suffix": SCALAR, "truncateprompttokens": SCALAR,
+    "chattemplatekwargs": {"enablethinking": SCALAR, "thinking": SCALAR, "reasoningeffort": SCALAR},
+    "separatereasoning": SCALAR, "streamreasoning": SCALAR, "nostoptrim": SCALAR, "returnhiddenstates": SCALAR,
+    "regex": SCALAR, "ebnf": SCALAR, "jsonschema": ANY, "structuraltag": ANY, "guidedjson": ANY, "guidedregex": SCALAR,
+    "guidedchoice": SCALAR, "guidedgrammar": SCALAR, "guidedwhitespacepattern": SCALAR,
+    "guideddecodingbackend": SCALAR, "structuredoutputs": ANY, "responseformat": {"type": SCALAR, "jsonschema": ANY,
+                                                                                  "schema": ANY},
+    "dropparams": SCALAR,  # litellm's (mini-swe-agent sends it)
+    "reasoningeffort": SCALAR, "verbosity": SCALAR, "paralleltoolcalls": SCALAR, "tools": ANY,
+    "toolchoice": TOOL_CHOICE, "functions": ANY, "functioncall": {"name": SCALAR}, "prediction": ANY,
+    "modalities": SCALAR, "audio": {"voice": SCALAR, "format": SCALAR}, "promptcachekey": SCALAR,
+    "promptcacheretention": SCALAR, "safetyidentifier": SCALAR,
+    # a region, as a plain token (19a's control): the host check above refuses one that is more
+    "vertexlocation": SCALAR, "vertexailocation": SCALAR, "awsregionname": SCALAR,
+}
+OPENAI = {**SAMPLING, "messages": ANY, "prompt": ANY,  # chat, completions
+          # the Responses API
+          "input": ANY, "instructions": SCALAR, "maxoutputtokens": SCALAR, "include": SCALAR, "truncation": SCALAR,
+          "maxtoolcalls": SCALAR, "text": {"format": ANY, "verbosity": SCALAR},
+          "reasoning": {"effort": SCALAR, "summary": SCALAR, "generatesummary": SCALAR},
+          # embeddings
+          "encodingformat": SCALAR, "dimensions": SCALAR}
+ANTHROPIC = {"model": SCALAR, "messages": ANY, "system": ANY, "maxtokens": SCALAR, "metadata": METADATA,
+             "stopsequences": SCALAR, "stream": SCALAR, "temperature": SCALAR, "topk": SCALAR, "topp": SCALAR,
+             "tools": ANY, "toolchoice": TOOL_CHOICE, "thinking": {"type": SCALAR, "budgettokens": SCALAR},
+             "servicetier": SCALAR, "outputformat": ANY, "outputconfig": ANY, "contextmanagement": ANY}
+GENERATION_CONFIG = {"stopsequences": SCALAR, "responsemimetype": SCALAR, "responseschema": ANY,
+                     "responsejsonschema": ANY, "responsemodalities": SCALAR, "candidatecount": SCALAR,
+                     "maxoutputtokens": SCALAR, "temperature": SCALAR, "topp": SCALAR, "topk": SCALAR, "seed": SCALAR,
+                     "presencepenalty": SCALAR, "frequencypenalty": SCALAR, "responselogprobs": SCALAR,
+                     "logprobs": SCALAR, "mediaresolution": SCALAR,
+                     "thinkingconfig": {"thinkingbudget": SCALAR, "includethoughts": SCALAR, "thinkinglevel": SCALAR}}
+GEMINI: dict = {"model": SCALAR, "contents": ANY, "systeminstruction": ANY, "tools": ANY,
+                "toolconfig": {"functioncallingconfig": {"mode": SCALAR, "allowedfunctionnames": SCALAR}},
+                "safetysettings": {"category": SCALAR, "threshold": SCALAR, "method": SCALAR},
+                "generationconfig": GENERATION_CONFIG}
+GEMINI["generatecontentrequest"] = GEMINI  # countTokens may carry a whole generateContent request
+SGLANG_SAMPLING = {"maxnewtokens": SCALAR, "minnewtokens": SCALAR, "temperature": SCALAR, "topp": SCALAR, "topk": SCALAR,
+                   "minp": SCALAR, "frequencypenalty": SCALAR, "presencepenalty": SCALAR, "repetitionpenalty": SCALAR,
+                   "stop": SCALAR, "stoptokenids": SCALAR, "stopregex": SCALAR, "ignoreeos": SCALAR,
+                   "skipspecialtokens": SCALAR, "spacesbetweenspecialtokens": SCALAR, "nostoptrim": SCALAR,
+                   "regex": SCALAR, "ebnf": SCALAR, "jsonschema": SCALAR, "structuraltag": SCALAR, "n": SCALAR,
+                   "samplingseed": SCALAR, "logitbias": MAP,
+                   "customparams": ANY}  # inert: the logits processor it is for is always removed (HOSTED_OPTIONS)
+GENERATE = {"text": ANY, "inputids": SCALAR, "samplingparams": SGLANG_SAMPLING, "stream": SCALAR,
+            "returnlogprob": SCALAR, "logprobstartlen": SCALAR, "toplogprobsnum": SCALAR, "tokenidslogprob": SCALAR,
+            "returntextinlogprobs": SCALAR, "imagedata": ANY, "audiodata": ANY, "videodata": ANY, "modalities": SCALAR}
+# every model-naming key is allowed where it is read against the pinned models (`models_named`): the fallbacks to
+# pinned models 18a's control sends
+NAMING = ("models", "fallbacks")
+
+
+def request_spec(url: str) -> dict:
+    """The field allow-list for the API a model call's path names (MODEL_POSTS, WHOLE_POSTS)."""
+    path = urlsplit(url).path
+    if path.endswith((":generateContent", ":streamGenerateContent", ":countTokens")):
+        return GEMINI
+    if path.endswith(("/messages", "/messages/count_tokens")):
+        return ANTHROPIC
+    if path in WHOLE_POSTS:
+        return GENERATE
+    return OPENAI
+
+
+def _scalars(value) -> bool:
+    """Whether a value is a JSON scalar or a list (of lists) of them, read without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            return False
+        if isinstance(node, list):
+            stack += node
+    return True
+
+
+def _unlisted(value, spec, where: str) -> list[str]:
+    """Where `value` holds what `spec` does not list (see ANY, SCALAR, MAP; a dict spec: an object, or a list of
+    objects, holding its keys only)."""
+    if spec == ANY:
+        return []
+    if spec == SCALAR:
+        return [] if _scalars(value) else [f"{where} (an object)"]
+    if spec == MAP:
+        return [] if isinstance(value, dict) and all(_scalars(v) and not isinstance(v, list)
+                                                      for v in value.values()) else [f"{where} (not a map of values)"]
+    if isinstance(value, list):
+        return [found for item in value for found in _unlisted(item, spec, where)]
+    if isinstance(value, str) and _fold(where.rsplit(".", 1)[-1]) in ("toolchoice", "functioncall"):
+        return []  # "auto", "none", "required"
+    if not isinstance(value, dict):
+        return [] if value is None else [f"{where} (not an object)"]
+    found: list[str] = []
+    for key, item in value.items():
+        name = f"{where}.{key}" if where else key
+        folded = _fold(key)
+        if not where and (folded in NAMING or "fallback" in folded):
+            continue  # a model's name: read against the pinned models
+        if folded not in spec:
+            found.append(name)
+        else:
+            found += _unlisted(item, spec[folded], name)
+    return found
+
+
+def unlisted_fields(body, url: str) -> list[str]:
+    """The fields of a closed-book request body that no honest client sends to the API its path names (`request_spec`),
+    dotted (`metadata.tags`); a batch (a list of requests) is read request by request."""
+    spec = request_spec(url)
+    if body is None:
+        return []
+    if isinstance(body, list):
+        return [found for item in body for found in
+                (_unlisted(item, spec, "") if isinstance(item, dict) else ["a batch member that is not an object"])]
+    return _unlisted(body, spec, "") if isinstance(body, dict) else ["a body that is not an object"]
+
 def path_models(url: str) -> list[str]:
     """The models a path names: Gemini's (`/v1beta/models/NAME:generateContent`), and Azure's deployment or an
     engine (`/openai/deployments/NAME/chat/completions`, `/engines/NAME/completions`), which LiteLLM's proxy routes
@@ -955,6 +1095,8 @@ class Egress:
             return f"a reference to an object stored at the provider ({stored[0][:100]!r})"
         if tensors := loaded_tensors(body):
             return f"serialized tensors the model server would load ({tensors[0][:100]!r})"
+        if unlisted := unlisted_fields(body, url):
+            return f"a field no model client sends to this API ({unlisted[0][:100]!r})"
         if self.models:
             asked = [*models_named(body), *path_models(url)]
             if other := next((name for name in asked if name not in self.models), None):
