@@ -189,3 +189,36 @@ def test_r20c_2_open_book_reads_no_fields(tmp_path, monkeypatch):
         client_conn=SimpleNamespace(peername=("10.1.1.2", 5555)), response=None)
     e.request(flow)
     assert not refused
+
+
+# --- R20c-3 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    {"fallbacks": [{"model": "default", "api_key": "sk-other-team"}]},  # LiteLLM: a fallback carries its own kwargs
+    {"fallbacks": [{"model": "default", "tags": ["web-enabled"]}]},
+    {"fallbacks": [{"model": "default", "cache": {"namespace": "open-book-trials"}}]},
+    {"models": [{"model": "default", "priority": -1000}]},
+    {"context_window_fallbacks": [{"default": [{"model": "default", "vertex_project": "other"}]}]},
+    {"content_policy_fallbacks": {"default": {"model": "default", "api_key": "sk-other"}}},
+], ids=["api-key", "tags", "cache", "models-priority", "map-of-requests", "map-of-request"])
+def test_r20c_3_a_fallback_carries_no_unlisted_field(tmp_path, monkeypatch, extra):
+    """Attack: the allow-list lets a model-naming field (`fallbacks`, `models`, any `*fallback*`) through for the
+    pinned-model check to read, and that check reads only model names. LiteLLM's fallbacks are whole requests'
+    kwargs (`[{"model": ..., "api_key": ..., "messages": ...}]`): a fallback to the pinned model with LiteLLM's
+    `api_key`, `tags` or `cache` (none a URL, host or model) routes as R20c-1's fields do.
+    Won: passed (the allow-list never read inside a fallback).
+    Defence: a model-naming field holds model names (strings, lists of them, {model: [models]} maps) or requests,
+    each read against the same allow-list as the body itself."""
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=PINNED)
+    assert refused, f"{extra} passed"
+
+
+@pytest.mark.parametrize("extra", [
+    {"fallbacks": ["default-long"]},
+    {"fallbacks": [{"model": "default-long", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}]},
+    {"context_window_fallbacks": [{"default": ["default-long"]}]},
+    {"context_window_fallback_dict": {"default": "default-long"}},
+], ids=["names", "requests", "map", "dict"])
+def test_r20c_3_control_fallbacks_to_pinned_models_pass(tmp_path, monkeypatch, extra):
+    refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=["default", "default-long"])
+    assert not refused, _log(tmp_path)[-1]
