@@ -607,12 +607,36 @@ def _unlisted(value, spec, where: str) -> list[str]:
         name = f"{where}.{key}" if where else key
         folded = _fold(key)
         if not where and (folded in NAMING or "fallback" in folded):
-            continue  # a model's name: read against the pinned models
+            found += _naming(item, spec, name)  # model names, read against the pinned models; or requests
+            continue
         if folded not in spec:
             found.append(name)
         else:
             found += _unlisted(item, spec[folded], name)
     return found
+
+
+def _names(value) -> bool:
+    """Whether a value is a model's name or a list of names (a flag: LiteLLM's `disable_fallbacks`)."""
+    return isinstance(value, (str, bool)) or value is None or isinstance(value, list) and all(
+        isinstance(item, str) for item in value)
+
+
+def _naming(value, spec: dict, where: str) -> list[str]:
+    """Where a model-naming field (`fallbacks`, `models`, any `*fallback*`) holds more than model names: a name, a list
+    of names or requests, a map of a name to names. A request in it (LiteLLM's fallbacks are a call's whole kwargs:
+    `{"model": ..., "api_key": ..., "messages": ...}`) is read against the body's own allow-list, `spec` (R20c-3)."""
+    if _names(value):
+        return []
+    if isinstance(value, dict):
+        if not any(isinstance(k, str) and _fold(k) in spec for k in value) and all(map(_names, value.values())):
+            # {model: [models]} (LiteLLM's context_window_fallback_dict): its keys are names, read against the pinned
+            # models too. An object with any request field (`model`) is a request
+            return []
+        return _unlisted(value, spec, "")  # one request
+    if isinstance(value, list):
+        return [found for item in value for found in _naming(item, spec, where)]
+    return [f"{where} (not a model's name)"]
 
 
 def unlisted_fields(body, url: str) -> list[str]:
