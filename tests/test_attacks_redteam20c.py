@@ -222,3 +222,37 @@ def test_r20c_3_a_fallback_carries_no_unlisted_field(tmp_path, monkeypatch, extr
 def test_r20c_3_control_fallbacks_to_pinned_models_pass(tmp_path, monkeypatch, extra):
     refused, _ = run(tmp_path, monkeypatch, {**CHAT, **extra}, models=["default", "default-long"])
     assert not refused, _log(tmp_path)[-1]
+
+
+# --- R20c-4 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", [
+    {"type": "function", "function": {"name": "f"}, "googleSearchNext": {}},  # a Gemini key nobody listed yet
+    {"type": "function", "function": {"name": "f", "enterpriseWebSearchV2": {}}},
+    {"type": "custom", "name": "x", "mcp_servers": [{"url": "http://203.0.113.9/mcp"}]},  # a URL, read nowhere
+    {"type": "function", "name": "f", "parameters": {}, "server_url": "http://203.0.113.9"},
+    {"type": "bash_20250124", "name": "bash", "web_fetch": {"max_uses": 5}},
+], ids=["typed-gemini-key", "in-function", "mcp-servers", "server-url", "versioned"])
+def test_r20c_4_a_typed_client_tool_carries_only_its_own_keys(tmp_path, monkeypatch, tool):
+    """Attack: a client tool with a type (`function`, `custom`, a versioned Anthropic type) carrying a key no client
+    tool has: a Gemini tool key nobody listed yet (an untyped tool with one is removed), `mcp_servers`, a
+    `server_url`. Every check (hosted options, routing fields, URLs) skips `tools`.
+    Won: the tool reached the model server with the key (a gateway that reads a hosted tool's key from a tool dict,
+    as LiteLLM's Vertex mapping reads `googleSearch` from one, would switch it on).
+    Defence: a typed tool keeps the keys its API defines (name, description, parameters, format, schema, cache
+    control, display sizes ...) and its `function` those of a function; a tool with any other key is not a client
+    tool: removed, as an untyped tool with an unlisted key is."""
+    own = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    refused, flow = run(tmp_path, monkeypatch, {**CHAT, "tools": [own, tool]}, models=PINNED)
+    assert refused or json.loads(flow.request.content)["tools"] == [own]
+
+
+def test_r20c_4_control_codex_and_claude_code_tools_pass():
+    for tool in [*HONEST["codex"][0]["tools"], *HONEST["claude-code"][0]["tools"],
+                 {"type": "function", "name": "shell", "description": "d", "strict": False, "parameters": {}},
+                 {"type": "custom", "name": "apply_patch", "description": "d", "format": {"type": "grammar"}},
+                 {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768,
+                  "display_number": 1},
+                 {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool", "max_characters": 1000},
+                 {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}, "strict": True}}]:
+        assert addon.hosted_kind(tool) is None, tool
