@@ -127,6 +127,15 @@ UNTYPED_KEYS = {"name", "description", "inputschema", "cachecontrol", "strict", 
 
 
 RUNS_IN_KEYS = {"environment", "container", "containerid"}
+# the keys a typed client tool has (folded): OpenAI's function (chat: `function`; Responses: flat), custom and shell
+# tools, Anthropic's typed tools (a custom tool's schema, the computer tool's display, the text editor's
+# max_characters), where it runs (RUNS_IN_KEYS, read below); and a chat `function`'s own. A typed tool with any other
+# key is no client tool: removed, as an untyped one with an unlisted key is (red team 20c, R20c-4: a Gemini key
+# nobody listed, `mcp_servers`, a `server_url` rode on a `function` tool past every check, all of which skip tools)
+TYPED_KEYS = UNTYPED_KEYS - {"functiondeclarations"} | RUNS_IN_KEYS | {
+    "type", "function", "parameters", "format", "displaywidthpx", "displayheightpx", "displaynumber", "enablezoom",
+    "maxcharacters"}
+FUNCTION_KEYS = {"name", "description", "parameters", "strict"}
 
 
 def local_environment(value) -> bool:
@@ -158,6 +167,12 @@ def hosted_kind(tool) -> str | None:
         # where the tool runs: a client tool runs in the client, so an execution environment other than the local
         # one (OpenAI's hosted shell: `"environment": {"type": "container_auto", "network_policy": ...}`) makes it
         # hosted (red team 17a, R17a-8)
+        if other := next((key for key in keys if _fold(key) not in TYPED_KEYS), None):
+            return f"{types[0]} (with {other})"
+        functions = [tool[key] for key in keys if _fold(key) == "function"]
+        if any(not isinstance(f, dict) or any(not isinstance(k, str) or _fold(k) not in FUNCTION_KEYS for k in f)
+               for f in functions):
+            return f"{types[0]} (a function with other keys)"
         runs_in = next((key for key in keys if _fold(key) in RUNS_IN_KEYS and not local_environment(tool[key])), None)
         return None if runs_in is None else f"{types[0]} (hosted: {runs_in})"
     folded = {_fold(key): key for key in keys}
