@@ -256,3 +256,28 @@ def test_r20c_4_control_codex_and_claude_code_tools_pass():
                  {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool", "max_characters": 1000},
                  {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}, "strict": True}}]:
         assert addon.hosted_kind(tool) is None, tool
+
+
+# --- R20c-5 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, path", [
+    ({"model": "default", "prompt": {"id": "pmpt_1", "version": "2"}}, "/v1/completions"),  # a stored prompt
+    ({"model": "default", "prompt": [{"id": "pmpt_1"}]}, "/v1/completions"),
+    ({"text": {"api_base": "x"}, "sampling_params": {}}, "/generate"),
+    ({"model": "default", "instructions": {"id": "pmpt_1"}, "input": "hi"}, "/v1/responses"),
+], ids=["prompt-object", "prompt-list-of-objects", "generate-text-object", "instructions-object"])
+def test_r20c_5_a_text_field_holds_text(body, path):
+    """Attack (defence in depth): a completion's `prompt` or SGLang's `text` as an object (the Responses API's stored
+    prompt, `{"id": "pmpt_..."}`): the allow-list took both as free-form content, so only the stored-object check
+    (R18a-1), a deny-style list, refused it.
+    Defence: a prompt, /generate's text and instructions are text: strings, token ids, lists of them."""
+    assert addon.unlisted_fields(body, f"http://m{path}")
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"model": "default", "prompt": ["a", "b"]}, "/v1/completions"), ({"model": "default", "prompt": [[1, 2]]},
+                                                                       "/v1/completions"),
+    ({"text": ["a", "b"]}, "/generate"),
+], ids=["prompts", "token-ids", "generate-batch"])
+def test_r20c_5_control_text_in_every_shape_passes(body, path):
+    assert addon.unlisted_fields(body, f"http://m{path}") == []
