@@ -540,7 +540,7 @@ SAMPLING = {  # OpenAI's and the OpenAI-compatible servers' (vLLM's, SGLang's) s
     # a region, as a plain token (19a's control): the host check above refuses one that is more
     "vertexlocation": SCALAR, "vertexailocation": SCALAR, "awsregionname": SCALAR,
 }
-OPENAI = {**SAMPLING, "messages": ANY, "prompt": ANY,  # chat, completions
+OPENAI = {**SAMPLING, "messages": ANY, "prompt": SCALAR,  # chat; completions: a prompt is text or token ids
           # the Responses API
           "input": ANY, "instructions": SCALAR, "maxoutputtokens": SCALAR, "include": SCALAR, "truncation": SCALAR,
           "maxtoolcalls": SCALAR, "text": {"format": ANY, "verbosity": SCALAR},
@@ -569,7 +569,7 @@ SGLANG_SAMPLING = {"maxnewtokens": SCALAR, "minnewtokens": SCALAR, "temperature"
                    "regex": SCALAR, "ebnf": SCALAR, "jsonschema": SCALAR, "structuraltag": SCALAR, "n": SCALAR,
                    "samplingseed": SCALAR, "logitbias": MAP,
                    "customparams": ANY}  # inert: the logits processor it is for is always removed (HOSTED_OPTIONS)
-GENERATE = {"text": ANY, "inputids": SCALAR, "samplingparams": SGLANG_SAMPLING, "stream": SCALAR,
+GENERATE = {"text": SCALAR, "inputids": SCALAR, "samplingparams": SGLANG_SAMPLING, "stream": SCALAR,
             "returnlogprob": SCALAR, "logprobstartlen": SCALAR, "toplogprobsnum": SCALAR, "tokenidslogprob": SCALAR,
             "returntextinlogprobs": SCALAR, "imagedata": ANY, "audiodata": ANY, "videodata": ANY, "modalities": SCALAR}
 # every model-naming key is allowed where it is read against the pinned models (`models_named`): the fallbacks to
