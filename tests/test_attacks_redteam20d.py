@@ -1,0 +1,156 @@
+"""Red team 20d: counting, resume and reports after the run manifest got one model and one reader
+(`models.RunManifest`, `results.read_manifest` / `manifest_or_none`). Every selected task ends in exactly one
+recorded result, and the reports count honestly: a manifest no reader can read, and a `--retry-errors` killed
+before its result, must not change the denominator or what a reviewer is shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_results_report import bundle, result
+
+from sweserve.agents.reference import NullAgent
+from sweserve.errors import SweserveError
+from sweserve.evaluation.evaluate import next_attempt, run_evaluation, run_id_taken, write_manifest
+from sweserve.evaluation.results import ResultsWriter, read_manifest
+from sweserve.evaluation.trial_folder import TrialFolder, runs_root
+from sweserve.reporting.summary import read_manifests
+
+
+def _agent(name: str = "a") -> NullAgent:
+    agent = NullAgent()
+    agent.name = name
+    return agent
+
+
+class _Ctx:
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def settle(self) -> None:
+        pass
+
+
+def _unreadable(path: Path, how: str) -> None:
+    """The manifest at path as an older (or newer) writer, a disk error or a hand edit left it."""
+    data = json.loads(path.read_text())
+    if how == "started_at":
+        data["started_at"] = "yesterday"
+    elif how == "attempts":
+        data["attempts"] = 1.5
+    elif how == "families":
+        data["families"] = {t: 7 for t in data["tasks"]}
+    elif how == "torn":
+        path.write_text(path.read_text()[:40])
+        return
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("how", ["started_at", "attempts", "families", "torn"])
+def test_r20d_1_a_resume_never_overwrites_a_manifest_it_cannot_read(tmp_path, how):
+    """Attack: run R selected tasks 1 and 2 and was killed before either had a result; its manifest is one this
+    version cannot read (another version's field, a hand edit). `report` refuses it ("not a run manifest"), so
+    the two `missing` tasks block the board. `sweserve run --run-id R` with only task 3 read it as no manifest
+    (`manifest_or_none`), found the id free, and overwrote it: the report then counted task 3 alone, tasks 1 and
+    2 gone from the denominator (R15c-7's hole, reopened). The same reading let another agent take the id.
+    Defence: resume reads a manifest that is there strictly (`read_manifest`): one clear line, nothing rewritten.
+    """
+    out = tmp_path / "results.jsonl"
+    path = write_manifest(out, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    _unreadable(path, how)
+    before = path.read_text()
+    with pytest.raises(SweserveError, match="not a run manifest"):
+        read_manifests(runs_root(out), out.name)  # the report refuses it
+    with pytest.raises(SweserveError, match="not a run manifest"):
+        write_manifest(out, "R", _agent(), [bundle("o__r-3")])
+    with pytest.raises(SweserveError, match="not a run manifest"):
+        write_manifest(out, "R", _agent("b"), [bundle("o__r-3")])  # another agent taking the id
+    with pytest.raises(SweserveError, match="not a run manifest"):
+        run_id_taken(out, "R", "b")
+    assert path.read_text() == before, "the unreadable manifest was overwritten: its selection left the denominator"
+
+
+def test_r20d_1_a_session_never_takes_the_number_of_a_killed_one_whose_manifest_it_cannot_read(tmp_path):
+    """Variant: a human's killed session left a manifest this version cannot read; `next_attempt` skipped it and
+    the retake was attempt 1 again, read as a first try (R16b-5's hole). Defence: one clear line instead."""
+    out = tmp_path / "results.jsonl"
+    path = write_manifest(out, "first-session", _agent("alice"), [bundle("o__r-1")])
+    _unreadable(path, "started_at")
+    with pytest.raises(SweserveError, match="not a run manifest"):
+        next_attempt(out, "alice", "o__r-1")
+
+
+def test_r20d_1_control_resume_of_a_readable_manifest_keeps_its_selection(tmp_path):
+    out = tmp_path / "results.jsonl"
+    write_manifest(out, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    path = write_manifest(out, "R", _agent(), [bundle("o__r-3")])
+    assert set(read_manifest(path).tasks) == {"o__r-1", "o__r-2", "o__r-3"}
+    assert run_id_taken(out, "fresh", "b") is None
+    assert next_attempt(out, "a", "o__r-1") == 2
+
+
+class _KilledExecutor:
+    """The retry starts writing its trial folder and is killed (-9) before its result: nothing is recorded."""
+
+    def map_unordered(self, fn, requests):
+        for req in requests:
+            req.folder.write("agent.log", "the killed retry's partial log")
+            raise KeyboardInterrupt
+        yield from ()
+
+
+def _earlier_error(out: Path):
+    folder = TrialFolder.for_trial(out, "nightly", "a", "o__r-1", 1)
+    r = result("o__r-1", "error", reason="docker daemon went away")
+    r.run_id, r.error_kind, r.trial_dir = "nightly", "docker", str(folder.path)
+    folder.write("traceback.txt", "the earlier try's evidence")
+    folder.write_result(r)
+    with ResultsWriter(out) as w:
+        w.write(r)
+    return folder
+
+
+def _found_folder(out: Path) -> Path:
+    from sweserve.cli.report import _with_trial_folders
+    from sweserve.evaluation.results import read_results
+
+    r = _with_trial_folders(out, read_results(out))[-1]  # the latest record, the one reports count
+    assert r.trial_dir
+    return Path(r.trial_dir)
+
+
+def test_r20d_2_a_retry_killed_before_its_result_leaves_the_earlier_evidence_on_the_page(tmp_path):
+    """Attack: run `nightly` ended task 1 in a machinery `error`; `run --run-id nightly --retry-errors` moves the
+    trial folder aside (`1.earlier-1`, R16b-6) and is killed before the retry's result. The index still holds
+    the earlier error, and the report linked it to `runs/nightly/a/o__r-1/1/`: now the killed retry's partial
+    folder. The reviewer saw the killed try's log as the recorded trial's, and its own traceback was on no
+    page. Defence: a record's folder is the one whose `result.json` is that record (the folder, or one of its
+    `.earlier-N`), so moving folders aside never moves evidence out of view."""
+    out = tmp_path / "results.jsonl"
+    _earlier_error(out)
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(_Ctx("nightly"), [bundle("o__r-1")], _agent(), out, retry_errors=True,
+                       executor=_KilledExecutor())
+    found = _found_folder(out)
+    assert (found / "traceback.txt").is_file(), f"the recorded error's page shows {found}, not its own trial"
+
+
+def test_r20d_2_control_a_finished_retry_shows_its_own_folder(tmp_path):
+    out = tmp_path / "results.jsonl"
+    folder = _earlier_error(out)
+    from test_attacks_redteam16b import _Executor
+
+    ctx = _Ctx("nightly")
+    run_evaluation(ctx, [bundle("o__r-1")], _agent(), out, retry_errors=True, executor=_Executor(ctx))
+    found = _found_folder(out)
+    assert found == folder.path and not (found / "traceback.txt").exists()
+
+
+def test_r20d_2_control_a_folder_without_result_json_is_still_found(tmp_path):
+    """Trial folders from before result.json (or one whose result.json could not be written) stay linked."""
+    out = tmp_path / "results.jsonl"
+    folder = _earlier_error(out)
+    (folder.path / "result.json").unlink()
+    assert _found_folder(out) == folder.path
