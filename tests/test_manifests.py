@@ -61,9 +61,12 @@ def test_what_is_not_a_manifest_is_one_clear_error(tmp_path, text):
         read_manifest(path)
     assert manifest_or_none(path) is None
     assert manifest_or_none(tmp_path / "runs" / "none" / "manifest.json") is None
-    # resume reads it as no manifest: the id is free, and no attempt is counted from it
-    assert run_id_taken(tmp_path / "results.jsonl", "R", "a") is None
-    assert next_attempt(tmp_path / "results.jsonl", "a", "t") == 1
+    # resume refuses it as the report does: read as none, its id was free and a resume overwrote what it had
+    # selected (red team 20d, R20d-1)
+    with pytest.raises(SweserveError, match=r"manifest.json: not a run manifest: "):
+        run_id_taken(tmp_path / "results.jsonl", "R", "a")
+    with pytest.raises(SweserveError, match=r"manifest.json: not a run manifest: "):
+        next_attempt(tmp_path / "results.jsonl", "a", "t")
 
 
 def test_run_ids_and_attempts_from_one_reader(tmp_path):

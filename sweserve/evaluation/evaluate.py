@@ -22,8 +22,8 @@ from sweserve.evaluation.results import (
     MANIFEST_FILE,
     ResultsWriter,
     latest,
-    manifest_or_none,
     manifest_paths,
+    read_manifest,
     read_results,
 )
 from sweserve.evaluation.trial import (
@@ -72,10 +72,22 @@ def resume_conflict(bundles: list[TaskBundle], agent: Agent, results_path: Path)
     return None
 
 
+def _manifest_there(path: Path) -> RunManifest | None:
+    """The run manifest at path, None when there is none; one there that this version cannot read is an error,
+    never "none": read as none, its run id was free and a resume rewrote it with its own selection alone, the
+    killed run's tasks gone from the denominator the report had refused to draw (red team 20d, R20d-1)."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return read_manifest(path)
+    except SweserveError as exc:
+        raise SweserveError(f"{exc}: it may speak for a run's selection; move it aside to go on") from None
+
+
 def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None:
     """The agent (or results file) whose run already holds `run_id` beside results_path, or None if it is free
     for this agent's run on this file (unused, or this same run being resumed)."""
-    prior = manifest_or_none(runs_root(results_path) / run_id / MANIFEST_FILE)
+    prior = _manifest_there(runs_root(results_path) / run_id / MANIFEST_FILE)
     if prior is None:
         return None
     if prior.agent != agent_name:
@@ -107,7 +119,7 @@ def next_attempt(results_path: Path, agent_name: str, task_id: str) -> int:
     last = max((r.attempt for r in read_results(results_path) if r.task_id == task_id and r.agent == agent_name),
                default=0)
     for path in manifest_paths(runs_root(results_path)):
-        prior = manifest_or_none(path)
+        prior = _manifest_there(path)
         if prior is None or prior.agent != agent_name or (prior.results or results_path.name) != results_path.name:
             continue
         last = max(last, prior.attempts_for(task_id))
@@ -129,7 +141,7 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     unready = {b.task.task_id for b in bundles if not ready_now(b)}
     # the same run resumed (`--run-id`): what it selected before stays selected, each task as many attempts as
     # any of its invocations asked; rewritten, the tasks a resume left out left the denominator (R15c-7)
-    prior = manifest_or_none(path)
+    prior = _manifest_there(path)
     if prior is not None:
         for t in prior.tasks:
             asked[t] = max(asked.get(t, 0), prior.attempts_for(t))
