@@ -154,3 +154,18 @@ def test_r20d_2_control_a_folder_without_result_json_is_still_found(tmp_path):
     folder = _earlier_error(out)
     (folder.path / "result.json").unlink()
     assert _found_folder(out) == folder.path
+
+
+def test_r20d_2_review_shows_the_recorded_trials_folder_after_a_killed_retry(tmp_path):
+    """Variant: `sweserve review results.jsonl ID` read the record's own `trial_dir`, the killed retry's folder."""
+    from sweserve.evaluation.results import read_results
+    from sweserve.evaluation.trial_folder import folder_of
+
+    out = tmp_path / "results.jsonl"
+    earlier = _earlier_error(out)
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(_Ctx("nightly"), [bundle("o__r-1")], _agent(), out, retry_errors=True,
+                       executor=_KilledExecutor())
+    (r,) = read_results(out)
+    found = folder_of(out, r)
+    assert found == earlier.path.with_name("1.earlier-1") and (found / "traceback.txt").is_file()

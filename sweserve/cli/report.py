@@ -106,11 +106,10 @@ def run(args, console: Console) -> int:
 def _with_trial_folders(path: Path, results):
     """Each result's trial folder found beside its results file (a run records it relative to where it ran),
     so reviewer pages find the agent's steps whatever the current folder."""
-    from sweserve.evaluation.trial_folder import TrialFolder
+    from sweserve.evaluation.trial_folder import folder_of
 
     for r in results:
-        folder = TrialFolder.for_trial(path, r.run_id, r.agent, r.task_id, r.attempt).path
-        if folder.is_dir():
+        if (folder := folder_of(path, r)) is not None:
             r.trial_dir = str(folder)
     return results
 

@@ -32,7 +32,12 @@ def run(args, console: Console) -> int:
              if r.task_id == args.task_id and (args.agent is None or r.agent == args.agent)]
     if not found:
         raise SweserveError(f"no result for {args.task_id}" + (f" by {args.agent}" if args.agent else "") + f" in {path}")
-    text = (review_html if args.html else review_markdown)(bundle, found[-1])
+    from sweserve.evaluation.trial_folder import folder_of
+
+    shown = found[-1]
+    if (folder := folder_of(path, shown)) is not None:  # the folder whose result.json is this record (R20d-2)
+        shown.trial_dir = str(folder)
+    text = (review_html if args.html else review_markdown)(bundle, shown)
     if args.out:
         Path(args.out).write_text(text)
     else:

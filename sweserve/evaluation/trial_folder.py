@@ -36,3 +36,26 @@ class TrialFolder:
 
     def write_result(self, result: RunResult) -> Path:
         return self.write(RESULT_FILE, result.model_dump_json(indent=2) + "\n")
+
+
+def _same_trial(a: RunResult, b: RunResult) -> bool:
+    return (a.run_id, a.agent, a.task_id, a.attempt, a.started_at, a.finished_at, a.status) == \
+        (b.run_id, b.agent, b.task_id, b.attempt, b.started_at, b.finished_at, b.status)
+
+
+def folder_of(results_path: Path, result: RunResult) -> Path | None:
+    """The trial folder that holds `result`'s evidence, beside its results file: the one whose `result.json` is
+    that record, its own folder or one a later try of the same run moved aside (`<attempt>.earlier-<n>`,
+    `evaluate.set_aside`); without one that says so (a folder from before result.json), its own folder if there.
+    A retry killed before its result left the earlier record in the index and its own partial folder in the
+    record's place: the reviewer was shown the killed try's files, and the recorded trial's on no page (red team
+    20d, R20d-2)."""
+    own = TrialFolder.for_trial(results_path, result.run_id, result.agent, result.task_id, result.attempt).path
+    for folder in [own, *sorted(own.parent.glob(f"{own.name}.earlier-*"))] if own.parent.is_dir() else []:
+        try:
+            there = RunResult.model_validate_json((folder / RESULT_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if _same_trial(there, result):
+            return folder
+    return own if own.is_dir() and not own.with_name(f"{own.name}.earlier-1").exists() else None
