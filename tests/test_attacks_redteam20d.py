@@ -169,3 +169,50 @@ def test_r20d_2_review_shows_the_recorded_trials_folder_after_a_killed_retry(tmp
     (r,) = read_results(out)
     found = folder_of(out, r)
     assert found == earlier.path.with_name("1.earlier-1") and (found / "traceback.txt").is_file()
+
+
+def _two_runs_one_unready_then_ready(tmp_path, monkeypatch):
+    """Run R1 (`--include-unready`) selected task 1 while it was not ready and was killed before it ran; task 1
+    was validated since, and run R2 selected tasks 1 and 2 (both ready) and was killed after task 2 resolved."""
+    from test_report_properties import record
+
+    import sweserve.dataset.readiness as readiness
+
+    out = tmp_path / "results.jsonl"
+    real = readiness.why_not_ready
+    monkeypatch.setattr(readiness, "why_not_ready",
+                        lambda task, instruction: "not validated" if task.task_id == "o__r-1" else None)
+    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
+    monkeypatch.setattr(readiness, "why_not_ready", lambda task, instruction: None)
+    write_manifest(out, "R2", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    monkeypatch.setattr(readiness, "why_not_ready", real)
+    out.write_text(record("o__r-2", "resolved", run_id="R2").model_copy(update={"task_ready": True})
+                   .model_dump_json() + "\n")
+    return out
+
+
+def test_r20d_3_a_task_one_run_selected_ready_stays_missing_when_another_selected_it_unready(tmp_path, monkeypatch):
+    """Attack: two runs of one agent on one results file; R1 judged task 1 not ready, R2 selected it ready and
+    was killed before it ran. The report merged the runs' `unready` lists as a union, so task 1 (a ready task
+    the run selected, with no result) left the denominator instead of counting `missing`: pass@1 100% where it
+    is 50%. An agent that fails (or kills) a task can keep it off the board by having an earlier scratch run
+    select it while unready. Defence: merged, a task is unready only if every run that selected it said so."""
+    from test_attacks_redteam15c import cli
+
+    out = _two_runs_one_unready_then_ready(tmp_path, monkeypatch)
+    assert read_manifest(runs_root(out) / "R2" / "manifest.json").unready == []
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert (rep["statuses"]["missing"], rep["overall"]["pass_at_1"]) == (1, 0.5), rep["tasks"]
+
+
+def test_r20d_3_merged_selections_are_unready_only_where_every_run_said_so():
+    """Variant, on the merge itself; control: a task only ever selected unready stays out of the denominator."""
+    from sweserve.reporting.summary import Selection
+
+    a = Selection(tasks={"t1": None, "t2": None}, unready=["t1"])
+    b = Selection(tasks={"t1": None}, unready=["t1"])
+    c = Selection(tasks={"t3": None})
+    assert a.merge(b).unready == ["t1"] and a.merge(c).unready == ["t1"] and c.merge(a).unready == ["t1"]
+    assert a.merge(Selection(tasks={"t1": None})).unready == []
