@@ -50,8 +50,11 @@ class Selection(BaseModel):
         tasks = {**self.tasks, **other.tasks}
         per_task = {t: max(self.attempts_for(t), other.attempts_for(t)) for t in tasks}
         attempts = max(per_task.values(), default=max(self.attempts, other.attempts))
+        # unready only where every run that selected it said so: a union let one run's unready selection take a
+        # task another run selected ready, and killed, out of the denominator (red team 20d, R20d-3)
+        unready = {t for t in tasks if all(t in s.unready for s in (self, other) if t in s.tasks)}
         return Selection(attempts=attempts, tasks=tasks, per_task={t: n for t, n in per_task.items() if n != attempts},
-                         unready=sorted(set(self.unready) | set(other.unready)))
+                         unready=sorted(unready))
 
 
 class Rate(BaseModel):
