@@ -216,3 +216,54 @@ def test_r20d_3_merged_selections_are_unready_only_where_every_run_said_so():
     c = Selection(tasks={"t3": None})
     assert a.merge(b).unready == ["t1"] and a.merge(c).unready == ["t1"] and c.merge(a).unready == ["t1"]
     assert a.merge(Selection(tasks={"t1": None})).unready == []
+
+
+def _report_of_manifest(tmp_path, text: str, record_attempt: int | None = None):
+    import os
+    import subprocess
+    import sys
+
+    from test_attacks_redteam15c import ROOT
+
+    out = tmp_path / "results.jsonl"
+    path = runs_root(out) / "R" / "manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    out.write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    return subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(out), "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=30)
+
+
+def test_r20d_4_a_deeply_nested_manifest_is_one_clear_line_not_an_internal_error(tmp_path):
+    """Attack: a manifest of nested brackets (a corrupted or hand-made file) raised RecursionError in json.loads,
+    which `read_manifest` did not catch: `report` said "internal error ... a bug in sweserve", exit 1, and wrote a
+    crash traceback. `read_results` already catches it for results lines. Defence: the same for manifests: "not a
+    run manifest", exit 2."""
+    proc = _report_of_manifest(tmp_path, "[" * 100_000 + "]" * 100_000)
+    assert proc.returncode == 2 and "not a run manifest" in proc.stderr, proc.stderr[-300:]
+    assert "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("manifest", [{"attempts": 10**15}, {"attempts": 2, "per_task": {"o__r-1": 10**15}}])
+def test_r20d_5_a_manifest_asking_absurd_attempts_is_refused_not_a_hang(tmp_path, manifest):
+    """Attack: a manifest asking 10^15 attempts of a task (`run --attempts` took any number; a hand edit) made
+    `report` loop over every attempt for its standard error and pass@k: it never finished (no line, no exit).
+    Defence: attempts are bounded (`models.MAX_ATTEMPTS`) in the manifest model, results records and
+    `run --attempts`; past it the manifest is "not a run manifest", one line, exit 2."""
+    import subprocess
+
+    try:
+        proc = _report_of_manifest(tmp_path, json.dumps({"agent": "a", "results": "results.jsonl",
+                                                         "tasks": {"o__r-1": None}, **manifest}))
+    except subprocess.TimeoutExpired:
+        pytest.fail("report hung on a manifest asking 10^15 attempts")
+    assert proc.returncode == 2 and "not a run manifest" in proc.stderr, proc.stderr[-300:]
+
+
+def test_r20d_5_control_many_attempts_within_bounds_report(tmp_path):
+    proc = _report_of_manifest(tmp_path, json.dumps({"agent": "a", "results": "results.jsonl",
+                                                     "tasks": {"o__r-1": None}, "attempts": 50}))
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["tasks"][0]["missing_attempts"] == 50
