@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -478,6 +478,11 @@ class AgentRun(Strict):
                                     "in the results index")
 
 
+# attempts of one task a run may ask, and the highest attempt a record may name: reports walk every attempt (its
+# standard error, pass@k), and a manifest asking 10^15 kept `report` busy for ever (red team 20d, R20d-5)
+MAX_ATTEMPTS = 1000
+
+
 class RunResult(Strict):
     """One line of a results JSONL file: one attempt of one agent on one task."""
 
@@ -485,7 +490,7 @@ class RunResult(Strict):
     task_id: str
     family: Family
     agent: str
-    attempt: int = Field(1, ge=1)
+    attempt: int = Field(1, ge=1, le=MAX_ATTEMPTS)
     status: Status
     reason: str | None = None
     error_kind: ErrorKind | None = Field(None, description="for status error: agent, docker, image_build, git, "
@@ -525,8 +530,9 @@ class RunManifest(BaseModel):
     agent: str
     results: str | None = Field(None, description="the results file's name (None: a manifest from before)")
     agent_config_hash: str | None = None
-    attempts: int = Field(1, ge=1, description="attempts asked of each task, but those in per_task")
-    per_task: dict[str, int] = Field(default_factory=dict, description="attempts asked of a task, where they differ")
+    attempts: int = Field(1, ge=1, le=MAX_ATTEMPTS, description="attempts asked of each task, but those in per_task")
+    per_task: dict[str, Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)]] = Field(
+        default_factory=dict, description="attempts asked of a task, where they differ")
     tasks: dict[str, str | None] = Field(description="each selected task's id: its content hash")
     families: dict[str, str | None] = Field(default_factory=dict)
     unready: list[str] = Field(default_factory=list, description="selected tasks that were not ready when selected")

@@ -66,6 +66,10 @@ def run(args, console: Console) -> int:
         checked_name(args.agent_name)  # one line, before anything reads the tasks
     if args.attempts < 1:
         raise SweserveError("--attempts and --workers must be at least 1")
+    from sweserve.models import MAX_ATTEMPTS
+
+    if args.attempts > MAX_ATTEMPTS:  # a manifest asking more is not one reports can walk (R20d-5)
+        raise SweserveError(f"--attempts is at most {MAX_ATTEMPTS}")
     workers_of(args)  # checked before anything starts
     if not 0 < args.max_submission_mb <= 8:
         raise SweserveError("--max-submission-mb must be more than 0 and at most 8")

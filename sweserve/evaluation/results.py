@@ -107,7 +107,9 @@ def read_manifest(path: Path) -> RunManifest:
         if isinstance(data, dict):
             data.setdefault("run_id", path.parent.name)
         return RunManifest.model_validate(data)
-    except (OSError, UnicodeDecodeError, ValueError):  # pydantic's ValidationError is a ValueError
+    # pydantic's ValidationError is a ValueError; RecursionError: brackets nested past the decoder's depth (an
+    # internal error before, with a crash traceback: red team 20d, R20d-4)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         raise SweserveError(f"{path}: not a run manifest") from None
 
 
