@@ -267,3 +267,25 @@ def test_r20d_5_control_many_attempts_within_bounds_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (rep,) = json.loads(proc.stdout)
     assert rep["tasks"][0]["missing_attempts"] == 50
+
+
+@pytest.mark.xfail(strict=True, reason="R20d-6: a manifest names its results file by name only; a file renamed away and "
+                                       "a new one under the old name cannot be told apart (needs the file's identity)")
+def test_r20d_6_a_renamed_file_and_a_new_one_under_its_old_name_keep_their_own_selections(tmp_path):
+    """Attack: run R (task 1) on a.jsonl resolved nothing and was killed; a.jsonl is renamed b.jsonl, and run S
+    (task 2) writes a fresh a.jsonl. `report b.jsonl` skipped R's manifest (it names a.jsonl, which exists and is
+    another file): R's missing task 1 left b's denominator; `report a.jsonl` counted it, a task no run of that
+    file selected. Lead: record the results file's identity (a token written as its first line, or its inode and
+    birth time) in the manifest, and match on it."""
+    from test_report_properties import record
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_manifest(a, "R", _agent(), [bundle("o__r-1"), bundle("o__r-3")])
+    a.write_text(record("o__r-3", "failed", run_id="R").model_dump_json() + "\n")
+    a.rename(b)
+    write_manifest(a, "S", _agent(), [bundle("o__r-2")])
+    a.write_text(record("o__r-2", "resolved", run_id="S").model_dump_json() + "\n")
+    of_b = read_manifests(runs_root(b), b.name, {"a"}, {"R"})
+    of_a = read_manifests(runs_root(a), a.name, {"a"}, {"S"})
+    assert set(of_a["a"].tasks) == {"o__r-2"}, "a.jsonl's report counts R's tasks, which it never selected"
+    assert "a" in of_b and set(of_b["a"].tasks) == {"o__r-1", "o__r-3"}, "R's missing task left b.jsonl's report"
