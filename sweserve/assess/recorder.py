@@ -43,6 +43,10 @@ COMMANDS_MAX = 20_000
 # keys typed and not yet taken by the terminal; past it, keys are dropped (as a terminal's own full queue drops
 # them), so a shell that stops reading holds nothing of the server's (red team 12a, R12a-4)
 INPUT_PENDING_BYTES = 1 << 20
+# what one queued item (keys, a size, a drop count) holds beyond its bytes (its object, its slot), charged against
+# INPUT_PENDING_BYTES: counted in keys' bytes alone, two keys and a resize at a time held 50 times the limit
+# (red team 20b, R20b-1)
+QUEUED_ITEM_COST = 128
 # the cast's last marker when output past its budget was shown and not kept, with how many bytes (red team 18d, R18d-3)
 OUTPUT_UNKEPT = "output shown past the recording limit, not kept:"
 
@@ -163,11 +167,13 @@ def commands_from_cast(path: Path) -> TypedLines:
 class _Size:
     cols: int
     rows: int
+    charged: int = 0  # of the pending budget, given back when the key thread takes it
 
 
 @dataclasses.dataclass
 class _Drop:
     n: int  # bytes
+    charged: int = 0
 
 
 class BrowserTerminal:
@@ -196,6 +202,7 @@ class BrowserTerminal:
         # with no key between them changes nothing)
         self._keys: queue.SimpleQueue[bytes | _Size | _Drop | None] = queue.SimpleQueue()
         self._last: dict[type, _Size | _Drop] = {}  # the size and drop count queued since the last keys, not taken
+        self._newest_size: _Size | None = None  # the size queued last, until the key thread takes it
         self._pending = 0
         self.dropped = 0  # bytes typed that the terminal never took
 
@@ -261,9 +268,10 @@ class BrowserTerminal:
         if self.exited.is_set() or not data:
             return
         with self._lock:
-            taken = self._pending + len(data) <= INPUT_PENDING_BYTES
+            # (a message is always taken into an empty queue: it is a websocket message's, MAX_INPUT_BYTES at most)
+            taken = not self._pending or self._pending + len(data) + QUEUED_ITEM_COST <= INPUT_PENDING_BYTES
             if taken:
-                self._pending += len(data)
+                self._pending += len(data) + QUEUED_ITEM_COST
                 self._last.clear()
                 self._keys.put(data)
                 return
@@ -297,6 +305,9 @@ class BrowserTerminal:
             with self._lock:  # a copy as it is now: the loop updates the one queued last until it is taken
                 if self._last.get(type(item)) is item:
                     del self._last[type(item)]
+                if self._newest_size is item:
+                    self._newest_size = None
+                self._pending -= item.charged
                 item = dataclasses.replace(item)
             if isinstance(item, _Drop):
                 self.cast.event("m", f"{DROPPED} {item.n} bytes")
@@ -325,7 +336,7 @@ class BrowserTerminal:
             except OSError:
                 break
         with self._lock:
-            self._pending -= len(data)
+            self._pending -= len(data) + QUEUED_ITEM_COST
 
     def resize(self, cols: int, rows: int) -> None:
         """A tab's window size, handed to the key thread (recorded there, then applied): on the event loop, like
@@ -337,7 +348,13 @@ class BrowserTerminal:
             if isinstance(size := self._last.get(_Size), _Size):
                 size.cols, size.rows = cols, rows
                 return
-            self._last[_Size] = size = _Size(cols, rows)
+            if self._pending + QUEUED_ITEM_COST > INPUT_PENDING_BYTES and self._newest_size is not None:
+                # no room: the newest size still queued becomes this one (recorded and applied where it is queued,
+                # a few keys early: the replay and the terminal still agree), so a flood of them queues nothing
+                self._newest_size.cols, self._newest_size.rows = cols, rows
+                return
+            self._last[_Size] = self._newest_size = size = _Size(cols, rows, QUEUED_ITEM_COST)
+            self._pending += QUEUED_ITEM_COST
             self._keys.put(size)
 
     def subscribe(self, send: Callable[[bytes], None]) -> bytes | None:
