@@ -555,4 +555,4 @@ def test_scorecards_and_csv_of_a_pack(tmp_path):
     rows = cards.csv.read_text().splitlines()
     assert rows[0].split(",")[:6] == ["candidate", "pack", "pack_version", "task_id", "same_task", "status"]
     assert len(rows) == 5 and any(r.startswith("bob,p,") and ",no,failed," in r for r in rows)
-    assert (tmp_path / "report" / "replay-alice-o__r-1.html").read_text().count("No recording") == 1
+    assert (tmp_path / "report" / "replay-alice.o__r-1.html").read_text().count("No recording") == 1

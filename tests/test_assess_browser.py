@@ -174,7 +174,7 @@ def test_a_candidate_is_assessed_in_the_browser(demo, tmp_path, browser_factory)
     rep = cli("assess", "report", str(tmp_path / "interview.yaml"), "--output", str(out), *agents, *common, cwd=ROOT)
     assert rep.returncode == 0, rep.stderr
     card = out / "interview" / "report" / "scorecard-alice.html"
-    replay = out / "interview" / "report" / f"replay-alice-{DIST}.html"
+    replay = out / "interview" / "report" / f"replay-alice.{DIST}.html"
     viewer = browser_factory()
     viewer.get(card.as_uri())
     assert "resolved" in viewer.find_element(By.ID, "tasks").text and "ability" in viewer.find_element(By.ID, "ability").text

@@ -37,6 +37,15 @@ CSV_COLUMNS = ["candidate", "pack", "pack_version", "task_id", "same_task", "sta
                "earlier_attempts", "commands_unlisted", "output_unrecorded_bytes"]
 
 
+def replay_name(candidate: str, task_id: str) -> str:
+    """A replay page's file name, one (candidate, task)'s only: joined by `.`, which a candidate's name cannot hold
+    (`Invite.candidate`'s pattern). Joined by `-`, which both may hold, candidate `bob` on task `x-o__r-1` and
+    `bob-x` on `o__r-1` wrote one file, the second replacing the first (red team 20b, R20b-2)."""
+    if "." in candidate:
+        raise ValueError(f"{candidate!r}: a candidate's name holds no dot")
+    return f"replay-{candidate}.{task_id}.html"
+
+
 def same_task(pack: Pack, r: RunResult) -> bool:
     """Whether r was graded against the task content the pack names (a result of another version is shown, marked)."""
     return any(t.task_id == r.task_id and t.content_hash == r.task_hash for t in pack.tasks)
@@ -184,7 +193,7 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                                                      elsewhere.get((agent, t.task_id), [])),
                          "commands_unlisted": commands.unlisted,
                          "output_unrecorded_bytes": unrecorded[t.task_id]})
-            (out / f"replay-{name}-{t.task_id}.html").write_text(replay_page(name, r, commands))
+            (out / replay_name(name, t.task_id)).write_text(replay_page(name, r, commands))
         pages[name] = out / f"scorecard-{name}.html"
         before = {t: earlier(history[(agent, t)], elsewhere.get((agent, t), [])) for t in results}
         pages[name].write_text(scorecard_page(pack, name, agent, results, cal, budgets, before, unlisted, unrecorded))
@@ -240,7 +249,7 @@ def scorecard_page(pack: Pack, name: str, agent: str, results: dict[str, RunResu
                       "recording limit)</b>")
         rows.append(f"<tr><td>{e(t.task_id)}{other}</td><td class={e(r.status)}>{e(r.status)}</td><td>{used}</td>"
                     f"<td>{passed} / {total}</td><td>{diff}</td>"
-                    f"<td><a href='replay-{e(name)}-{e(t.task_id)}.html'>replay</a></td></tr>")
+                    f"<td><a href='{e(replay_name(name, t.task_id))}'>replay</a></td></tr>")
     standing = []
     for who, theta in sorted(fit.ability.items(), key=lambda kv: -kv[1]):
         kind = "candidate" if is_human(who) else "agent"
