@@ -41,6 +41,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
 from sweserve.assess.invites import Invite, InviteStore, Refused
@@ -331,30 +332,21 @@ class AssessServer:
         ], exception_handlers={404: not_found, 405: not_found, 500: broken, Exception: broken})
 
 
-class HeadDeadlineH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline on each request head (`REQUEST_HEAD_S`): armed when the
-    connection opens and again when a response ends; a connection that has begun no new request by then (no whole
-    head received: the same request cycle as when it was armed) and is still HTTP (not upgraded to a websocket) is
-    closed. A request's handler, a body and a websocket are not timed by it: only the head a client owes. And a
-    deadline on a client that reads nothing (`WRITE_STALL_S`): once the transport pauses writing (its buffer
-    full), a connection whose unsent output (the transport's and the kernel's) has not shrunk within it, and is
-    still paused, is aborted (red team 18d, R18d-1)."""
+class WriteStallCut:
+    """A deadline on a client that reads nothing (`WRITE_STALL_S`), for an asyncio protocol: once the transport
+    pauses writing (its buffer full), a connection whose unsent output (the transport's and the kernel's) has not
+    shrunk within it, and is still paused, is aborted (red team 18d, R18d-1). Mixed into both protocols `assess
+    serve` runs: on the HTTP one alone, a connection upgraded to a websocket was never cut, its output handler
+    and its keep-alive ping both waiting for ever on one drain (red team 20b, R20b-3)."""
 
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
     _write_stalls = 0  # pauses of writing so far: a timer is for the pause it was armed in
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
+    def _write_paused(self) -> bool:
+        raise NotImplementedError
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._arm_head_deadline()
-
-    def _arm_head_deadline(self) -> None:
-        self.loop.call_later(REQUEST_HEAD_S, self._head_due, self.cycle)
-
-    def pause_writing(self) -> None:
-        super().pause_writing()
+    def _stall_armed(self) -> None:
         self._write_stalls += 1
         self.loop.call_later(WRITE_STALL_S, self._stall_due, self._write_stalls, self._unsent())
 
@@ -370,7 +362,7 @@ class HeadDeadlineH11(H11Protocol):
 
     def _stall_due(self, stall: int, unsent: int) -> None:
         transport = self.transport
-        if self._write_stalls != stall or not self.flow.write_paused or transport.get_protocol() is not self:
+        if self._write_stalls != stall or not self._write_paused() or transport.get_protocol() is not self:
             return
         if (now := self._unsent()) < unsent:  # the client took some: a slow reader, not a deaf one
             self.loop.call_later(WRITE_STALL_S, self._stall_due, stall, now)
@@ -378,15 +370,52 @@ class HeadDeadlineH11(H11Protocol):
         # closing or not: a transport closed with output pending waits for it to drain, for ever if never read
         transport.abort()
 
+
+class HeadDeadlineH11(WriteStallCut, H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline on each request head (`REQUEST_HEAD_S`): armed when the
+    connection opens and again when a response ends; a connection that has begun no new request by then (no whole
+    head received: the same request cycle as when it was armed) and is still HTTP (not upgraded to a websocket) is
+    closed. A request's handler, a body and a websocket are not timed by it: only the head a client owes. And the
+    write-stall cut (`WriteStallCut`)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_deadline()
+
+    def _arm_head_deadline(self) -> None:
+        self.loop.call_later(REQUEST_HEAD_S, self._head_due, self.cycle)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._stall_armed()
+
+    def _write_paused(self) -> bool:
+        return bool(self.flow.write_paused)
+
     def _head_due(self, cycle: object) -> None:
         transport = self.transport
         if self.cycle is cycle and transport.get_protocol() is self:
             transport.abort()  # a response still unread by then is not waited for (`close` would, for ever)
 
 
+class StallCutWebSocket(WriteStallCut, WebSocketProtocol):
+    """uvicorn's websocket protocol (`websockets`) with the write-stall cut (`WriteStallCut`)."""
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._stall_armed()
+
+    def _write_paused(self) -> bool:
+        return bool(self._paused)
+
+
 # what `assess serve` passes uvicorn besides the app, host and port
 SERVE_OPTIONS: dict[str, Any] = {
-    "http": HeadDeadlineH11, "ws": "websockets", "ws_max_size": WS_MAX_BYTES,
+    "http": HeadDeadlineH11, "ws": StallCutWebSocket, "ws_max_size": WS_MAX_BYTES,
     # a websocket message: no compression (red team 14b, R14b-3)
     "ws_per_message_deflate": False,
 }
