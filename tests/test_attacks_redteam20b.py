@@ -195,3 +195,57 @@ def test_r20b_3_control_a_websocket_that_reads_slowly_keeps_its_terminal(tmp_pat
         term.write(b"exit\r")
         term.exited.wait(10)
         term.stop()
+
+
+# ---- R20b-4: a reader that takes a trickle dodges the write-stall cut for ever
+
+
+def test_r20b_4_a_client_that_reads_a_trickle_does_not_hold_its_connection_for_ever(monkeypatch):
+    """R18d-1's cut spares a connection whose unsent output shrank at all within `WRITE_STALL_S`: a client that
+    takes a byte or a segment each time (far less than any network honestly delivers: one TCP segment per 30 s)
+    re-arms it for ever, and each such connection holds a descriptor, the transport's buffer and a response's file
+    (a loop of them: R17d-1's outcome again, at a cost of a few bytes a second each). The protocol is driven here
+    with a transport whose client takes 1,460 bytes (a segment) per deadline, so the test does not hang on
+    loopback's 64 KiB window updates. Won before the fix: never aborted, however many deadlines passed. Defence: a
+    connection must take at least `WRITE_STALL_MIN_BYTES` (64 KiB: ~2 KiB a second at the default deadline, slower
+    than any honest network) per deadline, or all it has left, to count as a reader. Control: one that takes
+    more per deadline is kept."""
+
+    class Transport:
+        def __init__(self, per_deadline: int):
+            self.unsent, self.per_deadline, self.aborted = 4 * 2**20, per_deadline, False
+
+        def get_write_buffer_size(self) -> int:
+            return self.unsent
+
+        def get_extra_info(self, name):
+            return None
+
+        def get_protocol(self):
+            return proto
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    class Loop:
+        def __init__(self):
+            self.timers: list = []
+
+        def call_later(self, delay, fn, *args):
+            self.timers.append((fn, args))
+
+    class Proto(server_mod.WriteStallCut):
+        def _write_paused(self) -> bool:
+            return True
+
+    for per_deadline, cut in ((1460, True), (128 * 1024, False)):
+        proto = Proto()
+        proto.transport, proto.loop = Transport(per_deadline), Loop()  # type: ignore[assignment]
+        proto._stall_armed()
+        for _ in range(20):  # twenty deadlines: ten minutes at the default
+            if not proto.loop.timers or proto.transport.aborted:
+                break
+            fn, args = proto.loop.timers.pop()
+            proto.transport.unsent -= proto.transport.per_deadline
+            fn(*args)
+        assert proto.transport.aborted is cut, (per_deadline, "bytes a deadline", proto.transport.aborted)
