@@ -68,6 +68,10 @@ REQUEST_HEAD_S = 15.0
 # client that pipelined whole requests and read nothing held its connection for ever, the head deadline never due
 # since each head came whole (red team 18d, R18d-1)
 WRITE_STALL_S = 30.0
+# bytes a paused connection's client must take per WRITE_STALL_S (or all it had left) to count as reading: any
+# progress at all let a client taking a segment per deadline hold its connection for ever (red team 20b, R20b-4);
+# 64 KiB per 30 s is ~2 KiB a second, slower than any honest network
+WRITE_STALL_MIN_BYTES = 64 * 1024
 VENDOR = {  # what the pages load, and nothing else of node_modules
     "xterm.js": "@xterm/xterm/lib/xterm.js",
     "xterm.css": "@xterm/xterm/css/xterm.css",
@@ -364,7 +368,8 @@ class WriteStallCut:
         transport = self.transport
         if self._write_stalls != stall or not self._write_paused() or transport.get_protocol() is not self:
             return
-        if (now := self._unsent()) < unsent:  # the client took some: a slow reader, not a deaf one
+        # the client took enough: a slow reader, not a deaf one or one taking a trickle to keep the deadline off
+        if unsent - (now := self._unsent()) >= min(WRITE_STALL_MIN_BYTES, unsent):
             self.loop.call_later(WRITE_STALL_S, self._stall_due, stall, now)
             return
         # closing or not: a transport closed with output pending waits for it to drain, for ever if never read
