@@ -151,15 +151,16 @@ def post(rig, body: bytes, *headers: str) -> bytes:
 @pytest.mark.docker
 def test_a_body_with_an_undecodable_content_encoding_is_stripped_or_refused_and_logged(rig):
     """R15a-1: `Content-Encoding: gzip` on plain JSON (or an unknown coding) gets web_search past closed book,
-    and leaves no line in the audit log."""
-    control = json.dumps({"model": "m", "tools": [{"type": "web_search"}], "marker": "control"}).encode()
+    and leaves no line in the audit log. Each request is told apart at the model by its `user` (a field closed
+    book's allow-list passes: red team 20c)."""
+    control = json.dumps({"model": "m", "tools": [{"type": "web_search"}], "user": "control"}).encode()
     assert "STATUS HTTP/1.0 200" in rig.send(post(rig, control))
     for coding in ("gzip", "x-sweserve"):
         body = json.dumps({"model": "m", "tools": [{"type": "web_search"}, {"type": "function"}],
-                           "marker": coding}).encode()
+                           "user": coding}).encode()
         rig.send(post(rig, body, f"Content-Encoding: {coding}"))
-    seen = {r.get("marker"): r for r in rig.model.requests()}
-    assert seen["control"] == {"model": "m", "marker": "control"}  # control: stripped
+    seen = {r.get("user"): r for r in rig.model.requests()}
+    assert seen["control"] == {"model": "m", "user": "control"}  # control: stripped
     for coding in ("gzip", "x-sweserve"):
         if coding in seen:  # reached the model: then without its hosted tool
             assert seen[coding].get("tools") == [{"type": "function"}], (coding, seen[coding])

@@ -30,6 +30,7 @@ import secrets
 import struct
 import termios
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 from sweserve.assess.agent import CAST_FILE, BrowserAgent, Seat
 from sweserve.assess.invites import Invite, InviteStore, Refused
@@ -52,6 +52,13 @@ from sweserve.evaluation.context import Context
 from sweserve.evaluation.evaluate import next_attempt, run_evaluation
 from sweserve.evaluation.trial_folder import TrialFolder
 from sweserve.models import RunResult, TaskBundle
+
+with warnings.catch_warnings():
+    # uvicorn warns, on importing it, that `--ws websockets` will name its sans-io implementation in a later
+    # release: this is the one `StallCutWebSocket` extends, named by its module, and the warning on stderr made a
+    # bad-input error of `assess serve` three lines
+    warnings.simplefilter("ignore", UserWarning)
+    from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 log = logging.getLogger(__name__)
 COOKIE = "sweserve_session"
