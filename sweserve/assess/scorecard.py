@@ -180,8 +180,8 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
                 continue
             commands = typed_in(r)
             unlisted[t.task_id] = commands.unlisted
-            cast = Path(r.trial_dir or "") / CAST_FILE
-            unrecorded[t.task_id] = output_unkept(cast) if cast.is_file() else 0
+            recording = Path(r.trial_dir or "") / CAST_FILE
+            unrecorded[t.task_id] = output_unkept(recording) if recording.is_file() else 0
             passed, total = tests_passed(r)
             rows.append({"candidate": name, "pack": pack.name, "pack_version": pack.version, "task_id": t.task_id,
                          "same_task": "yes" if same_task(pack, r) else "no", "status": r.status, "time_used_s": r.agent_run.wall_s if r.agent_run else "",
