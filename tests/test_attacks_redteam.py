@@ -305,14 +305,14 @@ NEAR_BASE_CODE = "def quantize(x, scale):\n    return int(x / scale)\n"  # trunc
 NEAR_FIXED_CODE = "def quantize(x, scale):\n    return int(x / scale + 0.5)\n"  # rounds: 87
 
 
-def _validated_near(tmp_path) -> tuple[twins.GradingPlan, list]:
+def _validated_near(tmp_path, seed: int | None = None) -> tuple[twins.GradingPlan, list]:
     """Validation's candidate runs of NEAR through the real runner (`tests.test_attacks_twins._run`: the boot
-    script, the stream): the base truncates, the oracle rounds."""
+    script, the stream): the base truncates, the oracle rounds. `seed`: the plan's draw (None: a fresh one)."""
     from tests.test_attacks_twins import FILE, _run  # the runner's config names FILE
     task = Task(task_id="o__r-5", repo="o/r", profile="p", pr_number=5, title="t", base_commit="a" * 40,
                 merge_commit="b" * 40, family="kernels-quant", created_at="2026-01-01T00:00:00Z",
                 test=TestSpec(runner="pytest", files=[FILE]), FAIL_TO_PASS=[f"{FILE}::test_rounds_to_nearest"])
-    plan = twins.grading_plan(task, {FILE: NEAR.replace("pkg.quant", "pkg.thing")}, candidates=True)
+    plan = twins.grading_plan(task, {FILE: NEAR.replace("pkg.quant", "pkg.thing")}, seed=seed, candidates=True)
     return plan, [_run(tmp_path, plan, NEAR_BASE_CODE), _run(tmp_path, plan, NEAR_FIXED_CODE)]
 
 
@@ -328,9 +328,9 @@ def test_through_the_real_runner_a_fix_of_one_step_keeps_no_twin_at_its_site(tmp
     monkeypatch.setattr(twins, "margins", lambda value, members, m=twins.MARGIN: [])  # the defences off
     monkeypatch.setattr(twins, "_shown_near", lambda *a: False)
     groups = 0
-    for _ in range(24):
-        plan, (before, after) = _validated_near(tmp_path)
-        kept, _ = twins.select(graded, [before], [after])
+    for seed in range(24):  # seeded draws: a group is kept on about one in four, so fresh ones failed 1 run in ~100
+        plan, (before, after) = _validated_near(tmp_path, seed)
+        kept, _ = twins.select(graded, [before], [after], random.Random(f"select-{seed}"))
         if kept:
             groups += 1
             assert min(abs(int(t.value) - 86) for t in kept) > 1  # every twin farther from 86 than the real 87
