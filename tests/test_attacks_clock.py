@@ -273,6 +273,7 @@ def test_sigstop_in_the_candidate_phase_ends_at_the_limit(demo, attack):
     assert r.status == "failed", (r.status, r.reason)  # graded on what the tree held: nothing was fixed
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_sigstop_of_the_api_agents_tool_server_ends_at_the_limit(demo):
     """The API agent's loop is on the host, but a step waits on the swe-rex server in the sandbox: stopped from
@@ -328,6 +329,7 @@ def test_sigstop_at_grading_ends_at_the_test_limit(demo, evil):
     assert any(SRC in flag for flag in r.flags), r.flags  # the scan's flags outlive the killed runner
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_sigstop_in_a_human_session_ends_at_the_limit(demo, tmp_path):
     pexpect = pytest.importorskip("pexpect")

@@ -127,6 +127,7 @@ def oracle_ok(demo):
     assert r.status == "resolved", r.reason
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_canaries_cannot_be_told_apart_from_the_files_tests(demo, oracle_ok):
     r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(write(PKG, RECOGNISE_CANARIES, append=True),

@@ -131,6 +131,7 @@ def test_hostile_tree_content_is_inert_in_the_grade_sandbox(demo):
     assert "vendor/dep/.git" not in patch and "vendor/.git" not in patch and "b/vendor/dep/x.py" in patch
 
 
+@pytest.mark.slow
 def test_a_hostile_tree_is_graded_as_its_patch_alone(demo):
     """End to end: the same tree from a candidate is a patch, graded in the sandbox it was diffed in; the
     runner is intact (no tampering read) and the trial fails (the patch's own harness-named modules may break

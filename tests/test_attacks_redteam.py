@@ -274,6 +274,7 @@ def _far(rng: random.Random) -> int:
     return 87 + rng.choice([-1, 1]) * rng.randint(1, 40)
 
 
+@pytest.mark.slow
 def test_the_value_the_unsolved_code_computes_does_not_single_out_the_real_member(monkeypatch):
     """A fix that moves a value a little (round instead of truncate, an off-by-one, a scale closer to the
     reference) leaves the base computing a value next to the real one. Before, validation planted candidates
@@ -316,6 +317,7 @@ def _validated_near(tmp_path, seed: int | None = None) -> tuple[twins.GradingPla
     return plan, [_run(tmp_path, plan, NEAR_BASE_CODE), _run(tmp_path, plan, NEAR_FIXED_CODE)]
 
 
+@pytest.mark.slow
 def test_through_the_real_runner_a_fix_of_one_step_keeps_no_twin_at_its_site(tmp_path, monkeypatch):
     """The same off-by-one, run: the margin equal to 86 passes at base and pytest's failure of every member
     shows 86, so validation keeps no twin at the site (the test is named twinless, not falsely guarded).

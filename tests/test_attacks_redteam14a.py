@@ -240,6 +240,7 @@ IGNORE_BOMB = ("python3 - <<'PYEOF'\n"
                "PYEOF\n")
 
 
+@pytest.mark.slow
 def test_a_tree_git_is_slow_to_diff_is_not_a_redone_error(demo, tmp_path, monkeypatch):
     import sweserve.evaluation.submission as submission
 
@@ -251,6 +252,7 @@ def test_a_tree_git_is_slow_to_diff_is_not_a_redone_error(demo, tmp_path, monkey
     assert redo == []
 
 
+@pytest.mark.slow
 def test_control_the_same_tree_with_a_hundredth_of_the_patterns_is_graded(demo, tmp_path):
     r, redo = _command_run(demo, tmp_path, FIX + IGNORE_BOMB.replace("range(200000)", "range(2000)"), name="quick")
     assert (r.status, redo) == ("resolved", []), (r.status, r.error_kind, r.reason)

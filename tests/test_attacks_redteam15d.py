@@ -218,6 +218,7 @@ class InOrderModel(Served):
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_time_out_the_conversation_caused_is_not_a_redone_error_on_an_in_order_endpoint(demo, tmp_path):
     """R15d-5: after the fix the agent asks for four 9,000-character outputs in one step: its next request takes

@@ -50,6 +50,7 @@ def test_a_tree_the_candidate_made_an_unresolvable_link_is_graded_not_a_redone_e
 
 # --- R15h-2: a context jump past PROBE_PATIENCE x the time-out: the probe queues behind it and gives up ----------
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_context_jump_past_the_probes_patience_is_not_a_redone_error(demo, tmp_path):
     """R15h-2: as R15d-5, with six 9,000-character outputs in one step instead of four: each copy of the next

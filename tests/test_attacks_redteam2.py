@@ -764,6 +764,7 @@ def test_a_hidden_file_in_newer_syntax_is_planted_or_refused():
     assert FILE in plan.texts and "test_pages_for_a_hundred_tokens" not in plan.texts[FILE], sorted(plan.texts)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(demo):
     from sweserve.agents.command import CommandAgent
@@ -778,6 +779,7 @@ def test_demo_task_dropping_every_group_and_spelling_the_names_is_not_resolved(d
     assert r.status in ("failed", "tampered"), (r.status, r.reason, r.tests)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("selector", [
     {"test/conftest.py": NAMED_CONFTEST},
     # the hook in a plugin module the root conftest loads: read after the first look (`with_plugin_modules`)

@@ -659,6 +659,7 @@ UNSOLVED = {"counter": PAGES_BASE, "cleanup-after-the-check": "EXACT = False\n\n
                                                             "    return 0\n"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(NOT_IDEMPOTENT))
 def test_validation_plants_no_group_in_a_file_where_a_group_breaks_a_graded_test(tmp_path, case):
     """R8-8 at validation: its twin runs (the candidates of every graded test planted, F2P known, both states) show
@@ -718,6 +719,7 @@ def _order(plan: twins.GradingPlan) -> list[twins.Member]:
 
 # --- R8-2: canaries calling builtins the module shadows --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_module_shadowing_builtins_never_makes_a_canary_misbehave(tmp_path):
     source = "from numpy import *  # noqa: F403\n" + CPU_TEST
     task = _twinned(f"{FILE}::test_pages_for_a_hundred_tokens", [f"{FILE}::test_pages_for_nothing"])

@@ -197,6 +197,7 @@ def test_a_product_of_the_tests_own_numbers_is_derived_whatever_else_the_file_wr
     assert won <= recorded + 0.1, (won, recorded)
 
 
+@pytest.mark.slow
 def test_real_test_files_write_more_than_max_derived_numbers():
     """How common R9-1's condition is: numpy's test files writing more numbers than `_operands` keeps."""
     numpy = pytest.importorskip("numpy")

@@ -120,6 +120,7 @@ SCRAMBLER = ('mkdir -p __pycache__ && for k in 1 2 3 4 5 6 7 8; do setsid sh -c 
              'head -c 20000000 /dev/zero > __pycache__/x$k; done" >/dev/null 2>&1 < /dev/null & done; sleep 2')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fix, attempts, status", [(False, 5, "failed"), (True, 1, "resolved")], ids=["no-fix", "fix"])
 def test_a_process_left_rewriting_files_does_not_make_the_attempt_an_error(demo, tmp_path, fix, attempts, status):
     """Without the defence each copy broke off about two times in five on this 2-core machine (8 processes at

@@ -128,6 +128,7 @@ def _rate(forger, draws: int = 250) -> tuple[float, float, int]:
     return hits / max(total, 1), chance / max(total, 1), total
 
 
+@pytest.mark.slow
 def test_a_forger_betting_on_the_common_reading_sits_at_chance(monkeypatch):
     rate, chance, groups = _rate(by_common_reading)
     assert groups > 300

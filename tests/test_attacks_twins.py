@@ -380,6 +380,7 @@ def _candidate_success(pick_value, draws=300, only: str = "") -> float:
     return hits / total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", sorted(DISCRIMINATORS))
 def test_the_groups_values_do_not_single_out_the_real_one(rule, monkeypatch):
     chance = 1 / (twins.K + 1)
@@ -544,6 +545,7 @@ def _write(path: str, text: str) -> str:
     return f"mkdir -p $(dirname {path}) && cat >> {path} <<'SWEOF'\n{text}\nSWEOF\n"
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_demo_task_has_twins_and_names_guessed_from_the_tree_forge_nothing(demo):
     from sweserve.agents.command import CommandAgent

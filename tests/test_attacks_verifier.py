@@ -251,6 +251,7 @@ def oracle_ok(demo):
     assert r.status == "resolved", r.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_is_not_resolved(demo, oracle_ok, name):
     r = evaluate_task(demo.ctx, demo.bundle(DIST), CommandAgent(ATTACKS[name], name=f"attack-{name}"))

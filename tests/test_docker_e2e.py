@@ -46,6 +46,7 @@ def test_demo_tasks_validate_with_one_fail_to_pass_each(demo):
         assert b.task.validation.before[b.task.FAIL_TO_PASS[0]] in ("failed", "error")
 
 
+@pytest.mark.slow
 def test_oracle_resolves_all_and_null_none(demo, tmp_path):
     bundles = load_all(demo.tasks)
     for agent, expected in ((OracleAgent(), "resolved"), (NullAgent(), "failed")):
@@ -147,6 +148,7 @@ def test_gpu_task_is_skipped_or_errors_never_graded(demo):
     assert demo.ctx.host.client.containers.list(all=True, ignore_removed=True, filters={"label": [f"{LABEL}.task={QUANT}", f"{LABEL}.run={demo.ctx.run_id}"]}) == []
 
 
+@pytest.mark.slow
 def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
     tasks = tmp_path / "tasks"
     shutil.copytree(demo.tasks / DIST, tasks / DIST)
@@ -174,6 +176,7 @@ def test_validate_cli_fails_when_an_oracle_breaks(demo, tmp_path):
     assert r.status == "skipped" and "not validated" in r.reason and r.task_ready is False
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_loss_or_duplicates(demo, tmp_path):
     out = tmp_path / "slow.jsonl"
     args = [sys.executable, "-m", "sweserve.cli", "run", "--agent", "sleep 2", "--agent-name", "slow",

@@ -16,6 +16,7 @@ def cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "sweserve.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_validate_reject_lint_rejects_a_leaky_task(demo, tmp_path):
     tasks = tmp_path / "tasks"
     shutil.copytree(demo.tasks / SAMPLER, tasks / SAMPLER)

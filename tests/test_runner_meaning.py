@@ -82,6 +82,7 @@ def _validate(demo, bundle, tmp_path):
     return validate_task(demo.ctx, ValidateRequest(tmp_path / DIST, bundle, runs=1))  # recorded in tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_an_asyncio_test_passes_after_the_oracle_with_the_images_plugin(demo, asyncio_bundle, tmp_path):
     from sweserve.agents.reference import OracleAgent
@@ -95,6 +96,7 @@ def test_an_asyncio_test_passes_after_the_oracle_with_the_images_plugin(demo, as
     assert evaluate_task(demo.ctx, asyncio_bundle, OracleAgent()).status == "resolved"
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_without_the_images_plugins_validation_names_the_tests_only_the_runner_fails(demo, asyncio_bundle,
                                                                                      tmp_path, monkeypatch):
@@ -114,6 +116,7 @@ def test_without_the_images_plugins_validation_names_the_tests_only_the_runner_f
     assert ASYNC_TEST not in asyncio_bundle.task.FAIL_TO_PASS
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_plugin_the_submission_adds_is_not_loaded(demo, asyncio_bundle, tmp_path):
     """The image's plugins are listed before the submission is applied: one the candidate adds as a
