@@ -767,10 +767,17 @@ def fetched_urls(body) -> list[str]:
 
 
 USAGE_KEYS = ("usage", "usagemetadata", "metainfo")  # folded: OpenAI/Anthropic, Gemini, SGLang's native API
-PROMPT_FIELDS = ("prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                 # Gemini's tools' results fed back to the model, beside its prompt (red team 17b, R17b-4)
-                 "promptTokenCount", "toolUsePromptTokenCount")
-COMPLETION_FIELDS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "thoughtsTokenCount")
+# Each provider's shape of one count, as the fields it sums: OpenAI's and SGLang's `prompt_tokens` (the cached
+# prompt inside it); Anthropic's `input_tokens` (only what follows the last cache breakpoint) beside its cache reads
+# and writes, and OpenAI Responses' `input_tokens` (cached part inside); Gemini's prompt beside its tools' results
+# fed back (red team 17b, R17b-4). A usage stating several shapes states one prompt several ways (LiteLLM puts
+# Anthropic's cache fields beside an OpenAI `prompt_tokens` that holds them): the largest reading is the count,
+# never their sum, which counted the cached prompt twice and disputed an honest record.
+PROMPT_SHAPES = (("prompt_tokens",), ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+                 ("promptTokenCount", "toolUsePromptTokenCount"))
+COMPLETION_SHAPES = (("completion_tokens",), ("output_tokens",), ("candidatesTokenCount", "thoughtsTokenCount"))
+PROMPT_FIELDS = tuple(f for shape in PROMPT_SHAPES for f in shape)
+COMPLETION_FIELDS = tuple(f for shape in COMPLETION_SHAPES for f in shape)
 METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted unread
 MAX_TOKENS = 2**53  # the largest count sweserve takes (sweserve.agents.trajectory.MAX_COUNT)
 
@@ -813,8 +820,8 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
             counts = {f: _count(value.get(f)) for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS, *TOTAL_FIELDS)}
             if any(c is None for c in counts.values()):
                 return None
-            prompt = sum(counts[f] or 0 for f in PROMPT_FIELDS)
-            completion = sum(counts[f] or 0 for f in COMPLETION_FIELDS)
+            prompt = max(sum(counts[f] or 0 for f in shape) for shape in PROMPT_SHAPES)
+            completion = max(sum(counts[f] or 0 for f in shape) for shape in COMPLETION_SHAPES)
             # a stated total above the parts read: the rest is under a name the meter does not know (a gateway's
             # own), counted as completion rather than left out (red team 18b, R18b-2)
             stated = max(counts[f] or 0 for f in TOTAL_FIELDS)
