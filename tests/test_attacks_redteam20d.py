@@ -289,3 +289,43 @@ def test_r20d_6_a_renamed_file_and_a_new_one_under_its_old_name_keep_their_own_s
     of_a = read_manifests(runs_root(a), a.name, {"a"}, {"S"})
     assert set(of_a["a"].tasks) == {"o__r-2"}, "a.jsonl's report counts R's tasks, which it never selected"
     assert "a" in of_b and set(of_b["a"].tasks) == {"o__r-1", "o__r-3"}, "R's missing task left b.jsonl's report"
+
+
+def test_a_task_run_while_unready_is_run_again_once_ready_and_counted(tmp_path, monkeypatch):
+    """Lead left by red team 20d: run R1 (`--include-unready`) recorded task 1 while it was not ready; task 1 was
+    validated since, and run R2 (ready tasks only) on the same file skipped it as done. The report leaves out
+    results run while not ready, so task 1, a ready task R2 selected, was neither counted nor `missing`: it left
+    the denominator (pass@1 100% where R2 resolved one of two). Defence: a result recorded while the task was not
+    ready does not finish it for a run that finds it ready (`pending`); the report reads each attempt's latest
+    record, so the ready run's result is the one counted."""
+    from test_attacks_redteam15c import cli
+    from test_report_properties import record
+
+    import sweserve.dataset.readiness as readiness
+    from sweserve.evaluation.evaluate import pending
+
+    out = tmp_path / "results.jsonl"
+    real = readiness.why_not_ready
+    monkeypatch.setattr(readiness, "why_not_ready",
+                        lambda task, instruction: "not validated" if task.task_id == "o__r-1" else None)
+    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
+    with ResultsWriter(out) as w:
+        w.write(record("o__r-1", "resolved", run_id="R1").model_copy(update={"task_ready": False}))
+    monkeypatch.setattr(readiness, "why_not_ready", lambda task, instruction: None)
+    both = [bundle("o__r-1"), bundle("o__r-2")]
+    assert [b.task.task_id for b, _ in pending(both, _agent(), 1, out)] == ["o__r-1", "o__r-2"]
+    write_manifest(out, "R2", _agent(), both)
+    with ResultsWriter(out) as w:
+        w.write(record("o__r-2", "resolved", run_id="R2").model_copy(update={"task_ready": True}))
+    monkeypatch.setattr(readiness, "why_not_ready", real)
+    proc = cli("report", str(out), "--json", cwd=tmp_path)  # R2 killed before it ran task 1 again
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert (rep["statuses"]["missing"], rep["overall"]["pass_at_1"]) == (1, 0.5), rep["tasks"]
+    with ResultsWriter(out) as w:  # and run again: the ready run's own record is the one counted
+        w.write(record("o__r-1", "failed", run_id="R2").model_copy(update={"task_ready": True}))
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    (rep,) = json.loads(proc.stdout)
+    assert (rep["statuses"]["missing"], rep["overall"]["pass_at_1"]) == (0, 0.5), rep["tasks"]
+    monkeypatch.setattr(readiness, "why_not_ready", lambda task, instruction: "not validated")
+    assert pending(both[:1], _agent(), 1, out) == []  # control: an unready run takes any record as done

@@ -49,6 +49,9 @@ def run(args, console: Console) -> int:
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
     unready: set[tuple[str, str]] = set()
+    # each run's own records of tasks it ran while not ready: its selection of them was unready, whatever its
+    # manifest says (one from before manifests listed them says nothing)
+    ran_unready = {(r.run_id, r.agent, r.task_id) for r in results if r.task_ready is False}
     if not args.include_unready:
         unready = {(r.agent, r.task_id) for r in results if r.task_ready is False}
         results = [r for r in results if r.task_ready is not False]
@@ -67,9 +70,14 @@ def run(args, console: Console) -> int:
     selected: dict[str, Selection] = {}
     for path in paths:  # each file's own runs: other results files in its folder are not reported
         found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]},
-                               {r.run_id for r in per_file[path]})
+                               {r.run_id for r in per_file[path]}, ran_unready)
         for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
+    if not args.include_unready:
+        # a task a run selected ready (validated since another run took it unready) is counted, its results run
+        # while unready left out: the ready run's result counts, and none yet is `missing`. Left out as unready, it
+        # left the denominator (the ready run had skipped it as done, `evaluate.pending`)
+        unready -= {(agent, t) for agent, sel in selected.items() for t in sel.tasks if t not in sel.unready}
     if not args.include_unready:  # a run's unready selection with no result, as its manifest says (R15g-5, R16b)
         ran = {(r.agent, r.task_id) for r in results}
         unready |= {(agent, t) for agent, sel in selected.items() for t in sel.unready if (agent, t) not in ran}

@@ -44,14 +44,22 @@ def pending(bundles: list[TaskBundle], agent: Agent, attempts: int, results_path
     `retry_errors`, also those whose last result is an `error` the machinery caused (not `OWN_ERRORS`) or a
     `skipped` (it says where or when the run was, never what the candidate did: a host without the GPUs, a task
     not validated yet; red team 15c, R15c-6). A plain resume leaves skips alone: on the same host each would be
-    skipped again."""
+    skipped again. A result recorded while the task was not ready (`--include-unready`) does not finish it for a
+    run that finds it ready: reports leave such results out, and the ready task, skipped, left the denominator."""
     done = latest(read_results(results_path))
     todo = []
     # a task named twice (`run $(cat a.txt b.txt)`) is one task: run twice, its attempt was recorded twice and the
     # later record counted (red team 16b, R16b-4)
     for bundle in {b.task.task_id: b for b in bundles}.values():
+        ready: bool | None = None  # assessed once a record run while unready asks
         for attempt in range(first_attempt, attempts + 1):
             prior = done.get((bundle.task.task_id, agent.name, attempt))
+            if prior is not None and prior.task_ready is False:
+                if ready is None:
+                    ready = ready_now(bundle)
+                if ready:
+                    todo.append((bundle, attempt))
+                    continue
             if prior is None or retry_errors and (prior.status == "skipped" or prior.status == "error"
                                                   and prior.error_kind not in OWN_ERRORS):
                 todo.append((bundle, attempt))

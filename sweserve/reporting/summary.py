@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Set
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -103,12 +104,15 @@ class AgentReport(BaseModel):
 
 
 def read_manifests(runs_root: Path, results_file: str | None = None,
-                   agents: set[str] | None = None, run_ids: set[str] | None = None) -> dict[str, Selection]:
+                   agents: set[str] | None = None, run_ids: set[str] | None = None,
+                   ran_unready: Set[tuple[str, str, str]] = frozenset()) -> dict[str, Selection]:
     """Each agent's selection over every run recorded under runs_root (`<run_id>/manifest.json`).
 
     Several results files may share a folder (and so runs_root): with `results_file` (a file name) only the
     runs that wrote that file count. A manifest from before manifests named their results file counts when
     its agent is one of `agents` (those with records in the file), so other files' agents never join in.
+    `ran_unready`: (run id, agent, task) of records run while the task was not ready: that run selected it
+    unready, whatever its manifest says (one from before manifests listed them says nothing).
     """
     selected: dict[str, Selection] = {}
     for path in manifest_paths(runs_root):
@@ -126,8 +130,9 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
             written = None
         if written is None and agents is not None and m.agent not in agents:
             continue
+        unready = set(m.unready) | {t for t in m.tasks if (m.run_id, m.agent, t) in ran_unready}
         sel = Selection(attempts=m.attempts, tasks={t: m.families.get(t) for t in m.tasks}, per_task=m.per_task,
-                        unready=m.unready)
+                        unready=sorted(unready))
         selected[m.agent] = selected[m.agent].merge(sel) if m.agent in selected else sel
     return selected
 
