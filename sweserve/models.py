@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
 from sweserve.errors import ErrorKind
 
@@ -425,6 +425,9 @@ class Metered(Strict):
     last_prompt_tokens: int = Field(0, ge=0, description="the last answer it read (a record saved after each step "
                                     "lacks it when a time limit cuts the step's command)")
     last_completion_tokens: int = Field(0, ge=0)
+    recent: list[tuple[NonNegativeInt, NonNegativeInt]] = Field(
+        default_factory=list, max_length=16, description="the last answers it read, (prompt, completion) each, "
+        "oldest first: a record saved before a step of parallel calls lacks them all when a time limit cuts the step")
     unreadable: bool = Field(False, description="the host could not read the proxy's meter when the phase ended: "
                              "nothing it counted is known (red team 18b, R18b-5)")
 

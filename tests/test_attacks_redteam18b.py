@@ -255,15 +255,30 @@ def test_r18b_5_control_a_readable_meter_is_read():
 
 # --- R18b-6 (a lead) -----------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="R18b-6: the meter keeps only the last answer it read (last_*): a timed-out "
-                   "record short by several answers of one parallel step is disputed")
 def test_r18b_6_a_timed_out_parallel_step_is_no_dispute():
     """Two answers (3 000 + 200 and 2 500 + 150 tokens) read in the step the time limit cut; the record, saved
-    after the step before, lacks both."""
+    after the step before, lacks both. The meter lists its last answers one by one (`recent`)."""
     from sweserve.models import Metered
 
     m = Metered(requests=4, metered=4, prompt_tokens=8_000, completion_tokens=600, last_prompt_tokens=2_500,
-                last_completion_tokens=150)
+                last_completion_tokens=150, recent=[(1_000, 100), (1_500, 100), (3_000, 200), (2_500, 150)])
     run = with_meter(AgentRun(agent="cmd", usage_from="agent", exit_reason="timed_out", prompt_tokens=2_500,
                               completion_tokens=250, cost_usd=0.01), m)
     assert run.flags == [], "an honest parallel agent cut by the time limit is disputed"
+
+
+def test_r18b_6_through_the_proxys_meter(tmp_path):
+    """The same through the real addon: four answers, the record saved before the last two (a parallel step the
+    time limit cut) is no dispute; short by the second and the fourth (no suffix of what was read), it is."""
+    from test_attacks_metering import answer
+
+    chat = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+    m = meter(tmp_path, [call("/v1/chat/completions", chat, answer(p, c))
+                         for p, c in ((1_000, 100), (1_500, 100), (3_000, 200), (2_500, 150))])
+    assert m.recent == [(1_000, 100), (1_500, 100), (3_000, 200), (2_500, 150)]
+    cut = with_meter(AgentRun(agent="cmd", usage_from="agent", exit_reason="timed_out", prompt_tokens=2_500,
+                              completion_tokens=200, cost_usd=0.01), m)  # the first two answers
+    assert cut.flags == [] and cut.cost_usd is None and (cut.prompt_tokens, cut.completion_tokens) == (8_000, 550)
+    forged = with_meter(AgentRun(agent="cmd", usage_from="agent", exit_reason="timed_out", prompt_tokens=4_000,
+                                 completion_tokens=300, cost_usd=0.01), m)
+    assert forged.flags and forged.flags[0].startswith("usage_disagrees")

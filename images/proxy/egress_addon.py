@@ -778,6 +778,7 @@ PROMPT_SHAPES = (("prompt_tokens",), ("input_tokens", "cache_creation_input_toke
 COMPLETION_SHAPES = (("completion_tokens",), ("output_tokens",), ("candidatesTokenCount", "thoughtsTokenCount"))
 PROMPT_FIELDS = tuple(f for shape in PROMPT_SHAPES for f in shape)
 COMPLETION_FIELDS = tuple(f for shape in COMPLETION_SHAPES for f in shape)
+RECENT = 16  # the answers the meter lists one by one, newest last (sweserve.models.Metered.recent)
 METER_MAX_BYTES = 32 << 20  # an answer larger than this is not parsed: counted unread
 MAX_TOKENS = 2**53  # the largest count sweserve takes (sweserve.agents.trajectory.MAX_COUNT)
 
@@ -1095,9 +1096,11 @@ class Egress:
         # tunnels: https CONNECTs, never read. A call with no answer (the client hung up, the server died) is in
         # requests alone.
         # last_*: the last answer read (an agent's record saved after each step lacks it when a time limit cuts the
-        # step's command: red team 16e, R16e-3)
+        # step's command: red team 16e, R16e-3); recent: the last RECENT answers' [prompt, completion], oldest first
+        # (a step of parallel calls the cut fell in lacks several: red team 18b, R18b-6)
         self.meter = {"requests": 0, "metered": 0, "refused": 0, "unread": 0, "tunnels": 0, "prompt_tokens": 0,
                       "completion_tokens": 0, "last_prompt_tokens": 0, "last_completion_tokens": 0}
+        self.recent: list[list[int]] = []
 
     @classmethod
     def from_env(cls, env=os.environ) -> "Egress":
@@ -1160,7 +1163,7 @@ class Egress:
 
     def write_meter(self) -> None:
         part = self.meter_path.with_suffix(".part")
-        part.write_text(json.dumps(self.meter))
+        part.write_text(json.dumps({**self.meter, "recent": self.recent}))
         os.replace(part, self.meter_path)
 
     def running(self) -> None:
@@ -1348,6 +1351,7 @@ class Egress:
             for field, count in (("prompt_tokens", usage[0]), ("completion_tokens", usage[1])):
                 self.meter[field] = min(self.meter[field] + count, MAX_TOKENS)  # a count results can hold
                 self.meter[f"last_{field}"] = min(count, MAX_TOKENS)
+            self.recent = [*self.recent, [min(usage[0], MAX_TOKENS), min(usage[1], MAX_TOKENS)]][-RECENT:]
         self.write_meter()
 
 

@@ -134,6 +134,16 @@ def agent_sandbox(box: Sandbox, agent: Agent, audit: Path | None) -> Iterator[Sa
         yield proxied
 
 
+def _before_last_answers(meter: Metered) -> list[tuple[int, int]]:
+    """The meter's counts less its last answer, less its last two, ... (as many as it lists one by one)."""
+    answers = meter.recent or [(meter.last_prompt_tokens, meter.last_completion_tokens)]
+    out, prompt, completion = [], meter.prompt_tokens, meter.completion_tokens
+    for p, c in reversed(answers):
+        prompt, completion = prompt - p, completion - c
+        out.append((prompt, completion))
+    return out
+
+
 def with_meter(run: AgentRun, meter: Metered | None) -> AgentRun:
     """The run with what its egress proxy counted of the model's answers (`Metered`). A complete meter's counts
     are the run's tokens (`usage_from` proxy): the agent's own record is written in its sandbox, and a forged one
@@ -146,11 +156,11 @@ def with_meter(run: AgentRun, meter: Metered | None) -> AgentRun:
     update: dict = {"metered": meter}
     counted = (meter.prompt_tokens, meter.completion_tokens)
     said = (run.prompt_tokens, run.completion_tokens)
-    # a run the time limit cut: a record saved after each whole step (mini-swe-agent's) lacks the last answer when
-    # the cut fell in that step's command. Its tokens are still the meter's and its cost dropped, but it is no
-    # dispute (red team 16e, R16e-3)
-    cut_short = (run.exit_reason == "timed_out" and meter.complete
-                 and said == (counted[0] - meter.last_prompt_tokens, counted[1] - meter.last_completion_tokens))
+    # a run the time limit cut: a record saved after each whole step (mini-swe-agent's) lacks the step's answers
+    # when the cut fell in the step's command: the last one (red team 16e, R16e-3), or the last few of a step of
+    # parallel calls (red team 18b, R18b-6). Its tokens are still the meter's and its cost dropped, but it is no
+    # dispute; short by anything but the meter's last answers, it is
+    cut_short = run.exit_reason == "timed_out" and meter.complete and said in _before_last_answers(meter)
     if cut_short:
         update["cost_usd"] = None
     elif run.usage_from == "agent" and (said != counted if meter.complete else (said[0] < counted[0]
