@@ -354,6 +354,10 @@ class DockerSandbox:
                 _remove_network(client, network)
             raise
         box = cls(container, network if own else None, host=host)
+        if volumes := sorted((container.attrs.get("Config") or {}).get("Volumes") or {}):
+            box.remove()
+            raise InfraError("docker", f"the image {image} declares VOLUME {' '.join(volumes)}: a sandbox's writes "
+                             "there are kept outside its writable layer, past its disk limit (build it without one)")
         try:
             with docker_errors(f"starting a {role} container from {image}"):
                 container.start()
@@ -597,7 +601,7 @@ class DockerSandbox:
             fwd.close()
         client, failed = self.container.client, None
         try:
-            self.container.remove(force=True)
+            self.container.remove(force=True, v=True)  # and any anonymous volume it has
         except docker.errors.NotFound:
             pass
         except docker.errors.DockerException as exc:
