@@ -78,7 +78,7 @@ def run(args, console: Console) -> int:
         # while unready left out: the ready run's result counts, and none yet is `missing`. Left out as unready, it
         # left the denominator (the ready run had skipped it as done, `evaluate.pending`)
         unready -= {(agent, t) for agent, sel in selected.items() for t in sel.tasks if t not in sel.unready}
-    if not args.include_unready:  # a run's unready selection with no result, as its manifest says (R15g-5, R16b)
+        # a run's unready selection with no result, as its manifest says (R15g-5, R16b)
         ran = {(r.agent, r.task_id) for r in results}
         unready |= {(agent, t) for agent, sel in selected.items() for t in sel.unready if (agent, t) not in ran}
     if args.tasks:
