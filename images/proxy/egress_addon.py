@@ -797,6 +797,24 @@ def _count(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else None
 
 
+# a usage's list of the sampling steps one call ran, each a usage of its own (folded): Anthropic's `iterations`
+ITERATION_KEYS = ("iterations",)
+
+
+def _usage_counts(value: dict) -> tuple[int, int] | None:
+    """(prompt, completion) one usage object states by its own fields (the largest reading of each shape, a stated
+    total's excess as completion), or None if a field it states is no count."""
+    counts = {f: _count(value.get(f)) for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS, *TOTAL_FIELDS)}
+    if any(c is None for c in counts.values()):
+        return None
+    prompt = max(sum(counts[f] or 0 for f in shape) for shape in PROMPT_SHAPES)
+    completion = max(sum(counts[f] or 0 for f in shape) for shape in COMPLETION_SHAPES)
+    # a stated total above the parts read: the rest is under a name the meter does not know (a gateway's own),
+    # counted as completion rather than left out (red team 18b, R18b-2)
+    stated = max(counts[f] or 0 for f in TOTAL_FIELDS)
+    return prompt, completion + max(stated - prompt - completion, 0)
+
+
 def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
     """(prompt, completion) tokens one answer (or one streamed event) states, or None if it states none: a
     usage object at the top or one level down (a Responses API event's `response`, Anthropic's `message`); a list
@@ -816,17 +834,23 @@ def usage_in(node, depth: int = 0) -> tuple[int, int] | None:
     for key, value in node.items():
         if isinstance(key, str) and _fold(key) in USAGE_KEYS and isinstance(value, dict):
             seen = True
-            if not any(f in value for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS)):
+            steps = [v for k, v in value.items() if isinstance(k, str) and _fold(k) in ITERATION_KEYS]
+            if not any(f in value for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS)) and not steps:
                 continue  # it names no count the meter reads: no reading, not 0 tokens (red team 17b, R17b-4)
-            counts = {f: _count(value.get(f)) for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS, *TOTAL_FIELDS)}
-            if any(c is None for c in counts.values()):
+            top = _usage_counts(value)
+            if top is None:
                 return None
-            prompt = max(sum(counts[f] or 0 for f in shape) for shape in PROMPT_SHAPES)
-            completion = max(sum(counts[f] or 0 for f in shape) for shape in COMPLETION_SHAPES)
-            # a stated total above the parts read: the rest is under a name the meter does not know (a gateway's
-            # own), counted as completion rather than left out (red team 18b, R18b-2)
-            stated = max(counts[f] or 0 for f in TOTAL_FIELDS)
-            return prompt, completion + max(stated - prompt - completion, 0)
+            # the sampling steps of one call (Anthropic's server-side compaction: the summary step is in
+            # `iterations` only, the top level states the last step): their sum, when it is more (red team 21a, R21a-1)
+            for step in steps:
+                if not isinstance(step, list) or not all(isinstance(item, dict) for item in step):
+                    return None
+                read = [_usage_counts(item) for item in step]
+                each = [c for c in read if c is not None]
+                if len(each) != len(read):
+                    return None
+                top = (max(top[0], sum(c[0] for c in each)), max(top[1], sum(c[1] for c in each)))
+            return top
     if depth < 1 and not seen:  # the answer's own usage, unread, is not replaced by one deeper down
         for value in node.values():
             if isinstance(value, dict) and (inner := usage_in(value, depth + 1)) is not None:
