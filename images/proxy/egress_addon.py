@@ -489,6 +489,40 @@ def stored_refs(body, content: bool = False, anywhere: frozenset[str] = STORED_A
     return found
 
 
+# where an object that is only an `id` is no reference: a schema (a property named `id`, an example of the answer)
+SCHEMA_KEYS = {"responseformat", "responseschema", "responsejsonschema", "outputformat", "outputconfig", "guidedjson",
+               "structuredoutputs", "jsonschema", "format", "parameters", "inputschema", "prediction"}
+
+
+def id_refs(body) -> list[str]:
+    """The objects a body holds that are only an id (every other field absent or null): a reference to an object
+    stored at the provider, whatever it is called and wherever it stands (the Responses API's item_reference, whose
+    `type` is optional; Chat Completions' `"audio": {"id": ...}`, a previous audio answer: red team 21a, R21a-2).
+    Never in `tools`, a schema (SCHEMA_KEYS) nor the agent's own tool calls' arguments and results (Anthropic's
+    tool_use `input`, Gemini's `args` and `response` beside a `name`). Read without recursion."""
+    found: list[str] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack += node
+        elif isinstance(node, dict):
+            present = [k for k, v in node.items() if v is not None]
+            if [_fold(k) if isinstance(k, str) else k for k in present] == ["id"] \
+                    and not isinstance(node[present[0]], (dict, list)):
+                found.append(f"an object that is only an id ({str(node[present[0]])[:60]!r})")
+                continue
+            kinds = {_fold(v) for k, v in node.items() if isinstance(k, str) and k.casefold() == "type"
+                     and isinstance(v, str)}
+            for key, value in node.items():
+                folded = _fold(key) if isinstance(key, str) else ""
+                if folded in ("tools", *SCHEMA_KEYS) or (folded == "input" and kinds & TOOL_CALL_TYPES) \
+                        or (folded in ("args", "response") and "name" in node):
+                    continue
+                stack.append(value)
+    return found
+
+
 # what a model server loads as serialized tensors (torch.load): vLLM's `prompt_embeds` and its `image_embeds` and
 # `audio_embeds` content parts, base64 of a torch.save file. The agent's bytes, unpickled on the server every trial
 # shares (a crafted sparse tensor writes out of bounds before vLLM 0.11.1: GHSA-mrw7-hf4f-83pf), like SGLang's
@@ -1164,7 +1198,7 @@ class Egress:
             return "a model that searches the web by its name (:online)"
         if routing := routing_fields(body):
             return f"a gateway's routing field {routing[0][:100]!r} (it would send the request elsewhere)"
-        if stored := stored_refs(body):
+        if stored := stored_refs(body) or id_refs(body):
             return f"a reference to an object stored at the provider ({stored[0][:100]!r})"
         if tensors := loaded_tensors(body):
             return f"serialized tensors the model server would load ({tensors[0][:100]!r})"
