@@ -19,7 +19,8 @@ test_attacks_redteam16e, `run` from test_attacks_redteam15f): no Docker.
   `"audio": {"id": "audio_..."}`, a previous audio answer the server reads back. `stored_refs` read only a string
   `type`, and content is ANY to the allow-list: passed. Defence: an object whose only (non-null) field is an `id`
   is a reference to a stored object, wherever it stands outside `tools`, schemas and the agent's own tool calls'
-  arguments and results.
+  arguments and results. Variants: vLLM's media `uuid` (the key of the shared server's multimodal processor cache,
+  with the media null or beside it: another trial's image read by its uuid); an id beside nothing but a `type`.
 """
 
 from __future__ import annotations
@@ -113,6 +114,24 @@ BY_ID = {
     "anthropic-block-by-id": ({"model": "default", "max_tokens": 8, "messages": [
         {"role": "user", "content": [{"id": "srvtoolu_0a1b"}, {"type": "text", "text": "hi"}]}]}, "/v1/messages"),
 }
+# vLLM's media UUIDs (`vllm/entrypoints/chat_utils.py`): a content part's `uuid` is the key of the shared server's
+# multimodal processor cache, and its media may be null ("already cached"): the features of whatever media another
+# trial sent under that uuid enter this conversation. With media of its own beside the uuid, the cache still answers
+# by the uuid.
+BY_UUID = {
+    "vllm-uuid-null-image": ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": None, "uuid": "sku-1234-a"}, {"type": "text", "text": "read it"}]}]},
+        "/v1/chat/completions"),
+    "vllm-uuid-simple-image": ({"model": "default", "messages": [{"role": "user", "content": [
+        {"image_url": None, "uuid": "sku-1234-a"}]}]}, "/v1/chat/completions"),
+    "vllm-uuid-beside-data": ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}, "uuid": "sku-1234-a"}]}]},
+        "/v1/chat/completions"),
+    "vllm-uuid-embeds": ({"model": "default", "messages": [{"role": "user", "content": [
+        {"type": "image_embeds", "image_embeds": None, "uuid": "sku-1234-a"}]}]}, "/v1/chat/completions"),
+    "typed-bare-id": ({"model": "default", "input": [{"type": "message", "id": "msg_0a1b2c"}]}, "/v1/responses"),
+}
+BY_ID.update(BY_UUID)
 
 
 @pytest.mark.parametrize("case", BY_ID.values(), ids=BY_ID.keys())
@@ -137,7 +156,8 @@ ID_HONEST = {
     # an answer schema with a property named id
     "schema-id": ({"model": "default", "messages": [{"role": "user", "content": "x"}], "response_format": {
         "type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object", "properties": {
-            "id": {"type": "string"}}, "examples": [{"id": "abc"}]}}}}, "/v1/chat/completions"),
+            "id": {"type": "string"}, "uuid": {"type": "string"}}, "examples": [{"id": "abc", "uuid": "u"}]}}}},
+        "/v1/chat/completions"),
     # Anthropic's tool_use input and Gemini's functionCall args and functionResponse: the agent's own tools' words
     "anthropic-tool-use": ({"model": "default", "max_tokens": 8, "messages": [
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get", "input": {"id": "7"}}]},
