@@ -495,9 +495,10 @@ SCHEMA_KEYS = {"responseformat", "responseschema", "responsejsonschema", "output
 
 
 def id_refs(body) -> list[str]:
-    """The objects a body holds that are only an id (every other field absent or null): a reference to an object
-    stored at the provider, whatever it is called and wherever it stands (the Responses API's item_reference, whose
-    `type` is optional; Chat Completions' `"audio": {"id": ...}`, a previous audio answer: red team 21a, R21a-2).
+    """The objects a body holds that are only an id (every other field but a `type` absent or null), and those naming
+    a `uuid` (vLLM's media cache key): a reference to an object stored at the provider or cached on a shared server,
+    whatever it is called and wherever it stands (the Responses API's item_reference, whose `type` is optional; Chat
+    Completions' `"audio": {"id": ...}`, a previous audio answer: red team 21a, R21a-2).
     Never in `tools`, a schema (SCHEMA_KEYS) nor the agent's own tool calls' arguments and results (Anthropic's
     tool_use `input`, Gemini's `args` and `response` beside a `name`). Read without recursion."""
     found: list[str] = []
@@ -507,10 +508,14 @@ def id_refs(body) -> list[str]:
         if isinstance(node, list):
             stack += node
         elif isinstance(node, dict):
-            present = [k for k, v in node.items() if v is not None]
-            if [_fold(k) if isinstance(k, str) else k for k in present] == ["id"] \
-                    and not isinstance(node[present[0]], (dict, list)):
-                found.append(f"an object that is only an id ({str(node[present[0]])[:60]!r})")
+            present = {_fold(k) if isinstance(k, str) else k: v for k, v in node.items() if v is not None}
+            if "id" in present and set(present) <= {"id", "type"} and not isinstance(present["id"], (dict, list)):
+                found.append(f"an object that is only an id ({str(present['id'])[:60]!r})")
+                continue
+            if "uuid" in present and not isinstance(present["uuid"], (dict, list)):
+                # vLLM's media uuid: the key of the shared server's multimodal processor cache, which answers by it
+                # whether or not the media is beside it (another trial's cached image, read by its uuid)
+                found.append(f"a cache key ({str(present['uuid'])[:60]!r})")
                 continue
             kinds = {_fold(v) for k, v in node.items() if isinstance(k, str) and k.casefold() == "type"
                      and isinstance(v, str)}
