@@ -21,6 +21,11 @@ test_attacks_redteam16e, `run` from test_attacks_redteam15f): no Docker.
   is a reference to a stored object, wherever it stands outside `tools`, schemas and the agent's own tool calls'
   arguments and results. Variants: vLLM's media `uuid` (the key of the shared server's multimodal processor cache,
   with the media null or beside it: another trial's image read by its uuid); an id beside nothing but a `type`.
+- R21a-3 (the meter): an answer format the meter cannot read, asked for by an allowed query parameter. Google's APIs
+  take the system parameter `alt` as `json`, `sse`, `media` or `proto`; closed book passed `alt` with any plain
+  token, so `:generateContent?alt=proto` got a binary protobuf answer: no usage read, no stream chunks, a floor of 0
+  tokens, and any record of the agent's above 0 stood unflagged (its cost too), every call so. Defence: each client
+  query parameter has the values clients send (`alt`: `sse`, `json`; `beta`: `true`), not any token.
 """
 
 from __future__ import annotations
@@ -175,3 +180,37 @@ def test_r21a_2_control_ids_beside_content_pass(tmp_path, monkeypatch, case):
     body, path = case
     refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
     assert not refused, "an honest request was refused"
+
+
+# --- R21a-3 --------------------------------------------------------------------------------------------------------
+
+GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
+
+
+@pytest.mark.parametrize("path", [
+    "/v1beta/models/default:generateContent?alt=proto",
+    "/v1beta/models/default:streamGenerateContent?alt=proto",
+    "/v1beta/models/default:generateContent?alt=media",
+    "/v1beta/models/default:generateContent?key=AIza&alt=PROTO",
+    "/v1/messages?beta=proto",
+], ids=["proto", "stream-proto", "media", "upper-proto", "beta-value"])
+def test_r21a_3_an_answer_format_the_meter_cannot_read_is_refused(tmp_path, monkeypatch, path):
+    """Won: passed; the binary answer was unread, its floor 0 tokens, and a record of 1 token stood."""
+    body = GEMINI_BODY if ":" in path else {"model": "default", "max_tokens": 8, "messages": []}
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert refused, f"{path} passed"
+
+
+@pytest.mark.parametrize("path", [
+    "/v1beta/models/default:streamGenerateContent?alt=sse",
+    "/v1beta/models/default:generateContent?alt=json",
+    "/v1beta/models/default:generateContent?key=AIza-Sy_0123",
+    "/openai/deployments/default/chat/completions?api-version=2024-10-21",
+    "/openai/deployments/default/chat/completions?api-version=2025-04-01-preview",
+    "/v1/messages?beta=true",
+], ids=["sse", "json", "key", "azure", "azure-preview", "anthropic-beta"])
+def test_r21a_3_control_a_clients_query_values_pass(tmp_path, monkeypatch, path):
+    body = GEMINI_BODY if ":" in path else ({"model": "default", "max_tokens": 8, "messages": []}
+                                           if "messages" in path else {"model": "default", "messages": []})
+    refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
+    assert not refused
