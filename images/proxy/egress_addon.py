@@ -252,8 +252,11 @@ def foreign_headers(headers) -> list[str]:
 # SDK's `beta=true`. Closed book refuses any other, and a value that is more than a plain token: LiteLLM's proxy
 # takes `?model=` over the body's, and a gateway that reads query parameters as request fields takes `api_base` or
 # `plugins` there (red team 17a, R17a-2)
-CLIENT_QUERY = {"alt", "key", "api-version", "beta"}
 QUERY_VALUE = re.compile(r"[A-Za-z0-9._-]*")
+# and each with the values clients send: Google's `alt` also takes `proto` and `media`, answers the meter cannot read
+# (a binary protobuf: no usage, no stream chunks, a floor of 0 under any record: red team 21a, R21a-3)
+CLIENT_QUERY = {"alt": re.compile(r"sse|json"), "key": QUERY_VALUE, "api-version": QUERY_VALUE,
+                "beta": re.compile(r"true")}
 
 
 # the pagination of a model listing (a GET of .../models): Anthropic's `limit`, `after_id`, `before_id`, Gemini's
@@ -266,7 +269,8 @@ def foreign_query(url: str, method: str = "POST") -> str:
     """The first query parameter of `url` a model client does not send ("" if none), as `name=value`."""
     listing = method == "GET" and urlsplit(url).path.endswith(MODEL_GETS)
     for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
-        if not (name in CLIENT_QUERY or (listing and name in LISTING_QUERY)) or not QUERY_VALUE.fullmatch(value):
+        if not ((name in CLIENT_QUERY and CLIENT_QUERY[name].fullmatch(value))
+                or (listing and name in LISTING_QUERY and QUERY_VALUE.fullmatch(value))):
             return f"{name}={value}"
     return ""
 
