@@ -1,0 +1,142 @@
+"""Red team 21b: counting after today's changes (resume, manifests, reports). `evaluate.pending` now runs again an
+attempt recorded while its task was not ready once the task is ready; `report` judges a run's own unready records
+as its selection of those tasks unready, and a task another run selected ready is counted. Every selected task ends
+in exactly one counted result; orders of runs, resumes under one `--run-id`, `--tasks` and readiness that flips must
+not take a task out of the denominator or count it twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_attacks_redteam15c import cli
+from test_report_properties import record
+from test_results_report import bundle
+
+import sweserve.dataset.readiness as readiness
+from sweserve.agents.reference import NullAgent
+from sweserve.evaluation.evaluate import pending, write_manifest
+from sweserve.evaluation.results import ResultsWriter
+
+
+def _agent(name: str = "a") -> NullAgent:
+    agent = NullAgent()
+    agent.name = name
+    return agent
+
+
+def _ready_if(monkeypatch, *ready: str) -> None:
+    """Readiness as `run` judges it: the tasks named ready, every other one not validated."""
+    monkeypatch.setattr(readiness, "why_not_ready",
+                        lambda task, instruction: None if task.task_id in ready else "not validated")
+
+
+def _write(out: Path, task_id: str, status: str, run_id: str, ready: bool, attempt: int = 1) -> None:
+    with ResultsWriter(out) as w:
+        w.write(record(task_id, status, run_id=run_id, attempt=attempt).model_copy(update={"task_ready": ready}))
+
+
+def _tasks_folder(tmp_path: Path, ready: set[int], ids=(1, 2)) -> Path:
+    """A tasks folder whose readiness is recorded: the tasks numbered in `ready` ready, the others not."""
+    from test_readiness import bundle as ready_bundle
+    from test_readiness import task as ready_task
+
+    from sweserve.dataset.readiness import assess
+    from sweserve.dataset.taskstore import load_all, save_bundle
+
+    tasks = tmp_path / "tasks"
+    for n in ids:
+        b = ready_bundle(ready_task(n) if n in ready else ready_task(n, family_confident=False))
+        b.task.readiness = assess(b.task, b.instruction)
+        save_bundle(tasks, b)
+    assert {b.task.task_id for b in load_all(tasks) if b.task.ready} == {f"o__r-{n}" for n in ready}
+    return tasks
+
+
+def _report(out: Path, *extra: str) -> dict:
+    proc = cli("report", str(out), "--json", *extra, cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    return rep
+
+
+def _counted(rep: dict) -> tuple[int, int, float]:
+    """(tasks in the denominator, of them missing, pass@1)."""
+    return rep["overall"]["scored"], rep["statuses"]["missing"], rep["overall"]["pass_at_1"]
+
+
+# --- R21b-1: a task a run selected ready, then not ready now: `--tasks` took it out of the denominator ------------
+
+def test_r21b_1_tasks_folder_never_removes_a_task_a_run_selected_ready(tmp_path, monkeypatch):
+    """Attack: run R selected tasks 1 and 2, both ready; task 2 resolved and R was killed before task 1 (or the
+    agent wedged it). Task 1's readiness then flips (re-validated, a lint, an edit). `report` alone counts task 1
+    `missing` (pass@1 50%); `report --tasks tasks` (meant to add every ready task to the denominator) took it out:
+    a task not ready now with no result was called "a run's unready selection", though R selected it ready: pass@1
+    100%. Defence: the tasks folder judges only tasks no run's manifest judged; a run that selected a task ready
+    keeps it in the denominator."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-1", "o__r-2")
+    write_manifest(out, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", "R", True)
+    monkeypatch.undo()
+    tasks = _tasks_folder(tmp_path, ready={2})
+    assert _counted(_report(out)) == (2, 1, 0.5)
+    assert _counted(_report(out, "--tasks", str(tasks))) == (2, 1, 0.5), "--tasks took R's selected task out"
+
+
+# --- R21b-2: a task ready now in --tasks, run only while unready: neither counted nor `missing` ------------------
+
+def test_r21b_2_a_ready_task_of_the_tasks_folder_run_only_while_unready_is_missing(tmp_path, monkeypatch):
+    """Attack: task 1 was run (`--include-unready`, run R1) while not ready and failed; it is ready now. `report
+    --tasks tasks` counts every ready task of the folder, one with no result `missing`; but any record of the task
+    run while unready took it off the board: pass@1 100% over task 2 alone, where the folder's ready tasks are two
+    and one has no counted result. A failure run early, while unready, kept the task out of every report until a
+    ready run finished it. Defence: a task is left out as unready only where every selection of it (each run's
+    manifest, and the tasks folder) judged it unready."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
+    _write(out, "o__r-1", "failed", "R1", False)
+    write_manifest(out, "R2", _agent(), [bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", "R2", True)
+    monkeypatch.undo()
+    tasks = _tasks_folder(tmp_path, ready={1, 2})
+    assert _counted(_report(out, "--tasks", str(tasks))) == (2, 1, 0.5), "a ready task of --tasks left the board"
+
+
+def test_r21b_2_control_unready_tasks_stay_out(tmp_path, monkeypatch):
+    """Control: the same, with task 1 still not ready in the folder: its unready result is left out, and it is not
+    `missing`; with --include-unready it counts with its failure."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
+    _write(out, "o__r-1", "failed", "R1", False)
+    write_manifest(out, "R2", _agent(), [bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", "R2", True)
+    monkeypatch.undo()
+    tasks = _tasks_folder(tmp_path, ready={2})
+    assert _counted(_report(out, "--tasks", str(tasks))) == (1, 0, 1.0)
+    assert _counted(_report(out)) == (1, 0, 1.0)
+    assert _counted(_report(out, "--tasks", str(tasks), "--include-unready")) == (2, 0, 0.5)
+
+
+# --- R21b-3: one run id resumed once the task is ready: its old unready record outvotes its manifest --------------
+
+def test_r21b_3_a_resume_under_one_run_id_keeps_a_task_it_now_selects_ready(tmp_path, monkeypatch):
+    """Attack: `run --run-id R --include-unready` ran task 1 while not ready (failed, recorded unready). Task 1 is
+    validated; `run --run-id R 1 2` (the same run resumed, ready tasks) selects both ready, and `pending` runs task
+    1 again; it is killed after task 2 resolved, before task 1's new result. R's manifest says it selected task 1
+    ready, but the report took R's own old unready record as "R selected it unready" (records outvote the manifest,
+    keyed by run id): task 1 left the denominator, pass@1 100% where it is 50%. Defence: a manifest that records
+    which of its tasks were unready speaks for its run; records fill in only for manifests from before that."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, "R", _agent(), [bundle("o__r-1")])
+    _write(out, "o__r-1", "failed", "R", False)
+    _ready_if(monkeypatch, "o__r-1", "o__r-2")
+    both = [bundle("o__r-1"), bundle("o__r-2")]
+    assert [b.task.task_id for b, _ in pending(both, _agent(), 1, out)] == ["o__r-1", "o__r-2"]
+    write_manifest(out, "R", _agent(), both)
+    _write(out, "o__r-2", "resolved", "R", True)
+    monkeypatch.undo()
+    assert _counted(_report(out)) == (2, 1, 0.5), "the resumed run's ready task 1 left the denominator"
