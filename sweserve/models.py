@@ -554,7 +554,9 @@ class RunManifest(BaseModel):
     @model_validator(mode="after")
     def _of_its_tasks(self) -> "RunManifest":
         self.per_task = {t: n for t, n in self.per_task.items() if t in self.tasks}
-        self.unready = [t for t in self.unready if t in self.tasks]
+        if any(t not in self.tasks for t in self.unready):  # assigned, a field counts as set: `unready` absent
+            # from the file must stay unset (a manifest from before lists no judgement: `read_manifests`, R21b-3)
+            self.unready = [t for t in self.unready if t in self.tasks]
         return self
 
     def attempts_for(self, task_id: str) -> int:

@@ -48,15 +48,14 @@ def run(args, console: Console) -> int:
     results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
-    unready: set[tuple[str, str]] = set()
-    # each run's own records of tasks it ran while not ready: its selection of them was unready, whatever its
-    # manifest says (one from before manifests listed them says nothing)
+    # each run's own records of tasks it ran while not ready: its selection of them was unready where its manifest
+    # lists no judgement (one from before manifests listed them)
     ran_unready = {(r.run_id, r.agent, r.task_id) for r in results if r.task_ready is False}
     if not args.include_unready:
-        unready = {(r.agent, r.task_id) for r in results if r.task_ready is False}
+        left_out = {r.task_id for r in results if r.task_ready is False}
         results = [r for r in results if r.task_ready is not False]
-        if unready and not args.json:
-            console.print(f"left out the results of {len({t for _, t in unready})} tasks run while not ready "
+        if left_out and not args.json:
+            console.print(f"left out the results of {len(left_out)} tasks run while not ready "
                           "(--include-unready counts them)", markup=False)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
@@ -73,31 +72,33 @@ def run(args, console: Console) -> int:
                                {r.run_id for r in per_file[path]}, ran_unready)
         for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel
-    if not args.include_unready:
-        # a task a run selected ready (validated since another run took it unready) is counted, its results run
-        # while unready left out: the ready run's result counts, and none yet is `missing`. Left out as unready, it
-        # left the denominator (the ready run had skipped it as done, `evaluate.pending`)
-        unready -= {(agent, t) for agent, sel in selected.items() for t in sel.tasks if t not in sel.unready}
-        # a run's unready selection with no result, as its manifest says (R15g-5, R16b)
-        ran = {(r.agent, r.task_id) for r in results}
-        unready |= {(agent, t) for agent, sel in selected.items() for t in sel.unready if (agent, t) not in ran}
     if args.tasks:
         from sweserve.dataset.taskstore import load_all
 
         bundles = load_all(Path(args.tasks))
+        not_ready = {b.task.task_id for b in bundles if not b.task.ready}
+        for agent, sel in selected.items():  # the folder judges what no run's manifest judged (R15g-5)
+            if judge := [t for t in sel.unjudged if t in not_ready]:
+                selected[agent] = sel.model_copy(update={"unready": sorted({*sel.unready, *judge}),
+                                                         "unjudged": [t for t in sel.unjudged if t not in judge]})
+        # every ready task of the folder is selected ready: one run only while unready, or never, is `missing`
+        # (red team 21b, R21b-2: a record run while unready took a ready task of the folder off the board)
         tasks = Selection(tasks={b.task.task_id: b.task.family for b in bundles
                                  if args.include_unready or b.task.ready})
         for agent in {r.agent for r in results} | set(selected):
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
-        if not args.include_unready:  # a run's unready selection with no result yet is not `missing` (R15g-5)
-            ran = {(r.agent, r.task_id) for r in results}
-            unready |= {(agent, b.task.task_id) for agent in selected for b in bundles
-                        if not b.task.ready and (agent, b.task.task_id) not in ran}
-    for agent, sel in selected.items():  # a task whose results were left out as unready is not `missing` either
-        if any((agent, t) in unready for t in sel.tasks):
-            selected[agent] = sel.model_copy(update={
-                "tasks": {t: f for t, f in sel.tasks.items() if (agent, t) not in unready},
-                "per_task": {t: n for t, n in sel.per_task.items() if (agent, t) not in unready}})
+    if not args.include_unready:
+        # one rule for what leaves the denominator as unready: a task every selection of it judged unready (each
+        # run's manifest, or its own records where the manifest is older; the tasks folder) and with no result
+        # counted. A task any run selected ready is counted, `missing` until a ready run has its result: left out,
+        # it left the denominator (R20d-3; red team 21b, R21b-1: `--tasks` took out a task a run selected ready
+        # that is not ready now; the folder's judgement and the records' were three rules that disagreed)
+        ran = {(r.agent, r.task_id) for r in results}
+        for agent, sel in selected.items():
+            if gone := {t for t in sel.unready if (agent, t) not in ran}:
+                selected[agent] = sel.model_copy(update={
+                    "tasks": {t: f for t, f in sel.tasks.items() if t not in gone},
+                    "per_task": {t: n for t, n in sel.per_task.items() if t not in gone}})
     reports = build_reports(results, selected)
     if args.html:
         out = _write_html(reports, results, paths, args)

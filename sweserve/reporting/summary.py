@@ -41,6 +41,8 @@ class Selection(BaseModel):
     tasks: dict[str, str | None] = Field(default_factory=dict)
     per_task: dict[str, int] = Field(default_factory=dict, description="attempts asked of a task, where runs differ")
     unready: list[str] = Field(default_factory=list, description="selected tasks that were not ready when selected")
+    unjudged: list[str] = Field(default_factory=list, description="selected tasks whose readiness no selection of "
+                                "them recorded (a manifest from before manifests listed their unready tasks)")
 
     def attempts_for(self, task_id: str) -> int:
         return self.per_task.get(task_id, self.attempts) if task_id in self.tasks else 0
@@ -51,11 +53,13 @@ class Selection(BaseModel):
         tasks = {**self.tasks, **other.tasks}
         per_task = {t: max(self.attempts_for(t), other.attempts_for(t)) for t in tasks}
         attempts = max(per_task.values(), default=max(self.attempts, other.attempts))
-        # unready only where every run that selected it said so: a union let one run's unready selection take a
-        # task another run selected ready, and killed, out of the denominator (red team 20d, R20d-3)
-        unready = {t for t in tasks if all(t in s.unready for s in (self, other) if t in s.tasks)}
+        # unready only where every run that judged it said so: a union let one run's unready selection take a
+        # task another run selected ready, and killed, out of the denominator (red team 20d, R20d-3); a selection
+        # that recorded no judgement of a task (an old manifest) leaves it to the others, or unjudged (R21b-1)
+        judges = {t: [s for s in (self, other) if t in s.tasks and t not in s.unjudged] for t in tasks}
+        unready = {t for t, js in judges.items() if js and all(t in s.unready for s in js)}
         return Selection(attempts=attempts, tasks=tasks, per_task={t: n for t, n in per_task.items() if n != attempts},
-                         unready=sorted(unready))
+                         unready=sorted(unready), unjudged=sorted(t for t, js in judges.items() if not js))
 
 
 class Rate(BaseModel):
@@ -111,8 +115,10 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
     Several results files may share a folder (and so runs_root): with `results_file` (a file name) only the
     runs that wrote that file count. A manifest from before manifests named their results file counts when
     its agent is one of `agents` (those with records in the file), so other files' agents never join in.
-    `ran_unready`: (run id, agent, task) of records run while the task was not ready: that run selected it
-    unready, whatever its manifest says (one from before manifests listed them says nothing).
+    `ran_unready`: (run id, agent, task) of records run while the task was not ready: a manifest from before
+    manifests listed their unready tasks says nothing, and such a record says that run selected the task unready;
+    its other tasks are `unjudged`. A manifest that lists them speaks for its run: a run id resumed once the task
+    was ready (`pending` runs it again) selected it ready, whatever its older record says (red team 21b, R21b-3).
     """
     selected: dict[str, Selection] = {}
     for path in manifest_paths(runs_root):
@@ -130,9 +136,13 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
             written = None
         if written is None and agents is not None and m.agent not in agents:
             continue
-        unready = set(m.unready) | {t for t in m.tasks if (m.run_id, m.agent, t) in ran_unready}
+        if "unready" in m.model_fields_set:
+            unready, unjudged = set(m.unready), set()
+        else:
+            unready = {t for t in m.tasks if (m.run_id, m.agent, t) in ran_unready}
+            unjudged = set(m.tasks) - unready
         sel = Selection(attempts=m.attempts, tasks={t: m.families.get(t) for t in m.tasks}, per_task=m.per_task,
-                        unready=sorted(unready))
+                        unready=sorted(unready), unjudged=sorted(unjudged))
         selected[m.agent] = selected[m.agent].merge(sel) if m.agent in selected else sel
     return selected
 
