@@ -140,3 +140,41 @@ def test_r21b_3_a_resume_under_one_run_id_keeps_a_task_it_now_selects_ready(tmp_
     _write(out, "o__r-2", "resolved", "R", True)
     monkeypatch.undo()
     assert _counted(_report(out)) == (2, 1, 0.5), "the resumed run's ready task 1 left the denominator"
+
+
+# --- R21b-4: one run id selected a task ready, then resumed with --include-unready once it is not ---------------
+
+def _ready_then_unready(tmp_path, monkeypatch, run_ids: tuple[str, str]) -> Path:
+    """Run R selected tasks 1 and 2 ready; task 2 resolved and R was killed before task 1. Task 1's readiness
+    then flips; `run --include-unready` (under `run_ids[1]`) selects task 1 again, and is killed before it."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-1", "o__r-2")
+    write_manifest(out, run_ids[0], _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", run_ids[0], True)
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, run_ids[1], _agent(), [bundle("o__r-1")])
+    monkeypatch.undo()
+    return out
+
+
+def test_r21b_4_a_resume_with_include_unready_never_unselects_what_the_run_selected_ready(tmp_path, monkeypatch):
+    """Attack: as R20d-3, but the second invocation resumes the same run (`--run-id R --include-unready`): the
+    resume's judgement replaced the run's, R's manifest then listed task 1 unready, and the report left it out:
+    pass@1 100% where two runs under two ids give 50% (task 1 `missing`). Resumed with the agent's own failure, the
+    failure run while unready is left out too. Defence: a resume merges judgements as the report merges runs: a
+    task stays unready only where every invocation that selected it judged it so."""
+    out = _ready_then_unready(tmp_path, monkeypatch, ("R", "R"))
+    assert _counted(_report(out)) == (2, 1, 0.5), "the resume took R's ready selection of task 1 out"
+
+
+def test_r21b_4_control_two_run_ids_and_a_resume_that_is_unready_throughout(tmp_path, monkeypatch):
+    """Controls: two run ids count task 1 `missing` (R20d-3); a run that selected task 1 unready in every
+    invocation leaves it out."""
+    assert _counted(_report(_ready_then_unready(tmp_path / "two", monkeypatch, ("R1", "R2")))) == (2, 1, 0.5)
+    out = tmp_path / "one" / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", "R", True)
+    write_manifest(out, "R", _agent(), [bundle("o__r-1")])
+    monkeypatch.undo()
+    assert _counted(_report(out)) == (1, 0, 1.0)
