@@ -153,7 +153,11 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     if prior is not None:
         for t in prior.tasks:
             asked[t] = max(asked.get(t, 0), prior.attempts_for(t))
-        # this selection judges its own tasks; what it did not select keeps the earlier judgement
+        # judgements merge as the report merges runs (`Selection.merge`): a task stays unready only where every
+        # invocation that selected it said so. A resume judging alone took a task the run selected ready, then
+        # killed, out of the denominator once it flipped unready and was resumed with --include-unready (red team
+        # 21b, R21b-4); one that selected it unready before and ready now selects it ready (R21b-3)
+        unready = {t for t in unready if t not in prior.tasks or t in prior.unready}
         unready |= {t for t in prior.unready if t not in tasks}
         tasks = {**prior.tasks, **tasks}
         families = {**prior.families, **families}
