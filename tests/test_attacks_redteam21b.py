@@ -178,3 +178,44 @@ def test_r21b_4_control_two_run_ids_and_a_resume_that_is_unready_throughout(tmp_
     write_manifest(out, "R", _agent(), [bundle("o__r-1")])
     monkeypatch.undo()
     assert _counted(_report(out)) == (1, 0, 1.0)
+
+
+# --- R21b-5: a run through a symbolic link in another folder: its manifest beside the link, not the file ----------
+
+def _linked(tmp_path) -> tuple[Path, Path]:
+    real = tmp_path / "real" / "results.jsonl"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "elsewhere" / "mine.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    return real, link
+
+
+def test_r21b_5_a_run_through_a_link_counts_in_the_files_report(tmp_path):
+    """Attack: `run --output elsewhere/mine.jsonl` (a symbolic link to real/results.jsonl) selected tasks 1 and 2,
+    resolved 2 and was killed before 1. The record went into the file (the lock is the file's own, R15c-8), but the
+    manifest went to elsewhere/runs/: `report real/results.jsonl` found no selection for run R, and task 1 left the
+    denominator (pass@1 100%); `report` through the link found R's manifest named `mine.jsonl` beside no such file.
+    Defence: a results file's runs folder and name are its own, followed through symbolic links
+    (`trial_folder.results_home`), so every name of one file finds one runs folder."""
+    real, link = _linked(tmp_path)
+    write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    _write(link, "o__r-2", "resolved", "R", True)
+    assert _counted(_report(real)) == (2, 1, 0.5), "the run through a link left the file's denominator"
+    assert _counted(_report(link)) == (2, 1, 0.5)
+
+
+def test_r21b_5_a_resume_through_the_real_name_keeps_the_linked_runs_selection(tmp_path):
+    """Variant: `run --run-id R --output real/results.jsonl 3` (the same file by its own name) found R free, wrote
+    a manifest of task 3 alone, and the next attempt of a human's session there started again at 1."""
+    from sweserve.evaluation.evaluate import next_attempt, run_id_taken
+
+    real, link = _linked(tmp_path)
+    write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    assert run_id_taken(real, "R", "b") == "agent a"
+    path = write_manifest(real, "R", _agent(), [bundle("o__r-3")])
+    from sweserve.evaluation.results import read_manifest
+
+    assert set(read_manifest(path).tasks) == {"o__r-1", "o__r-2", "o__r-3"}
+    assert next_attempt(real, "a", "o__r-1") == 2
