@@ -192,7 +192,7 @@ def _linked(tmp_path) -> tuple[Path, Path]:
     return real, link
 
 
-def test_r21b_5_a_run_through_a_link_counts_in_the_files_report(tmp_path):
+def test_r21b_5_a_run_through_a_link_counts_in_the_files_report(tmp_path, monkeypatch):
     """Attack: `run --output elsewhere/mine.jsonl` (a symbolic link to real/results.jsonl) selected tasks 1 and 2,
     resolved 2 and was killed before 1. The record went into the file (the lock is the file's own, R15c-8), but the
     manifest went to elsewhere/runs/: `report real/results.jsonl` found no selection for run R, and task 1 left the
@@ -200,7 +200,9 @@ def test_r21b_5_a_run_through_a_link_counts_in_the_files_report(tmp_path):
     Defence: a results file's runs folder and name are its own, followed through symbolic links
     (`trial_folder.results_home`), so every name of one file finds one runs folder."""
     real, link = _linked(tmp_path)
+    _ready_if(monkeypatch, "o__r-1", "o__r-2")
     write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    monkeypatch.undo()
     _write(link, "o__r-2", "resolved", "R", True)
     assert _counted(_report(real)) == (2, 1, 0.5), "the run through a link left the file's denominator"
     assert _counted(_report(link)) == (2, 1, 0.5)

@@ -36,7 +36,7 @@ def register(sub, common) -> None:
 
 def run(args, console: Console) -> int:
     from sweserve.evaluation.results import read_results
-    from sweserve.evaluation.trial_folder import runs_root
+    from sweserve.evaluation.trial_folder import results_home, runs_root
     from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
 
     paths = [Path(p) for p in args.results]
@@ -68,7 +68,7 @@ def run(args, console: Console) -> int:
         return 0
     selected: dict[str, Selection] = {}
     for path in paths:  # each file's own runs: other results files in its folder are not reported
-        found = read_manifests(runs_root(path), path.name, {r.agent for r in per_file[path]},
+        found = read_manifests(runs_root(path), results_home(path).name, {r.agent for r in per_file[path]},
                                {r.run_id for r in per_file[path]}, ran_unready)
         for agent, sel in found.items():
             selected[agent] = selected[agent].merge(sel) if agent in selected else sel

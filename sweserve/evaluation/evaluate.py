@@ -33,7 +33,7 @@ from sweserve.evaluation.trial import (
     run_trial_safely,
     trial_folder,
 )
-from sweserve.evaluation.trial_folder import runs_root
+from sweserve.evaluation.trial_folder import results_home, runs_root
 from sweserve.loading import write_atomic
 from sweserve.models import RunManifest, RunResult, TaskBundle, now
 
@@ -100,7 +100,8 @@ def run_id_taken(results_path: Path, run_id: str, agent_name: str) -> str | None
         return None
     if prior.agent != agent_name:
         return f"agent {prior.agent}"
-    if (prior.results or results_path.name) != results_path.name:
+    name = results_home(results_path).name
+    if (prior.results or name) != name:
         return f"results file {prior.results}"
     return None
 
@@ -126,9 +127,10 @@ def next_attempt(results_path: Path, agent_name: str, task_id: str) -> int:
     session, where the task was read, was on no page)."""
     last = max((r.attempt for r in read_results(results_path) if r.task_id == task_id and r.agent == agent_name),
                default=0)
+    name = results_home(results_path).name
     for path in manifest_paths(runs_root(results_path)):
         prior = _manifest_there(path)
-        if prior is None or prior.agent != agent_name or (prior.results or results_path.name) != results_path.name:
+        if prior is None or prior.agent != agent_name or (prior.results or name) != name:
             continue
         last = max(last, prior.attempts_for(task_id))
     return last + 1
@@ -165,7 +167,7 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     path.parent.mkdir(parents=True, exist_ok=True)
     manifest = RunManifest(
         run_id=run_id, sweserve_version=__version__, started_at=(prior.started_at or now()) if prior else now(),
-        agent=agent.name, results=results_path.name, agent_config_hash=agent.config_hash(),
+        agent=agent.name, results=results_home(results_path).name, agent_config_hash=agent.config_hash(),
         attempts=most, per_task={t: n for t, n in asked.items() if n != most},
         tasks=tasks, families=families, unready=sorted(unready))
     write_atomic(path, manifest.model_dump_json(indent=2) + "\n")

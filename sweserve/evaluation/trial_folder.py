@@ -8,6 +8,7 @@ convention). `results.jsonl` stays the index of all trials.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +19,18 @@ RESULT_FILE = "result.json"
 OUTCOMES_FILE = "outcomes.json"  # each hidden test's outcome, as the verifier read it
 
 
+def results_home(results_path: Path) -> Path:
+    """The results file as every name of it finds it: followed through symbolic links (to the file, or to a folder
+    above it), so its runs folder and the name its manifests record are the file's own. A run through a link in
+    another folder wrote its manifest beside the link: the report of the file by its own name had no selection for
+    that run, and a resume by that name found the run id free (red team 21b, R21b-5). A path with no link in it is
+    kept as given."""
+    real = Path(os.path.realpath(results_path))
+    return results_path if real == Path(os.path.abspath(results_path)) else real
+
+
 def runs_root(results_path: Path) -> Path:
-    return results_path.parent / "runs"
+    return results_home(results_path).parent / "runs"
 
 
 @dataclass(frozen=True)
