@@ -221,3 +221,32 @@ def test_r21b_5_a_resume_through_the_real_name_keeps_the_linked_runs_selection(t
 
     assert set(read_manifest(path).tasks) == {"o__r-1", "o__r-2", "o__r-3"}
     assert next_attempt(real, "a", "o__r-1") == 2
+
+
+# --- R21b-6: attempt 1 skipped, a later run's attempts selected and killed: the task left the denominator ---------
+
+def test_r21b_6_a_skipped_first_attempt_never_hides_selected_attempts_with_no_result():
+    """Attack: a laptop run recorded task A's attempt 1 `skipped` (a GPU task); the GPU host's `run --attempts 3`
+    selected attempts 2 and 3 and was killed before either had a result (or the agent wedged its host). R16b-2
+    scores a skipped task once a later attempt ran, but here none had a record: the row's status was its attempt 1,
+    `skipped`, and the task left the denominator with its two `missing` attempts: pass@1 100% over B alone where
+    A's attempts are owed. Defence: a task whose attempts are selected and missing is scored (`missing`, not
+    resolved) until they have a result; once each is recorded skipped, it leaves as a skip."""
+    from sweserve.reporting.summary import Selection, build_reports
+
+    sel = Selection(attempts=3, tasks={"A": "decoding", "B": "decoding"}, per_task={"B": 1})
+    recs = [record("A", "skipped", run_id="laptop"), record("B", "resolved", run_id="laptop")]
+    (rep,) = build_reports(recs, {"a": sel})
+    row = next(r for r in rep.tasks if r.task_id == "A")
+    assert (rep.overall.scored, rep.overall.pass_at_1) == (2, 0.5), (row, rep.overall)
+    assert row.missing_attempts == 2
+
+
+def test_r21b_6_control_every_attempt_skipped_leaves_the_denominator():
+    from sweserve.reporting.summary import Selection, build_reports
+
+    sel = Selection(attempts=3, tasks={"A": "decoding", "B": "decoding"}, per_task={"B": 1})
+    recs = [record("A", "skipped", attempt=n) for n in (1, 2, 3)] + [record("B", "resolved")]
+    (rep,) = build_reports(recs, {"a": sel})
+    assert (rep.overall.scored, rep.overall.pass_at_1) == (1, 1.0)
+    assert next(r for r in rep.tasks if r.task_id == "A").status == "skipped"
