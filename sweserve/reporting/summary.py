@@ -219,6 +219,10 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
                 # the task is scored, as when a skip follows a run (red team 16b, R16b-2: it left the denominator
                 # with its failures)
                 head = next((r for r in attempts if r.status != "skipped"), head)
+            if head is not None and head.status == "skipped" and expected > len(attempts):
+                # nor while later attempts were selected and have no result yet (a GPU host's `--attempts 3`
+                # killed): they are owed, `missing` until each is recorded, if only as a skip (red team 21b, R21b-6)
+                head = None
             rows.append(TaskRow(
                 task_id=task_id, family=family, status=head.status if head else MISSING,
                 reason=head.reason if head else None,
