@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_attacks_redteam15c import cli
 from test_report_properties import record
 from test_results_report import bundle
@@ -250,3 +251,25 @@ def test_r21b_6_control_every_attempt_skipped_leaves_the_denominator():
     (rep,) = build_reports(recs, {"a": sel})
     assert (rep.overall.scored, rep.overall.pass_at_1) == (1, 1.0)
     assert next(r for r in rep.tasks if r.task_id == "A").status == "skipped"
+
+
+# --- R21b-7 (lead): the same through a hard link in another folder ---------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="R21b-7: a hard link names no file to follow; the manifest would need the "
+                                       "results file's identity (as R20d-6)")
+def test_r21b_7_a_run_through_a_hard_link_counts_in_the_files_report(tmp_path, monkeypatch):
+    """Attack: as R21b-5 with `elsewhere/mine.jsonl` a hard link to real/results.jsonl: the lock is shared (one
+    inode), the record lands in the file, and the manifest in elsewhere/runs/: task 1 leaves real's denominator.
+    Lead: record the file's identity in the manifest (a token as its first line), or refuse a results file with
+    more than one link."""
+    real = tmp_path / "real" / "results.jsonl"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "elsewhere" / "mine.jsonl"
+    link.parent.mkdir()
+    link.hardlink_to(real)
+    _ready_if(monkeypatch, "o__r-1", "o__r-2")
+    write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    monkeypatch.undo()
+    _write(link, "o__r-2", "resolved", "R", True)
+    assert _counted(_report(real)) == (2, 1, 0.5)
