@@ -214,3 +214,24 @@ def test_r21a_3_control_a_clients_query_values_pass(tmp_path, monkeypatch, path)
                                            if "messages" in path else {"model": "default", "messages": []})
     refused, _ = run(tmp_path, monkeypatch, body, path=path, models=PINNED)
     assert not refused
+
+
+# --- a lead red team 21a left: vLLM's request id header ------------------------------------------------------------
+
+@pytest.mark.parametrize("closed_book", [False, True])
+@pytest.mark.parametrize("name", ["X-Request-Id", "x-request-id"])
+def test_a_request_names_no_server_request_id_header(tmp_path, closed_book, name):
+    """vLLM's OpenAI server takes a request's `X-Request-Id` header as its request id (an allowed client header):
+    on a shared server one trial choosing another's id collides with its requests, and a hang-up aborts by it, as
+    SGLang's body `rid` did (R18b-4). The header is removed in both modes; the server makes its own id."""
+    from test_attacks_redteam15f import MODEL
+    from test_attacks_redteam16e import addon
+
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call("/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "hi"}]}, b"")
+    f.request.headers[name] = "chatcmpl-0"
+    e.request(f)
+    line = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])
+    assert line["allowed"], line
+    assert not [h for h in f.request.headers if h.lower() == "x-request-id"], "the agent names the server's request id"

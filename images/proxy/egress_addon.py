@@ -240,10 +240,19 @@ CLIENT_HEADERS = {"host", "content-type", "content-length", "content-encoding", 
 CLIENT_HEADER_PREFIXES = ("x-stainless-", "anthropic-", "openai-")
 
 
+# a request's own id, which a model server takes as its id for it: on a server every trial shares, one trial naming
+# another's id collides with its requests, and a hang-up aborts by it (SGLang's body `rid`, red team 18b, R18b-4).
+# Removed in both modes; the server makes its own (red team 21a's lead)
+REQUEST_ID_HEADERS = {"x-request-id"}
+
+
+def _header_name(name) -> str:
+    return name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else str(name)
+
+
 def foreign_headers(headers) -> list[str]:
     """The header names (as sent) a model client does not send (CLIENT_HEADERS, CLIENT_HEADER_PREFIXES)."""
-    names = [name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else str(name)
-             for name in headers.keys()]
+    names = [_header_name(name) for name in headers.keys()]
     return list(dict.fromkeys(name for name in names if name.lower() not in CLIENT_HEADERS
                               and not name.lower().startswith(CLIENT_HEADER_PREFIXES)))
 
@@ -1353,6 +1362,10 @@ class Egress:
                     allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
         if allowed and not self.closed_book:
             stripped += self.strip_request_id(req)
+        if allowed:  # vLLM takes this header as the request's id, a shared server's for every trial (as `rid`)
+            for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REQUEST_ID_HEADERS]:
+                del headers[name]
+                stripped.append(_header_name(name))
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
