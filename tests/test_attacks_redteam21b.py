@@ -87,6 +87,18 @@ def test_r21b_1_tasks_folder_never_removes_a_task_a_run_selected_ready(tmp_path,
 
 # --- R21b-2: a task ready now in --tasks, run only while unready: neither counted nor `missing` ------------------
 
+def _failed_unready_then_resolved(tmp_path, monkeypatch) -> Path:
+    """Run R1 (`--include-unready`) failed task 1 while it was not ready; run R2 resolved task 2 (ready)."""
+    out = tmp_path / "results.jsonl"
+    _ready_if(monkeypatch, "o__r-2")
+    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
+    _write(out, "o__r-1", "failed", "R1", False)
+    write_manifest(out, "R2", _agent(), [bundle("o__r-2")])
+    _write(out, "o__r-2", "resolved", "R2", True)
+    monkeypatch.undo()
+    return out
+
+
 def test_r21b_2_a_ready_task_of_the_tasks_folder_run_only_while_unready_is_missing(tmp_path, monkeypatch):
     """Attack: task 1 was run (`--include-unready`, run R1) while not ready and failed; it is ready now. `report
     --tasks tasks` counts every ready task of the folder, one with no result `missing`; but any record of the task
@@ -94,13 +106,7 @@ def test_r21b_2_a_ready_task_of_the_tasks_folder_run_only_while_unready_is_missi
     and one has no counted result. A failure run early, while unready, kept the task out of every report until a
     ready run finished it. Defence: a task is left out as unready only where every selection of it (each run's
     manifest, and the tasks folder) judged it unready."""
-    out = tmp_path / "results.jsonl"
-    _ready_if(monkeypatch, "o__r-2")
-    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
-    _write(out, "o__r-1", "failed", "R1", False)
-    write_manifest(out, "R2", _agent(), [bundle("o__r-2")])
-    _write(out, "o__r-2", "resolved", "R2", True)
-    monkeypatch.undo()
+    out = _failed_unready_then_resolved(tmp_path, monkeypatch)
     tasks = _tasks_folder(tmp_path, ready={1, 2})
     assert _counted(_report(out, "--tasks", str(tasks))) == (2, 1, 0.5), "a ready task of --tasks left the board"
 
@@ -108,13 +114,7 @@ def test_r21b_2_a_ready_task_of_the_tasks_folder_run_only_while_unready_is_missi
 def test_r21b_2_control_unready_tasks_stay_out(tmp_path, monkeypatch):
     """Control: the same, with task 1 still not ready in the folder: its unready result is left out, and it is not
     `missing`; with --include-unready it counts with its failure."""
-    out = tmp_path / "results.jsonl"
-    _ready_if(monkeypatch, "o__r-2")
-    write_manifest(out, "R1", _agent(), [bundle("o__r-1")])
-    _write(out, "o__r-1", "failed", "R1", False)
-    write_manifest(out, "R2", _agent(), [bundle("o__r-2")])
-    _write(out, "o__r-2", "resolved", "R2", True)
-    monkeypatch.undo()
+    out = _failed_unready_then_resolved(tmp_path, monkeypatch)
     tasks = _tasks_folder(tmp_path, ready={2})
     assert _counted(_report(out, "--tasks", str(tasks))) == (1, 0, 1.0)
     assert _counted(_report(out)) == (1, 0, 1.0)
