@@ -183,13 +183,17 @@ def test_r21b_4_control_two_run_ids_and_a_resume_that_is_unready_throughout(tmp_
 
 # --- R21b-5: a run through a symbolic link in another folder: its manifest beside the link, not the file ----------
 
-def _linked(tmp_path) -> tuple[Path, Path]:
+def _linked(tmp_path, hard: bool = False) -> tuple[Path, Path]:
+    """real/results.jsonl, and elsewhere/mine.jsonl linked to it (a symbolic link, or a hard one)."""
     real = tmp_path / "real" / "results.jsonl"
     real.parent.mkdir()
     real.write_text("")
     link = tmp_path / "elsewhere" / "mine.jsonl"
     link.parent.mkdir()
-    link.symlink_to(real)
+    if hard:
+        link.hardlink_to(real)
+    else:
+        link.symlink_to(real)
     return real, link
 
 
@@ -262,12 +266,7 @@ def test_r21b_7_a_run_through_a_hard_link_counts_in_the_files_report(tmp_path, m
     inode), the record lands in the file, and the manifest in elsewhere/runs/: task 1 leaves real's denominator.
     Lead: record the file's identity in the manifest (a token as its first line), or refuse a results file with
     more than one link."""
-    real = tmp_path / "real" / "results.jsonl"
-    real.parent.mkdir()
-    real.write_text("")
-    link = tmp_path / "elsewhere" / "mine.jsonl"
-    link.parent.mkdir()
-    link.hardlink_to(real)
+    real, link = _linked(tmp_path, hard=True)
     _ready_if(monkeypatch, "o__r-1", "o__r-2")
     write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
     monkeypatch.undo()
