@@ -1134,6 +1134,21 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     return max(read[0], raw[0]), min(max(read[1], raw[1], chunks), MAX_TOKENS)
 
 
+def generated(resp) -> bool:
+    """Whether an answer to a call passed as generating nothing says it generated: a stream of events, or one
+    stating a usage (a listing's, a token count's answer states none). One the proxy cannot decode is read as
+    generated (unread), never as nothing."""
+    if resp is None or not 200 <= resp.status_code < 300:
+        return False
+    try:
+        content, ctype = resp.content or b"", resp.headers.get("content-type", "")
+    except ValueError:
+        return True
+    if "event-stream" in ctype.lower() or len(content) > METER_MAX_BYTES:
+        return True
+    return answer_usage(content, ctype) is not None
+
+
 def sni_matches(host: str, sni: str | None) -> bool:
     """Whether a ClientHello's server name is the CONNECT's host (case and a final dot aside); an IP address is
     named by no SNI, a host name always is (every TLS client sends it)."""
@@ -1369,12 +1384,15 @@ class Egress:
         allowed &= self.record(flow, req.url, allowed, stripped, note)
         if not allowed:
             self.refuse(flow, f"this request ({note})" if note else f"{req.scheme}://{req.host}:{req.port}")
-        elif generates(req.method, req.url):
-            self.meter["requests"] += 1
-            self.write_meter()
+        else:
             metadata = getattr(flow, "metadata", None)
-            if metadata is not None:
-                metadata["sweserve_meter"] = True
+            if generates(req.method, req.url):
+                self.meter["requests"] += 1
+                self.write_meter()
+                if metadata is not None:
+                    metadata["sweserve_meter"] = True
+            elif metadata is not None:  # a listing, a token count: its answer is still read (`response`)
+                metadata["sweserve_passed"] = True
 
     @staticmethod
     def strip_request_id(req) -> list[str]:
@@ -1401,7 +1419,14 @@ class Egress:
         switched = resp is not None and resp.status_code == 101
         if switched:
             self.meter["tunnels"] += 1
-        if not (getattr(flow, "metadata", None) or {}).get("sweserve_meter"):
+        metadata = getattr(flow, "metadata", None) or {}
+        if not metadata.get("sweserve_meter") and metadata.get("sweserve_passed") and generated(resp):
+            # a call passed as one that generates nothing (a GET, a token count) whose answer generated all the
+            # same: a method override, a gateway's any-method route (red team 22a, R22a-1). The answer says what
+            # it was: metered as a call
+            self.meter["requests"] += 1
+            metadata["sweserve_meter"] = True
+        if not metadata.get("sweserve_meter"):
             if switched:
                 self.write_meter()
             return
