@@ -11,6 +11,12 @@ requests and records passing. All run on the host against the addon's hooks: no 
   counted neither the call nor its answer: complete, 0 tokens, and an agent's record of 0 tokens (no cost) stood
   unflagged. Defence: an answer to any passed model call that states a usage (or streams) is metered, whatever the
   request looked like; a listing's or a token count's answer states none.
+- R22a-2 (the meter): an answer in a content coding the proxy cannot undo. `Accept-Encoding` is a client header
+  forwarded with any value, in both modes: asked for `x-gzip`, `compress`, `dcz` (or `*` with `gzip;q=0`), a server
+  that has the coding answers in it; mitmproxy decodes identity, gzip, deflate, br and zstd only, so the answer is
+  unread and its floor 0 tokens (`resp.content` raises): every call so, and any record of the agent's stood.
+  Defence: a passed call asks only for codings the proxy reads (the others are removed from `Accept-Encoding`;
+  none left, `identity`), as mitmproxy's own `constrain_encoding` does.
 """
 
 from __future__ import annotations
@@ -75,3 +81,35 @@ def test_r22a_1_control_calls_that_generate_nothing_leave_the_meter_complete(tmp
     body = None if method == "GET" else (GEMINI_BODY if ":" in path else {"model": "default", "messages": []})
     m = metered(tmp_path, [call(path, body, json.dumps(answer).encode(), method=method)], True)
     assert m.complete and (m.requests, m.prompt_tokens, m.completion_tokens) == (0, 0, 0), m
+
+
+# --- R22a-2 --------------------------------------------------------------------------------------------------------
+
+def forwarded_encoding(tmp_path, closed_book: bool, value: str) -> str:
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call("/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "hi"}]}, b"")
+    f.request.headers["Accept-Encoding"] = value
+    e.request(f)
+    assert f.response is None, "the proxy refused the call"
+    got = [v for k, v in f.request.headers.items() if k.lower() == "accept-encoding"]
+    assert len(got) == 1, got
+    return got[0]
+
+
+READABLE = {"identity", "gzip", "deflate", "br", "zstd"}
+
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("value", ["x-gzip", "compress", "dcz, dcb", "*, gzip;q=0", "gzip;q=0.1, x-bzip2"],
+                         ids=["x-gzip", "compress", "dictionary", "any", "one-unread"])
+def test_r22a_2_a_call_asks_only_for_codings_the_proxy_reads(tmp_path, closed_book, value):
+    """Won: forwarded as it came; the server's answer in that coding was unread, its floor 0 tokens."""
+    got = forwarded_encoding(tmp_path, closed_book, value)
+    codings = {item.split(";")[0].strip().lower() for item in got.split(",") if item.strip()}
+    assert codings and codings <= READABLE, f"forwarded Accept-Encoding {got!r}"
+
+
+@pytest.mark.parametrize("value", ["gzip, deflate", "gzip, deflate, br, zstd", "identity", "br;q=1.0, gzip;q=0.8"])
+def test_r22a_2_control_a_clients_codings_pass_as_they_are(tmp_path, value):
+    assert forwarded_encoding(tmp_path, True, value) == value
