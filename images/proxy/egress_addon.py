@@ -246,6 +246,28 @@ CLIENT_HEADER_PREFIXES = ("x-stainless-", "anthropic-", "openai-")
 REQUEST_ID_HEADERS = {"x-request-id"}
 
 
+# the content codings mitmproxy undoes (`mitmproxy.net.encoding`): an answer in any other is unread by the meter, its
+# floor 0 tokens. A passed call asks for these only (red team 22a, R22a-2), as mitmproxy's `constrain_encoding` does
+READABLE_CODINGS = {"identity", "gzip", "deflate", "br", "zstd"}
+
+
+def constrain_encoding(headers) -> list[str]:
+    """Keep only READABLE_CODINGS in a request's Accept-Encoding (one field; `identity` if none is left, since no
+    field at all accepts any coding); what was removed."""
+    names = [n for n in list(headers.keys()) if _header_name(n).lower() == "accept-encoding"]
+    if not names:
+        return []
+    items = [item.strip() for n in names for item in str(headers[n]).split(",") if item.strip()]
+    kept = [item for item in items if item.split(";")[0].strip().lower() in READABLE_CODINGS]
+    if kept == items and len(names) == 1:
+        return []
+    for name in names:
+        if name in headers:
+            del headers[name]
+    headers["Accept-Encoding"] = ", ".join(kept) or "identity"
+    return [f"Accept-Encoding {item}" for item in items if item not in kept]
+
+
 def _header_name(name) -> str:
     return name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else str(name)
 
@@ -1377,6 +1399,8 @@ class Egress:
                     allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
         if allowed and not self.closed_book:
             stripped += self.strip_request_id(req)
+        if allowed:
+            stripped += constrain_encoding(headers)
         if allowed:  # vLLM takes this header as the request's id, a shared server's for every trial (as `rid`)
             for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REQUEST_ID_HEADERS]:
                 del headers[name]
