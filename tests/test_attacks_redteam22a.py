@@ -17,6 +17,12 @@ requests and records passing. All run on the host against the addon's hooks: no 
   unread and its floor 0 tokens (`resp.content` raises): every call so, and any record of the agent's stood.
   Defence: a passed call asks only for codings the proxy reads (the others are removed from `Accept-Encoding`;
   none left, `identity`), as mitmproxy's own `constrain_encoding` does.
+- R22a-3 (the meter, open book): Google's system parameters shape the answer in open book, which checks no query
+  parameter nor header: `?alt=proto` (or `$alt`, R21a-3's defence was closed book's only) answers in protobuf, and a
+  field mask (`?fields=candidates`, `$fields`, the `X-Goog-FieldMask` header) leaves `usageMetadata` out of the
+  answer. Each call unread with a floor of 0 tokens (a Gemini chunk of output is no OpenAI `choices` one). Defence: in
+  both modes, a call may not ask for an answer shaped other than its API's default: `alt` only `sse` or `json`, no
+  field mask (a query parameter refused, the header removed).
 """
 
 from __future__ import annotations
@@ -113,3 +119,42 @@ def test_r22a_2_a_call_asks_only_for_codings_the_proxy_reads(tmp_path, closed_bo
 @pytest.mark.parametrize("value", ["gzip, deflate", "gzip, deflate, br, zstd", "identity", "br;q=1.0, gzip;q=0.8"])
 def test_r22a_2_control_a_clients_codings_pass_as_they_are(tmp_path, value):
     assert forwarded_encoding(tmp_path, True, value) == value
+
+
+# --- R22a-3 --------------------------------------------------------------------------------------------------------
+
+def passed(tmp_path, closed_book: bool, path: str, headers: dict | None = None) -> bool:
+    """Whether the call went on with what it asked (a header asking it removed: it did not)."""
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call(path, GEMINI_BODY, b"")
+    f.request.headers.update(headers or {})
+    e.request(f)
+    kept = {k.lower() for k in f.request.headers} >= {k.lower() for k in headers or {}}
+    return json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])["allowed"] and kept
+
+
+SHAPED = {
+    "alt-proto": ("/v1beta/models/default:generateContent?alt=proto", None),
+    "dollar-alt": ("/v1beta/models/default:streamGenerateContent?$alt=proto", None),
+    "escaped-dollar-alt": ("/v1beta/models/default:generateContent?%24alt=media", None),
+    "fields": ("/v1beta/models/default:generateContent?fields=candidates", None),
+    "dollar-fields": ("/v1beta/models/default:streamGenerateContent?alt=sse&$fields=candidates", None),
+    "fieldmask-header": ("/v1beta/models/default:generateContent", {"X-Goog-FieldMask": "candidates"}),
+}
+
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("path, headers", SHAPED.values(), ids=SHAPED.keys())
+def test_r22a_3_an_answer_shaped_past_the_meter_is_refused(tmp_path, closed_book, path, headers):
+    """Won (open book): passed; the answer was protobuf or had no usageMetadata: unread, floor 0 tokens."""
+    assert not passed(tmp_path, closed_book, path, headers), f"{path} {headers} passed"
+
+
+@pytest.mark.parametrize("path", [
+    "/v1beta/models/default:streamGenerateContent?alt=sse",
+    "/v1beta/models/default:generateContent?key=AIza-Sy_0123&alt=json",
+    "/v1beta/models/default:generateContent?anything=else",  # open book reads no other parameter
+])
+def test_r22a_3_control_open_book_passes_a_clients_query(tmp_path, path):
+    assert passed(tmp_path, False, path, {"x-goog-api-client": "genai-js/1.0"})
