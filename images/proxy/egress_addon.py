@@ -244,6 +244,9 @@ CLIENT_HEADER_PREFIXES = ("x-stainless-", "anthropic-", "openai-")
 # another's id collides with its requests, and a hang-up aborts by it (SGLang's body `rid`, red team 18b, R18b-4).
 # Removed in both modes; the server makes its own (red team 21a's lead)
 REQUEST_ID_HEADERS = {"x-request-id"}
+# a header that shapes the answer past the meter: Google's field mask (the `fields` parameter's header), which leaves
+# `usageMetadata` out. Removed in both modes, as REQUEST_ID_HEADERS are (red team 22a, R22a-3)
+REMOVED_HEADERS = REQUEST_ID_HEADERS | {"x-goog-fieldmask"}
 
 
 # the content codings mitmproxy undoes (`mitmproxy.net.encoding`): an answer in any other is unread by the meter, its
@@ -288,6 +291,18 @@ QUERY_VALUE = re.compile(r"[A-Za-z0-9._-]*")
 # (a binary protobuf: no usage, no stream chunks, a floor of 0 under any record: red team 21a, R21a-3)
 CLIENT_QUERY = {"alt": re.compile(r"sse|json"), "key": QUERY_VALUE, "api-version": QUERY_VALUE,
                 "beta": re.compile(r"true")}
+
+
+def shaping_query(url: str) -> str:
+    """The first query parameter of `url` that asks for an answer shaped other than its API's default, in either mode
+    ("" if none), as `name=value`: Google's system parameters `alt` (`$alt`) other than `sse` or `json` (protobuf,
+    media) and `fields` (`$fields`), a mask that leaves `usageMetadata` out. Either made an answer the meter could not
+    read, a floor of 0 tokens (red team 22a, R22a-3: open book checked no query parameter)."""
+    for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        key = name.removeprefix("$")
+        if key == "fields" or (key == "alt" and not CLIENT_QUERY["alt"].fullmatch(value)):
+            return f"{name}={value}"
+    return ""
 
 
 # the pagination of a model listing (a GET of .../models): Anthropic's `limit`, `after_id`, `before_id`, Gemini's
@@ -1354,6 +1369,8 @@ class Egress:
             allowed, note = False, f"Host header {clip(', '.join(hosts))!r} is not the allowed origin"
         if allowed and not model_call(req.method, req.url):
             allowed, note = False, "not a model API call (a method and path a model server answers)"
+        if allowed and (query := shaping_query(req.url)):
+            allowed, note = False, f"an answer format the meter cannot read ({query!r})"[:300]
         if allowed and self.closed_book and headers.get("upgrade") is not None:
             # a WebSocket's messages pass through mitmproxy unread: closed book cannot strip them
             allowed, note = False, "closed book: a protocol upgrade (WebSocket) is not read by this proxy"
@@ -1401,8 +1418,10 @@ class Egress:
             stripped += self.strip_request_id(req)
         if allowed:
             stripped += constrain_encoding(headers)
-        if allowed:  # vLLM takes this header as the request's id, a shared server's for every trial (as `rid`)
-            for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REQUEST_ID_HEADERS]:
+        if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
+            for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REMOVED_HEADERS]:
+                if name not in headers:  # a second casing of one mitmproxy already removed
+                    continue
                 del headers[name]
                 stripped.append(_header_name(name))
         allowed &= self.record(flow, req.url, allowed, stripped, note)
