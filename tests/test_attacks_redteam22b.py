@@ -1,0 +1,59 @@
+"""Red team 22b: counting, resume, readiness and reports. Every selected (task, attempt) is counted once, in every
+view of a results file: `report`, `report --difficulty`, the board; a resume, a copy of a file or a rerun of an
+attempt must not count an attempt twice nor drop one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_attacks_redteam15c import cli
+from test_report_properties import record
+
+from sweserve.evaluation.results import ResultsWriter
+
+
+def _write(out: Path, *records) -> None:
+    with ResultsWriter(out) as w:
+        for r in records:
+            w.write(r)
+
+
+def _difficulty(out: Path, *extra: str) -> dict:
+    proc = cli("report", *extra, "--difficulty", "--json", cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _tasks(cal: dict) -> dict[str, tuple[int, int]]:
+    """task → (attempts counted, of them solved)."""
+    return {t["task_id"]: (t["attempts"], t["solved"]) for t in cal["tasks"]}
+
+
+# --- R22b-1: `report --difficulty` counted every record, not each attempt's latest --------------------------------
+
+def test_r22b_1_difficulty_counts_a_rerun_attempt_once(tmp_path):
+    """Attack: attempt 1 of task A failed while A was not ready; the task made ready, the resume ran attempt 1 again
+    (`pending`) and it resolved. `report --include-unready` counts attempt 1 once (its latest record, resolved);
+    `report --difficulty --include-unready` counted both records: 2 attempts, solve rate 50%, a second observation
+    in the Rasch fit. Naming one file twice (`report --difficulty r.jsonl r.jsonl`), or a file and its copy (one
+    attempt for `report`), doubled every attempt: the fit's standard errors shrank as if the agent had run twice.
+    Defence: the fit takes what the report counts, the latest record of each (task, agent, attempt)."""
+    out = tmp_path / "r.jsonl"
+    _write(out, record("A", "failed", run_id="R1").model_copy(update={"task_ready": False}),
+           record("A", "resolved", run_id="R2"), record("B", "failed", run_id="R2"))
+    assert _tasks(_difficulty(out, str(out), "--include-unready")) == {"A": (1, 1), "B": (1, 0)}
+    assert _tasks(_difficulty(out, str(out), str(out))) == {"A": (1, 1), "B": (1, 0)}
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(out.read_bytes())
+    assert _tasks(_difficulty(out, str(out), str(copy))) == {"A": (1, 1), "B": (1, 0)}
+
+
+def test_r22b_1_control_every_attempt_and_agent_is_counted(tmp_path):
+    """Control: distinct attempts and agents each count: 3 attempts of A by a (2 solved), 1 by b."""
+    out = tmp_path / "r.jsonl"
+    _write(out, record("A", "resolved", attempt=1), record("A", "failed", attempt=2),
+           record("A", "resolved", attempt=3), record("A", "failed", agent="b"))
+    cal = _difficulty(out, str(out))
+    assert _tasks(cal) == {"A": (4, 2)}
+    assert {a["name"] for a in cal["abilities"]} == {"a", "b"}
