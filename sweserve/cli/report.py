@@ -35,7 +35,7 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.evaluation.results import read_results
+    from sweserve.evaluation.results import latest, read_results
     from sweserve.evaluation.trial_folder import results_home, runs_root
     from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
 
@@ -60,7 +60,9 @@ def run(args, console: Console) -> int:
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
 
-        cal = calibrate(results)
+        # what the report counts: the latest record of each (task, agent, attempt), once whatever names its file;
+        # every record was an observation, a rerun attempt two and a file named twice each (red team 22b, R22b-1)
+        cal = calibrate(list(latest(results).values()))
         if args.json:
             print(json.dumps(difficulty_json(cal), indent=2))
         else:
