@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from test_attacks_redteam15c import cli
-from test_report_properties import record
+from test_report_properties import manifest, record
 
 from sweserve.evaluation.results import ResultsWriter
 
@@ -57,3 +57,34 @@ def test_r22b_1_control_every_attempt_and_agent_is_counted(tmp_path):
     cal = _difficulty(out, str(out))
     assert _tasks(cal) == {"A": (4, 2)}
     assert {a["name"] for a in cal["abilities"]} == {"a", "b"}
+
+
+# --- R22b-2: `report --difficulty` read no manifest: a killed attempt left the fit ---------------------------------
+
+def test_r22b_2_difficulty_counts_a_selected_attempt_with_no_result_as_not_solved(tmp_path):
+    """Attack: agent a's run R selected tasks A and B; A resolved, and the operator killed R while B was going
+    badly (or the agent wedged it) and never resumed. `report` counts B `missing`, not resolved: pass@1 50%.
+    `report --difficulty` read only the records: a solved 1 of 1, its ability as if it had solved everything it
+    was given, and B's difficulty fitted without a's try. Defence: the fit counts what the report counts, a
+    selected attempt with no result an unsolved one (shown as missing)."""
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, results=out.name)
+    manifest(tmp_path, "S", "b", {"A": "decoding", "B": "decoding"}, results=out.name)
+    _write(out, record("A", "resolved", run_id="R"), record("A", "resolved", agent="b", run_id="S"),
+           record("B", "resolved", agent="b", run_id="S"))
+    cal = _difficulty(out, str(out))
+    assert _tasks(cal) == {"A": (2, 2), "B": (2, 1)}
+    assert {t["task_id"]: t["missing"] for t in cal["tasks"]} == {"A": 0, "B": 1}
+    ability = {a["name"]: a["ability"] for a in cal["abilities"]}
+    assert ability["a"] < ability["b"]
+
+
+def test_r22b_2_control_a_task_selected_and_skipped_stays_out_of_the_fit(tmp_path):
+    """Control: a selected task skipped (the host cannot run it) says nothing of the task, as before; every
+    selected attempt recorded leaves nothing missing."""
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, results=out.name)
+    _write(out, record("A", "failed", run_id="R"), record("B", "skipped", run_id="R"))
+    cal = _difficulty(out, str(out))
+    assert _tasks(cal) == {"A": (1, 0)}
+    assert cal["tasks"][0].get("missing", 0) == 0
