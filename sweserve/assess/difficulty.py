@@ -9,12 +9,15 @@ persons × items matrix with one response a cell and give standard errors only b
 by variational inference on torch; results here are sparse (each agent or candidate tries a few tasks) with
 repeated attempts, which the likelihood above takes as they are.
 
-Counted: resolved (1) and failed, patch_failed, tampered (0). Errors and skips say nothing of the task.
+Counted: resolved (1) and failed, patch_failed, tampered (0). Errors and skips say nothing of the task. A
+selected attempt with no result (`missing` in a report: a run killed, never resumed) counts 0, as a report counts
+it, where the caller knows the selection (`report --difficulty` reads the run manifests).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,6 +103,7 @@ class TaskDifficulty:
     median_solve_s: float | None
     difficulty: float
     se: float
+    missing: int = 0  # of the attempts, selected ones with no result (counted unsolved)
 
     @property
     def solve_rate(self) -> float:
@@ -119,18 +123,22 @@ def solve_seconds(r: RunResult) -> float:
     return r.agent_run.wall_s if r.agent_run and r.agent_run.wall_s else r.duration_s
 
 
-def calibrate(results: list[RunResult]) -> Calibration:
-    """The fit, and per task its attempts, solve rate and median time to solve (the candidate's phase)."""
+def calibrate(results: list[RunResult], missing: Sequence[tuple[str, str, str]] = ()) -> Calibration:
+    """The fit, and per task its attempts, solve rate and median time to solve (the candidate's phase).
+    `missing`: (agent, task, family) of each selected attempt with no result, an unsolved attempt: left out, an
+    operator who killed a run going badly had the fit's ability of its agent as if it had solved all it was given
+    (red team 22b, R22b-2)."""
     graded = [r for r in results if response(r) is not None]
-    fit = fit_rasch(responses_of(graded))
+    fit = fit_rasch(responses_of(graded) + [(agent, task_id, 0) for agent, task_id, _ in missing])
     rows = []
     for task_id in sorted(fit.difficulty):
         mine = [r for r in graded if r.task_id == task_id]
+        absent = [m for m in missing if m[1] == task_id]
         solved = [solve_seconds(r) for r in mine if r.status == "resolved"]
-        rows.append(TaskDifficulty(task_id, mine[0].family, len(mine), len(solved),
-                                   sum(is_human(r.agent) for r in mine),
+        rows.append(TaskDifficulty(task_id, mine[0].family if mine else absent[0][2], len(mine) + len(absent),
+                                   len(solved), sum(is_human(r.agent) for r in mine) + sum(is_human(m[0]) for m in absent),
                                    statistics.median(solved) if solved else None,
-                                   fit.difficulty[task_id], fit.difficulty_se[task_id]))
+                                   fit.difficulty[task_id], fit.difficulty_se[task_id], len(absent)))
     return Calibration(fit, rows)
 
 
@@ -143,7 +151,8 @@ def render_difficulty(cal: Calibration, console: Console) -> None:
         table.add_column(col, justify="left" if col in ("task", "family") else "right")
     for t in sorted(cal.tasks, key=lambda t: -t.difficulty):
         med = "—" if t.median_solve_s is None else f"{t.median_solve_s / 60:.1f} min"
-        table.add_row(t.task_id, t.family, str(t.attempts), str(t.humans), f"{t.solve_rate:.0%}", med,
+        table.add_row(t.task_id, t.family, f"{t.attempts} ({t.missing} missing)" if t.missing else str(t.attempts),
+                      str(t.humans), f"{t.solve_rate:.0%}", med,
                       f"{t.difficulty:+.2f}", f"{t.se:.2f}")
     console.print(table)
     people = Table(title="abilities (agents and candidates)")

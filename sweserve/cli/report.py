@@ -57,17 +57,6 @@ def run(args, console: Console) -> int:
         if left_out and not args.json:
             console.print(f"left out the results of {len(left_out)} tasks run while not ready "
                           "(--include-unready counts them)", markup=False)
-    if getattr(args, "difficulty", False):
-        from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
-
-        # what the report counts: the latest record of each (task, agent, attempt), once whatever names its file;
-        # every record was an observation, a rerun attempt two and a file named twice each (red team 22b, R22b-1)
-        cal = calibrate(list(latest(results).values()))
-        if args.json:
-            print(json.dumps(difficulty_json(cal), indent=2))
-        else:
-            render_difficulty(cal, console)
-        return 0
     selected: dict[str, Selection] = {}
     for path in paths:  # each file's own runs: other results files in its folder are not reported
         found = read_manifests(runs_root(path), results_home(path).name, {r.agent for r in per_file[path]},
@@ -101,6 +90,20 @@ def run(args, console: Console) -> int:
                 selected[agent] = sel.model_copy(update={
                     "tasks": {t: f for t, f in sel.tasks.items() if t not in gone},
                     "per_task": {t: n for t, n in sel.per_task.items() if t not in gone}})
+    if getattr(args, "difficulty", False):
+        from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
+
+        # what the report counts: the latest record of each (task, agent, attempt), once whatever names its file
+        # (every record was an observation, a rerun attempt two, a file named twice each: red team 22b, R22b-1),
+        # and each selected attempt with no result an unsolved one, as the report's `missing` (R22b-2)
+        missing = [(rep.agent, row.task_id, row.family) for rep in build_reports(results, selected)
+                   for row in rep.tasks for _ in range(row.missing_attempts)]
+        cal = calibrate(list(latest(results).values()), missing)
+        if args.json:
+            print(json.dumps(difficulty_json(cal), indent=2))
+        else:
+            render_difficulty(cal, console)
+        return 0
     reports = build_reports(results, selected)
     if args.html:
         out = _write_html(reports, results, paths, args)
