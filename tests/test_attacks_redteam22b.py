@@ -7,9 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_attacks_redteam15c import cli
+from test_attacks_redteam21b import _agent
 from test_report_properties import manifest, record
+from test_results_report import bundle
 
+from sweserve.errors import SweserveError
+from sweserve.evaluation.evaluate import write_manifest
 from sweserve.evaluation.results import ResultsWriter
 
 
@@ -88,3 +93,40 @@ def test_r22b_2_control_a_task_selected_and_skipped_stays_out_of_the_fit(tmp_pat
     cal = _difficulty(out, str(out))
     assert _tasks(cal) == {"A": (1, 0)}
     assert cal["tasks"][0].get("missing", 0) == 0
+
+
+# --- R22b-3: R21b-7's hard link: a run through another name of the results file, in another folder ---------------
+
+def _two_names(tmp_path: Path, hard: bool) -> tuple[Path, Path]:
+    real = tmp_path / "real" / "results.jsonl"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "elsewhere" / "mine.jsonl"
+    link.parent.mkdir()
+    (link.hardlink_to if hard else link.symlink_to)(real)
+    return real, link
+
+
+def test_r22b_3_a_run_through_a_hard_link_is_refused(tmp_path):
+    """Attack (R21b-7): `run --output elsewhere/mine.jsonl`, a hard link to real/results.jsonl: the lock is the
+    file's, the records land in it, and the manifest in elsewhere/runs/, where no report of real/results.jsonl
+    looks: a task the run selected and never finished left real's denominator. A hard link names no file to follow
+    (a symbolic one is followed, R21b-5). Defence: a run refuses a results file with more than one name, before it
+    selects anything; it names the way out (a copy, or the one name)."""
+
+
+    real, link = _two_names(tmp_path, hard=True)
+    for name in (link, real):
+        with pytest.raises(SweserveError, match="hard link"):
+            write_manifest(name, "R", _agent(), [bundle("o__r-1")])
+    assert not (link.parent / "runs").exists() and not (real.parent / "runs").exists()
+
+
+def test_r22b_3_control_one_name_or_a_symbolic_link_runs(tmp_path):
+    """Control: a results file with one name, reached by it or through a symbolic link, takes its run."""
+
+
+    real, link = _two_names(tmp_path, hard=False)
+    assert write_manifest(link, "R", _agent(), [bundle("o__r-1")]).parent == real.parent / "runs" / "R"
+    fresh = tmp_path / "fresh" / "new.jsonl"  # a run's first: no file yet
+    assert write_manifest(fresh, "S", _agent(), [bundle("o__r-1")]).exists()
