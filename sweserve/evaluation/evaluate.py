@@ -9,6 +9,7 @@ out of the denominator. Every trial handed to the executor ends in exactly one r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,6 +142,13 @@ def write_manifest(results_path: Path, run_id: str, agent: Agent, bundles: list[
     """`runs/<run_id>/manifest.json`: one run is one agent on one results file; a run id already used by
     another agent or file is refused (one manifest would otherwise speak for two runs)."""
     path = runs_root(results_path) / run_id / MANIFEST_FILE
+    # a results file's runs are found beside its name (a symbolic link followed, `results_home`); a hard link is
+    # another name with nothing to follow: a run through one in another folder put its manifest where no report of
+    # the file looks, and a task it selected and never finished left that file's denominator (red team 21b's
+    # R21b-7; red team 22b, R22b-3). A file with several names takes no run.
+    if (names := os.stat(results_path).st_nlink if results_path.exists() else 1) > 1:
+        raise SweserveError(f"{results_path} has {names} names (hard links): a run's selection is kept beside one "
+                            "name and another's report would not count it; run on a copy, or give the file one name")
     if (owner := run_id_taken(results_path, run_id, agent.name)):
         raise SweserveError(f"run id {run_id} is already used by {owner} in {path.parent}; choose another --run-id")
     tasks: dict[str, str | None] = {b.task.task_id: b.content_hash() for b in bundles}
