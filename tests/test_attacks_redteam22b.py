@@ -130,3 +130,33 @@ def test_r22b_3_control_one_name_or_a_symbolic_link_runs(tmp_path):
     assert write_manifest(link, "R", _agent(), [bundle("o__r-1")]).parent == real.parent / "runs" / "R"
     fresh = tmp_path / "fresh" / "new.jsonl"  # a run's first: no file yet
     assert write_manifest(fresh, "S", _agent(), [bundle("o__r-1")]).exists()
+
+
+# --- R22b-4: the board's pass@k column showed an agent's pass@1 under another agent's k --------------------------
+
+def _board(tmp_path: Path, records) -> str:
+    import re
+
+    from sweserve.reporting.html import write_html_report
+    from sweserve.reporting.summary import build_reports
+
+    page = write_html_report(build_reports(records), records, {}, tmp_path / "site" / "report.html")
+    return {m[0]: m[1] for m in re.findall(r'id="lb-([a-z]+)-pass_at_k">(.*?)</td>', page.read_text())}
+
+
+def test_r22b_4_the_boards_pass_at_k_column_never_shows_another_k(tmp_path):
+    """Attack: agent b ran `--attempts 3` (pass@3 100%: A solved once in three, B once), agent a one attempt each
+    (pass@1 50%). The board's column is "pass@3", the most attempts of any agent, and each agent's cell its own
+    pass@k: a's pass@1 stood as its pass@3, 50% against b's 100%, a comparison no report made (the text report
+    titles each agent's k). Defence: an agent with another k shows no number in that column, and says its own k."""
+    records = [record("A", "resolved"), record("B", "failed")]
+    records += [record(t, "resolved" if n == 1 else "failed", agent="b", attempt=n) for t in "AB" for n in (1, 2, 3)]
+    cells = _board(tmp_path, records)
+    assert "100.0%" in cells["b"]
+    assert cells["a"].startswith("—") and "pass@1" in cells["a"]
+
+
+def test_r22b_4_control_agents_with_the_same_k_show_their_pass_at_k(tmp_path):
+    records = [record(t, "resolved" if n == 1 else "failed", agent=ag, attempt=n)
+               for ag in "ab" for t in "AB" for n in (1, 2)]
+    assert _board(tmp_path, records) == {"a": "100.0%", "b": "100.0%"}
