@@ -104,7 +104,9 @@ def _leaderboard_figure(reports: list[AgentReport]):
     fig.add_bar(name="pass@1", x=names, y=[100 * (r.overall.pass_at_1 or 0) for r in reports],
                 error_y={"type": "data", "array": errors, "visible": any(errors)})
     if k > 1:
-        fig.add_bar(name=f"pass@{k}", x=names, y=[100 * (r.overall.pass_at_k or 0) for r in reports])
+        # an agent with fewer attempts has no pass@k: its own (a lower k) is not drawn as this one (R22b-4)
+        fig.add_bar(name=f"pass@{k}", x=names,
+                    y=[100 * (r.overall.pass_at_k or 0) if r.overall.k == k else None for r in reports])
     fig.update_layout(title="Leaderboard (error bars: standard error across attempts)", barmode="group",
                       yaxis={"title": "% of scored tasks", "range": [0, 100]}, height=380, width=560,
                       margin={"l": 60, "r": 20, "t": 50, "b": 60})
@@ -141,7 +143,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
             ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}'),
         ]
         if k > 1:
-            cells.append(("num", "pass_at_k", _pct(o.pass_at_k)))
+            # the column's k is the most attempts of any agent: an agent with another k has its own pass@k, said as
+            # such, never a number under this one (red team 22b, R22b-4: a pass@1 read as a pass@3)
+            cells.append(("num", "pass_at_k", _pct(o.pass_at_k) if o.k == k else
+                          f'— <span class="se">pass@{o.k} {_pct(o.pass_at_k)}</span>'))
         cost = _usd(rep.cost_per_task_usd)
         if rep.cost_per_task_usd is not None and rep.cost_self_reported:
             cost += ' <span class="se" title="the agent\'s own record (written in its sandbox), not priced by ' \
