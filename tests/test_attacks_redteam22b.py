@@ -160,3 +160,32 @@ def test_r22b_4_control_agents_with_the_same_k_show_their_pass_at_k(tmp_path):
     records = [record(t, "resolved" if n == 1 else "failed", agent=ag, attempt=n)
                for ag in "ab" for t in "AB" for n in (1, 2)]
     assert _board(tmp_path, records) == {"a": "100.0%", "b": "100.0%"}
+
+
+# --- R22b-5: more attempts for the tasks that failed, chosen after seeing them ------------------------------------
+
+def test_r22b_5_a_report_says_when_tasks_were_asked_different_attempts(tmp_path):
+    """Attack: run R (A and B, one attempt each): A failed, B resolved, pass@1 50%. The operator, having seen A
+    fail, runs `sweserve run A --attempts 3` on the same file: A's attempts 2 and 3 resolve. pass@1 is the mean of
+    each task's share (R12b-4): A 2/3, B 1/1, 83%; the attempts were added where the first failed, never where it
+    passed, and the report read as one measurement of every task alike. The number is the documented estimator;
+    the defence is that the report says which tasks were asked more attempts than others (JSON, text, board)."""
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, results=out.name)
+    manifest(tmp_path, "S", "a", {"A": "decoding"}, attempts=3, results=out.name)
+    _write(out, record("A", "failed", run_id="R"), record("B", "resolved", run_id="R"),
+           record("A", "resolved", attempt=2, run_id="S"), record("A", "resolved", attempt=3, run_id="S"))
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    (rep,) = json.loads(proc.stdout)
+    assert rep["uneven_attempts"] == ["A"]
+    text = cli("report", str(out), cwd=tmp_path).stdout
+    assert "asked more attempts" in text
+
+
+def test_r22b_5_control_every_task_asked_alike(tmp_path):
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, attempts=2, results=out.name)
+    _write(out, *(record(t, "failed", attempt=n, run_id="R") for t in "AB" for n in (1, 2)))
+    (rep,) = json.loads(cli("report", str(out), "--json", cwd=tmp_path).stdout)
+    assert rep.get("uneven_attempts", []) == []
+    assert "asked more attempts" not in cli("report", str(out), cwd=tmp_path).stdout
