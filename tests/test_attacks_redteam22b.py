@@ -180,6 +180,16 @@ def test_r22b_5_a_report_says_when_tasks_were_asked_different_attempts(tmp_path)
     assert rep["uneven_attempts"] == ["A"]
     text = cli("report", str(out), cwd=tmp_path).stdout
     assert "asked more attempts" in text
+    from sweserve.reporting.html import write_html_report
+
+    board = write_html_report([_rep_of(rep)], [], {}, tmp_path / "site" / "b.html").read_text()
+    assert 'id="lb-a-uneven_attempts"' in board
+
+
+def _rep_of(data: dict):
+    from sweserve.reporting.summary import AgentReport
+
+    return AgentReport.model_validate(data)
 
 
 def test_r22b_5_control_every_task_asked_alike(tmp_path):

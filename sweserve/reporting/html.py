@@ -140,7 +140,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
             ("num", "rank", str(i)), ("", "agent", html.escape(rep.agent)),
             ("", "model", html.escape(rep.model or "—")),
             ("num", "tasks", str(o.tasks)), ("num", "scored", str(o.scored)),
-            ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}'),
+            ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}' + (
+                f' <span class="se" id="lb-{a}-uneven_attempts" title="pass@1 weighs each task\'s own attempts; '
+                'attempts added after seeing a task\'s first favour it">'
+                f'{plural(len(rep.uneven_attempts), "task")} asked more attempts</span>' if rep.uneven_attempts else "")),
         ]
         if k > 1:
             # the column's k is the most attempts of any agent: an agent with another k has its own pass@k, said as

@@ -101,6 +101,9 @@ class AgentReport(BaseModel):
                                  "agent can cause that): their tokens are only a floor, their record unchecked "
                                  "above it (red team 17b, R17b-5)")
     time_per_task_s: float | None = Field(None, description="mean wall time of one attempt")
+    uneven_attempts: list[str] = Field(default_factory=list, description="scored tasks asked more attempts than the "
+                                       "fewest any scored task was: pass@1 weighs each task's own attempts, and "
+                                       "attempts added after seeing a task's first favour it (red team 22b, R22b-5)")
     overall: Rate
     families: dict[str, Rate]
     statuses: dict[str, int]
@@ -231,6 +234,8 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
                 flags=sorted({f for r in attempts for f in r.flags}),
             ))
         k = max(r.attempts for r in rows)
+        scored = [r for r in rows if r.status != "skipped"]
+        fewest = min((r.attempts for r in scored), default=0)
         families = {f: _rate([r for r in rows if r.family == f], k, outcomes)
                     for f in FAMILIES if any(r.family == f for r in rows)}
         statuses = {s: sum(r.status == s for r in rows) for s in (*STATUSES, MISSING)}
@@ -249,6 +254,7 @@ def build_reports(results: list[RunResult], selected: dict[str, Selection] | Non
             usage_unmetered=sum(x.metered is not None and not x.metered.complete for x in runs),
             time_per_task_s=_mean([r.agent_run.wall_s if r.agent_run else r.duration_s for r in ran]),
             overall=_rate(rows, k, outcomes), families=families, statuses=statuses, tasks=rows,
+            uneven_attempts=sorted(r.task_id for r in scored if r.attempts > fewest),
         ))
     return reports
 
@@ -303,6 +309,12 @@ def render(reports: list[AgentReport], console: Console) -> None:
         if rep.statuses.get(MISSING):
             console.print(f"[bold red]{rep.statuses[MISSING]} selected tasks have no result[/] (counted as not "
                           "resolved); resume the run to finish them")
+        if rep.uneven_attempts:
+            console.print(f"{len(rep.uneven_attempts)} of {rep.overall.scored} scored tasks were asked more attempts "
+                          f"than others ({visible_controls(', '.join(rep.uneven_attempts[:5]))}"
+                          f"{', ...' if len(rep.uneven_attempts) > 5 else ''}): pass@1 weighs each task's own "
+                          "attempts; attempts added after seeing a task's first favour it", markup=False,
+                          soft_wrap=True)
         detail = Table(show_header=True)
         detail.add_column("task", no_wrap=True)
         detail.add_column("family", no_wrap=True)
