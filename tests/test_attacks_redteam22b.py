@@ -199,3 +199,16 @@ def test_r22b_5_control_every_task_asked_alike(tmp_path):
     (rep,) = json.loads(cli("report", str(out), "--json", cwd=tmp_path).stdout)
     assert rep.get("uneven_attempts", []) == []
     assert "asked more attempts" not in cli("report", str(out), cwd=tmp_path).stdout
+
+
+def test_r22b_2_control_a_folders_task_no_run_selected_is_no_ones_attempt(tmp_path):
+    """Control: `report --difficulty --tasks tasks`: a task of the folder that no run selected (a pack's task a
+    candidate was never given) is no one's unsolved attempt; the folder only judges readiness."""
+    from test_attacks_redteam21b import _tasks_folder
+
+    _tasks_folder(tmp_path, ready={1, 2})
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"o__r-1": "decoding"}, results=out.name)
+    _write(out, record("o__r-1", "resolved", run_id="R"))
+    cal = _difficulty(out, str(out), "--tasks", "tasks")
+    assert _tasks(cal) == {"o__r-1": (1, 1)}

@@ -74,9 +74,12 @@ def run(args, console: Console) -> int:
                                                          "unjudged": [t for t in sel.unjudged if t not in judge]})
         # every ready task of the folder is selected ready: one run only while unready, or never, is `missing`
         # (red team 21b, R21b-2: a record run while unready took a ready task of the folder off the board)
+        # ... for the pass rates: a fit of difficulty takes the attempts runs selected, and a task of the folder no
+        # run gave an agent (a pack's task a candidate never saw) is no one's unsolved attempt (R22b-2)
         tasks = Selection(tasks={b.task.task_id: b.task.family for b in bundles
                                  if args.include_unready or b.task.ready})
-        for agent in {r.agent for r in results} | set(selected):
+        given = set() if getattr(args, "difficulty", False) else {r.agent for r in results} | set(selected)
+        for agent in given:
             selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
     if not args.include_unready:
         # one rule for what leaves the denominator as unready: a task every selection of it judged unready (each
