@@ -10,7 +10,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
+import os
 import secrets
+import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -48,6 +50,12 @@ class InviteBook(Strict):
 class InviteStore:
     def __init__(self, path: Path):
         self.path = path
+        # the book parsed last, by the identity of the file it was read from (device, inode, size, times), with its
+        # invites by token hash: a look at a link is a stat and a lookup while the file is unchanged, never a parse
+        # of every invite ever made (red team 22c, R22c-1: ~10 ms of the GIL per GET /i at 2,000 invites, for
+        # anyone with no link at all); every write replaces the file (`write_atomic`), so the next look reads it
+        self._cache: tuple[tuple[int, ...], InviteBook, dict[str, Invite]] | None = None
+        self._cache_lock = threading.Lock()
 
     def _locked(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,6 +67,28 @@ class InviteStore:
         if not self.path.exists():
             return InviteBook()
         return load_model(self.path, InviteBook, what="invites file")
+
+    def _indexed(self) -> dict[str, Invite]:
+        """The invites by token hash, as the file holds them now (parsed again only when it changed)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        with self._cache_lock:
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[2]
+        book = self._read()
+        try:  # the file read may be a newer one than the stat saw: kept only if it is still the one stat'ed
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != key:
+            return {inv.token_sha256: inv for inv in book.invites}
+        index = {inv.token_sha256: inv for inv in book.invites}
+        with self._cache_lock:
+            self._cache = (key, book, index)
+        return index
 
     def _write(self, book: InviteBook) -> None:
         write_atomic(self.path, book.model_dump_json(indent=1) + "\n", mode=0o600)
@@ -82,12 +112,11 @@ class InviteStore:
         return invite, token
 
     def peek(self, token: str) -> Invite:
-        """The invite of `token` if it could be redeemed now (nothing changes); Refused otherwise."""
-        lock = self._locked()
-        try:
-            return self._check(self._read(), token)
-        finally:
-            lock.close()
+        """The invite of `token` if it could be redeemed now (nothing changes); Refused otherwise. No lock: the
+        file is only ever replaced whole, and `redeem` checks again under it."""
+        # a lookup by hash, not compared in constant time: its timing says nothing of a token but its SHA-256
+        match = self._indexed().get(token_hash(token))
+        return self._valid(match.model_copy() if match is not None else None)
 
     def redeem(self, token: str) -> Invite:
         """The invite of `token`, now marked used; Refused if unknown, used or expired."""
@@ -101,13 +130,17 @@ class InviteStore:
         finally:
             lock.close()
 
-    @staticmethod
-    def _check(book: InviteBook, token: str) -> Invite:
+    @classmethod
+    def _check(cls, book: InviteBook, token: str) -> Invite:
         digest = token_hash(token)
         match = None
         for inv in book.invites:  # compared in constant time, every entry
             if hmac.compare_digest(inv.token_sha256, digest):
                 match = inv
+        return cls._valid(match)
+
+    @staticmethod
+    def _valid(match: Invite | None) -> Invite:
         if match is None:
             raise Refused("This invitation link is not valid. Check that you copied the whole link.")
         if match.used_at is not None:
