@@ -7,15 +7,20 @@ behaviour working. Real servers on 127.0.0.1 and real sockets.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import secrets
 from datetime import timedelta
 
 import pytest
+from test_assess import T0, bundle
 from test_attacks_redteam17d import Running, empty_server
 
 import sweserve.assess.invites as invites_mod
-from sweserve.assess.invites import InviteStore, Refused
+from sweserve.assess.agent import Seat
+from sweserve.assess.invites import Invite, InviteStore, Refused
+from sweserve.assess.packs import choose_pack
+from sweserve.assess.server import COOKIE, Assessment
 
 # ---- R22c-1: every look at an invite link parses the whole invites file
 
@@ -88,3 +93,58 @@ def test_r22c_1_control_a_store_sees_every_change_to_its_file(tmp_path, monkeypa
     server_side.peek(carol).candidate = "mallory"
     assert server_side.peek(carol).candidate == "carol"
     assert [i.candidate for i in server_side.all()][-1] == "carol"
+
+
+# ---- R22c-2: SameSite=Strict is not same-origin: a page of the same site submits a candidate's task
+
+
+def _seated(tmp_path, server) -> Seat:
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    invite = Invite(invite_id="x", candidate="victim", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    seat = Seat("victim")
+    server.sessions[hashlib.sha256(b"victim-key").hexdigest()] = Assessment(
+        invite, pack, [bundle(1)], tmp_path / "r.jsonl", seat, status="running")
+    return seat
+
+
+def _post(port: int, path: str, origin: str | None) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Cookie": f"{COOKIE}=victim-key", "Content-Length": "0"}
+    if origin is not None:
+        headers["Origin"] = origin
+    conn.request("POST", path, headers=headers)
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_r22c_2_a_page_of_another_origin_of_the_same_site_cannot_submit_a_candidates_task(tmp_path):
+    """The session cookie is SameSite=Strict, and POST /api/submit trusts it alone: but a site is the scheme and
+    registrable domain, not the origin, so a browser sends the cookie with a form posted from any other port of
+    the same host, or any sibling subdomain (another candidate's page on the hiring team's site, another service
+    of that host). Another candidate (or anyone) who gets the victim to open such a page ends the victim's task
+    at once (graded as it stands), and spends a Start link the victim opens there (POST /i/<token>). The
+    websocket already checks its Origin; these did not. Won before the fix: the submit was taken (200) and the
+    seat submitted. Defence: a POST whose Origin names another host than the request's is refused (403); a client
+    that sends no Origin (not a browser) is served as before."""
+    server = empty_server(tmp_path)
+    seat = _seated(tmp_path, server)
+    invite, token = server.store.create("victim2", "/packs/p.yaml", "v1", timedelta(days=1))
+    with Running(server) as srv:
+        for origin in (f"http://127.0.0.1:{srv.port + 1}", f"http://evil.127.0.0.1:{srv.port}", "null"):
+            assert _post(srv.port, "/api/submit", origin) == 403, origin
+            assert not seat.submitted.is_set(), f"a page of {origin} submitted the candidate's task"
+            assert _post(srv.port, f"/i/{token}", origin) == 403, origin
+    assert server.store.peek(token).used_at is None, "a page of another origin spent the candidate's link"
+
+
+def test_r22c_2_control_the_candidates_own_page_and_a_client_with_no_origin_submit(tmp_path):
+    server = empty_server(tmp_path)
+    with Running(server) as srv:
+        seat = _seated(tmp_path, server)
+        assert _post(srv.port, "/api/submit", f"http://127.0.0.1:{srv.port}") == 200
+        assert seat.submitted.is_set()
+        seat = _seated(tmp_path, server)
+        assert _post(srv.port, "/api/submit", None) == 200
+        assert seat.submitted.is_set()
