@@ -197,6 +197,8 @@ class AssessServer:
     async def invite_page(self, request: Request) -> Response:
         token = request.path_params["token"]
         if request.method == "POST":
+            if not same_origin(request):
+                return message_page("Not allowed", "Open your invitation link itself to start.", 403)
             try:
                 key = await asyncio.to_thread(self.begin, token)
             except Refused as exc:
@@ -232,7 +234,7 @@ class AssessServer:
 
     async def submit(self, request: Request) -> Response:
         a = self.assessment(request)
-        if a is None:
+        if a is None or not same_origin(request):
             return JSONResponse({"ok": False}, status_code=403)
         a.seat.submitted.set()
         return JSONResponse({"ok": True})
@@ -245,8 +247,7 @@ class AssessServer:
 
     async def terminal(self, ws: WebSocket) -> None:
         a = self.assessment(ws)
-        origin = ws.headers.get("origin")
-        if a is None or (origin is not None and origin.split("://", 1)[-1] != ws.headers.get("host")):
+        if a is None or not same_origin(ws):
             await ws.close(code=4403)
             return
         term = a.seat.terminal
@@ -431,6 +432,15 @@ SERVE_OPTIONS: dict[str, Any] = {
     # a websocket message: no compression (red team 14b, R14b-3)
     "ws_per_message_deflate": False,
 }
+
+
+def same_origin(request: Request | WebSocket) -> bool:
+    """Whether a request that changes something comes from this server's own pages: its Origin, when it sends one
+    (a browser does, on a POST and a websocket), names the host it was sent to. The session cookie's SameSite=Strict
+    is not enough: a site is a scheme and registrable domain, so the cookie also comes with a form posted from
+    another port of the host or a sibling subdomain, which ended a candidate's task at once (red team 22c, R22c-2)."""
+    origin = request.headers.get("origin")
+    return origin is None or origin.split("://", 1)[-1] == request.headers.get("host")
 
 
 def message_page(title: str, body: str, status: int, raw: bool = False) -> HTMLResponse:
