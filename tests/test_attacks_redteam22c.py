@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import secrets
+import time
 from datetime import timedelta
 
 import pytest
@@ -83,8 +84,6 @@ def test_r22c_1_control_a_store_sees_every_change_to_its_file(tmp_path, monkeypa
         cli_side.peek(token)
     _, short = cli_side.create("bob", "/packs/p.yaml", "v1", timedelta(seconds=1))
     assert server_side.peek(short).candidate == "bob"
-    import time
-
     time.sleep(1.1)
     with pytest.raises(Refused, match="expired"):
         server_side.peek(short)
@@ -148,3 +147,48 @@ def test_r22c_2_control_the_candidates_own_page_and_a_client_with_no_origin_subm
         seat = _seated(tmp_path, server)
         assert _post(srv.port, "/api/submit", None) == 200
         assert seat.submitted.is_set()
+
+
+# ---- R22c-3: two keys end the candidate's task: `docker exec -it`'s detach sequence, ^P ^Q
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, reason="R22c-3: docker exec's detach keys (^P ^Q) end the relay; docker has no "
+                   "way to turn them off, and any other sequence is typeable too: a fix is a terminal allocated "
+                   "in the sandbox (not by `docker exec -t`), beyond this round's box")
+def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
+    """The candidate's shell is `docker exec -it … bash` on the server's pseudo-terminal. The docker client reads
+    ^P ^Q (its default detach keys) as "detach": it exits, the relay ends, and `BrowserAgent.solve` takes that as
+    the shell finished: the task is graded as it stands, with no confirmation and time left (the page says only
+    `exit` and Submit end a task). ^P is readline's previous-history key and ^Q the XON that unfreezes a terminal
+    after ^S, so an honest candidate hits it; and the docker client holds every ^P back until the next key, so
+    ^P alone does nothing on screen. Won now: the terminal ends at ^P ^Q."""
+    import subprocess
+    import types
+
+    from sweserve.assess.recorder import BrowserTerminal
+    from sweserve.environment.docker_sandbox import DockerSandbox
+    from sweserve.environment.images import PROXY_BASE
+
+    if subprocess.run(["docker", "image", "inspect", PROXY_BASE], capture_output=True).returncode:
+        pytest.skip(f"{PROXY_BASE} is not built here")
+    name = f"rt22c-detach-{secrets.token_hex(4)}"
+    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "--name", name, PROXY_BASE, "sleep", "300"],
+                   check=True, capture_output=True)
+    try:
+        box = types.SimpleNamespace(name=name, _check_out_tree=lambda: None, _arm=lambda: None)
+        argv = DockerSandbox.interactive_argv(box, "bash --norc -i", tty=True)  # type: ignore[arg-type]
+        term = BrowserTerminal(argv, tmp_path / "c.cast").start()
+        try:
+            term.write(b"echo ready-$((6*7))\r")
+            end = time.monotonic() + 20
+            while b"ready-42" not in bytes(term.record.screen) and time.monotonic() < end:
+                time.sleep(0.1)
+            term.write(b"\x10")
+            time.sleep(0.3)
+            term.write(b"\x11")
+            assert not term.exited.wait(3), "^P ^Q ended the candidate's terminal"
+        finally:
+            term.stop()
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
