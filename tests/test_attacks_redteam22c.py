@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import secrets
 import time
 from datetime import timedelta
@@ -192,3 +193,43 @@ def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
             term.stop()
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+
+
+# ---- R22c-4: each poll of the page's state renders the task statement again, on the event loop
+
+
+def test_r22c_4_polling_the_state_does_not_render_the_statement_each_time(tmp_path):
+    """GET /api/state renders the task's markdown statement to HTML on every request, on the one event loop that
+    relays every candidate's terminal: ~40 ms for an 18 KB statement. The page polls once a second per tab (four
+    tabs: 160 ms a second of the loop, per candidate, honestly), and a candidate looping on the endpoint (a
+    100-byte request) holds the loop whole: every other candidate's keys and output wait. Won before the fix:
+    one render per request. Defence: a statement is rendered once (the server keeps the HTML by statement), so
+    a poll costs a lookup."""
+    server = empty_server(tmp_path)
+    text = "## Problem\n\nSome *text* with `code` and [a link](https://example.com). " * 200
+    pack = choose_pack("p", [bundle(1, instruction=text)], 1, 3600)
+    invite = Invite(invite_id="x", candidate="poller", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    seat = Seat("poller")
+    server.sessions[hashlib.sha256(b"victim-key").hexdigest()] = Assessment(
+        invite, pack, [bundle(1, instruction=text)], tmp_path / "r.jsonl", seat, status="running")
+    seat.take("o__r-1", object(), time.time() + 600)  # type: ignore[arg-type]  # a clock running: shown
+    renders = [0]
+    real = server.md.render
+
+    def counted(src, env=None):
+        renders[0] += 1
+        return real(src, env)
+
+    server.md.render = counted  # type: ignore[method-assign]
+    with Running(server) as srv:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        bodies = set()
+        for _ in range(30):
+            conn.request("GET", "/api/state", headers={"Cookie": f"{COOKIE}=victim-key"})
+            resp = conn.getresponse()
+            assert resp.status == 200
+            bodies.add(json.loads(resp.read())["instruction_html"])
+        conn.close()
+    assert len(bodies) == 1 and "<h2>Problem</h2>" in bodies.pop()  # the statement, as rendered
+    assert renders[0] <= 1, f"the statement was rendered {renders[0]} times for 30 polls"
