@@ -233,3 +233,58 @@ def test_r22c_4_polling_the_state_does_not_render_the_statement_each_time(tmp_pa
         conn.close()
     assert len(bodies) == 1 and "<h2>Problem</h2>" in bodies.pop()  # the statement, as rendered
     assert renders[0] <= 1, f"the statement was rendered {renders[0]} times for 30 polls"
+
+
+# ---- R22c-5: a session cookie tossed in by a sibling of the site takes over another candidate's browser
+
+
+def _two_seats(tmp_path, server) -> tuple[Seat, Seat]:
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    seats = []
+    for name in ("victim", "mallory"):
+        invite = Invite(invite_id=name, candidate=name, pack="p.yaml", pack_version=pack.version,
+                        token_sha256="0" * 64, created_at=T0, expires_at=T0)
+        seat = Seat(name)
+        server.sessions[hashlib.sha256(f"{name}-key".encode()).hexdigest()] = Assessment(
+            invite, pack, [bundle(1)], tmp_path / f"{name}.jsonl", seat, status="running")
+        seats.append(seat)
+    return seats[0], seats[1]
+
+
+def _with_cookies(port: int, method: str, path: str, cookie: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, path, headers={"Cookie": cookie, "Content-Length": "0"})
+    resp = conn.getresponse()
+    out = resp.status, resp.read()
+    conn.close()
+    return out
+
+
+def test_r22c_5_two_session_cookies_never_choose_another_candidates_session(tmp_path):
+    """A cookie set with `Domain=<the site>` by any sibling subdomain (cookie tossing) reaches the assess server
+    beside the candidate's own host-only one: the browser sends both under the one name, in an order the sender
+    of the second chooses (a path as long, set later), and the server took the last. Mallory tosses their own
+    session's cookie into the victim's browser: the victim's page now shows Mallory's task and terminal, the
+    victim's keys solve Mallory's task (credited to Mallory), and the victim's own task runs out unseen, or the
+    victim's Submit ends Mallory's. Won before the fix: the state of Mallory's session was served, and the submit
+    taken for Mallory's seat. Defence: a request naming the session cookie more than once names no session (403,
+    the page says to reopen the link); one cookie, beside any others, is served as before."""
+    server = empty_server(tmp_path)
+    victim, mallory = _two_seats(tmp_path, server)
+    two = f"{COOKIE}=victim-key; other=1; {COOKIE}=mallory-key"
+    with Running(server) as srv:
+        status, body = _with_cookies(srv.port, "GET", "/api/state", two)
+        assert status == 403 and b"mallory" not in body, body
+        status, _ = _with_cookies(srv.port, "POST", "/api/submit", two)
+        assert status == 403
+    assert not mallory.submitted.is_set() and not victim.submitted.is_set()
+
+
+def test_r22c_5_control_one_session_cookie_among_others_is_served(tmp_path):
+    server = empty_server(tmp_path)
+    victim, _ = _two_seats(tmp_path, server)
+    with Running(server) as srv:
+        status, body = _with_cookies(srv.port, "GET", "/api/state", f"a=1; {COOKIE}=victim-key; b=2")
+        assert status == 200 and json.loads(body)["candidate"] == "victim"
+        assert _with_cookies(srv.port, "POST", "/api/submit", f"{COOKIE}=victim-key; z=3")[0] == 200
+    assert victim.submitted.is_set()
