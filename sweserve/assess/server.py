@@ -170,8 +170,14 @@ class AssessServer:
     # ---- sessions
 
     def assessment(self, request: Request | WebSocket) -> Assessment | None:
+        # the session cookie named more than once is no session: a sibling subdomain can set one of the same name
+        # for the whole site (cookie tossing) beside the candidate's own, and the one taken (the last) was the one
+        # its setter ordered last: its session's page, terminal and Submit in the victim's browser (red team 22c,
+        # R22c-5)
+        named = [part.split("=", 1)[0].strip() for value in request.headers.getlist("cookie")
+                 for part in value.split(";")]
         key = request.cookies.get(COOKIE)
-        if not key:
+        if not key or named.count(COOKIE) != 1:
             return None
         return self.sessions.get(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
 
