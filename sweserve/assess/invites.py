@@ -54,7 +54,7 @@ class InviteStore:
         # invites by token hash: a look at a link is a stat and a lookup while the file is unchanged, never a parse
         # of every invite ever made (red team 22c, R22c-1: ~10 ms of the GIL per GET /i at 2,000 invites, for
         # anyone with no link at all); every write replaces the file (`write_atomic`), so the next look reads it
-        self._cache: tuple[tuple[int, ...], InviteBook, dict[str, Invite]] | None = None
+        self._cache: tuple[tuple[int, ...], dict[str, Invite]] | None = None
         self._cache_lock = threading.Lock()
 
     def _locked(self):
@@ -77,7 +77,7 @@ class InviteStore:
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         with self._cache_lock:
             if self._cache is not None and self._cache[0] == key:
-                return self._cache[2]
+                return self._cache[1]
         book = self._read()
         try:  # the file read may be a newer one than the stat saw: kept only if it is still the one stat'ed
             st = os.stat(self.path)
@@ -87,7 +87,7 @@ class InviteStore:
             return {inv.token_sha256: inv for inv in book.invites}
         index = {inv.token_sha256: inv for inv in book.invites}
         with self._cache_lock:
-            self._cache = (key, book, index)
+            self._cache = (key, index)
         return index
 
     def _write(self, book: InviteBook) -> None:

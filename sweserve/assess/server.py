@@ -11,8 +11,8 @@
 Each redeemed invite is an `Assessment`: a thread that runs the pack's tasks one after another through
 `run_evaluation` (the pipeline `run` and `session` use), each in a sandbox of its own from the command's host,
 with results in `<output>/<pack>/<candidate>.jsonl`. The session cookie is random, HttpOnly and SameSite=Strict,
-kept only as its hash; the websocket and the POSTs also check their Origin (`same_origin`). A tab that reconnects gets the same shell and timer
-(the terminal and the deadline live here, not in the tab). Reviewer pages are not served here: `assess report`
+kept only as its hash; the websocket and the POSTs also check their Origin (`same_origin`). A tab that reconnects
+gets the same shell and timer (the terminal and the deadline live here, not in the tab). Reviewer pages are not served here: `assess report`
 writes them to files, so a candidate reaches nothing of other candidates through this server.
 """
 
