@@ -1,0 +1,52 @@
+"""Red team round 22, engineer d: the grading core (in-process forgery, twins, the guard's forge odds).
+
+R22d-1: a repository file the guard cannot tokenize writes no numbers. `twins._counts` read a Python file's
+numbers from its tokens, and a file `tokenize` gives up on (an unterminated triple-quoted string, a bracket left
+open at the end, a dedent to no indentation level: a Python 2 script, a template, a half-written example) was read
+as writing nothing at all, though every byte of it is in the grade box. A forger greps the tree: the package's
+`PAGES = 613` in such a file names the real member of a group the guard recorded at 1/4 (what a tokenizing file
+writing the same line gives is 1.0: `test_guard`'s R6-3 case).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import test_guard as G
+
+from sweserve.evaluation import guard, twins
+
+UNTOKENIZABLE = {
+    # a docstring never closed
+    "unterminated-string": 'PAGES = 613\nHELP = """pages of a pool\n',
+    # a bracket left open at the end of the file
+    "open-bracket": "PAGES = 613\nSIZES = (4, 8,\n",
+    # a dedent to no level the file opened (tokenize's IndentationError)
+    "bad-dedent": "def pages():\n        return 613\n    x = 1\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNTOKENIZABLE))
+def test_r22d_1_a_file_that_does_not_tokenize_still_writes_its_numbers(case):
+    text = UNTOKENIZABLE[case]
+    assert Decimal(613) in twins.file_numbers(text)
+    assert twins.file_counts(text)[Decimal(613)] >= 1
+    assert Decimal(613) in guard.entries("pkg/legacy.py", text)["pkg/legacy.py"]
+
+
+@pytest.mark.parametrize("case", sorted(UNTOKENIZABLE))
+def test_r22d_1_the_guard_reads_the_real_value_in_a_file_that_does_not_tokenize(tmp_path, case):
+    """The forger's bet on the member the package writes wins 1.0: the guard must record 1.0, not 1/4."""
+    repo, bundle = G.clone_task(tmp_path, {"pkg/legacy.py": UNTOKENIZABLE[case]})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22d_1_control_a_file_that_does_not_tokenize_writing_every_member_says_nothing(tmp_path):
+    repo, bundle = G.clone_task(tmp_path, {"pkg/legacy.py": 'X = [607, 611, 613, 617]\nHELP = """never closed\n'})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
+
+
+def test_r22d_1_control_a_tokenizing_file_reads_as_before():
+    text = "PAGES = 613  # 41 pages\nNAME = 'pool_17'\n"
+    assert twins.file_counts(text) == {Decimal(613): 1, Decimal(41): 1, Decimal(17): 1}
