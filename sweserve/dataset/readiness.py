@@ -143,7 +143,7 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "13"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "14"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
@@ -156,7 +156,8 @@ GUARD_RULES = "13"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # the forger reads next to the value (R9-6, R9-7); pairs past MAX_DERIVED by membership (R9-1). 11: every decimal
 # site is weak (`twins.computed`: R9-2, red team 10). 12: a strong site's twins share the real value's power of 3
 # too (`twins.SHAPE_PRIMES`: R9-3). 13: every member is written by exactly the repository files that write the
-# real value (`twins.Written`: R11-6, a bet on how many files, or which, write a member).
+# real value (`twins.Written`: R11-6, a bet on how many files, or which, write a member). 14: a Python file
+# `tokenize` gives up on is read as plain text, not as writing nothing (R22d-1).
 
 
 def instruction_digest(instruction: str) -> str:

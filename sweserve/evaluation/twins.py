@@ -1873,12 +1873,15 @@ def _numbers(text: str, keep) -> frozenset[Decimal]:
 
 
 def _counts(text: str, keep) -> Counter[Decimal]:
-    """`_numbers`, with how many tokens write each (a token counts once per number it writes)."""
+    """`_numbers`, with how many tokens write each (a token counts once per number it writes). A text `tokenize`
+    gives up on (an unterminated string, a bracket open at its end, a bad dedent: a Python 2 script, a template)
+    is read whole as plain text (`text_counts`), `keep` aside: a forger greps it all the same, and reading it as
+    writing nothing recorded a group at 1/4 whose real value such a file wrote (red team 22d, R22d-1)."""
     out: Counter[Decimal] = Counter()
     try:
         tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
     except (tokenize.TokenError, SyntaxError):
-        tokens = []
+        return text_counts(text)
     for tok in tokens:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
