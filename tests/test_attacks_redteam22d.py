@@ -16,6 +16,7 @@ import pytest
 import test_guard as G
 
 from sweserve.evaluation import guard, twins
+from sweserve.models import TestSpec, Twin
 
 UNTOKENIZABLE = {
     # a docstring never closed
@@ -50,3 +51,29 @@ def test_r22d_1_control_a_file_that_does_not_tokenize_writing_every_member_says_
 def test_r22d_1_control_a_tokenizing_file_reads_as_before():
     text = "PAGES = 613  # 41 pages\nNAME = 'pool_17'\n"
     assert twins.file_counts(text) == {Decimal(613): 1, Decimal(41): 1, Decimal(17): 1}
+
+
+def _odds_at(path: str, values=("607", "611", "617")) -> float:
+    """`test_guard`'s strong group (613 among 607, 611, 617) with its hidden file at `path`."""
+    t = G.task([f"{path}::test_pages"], [Twin(test=f"{path}::test_pages", site=0, value=v) for v in values])
+    t = t.model_copy(update={"test": TestSpec(files=[path])})
+    return guard.test_odds(t, {path: G.TEXT}, {}, "")[f"{path}::test_pages"]
+
+
+@pytest.mark.parametrize("path", ["test/test_pool_613.py", "test/pages613/test_pool.py"])
+def test_r22d_2_the_hidden_files_path_naming_the_real_value_is_read(path):
+    assert _odds_at(path) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("path", ["test/test_pool_613.py", "test/pages613/test_pool.py"])
+def test_r22d_2_validation_keeps_no_strong_site_the_path_names(path):
+    tree = twins.pyast.parse_module(G.TEXT)
+    fn = next(n for n in tree.body if getattr(n, "name", "") == "test_pages")
+    assert Decimal(613) in twins.other_files({path: G.TEXT}, path)
+    assert not twins.strong_site(fn, 0, twins.other_files({path: G.TEXT}, path),
+                                 twins.other_files({path: G.TEXT}, path))
+
+
+@pytest.mark.parametrize("path", ["test/test_pool.py", "test/test_pool_2024.py", "test/v2/test_pool.py"])
+def test_r22d_2_control_a_path_naming_no_member_keeps_the_group_strong(path):
+    assert _odds_at(path) == pytest.approx(0.25)
