@@ -157,7 +157,8 @@ GUARD_RULES = "14"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # site is weak (`twins.computed`: R9-2, red team 10). 12: a strong site's twins share the real value's power of 3
 # too (`twins.SHAPE_PRIMES`: R9-3). 13: every member is written by exactly the repository files that write the
 # real value (`twins.Written`: R11-6, a bet on how many files, or which, write a member). 14: a Python file
-# `tokenize` gives up on is read as plain text, not as writing nothing (R22d-1).
+# `tokenize` gives up on is read as plain text, not as writing nothing (R22d-1); the digits of the hidden files'
+# own paths are read (R22d-2).
 
 
 def instruction_digest(instruction: str) -> str:

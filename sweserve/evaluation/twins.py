@@ -1923,9 +1923,12 @@ def repeated(counts: Counter[Decimal]) -> dict[int, frozenset[Decimal]]:
 def other_files(sources: dict[str, str], file: str) -> frozenset[Decimal]:
     """The numbers every other hidden file writes (`file_numbers`): they are in the box beside the test's group
     (a test skipped without an accelerator, a check of the same value in a second file), so a member whose value
-    one of them writes is read off them, as `around` reads the test's own file."""
+    one of them writes is read off them, as `around` reads the test's own file. And the digits of every hidden
+    file's path, `file`'s own too (`name_numbers`: `test/test_pool_613.py`, a folder `pages613/`): the forger finds
+    its tests there, as `guard.repository_numbers` reads every other file's path (red team 22d, R22d-2)."""
     out: frozenset[Decimal] = frozenset()
     for other, text in sources.items():
+        out |= name_numbers(other)
         if other != file:
             out |= file_numbers(text)
     return out
