@@ -10,6 +10,7 @@ writing the same line gives is 1.0: `test_guard`'s R6-3 case).
 
 from __future__ import annotations
 
+import subprocess
 from decimal import Decimal
 
 import pytest
@@ -77,3 +78,35 @@ def test_r22d_2_validation_keeps_no_strong_site_the_path_names(path):
 @pytest.mark.parametrize("path", ["test/test_pool.py", "test/test_pool_2024.py", "test/v2/test_pool.py"])
 def test_r22d_2_control_a_path_naming_no_member_keeps_the_group_strong(path):
     assert _odds_at(path) == pytest.approx(0.25)
+
+
+def _clone_with(tmp_path, added: dict[str, str]):
+    """`test_guard.clone_task`'s task (613 among 607, 611, 617), its tests.patch also adding `added`."""
+    repo, bundle = G.clone_task(tmp_path)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    (repo / G.FILE).write_text(G.TEXT)
+    for path, text in added.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        git("add", "-N", path)
+    patch = git("diff")
+    git("reset", "-q")
+    git("checkout", "-q", ".")
+    for path in added:
+        (repo / path).unlink()
+    return repo, bundle.model_copy(update={"tests_patch": patch})
+
+
+@pytest.mark.parametrize("path", ["test/data/pages.json", "test/helpers.py", "test/conftest.py"])
+def test_r22d_3_a_file_tests_patch_adds_beside_the_hidden_ones_is_read(tmp_path, path):
+    text = '{"pool_4": {"pages": 613}}\n' if path.endswith(".json") else "POOL_4_PAGES = 613\n"
+    repo, bundle = _clone_with(tmp_path, {path: text})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22d_3_control_an_added_file_writing_every_member_says_nothing(tmp_path):
+    repo, bundle = _clone_with(tmp_path, {"test/data/pages.json": "[607, 611, 613, 617]\n"})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
