@@ -198,6 +198,44 @@ def forge_odds(odds: dict[str, float]) -> float:
     return product
 
 
+def patched_numbers(clone: Path, bundle: TaskBundle, hidden: list[str]) -> dict[str, frozenset[Decimal]]:
+    """What each path tests.patch adds or changes, other than the hidden files, writes at base + tests.patch, as
+    `repository_numbers` records a file (`_entries`, the digits of its path): a data file of expected values, a
+    helper or a conftest the PR added beside its tests is in the grade box once tests.patch is applied, and the
+    repository at base does not hold it (red team 22d, R22d-3). One that is binary or over MAX_TEXT_BYTES is
+    UNREAD, as a file beside the hidden ones is there."""
+    from sweserve.dataset.interface import repository_states
+    from sweserve.dataset.patches import touched_paths
+
+    paths = sorted(touched_paths(bundle.tests_patch) - set(hidden))
+    out: dict[str, frozenset[Decimal]] = {}
+    if not paths:
+        return out
+    with repository_states(clone, bundle.task, bundle.oracle_patch, bundle.tests_patch) as (before, _):
+        for path in paths:
+            if path not in before.files:
+                continue
+            if named := twins.name_numbers(path):
+                out[path] = named
+            text = before.git.blob(before.files[path])
+            if "\0" in text[:8192] or len(text.encode("utf-8", "replace")) > MAX_TEXT_BYTES:
+                out[UNREAD] = frozenset()
+                continue
+            counts = twins.file_counts(text) if path.endswith(".py") else twins.text_counts(text)
+            for key, numbers in _entries(path, (frozenset(counts), twins.repeated(counts))).items():
+                out[key] = out.get(key, frozenset()) | numbers
+    return out
+
+
+def with_patched(repository: Mapping[str, frozenset[Decimal]],
+                 patched: Mapping[str, frozenset[Decimal]]) -> dict[str, frozenset[Decimal]]:
+    """`repository` with what tests.patch's other files write (`patched_numbers`) added under their keys."""
+    out = dict(repository)
+    for key, numbers in patched.items():
+        out[key] = out.get(key, frozenset()) | numbers
+    return out
+
+
 def base_sources(clone: Path, task: Task, files: list[str]) -> dict[str, str]:
     """Each of `files` at the task's base commit, where it existed there (what a forger reads beside them)."""
     with Git(clone) as git:
@@ -339,6 +377,7 @@ def measure(clone: Path, bundle: TaskBundle, repository: Mapping[str, frozenset[
     sources, selectors = plan_sources(clone, bundle)  # selectors: the groups grading plants depend on them
     if repository is None:
         repository = repository_numbers(clone, bundle.task, list(sources), cache, history)
+    repository = with_patched(repository, patched_numbers(clone, bundle, list(sources)))
     per_test = test_odds(bundle.task, sources, base_sources(clone, bundle.task, list(sources)), bundle.instruction,
                          repository, selectors)
     return forge_odds(per_test), per_test
