@@ -110,3 +110,25 @@ def test_r22d_3_a_file_tests_patch_adds_beside_the_hidden_ones_is_read(tmp_path,
 def test_r22d_3_control_an_added_file_writing_every_member_says_nothing(tmp_path):
     repo, bundle = _clone_with(tmp_path, {"test/data/pages.json": "[607, 611, 613, 617]\n"})
     assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
+
+
+class _Blobs:
+    """The one method of `Git` that `NumbersCache.read` calls, over blobs held here."""
+
+    def __init__(self, blobs: dict[str, bytes]):
+        self.blobs = blobs
+
+    def read_blob_bytes(self, blob: str) -> bytes | None:
+        return self.blobs.get(blob)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_r22d_4_a_text_file_in_utf16_with_its_mark_is_read(encoding):
+    data = (("\ufeff" if not encoding.endswith(("16", "32")) else "") + "613 pages\n").encode(encoding)
+    numbers = guard.NumbersCache().numbers(_Blobs({"b": data}), "b", False)  # type: ignore[arg-type]
+    assert numbers is not None and Decimal(613) in numbers
+
+
+def test_r22d_4_control_a_binary_file_stays_unread():
+    for data in (b"\x00613 pages\n", b"\x89PNG\r\n\x1a\n\x00\x00613", b"\xff\xfe\x00\xd8613"):
+        assert guard.NumbersCache().numbers(_Blobs({"b": data}), "b", False) is None  # type: ignore[arg-type]
