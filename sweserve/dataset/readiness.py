@@ -158,7 +158,8 @@ GUARD_RULES = "14"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # too (`twins.SHAPE_PRIMES`: R9-3). 13: every member is written by exactly the repository files that write the
 # real value (`twins.Written`: R11-6, a bet on how many files, or which, write a member). 14: a Python file
 # `tokenize` gives up on is read as plain text, not as writing nothing (R22d-1); the digits of the hidden files'
-# own paths are read (R22d-2), and what tests.patch's other files write (`guard.patched_numbers`, R22d-3).
+# own paths are read (R22d-2), and what tests.patch's other files write (`guard.patched_numbers`, R22d-3); a
+# UTF-16/32 text with its byte-order mark is text (`guard.decoded`, R22d-4).
 
 
 def instruction_digest(instruction: str) -> str:

@@ -274,6 +274,23 @@ def entries(path: str, text: str) -> dict[str, frozenset[Decimal]]:
     return _entries(path, (frozenset(counts), twins.repeated(counts)))
 
 
+_MARKS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+          (b"\xfe\xff", "utf-16"))
+
+
+def decoded(data: bytes) -> str | None:
+    """A blob's text, or None for a binary one (a NUL in its first 8 KiB). A text that opens with a UTF-16 or
+    UTF-32 byte-order mark, and decodes whole by it, is that text: a NUL beside every ASCII character is what
+    those encodings write, and a forger decodes the file by its mark (red team 22d, R22d-4)."""
+    for mark, encoding in _MARKS:
+        if data.startswith(mark):
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+    return None if b"\0" in data[:8192] else data.decode("utf-8", "replace")
+
+
 class NumbersCache:
     """The numbers each blob writes (`twins.file_numbers`), by blob id: tasks of one repository share most of
     their files across base commits, so a run over many tasks reads and scans each file once, not once per
@@ -301,10 +318,10 @@ class NumbersCache:
                     data = None
                 if data is not None and len(data) > MAX_TEXT_BYTES:
                     data = None
-            if data is None or b"\0" in data[:8192]:
+            text = None if data is None else decoded(data)
+            if text is None:
                 self.by_blob[key] = None
             else:
-                text = data.decode("utf-8", "replace")
                 counts = twins.file_counts(text) if python else twins.text_counts(text)
                 self.by_blob[key] = (frozenset(counts), twins.repeated(counts))
         return self.by_blob[key]
