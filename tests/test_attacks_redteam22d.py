@@ -16,7 +16,7 @@ from decimal import Decimal
 import pytest
 import test_guard as G
 
-from sweserve.evaluation import guard, twins
+from sweserve.evaluation import guard, twins, validation
 from sweserve.models import TestSpec, Twin
 
 UNTOKENIZABLE = {
@@ -105,6 +105,12 @@ def test_r22d_3_a_file_tests_patch_adds_beside_the_hidden_ones_is_read(tmp_path,
     text = '{"pool_4": {"pages": 613}}\n' if path.endswith(".json") else "POOL_4_PAGES = 613\n"
     repo, bundle = _clone_with(tmp_path, {path: text})
     assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22d_3_validations_draw_reads_the_added_files_too(tmp_path):
+    repo, bundle = _clone_with(tmp_path, {"test/data/pages.json": '{"pages": 613}\n'})
+    repository = validation._repository(repo, bundle, guard.NumbersCache(), "none")
+    assert repository is not None and Decimal(613) in repository["test/data/pages.json"]
 
 
 def test_r22d_3_control_an_added_file_writing_every_member_says_nothing(tmp_path):
