@@ -210,10 +210,13 @@ def _verdict(bundle: TaskBundle, before: list[TestRun], after: list[TestRun], re
 
 def _repository(clone: Path, bundle: TaskBundle, cache: guard.NumbersCache,
                 history: str) -> Mapping[str, frozenset[Decimal]] | None:
-    """`guard.repository_numbers` for the task (None where the clone cannot show its base: the guard then reads
-    it again, and fails there, unmeasured)."""
+    """`guard.repository_numbers` for the task, with what tests.patch's other files write (`guard.patched_numbers`:
+    the twins' draw balances against them as the guard reads them, R22d-3); None where the clone cannot show its
+    base: the guard then reads it again, and fails there, unmeasured."""
     try:
-        return guard.repository_numbers(clone, bundle.task, list(bundle.task.test.files), cache, history)
+        hidden = list(bundle.task.test.files)
+        return guard.with_patched(guard.repository_numbers(clone, bundle.task, hidden, cache, history),
+                                  guard.patched_numbers(clone, bundle, hidden))
     except SweserveError:
         return None
 
