@@ -1,0 +1,75 @@
+"""Red team 22g: the newest assess-server fixes (round 22c) and their neighbours, attacked by anyone who can
+reach the server: a candidate with two tabs, a page that is not the candidate's, a request of any spelling.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working. Real servers on 127.0.0.1 and real sockets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import types
+
+from test_assess import T0, bundle
+from test_attacks_redteam17d import Running, empty_server
+
+from sweserve.assess.agent import Seat
+from sweserve.assess.invites import Invite
+from sweserve.assess.packs import choose_pack
+from sweserve.assess.server import COOKIE, SESSION_PAGE, Assessment
+
+# ---- R22g-1: a Submit names no task: a stale one ends the task that started after it
+
+
+def _on_second_task(tmp_path, server) -> tuple[Assessment, Seat]:
+    """A session of two tasks, the first submitted and graded, the second's clock running."""
+    bundles = [bundle(1), bundle(2)]
+    pack = choose_pack("p", bundles, 2, 3600)
+    invite = Invite(invite_id="x", candidate="cand", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    seat = Seat("cand")
+    a = Assessment(invite, pack, bundles, tmp_path / "r.jsonl", seat, status="running", index=1)
+    server.sessions[hashlib.sha256(b"cand-key").hexdigest()] = a
+    seat.take(bundles[1].task.task_id, types.SimpleNamespace(), 2e9)  # type: ignore[arg-type]
+    return a, seat
+
+
+def _submit(port: int, query: str = "") -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", f"/api/submit{query}", headers={"Cookie": f"{COOKIE}=cand-key", "Content-Length": "0",
+                                                          "Origin": f"http://127.0.0.1:{port}"})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_r22g_1_a_submit_of_task_1_does_not_end_task_2(tmp_path):
+    """POST /api/submit ends whatever task the seat holds when it lands, not the one the page showed: a second
+    tab (or a background tab whose poll the browser throttles to once a minute) still shows task 1 running with
+    its Submit enabled; the candidate submits task 1 in the first tab, then presses Submit in the other, or the
+    POST is slow on the network, and it lands once task 2's clock runs. Task 2 ends at once, graded as it
+    stands, with its whole time unused and `exit_reason: submitted` as if the candidate chose it. Won before the
+    fix: the submit naming task 1 submitted task 2. Defence: the page names the task it shows
+    (`?task=<index>`); a submit naming another task than the one in progress is refused (409) and changes
+    nothing."""
+    server = empty_server(tmp_path)
+    with Running(server) as srv:
+        _, seat = _on_second_task(tmp_path, server)
+        assert _submit(srv.port, "?task=1") == 409
+        assert not seat.submitted.is_set(), "a Submit pressed on task 1 ended task 2"
+        for junk in ("?task=", "?task=x", "?task=99", "?task=-1", "?task=2&task=1"):
+            assert _submit(srv.port, junk) == 409, junk
+            assert not seat.submitted.is_set(), junk
+    assert "/api/submit?task=" in SESSION_PAGE, "the page does not name the task its Submit is for"
+
+
+def test_r22g_1_control_a_submit_of_the_task_in_progress_or_naming_none_ends_it(tmp_path):
+    server = empty_server(tmp_path)
+    with Running(server) as srv:
+        _, seat = _on_second_task(tmp_path, server)
+        assert _submit(srv.port, "?task=2") == 200
+        assert seat.submitted.is_set()
+        _, seat = _on_second_task(tmp_path, server)
+        assert _submit(srv.port) == 200  # a script naming no task: the one in progress, as before
+        assert seat.submitted.is_set()
