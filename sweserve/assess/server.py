@@ -4,7 +4,7 @@
     POST /i/{token}   redeems the token once, sets the session cookie, starts the pack's trials
     GET  /s           the candidate's page: instruction, terminal (xterm.js), time left, Submit
     GET  /api/state   what the page polls: task, time left, status
-    POST /api/submit  submit the task in progress
+    POST /api/submit  submit the task in progress (`?task=<n>`: only if task n is the one in progress)
     WS   /ws          the terminal: keys in, output out, relayed by `recorder.BrowserTerminal`
     GET  /vendor/…    xterm.js and its fit add-on, from node_modules (installed by `make setup`)
 
@@ -256,7 +256,16 @@ class AssessServer:
         a = self.assessment(request)
         if a is None or not same_origin(request):
             return JSONResponse({"ok": False}, status_code=403)
-        a.seat.submitted.set()
+        # the page names the task it shows (`?task=<index>`, 1-based): a Submit of task 1 from a second tab, a
+        # throttled one or a slow network that landed once task 2's clock ran ended task 2 at once (red team 22g,
+        # R22g-1); a client naming no task (a script) submits the task in progress, as before
+        named = request.query_params.getlist("task")
+        seat = a.seat
+        with seat.changed:  # `take` and `leave` change the seat under it: the task checked is the task submitted
+            if named and (named != [str(a.index + 1)] or seat.terminal is None
+                          or seat.task_id != a.bundles[a.index].task.task_id):
+                return JSONResponse({"ok": False}, status_code=409)
+            seat.submitted.set()
         return JSONResponse({"ok": True})
 
     async def vendor(self, request: Request) -> Response:
@@ -525,7 +534,7 @@ async function poll() {
 }
 document.getElementById('submit').onclick = async () => {
   document.getElementById('submit').disabled = true;
-  await fetch('/api/submit', {method: 'POST'}); term.reset();
+  await fetch('/api/submit?task=' + state.index, {method: 'POST'}); term.reset();
 };
 setInterval(poll, 1000); poll(); term.focus();
 </script></body></html>
