@@ -7,10 +7,15 @@ behaviour working. Real servers on 127.0.0.1 and real sockets.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.client
+import http.cookiejar
 import types
+import urllib.error
+import urllib.request
 
+import pytest
 from test_assess import T0, bundle
 from test_attacks_redteam17d import Running, empty_server
 
@@ -73,3 +78,48 @@ def test_r22g_1_control_a_submit_of_the_task_in_progress_or_naming_none_ends_it(
         _, seat = _on_second_task(tmp_path, server)
         assert _submit(srv.port) == 200  # a script naming no task: the one in progress, as before
         assert seat.submitted.is_set()
+
+
+# ---- R22g-2: two assess servers on one host share one cookie: starting on the second ends the first's session
+
+
+@pytest.mark.xfail(strict=True, reason="R22g-2: a cookie is the host's, not the origin's (no port in it): the "
+                   "session cookie's one name is shared by every server of the host; a fix is a name (or a "
+                   "credential outside cookies) per server, which every test's Cookie header spells now")
+def test_r22g_2_starting_on_a_second_server_of_the_host_keeps_the_first_session(tmp_path):
+    """Two hiring teams (or two packs) run `assess serve` on one host, on two ports. A browser's cookies are the
+    host's, whatever the port (RFC 6265 §8.5), and both servers name theirs `sweserve_session` with path /: a
+    candidate who presses Start on the second server's link while the first assessment runs has the first one's
+    cookie replaced. The first tab's next poll says "No session"; the invite is spent, so nothing reopens it: its
+    clock runs out and the work is graded as it stands. The same replacement is open to any service of another
+    port of that host (R22c-2's threat), which can set its own session's key as the candidate's. Python's cookie
+    jar keeps cookies as browsers do. Won now: the first server's page answers 403 after the second Start."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    servers = [empty_server(tmp_path / n) for n in ("a", "b")]
+    for n, server in zip("ab", servers, strict=True):
+        (tmp_path / n).mkdir()
+        server.begin = functools.partial(_begun, tmp_path / n, server, n)  # type: ignore[method-assign]
+    with Running(servers[0]) as a, Running(servers[1]) as b:
+        for port in (a.port, b.port):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/i/token", method="POST", data=b"")
+            with opener.open(req) as resp:
+                assert resp.status == 200 and resp.url.endswith("/s")
+        for port in (b.port, a.port):
+            try:
+                with opener.open(f"http://127.0.0.1:{port}/s") as resp:
+                    status = resp.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            assert status == 200, f"the session of the server on port {port} is gone"
+
+
+def _begun(folder, server, name: str, token: str) -> str:
+    """`begin` without a pack: a session of one task, its key returned."""
+    key = f"{name}-key-{token}"
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    invite = Invite(invite_id=name, candidate=f"cand{name}", pack="p.yaml", pack_version=pack.version,
+                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
+    server.sessions[hashlib.sha256(key.encode()).hexdigest()] = Assessment(
+        invite, pack, [bundle(1)], folder / "r.jsonl", Seat(f"cand{name}"), status="running")
+    return key
