@@ -11,16 +11,19 @@ import functools
 import hashlib
 import http.client
 import http.cookiejar
+import threading
+import time
 import types
 import urllib.error
 import urllib.request
+from datetime import timedelta
 
 import pytest
 from test_assess import T0, bundle
 from test_attacks_redteam17d import Running, empty_server
 
 from sweserve.assess.agent import Seat
-from sweserve.assess.invites import Invite
+from sweserve.assess.invites import Invite, InviteStore
 from sweserve.assess.packs import choose_pack
 from sweserve.assess.server import COOKIE, SESSION_PAGE, Assessment
 
@@ -123,3 +126,52 @@ def _begun(folder, server, name: str, token: str) -> str:
     server.sessions[hashlib.sha256(key.encode()).hexdigest()] = Assessment(
         invite, pack, [bundle(1)], folder / "r.jsonl", Seat(f"cand{name}"), status="running")
     return key
+
+
+# ---- R22g-3: the "already in progress" check is one server's: a second server of the host runs the same pack
+
+
+def test_r22g_3_a_second_server_does_not_start_a_pack_already_in_progress_on_another(tmp_path, monkeypatch):
+    """`begin` refuses a second session of the same candidate and pack while the first runs (red team 12a's lead:
+    both wrote attempt 1 of the same results file and the candidate chose which counted), but it looks only at
+    its own server's sessions. Two `assess serve` on one host read the same invites file (the state dir's) and,
+    by default, write the same output: a candidate holding two links (a retake the team granted) opens the
+    second on the other server's port while the first runs. Both sessions read `next_attempt` as 1 and append
+    to one results file. Won before the fix: the second server started the session. Defence: a session holds
+    an exclusive lock on its results file's lock file for as long as it runs; `begin` takes it before the token
+    is spent, so another server (another process) refuses with the same sentence, and the link stays valid."""
+    from test_assess import Ctx
+
+    import sweserve.assess.server as server_mod
+    from sweserve.assess.packs import save_pack
+    from sweserve.assess.server import AssessServer
+    from sweserve.errors import SweserveError
+
+    release = threading.Event()
+
+    def held(ctx, bundles, agent, results_path, **kw):
+        release.wait(20)
+        return []
+
+    monkeypatch.setattr(server_mod, "run_evaluation", held)
+    bundles = [bundle(1)]
+    pack = choose_pack("p", bundles, 1, 3600)
+    save_pack(tmp_path / "p.yaml", pack)
+    store = InviteStore(tmp_path / "invites.json")
+    first = store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(days=1))[1]
+    second = store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(days=1))[1]
+    tasks = {b.task.task_id: b for b in bundles}
+    servers = [AssessServer(Ctx(), tasks, store, tmp_path / "out", tmp_path) for _ in "ab"]  # type: ignore[arg-type]
+    try:
+        servers[0].begin(first)
+        with pytest.raises(SweserveError, match="already in progress"):
+            servers[1].begin(second)
+        assert store.peek(second).used_at is None, "the refused link was spent"
+        # control: once the first session ends, the second link opens the retake, on either server
+        release.set()
+        end = time.monotonic() + 10
+        while any(a.status != "done" for a in servers[0].sessions.values()) and time.monotonic() < end:
+            time.sleep(0.05)
+        servers[1].begin(second)
+    finally:
+        release.set()
