@@ -112,8 +112,17 @@ class Assessment:
     status: str = "starting"  # starting, running, grading, done, error
     index: int = 0
     results: list[RunResult] = field(default_factory=list)
+    # the results file's lock, held (flock) while the session runs: what another server of the host sees of it
+    hold: Any = None
 
     def run(self, ctx: Context) -> None:
+        try:
+            self._run(ctx)
+        finally:
+            if self.hold is not None:
+                self.hold.close()
+
+    def _run(self, ctx: Context) -> None:
         try:
             for i, (bundle, item) in enumerate(zip(self.bundles, self.pack.tasks, strict=True)):
                 self.index, self.status = i, "running"
@@ -195,12 +204,26 @@ class AssessServer:
         bundles = check_pack(pack, self.tasks)
         path = results_file(self.output, pack, invite.candidate)
         key = secrets.token_urlsafe(32)
+        busy = SweserveError("your assessment of this pack is already in progress: continue it in the browser you "
+                             "started it in; this link stays valid for when it has ended")
         with self.lock:  # one check and one redeem at a time: two links posted at once cannot both pass
             if any(s.results_path == path and s.status not in ("done", "error") for s in self.sessions.values()):
-                raise SweserveError("your assessment of this pack is already in progress: continue it in the "
-                                    "browser you started it in; this link stays valid for when it has ended")
-            invite = self.store.redeem(token)
-            a = Assessment(invite, pack, bundles, path, Seat(invite.candidate))
+                raise busy
+            # and across servers: another `assess serve` of the host (the same invites and output) sees none of
+            # these sessions, and started the same candidate's pack again, a second attempt 1 in the same results
+            # file (red team 22g, R22g-3); the session holds its results file's lock until it ends
+            path.parent.mkdir(parents=True, exist_ok=True)
+            hold = open(path.with_name(path.name + ".lock"), "w")  # noqa: SIM115 - held by the session
+            try:
+                fcntl.flock(hold, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                invite = self.store.redeem(token)
+            except BlockingIOError:
+                hold.close()
+                raise busy from None
+            except BaseException:
+                hold.close()
+                raise
+            a = Assessment(invite, pack, bundles, path, Seat(invite.candidate), hold=hold)
             self.sessions[hashlib.sha256(key.encode()).hexdigest()] = a
         threading.Thread(target=a.run, args=(self.ctx,), name=f"assess-{invite.candidate}", daemon=True).start()
         return key
