@@ -1,0 +1,117 @@
+"""Red team 22e: the newest egress and meter fixes, and their neighbours (`images/proxy/egress_addon.py`).
+
+Each attack is a test that FAILS while the attack wins and passes once defended; controls keep honest clients'
+requests passing. All run on the host against the addon's hooks: no Docker.
+
+- R22e-1 (the meter, both modes): an OpenAI chat or completions stream without `stream_options.include_usage`
+  states no usage. The meter counts it unread with a floor of one completion token a chunk and 0 prompt tokens: an
+  agent streaming every call (`include_usage` false, null or absent) with 100k-token prompts leaves a meter whose
+  prompt floor is 0, and its own record of 0 prompt tokens (no cost) stands unflagged. Defence: the proxy asks for the
+  usage itself: a passed OpenAI chat or completions call that streams goes on with `include_usage: true`.
+- R22e-2 (closed book): a hosted tool named only in `tool_choice`. Stripping kept `tool_choice` whenever a client
+  tool was left (or no `tools` came at all): `{"type": "web_search_preview"}`, an `allowed_tools` list of hosted
+  types, Anthropic's `{"type": "tool", "name": "web_search"}` all passed the field allow-list (TOOL_CHOICE takes any
+  `type` and `name`) to a provider or gateway that may add the tool it names. Defence: a `tool_choice` may name only
+  the tools the request keeps (their names and types) and the modes (`auto`, `any`, `function` ...); else it goes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam15f import MODEL
+from test_attacks_redteam16e import addon, call, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+
+
+def forwarded(tmp_path, closed_book: bool, path: str, body) -> dict | None:
+    """The body the proxy sent on (None if it refused the call)."""
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call(path, body, b"")
+    e.request(f)
+    if not json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])["allowed"]:
+        return None
+    return json.loads(f.request.content)
+
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "x" * 1000}]}
+
+
+# --- R22e-1 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("path, extra", [
+    ("/v1/chat/completions", {}),
+    ("/v1/chat/completions", {"stream_options": {"include_usage": False}}),
+    ("/v1/chat/completions", {"stream_options": None}),
+    ("/v1/chat/completions", {"stream_options": {"continuous_usage_stats": False}}),
+    ("/v1/completions", {}),
+], ids=["absent", "false", "null", "other-option", "completions"])
+def test_r22e_1_an_openai_stream_goes_on_asking_for_its_usage(tmp_path, closed_book, path, extra):
+    """Won: forwarded as it came; the stream stated no usage, the meter's prompt floor was 0."""
+    body = {**CHAT, "stream": True, **extra} if "chat" in path else {"model": "default", "prompt": "x",
+                                                                     "stream": True, **extra}
+    got = forwarded(tmp_path, closed_book, path, body)
+    assert got is not None, "the proxy refused the call"
+    options = [v for k, v in got.items() if k.casefold() == "stream_options"]
+    assert len(options) == 1 and isinstance(options[0], dict), got
+    assert [v for k, v in options[0].items() if k.casefold() == "include_usage"] == [True], got
+    assert {k: v for k, v in got.items() if k != "stream_options"} == {k: v for k, v in body.items()
+                                                                       if k != "stream_options"}
+
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("path, body", [
+    ("/v1/chat/completions", CHAT),
+    ("/v1/chat/completions", {**CHAT, "stream": False}),
+    ("/v1/chat/completions", {**CHAT, "stream": True, "stream_options": {"include_usage": True}}),
+    ("/v1/responses", {"model": "default", "input": "hi", "stream": True}),
+    ("/v1/messages", {"model": "default", "max_tokens": 8, "messages": [], "stream": True}),
+], ids=["no-stream", "stream-false", "already-asked", "responses", "anthropic"])
+def test_r22e_1_control_other_calls_go_on_as_they_came(tmp_path, closed_book, path, body):
+    assert forwarded(tmp_path, closed_book, path, body) == body
+
+
+# --- R22e-2 --------------------------------------------------------------------------------------------------------
+
+FUNCTION = {"type": "function", "name": "bash", "parameters": {"type": "object"}}
+CLAUDE_TOOL = {"name": "bash", "input_schema": {"type": "object"}}
+
+
+def choice_named(got) -> str:
+    return json.dumps([v for k, v in got.items() if k.casefold() == "tool_choice"])
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/responses", {"model": "default", "input": "hi", "tools": [FUNCTION],
+                       "tool_choice": {"type": "web_search_preview"}}),
+    ("/v1/responses", {"model": "default", "input": "hi", "tool_choice": {"type": "web_search"}}),
+    ("/v1/responses", {"model": "default", "input": "hi", "tools": [FUNCTION], "tool_choice": {
+        "type": "allowed_tools", "mode": "required", "tools": [{"type": "web_search"}, {"type": "code_interpreter"}]}}),
+    ("/v1/messages", {"model": "default", "max_tokens": 8, "messages": [], "tools": [CLAUDE_TOOL],
+                      "tool_choice": {"type": "tool", "name": "web_search"}}),
+    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function", "function": {"name": "bash"}}],
+                              "tool_choice": {"type": "function", "function": {"name": "web_search"}}}),
+], ids=["hosted-type", "no-tools", "allowed-tools", "anthropic-name", "chat-function-name"])
+def test_r22e_2_a_hosted_tool_named_only_in_tool_choice_goes(tmp_path, path, body):
+    """Won: forwarded with the hosted tool named in tool_choice."""
+    got = forwarded(tmp_path, True, path, body)
+    assert got is None or not any(word in choice_named(got) for word in ("web_search", "code_interpreter")), got
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/responses", {"model": "default", "input": "hi", "tools": [FUNCTION], "tool_choice": "required"}),
+    ("/v1/responses", {"model": "default", "input": "hi", "tools": [FUNCTION],
+                       "tool_choice": {"type": "function", "name": "bash"}}),
+    ("/v1/responses", {"model": "default", "input": "hi", "tools": [FUNCTION], "tool_choice": {
+        "type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "bash"}]}}),
+    ("/v1/messages", {"model": "default", "max_tokens": 8, "messages": [], "tools": [CLAUDE_TOOL],
+                      "tool_choice": {"type": "tool", "name": "bash", "disable_parallel_tool_use": True}}),
+    ("/v1/messages", {"model": "default", "max_tokens": 8, "messages": [], "tools": [CLAUDE_TOOL],
+                      "tool_choice": {"type": "any"}}),
+    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function", "function": {"name": "bash"}}],
+                              "tool_choice": {"type": "function", "function": {"name": "bash"}}}),
+], ids=["mode", "function", "allowed-tools", "anthropic-tool", "anthropic-any", "chat-function"])
+def test_r22e_2_control_a_choice_of_the_clients_own_tools_passes(tmp_path, path, body):
+    assert forwarded(tmp_path, True, path, body) == body
