@@ -208,11 +208,57 @@ def strip_hosted_tools(body) -> list[str]:
                 del body[key]
                 for choice in [k for k in body if k.casefold() == "tool_choice"]:
                     del body[choice]
+    stripped += strip_choice(body)
     for key, value in body.items():
         # the client's own tools are kept as they are (their schemas name anything), and so is what a request says
         # to the model (a tool call's arguments in the history may hold a "plugins" key: red team 16d's lead)
         if key.casefold() != "tools" and _fold(key) not in CONTENT_KEYS:
             stripped += strip_hosted_tools(value)
+    return stripped
+
+
+# what a `tool_choice` may name besides the tools a request keeps: a mode (OpenAI's `auto`, `none`, `required`,
+# Anthropic's `any`) or the kind of choice (`{"type": "tool", "name": ...}`, `function`, `custom`, `allowed_tools`)
+CHOICE_WORDS = {"auto", "none", "required", "any", "tool", "function", "custom", "allowedtools"}
+
+
+def _choice_parts(value) -> Iterator[tuple[str, object]]:
+    """Each (folded key, value) at any depth of a tool_choice, read without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                yield (_fold(key) if isinstance(key, str) else "", item)
+                stack.append(item)
+        elif isinstance(node, list):
+            stack += node
+
+
+def strip_choice(body: dict) -> list[str]:
+    """Remove a `tool_choice` naming a hosted tool; what was removed. Each `type` in it must be a mode or kind of choice
+    (CHOICE_WORDS) or a client tool's type (`hosted_kind`), and each `name` one of the tools the request keeps, where it
+    carries any. A hosted tool named only there (`{"type": "web_search_preview"}`, Anthropic's `{"type": "tool",
+    "name": "web_search"}`) is one a provider or gateway may add for the choice (red team 22e, R22e-2)."""
+    lists = [tools for key, tools in body.items() if isinstance(key, str) and key.casefold() == "tools"]
+    kept = [tool for tools in lists if isinstance(tools, list) for tool in tools if isinstance(tool, dict)]
+    names = {v for tool in kept for k, v in _choice_parts(
+        {k: item for k, item in tool.items() if isinstance(k, str) and _fold(k) in ("name", "function")})
+        if k == "name" and isinstance(v, str)}
+
+    def chosen(key: str, value) -> bool:
+        if key == "type":
+            return isinstance(value, str) and (_fold(value) in CHOICE_WORDS or hosted_kind({"type": value}) is None)
+        return key != "name" or not lists or (isinstance(value, str) and value in names)
+
+    stripped: list[str] = []
+    for key in [k for k in body if isinstance(k, str) and _fold(k) == "toolchoice"]:
+        value = body[key]
+        if value is None or (isinstance(value, str) and _fold(value) in CHOICE_WORDS) or (
+                isinstance(value, dict) and all(chosen(k, v) for k, v in _choice_parts(value))):
+            continue
+        del body[key]
+        stripped.append(f"{key} {json.dumps(value)[:100]}")
     return stripped
 
 
@@ -1171,6 +1217,41 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     return max(read[0], raw[0]), min(max(read[1], raw[1], chunks), MAX_TOKENS)
 
 
+# OpenAI's chat and completions streams state their usage only when asked (`stream_options.include_usage`); one not
+# asked is unread, its floor a token a chunk of output and 0 prompt tokens (red team 22e, R22e-1): the proxy asks
+USAGE_ASKED = ("/chat/completions", "/completions")
+NOT_STREAMING = {"", "0", "false", "f", "no", "n", "off"}  # what a lax reader (pydantic) takes as `stream: false`
+
+
+def _streams(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().casefold() not in NOT_STREAMING
+    return value is not None and value is not False and value != 0
+
+
+def ask_usage(body, url: str) -> list[str]:
+    """Make an OpenAI chat or completions request that streams (`USAGE_ASKED`) ask for its usage, in place: its
+    `stream_options` (other casings of it and of `include_usage` removed) with `include_usage: true`. What it set."""
+    if not urlsplit(url).path.endswith(USAGE_ASKED):
+        return []
+    asked: list[str] = []
+    for item in body if isinstance(body, list) else [body]:
+        if not isinstance(item, dict) or not any(_streams(v) for k, v in item.items()
+                                                 if isinstance(k, str) and k.casefold() == "stream"):
+            continue
+        keys = [k for k in item if isinstance(k, str) and k.casefold() == "stream_options"]
+        options = next((item[k] for k in keys if isinstance(item[k], dict)), None) or {}
+        options = {k: v for k, v in options.items() if not (isinstance(k, str) and k.casefold() == "include_usage")}
+        wanted = {**options, "include_usage": True}
+        if keys == ["stream_options"] and item["stream_options"] == wanted:
+            continue
+        for key in keys:
+            del item[key]
+        item["stream_options"] = wanted
+        asked.append("stream_options.include_usage (set true: the stream states its usage)")
+    return asked
+
+
 def generated(resp) -> bool:
     """Whether an answer to a call passed as generating nothing says it generated: a stream of events, or one
     stating a usage (a listing's, a token count's answer states none). One the proxy cannot decode is read as
@@ -1402,6 +1483,7 @@ class Egress:
                 if nesting(body) > MAX_DEPTH:
                     raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
                 stripped += strip_hosted_tools(body)
+                stripped += ask_usage(body, req.url)
                 if body is not None:  # what was read, not the bytes as they came: a parser that keeps the first
                     req.content = json.dumps(body).encode()  # of two `tools` keys would read what was not checked
                     # and labelled as what it is: LiteLLM reads a body whose Content-Type has "form" in it as a
@@ -1416,6 +1498,7 @@ class Egress:
                     allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
         if allowed and not self.closed_book:
             stripped += self.strip_request_id(req)
+            stripped += self.ask_stream_usage(req)
         if allowed:
             stripped += constrain_encoding(headers)
         if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
@@ -1453,6 +1536,21 @@ class Egress:
             del body[key]
         req.content = json.dumps(body).encode()
         return ids
+
+    @staticmethod
+    def ask_stream_usage(req) -> list[str]:
+        """Open book's `ask_usage`: a JSON body of an OpenAI chat or completions stream is forwarded asking for its
+        usage (R22e-1); a body this proxy cannot read as JSON goes as it came."""
+        try:
+            content = req.content
+            body = json.loads(content) if content and urlsplit(req.url).path.endswith(USAGE_ASKED) \
+                and b"stream" in content.lower() else None
+        except (ValueError, RecursionError):
+            return []
+        if body is None or not (asked := ask_usage(body, req.url)):
+            return []
+        req.content = json.dumps(body).encode()
+        return asked
 
     def response(self, flow) -> None:
         """Meter a model call's answer (what the model server says it used); an answer it cannot read, or a
