@@ -13,6 +13,11 @@ requests passing. All run on the host against the addon's hooks: no Docker.
   types, Anthropic's `{"type": "tool", "name": "web_search"}` all passed the field allow-list (TOOL_CHOICE takes any
   `type` and `name`) to a provider or gateway that may add the tool it names. Defence: a `tool_choice` may name only
   the tools the request keeps (their names and types) and the modes (`auto`, `any`, `function` ...); else it goes.
+- R22e-3 (the meter, both modes): a transfer coding asked in `TE` (a client header forwarded with any value).
+  R22a-2 kept `Accept-Encoding` to the codings mitmproxy undoes, but `TE: gzip` asks a server for a gzip *transfer*
+  coding: mitmproxy frames `Transfer-Encoding: gzip, chunked` (or `gzip` to the end) and forwards the body still
+  gzipped, with no Content-Encoding: unread, its floor 0 tokens. Defence: a passed call's `TE` keeps `trailers` only
+  (the one value a client sends; chunked needs none), removed when none is left.
 """
 
 from __future__ import annotations
@@ -115,3 +120,28 @@ def test_r22e_2_a_hosted_tool_named_only_in_tool_choice_goes(tmp_path, path, bod
 ], ids=["mode", "function", "allowed-tools", "anthropic-tool", "anthropic-any", "chat-function"])
 def test_r22e_2_control_a_choice_of_the_clients_own_tools_passes(tmp_path, path, body):
     assert forwarded(tmp_path, True, path, body) == body
+
+
+# --- R22e-3 --------------------------------------------------------------------------------------------------------
+
+def forwarded_te(tmp_path, closed_book: bool, value: str) -> list[str]:
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call("/v1/chat/completions", CHAT, b"")
+    f.request.headers["TE"] = value
+    e.request(f)
+    assert f.response is None, "the proxy refused the call"
+    return [v for k, v in f.request.headers.items() if k.lower() == "te"]
+
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("value", ["gzip", "trailers, deflate;q=0.5", "compress", "x-gzip, trailers"])
+def test_r22e_3_a_call_asks_for_no_transfer_coding(tmp_path, closed_book, value):
+    """Won: forwarded as it came; a server answering in that transfer coding was unread, its floor 0 tokens."""
+    got = forwarded_te(tmp_path, closed_book, value)
+    items = {item.split(";")[0].strip().lower() for v in got for item in v.split(",") if item.strip()}
+    assert items <= {"trailers"}, f"forwarded TE {got!r}"
+
+
+def test_r22e_3_control_te_trailers_passes(tmp_path):
+    assert forwarded_te(tmp_path, True, "trailers") == ["trailers"]
