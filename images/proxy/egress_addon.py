@@ -297,7 +297,7 @@ REMOVED_HEADERS = REQUEST_ID_HEADERS | {"x-goog-fieldmask"}
 
 # the content codings mitmproxy undoes (`mitmproxy.net.encoding`): an answer in any other is unread by the meter, its
 # floor 0 tokens. A passed call asks for these only (red team 22a, R22a-2), as mitmproxy's `constrain_encoding` does
-READABLE_CODINGS = {"identity", "gzip", "deflate", "br", "zstd"}
+READABLE_CODINGS = {"identity", "gzip", "deflate", "br", "zstd"}  # and no transfer coding: `constrain_transfer`
 
 
 def constrain_encoding(headers) -> list[str]:
@@ -315,6 +315,23 @@ def constrain_encoding(headers) -> list[str]:
             del headers[name]
     headers["Accept-Encoding"] = ", ".join(kept) or "identity"
     return [f"Accept-Encoding {item}" for item in items if item not in kept]
+
+
+def constrain_transfer(headers) -> list[str]:
+    """Keep only `trailers` in a request's TE (removed if none is left): any transfer coding a server answers in
+    (`TE: gzip`) mitmproxy forwards still coded, with no Content-Encoding the meter could undo (red team 22e, R22e-3).
+    What was removed."""
+    names = [n for n in list(headers.keys()) if _header_name(n).lower() == "te"]
+    items = [item.strip() for n in names for item in str(headers[n]).split(",") if item.strip()]
+    kept = [item for item in items if item.split(";")[0].strip().lower() == "trailers"]
+    if kept == items and len(names) <= 1:
+        return []
+    for name in names:
+        if name in headers:
+            del headers[name]
+    if kept:
+        headers["TE"] = "trailers"
+    return [f"TE {item}" for item in items if item not in kept]
 
 
 def _header_name(name) -> str:
@@ -1500,7 +1517,7 @@ class Egress:
             stripped += self.strip_request_id(req)
             stripped += self.ask_stream_usage(req)
         if allowed:
-            stripped += constrain_encoding(headers)
+            stripped += constrain_encoding(headers) + constrain_transfer(headers)
         if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
             for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REMOVED_HEADERS]:
                 if name not in headers:  # a second casing of one mitmproxy already removed
