@@ -18,6 +18,9 @@ requests passing. All run on the host against the addon's hooks: no Docker.
   coding: mitmproxy frames `Transfer-Encoding: gzip, chunked` (or `gzip` to the end) and forwards the body still
   gzipped, with no Content-Encoding: unread, its floor 0 tokens. Defence: a passed call's `TE` keeps `trailers` only
   (the one value a client sends; chunked needs none), removed when none is left.
+- R22e-4 (open book): a key spelt with a JSON escape. Open book parses a body only when its bytes hold the key's
+  name (`b"rid" in content`), so `"\\u0072id": "0"` (SGLang's request id, R18b-4) and `"\\u0073tream": true` (R22e-1)
+  went on as they came, read by the server as `rid` and `stream`. Defence: every JSON body of a call is read.
 """
 
 from __future__ import annotations
@@ -145,3 +148,37 @@ def test_r22e_3_a_call_asks_for_no_transfer_coding(tmp_path, closed_book, value)
 
 def test_r22e_3_control_te_trailers_passes(tmp_path):
     assert forwarded_te(tmp_path, True, "trailers") == ["trailers"]
+
+
+# --- R22e-4 --------------------------------------------------------------------------------------------------------
+
+def open_book_forwarded(tmp_path, raw: bytes) -> dict:
+    e = addon.Egress([MODEL], False, tmp_path, ["default"])
+    e.running()
+    f = call("/v1/chat/completions", None, b"")
+    f.request.content = raw
+    e.request(f)
+    assert f.response is None, "the proxy refused the call"
+    return json.loads(f.request.content)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"model": "default", "messages": [], "\\u0072id": "0"}',
+    b'{"model": "default", "messages": [], "\\u0052ID": "0"}',
+    b'{"model": "default", "messages": [], "r\\u0069d": ["0", "1"]}',
+], ids=["escaped-r", "escaped-upper", "escaped-i"])
+def test_r22e_4_an_escaped_rid_is_removed_in_open_book(tmp_path, raw):
+    """Won: forwarded as it came; the shared server read `rid` and aborted every other trial's calls by its prefix."""
+    got = open_book_forwarded(tmp_path, raw)
+    assert not [k for k in got if k.casefold() == "rid"], got
+
+
+def test_r22e_4_an_escaped_stream_asks_for_its_usage_in_open_book(tmp_path):
+    """Won: forwarded without include_usage; the stream was unread, its prompt floor 0."""
+    got = open_book_forwarded(tmp_path, b'{"model": "default", "messages": [], "\\u0073tream": true}')
+    assert got.get("stream_options") == {"include_usage": True}, got
+
+
+def test_r22e_4_control_a_plain_body_goes_as_it_came(tmp_path):
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "rid stream"}]}'
+    assert open_book_forwarded(tmp_path, raw) == json.loads(raw)
