@@ -1544,7 +1544,8 @@ class Egress:
         read as a JSON object goes as it came (closed book, which refuses such bodies, strips `rid` at any depth)."""
         try:
             content = req.content
-            body = json.loads(content) if content and b"rid" in content.lower() else None
+            # every body: a byte test (`b"rid" in content`) missed a key spelt with a JSON escape, `"\u0072id"`
+            body = json.loads(content) if content else None  # (red team 22e, R22e-4)
         except (ValueError, RecursionError):
             return []
         if not isinstance(body, dict) or not (ids := [k for k in body if k.casefold() == "rid"]):
@@ -1560,8 +1561,7 @@ class Egress:
         usage (R22e-1); a body this proxy cannot read as JSON goes as it came."""
         try:
             content = req.content
-            body = json.loads(content) if content and urlsplit(req.url).path.endswith(USAGE_ASKED) \
-                and b"stream" in content.lower() else None
+            body = json.loads(content) if content and urlsplit(req.url).path.endswith(USAGE_ASKED) else None
         except (ValueError, RecursionError):
             return []
         if body is None or not (asked := ask_usage(body, req.url)):
