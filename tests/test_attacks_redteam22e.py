@@ -21,6 +21,10 @@ requests passing. All run on the host against the addon's hooks: no Docker.
 - R22e-4 (open book): a key spelt with a JSON escape. Open book parses a body only when its bytes hold the key's
   name (`b"rid" in content`), so `"\\u0072id": "0"` (SGLang's request id, R18b-4) and `"\\u0073tream": true` (R22e-1)
   went on as they came, read by the server as `rid` and `stream`. Defence: every JSON body of a call is read.
+- R22e-5 (the meter): a Gemini stream whose usage is unread (no `usageMetadata` in its chunks: Vertex states it on
+  the last chunk only, and a stream cut before it has none) added 0 tokens: the per-chunk floor read only OpenAI's
+  `choices` and a top-level `delta`, never Gemini's `candidates[].content.parts`. Defence: a Gemini chunk's candidate
+  carrying output (a part's text or function call) is a token at least, as a choice is.
 """
 
 from __future__ import annotations
@@ -182,3 +186,23 @@ def test_r22e_4_an_escaped_stream_asks_for_its_usage_in_open_book(tmp_path):
 def test_r22e_4_control_a_plain_body_goes_as_it_came(tmp_path):
     raw = b'{"model": "default", "messages": [{"role": "user", "content": "rid stream"}]}'
     assert open_book_forwarded(tmp_path, raw) == json.loads(raw)
+
+
+# --- R22e-5 --------------------------------------------------------------------------------------------------------
+
+def gemini_chunk(text: str | None = None, call: dict | None = None) -> dict:
+    part = {"text": text} if text is not None else {"functionCall": call}
+    return {"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]}
+
+
+def test_r22e_5_an_unread_gemini_stream_still_counts_its_chunks_of_output():
+    """Won: 0 tokens added for a stream of output with no usage."""
+    chunks = [gemini_chunk("def fix():"), gemini_chunk(" return 1"), gemini_chunk(call={"name": "bash", "args": {}})]
+    raw = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
+    assert addon.stream_output(raw, "text/event-stream") >= 3
+
+
+def test_r22e_5_control_a_gemini_chunk_of_no_output_counts_nothing():
+    empty = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}
+    raw = b"data: " + json.dumps(empty).encode() + b"\r\n\r\n"
+    assert addon.stream_output(raw, "text/event-stream") == 0
