@@ -1186,7 +1186,13 @@ def _chunk_output(event) -> int:
         return 0
     choices = event.get("choices")
     parts = [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+    # Gemini's candidates: a part's text or function call (red team 22e, R22e-5)
+    candidates = event.get("candidates")
+    gemini = [c.get("content") for c in candidates if isinstance(c, dict)] if isinstance(candidates, list) else []
     return (sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
+            + sum(isinstance(c, dict) and isinstance(c.get("parts"), list) and any(
+                isinstance(p, dict) and (_output({k: v for k, v in p.items() if k == "text"})
+                                         or bool(p.get("functionCall"))) for p in c["parts"]) for c in gemini)
             + _output({k: v for k, v in event.items() if k == "delta"}))
 
 
