@@ -1,0 +1,73 @@
+"""Red team 22f: the newest counting fixes' neighbours. `assess`'s own results feed (`--results`, for `assess pack`
+and the scorecard's fit) must count each attempt once, as `report --difficulty` does (R22b-1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_assess import bundle as assess_bundle
+from test_attacks_redteam16c import ability_of, result
+from test_report_properties import record
+
+from sweserve.assess.packs import choose_pack
+from sweserve.assess.scorecard import write_scorecards
+from sweserve.evaluation.results import ResultsWriter, read_results
+
+
+def _write(out: Path, *records) -> None:
+    with ResultsWriter(out) as w:
+        for r in records:
+            w.write(r)
+
+
+# --- R22f-1: `assess --results` fed every record of every file named into the fit ----------------------------------
+
+def test_r22f_1_assess_results_count_each_attempt_once(tmp_path):
+    """Attack: `assess pack --results r.jsonl --results r.jsonl` (or a file and its copy, or a file whose attempt 1
+    was rerun after a superseded record) fed every line of each to the Rasch fit: `_results` concatenated
+    `read_results`, so a file named twice doubled every observation and a rerun attempt's superseded failure (run
+    while the task was not ready) still counted, moving the difficulty that sets the pack's time budgets. Defence:
+    the same reading as `report`: each (task, agent, attempt) once, its latest record, a copy once; unready
+    records left out as `report` leaves them."""
+    from sweserve.cli.assess import _results
+
+    out = tmp_path / "r.jsonl"
+    _write(out, record("A", "failed", run_id="R1").model_copy(update={"task_ready": False}),
+           record("A", "resolved", run_id="R2"), record("B", "failed", run_id="R2"))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(out.read_bytes())
+    for names in ([out], [out, out], [out, copy]):
+        got = sorted((r.task_id, r.status) for r in _results([str(p) for p in names]))
+        assert got == [("A", "resolved"), ("B", "failed")], names
+
+
+def test_r22f_1_control_distinct_attempts_and_agents_all_count(tmp_path):
+    from sweserve.cli.assess import _results
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _write(a, record("A", "resolved", attempt=1), record("A", "failed", attempt=2))
+    _write(b, record("A", "failed", agent="b"))
+    assert len(_results([str(a), str(b)])) == 3
+
+
+# --- R22f-2: the pack's own results named as agents' results: a candidate's attempts counted twice -------------------
+
+def test_r22f_2_a_candidates_own_file_in_others_does_not_double_her_attempts(tmp_path):
+    """Attack: `assess report p.yaml --results out/p/carol.jsonl` (the operator names every results file it has,
+    the pack's own among them, or a candidate's file is copied beside the agents'). `write_scorecards` fitted the
+    pack's attempts plus `others`: carol's every attempt twice, her ability and its standard error apart from
+    bob's on the same record. Defence: an attempt of the pack's own (run, candidate, task, attempt) in `others` is
+    the same attempt, counted once."""
+    b1, b2 = assess_bundle(1), assess_bundle(2, "serving-api")
+    pack = choose_pack("p", [b1, b2], 2, 7200)
+    results_dir = tmp_path / "out" / "p"
+    for name in ("bob", "carol"):
+        _write(results_dir / f"{name}.jsonl", result(f"human-{name}", b1, "resolved", 900),
+               result(f"human-{name}", b2, "failed", 900))
+    agents = [result("oracle", b, "resolved", 10) for b in (b1, b2)] + [result("null", b, "failed", 5) for b in (b1, b2)]
+    others = agents + read_results(results_dir / "carol.jsonl")
+    cards = write_scorecards(pack, results_dir, tmp_path / "report", None, others)
+    bob, carol = (ability_of(cards.pages[n].read_text()) for n in ("bob", "carol"))
+    assert bob == carol
+    rows = {r.split(",")[0]: r.split(",") for r in cards.csv.read_text().splitlines()[1:]}
+    assert rows["bob"][13] == rows["carol"][13], "carol's standard error shrank: her attempts were counted twice"
