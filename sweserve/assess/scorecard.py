@@ -157,6 +157,10 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
     mine = [attempts[-1] for attempts in history.values()]
     # the fit takes every graded attempt, as `report --difficulty` does: on the last alone, a retake's failed first
     # attempt left the ability shown beside it (red team 16c, R16c-3)
+    # an attempt of the pack's own in `others` (its results file named among the agents') is the same attempt, once:
+    # twice, the candidate's standard error shrank beside another's on the same record (red team 22f, R22f-2)
+    own = {(r.run_id, *r.key) for attempts in history.values() for r in attempts}
+    others = [r for r in others if (r.run_id, *r.key) not in own]
     cal = calibrate([r for attempts in history.values() for r in attempts] + others
                     # and this pack's candidates' attempts of its tasks in other packs (R16c-5's): a retake there
                     # is a retake too (red team 16f, R16f-3)

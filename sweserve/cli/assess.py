@@ -58,14 +58,19 @@ def _invites(args):
 
 
 def _results(paths: list[str]):
-    from sweserve.evaluation.results import read_results
+    """What `report --difficulty` counts of the files named: the latest record of each (task, agent, attempt), once
+    whatever names its file, and none of a task run while not ready. Every line of each was an observation: a file
+    named twice, or a copy, doubled each attempt, and a rerun attempt's superseded record counted (red team 22f,
+    R22f-1)."""
+    from sweserve.evaluation.results import latest, one_file_per_attempt, read_results
 
-    out = []
+    per_file = {}
     for p in paths:
         if not Path(p).is_file():
             raise SweserveError(f"{p}: no such results file")
-        out += read_results(Path(p))
-    return out
+        per_file[Path(p)] = read_results(Path(p))
+    one_file_per_attempt(per_file)
+    return [r for r in latest([r for rs in per_file.values() for r in rs]).values() if r.task_ready is not False]
 
 
 def run_pack(args, console: Console) -> int:

@@ -35,7 +35,7 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.evaluation.results import latest, read_results
+    from sweserve.evaluation.results import latest, one_file_per_attempt, read_results
     from sweserve.evaluation.trial_folder import results_home, runs_root
     from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
 
@@ -44,7 +44,7 @@ def run(args, console: Console) -> int:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
     per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
-    _one_file_per_attempt(per_file)
+    one_file_per_attempt(per_file)
     results = [r for path in paths for r in per_file[path]]
     if args.regrade:
         results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
@@ -169,26 +169,3 @@ def _write_html(reports, results, paths: list[Path], args) -> Path:
         "last finished": max(r.finished_at for r in results).isoformat() if results else "—",
     }
     return write_html_report(reports, results, bundles, Path(args.html), config)
-
-
-def _one_file_per_attempt(per_file: dict) -> None:
-    """Refuse an agent's attempt of a task recorded by two runs in two of the files given: each is keyed by (task,
-    agent, attempt), so the later file's replaced the earlier's, and the order of the files chose which one
-    counted (a failure dropped for a later success: red team 15c, R15c-4). A resumed run in one file supersedes
-    its own records; the same run's records in two files (a copy) are one attempt."""
-    from sweserve.evaluation.results import latest
-
-    # a copy holds the same record: a run id alone is not a run, as two runs into two files may share one
-    # `--run-id` (each file has its own runs/ folder), and then the order of the files chose again (red team 15g,
-    # R15g-1); the trial folder is left out, as it is found beside each file
-    seen: dict[tuple[str, str, int], tuple[Path, str, dict]] = {}
-    for path, results in per_file.items():
-        for key, r in latest(results).items():
-            record = r.model_dump(exclude={"trial_dir"})
-            other = seen.setdefault(key, (path, r.run_id, record))
-            if other[0] != path and (other[1] != r.run_id or other[2] != record):
-                task, agent, attempt = key
-                raise SweserveError(
-                    f"{agent}'s attempt {attempt} of {task} is in {other[0]} (run {other[1]}) and in {path} (run "
-                    f"{r.run_id}): one report counts each attempt once; report the files apart, or give the agents "
-                    "different names")

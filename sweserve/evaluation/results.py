@@ -50,6 +50,27 @@ def latest(results: list[RunResult]) -> dict[tuple[str, str, int], RunResult]:
     return out
 
 
+def one_file_per_attempt(per_file: dict[Path, list[RunResult]]) -> None:
+    """Refuse an agent's attempt of a task recorded by two runs in two of the files given: each is keyed by (task,
+    agent, attempt), so the later file's replaced the earlier's, and the order of the files chose which one
+    counted (a failure dropped for a later success: red team 15c, R15c-4). A resumed run in one file supersedes
+    its own records; the same run's records in two files (a copy) are one attempt."""
+    # a copy holds the same record: a run id alone is not a run, as two runs into two files may share one
+    # `--run-id` (each file has its own runs/ folder), and then the order of the files chose again (red team 15g,
+    # R15g-1); the trial folder is left out, as it is found beside each file
+    seen: dict[tuple[str, str, int], tuple[Path, str, dict]] = {}
+    for path, results in per_file.items():
+        for key, r in latest(results).items():
+            record = r.model_dump(exclude={"trial_dir"})
+            other = seen.setdefault(key, (path, r.run_id, record))
+            if other[0] != path and (other[1] != r.run_id or other[2] != record):
+                task, agent, attempt = key
+                raise SweserveError(
+                    f"{agent}'s attempt {attempt} of {task} is in {other[0]} (run {other[1]}) and in {path} (run "
+                    f"{r.run_id}): one report counts each attempt once; report the files apart, or give the agents "
+                    "different names")
+
+
 class ResultsWriter:
     def __init__(self, path: Path):
         self.path = path
