@@ -71,3 +71,55 @@ def test_r22f_2_a_candidates_own_file_in_others_does_not_double_her_attempts(tmp
     assert bob == carol
     rows = {r.split(",")[0]: r.split(",") for r in cards.csv.read_text().splitlines()[1:]}
     assert rows["bob"][13] == rows["carol"][13], "carol's standard error shrank: her attempts were counted twice"
+
+
+# --- R22f-3: a results file by a name with no runs/ beside it: a killed run's unfinished tasks vanish silently -------
+
+def _killed_run(tmp_path: Path) -> Path:
+    """Run R selected A and B; A resolved, and R was killed with B unfinished: by its own name, pass@1 50%."""
+    from test_report_properties import manifest
+
+    real = tmp_path / "real" / "results.jsonl"
+    real.parent.mkdir()
+    manifest(real.parent, "R", "a", {"A": "decoding", "B": "decoding"}, results=real.name)
+    _write(real, record("A", "resolved", run_id="R"))
+    return real
+
+
+def _report(path: Path) -> tuple[dict, str]:
+    import json
+
+    from test_attacks_redteam15c import cli
+
+    proc = cli("report", str(path), "--json", cwd=path.parent)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    return rep, cli("report", str(path), cwd=path.parent).stdout
+
+
+def test_r22f_3_a_report_says_when_a_runs_selection_is_not_beside_its_records(tmp_path):
+    """Attack: `ln real/results.jsonl pub/results.jsonl` after the run began (R22b-3 refuses the link only at a
+    run's start), or `cp` it, and hand over `report pub/results.jsonl`: no runs/ beside that name, so run R's
+    selection is read from nowhere, B leaves the denominator and the report says 100% with no word of it (by the
+    real name: 50%, B missing). A report cannot find a hard link's other names nor a copy's origin; it can say
+    which runs' records it reports with no selection to count them against. Defence: `runs_unselected` (JSON,
+    text, board) names them."""
+    real = _killed_run(tmp_path)
+    pub = tmp_path / "pub" / "results.jsonl"
+    pub.parent.mkdir()
+    pub.hardlink_to(real)
+    rep, text = _report(pub)
+    assert rep["overall"]["pass_at_1"] == 1.0  # what the records alone say
+    assert rep["runs_unselected"] == ["R"]
+    assert "no selection" in text
+    from sweserve.reporting.html import write_html_report
+    from sweserve.reporting.summary import AgentReport
+
+    board = write_html_report([AgentReport.model_validate(rep)], [], {}, tmp_path / "site" / "b.html").read_text()
+    assert 'id="lb-a-runs_unselected"' in board
+
+
+def test_r22f_3_control_a_report_by_the_files_own_name_says_nothing_more(tmp_path):
+    rep, text = _report(_killed_run(tmp_path))
+    assert rep["overall"]["pass_at_1"] == 0.5 and rep.get("runs_unselected", []) == []
+    assert "no selection" not in text
