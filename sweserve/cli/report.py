@@ -35,7 +35,7 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.evaluation.results import latest, one_file_per_attempt, read_results
+    from sweserve.evaluation.results import MANIFEST_FILE, latest, one_file_per_attempt, read_results
     from sweserve.evaluation.trial_folder import results_home, runs_root
     from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
 
@@ -108,6 +108,12 @@ def run(args, console: Console) -> int:
             render_difficulty(cal, console)
         return 0
     reports = build_reports(results, selected)
+    # a run whose records are here and whose manifest is not beside the file as named (a copy, a hard link's other
+    # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3)
+    unselected = {(r.agent, r.run_id) for path in paths for r in per_file[path]
+                  if not (runs_root(path) / r.run_id / MANIFEST_FILE).is_file()}
+    for rep in reports:
+        rep.runs_unselected = sorted(run for agent, run in unselected if agent == rep.agent)
     if args.html:
         out = _write_html(reports, results, paths, args)
         console.print(f"wrote {out}", soft_wrap=True, markup=False)

@@ -143,7 +143,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
             ("num", "pass_at_1", f'<span id="lb-{a}-pass_at_1_value">{_pct(o.pass_at_1)}</span>{se}' + (
                 f' <span class="se" id="lb-{a}-uneven_attempts" title="pass@1 weighs each task\'s own attempts; '
                 'attempts added after seeing a task\'s first favour it">'
-                f'{plural(len(rep.uneven_attempts), "task")} asked more attempts</span>' if rep.uneven_attempts else "")),
+                f'{plural(len(rep.uneven_attempts), "task")} asked more attempts</span>' if rep.uneven_attempts else "")
+                + (f' <span class="se" id="lb-{a}-runs_unselected" title="no manifest beside the results file: tasks '
+                   'these runs were given and never finished are not counted">'
+                   f'{plural(len(rep.runs_unselected), "run")} with no selection</span>' if rep.runs_unselected else "")),
         ]
         if k > 1:
             # the column's k is the most attempts of any agent: an agent with another k has its own pass@k, said as

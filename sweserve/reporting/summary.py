@@ -104,6 +104,10 @@ class AgentReport(BaseModel):
     uneven_attempts: list[str] = Field(default_factory=list, description="scored tasks asked more attempts than the "
                                        "fewest any scored task was: pass@1 weighs each task's own attempts, and "
                                        "attempts added after seeing a task's first favour it (red team 22b, R22b-5)")
+    runs_unselected: list[str] = Field(default_factory=list, description="runs with records here and no manifest "
+                                       "beside the results file as reported (a copy, another name of it, a runs/ "
+                                       "moved): what they selected and never finished cannot be counted "
+                                       "(red team 22f, R22f-3)")
     overall: Rate
     families: dict[str, Rate]
     statuses: dict[str, int]
@@ -315,6 +319,11 @@ def render(reports: list[AgentReport], console: Console) -> None:
                           f"{', ...' if len(rep.uneven_attempts) > 5 else ''}): pass@1 weighs each task's own "
                           "attempts; attempts added after seeing a task's first favour it", markup=False,
                           soft_wrap=True)
+        if rep.runs_unselected:
+            console.print(f"runs {visible_controls(', '.join(rep.runs_unselected[:5]))}"
+                          f"{', ...' if len(rep.runs_unselected) > 5 else ''} have records here and no selection "
+                          "(no manifest beside this results file: a copy, another name of it, or its runs/ moved): "
+                          "tasks they were given and never finished are not counted", markup=False, soft_wrap=True)
         detail = Table(show_header=True)
         detail.add_column("task", no_wrap=True)
         detail.add_column("family", no_wrap=True)
