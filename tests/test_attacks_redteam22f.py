@@ -123,3 +123,30 @@ def test_r22f_3_control_a_report_by_the_files_own_name_says_nothing_more(tmp_pat
     rep, text = _report(_killed_run(tmp_path))
     assert rep["overall"]["pass_at_1"] == 0.5 and rep.get("runs_unselected", []) == []
     assert "no selection" not in text
+
+
+# --- R22f-4: `assess`'s fit read no manifest: an agent's killed run left its unfinished tasks out -------------------
+
+def test_r22f_4_assess_fits_a_selected_attempt_with_no_result_as_unsolved(tmp_path):
+    """Attack (R22b-2's, on `assess`): agent a's run selected A and B, resolved A, and was killed on B. `report
+    --difficulty` counts B's attempt unsolved (missing); `assess pack --results` and the scorecard's fit read the
+    records alone: a solved all it tried, B fitted without its failure, and the pack's difficulty (its time
+    budgets, `--band`) and a candidate's ability beside the agents' differed from the report's. Defence: `assess`
+    fits what `report --difficulty` fits."""
+    import json
+
+    from test_attacks_redteam15c import cli
+    from test_report_properties import manifest
+
+    from sweserve.assess.difficulty import calibrate
+    from sweserve.cli.assess import _fit
+
+    out = tmp_path / "r.jsonl"
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, results=out.name)
+    manifest(tmp_path, "S", "b", {"A": "decoding", "B": "decoding"}, results=out.name)
+    _write(out, record("A", "resolved", run_id="R"), record("A", "resolved", agent="b", run_id="S"),
+           record("B", "resolved", agent="b", run_id="S"))
+    reported = json.loads(cli("report", str(out), "--difficulty", "--json", cwd=tmp_path).stdout)
+    want = {t["task_id"]: round(t["difficulty"], 6) for t in reported["tasks"]}
+    got = {t: round(d, 6) for t, d in calibrate(*_fit([str(out)])).difficulty().items()}
+    assert got == want
