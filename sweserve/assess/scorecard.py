@@ -15,6 +15,7 @@ import csv
 import html
 import io
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -150,8 +151,9 @@ class Scorecards:
 
 
 def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Path | None,
-                     others: list[RunResult]) -> Scorecards:
-    """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit."""
+                     others: list[RunResult], missing: Sequence[tuple[str, str, str]] = ()) -> Scorecards:
+    """Pages for every candidate with results in results_dir; `others` (agents' results) join the fit, and
+    `missing` (agent, task, family), their selected attempts with no result, as unsolved ones (R22f-4)."""
     history = pack_attempts(results_dir)
     elsewhere = other_packs(results_dir)
     mine = [attempts[-1] for attempts in history.values()]
@@ -161,10 +163,11 @@ def write_scorecards(pack: Pack, results_dir: Path, out: Path, node_modules: Pat
     # twice, the candidate's standard error shrank beside another's on the same record (red team 22f, R22f-2)
     own = {(r.run_id, *r.key) for attempts in history.values() for r in attempts}
     others = [r for r in others if (r.run_id, *r.key) not in own]
+    missing = [m for m in missing if (m[0], m[1]) not in history]  # the pack's own: its attempts are listed above
     cal = calibrate([r for attempts in history.values() for r in attempts] + others
                     # and this pack's candidates' attempts of its tasks in other packs (R16c-5's): a retake there
                     # is a retake too (red team 16f, R16f-3)
-                    + [r for key, rs in elsewhere.items() if key in history for _, r in rs])
+                    + [r for key, rs in elsewhere.items() if key in history for _, r in rs], missing)
     out.mkdir(parents=True, exist_ok=True)
     if node_modules is not None:
         (out / "vendor").mkdir(exist_ok=True)

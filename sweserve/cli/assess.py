@@ -57,20 +57,24 @@ def _invites(args):
     return InviteStore(Path(args.state_dir) / "assess" / "invites.json")
 
 
-def _results(paths: list[str]):
-    """What `report --difficulty` counts of the files named: the latest record of each (task, agent, attempt), once
-    whatever names its file, and none of a task run while not ready. Every line of each was an observation: a file
-    named twice, or a copy, doubled each attempt, and a rerun attempt's superseded record counted (red team 22f,
-    R22f-1)."""
-    from sweserve.evaluation.results import latest, one_file_per_attempt, read_results
+def _fit(paths: list[str]) -> tuple[list, list[tuple[str, str, str]]]:
+    """What `report --difficulty` fits of the files named (`report.counted`, `report.fit_inputs`): the latest record
+    of each (task, agent, attempt), once whatever names its file, none of a task run while not ready, and each
+    attempt a run selected and never finished an unsolved one. Every line of each was an observation: a file named
+    twice, or a copy, doubled each attempt, a rerun attempt's superseded record counted (red team 22f, R22f-1),
+    and an agent's run killed mid-way had its unfinished tasks out of the fit (R22f-4)."""
+    from sweserve.cli.report import counted, fit_inputs
 
-    per_file = {}
     for p in paths:
         if not Path(p).is_file():
             raise SweserveError(f"{p}: no such results file")
-        per_file[Path(p)] = read_results(Path(p))
-    one_file_per_attempt(per_file)
-    return [r for r in latest([r for rs in per_file.values() for r in rs]).values() if r.task_ready is not False]
+    _, results, selected = counted([Path(p) for p in paths], Console(quiet=True), difficulty=True)
+    return fit_inputs(results, selected)
+
+
+def _results(paths: list[str]) -> list:
+    """The records `_fit` takes."""
+    return _fit(paths)[0]
 
 
 def run_pack(args, console: Console) -> int:
@@ -91,7 +95,7 @@ def run_pack(args, console: Console) -> int:
         except ValueError:
             raise SweserveError(f"--band {args.band}: expected LO:HI, e.g. -1:1.5") from None
         band = (lo, hi)
-    difficulty = calibrate(_results(args.results)).difficulty() if args.results else {}
+    difficulty = calibrate(*_fit(args.results)).difficulty() if args.results else {}
     pack = choose_pack(args.name, load_all(Path(args.tasks)), args.count, args.minutes * 60, args.family, band,
                        difficulty)
     out = Path(args.out or f"packs/{args.name}.yaml")
@@ -158,7 +162,8 @@ def run_report(args, console: Console) -> int:
         node_modules = None
         console.print("[yellow]asciinema-player is not installed (make setup): replays will not play[/]")
     out = Path(args.out) if args.out else results_dir / "report"
-    cards = write_scorecards(pack, results_dir, out, node_modules, _results(args.results))
+    others, missing = _fit(args.results) if args.results else ([], [])
+    cards = write_scorecards(pack, results_dir, out, node_modules, others, missing)
     for name, page in cards.pages.items():
         console.print(f"{name}: {escape(str(page))}")
     console.print(f"CSV: {escape(str(cards.csv))}")

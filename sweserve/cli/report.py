@@ -35,73 +35,18 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.evaluation.results import MANIFEST_FILE, latest, one_file_per_attempt, read_results
-    from sweserve.evaluation.trial_folder import results_home, runs_root
-    from sweserve.reporting.summary import Selection, build_reports, read_manifests, render
+    from sweserve.evaluation.results import MANIFEST_FILE
+    from sweserve.evaluation.trial_folder import runs_root
+    from sweserve.reporting.summary import build_reports, render
 
     paths = [Path(p) for p in args.results]
-    for path in paths:
-        if not path.exists():
-            raise SweserveError(f"{path}: no such results file")
-    per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
-    one_file_per_attempt(per_file)
-    results = [r for path in paths for r in per_file[path]]
-    if args.regrade:
-        results = _regraded(paths, Path(args.tasks or "tasks"), console, quiet=args.json)
-    # each run's own records of tasks it ran while not ready: its selection of them was unready where its manifest
-    # lists no judgement (one from before manifests listed them)
-    ran_unready = {(r.run_id, r.agent, r.task_id) for r in results if r.task_ready is False}
-    if not args.include_unready:
-        left_out = {r.task_id for r in results if r.task_ready is False}
-        results = [r for r in results if r.task_ready is not False]
-        if left_out and not args.json:
-            console.print(f"left out the results of {len(left_out)} tasks run while not ready "
-                          "(--include-unready counts them)", markup=False)
-    selected: dict[str, Selection] = {}
-    for path in paths:  # each file's own runs: other results files in its folder are not reported
-        found = read_manifests(runs_root(path), results_home(path).name, {r.agent for r in per_file[path]},
-                               {r.run_id for r in per_file[path]}, ran_unready)
-        for agent, sel in found.items():
-            selected[agent] = selected[agent].merge(sel) if agent in selected else sel
-    if args.tasks:
-        from sweserve.dataset.taskstore import load_all
-
-        bundles = load_all(Path(args.tasks))
-        not_ready = {b.task.task_id for b in bundles if not b.task.ready}
-        for agent, sel in selected.items():  # the folder judges what no run's manifest judged (R15g-5)
-            if judge := [t for t in sel.unjudged if t in not_ready]:
-                selected[agent] = sel.model_copy(update={"unready": sorted({*sel.unready, *judge}),
-                                                         "unjudged": [t for t in sel.unjudged if t not in judge]})
-        # every ready task of the folder is selected ready: one run only while unready, or never, is `missing`
-        # (red team 21b, R21b-2: a record run while unready took a ready task of the folder off the board)
-        # ... for the pass rates: a fit of difficulty takes the attempts runs selected, and a task of the folder no
-        # run gave an agent (a pack's task a candidate never saw) is no one's unsolved attempt (R22b-2)
-        tasks = Selection(tasks={b.task.task_id: b.task.family for b in bundles
-                                 if args.include_unready or b.task.ready})
-        given = set() if getattr(args, "difficulty", False) else {r.agent for r in results} | set(selected)
-        for agent in given:
-            selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
-    if not args.include_unready:
-        # one rule for what leaves the denominator as unready: a task every selection of it judged unready (each
-        # run's manifest, or its own records where the manifest is older; the tasks folder) and with no result
-        # counted. A task any run selected ready is counted, `missing` until a ready run has its result: left out,
-        # it left the denominator (R20d-3; red team 21b, R21b-1: `--tasks` took out a task a run selected ready
-        # that is not ready now; the folder's judgement and the records' were three rules that disagreed)
-        ran = {(r.agent, r.task_id) for r in results}
-        for agent, sel in selected.items():
-            if gone := {t for t in sel.unready if (agent, t) not in ran}:
-                selected[agent] = sel.model_copy(update={
-                    "tasks": {t: f for t, f in sel.tasks.items() if t not in gone},
-                    "per_task": {t: n for t, n in sel.per_task.items() if t not in gone}})
+    per_file, results, selected = counted(paths, console, include_unready=args.include_unready, tasks_dir=args.tasks,
+                                          regrade=args.regrade, difficulty=getattr(args, "difficulty", False),
+                                          quiet=args.json)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
 
-        # what the report counts: the latest record of each (task, agent, attempt), once whatever names its file
-        # (every record was an observation, a rerun attempt two, a file named twice each: red team 22b, R22b-1),
-        # and each selected attempt with no result an unsolved one, as the report's `missing` (R22b-2)
-        missing = [(rep.agent, row.task_id, row.family) for rep in build_reports(results, selected)
-                   for row in rep.tasks for _ in range(row.missing_attempts)]
-        cal = calibrate(list(latest(results).values()), missing)
+        cal = calibrate(*fit_inputs(results, selected))
         if args.json:
             print(json.dumps(difficulty_json(cal), indent=2))
         else:
@@ -125,6 +70,83 @@ def run(args, console: Console) -> int:
         render(reports, console)
     return 0
 
+
+def counted(paths: list[Path], console: Console, include_unready: bool = False,
+            tasks_dir: str | None = None, regrade: bool = False, difficulty: bool = False, quiet: bool = True):
+    """What a report counts of the results files at paths: each file's records, the records counted, and each
+    agent's selection (its runs' manifests, and with `tasks_dir` that folder). `assess` fits difficulty from the same
+    (red team 22f, R22f-4)."""
+    from sweserve.evaluation.results import one_file_per_attempt, read_results
+    from sweserve.evaluation.trial_folder import results_home, runs_root
+    from sweserve.reporting.summary import Selection, read_manifests
+
+    for path in paths:
+        if not path.exists():
+            raise SweserveError(f"{path}: no such results file")
+    per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
+    one_file_per_attempt(per_file)
+    results = [r for path in paths for r in per_file[path]]
+    if regrade:
+        results = _regraded(paths, Path(tasks_dir or "tasks"), console, quiet=quiet)
+    # each run's own records of tasks it ran while not ready: its selection of them was unready where its manifest
+    # lists no judgement (one from before manifests listed them)
+    ran_unready = {(r.run_id, r.agent, r.task_id) for r in results if r.task_ready is False}
+    if not include_unready:
+        left_out = {r.task_id for r in results if r.task_ready is False}
+        results = [r for r in results if r.task_ready is not False]
+        if left_out and not quiet:
+            console.print(f"left out the results of {len(left_out)} tasks run while not ready "
+                          "(--include-unready counts them)", markup=False)
+    selected: dict[str, Selection] = {}
+    for path in paths:  # each file's own runs: other results files in its folder are not reported
+        found = read_manifests(runs_root(path), results_home(path).name, {r.agent for r in per_file[path]},
+                               {r.run_id for r in per_file[path]}, ran_unready)
+        for agent, sel in found.items():
+            selected[agent] = selected[agent].merge(sel) if agent in selected else sel
+    if tasks_dir:
+        from sweserve.dataset.taskstore import load_all
+
+        bundles = load_all(Path(tasks_dir))
+        not_ready = {b.task.task_id for b in bundles if not b.task.ready}
+        for agent, sel in selected.items():  # the folder judges what no run's manifest judged (R15g-5)
+            if judge := [t for t in sel.unjudged if t in not_ready]:
+                selected[agent] = sel.model_copy(update={"unready": sorted({*sel.unready, *judge}),
+                                                         "unjudged": [t for t in sel.unjudged if t not in judge]})
+        # every ready task of the folder is selected ready: one run only while unready, or never, is `missing`
+        # (red team 21b, R21b-2: a record run while unready took a ready task of the folder off the board)
+        # ... for the pass rates: a fit of difficulty takes the attempts runs selected, and a task of the folder no
+        # run gave an agent (a pack's task a candidate never saw) is no one's unsolved attempt (R22b-2)
+        tasks = Selection(tasks={b.task.task_id: b.task.family for b in bundles
+                                 if include_unready or b.task.ready})
+        given = set() if difficulty else {r.agent for r in results} | set(selected)
+        for agent in given:
+            selected[agent] = selected[agent].merge(tasks) if agent in selected else tasks
+    if not include_unready:
+        # one rule for what leaves the denominator as unready: a task every selection of it judged unready (each
+        # run's manifest, or its own records where the manifest is older; the tasks folder) and with no result
+        # counted. A task any run selected ready is counted, `missing` until a ready run has its result: left out,
+        # it left the denominator (R20d-3; red team 21b, R21b-1: `--tasks` took out a task a run selected ready
+        # that is not ready now; the folder's judgement and the records' were three rules that disagreed)
+        ran = {(r.agent, r.task_id) for r in results}
+        for agent, sel in selected.items():
+            if gone := {t for t in sel.unready if (agent, t) not in ran}:
+                selected[agent] = sel.model_copy(update={
+                    "tasks": {t: f for t, f in sel.tasks.items() if t not in gone},
+                    "per_task": {t: n for t, n in sel.per_task.items() if t not in gone}})
+    return per_file, results, selected
+
+
+def fit_inputs(results, selected) -> tuple[list, list[tuple[str, str, str]]]:
+    """What a fit of difficulty takes of what a report counts: the latest record of each (task, agent, attempt),
+    once whatever names its file (every record was an observation, a rerun attempt two, a file named twice each:
+    red team 22b, R22b-1), and each selected attempt with no result an unsolved one, as the report's `missing`
+    (R22b-2)."""
+    from sweserve.evaluation.results import latest
+    from sweserve.reporting.summary import build_reports
+
+    missing = [(rep.agent, row.task_id, row.family) for rep in build_reports(results, selected)
+               for row in rep.tasks for _ in range(row.missing_attempts)]
+    return list(latest(results).values()), missing
 
 def _with_trial_folders(path: Path, results):
     """Each result's trial folder found beside its results file (a run records it relative to where it ran),
