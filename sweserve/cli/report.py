@@ -55,8 +55,8 @@ def run(args, console: Console) -> int:
     reports = build_reports(results, selected)
     # a run whose records are here and whose manifest is not beside the file as named (a copy, a hard link's other
     # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3)
-    unselected = {(r.agent, r.run_id) for path in paths for r in per_file[path]
-                  if not (runs_root(path) / r.run_id / MANIFEST_FILE).is_file()}
+    runs = {(path, r.agent, r.run_id) for path in paths for r in per_file[path]}  # a look per run, not per record
+    unselected = {(agent, run) for path, agent, run in runs if not (runs_root(path) / run / MANIFEST_FILE).is_file()}
     for rep in reports:
         rep.runs_unselected = sorted(run for agent, run in unselected if agent == rep.agent)
     if args.html:
