@@ -150,3 +150,21 @@ def test_r22f_4_assess_fits_a_selected_attempt_with_no_result_as_unsolved(tmp_pa
     want = {t["task_id"]: round(t["difficulty"], 6) for t in reported["tasks"]}
     got = {t: round(d, 6) for t, d in calibrate(*_fit([str(out)])).difficulty().items()}
     assert got == want
+
+
+# --- R22f-5: a file named twice: the board's configuration counted its records twice --------------------------------
+
+def test_r22f_5_the_board_counts_a_file_named_twice_once(tmp_path):
+    """Attack: `report r.jsonl r.jsonl --html site/b.html`: every count is each attempt's latest record, but the
+    board's configuration block said "records 4" and listed the file twice, for a file of 2 records. Defence: a
+    file named twice is read once."""
+    import re
+
+    from test_attacks_redteam15c import cli
+
+    out = tmp_path / "r.jsonl"
+    _write(out, record("A", "resolved"), record("B", "failed"))
+    proc = cli("report", str(out), str(out), "--html", "site/b.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "site" / "b.html").read_text()
+    assert re.search(r"<t[hd]>records</t[hd]>\s*<td>2</td>", page), re.findall(r"records.{0,40}", page)
