@@ -7,6 +7,7 @@ and, with `--tasks`, every task in that folder. Selected tasks with no result ar
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -43,6 +44,7 @@ def run(args, console: Console) -> int:
     per_file, results, selected = counted(paths, console, include_unready=args.include_unready, tasks_dir=args.tasks,
                                           regrade=args.regrade, difficulty=getattr(args, "difficulty", False),
                                           quiet=args.json)
+    paths = list(per_file)  # each file once
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
 
@@ -83,6 +85,13 @@ def counted(paths: list[Path], console: Console, include_unready: bool = False,
     for path in paths:
         if not path.exists():
             raise SweserveError(f"{path}: no such results file")
+    # a file once, by the first name given of it: named twice (or through a symbolic link), its records were read
+    # twice, and the board's count of records and list of files said so (red team 22f, R22f-5); a hard link's
+    # names stay apart, as each has its own runs/ beside it
+    files: dict[str, Path] = {}
+    for path in paths:
+        files.setdefault(os.path.realpath(path), path)
+    paths = list(files.values())
     per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
     one_file_per_attempt(per_file)
     results = [r for path in paths for r in per_file[path]]
