@@ -1,0 +1,43 @@
+"""Red team round 22, engineer h: the guard's forge odds, again (what a forger reads in the grade box).
+
+R22h-1: a file's counts past 8 are read in bands. `twins.repeated` recorded what a file writes at least k times
+for k in `twins.REPEATS` (2 to 8, then 12, 16, 24, ...), so a value written 10 times and its neighbours written 9
+times each fell in one band and `twins.Written` saw one set of files for all four. A forger betting on the
+member a file writes most often (a constant repeated in a table of its neighbours) picks the real one every time
+against recorded odds of 1/4 (left open by red team 11, R11-6: "counts past 8 are read in bands").
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import test_guard as G
+
+from sweserve.evaluation import guard, twins
+
+
+def _table(counts: dict[int, int]) -> str:
+    rows = [f"    {value}," for value, n in counts.items() for _ in range(n)]
+    return "TABLE = [\n" + "\n".join(rows) + "\n]\n"
+
+
+def _odds(tmp_path, counts: dict[int, int]) -> float:
+    repo, bundle = G.clone_task(tmp_path, {"pkg/table.py": _table(counts)})
+    return guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"]
+
+
+@pytest.mark.parametrize("real, twin", [(10, 9), (13, 12), (20, 17)])
+def test_r22h_1_a_bet_on_the_member_written_most_often_past_8_is_read(tmp_path, real, twin):
+    """613 written `real` times, 607, 611 and 617 `twin` times each: the most written member is the real one."""
+    assert _odds(tmp_path, {613: real, 607: twin, 611: twin, 617: twin}) == pytest.approx(1.0)
+
+
+def test_r22h_1_exact_counts_are_recorded_past_8():
+    counts = twins.file_counts(_table({613: 10, 607: 9}))
+    sets = set(twins.repeated(counts).values())
+    assert any(Decimal(613) in s and Decimal(607) not in s for s in sets)
+
+
+def test_r22h_1_control_members_written_equally_often_keep_the_group_strong(tmp_path):
+    assert _odds(tmp_path, {613: 10, 607: 10, 611: 10, 617: 10}) == pytest.approx(0.25)
