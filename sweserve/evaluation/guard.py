@@ -250,7 +250,7 @@ UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could no
 # than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
 # (red team 8, R8-5)
 MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
-REPEAT = "\0x"  # `repository_numbers`' key PATH + REPEAT + k: what the file writes at least k times (`twins.REPEATS`):
+REPEAT = "\0x"  # `repository_numbers`' key PATH + REPEAT + k: what the file writes at least k times (`twins.repeated`):
 # a member written as often as the real one, or the site is weak (red team 11, R11-6, `twins.Written`)
 
 
@@ -264,7 +264,7 @@ Read = tuple[frozenset[Decimal], dict[int, frozenset[Decimal]]]  # a file's numb
 
 def _entries(path: str, read: Read) -> dict[str, frozenset[Decimal]]:
     """The keys `repository_numbers` records for what the file at `path` writes: its numbers under `path`, and
-    per bound of `twins.REPEATS` those it writes at least so many times under `repeat_key`."""
+    per count `twins.repeated` reads those it writes at least so many times under `repeat_key`."""
     return {path: read[0], **{repeat_key(path, k): n for k, n in read[1].items()}}
 
 

@@ -1909,15 +1909,12 @@ def file_counts(text: str) -> Counter[Decimal]:
     return _counts(text, lambda tok: True)
 
 
-REPEATS = (2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 64, 128)  # a file's numbers written at least so many times
-
-
 def repeated(counts: Counter[Decimal]) -> dict[int, frozenset[Decimal]]:
-    """Per bound of `REPEATS` some number reaches, the numbers `counts` holds at least that many times: with the
-    file's own set, how often it writes each, up to 8 exactly (`Written`: a member written as often as the real
-    one)."""
-    top = max(counts.values(), default=0)
-    return {k: frozenset(n for n, c in counts.items() if c >= k) for k in REPEATS if k <= top}
+    """Per count k of 2 or more that some number reaches, the numbers `counts` holds at least k times: with the
+    file's own set, how often it writes each, exactly (`Written`: a member written as often as the real one). Bands
+    of counts past 8 left a value written 10 times beside neighbours written 9 times in one set, and a bet on the
+    member a file writes most often read it (red team 22h, R22h-1)."""
+    return {k: frozenset(n for n, c in counts.items() if c >= k) for k in sorted(set(counts.values())) if k >= 2}
 
 
 def other_files(sources: dict[str, str], file: str) -> frozenset[Decimal]:
