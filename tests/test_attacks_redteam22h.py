@@ -41,3 +41,37 @@ def test_r22h_1_exact_counts_are_recorded_past_8():
 
 def test_r22h_1_control_members_written_equally_often_keep_the_group_strong(tmp_path):
     assert _odds(tmp_path, {613: 10, 607: 10, 611: 10, 617: 10}) == pytest.approx(0.25)
+
+
+def _with_history(tmp_path, past: dict[str, str], kept: dict[str, str]):
+    """`test_guard.clone_task`'s task, its base moved on by two commits: one adding `past` and `kept`, one
+    deleting `past` again (the image keeps base's ancestry: `git log --name-only` lists the deleted paths)."""
+    import subprocess
+
+    repo, bundle = G.clone_task(tmp_path)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    for path, text in {**past, **kept}.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        git("add", path)
+    git("commit", "-qm", "golden files")
+    git("rm", "-q", *past)
+    git("commit", "-qm", "tidy")
+    base = git("rev-parse", "HEAD").strip()
+    return repo, bundle.model_copy(update={"task": bundle.task.model_copy(update={"base_commit": base})})
+
+
+def test_r22h_2_a_deleted_path_whose_blob_another_path_holds_is_read(tmp_path):
+    """R22h-2: `Git.history_blobs` names each blob by the first path `rev-list --objects` shows it at, so an empty
+    (or duplicate) golden file `test/golden/pages_613.txt`, deleted before base, goes by the name of an empty
+    `pkg/__init__.py` at base and its path's digits are never read; the forger's `git log --name-only` lists it."""
+    repo, bundle = _with_history(tmp_path, {"test/golden/pages_613.txt": ""}, {"pkg/__init__.py": ""})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22h_2_control_a_deleted_path_naming_no_member_says_nothing(tmp_path):
+    repo, bundle = _with_history(tmp_path, {"test/golden/pages_2024.txt": ""}, {"pkg/__init__.py": ""})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
