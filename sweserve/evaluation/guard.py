@@ -359,8 +359,12 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
                 at_base = {blob for blob, _ in blobs.values()}
                 past = sorted(((p, b, size) for b, (p, size) in git.history_blobs(task.base_commit).items()
                                if b not in at_base), key=lambda v: (not is_hidden(v[0]), not near(v[0]), v[0]))
-                for path, _, _ in past:
-                    if named := twins.name_numbers(path):
+                # every path an ancestor's tree held, not only the one each blob is first seen at (R22h-2: an empty
+                # golden file `pages_613.txt` shares its blob with an empty `__init__.py`)
+                paths_ever = git.run("log", "--format=", "--name-only", "-z", "--no-renames",
+                                     "--diff-merges=first-parent", "--end-of-options", task.base_commit)
+                for path in {*(p for p, _, _ in past), *paths_ever.decode("utf-8", "replace").split("\0")}:
+                    if path and (named := twins.name_numbers(path)):
                         out[path] = out.get(path, frozenset()) | named
                 unread |= any(size > MAX_TEXT_BYTES and (near(p) or is_hidden(p)) for p, _, size in past)
                 budget = max(0, MAX_REPOSITORY_FILES - len(paths))
