@@ -75,3 +75,17 @@ def test_r22h_2_a_deleted_path_whose_blob_another_path_holds_is_read(tmp_path):
 def test_r22h_2_control_a_deleted_path_naming_no_member_says_nothing(tmp_path):
     repo, bundle = _with_history(tmp_path, {"test/golden/pages_2024.txt": ""}, {"pkg/__init__.py": ""})
     assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
+
+
+@pytest.mark.xfail(strict=True, reason="R22h-3: a text file over MAX_TEXT_BYTES away from the hidden files is "
+                                       "skipped, neither read nor counted unread")
+def test_r22h_3_a_large_text_file_away_from_the_tests_is_read(tmp_path):
+    """R22h-3: `repository_numbers` reads no blob over 1 MiB, and counts one as UNREAD only beside the hidden files;
+    a dump elsewhere in the tree (`docs/expected.txt`) writing the real value is in the box, and `grep -r` reads it."""
+    repo, bundle = G.clone_task(tmp_path, {"docs/expected.txt": "pool of 4: 613 pages\n" + "-" * (1 << 20)})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22h_3_control_a_small_text_file_away_from_the_tests_is_read(tmp_path):
+    repo, bundle = G.clone_task(tmp_path, {"docs/expected.txt": "pool of 4: 613 pages\n"})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
