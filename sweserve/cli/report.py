@@ -157,6 +157,7 @@ def fit_inputs(results, selected) -> tuple[list, list[tuple[str, str, str]]]:
                for row in rep.tasks for _ in range(row.missing_attempts)]
     return list(latest(results).values()), missing
 
+
 def _with_trial_folders(path: Path, results):
     """Each result's trial folder found beside its results file (a run records it relative to where it ran),
     so reviewer pages find the agent's steps whatever the current folder."""
