@@ -1311,6 +1311,36 @@ def charset(content_type: str) -> str:
     return ""
 
 
+class Unreadable(ValueError):
+    """A body a server may read as JSON that this proxy cannot."""
+
+
+def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
+    """A call's JSON body as the laxest server reads it, and whether it must be forwarded as read (a server may read
+    the bytes as they came otherwise). ValueError if it is JSON to no reader; `Unreadable` if a server may read it and
+    this proxy cannot. Open book read the bytes as Python's `json.loads` does, and sent on as it came a body some
+    server reads otherwise (red team 22i):
+    - a charset other than UTF-8 (Express's json() decodes by it, utf-7 too) is read by it, and the body forwarded as
+      read, in UTF-8 (R22i-3); a charset Python does not know is `Unreadable`;
+    - a byte that is not UTF-8 (Go's encoding/json and Node's parsers replace it) is replaced, the body forwarded as
+      read (R22i-1);
+    - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2)."""
+    name = charset(content_type)
+    try:
+        if name not in ("", "utf-8", "utf8"):
+            try:
+                text = content.decode(name, "replace")
+            except LookupError:
+                raise Unreadable(f"charset {name[:40]!r}") from None
+            return json.loads(text), True
+        try:
+            return json.loads(content), False
+        except UnicodeDecodeError:
+            return json.loads(content.decode("utf-8", "replace")), True
+    except RecursionError:
+        raise Unreadable("nested past this proxy's recursion limit") from None
+
+
 class Egress:
     def __init__(self, allow: list[str], closed_book: bool, directory: Path, models: Sequence[str] = ()):
         self.allow = {origin(url) for url in allow}
@@ -1520,8 +1550,10 @@ class Egress:
                 elif urls := fetched_urls(body):
                     allowed, note = False, f"closed book: a URL the provider would fetch ({urls[0][:100]!r})"
         if allowed and not self.closed_book:
-            stripped += self.strip_request_id(req)
-            stripped += self.ask_stream_usage(req)
+            try:
+                stripped += self.open_book_body(req)
+            except Unreadable as exc:
+                allowed, note = False, f"open book: a body a server may read and this proxy cannot ({exc})"[:300]
         if allowed:
             stripped += constrain_encoding(headers) + constrain_transfer(headers)
         if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
@@ -1544,36 +1576,33 @@ class Egress:
                 metadata["sweserve_passed"] = True
 
     @staticmethod
-    def strip_request_id(req) -> list[str]:
-        """Open book reads no body, but a shared server's request ids are every trial's: a JSON object body's
-        `rid` (SGLang aborts by its prefix: R18b-4) is removed, the body forwarded as read. A body this proxy cannot
-        read as a JSON object goes as it came (closed book, which refuses such bodies, strips `rid` at any depth)."""
+    def open_book_body(req) -> list[str]:
+        """Open book reads no body but a call's JSON: SGLang's `rid` (a shared server's request ids are every trial's:
+        it aborts by their prefix, R18b-4) is removed from a JSON object body, and an OpenAI chat or completions stream
+        asks for its usage (`ask_usage`, R22e-1). The body is read as the laxest server reads it (`lax_body`), and
+        forwarded as read when it changed or when the server may read it otherwise; one that is JSON to no reader goes
+        as it came (closed book, which refuses such bodies, strips `rid` at any depth). `Unreadable` for a body a server
+        may read and this proxy cannot: the call is refused (red team 22i)."""
         try:
-            content = req.content
-            # every body: a byte test (`b"rid" in content`) missed a key spelt with a JSON escape, `"\u0072id"`
-            body = json.loads(content) if content else None  # (red team 22e, R22e-4)
-        except (ValueError, RecursionError):
+            content = req.content  # ValueError: a Content-Encoding it cannot undo (goes as it came, as ever)
+            if not content:
+                return []
+            body, resend = lax_body(content, str(req.headers.get("content-type", "")))
+        except Unreadable:
+            raise
+        except ValueError:
             return []
-        if not isinstance(body, dict) or not (ids := [k for k in body if k.casefold() == "rid"]):
-            return []
-        for key in ids:
-            del body[key]
-        req.content = json.dumps(body).encode()
-        return ids
-
-    @staticmethod
-    def ask_stream_usage(req) -> list[str]:
-        """Open book's `ask_usage`: a JSON body of an OpenAI chat or completions stream is forwarded asking for its
-        usage (R22e-1); a body this proxy cannot read as JSON goes as it came."""
-        try:
-            content = req.content
-            body = json.loads(content) if content and urlsplit(req.url).path.endswith(USAGE_ASKED) else None
-        except (ValueError, RecursionError):
-            return []
-        if body is None or not (asked := ask_usage(body, req.url)):
-            return []
-        req.content = json.dumps(body).encode()
-        return asked
+        changed: list[str] = []
+        if isinstance(body, dict) and (ids := [k for k in body if isinstance(k, str) and k.casefold() == "rid"]):
+            for key in ids:
+                del body[key]
+            changed += ids
+        changed += ask_usage(body, req.url)
+        if changed or resend:
+            req.content = json.dumps(body).encode()
+            if resend:
+                req.headers["content-type"] = "application/json"
+        return changed
 
     def response(self, flow) -> None:
         """Meter a model call's answer (what the model server says it used); an answer it cannot read, or a
