@@ -14,6 +14,10 @@ the host against the addon's hooks: no Docker.
 - R22i-3: a charset parameter. Open book read the bytes as UTF-8 whatever the Content-Type said; Express's json()
   (body-parser, iconv-lite) decodes by it: under `charset=utf-7` `"+ACIALAAgACI-stream+ACI-: true` in a string is a key.
   A body whose keys Python never saw went on as it came.
+- R22i-4: vLLM's body `request_id`. Both modes remove the `X-Request-Id` header (vLLM's request id, R21a's lead) and
+  open book SGLang's `rid`, but vLLM's OpenAI server takes its request id from the body's `request_id` as readily
+  (`_base_request_id`: the header, else the body's field): on a server every trial shares, one trial naming another's
+  id collides with its requests, and a hang-up aborts by it. Open book sent it on.
 """
 
 from __future__ import annotations
@@ -93,6 +97,16 @@ def test_r22i_3_a_body_read_by_its_charset_asks_for_its_usage(tmp_path):
     ctype = req.headers["content-type"]
     read = lax(req.content, addon.charset(ctype) or "utf-8")
     assert read.get("stream_options") == {"include_usage": True}, (ctype, req.content)
+
+
+# --- R22i-4 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", ["request_id", "requestId", "Request_ID"])
+def test_r22i_4_an_open_book_body_names_no_vllm_request_id(tmp_path, key):
+    """Won: forwarded with the shared server's request id."""
+    raw = json.dumps({"model": "default", "messages": [], key: "chatcmpl-0"}).encode()
+    req = open_book(tmp_path, raw)
+    assert req is None or not [k for k in json.loads(req.content) if k.replace("_", "").casefold() == "requestid"]
 
 
 # --- controls ------------------------------------------------------------------------------------------------------
