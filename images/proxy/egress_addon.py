@@ -290,6 +290,10 @@ CLIENT_HEADER_PREFIXES = ("x-stainless-", "anthropic-", "openai-")
 # another's id collides with its requests, and a hang-up aborts by it (SGLang's body `rid`, red team 18b, R18b-4).
 # Removed in both modes; the server makes its own (red team 21a's lead)
 REQUEST_ID_HEADERS = {"x-request-id"}
+# and in a body (folded keys): SGLang's `rid`, vLLM's `request_id` (its OpenAI server's id when no X-Request-Id header
+# names one: red team 22i, R22i-4). Open book removes them from a JSON object body; closed book refuses `request_id`
+# (no client sends it) and strips `rid` at any depth (HOSTED_OPTIONS)
+REQUEST_ID_KEYS = {"rid", "requestid"}
 # a header that shapes the answer past the meter: Google's field mask (the `fields` parameter's header), which leaves
 # `usageMetadata` out. Removed in both modes, as REQUEST_ID_HEADERS are (red team 22a, R22a-3)
 REMOVED_HEADERS = REQUEST_ID_HEADERS | {"x-goog-fieldmask"}
@@ -1577,8 +1581,8 @@ class Egress:
 
     @staticmethod
     def open_book_body(req) -> list[str]:
-        """Open book reads no body but a call's JSON: SGLang's `rid` (a shared server's request ids are every trial's:
-        it aborts by their prefix, R18b-4) is removed from a JSON object body, and an OpenAI chat or completions stream
+        """Open book reads no body but a call's JSON: a request id (REQUEST_ID_KEYS: a shared server's request ids are
+        every trial's; SGLang aborts by a `rid`'s prefix, R18b-4) is removed from a JSON object body, and an OpenAI chat or completions stream
         asks for its usage (`ask_usage`, R22e-1). The body is read as the laxest server reads it (`lax_body`), and
         forwarded as read when it changed or when the server may read it otherwise; one that is JSON to no reader goes
         as it came (closed book, which refuses such bodies, strips `rid` at any depth). `Unreadable` for a body a server
@@ -1593,7 +1597,7 @@ class Egress:
         except ValueError:
             return []
         changed: list[str] = []
-        if isinstance(body, dict) and (ids := [k for k in body if isinstance(k, str) and k.casefold() == "rid"]):
+        if isinstance(body, dict) and (ids := [k for k in body if isinstance(k, str) and _fold(k) in REQUEST_ID_KEYS]):
             for key in ids:
                 del body[key]
             changed += ids
