@@ -18,6 +18,8 @@ the host against the addon's hooks: no Docker.
   open book SGLang's `rid`, but vLLM's OpenAI server takes its request id from the body's `request_id` as readily
   (`_base_request_id`: the header, else the body's field): on a server every trial shares, one trial naming another's
   id collides with its requests, and a hang-up aborts by it. Open book sent it on.
+- R22i-5: two charset parameters. R22i-3's fix read the first (`charset=utf-8; charset=utf-7`); Express's
+  content-type parser keeps the last of a repeated parameter: the body went on as it came, read as utf-7 there.
 """
 
 from __future__ import annotations
@@ -85,16 +87,22 @@ def test_r22i_2_a_body_nested_past_pythons_limit_is_not_sent_unread(tmp_path, ta
 
 # --- R22i-3 --------------------------------------------------------------------------------------------------------
 
-def test_r22i_3_a_body_read_by_its_charset_asks_for_its_usage(tmp_path):
-    """Won: forwarded as it came; under utf-7 the server read `"stream": true` (Python read a string `x`)."""
+UTF7_STREAM_PARAMS = ["charset=utf-7", "charset=utf-8; charset=utf-7"]
+
+
+@pytest.mark.parametrize("params", UTF7_STREAM_PARAMS, ids=["utf-7", "r22i_5-second-charset"])
+def test_r22i_3_a_body_read_by_its_charset_asks_for_its_usage(tmp_path, params):
+    """Won: forwarded as it came; under utf-7 the server read `"stream": true` (Python read a string `x`). R22i-5:
+    the second charset parameter, the one Express reads."""
     q = b"+ACI-"  # '"' in utf-7; "+ACIALAAgACI-" is '", "'
     raw = b'{"model": "default", "messages": [], "x": "+ACIALAAgACI-stream' + q + b": true, " + q + b"y" + q + b": " + q \
         + b'q", "z": 1}'
     assert lax(raw, "utf-7")["stream"] is True and "stream" not in json.loads(raw)  # the two readings
-    req = open_book(tmp_path, raw, ctype="application/json; charset=utf-7")
+    req = open_book(tmp_path, raw, ctype=f"application/json; {params}")
     if req is None:
         return
     ctype = req.headers["content-type"]
+    assert "charset" not in ctype or ctype.count("charset") == 1, ctype
     read = lax(req.content, addon.charset(ctype) or "utf-8")
     assert read.get("stream_options") == {"include_usage": True}, (ctype, req.content)
 
