@@ -1329,9 +1329,15 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     - a byte that is not UTF-8 (Go's encoding/json and Node's parsers replace it) is replaced, the body forwarded as
       read (R22i-1);
     - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2)."""
-    name = charset(content_type)
+    # every charset parameter: a parser keeping the last of a repeated one (Express's) reads another than the first
+    # (R22i-5); two that are not UTF-8 name no one reading
+    names = {value.strip().strip('"').lower() for param in content_type.split(";")[1:]
+             for key, _, value in [param.partition("=")] if key.strip().lower() == "charset"} - {"", "utf-8", "utf8"}
+    if len(names) > 1:
+        raise Unreadable(f"charsets {sorted(names)!r}"[:80])
+    name = next(iter(names), "")
     try:
-        if name not in ("", "utf-8", "utf8"):
+        if name:
             try:
                 text = content.decode(name, "replace")
             except LookupError:
