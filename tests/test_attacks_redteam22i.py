@@ -20,6 +20,9 @@ the host against the addon's hooks: no Docker.
   id collides with its requests, and a hang-up aborts by it. Open book sent it on.
 - R22i-5: two charset parameters. R22i-3's fix read the first (`charset=utf-8; charset=utf-7`); Express's
   content-type parser keeps the last of a repeated parameter: the body went on as it came, read as utf-7 there.
+- R22i-6: a JSON body labelled a form. LiteLLM's proxy reads a body whose Content-Type has "form" in it as a form
+  (R16d): `"&stream=true&rid=0&"` inside a JSON string is two fields there. Closed book relabels every body
+  `application/json`; open book sent the label on as it came.
 """
 
 from __future__ import annotations
@@ -115,6 +118,17 @@ def test_r22i_4_an_open_book_body_names_no_vllm_request_id(tmp_path, key):
     raw = json.dumps({"model": "default", "messages": [], key: "chatcmpl-0"}).encode()
     req = open_book(tmp_path, raw)
     assert req is None or not [k for k in json.loads(req.content) if k.replace("_", "").casefold() == "requestid"]
+
+
+# --- R22i-6 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ctype", ["application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                                   "text/plain"])
+def test_r22i_6_a_json_body_goes_labelled_json(tmp_path, ctype):
+    """Won: forwarded labelled a form; a form reader took `stream` and `rid` from inside a JSON string."""
+    raw = b'{"model": "default", "messages": [], "user": "&stream=true&rid=0&"}'
+    req = open_book(tmp_path, raw, ctype=ctype)
+    assert req is None or req.headers["content-type"] == "application/json", req.headers
 
 
 # --- controls ------------------------------------------------------------------------------------------------------
