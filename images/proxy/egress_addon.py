@@ -1328,7 +1328,8 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
       read, in UTF-8 (R22i-3); a charset Python does not know is `Unreadable`;
     - a byte that is not UTF-8 (Go's encoding/json and Node's parsers replace it) is replaced, the body forwarded as
       read (R22i-1);
-    - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2)."""
+    - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2);
+    - a JSON body labelled other than JSON (a form) is forwarded as read, labelled `application/json` (R22i-6)."""
     # every charset parameter: a parser keeping the last of a repeated one (Express's) reads another than the first
     # (R22i-5); two that are not UTF-8 name no one reading
     names = {value.strip().strip('"').lower() for param in content_type.split(";")[1:]
@@ -1336,6 +1337,10 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     if len(names) > 1:
         raise Unreadable(f"charsets {sorted(names)!r}"[:80])
     name = next(iter(names), "")
+    # a JSON body labelled otherwise (a form: LiteLLM reads `&stream=true&` in a JSON string as a field) goes labelled
+    # JSON, as closed book sends every body (R22i-6)
+    media = content_type.split(";")[0].strip().lower()
+    relabel = not (media == "application/json" or media.endswith("+json"))
     try:
         if name:
             try:
@@ -1344,7 +1349,7 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
                 raise Unreadable(f"charset {name[:40]!r}") from None
             return json.loads(text), True
         try:
-            return json.loads(content), False
+            return json.loads(content), relabel
         except UnicodeDecodeError:
             return json.loads(content.decode("utf-8", "replace")), True
     except RecursionError:
