@@ -32,6 +32,7 @@ import json
 import pytest
 from test_attacks_redteam15f import MODEL
 from test_attacks_redteam16e import addon, call, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+from test_attacks_redteam22e import CHAT, forwarded
 
 
 def open_book(tmp_path, raw: bytes, path: str = "/v1/chat/completions", ctype: str = "application/json"):
@@ -147,3 +148,34 @@ def test_r22i_control_a_utf8_charset_stream_is_read_as_ever(tmp_path):
     raw = b'{"model": "default", "messages": [], "stream": true}'
     req = open_book(tmp_path, raw, ctype="application/json; charset=UTF-8")
     assert req is not None and json.loads(req.content)["stream_options"] == {"include_usage": True}
+
+
+# --- R22i-7 (closed book) ------------------------------------------------------------------------------------------
+# R22e-2's rule let a `tool_choice` name any tool when the request carried no `tools` at all (a name is checked only
+# against the tools the request keeps, and there were none to check): Anthropic's `{"type": "tool", "name":
+# "web_search"}`, Chat's `{"type": "function", "function": {"name": "web_search"}}` or the Responses API's
+# `{"type": "function", "name": "code_interpreter"}` went on naming a hosted tool a gateway may add for the choice.
+# A name must be one of the request's own tools, and with none there is no such name.
+
+def _choice_only(path: str, choice: dict) -> dict:
+    base = ({"model": "default", "max_tokens": 8, "messages": []} if path == "/v1/messages"
+            else {"model": "default", "input": "hi"} if path == "/v1/responses" else dict(CHAT))
+    return {**base, "tool_choice": choice}
+
+
+@pytest.mark.parametrize("path, choice", [
+    ("/v1/messages", {"type": "tool", "name": "web_search"}),
+    ("/v1/chat/completions", {"type": "function", "function": {"name": "web_search"}}),
+    ("/v1/responses", {"type": "function", "name": "code_interpreter"}),
+], ids=["anthropic", "chat", "responses"])
+def test_r22i_7_a_named_choice_with_no_tools_goes(tmp_path, path, choice):
+    """Won: forwarded naming a hosted tool, as the request had no tools to check the name against."""
+    got = forwarded(tmp_path, True, path, _choice_only(path, choice))
+    assert got is None or not any(k.casefold() == "tool_choice" for k in got), got
+
+
+@pytest.mark.parametrize("path, choice", [
+    ("/v1/messages", {"type": "auto"}), ("/v1/chat/completions", {"type": "none"}),
+], ids=["anthropic-auto", "chat-none"])
+def test_r22i_7_control_a_mode_with_no_tools_passes(tmp_path, path, choice):
+    assert forwarded(tmp_path, True, path, _choice_only(path, choice)) == _choice_only(path, choice)
