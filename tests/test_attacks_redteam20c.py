@@ -122,6 +122,7 @@ def test_r20c_1_control_the_allow_list_passes_honest_clients(name):
      "/v1beta/models/default:countTokens"),
     ({**CHAT, "max_completion_tokens": 64, "logit_bias": {"50256": -100}, "response_format": {
         "type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}, "strict": True}},
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}],
         "tool_choice": {"type": "function", "function": {"name": "bash"}}, "n": 1, "top_logprobs": 2,
         "logprobs": True, "chat_template_kwargs": {"enable_thinking": False}, "skip_special_tokens": False},
      "/v1/chat/completions"),

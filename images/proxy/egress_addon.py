@@ -238,7 +238,7 @@ def _choice_parts(value) -> Iterator[tuple[str, object]]:
 def strip_choice(body: dict) -> list[str]:
     """Remove a `tool_choice` naming a hosted tool; what was removed. Each `type` in it must be a mode or kind of choice
     (CHOICE_WORDS) or a client tool's type (`hosted_kind`), and each `name` one of the tools the request keeps, where it
-    carries any. A hosted tool named only there (`{"type": "web_search_preview"}`, Anthropic's `{"type": "tool",
+    carries any (with no tools, no name is one of them). A hosted tool named only there (`{"type": "web_search_preview"}`, Anthropic's `{"type": "tool",
     "name": "web_search"}`) is one a provider or gateway may add for the choice (red team 22e, R22e-2)."""
     lists = [tools for key, tools in body.items() if isinstance(key, str) and key.casefold() == "tools"]
     kept = [tool for tools in lists if isinstance(tools, list) for tool in tools if isinstance(tool, dict)]
@@ -249,7 +249,9 @@ def strip_choice(body: dict) -> list[str]:
     def chosen(key: str, value) -> bool:
         if key == "type":
             return isinstance(value, str) and (_fold(value) in CHOICE_WORDS or hosted_kind({"type": value}) is None)
-        return key != "name" or not lists or (isinstance(value, str) and value in names)
+        # a name must be one of the request's own tools: with none, no name is (red team 22i, R22i-7: a request with
+        # no `tools` let a choice name a hosted tool)
+        return key != "name" or (isinstance(value, str) and value in names)
 
     stripped: list[str] = []
     for key in [k for k in body if isinstance(k, str) and _fold(k) == "toolchoice"]:
