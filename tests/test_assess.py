@@ -335,7 +335,7 @@ def test_the_websocket_serves_only_its_own_session_and_resumes_it(tmp_path):
 
     from sweserve.assess.agent import Seat
     from sweserve.assess.invites import Invite
-    from sweserve.assess.server import COOKIE, Assessment, AssessServer
+    from sweserve.assess.server import Assessment, AssessServer, cookie_name
 
     pack = choose_pack("p", [bundle(1)], 1, 3600)
     invite = Invite(invite_id="x", candidate="alice", pack="p.yaml", pack_version=pack.version, token_sha256="0" * 64,
@@ -358,7 +358,7 @@ def test_the_websocket_serves_only_its_own_session_and_resumes_it(tmp_path):
     def ws(cookie="alice-key", origin=origin):
         headers = {"Origin": origin}
         if cookie:
-            headers["Cookie"] = f"{COOKIE}={cookie}"
+            headers["Cookie"] = f"{cookie_name(port)}={cookie}"
         return connect(f"ws://127.0.0.1:{port}/ws", additional_headers=headers, open_timeout=5)
 
     def read_until(conn, text, timeout=10):
@@ -387,10 +387,10 @@ def test_the_websocket_serves_only_its_own_session_and_resumes_it(tmp_path):
             conn.send(json.dumps({"type": "input", "data": "echo two-$((1+1))\r"}))
             assert "two-2" in read_until(conn, "two-2")
         state = json.loads(urllib.request.urlopen(urllib.request.Request(
-            f"{origin}/api/state", headers={"Cookie": f"{COOKIE}=alice-key"})).read())
+            f"{origin}/api/state", headers={"Cookie": f"{cookie_name(port)}=alice-key"})).read())
         assert state["status"] == "running" and 590 <= state["left_s"] <= 600 and state["task_id"] == "o__r-1"
         urllib.request.urlopen(urllib.request.Request(f"{origin}/api/submit", method="POST", data=b"",
-                                                      headers={"Cookie": f"{COOKIE}=alice-key"}))
+                                                      headers={"Cookie": f"{cookie_name(port)}=alice-key"}))
         assert seat.submitted.is_set()
         with pytest.raises(urllib.error.HTTPError):  # another's submit needs their cookie
             urllib.request.urlopen(urllib.request.Request(f"{origin}/api/submit", method="POST", data=b""))

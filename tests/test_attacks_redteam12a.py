@@ -315,7 +315,7 @@ def test_a_candidate_cannot_stall_another_candidates_session(tmp_path):
     from websockets.sync.client import connect
 
     from sweserve.assess.invites import InviteStore
-    from sweserve.assess.server import COOKIE, AssessServer
+    from sweserve.assess.server import AssessServer, cookie_name
 
     server = AssessServer(None, {}, InviteStore(tmp_path / "i.json"), tmp_path, tmp_path)  # type: ignore[arg-type]
     terms = two_candidates(tmp_path, server)
@@ -323,13 +323,13 @@ def test_a_candidate_cannot_stall_another_candidates_session(tmp_path):
     origin = f"http://127.0.0.1:{port}"
 
     def bob_state(timeout):
-        req = urllib.request.Request(f"{origin}/api/state", headers={"Cookie": f"{COOKIE}=bob-key"})
+        req = urllib.request.Request(f"{origin}/api/state", headers={"Cookie": f"{cookie_name(port)}=bob-key"})
         return json.loads(urllib.request.urlopen(req, timeout=timeout).read())
 
     try:
         assert bob_state(5)["status"] == "running"
         with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5, close_timeout=1,
-                     additional_headers={"Origin": origin, "Cookie": f"{COOKIE}=mallory-key"}) as conn:
+                     additional_headers={"Origin": origin, "Cookie": f"{cookie_name(port)}=mallory-key"}) as conn:
             conn.send(json.dumps({"type": "input", "data": "stty -icanon; exec sleep 12\r"}))
             time.sleep(1.0)
             for _ in range(16):

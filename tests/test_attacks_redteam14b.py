@@ -227,19 +227,20 @@ FLOOD = textwrap.dedent("""
     origin = f"http://127.0.0.1:{port}"
     end = time.monotonic() + seconds
     with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5, close_timeout=1, max_size=None,
-                 additional_headers={"Origin": origin, "Cookie": "sweserve_session=mallory-key"}) as conn:
+                 additional_headers={"Origin": origin, "Cookie": f"sweserve_session_{port}=mallory-key"}) as conn:
         while time.monotonic() < end:
             conn.send(msg)
     """)
 
 
 def _bobs_latency(port, probes=5):
-    from sweserve.assess.server import COOKIE
+    from sweserve.assess.server import cookie_name
 
     worst = 0.0
     for _ in range(probes):
         t0 = time.monotonic()
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/api/state", headers={"Cookie": f"{COOKIE}=bob-key"})
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/api/state",
+                                     headers={"Cookie": f"{cookie_name(port)}=bob-key"})
         try:
             assert json.loads(urllib.request.urlopen(req, timeout=30).read())["status"] == "running"
         except TimeoutError:
@@ -291,13 +292,13 @@ def _stalled_tab(port):
     """A websocket on mallory's terminal that never reads (a raw socket: the handshake, then nothing)."""
     import socket
 
-    from sweserve.assess.server import COOKIE
+    from sweserve.assess.server import cookie_name
 
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-               f"Origin: http://127.0.0.1:{port}\r\nCookie: {COOKIE}=mallory-key\r\n\r\n").encode())
+               f"Origin: http://127.0.0.1:{port}\r\nCookie: {cookie_name(port)}=mallory-key\r\n\r\n").encode())
     head = b""
     while b"\r\n\r\n" not in head:
         head += s.recv(1)

@@ -22,7 +22,7 @@ from sweserve.assess.agent import Seat
 from sweserve.assess.invites import Invite, InviteStore
 from sweserve.assess.packs import choose_pack
 from sweserve.assess.recorder import BrowserTerminal
-from sweserve.assess.server import COOKIE, Assessment, AssessServer
+from sweserve.assess.server import Assessment, AssessServer, cookie_name
 
 
 def serve_options() -> dict:
@@ -149,7 +149,7 @@ def test_r17d_1_control_slow_but_honest_requests_and_websockets_are_served(tmp_p
             assert sock.recv(65536).startswith(b"HTTP/1.1 404")
             sock.close()
             with connect(f"ws://127.0.0.1:{srv.port}/ws", open_timeout=5,
-                         additional_headers={"Cookie": f"{COOKIE}=alice-key",
+                         additional_headers={"Cookie": f"{cookie_name(srv.port)}=alice-key",
                                              "Origin": f"http://127.0.0.1:{srv.port}"}) as conn:
                 time.sleep(2.5)  # past the head deadline
                 conn.send(json.dumps({"type": "input", "data": "echo alive-$((6*7))\r"}))
@@ -185,7 +185,7 @@ def _deaf_tab(port: int) -> tuple[socket.socket, bool]:
     sock.connect(("127.0.0.1", port))
     sock.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                  f"Origin: http://127.0.0.1:{port}\r\nCookie: {COOKIE}=mallory-key\r\n\r\n").encode())
+                  f"Origin: http://127.0.0.1:{port}\r\nCookie: {cookie_name(port)}=mallory-key\r\n\r\n").encode())
     sock.settimeout(5)
     head = b""
     while b"\r\n\r\n" not in head:
@@ -257,7 +257,7 @@ def test_r17d_2_control_a_tab_that_fell_behind_frees_its_place_when_it_goes(tmp_
             got, end = b"", time.monotonic() + 20
             while b"back-42" not in got and time.monotonic() < end:
                 with connect(f"ws://127.0.0.1:{srv.port}/ws", open_timeout=5,
-                             additional_headers={"Cookie": f"{COOKIE}=mallory-key",
+                             additional_headers={"Cookie": f"{cookie_name(srv.port)}=mallory-key",
                                                  "Origin": f"http://127.0.0.1:{srv.port}"}) as conn:
                     conn.send(json.dumps({"type": "input", "data": "echo back-$((6*7))\r"}))
                     try:

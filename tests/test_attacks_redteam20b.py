@@ -16,6 +16,7 @@ from test_assess import bundle
 from test_attacks_redteam17d import Running, _deaf_tab, _flood, _session, empty_server
 
 import sweserve.assess.server as server_mod
+from sweserve.assess.server import cookie_name
 
 # ---- R20b-1: the key thread's queue is bounded in bytes typed, not in what each queued item holds
 
@@ -181,7 +182,7 @@ def test_r20b_3_control_a_websocket_that_reads_slowly_keeps_its_terminal(tmp_pat
     try:
         with Running(server) as srv:
             with connect(f"ws://127.0.0.1:{srv.port}/ws", additional_headers={
-                    "Cookie": "sweserve_session=mallory-key", "Origin": f"http://127.0.0.1:{srv.port}"},
+                    "Cookie": f"{cookie_name(srv.port)}=mallory-key", "Origin": f"http://127.0.0.1:{srv.port}"},
                     max_size=None) as ws:
                 term.write(b"head -c 3000000 /dev/zero | tr '\\0' a; echo; echo fin-$((6*7))\r")
                 seen = b""

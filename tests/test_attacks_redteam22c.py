@@ -22,7 +22,7 @@ import sweserve.assess.invites as invites_mod
 from sweserve.assess.agent import Seat
 from sweserve.assess.invites import Invite, InviteStore, Refused
 from sweserve.assess.packs import choose_pack
-from sweserve.assess.server import COOKIE, Assessment
+from sweserve.assess.server import Assessment, cookie_name
 
 # ---- R22c-1: every look at an invite link parses the whole invites file
 
@@ -110,7 +110,7 @@ def _seated(tmp_path, server) -> Seat:
 
 def _post(port: int, path: str, origin: str | None) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {"Cookie": f"{COOKIE}=victim-key", "Content-Length": "0"}
+    headers = {"Cookie": f"{cookie_name(port)}=victim-key", "Content-Length": "0"}
     if origin is not None:
         headers["Origin"] = origin
     conn.request("POST", path, headers=headers)
@@ -226,7 +226,7 @@ def test_r22c_4_polling_the_state_does_not_render_the_statement_each_time(tmp_pa
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
         bodies = set()
         for _ in range(30):
-            conn.request("GET", "/api/state", headers={"Cookie": f"{COOKIE}=victim-key"})
+            conn.request("GET", "/api/state", headers={"Cookie": f"{cookie_name(srv.port)}=victim-key"})
             resp = conn.getresponse()
             assert resp.status == 200
             bodies.add(json.loads(resp.read())["instruction_html"])
@@ -271,8 +271,8 @@ def test_r22c_5_two_session_cookies_never_choose_another_candidates_session(tmp_
     the page says to reopen the link); one cookie, beside any others, is served as before."""
     server = empty_server(tmp_path)
     victim, mallory = _two_seats(tmp_path, server)
-    two = f"{COOKIE}=victim-key; other=1; {COOKIE}=mallory-key"
     with Running(server) as srv:
+        two = f"{cookie_name(srv.port)}=victim-key; other=1; {cookie_name(srv.port)}=mallory-key"
         status, body = _with_cookies(srv.port, "GET", "/api/state", two)
         assert status == 403 and b"mallory" not in body, body
         status, _ = _with_cookies(srv.port, "POST", "/api/submit", two)
@@ -284,7 +284,7 @@ def test_r22c_5_control_one_session_cookie_among_others_is_served(tmp_path):
     server = empty_server(tmp_path)
     victim, _ = _two_seats(tmp_path, server)
     with Running(server) as srv:
-        status, body = _with_cookies(srv.port, "GET", "/api/state", f"a=1; {COOKIE}=victim-key; b=2")
+        status, body = _with_cookies(srv.port, "GET", "/api/state", f"a=1; {cookie_name(srv.port)}=victim-key; b=2")
         assert status == 200 and json.loads(body)["candidate"] == "victim"
-        assert _with_cookies(srv.port, "POST", "/api/submit", f"{COOKIE}=victim-key; z=3")[0] == 200
+        assert _with_cookies(srv.port, "POST", "/api/submit", f"{cookie_name(srv.port)}=victim-key; z=3")[0] == 200
     assert victim.submitted.is_set()

@@ -25,7 +25,7 @@ from test_attacks_redteam17d import Running, empty_server
 from sweserve.assess.agent import Seat
 from sweserve.assess.invites import Invite, InviteStore
 from sweserve.assess.packs import choose_pack
-from sweserve.assess.server import COOKIE, SESSION_PAGE, Assessment
+from sweserve.assess.server import SESSION_PAGE, Assessment, cookie_name
 
 # ---- R22g-1: a Submit names no task: a stale one ends the task that started after it
 
@@ -45,7 +45,8 @@ def _on_second_task(tmp_path, server) -> tuple[Assessment, Seat]:
 
 def _submit(port: int, query: str = "") -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", f"/api/submit{query}", headers={"Cookie": f"{COOKIE}=cand-key", "Content-Length": "0",
+    conn.request("POST", f"/api/submit{query}", headers={"Cookie": f"{cookie_name(port)}=cand-key",
+                                                          "Content-Length": "0",
                                                           "Origin": f"http://127.0.0.1:{port}"})
     status = conn.getresponse().status
     conn.close()
@@ -86,9 +87,6 @@ def test_r22g_1_control_a_submit_of_the_task_in_progress_or_naming_none_ends_it(
 # ---- R22g-2: two assess servers on one host share one cookie: starting on the second ends the first's session
 
 
-@pytest.mark.xfail(strict=True, reason="R22g-2: a cookie is the host's, not the origin's (no port in it): the "
-                   "session cookie's one name is shared by every server of the host; a fix is a name (or a "
-                   "credential outside cookies) per server, which every test's Cookie header spells now")
 def test_r22g_2_starting_on_a_second_server_of_the_host_keeps_the_first_session(tmp_path):
     """Two hiring teams (or two packs) run `assess serve` on one host, on two ports. A browser's cookies are the
     host's, whatever the port (RFC 6265 §8.5), and both servers name theirs `sweserve_session` with path /: a
@@ -96,7 +94,8 @@ def test_r22g_2_starting_on_a_second_server_of_the_host_keeps_the_first_session(
     cookie replaced. The first tab's next poll says "No session"; the invite is spent, so nothing reopens it: its
     clock runs out and the work is graded as it stands. The same replacement is open to any service of another
     port of that host (R22c-2's threat), which can set its own session's key as the candidate's. Python's cookie
-    jar keeps cookies as browsers do. Won now: the first server's page answers 403 after the second Start."""
+    jar keeps cookies as browsers do. Won before the fix (red team 22k): the first server's page answered 403
+    after the second Start. Defence: the cookie is named after the server's port (`cookie_name`)."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     servers = [empty_server(tmp_path / n) for n in ("a", "b")]

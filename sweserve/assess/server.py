@@ -11,8 +11,9 @@
 Each redeemed invite is an `Assessment`: a thread that runs the pack's tasks one after another through
 `run_evaluation` (the pipeline `run` and `session` use), each in a sandbox of its own from the command's host,
 with results in `<output>/<pack>/<candidate>.jsonl`. The session cookie is random, HttpOnly and SameSite=Strict,
-kept only as its hash; the websocket and the POSTs also check their Origin (`same_origin`). A tab that reconnects
-gets the same shell and timer (the terminal and the deadline live here, not in the tab). Reviewer pages are not served here: `assess report`
+kept only as its hash, and named after the server's port (`cookie_name`); the websocket and the POSTs also check
+their Origin (`same_origin`). A tab that reconnects gets the same shell and timer (the terminal and the deadline
+live here, not in the tab). Reviewer pages are not served here: `assess report`
 writes them to files, so a candidate reaches nothing of other candidates through this server.
 """
 
@@ -62,7 +63,7 @@ with warnings.catch_warnings():
     from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 log = logging.getLogger(__name__)
-COOKIE = "sweserve_session"
+COOKIE = "sweserve_session"  # the session cookie's name is this and the server's port (`cookie_name`)
 MAX_INPUT_BYTES = 64 * 1024
 WATCHER_BACKLOG_BYTES = 4 * 2**20  # output queued for one tab; past it the tab is closed and reconnects
 # a websocket message: 64 KiB of keys as JSON (escapes grow a byte to 6 characters), and no compression, which let
@@ -96,6 +97,19 @@ def find_node_modules(given: str | None = None) -> Path:
             return nm
     raise SweserveError("the front-end packages are not installed: run `make setup` (npm ci) in the checkout, "
                         "or pass --node-modules")
+
+
+def cookie_name(port: int | None) -> str:
+    """The session cookie's name for the server listening on `port`: a browser's cookies are the host's, whatever
+    the port (RFC 6265 §8.5), and with one name for every server a Start on a second `assess serve` of the host
+    replaced the first session's cookie, whose tab then had no session and whose spent link reopened nothing (red
+    team 22g, R22g-2). The port is the listening socket's (the ASGI scope's `server`), not the client's Host."""
+    return f"{COOKIE}_{port}" if port else COOKIE
+
+
+def server_port(request: Request | WebSocket) -> int | None:
+    server = request.scope.get("server")
+    return server[1] if server and len(server) > 1 and isinstance(server[1], int) else None
 
 
 def results_file(output: Path, pack: Pack, candidate: str) -> Path:
@@ -183,10 +197,11 @@ class AssessServer:
         # for the whole site (cookie tossing) beside the candidate's own, and the one taken (the last) was the one
         # its setter ordered last: its session's page, terminal and Submit in the victim's browser (red team 22c,
         # R22c-5)
+        name = cookie_name(server_port(request))
         named = [part.split("=", 1)[0].strip() for value in request.headers.getlist("cookie")
                  for part in value.split(";")]
-        key = request.cookies.get(COOKIE)
-        if not key or named.count(COOKIE) != 1:
+        key = request.cookies.get(name)
+        if not key or named.count(name) != 1:
             return None
         return self.sessions.get(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
 
@@ -242,7 +257,7 @@ class AssessServer:
             except SweserveError as exc:
                 return message_page("Assessment unavailable", str(exc), 409)
             resp = RedirectResponse("/s", status_code=303)
-            resp.set_cookie(COOKIE, key, max_age=7 * 86400, httponly=True, samesite="strict",
+            resp.set_cookie(cookie_name(server_port(request)), key, max_age=7 * 86400, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https")
             return resp
         try:
