@@ -83,6 +83,9 @@ class BrowserAgent(TaskImageAgent):
                     reason = "finished"
                     break
         finally:
+            # no key reaches the shell once the task has ended: a tab's open websocket still holds the terminal
+            # (red team 22k, R22k-1)
+            term.close_input()
             self.seat.leave()
             # first, from the host (`docker kill`): nothing the candidate left running, stopped, frozen or hidden in
             # a namespace of its own writes after the deadline; the tree is still copied out for grading

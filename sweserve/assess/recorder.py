@@ -193,6 +193,10 @@ class BrowserTerminal:
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
         self.exited = threading.Event()
+        # set when the task ends (`close_input`), before its sandbox is killed: a tab's open websocket holds this
+        # terminal, and its keys reached the shell until the kill landed, run after the deadline and graded (red
+        # team 22k, R22k-1)
+        self.input_closed = threading.Event()
         self.exit_code: int | None = None
         self.pid = 0
         self.master = -1
@@ -265,7 +269,7 @@ class BrowserTerminal:
         """Keys typed in a browser tab: handed to the key thread, which records them, then passes them to the shell.
         This runs on the server's one event loop, so it never touches the disk: a slow disk (or the cast's final
         fsync, under the cast's lock) stalled every candidate's session for each key typed (red team 18d, R18d-2)."""
-        if self.exited.is_set() or not data:
+        if self.exited.is_set() or self.input_closed.is_set() or not data:
             return
         with self._lock:
             # (a message is always taken into an empty queue: it is a websocket message's, MAX_INPUT_BYTES at most)
@@ -319,15 +323,18 @@ class BrowserTerminal:
 
     def _deliver(self, data: bytes) -> None:
         # recorded as taken, before the terminal has it; a key the cast does not keep (past its input budget) never
-        # reaches the terminal: delivered, it ran on no record (red team 17d, R17d-3)
-        if self.cast.event("i", data):
+        # reaches the terminal: delivered, it ran on no record (red team 17d, R17d-3); nor one still queued when
+        # the task ended (`close_input`): the shell would run it after the end
+        if self.input_closed.is_set():
+            view = memoryview(b"")
+        elif self.cast.event("i", data):
             self.record.typed(time.monotonic() - self._t0, data)
             view = memoryview(data)
         else:
             with self._lock:
                 self.dropped += len(data)
             view = memoryview(b"")
-        while view and not self.exited.is_set():
+        while view and not self.exited.is_set() and not self.input_closed.is_set():
             try:
                 view = view[os.write(self.master, view):]
             except BlockingIOError:
@@ -341,7 +348,7 @@ class BrowserTerminal:
     def resize(self, cols: int, rows: int) -> None:
         """A tab's window size, handed to the key thread (recorded there, then applied): on the event loop, like
         `write`, nothing touches the disk. Sizes one after another are one: only the last of them is queued."""
-        if self.exited.is_set():
+        if self.exited.is_set() or self.input_closed.is_set():
             return
         cols, rows = max(20, min(cols, 500)), max(5, min(rows, 200))
         with self._lock:
@@ -380,6 +387,11 @@ class BrowserTerminal:
                 self._subscribers.remove(send)
             if send in self._tabs:
                 self._tabs.remove(send)
+
+    def close_input(self) -> None:
+        """The task has ended: no key (nor window size) reaches the shell from now on, whoever still holds this
+        terminal; its output is still relayed and recorded until it exits."""
+        self.input_closed.set()
 
     def stop(self, grace_s: float = 3.0) -> int | None:
         """End the relay: hang up the terminal, then kill the client if it lingers; the exit code."""
