@@ -82,3 +82,34 @@ def test_r22k_1_control_keys_typed_before_the_deadline_reach_the_shell(tmp_path)
     marker = tmp_path / "early"
     _solve(tmp_path, b"", before=f"touch {marker}\r".encode())
     assert marker.exists()
+
+
+# ---- R22k-2: a tab that connects as its terminal exits is never told the end, and never reconnects
+
+
+def test_r22k_2_a_watcher_that_subscribes_as_the_terminal_exits_is_told_the_end(tmp_path):
+    """`AssessServer.terminal` checks `term.exited`, then subscribes; the terminal's pump thread sets `exited`, then
+    sends the end (b"") to the subscribers it lists. A tab whose subscribe falls between the two (the task's
+    deadline or Submit as the page reconnects, once a second while a tab polls) is listed too late and was never
+    told the end: its websocket stays open on a dead terminal (the server's pings keep it alive), the page's
+    `connect()` does nothing while it has a socket, and the next task's terminal never shows in that tab: its keys
+    go nowhere while task 2's clock runs. Modelled by the interleaving itself: a subscribe after `exited` is set.
+    Won before the fix: the watcher got the recent output and never the end. Defence: a watcher subscribed to a
+    terminal that has exited is sent the end at once."""
+    term = BrowserTerminal(["true"], tmp_path / "t.cast").start()
+    assert term.exited.wait(10)
+    got: list[bytes] = []
+    assert term.subscribe(got.append) is not None
+    assert b"" in got, "a watcher of an exited terminal is never told the end"
+    term.stop()
+
+
+def test_r22k_2_control_a_watcher_of_a_live_terminal_is_sent_its_output_and_then_the_end(tmp_path):
+    term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "t.cast").start()
+    got: list[bytes] = []
+    assert term.subscribe(got.append) is not None
+    assert b"" not in got
+    term.write(b"echo hi-$((40+2)); exit\r")
+    assert term.exited.wait(10)
+    term.stop()
+    assert b"hi-42" in b"".join(got) and got[-1] == b""
