@@ -36,8 +36,8 @@ def test_r22j_1_a_binary_file_away_from_the_tests_is_read(tmp_path, case):
 
 
 def test_r22j_1_control_a_binary_file_away_writing_every_member_says_nothing(tmp_path):
-    assert _odds(tmp_path, {"docs/pages.bin": "\0\0607 611 613 617\0"}) == pytest.approx(0.25)
+    assert _odds(tmp_path, {"docs/pages.bin": "\x00\x00607 611 613 617\x00"}) == pytest.approx(0.25)
 
 
 def test_r22j_1_control_a_binary_file_beside_the_tests_stays_unread(tmp_path):
-    assert _odds(tmp_path, {"test/data.bin": "\0\0607 611 613 617\0"}) == pytest.approx(1.0)
+    assert _odds(tmp_path, {"test/data.bin": "\x00\x00607 611 613 617\x00"}) == pytest.approx(1.0)

@@ -133,7 +133,8 @@ def test_measure_reads_the_hidden_files_in_the_clone(tmp_path):
     ({"tests/test_far.py": "X = [607, 611, 613, 617]\n"}, 0.25),  # writes every member: says nothing
     ({"pkg/notes.py": "PAGES = 613\n"}, 1.0),  # the package's own source (red team 6, R6-3)
     ({"docs/notes.md": "613 pages\n"}, 1.0),  # any text file (red team 7, R7-9)
-    ({"docs/logo.png": "\x00613 pages\n"}, 0.25),  # not text
+    ({"docs/logo.png": "\x00613 pages\n"}, 1.0),  # binary: what `strings` reads there (red team 22j, R22j-1)
+    ({"docs/logo.png": "\x00\x89PNG\r\n"}, 0.25),  # binary, writing no member
 ])
 def test_measure_reads_what_the_repositorys_other_test_files_write(tmp_path, other, odds):
     """Red team 5's R8: every test file of the repository is in the box; one that writes the real member's

@@ -143,7 +143,7 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "15"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "16"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
@@ -162,6 +162,8 @@ GUARD_RULES = "15"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # UTF-16/32 text with its byte-order mark is text (`guard.decoded`, R22d-4).
 # 15: a file's counts of a member are read exactly, past 8 too (`twins.repeated`, R22h-1); the digits of every
 # path base's history held are read, a blob shared with another path's too (R22h-2).
+# 16: a binary blob away from the hidden files is read as `strings` and a UTF-16 decode without its mark read it
+# (`guard.binary_text`, R22j-1).
 
 
 def instruction_digest(instruction: str) -> str:

@@ -291,6 +291,14 @@ def decoded(data: bytes) -> str | None:
     return None if b"\0" in data[:8192] else data.decode("utf-8", "replace")
 
 
+def binary_text(data: bytes) -> str:
+    """What a forger reads in a blob `decoded` calls binary: its runs between NULs (`strings`, `grep -a`), and its
+    bytes with every NUL dropped (UTF-16 or UTF-32 text without its byte-order mark), one reading after the other
+    (red team 22j, R22j-1)."""
+    return (data.replace(b"\0", b"\n").decode("utf-8", "replace") + "\n"
+            + data.replace(b"\0", b"").decode("utf-8", "replace"))
+
+
 class NumbersCache:
     """The numbers each blob writes (`twins.file_numbers`), by blob id: tasks of one repository share most of
     their files across base commits, so a run over many tasks reads and scans each file once, not once per
@@ -298,6 +306,7 @@ class NumbersCache:
 
     def __init__(self) -> None:
         self.by_blob: dict[str, Read | None] = {}
+        self.binary: dict[str, Read] = {}  # a binary blob's `binary_text`, read beside `by_blob`'s None
 
     def numbers(self, git: Git, blob: str, python: bool) -> frozenset[Decimal] | None:
         """What the blob writes (None: not there, or binary): a Python file's tokens (`twins.file_numbers`), any
@@ -321,10 +330,18 @@ class NumbersCache:
             text = None if data is None else decoded(data)
             if text is None:
                 self.by_blob[key] = None
+                if data is not None:
+                    counts = twins.text_counts(binary_text(data))
+                    self.binary[key] = (frozenset(counts), twins.repeated(counts))
             else:
                 counts = twins.file_counts(text) if python else twins.text_counts(text)
                 self.by_blob[key] = (frozenset(counts), twins.repeated(counts))
         return self.by_blob[key]
+
+    def read_binary(self, git: Git, blob: str, python: bool) -> Read | None:
+        """What a blob `read` calls binary writes to a forger's `strings` (`binary_text`); None for any other."""
+        self.read(git, blob, python)
+        return self.binary.get(blob + ("" if python else ":text"))
 
 
 def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: NumbersCache | None = None,
@@ -376,11 +393,13 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
                 unread |= len(messages) > MAX_MESSAGE_BYTES
             for path, blob in versions[:MAX_REPOSITORY_FILES]:
                 read = cache.read(git, blob, path.endswith(".py"))
+                if read is None:
+                    unread |= near(path)  # beside the hidden files: what else a forger decodes there is unknown
+                    # elsewhere still what `strings` reads there (red team 22j, R22j-1)
+                    read = cache.read_binary(git, blob, path.endswith(".py"))
                 if read is not None:
                     for key, numbers in _entries(path, read).items():  # and how often it writes each (`REPEAT`)
                         out[key] = out.get(key, frozenset()) | numbers
-                else:
-                    unread |= near(path)
     except GitError as exc:
         raise SweserveError(f"{clone}: cannot read the test files at {task.base_commit[:12]}: {exc}") from None
     if unread:
