@@ -41,3 +41,43 @@ def test_r22j_1_control_a_binary_file_away_writing_every_member_says_nothing(tmp
 
 def test_r22j_1_control_a_binary_file_beside_the_tests_stays_unread(tmp_path):
     assert _odds(tmp_path, {"test/data.bin": "\x00\x00607 611 613 617\x00"}) == pytest.approx(1.0)
+
+
+def _with_blob(tmp_path, path: str, data: bytes):
+    """`test_guard.clone_task`'s task, its base moved on by one commit adding `path` with the bytes `data`."""
+    import subprocess
+
+    repo, bundle = G.clone_task(tmp_path)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_bytes(data)
+    git("add", path)
+    git("commit", "-qm", "fixtures")
+    base = git("rev-parse", "HEAD").strip()
+    return repo, bundle.model_copy(update={"task": bundle.task.model_copy(update={"base_commit": base})})
+
+
+def _zip(text: str) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("expected.txt", text * 8)
+    return buffer.getvalue()
+
+
+@pytest.mark.xfail(strict=True, reason="R22j-2: a compressed archive (zip, bz2, xz) away from the hidden files is "
+                                       "read as its compressed bytes only; `unzip -p` reads the real value")
+def test_r22j_2_a_zip_archive_away_from_the_tests_is_read(tmp_path):
+    """R22j-2: `docs/golden.zip` (deflated) writes `pool of 4: 613 pages`: `strings` sees no 613, `unzip -p` does."""
+    repo, bundle = _with_blob(tmp_path, "docs/golden.zip", _zip("pool of 4: 613 pages\n"))
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r22j_2_control_a_zip_archive_writing_every_member_says_nothing(tmp_path):
+    repo, bundle = _with_blob(tmp_path, "docs/golden.zip", _zip("607 611 613 617\n"))
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
