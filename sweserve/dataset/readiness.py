@@ -163,7 +163,7 @@ GUARD_RULES = "16"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # 15: a file's counts of a member are read exactly, past 8 too (`twins.repeated`, R22h-1); the digits of every
 # path base's history held are read, a blob shared with another path's too (R22h-2).
 # 16: a binary blob away from the hidden files is read as `strings` and a UTF-16 decode without its mark read it
-# (`guard.binary_text`, R22j-1).
+# (`guard.binary_text`, R22j-1); a zip, bz2 or xz blob is read unpacked (`guard.unpacked`, R22j-2).
 
 
 def instruction_digest(instruction: str) -> str:

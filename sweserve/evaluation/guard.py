@@ -37,8 +37,11 @@ that inherits a mixin's test whose group was recorded for another class) guards 
 from __future__ import annotations
 
 import ast
+import bz2
 import gzip
 import io
+import lzma
+import zipfile
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -299,6 +302,31 @@ def binary_text(data: bytes) -> str:
             + data.replace(b"\0", b"").decode("utf-8", "replace"))
 
 
+def unpacked(data: bytes) -> bytes | None:
+    """A blob's bytes as a forger reads them: a gzip, bz2 or xz stream decompressed (`cases.json.gz`), a zip
+    archive's members one after another (`unzip -p`: red team 22j, R22j-2); None where that fails or passes
+    MAX_TEXT_BYTES. Any other blob is its own bytes."""
+    streams = {b"\x1f\x8b": gzip.GzipFile, b"BZh": bz2.BZ2File, b"\xfd7zXZ\x00": lzma.LZMAFile}
+    try:
+        for magic, opener in streams.items():
+            if data.startswith(magic):
+                with opener(io.BytesIO(data)) as stream:
+                    data = stream.read(MAX_TEXT_BYTES + 1)
+                return data if len(data) <= MAX_TEXT_BYTES else None
+        if data.startswith(b"PK\x03\x04"):
+            out = b""
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                for member in archive.infolist():
+                    with archive.open(member) as stream:
+                        out += member.filename.encode() + b"\n" + stream.read(MAX_TEXT_BYTES + 1 - len(out)) + b"\n"
+                    if len(out) > MAX_TEXT_BYTES:
+                        return None
+            return out
+    except (OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, lzma.LZMAError):
+        return None
+    return data
+
+
 class NumbersCache:
     """The numbers each blob writes (`twins.file_numbers`), by blob id: tasks of one repository share most of
     their files across base commits, so a run over many tasks reads and scans each file once, not once per
@@ -320,13 +348,8 @@ class NumbersCache:
         key = blob + ("" if python else ":text")
         if key not in self.by_blob:
             data = git.read_blob_bytes(blob)
-            if data is not None and data[:2] == b"\x1f\x8b":
-                try:
-                    data = gzip.GzipFile(fileobj=io.BytesIO(data)).read(MAX_TEXT_BYTES + 1)
-                except (OSError, EOFError):
-                    data = None
-                if data is not None and len(data) > MAX_TEXT_BYTES:
-                    data = None
+            if data is not None:
+                data = unpacked(data)
             text = None if data is None else decoded(data)
             if text is None:
                 self.by_blob[key] = None
