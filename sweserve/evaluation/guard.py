@@ -45,6 +45,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from sweserve import pyast
 from sweserve.dataset.gitio import Git
@@ -306,7 +307,8 @@ def unpacked(data: bytes) -> bytes | None:
     """A blob's bytes as a forger reads them: a gzip, bz2 or xz stream decompressed (`cases.json.gz`), a zip
     archive's members one after another (`unzip -p`: red team 22j, R22j-2); None where that fails or passes
     MAX_TEXT_BYTES. Any other blob is its own bytes."""
-    streams = {b"\x1f\x8b": gzip.GzipFile, b"BZh": bz2.BZ2File, b"\xfd7zXZ\x00": lzma.LZMAFile}
+    streams: dict[bytes, Callable[[io.BytesIO], Any]] = {
+        b"\x1f\x8b": lambda f: gzip.GzipFile(fileobj=f), b"BZh": bz2.BZ2File, b"\xfd7zXZ\x00": lzma.LZMAFile}
     try:
         for magic, opener in streams.items():
             if data.startswith(magic):
