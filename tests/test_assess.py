@@ -507,7 +507,7 @@ def test_a_pack_of_two_tasks_runs_them_one_after_another(tmp_path, monkeypatch):
         deadline = time.monotonic() + 20
         while (a.seat.terminal is None or a.seat.task_id != a.bundles[n - 1].task.task_id) and time.monotonic() < deadline:
             time.sleep(0.05)
-        state = a.state(md)
+        state = a.state(md.render)
         assert state["status"] == "running" and state["index"] == n and state["count"] == 2
         assert state["left_s"] > 1700 and "<script>" not in state["instruction_html"]
         a.seat.terminal.write(f"echo task-{n}\r".encode())

@@ -392,7 +392,7 @@ def test_the_instruction_is_not_shown_before_its_clock_starts(tmp_path, monkeypa
     free_reading = dict.fromkeys(secrets, 0.0)
     t0 = time.monotonic()
     while a.seat.terminal is None and time.monotonic() - t0 < 20:
-        state = a.state(md)
+        state = a.state(md.render)
         page = json.dumps(state)
         for what, secret in secrets.items():
             if state["left_s"] is None and secret in page:

@@ -160,9 +160,8 @@ class Assessment:
         return TrialFolder.for_trial(self.results_path, ctx.run_id, f"human-{self.seat.candidate}",
                                      bundle.task.task_id, attempt).path / CAST_FILE
 
-    def state(self, md: MarkdownIt | Callable[[str], str]) -> dict[str, Any]:
-        """What the page polls. `md` renders the statement (a `MarkdownIt`, or the server's cached renderer)."""
-        render = md.render if isinstance(md, MarkdownIt) else md
+    def state(self, render: Callable[[str], str]) -> dict[str, Any]:
+        """What the page polls. `render` turns the statement into HTML (the server's cached `rendered`)."""
         bundle = self.bundles[min(self.index, len(self.bundles) - 1)]
         term = self.seat.terminal
         status = self.status
