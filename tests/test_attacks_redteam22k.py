@@ -113,3 +113,77 @@ def test_r22k_2_control_a_watcher_of_a_live_terminal_is_sent_its_output_and_then
     assert term.exited.wait(10)
     term.stop()
     assert b"hi-42" in b"".join(got) and got[-1] == b""
+
+
+# ---- R22k-3: the results file's lock is opened following a link, truncating it, or waiting on a FIFO -----------
+
+def _lock_server(tmp_path, monkeypatch):
+    from datetime import timedelta
+
+    from test_assess import Ctx
+
+    import sweserve.assess.server as server_mod
+    from sweserve.assess.invites import InviteStore
+    from sweserve.assess.packs import choose_pack, save_pack
+    from sweserve.assess.server import AssessServer, results_file
+
+    monkeypatch.setattr(server_mod, "run_evaluation", lambda *a, **kw: [])
+    bundles = [bundle(1)]
+    pack = choose_pack("p", bundles, 1, 3600)
+    save_pack(tmp_path / "p.yaml", pack)
+    store = InviteStore(tmp_path / "invites.json")
+    token = store.create("alice", str(tmp_path / "p.yaml"), pack.version, timedelta(days=1))[1]
+    srv = AssessServer(Ctx(), {b.task.task_id: b for b in bundles}, store, tmp_path / "out", tmp_path)  # type: ignore[arg-type]
+    lock = results_file(tmp_path / "out", pack, "alice")
+    lock = lock.with_name(lock.name + ".lock")
+    lock.parent.mkdir(parents=True)
+    return srv, store, token, lock
+
+
+def test_r22k_3_a_linked_lock_file_is_neither_followed_nor_truncated(tmp_path, monkeypatch):
+    """A link planted at `<candidate>.jsonl.lock` (anyone who can write the output folder) was opened with "w": the
+    file it names was truncated, and the session held a lock on it. Defence: the lock is opened without following a
+    link or truncating; such a lock file refuses the session with one line, and the link stays valid."""
+    import pytest
+
+    from sweserve.errors import SweserveError
+
+    srv, store, token, lock = _lock_server(tmp_path, monkeypatch)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    lock.symlink_to(victim)
+    with pytest.raises(SweserveError, match="cannot be opened"):
+        srv.begin(token)
+    assert victim.read_text() == "keep me\n", "the link's target was truncated"
+    assert store.peek(token).used_at is None, "the refused link was spent"
+
+
+def test_r22k_3_a_fifo_lock_file_does_not_hold_the_server(tmp_path, monkeypatch):
+    """A FIFO at the lock's path: `open(..., "w")` waited for a reader forever, under the server's lock, so no
+    candidate of that server could start. Defence: opened without waiting (O_NONBLOCK): refused at once."""
+    import os
+
+    from sweserve.errors import SweserveError
+
+    srv, store, token, lock = _lock_server(tmp_path, monkeypatch)
+    os.mkfifo(lock)
+    out: list[BaseException | None] = []
+
+    def begin():
+        try:
+            srv.begin(token)
+            out.append(None)
+        except BaseException as exc:  # noqa: BLE001 - the test reads what it raised
+            out.append(exc)
+
+    thread = threading.Thread(target=begin, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert out, "begin still waits on the FIFO"
+    assert isinstance(out[0], SweserveError), out
+
+
+def test_r22k_3_control_a_plain_lock_file_left_behind_is_reused(tmp_path, monkeypatch):
+    srv, store, token, lock = _lock_server(tmp_path, monkeypatch)
+    lock.write_text("")
+    assert srv.begin(token)

@@ -27,6 +27,7 @@ import hashlib
 import html
 import json
 import logging
+import os
 import secrets
 import struct
 import termios
@@ -227,7 +228,15 @@ class AssessServer:
             # these sessions, and started the same candidate's pack again, a second attempt 1 in the same results
             # file (red team 22g, R22g-3); the session holds its results file's lock until it ends
             path.parent.mkdir(parents=True, exist_ok=True)
-            hold = open(path.with_name(path.name + ".lock"), "w")  # noqa: SIM115 - held by the session
+            # opened without following a link, truncating, or waiting on a FIFO: a file planted there held the
+            # server-wide lock or wrote where the link pointed (red team 22k's lead)
+            try:
+                fd = os.open(path.with_name(path.name + ".lock"),
+                             os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise SweserveError(f"{path.name}.lock cannot be opened as a plain file ({exc.strerror}): "
+                                    "ask the assessor to check the output folder") from None
+            hold = os.fdopen(fd, "w")
             try:
                 fcntl.flock(hold, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 invite = self.store.redeem(token)
