@@ -71,12 +71,13 @@ def call(path: str, body, answer_body: bytes, *, method="POST", ctype="applicati
         answer=SimpleNamespace(status_code=200, content=answer_body, headers={"content-type": ctype}))
 
 
-def meter(tmp_path, flows, models=("default",)) -> Metered:
-    e = addon.Egress([MODEL], True, tmp_path, list(models))
+def meter(tmp_path, flows, models=("default",), closed_book: bool = True) -> Metered:
+    """The meter after the proxy passed each of `flows` and read its answer (each must pass)."""
+    e = addon.Egress([MODEL], closed_book, tmp_path, list(models))
     e.running()
     for f in flows:
         e.request(f)
-        assert f.response is None, "the proxy passed the call"
+        assert f.response is None, "the proxy refused the call"
         f.response = f.answer
         e.response(f)
     return Metered.model_validate_json((tmp_path / "metered.json").read_text())

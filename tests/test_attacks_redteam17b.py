@@ -136,14 +136,7 @@ def switched(method: str, path: str, status: int):
 
 
 def open_meter(tmp_path, flows):
-    e = addon.Egress([MODEL], False, tmp_path)  # no closed book: an Upgrade passes
-    e.running()
-    for f in flows:
-        e.request(f)
-        assert f.response is None, "the proxy passed the call"
-        f.response = f.answer
-        e.response(f)
-    return Metered.model_validate_json((tmp_path / "metered.json").read_text())
+    return meter(tmp_path, flows, models=(), closed_book=False)  # no closed book: an Upgrade passes
 
 
 @pytest.mark.parametrize("method, path", [("POST", "/v1/responses"), ("GET", "/v1/models/default")])

@@ -165,13 +165,19 @@ def test_r17d_1_control_slow_but_honest_requests_and_websockets_are_served(tmp_p
 
 # ---- R17d-2: a tab closed for falling behind frees its place at once, while the server still holds its backlog
 
-def _session(tmp_path, server: AssessServer) -> BrowserTerminal:
+def seated(tmp_path, server: AssessServer, candidate: str) -> Seat:
+    """A running session of `candidate` on `server`, its cookie's key `<candidate>-key`; its seat."""
     pack = choose_pack("p", [bundle(1)], 1, 3600)
-    invite = Invite(invite_id="x", candidate="mallory", pack="p.yaml", pack_version=pack.version,
+    invite = Invite(invite_id="x", candidate=candidate, pack="p.yaml", pack_version=pack.version,
                     token_sha256="0" * 64, created_at=T0, expires_at=T0)
-    seat = Seat("mallory")
-    server.sessions[hashlib.sha256(b"mallory-key").hexdigest()] = Assessment(
+    seat = Seat(candidate)
+    server.sessions[hashlib.sha256(f"{candidate}-key".encode()).hexdigest()] = Assessment(
         invite, pack, [bundle(1)], tmp_path / "r.jsonl", seat, status="running")
+    return seat
+
+
+def _session(tmp_path, server: AssessServer) -> BrowserTerminal:
+    seat = seated(tmp_path, server, "mallory")
     term = BrowserTerminal(["bash", "--norc", "--noprofile", "-i"], tmp_path / "c.cast").start()
     seat.take("o__r-1", term, time.time() + 600)
     return term

@@ -32,25 +32,16 @@ import json
 import pytest
 from test_attacks_metering import SSE, events
 from test_attacks_redteam15f import MODEL
-from test_attacks_redteam16e import addon, call, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
 
 from sweserve.evaluation.trial import with_meter
-from sweserve.models import AgentRun, Metered
+from sweserve.models import AgentRun
 
 GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
 GEMINI_ANSWER = {"candidates": [{"content": {"parts": [{"text": "done"}]}}],
                  "usageMetadata": {"promptTokenCount": 90000, "candidatesTokenCount": 4000, "totalTokenCount": 94000}}
 
 
-def metered(tmp_path, flows, closed_book: bool) -> Metered:
-    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
-    e.running()
-    for f in flows:
-        e.request(f)
-        assert f.response is None, "the proxy refused the call"
-        f.response = f.answer
-        e.response(f)
-    return Metered.model_validate_json((tmp_path / "metered.json").read_text())
 
 
 # --- R22a-1 --------------------------------------------------------------------------------------------------------
@@ -69,7 +60,7 @@ def test_r22a_1_a_call_passed_as_generating_nothing_is_metered_by_its_answer(tmp
     f = call(path, GEMINI_BODY if method == "GET" else {"model": "default", "max_tokens": 8, "messages": []},
              answer, method=method, ctype=ctype)
     f.request.headers["X-HTTP-Method-Override"] = "POST"
-    m = metered(tmp_path, [f], closed_book)
+    m = meter(tmp_path, [f], closed_book=closed_book)
     assert (m.prompt_tokens, m.completion_tokens) == (90000, 4000) and m.complete, m
     forged = AgentRun(agent="gemini-cli", prompt_tokens=0, completion_tokens=0, usage_from="agent",
                       exit_reason="submitted")
@@ -85,7 +76,7 @@ def test_r22a_1_a_call_passed_as_generating_nothing_is_metered_by_its_answer(tmp
 def test_r22a_1_control_calls_that_generate_nothing_leave_the_meter_complete(tmp_path, path, answer):
     method = "POST" if "count" in path.lower() else "GET"
     body = None if method == "GET" else (GEMINI_BODY if ":" in path else {"model": "default", "messages": []})
-    m = metered(tmp_path, [call(path, body, json.dumps(answer).encode(), method=method)], True)
+    m = meter(tmp_path, [call(path, body, json.dumps(answer).encode(), method=method)])
     assert m.complete and (m.requests, m.prompt_tokens, m.completion_tokens) == (0, 0, 0), m
 
 

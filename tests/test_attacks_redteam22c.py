@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 from test_assess import T0, bundle
-from test_attacks_redteam17d import Running, empty_server
+from test_attacks_redteam17d import Running, empty_server, seated
 
 import sweserve.assess.invites as invites_mod
 from sweserve.assess.agent import Seat
@@ -99,13 +99,7 @@ def test_r22c_1_control_a_store_sees_every_change_to_its_file(tmp_path, monkeypa
 
 
 def _seated(tmp_path, server) -> Seat:
-    pack = choose_pack("p", [bundle(1)], 1, 3600)
-    invite = Invite(invite_id="x", candidate="victim", pack="p.yaml", pack_version=pack.version,
-                    token_sha256="0" * 64, created_at=T0, expires_at=T0)
-    seat = Seat("victim")
-    server.sessions[hashlib.sha256(b"victim-key").hexdigest()] = Assessment(
-        invite, pack, [bundle(1)], tmp_path / "r.jsonl", seat, status="running")
-    return seat
+    return seated(tmp_path, server, "victim")
 
 
 def _post(port: int, path: str, origin: str | None) -> int:
