@@ -16,6 +16,7 @@ from test_results_report import bundle
 
 import sweserve.dataset.readiness as readiness
 from sweserve.agents.reference import NullAgent
+from sweserve.errors import SweserveError
 from sweserve.evaluation.evaluate import pending, write_manifest
 from sweserve.evaluation.results import ResultsWriter
 
@@ -259,16 +260,13 @@ def test_r21b_6_control_every_attempt_skipped_leaves_the_denominator():
 
 # --- R21b-7 (lead): the same through a hard link in another folder ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="R21b-7: a hard link names no file to follow; the manifest would need the "
-                                       "results file's identity (as R20d-6)")
-def test_r21b_7_a_run_through_a_hard_link_counts_in_the_files_report(tmp_path, monkeypatch):
+def test_r21b_7_a_run_through_a_hard_link_is_refused_before_it_writes(tmp_path, monkeypatch):
     """Attack: as R21b-5 with `elsewhere/mine.jsonl` a hard link to real/results.jsonl: the lock is shared (one
     inode), the record lands in the file, and the manifest in elsewhere/runs/: task 1 leaves real's denominator.
-    Lead: record the file's identity in the manifest (a token as its first line), or refuse a results file with
-    more than one link."""
+    Defence (R22b-3): a run refuses a results file with more than one name before it writes a manifest or a
+    record, so real's report never meets a run it cannot see."""
     real, link = _linked(tmp_path, hard=True)
     _ready_if(monkeypatch, "o__r-1", "o__r-2")
-    write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
-    monkeypatch.undo()
-    _write(link, "o__r-2", "resolved", "R", True)
-    assert _counted(_report(real)) == (2, 1, 0.5)
+    with pytest.raises(SweserveError, match="hard link"):
+        write_manifest(link, "R", _agent(), [bundle("o__r-1"), bundle("o__r-2")])
+    assert not (link.parent / "runs").exists() and real.read_text() == ""
