@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from datetime import datetime, timezone
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator, model_validator
 
 from sweserve.errors import ErrorKind
 
@@ -269,10 +270,23 @@ class Review(Strict):
     family_should_be: str = ""
     verdict: Literal["GOOD", "BAD"]
     reason: str = ""
-    at: datetime = Field(default_factory=now)
+    at: datetime = Field(default_factory=now, description="when; a time without a zone is read as UTC")
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, at: datetime) -> datetime:
+        # one naive time beside the aware ones now() stamps made sorting reviews by time raise (R23f-1)
+        return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+
+    @property
+    def who(self) -> str:
+        """The reviewer as one person: "Alice", "alice " and "ALICE" are one vote, not three (R23f-2)."""
+        return " ".join(unicodedata.normalize("NFKC", self.reviewer).casefold().split())
 
     @model_validator(mode="after")
     def _consistent(self) -> "Review":
+        if not self.who:
+            raise ValueError("reviewer: a name, not blanks")
         good = self.sufficient >= 2 and not self.leak and self.fair_tests and self.family_ok
         if (self.verdict == "GOOD") != good:
             raise ValueError(f"verdict {self.verdict} contradicts the rubric (GOOD exactly when sufficient >= 2, no "

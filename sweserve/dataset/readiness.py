@@ -124,8 +124,9 @@ def assess(task: Task, instruction: str | None = None) -> Readiness:
 
 def review_verdict(task: Task) -> str | None:
     """None when no review is recorded; "" when most reviewers judged the task GOOD; else why it is dropped (at
-    least half judged it BAD: precision first, a tie drops it). A reviewer's latest verdict counts."""
-    latest = {r.reviewer: r for r in sorted(task.reviews, key=lambda r: r.at)}
+    least half judged it BAD: precision first, a tie drops it). A reviewer's latest verdict counts; a reviewer is
+    their name up to case and spaces (`Review.who`), and only reviews of this task count (R23f-2, R23f-4)."""
+    latest = {r.who: r for r in sorted(task.reviews, key=lambda r: r.at) if r.task == task.task_id}
     if not latest:
         return None
     bad = [r for r in latest.values() if r.verdict == "BAD"]

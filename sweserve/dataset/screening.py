@@ -11,6 +11,7 @@ judge BAD (`readiness.review_verdict`).
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 from sweserve.dataset.readiness import assess
 from sweserve.dataset.taskstore import load_bundle, save_task
 from sweserve.errors import SweserveError
-from sweserve.models import Review, TaskBundle
+from sweserve.models import Review, TaskBundle, now
 
 RUBRIC = """# Blind review of benchmark tasks
 
@@ -73,6 +74,9 @@ def write_packet(bundles: list[TaskBundle], out: Path) -> list[Path]:
     return folders
 
 
+FUTURE_SLACK = timedelta(minutes=5)  # clocks apart
+
+
 def read_verdicts(path: Path) -> list[Review]:
     """The verdicts of a results file (one JSON object per line; blank lines skipped); a bad line is one
     clear error naming the file and the line."""
@@ -88,7 +92,10 @@ def read_verdicts(path: Path) -> list[Review]:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "line"
             raise SweserveError(f"{path} line {n}: {where}: {first['msg']}") from None
+        if reviews[-1].at > now() + FUTURE_SLACK:  # a "latest" verdict no later one could replace (R23f-3)
+            raise SweserveError(f"{path} line {n}: at: {reviews[-1].at.isoformat()} is in the future")
     return reviews
+
 
 
 def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tuple[bool, str]]:
@@ -97,6 +104,9 @@ def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tup
     by_task: dict[str, list[Review]] = {}
     for r in reviews:
         by_task.setdefault(r.task, []).append(r)
+    for t in by_task:  # a task id is one folder of tasks_dir, never a path out of it (R23f-4)
+        if t in ("", ".", "..") or Path(t).name != t or "\\" in t:
+            raise SweserveError(f"{t!r}: not a task id (one folder name in {tasks_dir})")
     missing = [t for t in by_task if not (tasks_dir / t / "task.json").is_file()]
     if missing:
         raise SweserveError(f"no task {missing[0]} in {tasks_dir}" + (f" (and {len(missing) - 1} more)"
@@ -105,12 +115,15 @@ def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tup
     for task_id, mine in by_task.items():
         bundle = load_bundle(tasks_dir / task_id)
         task = bundle.task
-        newer = {r.reviewer for r in mine}
-        task.reviews = [r for r in task.reviews if r.reviewer not in newer] + mine
+        if task.task_id != task_id:
+            raise SweserveError(f"{tasks_dir / task_id}: holds task {task.task_id}, not {task_id}")
+        latest = {r.who: r for r in sorted(mine, key=lambda r: r.at)}  # one vote a reviewer, their latest
+        task.reviews = [r for r in task.reviews if r.who not in latest] + list(latest.values())
         if task.validation is not None:
             task.readiness = assess(task, bundle.instruction)
-        good = sum(r.verdict == "GOOD" for r in task.reviews)
-        out[task_id] = (task.ready, f"{good} of {len(task.reviews)} GOOD")
+        votes = {r.who: r for r in sorted(task.reviews, key=lambda r: r.at) if r.task == task_id}  # as readiness
+        good = sum(r.verdict == "GOOD" for r in votes.values())
+        out[task_id] = (task.ready, f"{good} of {len(votes)} GOOD")
         if write:
             save_task(tasks_dir / task_id, task)
     return out
