@@ -205,6 +205,11 @@ def _folded(title: str, summary: str, text: str) -> str:
             f"<pre>{html.escape(visible_controls(text))}</pre></details>")
 
 
+# the page is data only: no script, no fetch from anywhere (a statement's markdown image from the PR text it was
+# mined from, <img src="https://…">, told any host who reviewed which task and when: red team 23f, R23f-5)
+REVIEW_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
 def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None) -> str:
     """A reviewer page: the instruction rendered, candidate and oracle diffs side by side, the hidden tests'
     outcomes, the agent's trajectory step by step (folded), flags, and a link back to the board."""
@@ -255,7 +260,8 @@ def review_html(bundle: TaskBundle, result: RunResult, board: str | None = None)
     if flagged:
         human += _folded("Shell history", f"from inside the sandbox: ⚠ {', '.join(flagged)}. {HISTORY_NOTE}", history)
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Review {e(task.task_id)} — {e(who)}</title>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{REVIEW_CSP}">
+<title>Review {e(task.task_id)} — {e(who)}</title>
 <style>{REVIEW_CSS}</style></head><body>
 {nav}
 <h1>Review: {e(task.task_id)} — {e(who)}</h1>
