@@ -97,7 +97,6 @@ def read_verdicts(path: Path) -> list[Review]:
     return reviews
 
 
-
 def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tuple[bool, str]]:
     """Each reviewed task -> (ready now, its review verdict's line); with write, the reviews (a reviewer's
     later verdict replacing their earlier one) and the readiness they give are saved in task.json."""
