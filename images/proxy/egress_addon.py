@@ -1196,9 +1196,11 @@ def _chunk_output(event) -> int:
     candidates = event.get("candidates")
     gemini = [c.get("content") for c in candidates if isinstance(c, dict)] if isinstance(candidates, list) else []
     return (sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
+            # a part holding anything (text, a function call, an image's inlineData, executableCode and its result):
+            # only a part's `text` and `functionCall` were read, a stream of the others added 0 (red team 23a, R23a-2)
             + sum(isinstance(c, dict) and isinstance(c.get("parts"), list) and any(
-                isinstance(p, dict) and (_output({k: v for k, v in p.items() if k == "text"})
-                                         or bool(p.get("functionCall"))) for p in c["parts"]) for c in gemini)
+                isinstance(p, dict) and any(v not in (None, False, "", [], {}) for v in p.values())
+                for p in c["parts"]) for c in gemini)
             + _output({k: v for k, v in event.items() if k == "delta"}))
 
 
@@ -1343,17 +1345,28 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     # JSON, as closed book sends every body (R22i-6)
     media = content_type.split(";")[0].strip().lower()
     relabel = not (media == "application/json" or media.endswith("+json"))
+    # a key twice in one object: Python keeps the last, a server may keep the first (`"stream": true, "stream": false`
+    # was no stream here and a stream without include_usage there): forwarded as read (R23a-1)
+    repeated: list[bool] = []
+
+    def pairs(items: list) -> dict:
+        read = dict(items)
+        if len(read) != len(items):
+            repeated.append(True)
+        return read
+
     try:
         if name:
             try:
                 text = content.decode(name, "replace")
             except LookupError:
                 raise Unreadable(f"charset {name[:40]!r}") from None
-            return json.loads(text), True
+            return json.loads(text, object_pairs_hook=pairs), True
         try:
-            return json.loads(content), relabel
+            body = json.loads(content, object_pairs_hook=pairs)
         except UnicodeDecodeError:
-            return json.loads(content.decode("utf-8", "replace")), True
+            return json.loads(content.decode("utf-8", "replace"), object_pairs_hook=pairs), True
+        return body, relabel or bool(repeated)
     except RecursionError:
         raise Unreadable("nested past this proxy's recursion limit") from None
 
