@@ -9,6 +9,8 @@
 - R23a-2: an unread Gemini stream's floor counted only a part's `text` and `functionCall` (R22e-5): an image model's
   `inlineData`, a code execution's `executableCode` and `codeExecutionResult`, a `fileData` are output too, and a
   stream of them added 0 tokens. A part holding anything is a chunk of output now.
+- R23a-3: the floor read event streams only: the same chunks as one JSON array (Gemini's `:streamGenerateContent`
+  without `alt=sse`) or a JSON answer whose usage is unread added 0 tokens. A JSON answer is read as its chunks now.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_attacks_redteam16e import addon, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
 from test_attacks_redteam22i import open_book
 
 
@@ -72,3 +74,45 @@ def test_r23a_2_an_unread_gemini_stream_of_parts_that_are_not_text_counts_its_ch
 @pytest.mark.parametrize("part", [{"text": ""}, {}, {"thought": False}], ids=["empty-text", "empty", "flag"])
 def test_r23a_2_control_a_gemini_part_of_nothing_counts_nothing(part):
     assert addon.stream_output(gemini_stream(part), "text/event-stream") == 0
+
+
+# --- R23a-3 --------------------------------------------------------------------------------------------------------
+# The floor read event streams only: the same chunks as one JSON array (Gemini's `:streamGenerateContent` without
+# `alt=sse`, whose usage Vertex states on the last chunk alone) or a JSON answer whose usage is unread added 0 tokens,
+# where the same output streamed as events added a token a chunk.
+
+GEMINI_PATH = "/v1beta/models/default:streamGenerateContent"
+
+
+def gemini_array(n: int) -> bytes:
+    return json.dumps([{"candidates": [{"content": {"role": "model", "parts": [{"text": f"line {i}"}]}, "index": 0}]}
+                       for i in range(n)]).encode()
+
+
+def test_r23a_3_an_unread_gemini_json_array_stream_counts_its_chunks(tmp_path):
+    """Won: three chunks of output, 0 tokens; the same as events counted 3 (R22e-5)."""
+    body = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
+    m = meter(tmp_path, [call(GEMINI_PATH, body, gemini_array(3))])
+    assert (m.unread, m.completion_tokens) == (1, 3), m
+
+
+@pytest.mark.parametrize("answer_body", [
+    {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                    "content": "the fix"}}]},
+    {"id": "c", "object": "text_completion", "choices": [{"index": 0, "text": "the fix"},
+                                                          {"index": 1, "text": "another"}]},
+], ids=["chat", "completions-n2"])
+def test_r23a_3_an_unread_json_answer_counts_its_choices_of_output(answer_body):
+    """Won: an answer of output whose usage is unread added 0 tokens."""
+    n = len(answer_body["choices"])
+    assert addon.stream_output(json.dumps(answer_body).encode(), "application/json") >= n
+
+
+@pytest.mark.parametrize("answer_body", [
+    {"object": "list", "data": [{"id": "default", "object": "model"}]},
+    {"choices": [{"index": 0, "message": {"role": "assistant", "content": ""}}]},
+    [], "not json",
+], ids=["listing", "empty-message", "empty-list", "not-json"])
+def test_r23a_3_control_an_answer_of_no_output_counts_nothing(answer_body):
+    raw = answer_body.encode() if isinstance(answer_body, str) else json.dumps(answer_body).encode()
+    assert addon.stream_output(raw, "application/json") == 0
