@@ -1171,14 +1171,23 @@ def _output(node, depth: int = 0) -> bool:
 
 
 def stream_output(content: bytes, content_type: str) -> int:
-    """A floor of the tokens an event stream whose usage could not be read generated: each chunk (each choice in
+    """A floor of the tokens an answer (an event stream, or JSON: its chunks, R23a-3) whose usage could not be read
+    generated: each chunk (each choice in
     it) carrying generated output is a token at least; a chunk of no output (a role, a finish reason, [DONE]) is
     none. An unread stream added nothing to the meter, so a stream without `include_usage` took its tokens off
     the floor an agent's record is held to (red team 18b, R18b-1)."""
-    if not content or len(content) > METER_MAX_BYTES or "event-stream" not in content_type.lower():
+    if not content or len(content) > METER_MAX_BYTES:
         return 0
     count = 0
     try:
+        if "event-stream" not in content_type.lower():
+            # a JSON answer is its chunks: Gemini's stream as one JSON array (no `alt=sse`), or one answer's choices.
+            # Only event streams were read, and the same output as JSON added 0 (red team 23a, R23a-3)
+            try:
+                answer = json.loads(content)
+            except ValueError:
+                return 0
+            return min(sum(map(_chunk_output, answer if isinstance(answer, list) else [answer])), MAX_TOKENS)
         for event in stream_events(content):
             count += _chunk_output(event)
     except RecursionError:
@@ -1195,7 +1204,9 @@ def _chunk_output(event) -> int:
     # Gemini's candidates: a part's text or function call (red team 22e, R22e-5)
     candidates = event.get("candidates")
     gemini = [c.get("content") for c in candidates if isinstance(c, dict)] if isinstance(candidates, list) else []
-    return (sum(_output({k: v for k, v in c.items() if k in ("delta", "text")}) for c in parts)
+    # a choice's streamed `delta` or `text`, or a whole answer's `message` (R23a-3)
+    return (sum(_output({k: v for k, v in c.items() if k in ("delta", "text")})
+                or isinstance(c.get("message"), dict) and _output(c["message"]) for c in parts)
             # a part holding anything (text, a function call, an image's inlineData, executableCode and its result):
             # only a part's `text` and `functionCall` were read, a stream of the others added 0 (red team 23a, R23a-2)
             + sum(isinstance(c, dict) and isinstance(c.get("parts"), list) and any(
