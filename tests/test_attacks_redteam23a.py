@@ -11,6 +11,8 @@
   stream of them added 0 tokens. A part holding anything is a chunk of output now.
 - R23a-3: the floor read event streams only: the same chunks as one JSON array (Gemini's `:streamGenerateContent`
   without `alt=sse`) or a JSON answer whose usage is unread added 0 tokens. A JSON answer is read as its chunks now.
+- R23a-4: data after the body's JSON value (`{...}{}`): Python refuses it, open book forwarded it as it came, and Go's
+  json.Decoder (gin's ShouldBindJSON: Ollama's OpenAI API) reads the first value: `stream: true` without its usage.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -116,3 +118,33 @@ def test_r23a_3_an_unread_json_answer_counts_its_choices_of_output(answer_body):
 def test_r23a_3_control_an_answer_of_no_output_counts_nothing(answer_body):
     raw = answer_body.encode() if isinstance(answer_body, str) else json.dumps(answer_body).encode()
     assert addon.stream_output(raw, "application/json") == 0
+
+
+# --- R23a-4 --------------------------------------------------------------------------------------------------------
+# Data after the body's JSON value. Python refuses the body ("Extra data") and open book forwarded it as it came; Go's
+# json.Decoder, which gin's ShouldBindJSON reads a body with (Ollama's OpenAI-compatible API, a Go gateway), reads the
+# first value and leaves the rest: a stream that asked for no usage, its prompt floor 0.
+
+def first_value(raw: bytes):
+    """What Go's json.Decoder reads: the first JSON value, whatever follows it."""
+    return json.JSONDecoder().raw_decode(raw.decode("utf-8", "replace").lstrip())[0]
+
+
+@pytest.mark.parametrize("tail", [b"{}", b" x", b"\n]", b'{"stream": false}'], ids=["object", "word", "bracket",
+                                                                                    "second-body"])
+def test_r23a_4_a_stream_with_data_after_its_json_asks_for_its_usage(tmp_path, tail):
+    """Won: forwarded as it came; a Go server read `stream: true` and streamed without its usage."""
+    raw = b'{"model": "default", "messages": [], "stream": true}' + tail
+    req = open_book(tmp_path, raw)
+    assert req is None or first_value(req.content).get("stream_options") == {"include_usage": True}, req.content
+
+
+def test_r23a_4_a_rid_with_data_after_its_json_is_removed(tmp_path):
+    req = open_book(tmp_path, b'{"model": "default", "text": "x", "rid": "0"} {}', "/generate")
+    assert req is None or "rid" not in first_value(req.content), req.content
+
+
+def test_r23a_4_control_a_body_with_trailing_whitespace_goes_as_it_came(tmp_path):
+    raw = b'{"model": "default", "messages": [], "stream": false}\r\n'
+    req = open_book(tmp_path, raw)
+    assert req is not None and req.content == raw
