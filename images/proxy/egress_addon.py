@@ -1344,7 +1344,8 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     - a byte that is not UTF-8 (Go's encoding/json and Node's parsers replace it) is replaced, the body forwarded as
       read (R22i-1);
     - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2);
-    - a JSON body labelled other than JSON (a form) is forwarded as read, labelled `application/json` (R22i-6)."""
+    - a JSON body labelled other than JSON (a form) is forwarded as read, labelled `application/json` (R22i-6);
+    - a repeated key (R23a-1) or data after the JSON value (R23a-4): forwarded as read."""
     # every charset parameter: a parser keeping the last of a repeated one (Express's) reads another than the first
     # (R22i-5); two that are not UTF-8 name no one reading
     names = {value.strip().strip('"').lower() for param in content_type.split(";")[1:]
@@ -1356,8 +1357,9 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     # JSON, as closed book sends every body (R22i-6)
     media = content_type.split(";")[0].strip().lower()
     relabel = not (media == "application/json" or media.endswith("+json"))
-    # a key twice in one object: Python keeps the last, a server may keep the first (`"stream": true, "stream": false`
-    # was no stream here and a stream without include_usage there): forwarded as read (R23a-1)
+    # what a server may read otherwise, forwarded as read: a key twice in one object, which Python keeps the last of and
+    # a server may keep the first of (`"stream": true, "stream": false` was no stream here and a stream without
+    # include_usage there, R23a-1), data after the JSON value (`loads`, R23a-4)
     repeated: list[bool] = []
 
     def pairs(items: list) -> dict:
@@ -1366,17 +1368,29 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
             repeated.append(True)
         return read
 
+    def loads(text: str | bytes):
+        """The body's JSON value; data after it (Python's "Extra data") is left out, as Go's json.Decoder (gin's
+        ShouldBindJSON: Ollama) reads a body, and the value forwarded alone (R23a-4)."""
+        try:
+            return json.loads(text, object_pairs_hook=pairs)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise
+            repeated.append(True)
+            doc = exc.doc
+            return json.JSONDecoder(object_pairs_hook=pairs).raw_decode(doc, len(doc) - len(doc.lstrip(" \t\n\r")))[0]
+
     try:
         if name:
             try:
                 text = content.decode(name, "replace")
             except LookupError:
                 raise Unreadable(f"charset {name[:40]!r}") from None
-            return json.loads(text, object_pairs_hook=pairs), True
+            return loads(text), True
         try:
-            body = json.loads(content, object_pairs_hook=pairs)
+            body = loads(content)
         except UnicodeDecodeError:
-            return json.loads(content.decode("utf-8", "replace"), object_pairs_hook=pairs), True
+            return loads(content.decode("utf-8", "replace")), True
         return body, relabel or bool(repeated)
     except RecursionError:
         raise Unreadable("nested past this proxy's recursion limit") from None
