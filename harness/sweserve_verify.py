@@ -405,9 +405,15 @@ def grade(cfg):
     return ("resolved" if ok else "failed"), None, graded, details, output
 
 
+def unmarked(text):
+    """`text` with no two '>' side by side, so none of the harness's markers (`>>>>> ...`) is in it: a run of any
+    length is spaced out (a plain replacement of five left `>>>>>` in a run of nine: red team 23e, R23e-1)."""
+    return text.replace(">>", "> >").replace(">>", "> >")
+
+
 def shown(output):
     """Test output as the harness may show it: no line it parses as an outcome, none of its markers."""
-    return "\n".join("| " + line.replace(">" * 5, "> > > > >") for line in output.splitlines())
+    return "\n".join("| " + unmarked(line) for line in output.splitlines())
 
 
 def report_swebench(cfg, status, reason, graded, details, output):
@@ -417,7 +423,9 @@ def report_swebench(cfg, status, reason, graded, details, output):
         outcome = graded.get(test_id, "missing") if clean else "failed"
         lines.append(f"{WORDS.get(outcome, 'FAILED')} {sweserve_protocol.log_name(test_id)}")
     lines += [f"{EXIT_CODE}: {0 if status == 'resolved' else 1}", END,
-              f"sweserve: {status}" + (f" ({reason})" if reason else ""), json.dumps(details), shown(output)]
+              # the reason may quote git on the submission's paths, the resets name them: unmarked too (R23e-1)
+              unmarked(f"sweserve: {status}" + (f" ({reason})" if reason else "")), unmarked(json.dumps(details)),
+              shown(output)]
     sys.stdout.write("\n".join(lines) + "\n")
 
 
