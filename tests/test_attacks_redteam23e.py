@@ -79,3 +79,65 @@ def test_r23e_1_control_a_resolved_run_with_arrows_in_its_output_stays_resolved(
     assert "| 1" in text
     applied, status_map, resolution = _read(log)
     assert applied and resolution == "RESOLVED_FULL", (status_map, resolution)
+
+
+# --- R23e-2: the export's verdict on a run the submission cut short ------------------------------------------------
+
+def _grade_with_run(monkeypatch, tmp_path, boot_result):
+    """`sweserve_verify.grade` with everything before the hidden tests' run stubbed (a clean tree, no resets) and
+    the run itself ending as `boot_result` says: (output, exit status, timed out, truncated)."""
+    verify = _verify_module()
+    here, tree = tmp_path / "harness", tmp_path / "testbed"
+    here.mkdir(parents=True)
+    tree.mkdir()
+    (here / "tests.patch").write_text("")
+    monkeypatch.setattr(verify, "HERE", str(here))
+    monkeypatch.setattr(verify, "WORKDIR", str(tree))
+    monkeypatch.setattr(verify, "to_base", lambda cfg: str(here / "submission.patch"))
+    monkeypatch.setattr(verify, "runner_facts", lambda cfg: ("digest", [], []))
+    monkeypatch.setattr(verify, "submit", lambda cfg, patch: {})
+    monkeypatch.setattr(verify, "reset", lambda cfg, changed, tests_patch, installed: [])
+    monkeypatch.setattr(verify, "git_file", lambda: None)
+    monkeypatch.setattr(verify, "grading_plan", lambda cfg, sources: ({}, lambda o, e: (o, []), lambda out: out))
+    monkeypatch.setattr(verify, "run_boot", boot_result if callable(boot_result) else
+                        lambda cfg, path, timeout: boot_result)
+    cfg = {"format": "harbor", "base_commit": "0" * 40, "FAIL_TO_PASS": [F2P], "PASS_TO_PASS": [P2P],
+           "test_files": [], "runner": "pytest", "test_paths": [], "plugins": [], "workdir": str(tree), "env": {},
+           "timeout_s": 60, "python": "python", "user": "nobody", "patch": ""}
+    try:
+        return verify.grade(cfg)[:2]
+    except verify.Verdict as v:
+        return v.status, v.reason
+
+
+@pytest.mark.parametrize("boot_result", [("", 137, True, False), ("", 0, False, False)],
+                         ids=["timed-out", "exited-before-its-end"])
+def test_r23e_2_a_run_the_submission_cut_short_is_failed_not_an_error(monkeypatch, tmp_path, boot_result):
+    """R23e-2: `sweserve run` grades hidden tests that ran past their limit, or a runner that ended before its
+    stream's end (a submission's `os._exit(0)` at import), as `failed`: the submission's doing, never an error
+    it could have redone (R14a-1). The export's verifier recorded both as `error` in Harbor's sweserve.json and
+    SWE-bench's log: a reviewer or a harness that redoes errors gave the candidate a free resample."""
+    status, reason = _grade_with_run(monkeypatch, tmp_path, boot_result)
+    assert status == "failed", (status, reason)
+    assert reason
+
+
+def test_r23e_2_control_a_clean_run_is_still_graded(monkeypatch, tmp_path):
+    """Control: a run whose stream is whole is graded on its outcomes (here the F2P test failed, exit 1)."""
+    import json
+
+    verify = _verify_module()
+    events = [{"start": "digest"}, {"id": F2P, "outcome": "failed"}, {"id": P2P, "outcome": "passed"}, {"end": 1}]
+
+    def run_boot(cfg, path, timeout):
+        with open(f"{verify.HERE}/.nonce") as fh:
+            nonce = fh.read()
+        return "".join(f"\n@@sweserve:{nonce}:{json.dumps(e)}\n" for e in events), 1, False, False
+
+    status, reason = _grade_with_run(monkeypatch, tmp_path, run_boot)
+    assert (status, reason) == ("failed", None)
+    events[1]["outcome"] = "passed"
+    events[3]["end"] = 0
+    ok = _grade_with_run(monkeypatch, tmp_path / "ok", lambda cfg, path, timeout: (run_boot(cfg, path, timeout)[0],
+                                                                                     0, False, False))
+    assert ok == ("resolved", None)
