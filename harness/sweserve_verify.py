@@ -259,7 +259,8 @@ def reset(cfg, changed, tests_patch, installed):
         git("checkout", base, "--", *restore)
     proc = git("apply", "--binary", "--whitespace=nowarn", tests_patch, check=False)
     if proc.returncode != 0:
-        raise Verdict("error", "tests.patch did not apply")
+        # validation applied it on the null and oracle submissions: on this one, the submission's doing (R23e-2)
+        raise Verdict("failed", "the hidden tests could not be set up on this submission (tests.patch did not apply)")
     return resets
 
 
@@ -386,12 +387,14 @@ def grade(cfg):
     output, code, timed_out, truncated = run_boot(cfg, run_config_path, cfg["timeout_s"])
     events, malformed, output = sweserve_protocol.read_stream(output, nonce)
     output = unmask(output)  # shown only after the verdict
+    # a run cut short is the submission's doing, `failed` as `sweserve run` grades it (trial._graded): never an
+    # error, which a reviewer or a harness redoes, a free resample (red team 23e, R23e-2; R14a-1)
     if timed_out:
-        raise Verdict("error", f"hidden tests timed out after {int(cfg['timeout_s'])}s")
+        return "failed", f"hidden tests timed out after {int(cfg['timeout_s'])}s", {}, details, output
     if truncated:
         return "tampered", "the test output overflowed what the verifier keeps", {}, details, output
     if not any("start" in e for e in events) or not any("end" in e for e in events):
-        return "error", f"test runner exited {code} before reporting all outcomes", {}, details, output
+        return "failed", f"test runner exited {code} before reporting all outcomes", {}, details, output
     problems = sweserve_protocol.stream_problems(events, manifest, code, malformed)
     outcomes, _, _ = sweserve_protocol.merge_events(events)
     ends = [e["end"] for e in events if isinstance(e.get("end"), int)]
