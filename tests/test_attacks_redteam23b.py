@@ -9,7 +9,6 @@ from pathlib import Path
 from test_attacks_redteam15c import cli
 from test_attacks_redteam22f import _killed_run
 
-
 # --- R23b-1: `report --difficulty` by a name with no runs/ beside it said nothing of the runs it could not see ------
 
 def _difficulty(path: Path, *extra: str) -> tuple[dict, str]:

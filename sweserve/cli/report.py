@@ -45,20 +45,28 @@ def run(args, console: Console) -> int:
                                           regrade=args.regrade, difficulty=getattr(args, "difficulty", False),
                                           quiet=args.json)
     paths = list(per_file)  # each file once
-    if getattr(args, "difficulty", False):
-        from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
-
-        cal = calibrate(*fit_inputs(results, selected))
-        if args.json:
-            print(json.dumps(difficulty_json(cal), indent=2))
-        else:
-            render_difficulty(cal, console)
-        return 0
-    reports = build_reports(results, selected)
     # a run whose records are here and whose manifest is not beside the file as named (a copy, a hard link's other
-    # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3)
+    # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3),
+    # the fit of difficulty too (red team 23b, R23b-1)
     runs = {(path, r.agent, r.run_id) for path in paths for r in per_file[path]}  # a look per run, not per record
     unselected = {(agent, run) for path, agent, run in runs if not (runs_root(path) / run / MANIFEST_FILE).is_file()}
+    if getattr(args, "difficulty", False):
+        from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
+        from sweserve.reporting.review import visible_controls
+
+        cal = calibrate(*fit_inputs(results, selected))
+        by_agent = {agent: sorted(run for a, run in unselected if a == agent) for agent, _ in sorted(unselected)}
+        if args.json:
+            print(json.dumps({**difficulty_json(cal), "runs_unselected": by_agent}, indent=2))
+        else:
+            render_difficulty(cal, console)
+            for agent, missed in by_agent.items():
+                console.print(visible_controls(f"{agent}: runs {', '.join(missed[:5])}{', ...' if len(missed) > 5 else ''}")
+                              + " have records here and no selection (no manifest beside this results file: a copy, "
+                              "another name of it, or its runs/ moved): tasks they were given and never finished are "
+                              "not in the fit", markup=False, soft_wrap=True)
+        return 0
+    reports = build_reports(results, selected)
     for rep in reports:
         rep.runs_unselected = sorted(run for agent, run in unselected if agent == rep.agent)
     if args.html:
