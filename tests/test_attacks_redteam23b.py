@@ -41,3 +41,36 @@ def test_r23b_1_control_difficulty_by_the_files_own_name_says_nothing_more(tmp_p
     assert {t["task_id"]: t["missing"] for t in cal["tasks"]} == {"A": 0, "B": 1}
     assert cal.get("runs_unselected", {}) == {}
     assert "no selection" not in text
+
+
+# --- R23b-2: a copy beside its original: the original's manifest hid that the copy's runs have no selection --------
+
+def _report(path: Path) -> tuple[dict, str]:
+    proc = cli("report", str(path), "--json", cwd=path.parent)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    return rep, cli("report", str(path), cwd=path.parent).stdout
+
+
+def test_r23b_2_a_copy_beside_its_original_says_its_run_has_no_selection(tmp_path):
+    """Attack: run R on real/results.jsonl selected A and B, A resolved, R killed with B unfinished (50%). `cp
+    results.jsonl final.jsonl` in the same folder and hand over `report final.jsonl`: R's manifest there names
+    results.jsonl, another file, so no selection counts for final.jsonl and B leaves the denominator (100%); the
+    R22f-3 warning looked only for a manifest at runs/R/, found results.jsonl's, and said nothing. Defence: a run
+    has a selection only where a manifest the report counts for this file speaks for it."""
+    real = _killed_run(tmp_path)
+    final = real.parent / "final.jsonl"
+    final.write_bytes(real.read_bytes())
+    rep, text = _report(final)
+    assert rep["overall"]["pass_at_1"] == 1.0  # what the records alone say
+    assert rep["runs_unselected"] == ["R"]
+    assert "no selection" in text
+
+
+def test_r23b_2_control_a_renamed_file_keeps_its_selection(tmp_path):
+    """Control: the file renamed (its manifest names the old name, gone) keeps R's selection: B missing, 50%."""
+    real = _killed_run(tmp_path)
+    renamed = real.rename(real.parent / "renamed.jsonl")
+    rep, text = _report(renamed)
+    assert rep["overall"]["pass_at_1"] == 0.5 and rep.get("runs_unselected", []) == []
+    assert "no selection" not in text
