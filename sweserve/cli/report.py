@@ -36,8 +36,6 @@ def register(sub, common) -> None:
 
 
 def run(args, console: Console) -> int:
-    from sweserve.evaluation.results import MANIFEST_FILE
-    from sweserve.evaluation.trial_folder import runs_root
     from sweserve.reporting.summary import build_reports, render
 
     paths = [Path(p) for p in args.results]
@@ -47,9 +45,9 @@ def run(args, console: Console) -> int:
     paths = list(per_file)  # each file once
     # a run whose records are here and whose manifest is not beside the file as named (a copy, a hard link's other
     # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3),
-    # the fit of difficulty too (red team 23b, R23b-1)
-    runs = {(path, r.agent, r.run_id) for path in paths for r in per_file[path]}  # a look per run, not per record
-    unselected = {(agent, run) for path, agent, run in runs if not (runs_root(path) / run / MANIFEST_FILE).is_file()}
+    # the fit of difficulty too (red team 23b, R23b-1); a manifest there counts as the run's only where the report
+    # counts it for this file (a copy beside its original found the original's: R23b-2)
+    unselected = {(agent, run) for path in paths for agent, run in _runs_unselected(path, per_file[path])}
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
         from sweserve.reporting.review import visible_controls
@@ -164,6 +162,23 @@ def fit_inputs(results, selected) -> tuple[list, list[tuple[str, str, str]]]:
     missing = [(rep.agent, row.task_id, row.family) for rep in build_reports(results, selected)
                for row in rep.tasks for _ in range(row.missing_attempts)]
     return list(latest(results).values()), missing
+
+
+def _runs_unselected(path: Path, records) -> set[tuple[str, str]]:
+    """(agent, run id) of each run with records in the results file at path and no selection its report counts."""
+    from sweserve.evaluation.results import MANIFEST_FILE, manifest_or_none
+    from sweserve.evaluation.trial_folder import results_home, runs_root
+    from sweserve.reporting.summary import speaks_for
+
+    root, name = runs_root(path), results_home(path).name
+    runs = {(r.agent, r.run_id) for r in records}  # a look per run, not per record
+    agents, run_ids = {agent for agent, _ in runs}, {run for _, run in runs}
+    out = set()
+    for agent, run in runs:
+        m = manifest_or_none(root / run / MANIFEST_FILE)
+        if m is None or m.agent != agent or not speaks_for(m, root, name, agents, run_ids):
+            out.add((agent, run))
+    return out
 
 
 def _with_trial_folders(path: Path, results):

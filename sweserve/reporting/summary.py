@@ -27,7 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sweserve.evaluation.results import latest, manifest_paths, read_manifest
-from sweserve.models import FAMILIES, STATUSES, RunResult
+from sweserve.models import FAMILIES, STATUSES, RunManifest, RunResult
 from sweserve.reporting.review import visible_controls
 
 MISSING = "missing"
@@ -130,18 +130,7 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
     selected: dict[str, Selection] = {}
     for path in manifest_paths(runs_root):
         m = read_manifest(path)
-        written = m.results
-        if results_file is not None and written is not None and written != results_file:
-            named = runs_root.parent / written
-            if named.exists() and not _same_file(named, runs_root.parent / results_file):
-                continue  # another results file's run
-            if not named.exists() and run_ids is not None and m.run_id not in run_ids:
-                continue  # a deleted file's run (a scratch run), not this file's renamed: none of its records
-                # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
-            # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
-            # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
-            written = None
-        if written is None and agents is not None and m.agent not in agents:
+        if not speaks_for(m, runs_root, results_file, agents, run_ids):
             continue
         if "unready" in m.model_fields_set:
             unready, unjudged = set(m.unready), set()
@@ -152,6 +141,23 @@ def read_manifests(runs_root: Path, results_file: str | None = None,
                         unready=sorted(unready), unjudged=sorted(unjudged))
         selected[m.agent] = selected[m.agent].merge(sel) if m.agent in selected else sel
     return selected
+
+
+def speaks_for(m: RunManifest, runs_root: Path, results_file: str | None = None, agents: set[str] | None = None,
+               run_ids: set[str] | None = None) -> bool:
+    """Whether the manifest m, under runs_root, is the selection of a run of results_file (`read_manifests`)."""
+    written = m.results
+    if results_file is not None and written is not None and written != results_file:
+        named = runs_root.parent / written
+        if named.exists() and not _same_file(named, runs_root.parent / results_file):
+            return False  # another results file's run
+        if not named.exists() and run_ids is not None and m.run_id not in run_ids:
+            return False  # a deleted file's run (a scratch run), not this file's renamed: none of its records
+            # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
+        # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
+        # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
+        written = None
+    return not (written is None and agents is not None and m.agent not in agents)
 
 
 def _same_file(a: Path, b: Path) -> bool:
