@@ -74,3 +74,28 @@ def test_r23b_2_control_a_renamed_file_keeps_its_selection(tmp_path):
     rep, text = _report(renamed)
     assert rep["overall"]["pass_at_1"] == 0.5 and rep.get("runs_unselected", []) == []
     assert "no selection" not in text
+
+
+# --- R23b-3: `assess pack --results` and `assess report --results` fitted a copy's records and said nothing --------
+
+def test_r23b_3_assess_says_when_a_runs_selection_is_not_beside_its_records(tmp_path):
+    """Attack (R23b-1's, on `assess`): hand `assess pack --band` (or `assess report --results`) a copy of an agent's
+    results file whose run was killed mid-way: no runs/ beside the copy, the killed run's unfinished tasks leave
+    the fit (the pack's band, its time budgets, the candidates' abilities beside the agent's) and nothing says so.
+    Defence: `assess` says which runs it fits with no selection, as `report --difficulty` does."""
+    from rich.console import Console
+
+    from sweserve.cli.assess import _fit
+
+    real = _killed_run(tmp_path)
+    pub = tmp_path / "pub" / "results.jsonl"
+    pub.parent.mkdir()
+    pub.write_bytes(real.read_bytes())
+    console = Console(record=True, width=200)
+    _, missing = _fit([str(pub)], console)
+    assert missing == []  # what the records alone say
+    assert "no selection" in console.export_text()
+    console = Console(record=True, width=200)
+    _, missing = _fit([str(real)], console)  # control: by its own name, B is a's unsolved attempt
+    assert missing == [("a", "B", "decoding")]
+    assert "no selection" not in console.export_text()
