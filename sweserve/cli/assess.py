@@ -57,18 +57,21 @@ def _invites(args):
     return InviteStore(Path(args.state_dir) / "assess" / "invites.json")
 
 
-def _fit(paths: list[str]) -> tuple[list, list[tuple[str, str, str]]]:
+def _fit(paths: list[str], console: Console | None = None) -> tuple[list, list[tuple[str, str, str]]]:
     """What `report --difficulty` fits of the files named (`report.counted`, `report.fit_inputs`): the latest record
     of each (task, agent, attempt), once whatever names its file, none of a task run while not ready, and each
     attempt a run selected and never finished an unsolved one. Every line of each was an observation: a file named
     twice, or a copy, doubled each attempt, a rerun attempt's superseded record counted (red team 22f, R22f-1),
     and an agent's run killed mid-way had its unfinished tasks out of the fit (R22f-4)."""
-    from sweserve.cli.report import counted, fit_inputs
+    from sweserve.cli.report import counted, fit_inputs, runs_unselected, say_unselected, unselected_by_agent
 
     for p in paths:
         if not Path(p).is_file():
             raise SweserveError(f"{p}: no such results file")
-    _, results, selected = counted([Path(p) for p in paths], Console(quiet=True), difficulty=True)
+    per_file, results, selected = counted([Path(p) for p in paths], Console(quiet=True), difficulty=True)
+    # a copy's run has no selection beside it: its unfinished tasks are not in the fit, and it says so (R23b-3)
+    if console is not None:
+        say_unselected(unselected_by_agent(runs_unselected(per_file)), console)
     return fit_inputs(results, selected)
 
 
@@ -95,7 +98,7 @@ def run_pack(args, console: Console) -> int:
         except ValueError:
             raise SweserveError(f"--band {args.band}: expected LO:HI, e.g. -1:1.5") from None
         band = (lo, hi)
-    difficulty = calibrate(*_fit(args.results)).difficulty() if args.results else {}
+    difficulty = calibrate(*_fit(args.results, console)).difficulty() if args.results else {}
     pack = choose_pack(args.name, load_all(Path(args.tasks)), args.count, args.minutes * 60, args.family, band,
                        difficulty)
     out = Path(args.out or f"packs/{args.name}.yaml")
@@ -162,7 +165,7 @@ def run_report(args, console: Console) -> int:
         node_modules = None
         console.print("[yellow]asciinema-player is not installed (make setup): replays will not play[/]")
     out = Path(args.out) if args.out else results_dir / "report"
-    others, missing = _fit(args.results) if args.results else ([], [])
+    others, missing = _fit(args.results, console) if args.results else ([], [])
     cards = write_scorecards(pack, results_dir, out, node_modules, others, missing)
     for name, page in cards.pages.items():
         console.print(f"{name}: {escape(str(page))}")

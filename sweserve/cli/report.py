@@ -47,22 +47,17 @@ def run(args, console: Console) -> int:
     # name, a runs/ folder moved): its unfinished tasks are not in the denominator, and the report says so (R22f-3),
     # the fit of difficulty too (red team 23b, R23b-1); a manifest there counts as the run's only where the report
     # counts it for this file (a copy beside its original found the original's: R23b-2)
-    unselected = {(agent, run) for path in paths for agent, run in _runs_unselected(path, per_file[path])}
+    unselected = runs_unselected(per_file)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
-        from sweserve.reporting.review import visible_controls
 
         cal = calibrate(*fit_inputs(results, selected))
-        by_agent = {agent: sorted(run for a, run in unselected if a == agent) for agent, _ in sorted(unselected)}
+        by_agent = unselected_by_agent(unselected)
         if args.json:
             print(json.dumps({**difficulty_json(cal), "runs_unselected": by_agent}, indent=2))
         else:
             render_difficulty(cal, console)
-            for agent, missed in by_agent.items():
-                console.print(visible_controls(f"{agent}: runs {', '.join(missed[:5])}{', ...' if len(missed) > 5 else ''}")
-                              + " have records here and no selection (no manifest beside this results file: a copy, "
-                              "another name of it, or its runs/ moved): tasks they were given and never finished are "
-                              "not in the fit", markup=False, soft_wrap=True)
+            say_unselected(by_agent, console)
         return 0
     reports = build_reports(results, selected)
     for rep in reports:
@@ -162,6 +157,26 @@ def fit_inputs(results, selected) -> tuple[list, list[tuple[str, str, str]]]:
     missing = [(rep.agent, row.task_id, row.family) for rep in build_reports(results, selected)
                for row in rep.tasks for _ in range(row.missing_attempts)]
     return list(latest(results).values()), missing
+
+
+def unselected_by_agent(unselected: set[tuple[str, str]]) -> dict[str, list[str]]:
+    return {agent: sorted(run for a, run in unselected if a == agent) for agent, _ in sorted(unselected)}
+
+
+def say_unselected(by_agent: dict[str, list[str]], console: Console) -> None:
+    """A line per agent whose runs' records a fit of difficulty takes with no selection (R23b-1, R23b-3)."""
+    from sweserve.reporting.review import visible_controls
+
+    for agent, missed in by_agent.items():
+        console.print(visible_controls(f"{agent}: runs {', '.join(missed[:5])}{', ...' if len(missed) > 5 else ''}")
+                      + " have records here and no selection (no manifest beside this results file: a copy, another "
+                      "name of it, or its runs/ moved): tasks they were given and never finished are not in the fit",
+                      markup=False, soft_wrap=True)
+
+
+def runs_unselected(per_file) -> set[tuple[str, str]]:
+    """(agent, run id) of each run with records in a results file of per_file (`counted`) and no selection."""
+    return {(agent, run) for path, records in per_file.items() for agent, run in _runs_unselected(path, records)}
 
 
 def _runs_unselected(path: Path, records) -> set[tuple[str, str]]:
