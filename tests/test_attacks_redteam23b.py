@@ -99,3 +99,25 @@ def test_r23b_3_assess_says_when_a_runs_selection_is_not_beside_its_records(tmp_
     _, missing = _fit([str(real)], console)  # control: by its own name, B is a's unsolved attempt
     assert missing == [("a", "B", "decoding")]
     assert "no selection" not in console.export_text()
+
+
+# --- R23b-4: two models of one predictions file shared one SWE-bench report file: the second overwrote the first ----
+
+def test_r23b_4_two_models_never_share_a_run_report(tmp_path):
+    """Attack: a predictions file with models "org/m" and "org__m" (agent names org-m and org__m, apart), run with
+    `--run-id X`: each model's SWE-bench report is `<model, '/' as '__'>.X.json` beside the results, both
+    `org__m.X.json`, and the second model's report replaced the first's: one model's results lost, the other's
+    shown under its name. Defence: models whose report files would share a name are refused, as models sharing
+    an agent name are."""
+    import pytest
+
+    from sweserve.agents.predictions import Prediction, PredictionSet
+    from sweserve.errors import SweserveError
+
+    preds = [Prediction(instance_id="o__r-1", model_name_or_path=m, model_patch="x") for m in ("org/m", "org__m")]
+    with pytest.raises(SweserveError, match="report"):
+        PredictionSet(preds, {"o__r-1"})
+    # control: distinct models keep their own reports
+    ok = PredictionSet([Prediction(instance_id="o__r-1", model_name_or_path=m, model_patch="x")
+                        for m in ("org/m", "org/n")], {"o__r-1"})
+    assert {a.name for a in ok.agents} == {"org-m", "org-n"}
