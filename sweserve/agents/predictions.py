@@ -95,13 +95,22 @@ class PredictionSet:
     """A predictions file split by model, with what cannot be graded said once instead of failing the run."""
 
     def __init__(self, predictions: list[Prediction], known_task_ids: set[str]):
+        from sweserve.reporting.swebench_report import swebench_model_name
+
         by_model: dict[str, dict[str, str]] = {}
         names: dict[str, str] = {}
+        reports: dict[str, str] = {}
         for p in predictions:
             name = agent_name(p.model_name_or_path)
             if names.setdefault(name, p.model_name_or_path) != p.model_name_or_path:
                 raise SweserveError(f"models {names[name]!r} and {p.model_name_or_path!r} both become agent name "
                                     f"{name!r}: rename one in the predictions file")
+            # each model's SWE-bench report is `<model>.<run id>.json`: two models of one name there, the second's
+            # replaced the first's (red team 23b, R23b-4)
+            report = swebench_model_name(p.model_name_or_path)
+            if reports.setdefault(report, p.model_name_or_path) != p.model_name_or_path:
+                raise SweserveError(f"models {reports[report]!r} and {p.model_name_or_path!r} would both write the "
+                                    f"report {report}.<run id>.json: rename one in the predictions file")
             patches = by_model.setdefault(p.model_name_or_path, {})
             if p.instance_id in patches:
                 raise SweserveError(f"{p.instance_id} is predicted twice for model {p.model_name_or_path!r}")
