@@ -121,3 +121,61 @@ def test_r23b_4_two_models_never_share_a_run_report(tmp_path):
     ok = PredictionSet([Prediction(instance_id="o__r-1", model_name_or_path=m, model_patch="x")
                         for m in ("org/m", "org/n")], {"o__r-1"})
     assert {a.name for a in ok.agents} == {"org-m", "org-n"}
+
+
+# --- R23b-5: `run`'s end summary counted the records of earlier runs while the task was not ready ------------------
+
+def test_r23b_5_the_run_summary_leaves_out_attempts_run_while_not_ready(tmp_path, monkeypatch):
+    """Attack: `run --include-unready --attempts 3` on task A while it was not ready: attempts 1-2 failed, 3
+    resolved, each recorded `task_ready: false`. A made ready, `run` (no --include-unready) redoes attempt 1
+    (`pending`: an unready record does not finish a ready task) and it fails. `report` counts A's one ready attempt:
+    0%. The run's end summary took every record of A in the file: 3 attempts, 1 solved, pass@3 100%, an
+    unready sample shown as this run's. Defence: the summary counts what `report` counts, unready records left
+    out unless the run takes unready tasks."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from rich.console import Console
+    from test_report_properties import record
+    from test_results_report import bundle
+
+    import sweserve.cli.run as run_mod
+    import sweserve.evaluation.evaluate as evaluate
+    from sweserve.agents.reference import NullAgent
+    from sweserve.evaluation.results import ResultsWriter
+
+    task = bundle("o__r-1")
+    tid, fam = task.task.task_id, task.task.family
+    out = tmp_path / "results.jsonl"
+    with ResultsWriter(out) as w:
+        for n, status in ((1, "failed"), (2, "failed"), (3, "resolved")):
+            w.write(record(tid, status, attempt=n, family=fam, run_id="R1").model_copy(update={"task_ready": False}))
+
+    def fake_run_evaluation(ctx, bundles, agent, results_path, writer, **kw):
+        rec = record(tid, "failed", family=fam, run_id="R2").model_copy(update={"task_ready": True})
+        writer.write(rec)
+        return [rec]
+
+    class Progress:
+        console = Console(quiet=True)
+
+        def add_task(self, *a, **k):
+            return 0
+
+        def update(self, *a, **k):
+            pass
+
+    monkeypatch.setattr(evaluate, "run_evaluation", fake_run_evaluation)
+    monkeypatch.setattr(run_mod, "make_context", lambda *a, **k: contextlib.nullcontext(SimpleNamespace(run_id="R2")))
+    monkeypatch.setattr(run_mod, "make_executor", lambda *a, **k: None)
+    monkeypatch.setattr(run_mod, "progress_bar", lambda c: contextlib.nullcontext(Progress()))
+    monkeypatch.setattr(run_mod, "ready_only", lambda bundles, *a, **k: bundles)
+    args = SimpleNamespace(include_unready=False, state_dir=None, attempts=1, workers=None, executor="local",
+                           retry_errors=False, force=False, max_submission_mb=1)
+    agent = NullAgent()
+    agent.name = "a"
+    console = Console(record=True, width=200)
+    with ResultsWriter(out) as w:
+        run_mod._run(args, console, [task], agent, out, w, "R2", lambda r: tmp_path / f"a.{r}.json", None)
+    text = console.export_text()
+    assert "pass@3" not in text and "100.0%" not in text, text
