@@ -126,6 +126,16 @@ def test_r23b_4_two_models_never_share_a_run_report(tmp_path):
 # --- R23b-5: `run`'s end summary counted the records of earlier runs while the task was not ready ------------------
 
 def test_r23b_5_the_run_summary_leaves_out_attempts_run_while_not_ready(tmp_path, monkeypatch):
+    text = _summary_after_unready_run(tmp_path, monkeypatch, include_unready=False)
+    assert "pass@3" not in text and "100.0%" not in text, text
+
+
+def test_r23b_5_control_a_run_taking_unready_tasks_counts_them(tmp_path, monkeypatch):
+    """Control: `run --include-unready` counts them, as `report --include-unready` does."""
+    assert "pass@3" in _summary_after_unready_run(tmp_path, monkeypatch, include_unready=True)
+
+
+def _summary_after_unready_run(tmp_path, monkeypatch, include_unready: bool) -> str:
     """Attack: `run --include-unready --attempts 3` on task A while it was not ready: attempts 1-2 failed, 3
     resolved, each recorded `task_ready: false`. A made ready, `run` (no --include-unready) redoes attempt 1
     (`pending`: an unready record does not finish a ready task) and it fails. `report` counts A's one ready attempt:
@@ -170,12 +180,11 @@ def test_r23b_5_the_run_summary_leaves_out_attempts_run_while_not_ready(tmp_path
     monkeypatch.setattr(run_mod, "make_executor", lambda *a, **k: None)
     monkeypatch.setattr(run_mod, "progress_bar", lambda c: contextlib.nullcontext(Progress()))
     monkeypatch.setattr(run_mod, "ready_only", lambda bundles, *a, **k: bundles)
-    args = SimpleNamespace(include_unready=False, state_dir=None, attempts=1, workers=None, executor="local",
+    args = SimpleNamespace(include_unready=include_unready, state_dir=None, attempts=1, workers=None, executor="local",
                            retry_errors=False, force=False, max_submission_mb=1)
     agent = NullAgent()
     agent.name = "a"
     console = Console(record=True, width=200)
     with ResultsWriter(out) as w:
         run_mod._run(args, console, [task], agent, out, w, "R2", lambda r: tmp_path / f"a.{r}.json", None)
-    text = console.export_text()
-    assert "pass@3" not in text and "100.0%" not in text, text
+    return console.export_text()

@@ -173,7 +173,9 @@ def _run(args, console: Console, bundles, agent, output: Path, writer, run_id, r
                                   executor=executor)
     ids = {b.task.task_id for b in bundles}
     selected = {agent.name: Selection(attempts=args.attempts, tasks={b.task.task_id: b.task.family for b in bundles})}
-    results = [x for x in read_results(output) if x.task_id in ids]
+    # what `report` counts: a record run while the task was not ready (an earlier `--include-unready` run's) only
+    # where this run takes unready tasks too; the summary showed an unready attempt's success as this run's (R23b-5)
+    results = [x for x in read_results(output) if x.task_id in ids and (args.include_unready or x.task_ready is not False)]
     render([r for r in build_reports(results, selected) if r.agent == agent.name], console)
     report = report_path(ctx.run_id)  # SWE-bench's final report of the run
     # whole or not at all: a run killed mid-write left a torn report (red team 16b's lead)
