@@ -188,3 +188,23 @@ def _summary_after_unready_run(tmp_path, monkeypatch, include_unready: bool) -> 
     with ResultsWriter(out) as w:
         run_mod._run(args, console, [task], agent, out, w, "R2", lambda r: tmp_path / f"a.{r}.json", None)
     return console.export_text()
+
+
+# --- R23b-6: a file and its hard link named together: the board counted each record twice ---------------------------
+
+def test_r23b_6_the_board_counts_a_hard_linked_files_records_once(tmp_path):
+    """Attack (R22f-5's, by a hard link): `ln r.jsonl h.jsonl; report r.jsonl h.jsonl --html site/b.html`: each name
+    is kept (each may have its own runs/ beside it), and the board's configuration said "records 4" for one file of
+    2 records. Defence: the records of one file (its inode) are counted once, whatever names it."""
+    import re
+
+    from test_attacks_redteam22b import _write
+    from test_report_properties import record
+
+    out = tmp_path / "r.jsonl"
+    _write(out, record("A", "resolved"), record("B", "failed"))
+    (tmp_path / "h.jsonl").hardlink_to(out)
+    proc = cli("report", str(out), "h.jsonl", "--html", "site/b.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "site" / "b.html").read_text()
+    assert re.search(r"<t[hd]>records</t[hd]>\s*<td>2</td>", page), re.findall(r"records.{0,40}", page)
