@@ -89,9 +89,12 @@ def counted(paths: list[Path], console: Console, include_unready: bool = False,
     # a file once, by the first name given of it: named twice (or through a symbolic link), its records were read
     # twice, and the board's count of records and list of files said so (red team 22f, R22f-5); a hard link's
     # names stay apart, as each has its own runs/ beside it
-    files: dict[str, Path] = {}
+    # ... and a hard link's names in one folder are one file with one runs/: kept apart, the board's count of records
+    # counted each twice (red team 23b, R23b-6)
+    files: dict[object, Path] = {}
     for path in paths:
-        files.setdefault(os.path.realpath(path), path)
+        st = path.stat()
+        files.setdefault((st.st_dev, st.st_ino, os.path.realpath(runs_root(path))), path)
     paths = list(files.values())
     per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
     one_file_per_attempt(per_file)
