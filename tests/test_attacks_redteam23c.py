@@ -1,0 +1,100 @@
+"""Red team 23c: remote assessments for hiring teams (`sweserve assess serve`, `sweserve/assess/`), attacked by
+anyone who can reach the server or set a cookie on its site (a page on another port of the host, a sibling
+subdomain), every HTTP message theirs.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working. Real servers on 127.0.0.1 and real sockets.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+
+from test_attacks_redteam17d import Running, empty_server
+from test_attacks_redteam22c import _two_seats, _with_cookies
+from test_attacks_redteam22g import _begun
+
+from sweserve.assess.server import cookie_name
+
+# ---- R23c-1: any cookie of the session's name, tossed in beside the candidate's own, locks the candidate out
+
+
+def test_r23c_1_a_tossed_cookie_of_no_session_does_not_lock_the_candidate_out(tmp_path):
+    """R22c-5's defence made a request naming the session cookie twice name no session. Any page of the host (any
+    port: cookies ignore ports) or a sibling subdomain can set `sweserve_session_<port>=x` for the site without
+    holding any session at all: the candidate's browser then sends two, and every poll, Submit and websocket of
+    the candidate's running assessment is refused while its clock runs out (a denial of service by anyone).
+    Won before the fix: 403. Defence: of the values sent under the name, the one that opens a session is taken;
+    two that open different sessions still name none (R22c-5)."""
+    server = empty_server(tmp_path)
+    victim, _ = _two_seats(tmp_path, server)
+    with Running(server) as srv:
+        name = cookie_name(srv.port)
+        for cookies in (f"{name}=junk; {name}=victim-key", f"{name}=victim-key; {name}=junk", f"{name}=; {name}=victim-key"):
+            status, body = _with_cookies(srv.port, "GET", "/api/state", cookies)
+            assert status == 200 and json.loads(body)["candidate"] == "victim", (cookies, status)
+        assert _with_cookies(srv.port, "POST", "/api/submit", f"{name}=junk; {name}=victim-key")[0] == 200
+    assert victim.submitted.is_set()
+
+
+def test_r23c_1_control_two_sessions_named_are_still_none(tmp_path):
+    server = empty_server(tmp_path)
+    victim, mallory = _two_seats(tmp_path, server)
+    with Running(server) as srv:
+        name = cookie_name(srv.port)
+        status, body = _with_cookies(srv.port, "GET", "/api/state", f"{name}=victim-key; x=1; {name}=mallory-key")
+        assert status == 403 and b"mallory" not in body
+    assert not victim.submitted.is_set() and not mallory.submitted.is_set()
+
+
+# ---- R23c-2: over https, the session cookie has no `__Host-` prefix: a sibling subdomain can toss one in
+
+
+def _start(port: int, proto: str) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/i/token", headers={"X-Forwarded-Proto": proto, "Content-Length": "0"})
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    assert resp.status == 303, resp.status
+    return resp.getheader("set-cookie") or ""
+
+
+def test_r23c_2_over_https_the_session_cookie_is_one_no_other_site_can_set(tmp_path):
+    """Behind a TLS proxy (uvicorn takes `X-Forwarded-Proto` from 127.0.0.1, where such a proxy runs), the session
+    cookie was `sweserve_session_<port>`, a name any sibling subdomain may set for the whole site (`Domain=`):
+    with R22c-5's rule its victim is locked out, and with a value of the tosser's own session no rule on the
+    server can tell which of two sessions is the browser's. A `__Host-` cookie is one a browser accepts only from
+    this very host over https, with no Domain and Path=/: no other site can set or shadow it. Won before the fix:
+    the cookie set on Start had no prefix, and the server read the tossable name."""
+    server = empty_server(tmp_path)
+    (tmp_path / "s").mkdir()
+    server.begin = functools.partial(_begun, tmp_path / "s", server, "s")  # type: ignore[method-assign]
+    with Running(server) as srv:
+        set_cookie = _start(srv.port, "https")
+        name, _, rest = set_cookie.partition("=")
+        attrs = [a.strip().lower() for a in rest.split(";")[1:]]
+        assert name == f"__Host-{cookie_name(srv.port)}", set_cookie
+        assert "secure" in attrs and "path=/" in attrs and not any(a.startswith("domain") for a in attrs), set_cookie
+        key = rest.split(";")[0]
+        # the tossed cookie (the unprefixed name, another session's key) is not read; the candidate's own is
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        conn.request("GET", "/api/state", headers={"X-Forwarded-Proto": "https",
+                                                   "Cookie": f"{cookie_name(srv.port)}=s-key-other; {name}={key}"})
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        assert resp.status == 200 and json.loads(body)["candidate"] == "cands", body
+
+
+def test_r23c_2_control_over_http_the_cookie_is_named_as_before(tmp_path):
+    server = empty_server(tmp_path)
+    (tmp_path / "s").mkdir()
+    server.begin = functools.partial(_begun, tmp_path / "s", server, "s")  # type: ignore[method-assign]
+    with Running(server) as srv:
+        set_cookie = _start(srv.port, "http")
+        assert set_cookie.startswith(f"{cookie_name(srv.port)}=s-key-token;"), set_cookie
+        status, body = _with_cookies(srv.port, "GET", "/api/state", f"{cookie_name(srv.port)}=s-key-token")
+        assert status == 200 and json.loads(body)["candidate"] == "cands"
