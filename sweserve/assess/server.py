@@ -100,17 +100,25 @@ def find_node_modules(given: str | None = None) -> Path:
                         "or pass --node-modules")
 
 
-def cookie_name(port: int | None) -> str:
+def cookie_name(port: int | None, secure: bool = False) -> str:
     """The session cookie's name for the server listening on `port`: a browser's cookies are the host's, whatever
     the port (RFC 6265 §8.5), and with one name for every server a Start on a second `assess serve` of the host
     replaced the first session's cookie, whose tab then had no session and whose spent link reopened nothing (red
-    team 22g, R22g-2). The port is the listening socket's (the ASGI scope's `server`), not the client's Host."""
-    return f"{COOKIE}_{port}" if port else COOKIE
+    team 22g, R22g-2). The port is the listening socket's (the ASGI scope's `server`), not the client's Host.
+    Over https (`secure`) the name has the `__Host-` prefix: a browser takes such a cookie only from this very host,
+    over https, with Path=/ and no Domain, so no sibling subdomain can set one of its name (red team 23c, R23c-2)."""
+    name = f"{COOKIE}_{port}" if port else COOKIE
+    return f"__Host-{name}" if secure else name
 
 
 def server_port(request: Request | WebSocket) -> int | None:
     server = request.scope.get("server")
     return server[1] if server and len(server) > 1 and isinstance(server[1], int) else None
+
+
+def secure_request(request: Request | WebSocket) -> bool:
+    """Whether the browser reached this server over TLS (directly, or through a proxy uvicorn trusts)."""
+    return request.url.scheme in ("https", "wss")
 
 
 def results_file(output: Path, pack: Pack, candidate: str) -> Path:
@@ -193,17 +201,22 @@ class AssessServer:
     # ---- sessions
 
     def assessment(self, request: Request | WebSocket) -> Assessment | None:
-        # the session cookie named more than once is no session: a sibling subdomain can set one of the same name
-        # for the whole site (cookie tossing) beside the candidate's own, and the one taken (the last) was the one
-        # its setter ordered last: its session's page, terminal and Submit in the victim's browser (red team 22c,
-        # R22c-5)
-        name = cookie_name(server_port(request))
-        named = [part.split("=", 1)[0].strip() for value in request.headers.getlist("cookie")
-                 for part in value.split(";")]
-        key = request.cookies.get(name)
-        if not key or named.count(name) != 1:
-            return None
-        return self.sessions.get(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
+        # the session cookie may be sent more than once: a sibling subdomain can set one of the same name for the
+        # whole site (cookie tossing) beside the candidate's own. The one taken (the last) was the one its setter
+        # ordered last: its session's page, terminal and Submit in the victim's browser (red team 22c, R22c-5); and
+        # a name sent twice taken as no session let a cookie of no session at all, set by any page of the host,
+        # lock the candidate out (red team 23c, R23c-1). So every value is looked up: one session among them is
+        # the session, two different ones are none
+        name = cookie_name(server_port(request), secure_request(request))
+        found = set()
+        for value in request.headers.getlist("cookie"):
+            for part in value.split(";"):
+                key, eq, val = part.partition("=")
+                if eq and key.strip() == name and (val := val.strip()):
+                    digest = hashlib.sha256(val.encode("utf-8", "replace")).hexdigest()
+                    if digest in self.sessions:
+                        found.add(digest)
+        return self.sessions.get(found.pop()) if len(found) == 1 else None
 
     def begin(self, token: str) -> str:
         """Redeem `token` and start its assessment; the session cookie's key. Everything that could refuse the
@@ -265,8 +278,9 @@ class AssessServer:
             except SweserveError as exc:
                 return message_page("Assessment unavailable", str(exc), 409)
             resp = RedirectResponse("/s", status_code=303)
-            resp.set_cookie(cookie_name(server_port(request)), key, max_age=7 * 86400, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")
+            secure = secure_request(request)
+            resp.set_cookie(cookie_name(server_port(request), secure), key, max_age=7 * 86400, path="/", httponly=True,
+                            samesite="strict", secure=secure)
             return resp
         try:
             invite = await asyncio.to_thread(self.store.peek, token)
