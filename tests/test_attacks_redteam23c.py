@@ -130,12 +130,14 @@ def test_r23c_3_the_detach_keys_typed_do_not_end_the_candidates_task(tmp_path):
     from sweserve.assess.recorder import BrowserTerminal
     from sweserve.environment.docker_sandbox import DockerSandbox
     from sweserve.environment.images import PROXY_BASE
+    from sweserve.environment.sandbox import WORKDIR
 
     if subprocess.run(["docker", "image", "inspect", PROXY_BASE], capture_output=True).returncode:
         pytest.skip(f"{PROXY_BASE} is not built here")
     name = f"rt23c-detach-{secrets.token_hex(4)}"
-    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "--name", name, PROXY_BASE, "sleep", "300"],
-                   check=True, capture_output=True)
+    # `-w`: the folder `interactive_argv` starts the shell in exists (docker makes it)
+    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "-w", WORKDIR, "--name", name, PROXY_BASE,
+                    "sleep", "300"], check=True, capture_output=True)
     try:
         box = types.SimpleNamespace(name=name, _check_out_tree=lambda: None, _arm=lambda: None)
         argv = DockerSandbox.interactive_argv(box, "bash --norc -i", tty=True)  # type: ignore[arg-type]
