@@ -148,9 +148,6 @@ def test_r22c_2_control_the_candidates_own_page_and_a_client_with_no_origin_subm
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="R22c-3: docker exec's detach keys (^P ^Q) end the relay; docker has no "
-                   "way to turn them off, and any other sequence is typeable too: a fix is a terminal allocated "
-                   "in the sandbox (not by `docker exec -t`), beyond this round's box")
 def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
     """The candidate's shell is `docker exec -it … bash` on the server's pseudo-terminal. The docker client reads
     ^P ^Q (its default detach keys) as "detach": it exits, the relay ends, and `BrowserAgent.solve` takes that as
@@ -168,8 +165,10 @@ def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
     if subprocess.run(["docker", "image", "inspect", PROXY_BASE], capture_output=True).returncode:
         pytest.skip(f"{PROXY_BASE} is not built here")
     name = f"rt22c-detach-{secrets.token_hex(4)}"
-    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "--name", name, PROXY_BASE, "sleep", "300"],
-                   check=True, capture_output=True)
+    # `-w`: the folder `interactive_argv` starts the shell in exists; without it the exec failed at once, whatever
+    # was typed (red team 23c)
+    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "-w", "/testbed", "--name", name, PROXY_BASE,
+                    "sleep", "300"], check=True, capture_output=True)
     try:
         box = types.SimpleNamespace(name=name, _check_out_tree=lambda: None, _arm=lambda: None)
         argv = DockerSandbox.interactive_argv(box, "bash --norc -i", tty=True)  # type: ignore[arg-type]
@@ -179,6 +178,7 @@ def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
             end = time.monotonic() + 20
             while b"ready-42" not in bytes(term.record.screen) and time.monotonic() < end:
                 time.sleep(0.1)
+            assert b"ready-42" in bytes(term.record.screen), "the shell never started"
             term.write(b"\x10")
             time.sleep(0.3)
             term.write(b"\x11")

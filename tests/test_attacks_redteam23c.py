@@ -160,3 +160,30 @@ def test_r23c_3_the_detach_keys_typed_do_not_end_the_candidates_task(tmp_path):
             term.stop()
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+
+
+def test_r23c_3_the_relay_holds_back_the_last_detach_key_however_split(tmp_path):
+    """No docker: the relay's own guard. The sequence typed a key a message, split across messages, or after keys
+    dropped never reaches the terminal whole (`_deliver` counts each key held back as dropped)."""
+    from sweserve.assess.recorder import BrowserTerminal
+
+    argv = ["docker", "exec", "-it", "--detach-keys=ctrl-],ctrl-^,ctrl-_,ctrl-@", "box", "bash"]
+    term = BrowserTerminal(argv, tmp_path / "c.cast")
+    assert term.detach == b"\x1d\x1e\x1f\x00"
+    given = bytearray()
+    for chunk in (b"ls\r\x1d", b"\x1e", b"\x1f\x00x", b"\x1d\x1e\x1f\x00\x1d\x1e\x1f\x00", b"\x00ok"):
+        keys, term._delivered = term._undetached(chunk)
+        given += keys
+    assert b"\x1d\x1e\x1f\x00" not in given and given.endswith(b"\x1d\x1e\x1fok") and given.count(b"\x00") == 0
+    # the default sequence, and commands that are not docker's terminal, guarded or not as they need
+    assert BrowserTerminal(["docker", "exec", "-it", "b", "bash"], tmp_path / "d.cast").detach == b"\x10\x11"
+    assert BrowserTerminal(["bash", "-i"], tmp_path / "e.cast").detach == b""
+
+
+def test_r23c_3_control_honest_keys_pass_untouched(tmp_path):
+    from sweserve.assess.recorder import BrowserTerminal
+
+    term = BrowserTerminal(["docker", "exec", "-it", "b", "bash"], tmp_path / "c.cast")
+    for chunk in (b"\x10\x10\x1b[A", b"git log\r", b"\x11\x13\x11", "é\r".encode()):
+        keys, term._delivered = term._undetached(chunk)
+        assert keys == chunk

@@ -163,6 +163,22 @@ def commands_from_cast(path: Path) -> TypedLines:
     return typed_lines(events, COMMANDS_MAX)
 
 
+def detach_sequence(argv: list[str]) -> bytes:
+    """The keys that make argv's client detach, ending the relay while the shell runs on: `docker exec` with a
+    terminal reads its `--detach-keys` (^P ^Q unless given) on its input; b"" for any other command."""
+    if len(argv) < 2 or Path(argv[0]).name != "docker" or "exec" not in argv or not any(
+            a in ("-t", "--tty") or (a.startswith("-") and not a.startswith("--") and "t" in a) for a in argv):
+        return b""
+    spec = "ctrl-p,ctrl-q"
+    for i, arg in enumerate(argv):
+        if arg.startswith("--detach-keys="):
+            spec = arg.split("=", 1)[1]
+        elif arg == "--detach-keys" and i + 1 < len(argv):
+            spec = argv[i + 1]
+    return bytes(ord(k[5:].upper()) & 0x1F if k.startswith("ctrl-") else ord(k[:1] or " ")
+                 for k in spec.split(",") if k)
+
+
 @dataclasses.dataclass
 class _Size:
     cols: int
@@ -209,6 +225,11 @@ class BrowserTerminal:
         self._newest_size: _Size | None = None  # the size queued last, until the key thread takes it
         self._pending = 0
         self.dropped = 0  # bytes typed that the terminal never took
+        # the client's detach keys (`detach_sequence`): typed in a row, they ended the relay and so the task with
+        # time left (red team 22c, R22c-3; 23c, R23c-3); the last of them is never delivered after the others.
+        # `_delivered` is the end of what the terminal was given, as long as the sequence less one key
+        self.detach = detach_sequence(argv)
+        self._delivered = b""
 
     def start(self) -> "BrowserTerminal":
         pid, master = pty.fork()
@@ -327,9 +348,15 @@ class BrowserTerminal:
         # the task ended (`close_input`): the shell would run it after the end
         if self.input_closed.is_set():
             view = memoryview(b"")
-        elif self.cast.event("i", data):
-            self.record.typed(time.monotonic() - self._t0, data)
-            view = memoryview(data)
+        elif self.cast.event("i", (kept := self._undetached(data))[0]):
+            keys, delivered = kept
+            self._delivered = delivered
+            if len(keys) < len(data):
+                self.cast.event("m", f"{DROPPED} {len(data) - len(keys)} bytes")
+                with self._lock:
+                    self.dropped += len(data) - len(keys)
+            self.record.typed(time.monotonic() - self._t0, keys)
+            view = memoryview(keys)
         else:
             with self._lock:
                 self.dropped += len(data)
@@ -344,6 +371,23 @@ class BrowserTerminal:
                 break
         with self._lock:
             self._pending -= len(data) + QUEUED_ITEM_COST
+
+    def _undetached(self, data: bytes) -> tuple[bytes, bytes]:
+        """`data` less each key that would complete the detach sequence after what the terminal was given before
+        it, and the end of what it will have been given then (nothing changes until the caller keeps it)."""
+        seq, tail = self.detach, self._delivered
+        if not seq:
+            return data, tail
+        if seq[-1] not in data:  # nothing to hold back: the usual case, no loop over the keys
+            return data, (tail + data)[-(len(seq) - 1):] if len(seq) > 1 else b""
+        keys = bytearray()
+        for b in data:
+            seen = tail + bytes([b])
+            if seen.endswith(seq):
+                continue  # held back: the client would detach on it
+            keys.append(b)
+            tail = seen[-(len(seq) - 1):] if len(seq) > 1 else b""
+        return bytes(keys), tail
 
     def resize(self, cols: int, rows: int) -> None:
         """A tab's window size, handed to the key thread (recorded there, then applied): on the event loop, like

@@ -135,6 +135,11 @@ def docker_errors(what: str):
         raise InfraError("docker", f"{what}: the archive broke off ({exc})") from None
 
 
+# the keys that make `docker exec -t`'s client detach (end the relay, and so a human's task): docker cannot turn
+# them off, and its default, ^P ^Q, is readline's previous-line key then XON (red team 22c, R22c-3). These four keys
+# in a row are none an honest terminal sends, and the browser relay never delivers their last (`recorder`)
+DETACH_KEYS = "ctrl-],ctrl-^,ctrl-_,ctrl-@"
+
 class OutputTail:
     """The last `limit` bytes of a stream, and how many bytes went by: output floods cost no memory."""
 
@@ -433,7 +438,8 @@ class DockerSandbox:
     def interactive_argv(self, shell: str, tty: bool) -> list[str]:
         self._check_out_tree()
         self._arm()
-        return ["docker", "exec", "-it" if tty else "-i", "-w", WORKDIR, self.name, "bash", "-c", shell]
+        return ["docker", "exec", "-it" if tty else "-i", f"--detach-keys={DETACH_KEYS}", "-w", WORKDIR, self.name,
+                "bash", "-c", shell]
 
     def kill(self) -> None:
         """`docker kill`: the kernel ends every process of the container, stopped and frozen ones too. A tree
