@@ -187,3 +187,36 @@ def test_r23c_3_control_honest_keys_pass_untouched(tmp_path):
     for chunk in (b"\x10\x10\x1b[A", b"git log\r", b"\x11\x13\x11", "é\r".encode()):
         keys, term._delivered = term._undetached(chunk)
         assert keys == chunk
+
+
+def test_r23c_2_control_over_https_the_terminal_takes_the_prefixed_cookie(tmp_path):
+    """The websocket reads the same name as the pages (its scheme behind the proxy is wss): the candidate's own
+    `__Host-` cookie reaches the session (4000: no terminal yet), the unprefixed name does not (4403)."""
+    import socket
+
+    server = empty_server(tmp_path)
+    (tmp_path / "s").mkdir()
+    server.begin = functools.partial(_begun, tmp_path / "s", server, "s")  # type: ignore[method-assign]
+
+    def close_code(port: int, cookie: str) -> int:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                          f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                          f"Sec-WebSocket-Version: 13\r\nX-Forwarded-Proto: https\r\nCookie: {cookie}\r\n\r\n").encode())
+            data = b""
+            while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < 4:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, frame = data.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 101"):
+                return 4403  # refused before the handshake
+            assert frame[0] == 0x88, frame
+            return int.from_bytes(frame[2:4], "big")
+
+    with Running(server) as srv:
+        name, _, rest = _start(srv.port, "https").partition("=")
+        key = rest.split(";")[0]
+        assert close_code(srv.port, f"{name}={key}") == 4000
+        assert close_code(srv.port, f"{cookie_name(srv.port)}={key}") == 4403
