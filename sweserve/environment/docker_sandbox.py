@@ -140,6 +140,7 @@ def docker_errors(what: str):
 # in a row are none an honest terminal sends, and the browser relay never delivers their last (`recorder`)
 DETACH_KEYS = "ctrl-],ctrl-^,ctrl-_,ctrl-@"
 
+
 class OutputTail:
     """The last `limit` bytes of a stream, and how many bytes went by: output floods cost no memory."""
 
