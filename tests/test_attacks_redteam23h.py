@@ -1,0 +1,103 @@
+"""Red team 23h: the review record and the review page, after round 23f.
+
+- R23h-1 (a page that shows other words than the candidate read): the review page rendered the statement without
+  spelling bidi controls and invisible characters, as every other text on the page and the markdown review do
+  (R15b-2): "\u202e" reordered the reviewer's view of the statement, a zero-width space hid where a name breaks.
+- R23h-2 (text hidden from the reviewer): the review page deleted every `<!-- ... -->` of a statement, to drop
+  sweserve's own interface markers; a comment the candidate read in instruction.md (a hint, the fix's name) was
+  not on the page the hiring team judged the candidate by.
+- R23h-3 (one person, two votes): `Review.who` folded case and spaces but kept zero-width and other format
+  characters, so "Alice" and "Al\u200bice" (a name pasted from a chat) were two reviewers outvoting a BAD.
+- R23h-4 (a lost verdict): recording a second results file replaced a reviewer's verdict whatever its date, so a
+  stale file recorded late (their GOOD of January 1st) undid the BAD they wrote on January 2nd, though within one
+  file the later date wins (R23f-3).
+- R23h-5 (a crash): a results file that is not UTF-8 raised UnicodeDecodeError, a traceback from
+  `tasks review record`, not the clear error a bad line gets.
+"""
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from sweserve.dataset import screening
+from sweserve.dataset.interface import CLOSE_MARK, OPEN_MARK
+from sweserve.dataset.taskstore import load_task
+from sweserve.errors import SweserveError
+from sweserve.models import AgentRun, Review, RunResult, TaskBundle, TestResults
+from sweserve.reporting.review import review_html
+from tests.test_attacks_redteam23f import BAD, GOOD, _lines, _store
+from tests.test_readiness import task
+
+
+def _page(instruction: str) -> str:
+    t = task(1)
+    bundle = TaskBundle(task=t, instruction=instruction, oracle_patch="diff --git a/p.py b/p.py\n+FIX\n",
+                        tests_patch="diff --git a/t.py b/t.py\n+x\n")
+    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    result = RunResult(run_id="r1", task_id=t.task_id, family=t.family, agent="human-jane", status="failed",
+                       model_patch="", tests=TestResults(fail_to_pass={x: "failed" for x in t.FAIL_TO_PASS}),
+                       agent_run=AgentRun(agent="human-jane", candidate="jane", wall_s=60.0),
+                       started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
+    page = review_html(bundle, result)
+    return page[page.index('id="instruction"'):page.index("<h2>Hidden tests")]
+
+
+def test_r23h_1_the_statement_on_the_review_page_spells_invisible_characters():
+    shown = _page("# Fix pages\n\nCall `free_\u200bpages` when \u202eoverflow\u202c happens.\n")
+    assert "\u202e" not in shown and "\u200b" not in shown
+    assert "&lt;U+202E&gt;" in shown and "&lt;U+200B&gt;" in shown
+    assert "free_" in shown and "overflow" in shown
+
+
+def test_r23h_2_a_comment_in_the_statement_is_on_the_review_page():
+    shown = _page("# Fix pages\n\n<!-- hint: name it reclaim_pages -->\nFree pages on overflow.\n")
+    assert "reclaim_pages" in shown  # the candidate read it: so does the reviewer
+
+
+def test_r23h_2_control_sweserve_markers_are_not_shown():
+    shown = _page(f"# Fix pages\n\nFree pages.\n\n{OPEN_MARK}\n## New interfaces\n\n- `reclaim()`\n{CLOSE_MARK}\n")
+    assert "sweserve:interface" not in shown and "New interfaces" in shown and "reclaim()" in shown
+
+
+@pytest.mark.parametrize("spelt", ["Al\u200bice", "Alice\u2060", "\ufeffAlice", "Ali\u00adce", "A\u200dlice"])
+def test_r23h_3_one_reviewer_spelt_with_invisible_characters_is_one_vote(tmp_path, spelt):
+    assert Review(task="o__r-1", reviewer=spelt, **GOOD).who == "alice"
+    tasks = _store(tmp_path)
+    rows = _lines(tmp_path / "r.jsonl", {"task": "o__r-1", "reviewer": "Bob", **BAD},
+                  {"task": "o__r-1", "reviewer": "Alice", **GOOD},
+                  {"task": "o__r-1", "reviewer": spelt, **GOOD})
+    assert screening.record(tasks, screening.read_verdicts(rows), write=True)["o__r-1"] == (False, "1 of 2 GOOD")
+
+
+def test_r23h_3_control_a_name_of_only_invisible_characters_is_no_name():
+    with pytest.raises(ValueError):
+        Review(task="o__r-1", reviewer="\u200b\u200d", **GOOD)
+
+
+def test_r23h_4_a_stale_results_file_recorded_late_does_not_undo_a_later_verdict(tmp_path):
+    tasks = _store(tmp_path)
+    new = _lines(tmp_path / "new.jsonl", {"task": "o__r-1", "reviewer": "alice", "at": "2026-01-02T00:00:00Z", **BAD})
+    old = _lines(tmp_path / "old.jsonl", {"task": "o__r-1", "reviewer": "alice", "at": "2026-01-01T00:00:00Z", **GOOD})
+    screening.record(tasks, screening.read_verdicts(new), write=True)
+    out = screening.record(tasks, screening.read_verdicts(old), write=True)
+    assert out["o__r-1"] == (False, "0 of 1 GOOD")
+    (kept,) = load_task(tasks / "o__r-1").reviews
+    assert kept.verdict == "BAD"
+
+
+def test_r23h_4_control_a_later_file_with_a_later_date_replaces(tmp_path):
+    tasks = _store(tmp_path)
+    old = _lines(tmp_path / "old.jsonl", {"task": "o__r-1", "reviewer": "alice", "at": "2026-01-01T00:00:00Z", **BAD})
+    new = _lines(tmp_path / "new.jsonl", {"task": "o__r-1", "reviewer": "Alice", **GOOD})  # stamped now
+    screening.record(tasks, screening.read_verdicts(old), write=True)
+    assert screening.record(tasks, screening.read_verdicts(new), write=True)["o__r-1"] == (True, "1 of 1 GOOD")
+    assert len(load_task(tasks / "o__r-1").reviews) == 1
+
+
+def test_r23h_5_a_results_file_not_utf8_is_a_clear_error(tmp_path):
+    path = tmp_path / "r.jsonl"
+    line = json.dumps({"task": "o__r-1", "reviewer": "b\xe9a", **GOOD}, ensure_ascii=False)
+    path.write_bytes(line.encode("latin-1") + b"\n")
+    with pytest.raises(SweserveError, match="r.jsonl"):
+        screening.read_verdicts(path)
