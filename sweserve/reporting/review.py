@@ -155,11 +155,15 @@ def _diff_html(patch: str) -> str:
 
 
 def _markdown_html(text: str) -> str:
-    """The instruction rendered (CommonMark, raw HTML in it escaped: the statement is data)."""
+    """The instruction rendered (CommonMark, raw HTML in it escaped: the statement is data), as the candidate read
+    it: only sweserve's own interface markers go, any other comment is shown, and invisible characters and bidi
+    controls are spelled as everywhere else on the page (red team 23h, R23h-1, R23h-2)."""
     from markdown_it import MarkdownIt
 
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # sweserve's own markers (the interface section's)
-    return MarkdownIt("commonmark", {"html": False}).render(text)
+    from sweserve.dataset.interface import CLOSE_MARK, OPEN_MARK
+
+    text = text.replace(OPEN_MARK, "").replace(CLOSE_MARK, "")
+    return MarkdownIt("commonmark", {"html": False}).render(visible_controls(text))
 
 
 def read_steps(result: RunResult) -> list[TrajectoryStep]:
