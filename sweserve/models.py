@@ -280,8 +280,11 @@ class Review(Strict):
 
     @property
     def who(self) -> str:
-        """The reviewer as one person: "Alice", "alice " and "ALICE" are one vote, not three (R23f-2)."""
-        return " ".join(unicodedata.normalize("NFKC", self.reviewer).casefold().split())
+        """The reviewer as one person: "Alice", "alice " and "ALICE" are one vote, not three (R23f-2); so is
+        "Al\u200bice": a character nobody sees (format and control characters, category C) is no part of a name
+        (R23h-3)."""
+        name = unicodedata.normalize("NFKC", self.reviewer).casefold()
+        return " ".join("".join(c for c in name if c.isspace() or unicodedata.category(c)[0] != "C").split())
 
     @model_validator(mode="after")
     def _consistent(self) -> "Review":
