@@ -99,7 +99,7 @@ def read_verdicts(path: Path) -> list[Review]:
 
 def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tuple[bool, str]]:
     """Each reviewed task -> (ready now, its review verdict's line); with write, the reviews (a reviewer's
-    later verdict replacing their earlier one) and the readiness they give are saved in task.json."""
+    later-dated verdict replacing their earlier one) and the readiness they give are saved in task.json."""
     by_task: dict[str, list[Review]] = {}
     for r in reviews:
         by_task.setdefault(r.task, []).append(r)
@@ -116,8 +116,10 @@ def record(tasks_dir: Path, reviews: list[Review], write: bool) -> dict[str, tup
         task = bundle.task
         if task.task_id != task_id:
             raise SweserveError(f"{tasks_dir / task_id}: holds task {task.task_id}, not {task_id}")
-        latest = {r.who: r for r in sorted(mine, key=lambda r: r.at)}  # one vote a reviewer, their latest
-        task.reviews = [r for r in task.reviews if r.who not in latest] + list(latest.values())
+        # one vote a reviewer, their latest by date, whichever file brought it: a stale file recorded late undid a
+        # later verdict (R23h-4); on a tie the file being recorded wins
+        latest = {r.who: r for r in sorted(task.reviews + mine, key=lambda r: r.at)}
+        task.reviews = list(latest.values())
         if task.validation is not None:
             task.readiness = assess(task, bundle.instruction)
         votes = {r.who: r for r in sorted(task.reviews, key=lambda r: r.at) if r.task == task_id}  # as readiness
