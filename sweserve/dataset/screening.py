@@ -82,8 +82,12 @@ def read_verdicts(path: Path) -> list[Review]:
     clear error naming the file and the line."""
     if not path.is_file():
         raise SweserveError(f"{path}: no such results file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # a traceback from `tasks review record` (R23h-5)
+        raise SweserveError(f"{path}: cannot read the results file as UTF-8 text: {exc}") from None
     reviews = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
