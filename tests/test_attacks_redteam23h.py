@@ -13,6 +13,13 @@
   file the later date wins (R23f-3).
 - R23h-5 (a crash): a results file that is not UTF-8 raised UnicodeDecodeError, a traceback from
   `tasks review record`, not the clear error a bad line gets.
+- R23h-6 (commands run one by one, recorded as one): a paste's start typed (ESC [200~) and then ^C. The terminal
+  turns ^C into SIGINT whatever the shell reads, and bash drops the paste and its line (measured, bash 5: `echo
+  RAN` typed after it ran at its own Enter); the record, waiting for the paste's end that never came, made every
+  later command one entry, started at the paste.
+- R23h-7 (a command off the list): an entry past 64 Ki characters kept its first 64 Ki and dropped the rest, so
+  70 000 characters typed, ^C (bash drops them) and `cat answer-key.txt` Enter listed only the x's: the command
+  that ran was "not shown here".
 """
 
 import json
@@ -101,3 +108,28 @@ def test_r23h_5_a_results_file_not_utf8_is_a_clear_error(tmp_path):
     path.write_bytes(line.encode("latin-1") + b"\n")
     with pytest.raises(SweserveError, match="r.jsonl"):
         screening.read_verdicts(path)
+
+
+def test_r23h_6_a_paste_cancelled_by_ctrl_c_does_not_swallow_the_commands_after_it():
+    from sweserve.agents.terminal import typed_lines
+
+    events = [(1.0, "i", "\x1b[200~echo PASTED\n"), (2.0, "i", "\x03"), (60.0, "i", "cat answer-key.txt\r"),
+              (61.0, "i", "ls\r"), (62.0, "i", "pwd\r")]
+    typed = typed_lines(events)
+    assert typed[0][1].endswith("⟨^C⟩cat answer-key.txt")  # the ^C's line, as any (R14d-3: not guessed away)
+    assert typed[1:] == [(61.0, "ls"), (62.0, "pwd")], typed
+
+
+def test_r23h_6_control_a_paste_is_still_one_entry_run_at_the_enter_after_it():
+    from sweserve.agents.terminal import typed_lines
+
+    typed = typed_lines([(1.0, "i", "\x1b[200~cd /tmp\nls\n\x1b[201~"), (2.0, "i", "\r"), (3.0, "i", "pwd\r")])
+    assert typed == [(1.0, "cd /tmp↵ls↵"), (3.0, "pwd")]
+
+
+def test_r23h_7_the_end_of_a_long_entry_is_shown():
+    from sweserve.agents.terminal import typed_lines
+
+    (entry,) = typed_lines([(1.0, "i", "x" * 70_000), (2.0, "i", "\x03"), (60.0, "i", "cat answer-key.txt\r")])
+    assert entry[1].endswith("⟨^C⟩cat answer-key.txt"), entry[1][-80:]
+    assert "not shown here" in entry[1] and len(entry[1]) < 70_000
