@@ -47,6 +47,11 @@ KEY_NAMES.update({"[3~": "del", "[1~": "home", "[4~": "end", "[5~": "page up", "
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste (bracketed paste mode)
 LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys past it on one line may be dropped
 LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste flood); the cast keeps them all
+# of which the entry's end: what a flood's ^C left to run is there (red team 23h, R23h-7)
+LINE_TAIL_SHOWN = LINE_SHOWN_MAX // 4
+# the keys a terminal turns into a signal (ISIG: ^C, ^\, ^Z) whatever the program reads: a shell's readline drops a
+# paste it was reading, so a paste's start with no end before one is a paste no longer (R23h-6)
+SIGNAL_KEYS = "\x03\x1c\x1a"
 # the record's own tokens in an entry (keys, markers, a paste's newline, Tab): nothing typed can make one, since
 # `_shown` spells every character outside printable ASCII; a capturing group, so `TOKEN.split` keeps them
 TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")
@@ -71,7 +76,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     ^C ended the line: each was a guess, and each guess let a command run that the list did not show (red teams
     12a, 14b, 14c: ^A then ^U, a bracketed paste's erasers, the kill ring, the kernel's own ^W, an unbound escape
     prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
-    shell runs it at the Enter after it. Escape sequences and paste markers may be split across events. A line
+    shell runs it at the Enter after it, and a key the terminal turns into a signal (^C) ends it, as the shell
+    drops a paste it was reading (red team 23h, R23h-6). An entry over `LINE_SHOWN_MAX` characters keeps its
+    start and its end, and counts its middle (R23h-7). Escape sequences and paste markers may be split across events. A line
     past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it. Past `limit` entries, the
     ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
     made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c,
@@ -99,13 +106,17 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     paste = over = False
     start: float | None = None
     size = shown = 0  # bytes typed since the last Enter; characters of them in the entry
+    line_tail: deque[str] = deque()  # an entry's last tokens, past its first LINE_SHOWN_MAX - LINE_TAIL_SHOWN
+    tail_shown = unshown = 0  # characters in line_tail; characters between the entry's head and line_tail
 
     def end(at: float) -> None:
-        nonlocal line, over, start, size, shown, unlisted, unlisted_at
-        if shown > LINE_SHOWN_MAX:
-            line.append(f"⟨{shown - LINE_SHOWN_MAX} more characters typed, not shown here; the cast has them⟩")
-        entry = (start if start is not None else at, "".join(line))
+        nonlocal line, over, start, size, shown, unlisted, unlisted_at, tail_shown, unshown
+        if unshown:
+            line.append(f"⟨{unshown} more characters typed, not shown here; the cast has them⟩")
+        entry = (start if start is not None else at, "".join(line + list(line_tail)))
         line, over, start, size, shown = [], False, None, 0, 0
+        line_tail.clear()
+        tail_shown = unshown = 0
         if limit is None or len(out) < head_max:
             out.append(entry)
             return
@@ -125,13 +136,20 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
         tail.clear()
 
     def add(token: str, at: float) -> None:
-        nonlocal over, start, shown
+        nonlocal over, start, shown, tail_shown, unshown
         start = at if start is None else start
         shown += len(token)
-        if shown <= LINE_SHOWN_MAX:
+        if shown <= LINE_SHOWN_MAX - LINE_TAIL_SHOWN:
             line.append(token)
+        else:  # the entry's end kept, its middle counted (R23h-7)
+            line_tail.append(token)
+            tail_shown += len(token)
+            while tail_shown > LINE_TAIL_SHOWN:
+                dropped = len(line_tail.popleft())
+                tail_shown -= dropped
+                unshown += dropped
         if size > LINE_MAX and not over:
-            line.append(f"⟨over {LINE_MAX} bytes on one line: the terminal may have dropped keys⟩")
+            line.append(f"⟨over {LINE_MAX} bytes on one line: the terminal may have dropped keys⟩")  # in the head
             over = True
 
     while (item := ahead.popleft() if ahead else next(keys, None)) is not None:
@@ -157,6 +175,8 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
                 ahead.popleft()
             size += len(name or "")
             continue
+        if paste and ch in SIGNAL_KEYS:
+            paste = False
         if ch in "\r\n" and not paste:
             if line or start is not None:
                 end(t)
