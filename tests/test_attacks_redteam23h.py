@@ -125,6 +125,9 @@ def test_r23h_6_control_a_paste_is_still_one_entry_run_at_the_enter_after_it():
 
     typed = typed_lines([(1.0, "i", "\x1b[200~cd /tmp\nls\n\x1b[201~"), (2.0, "i", "\r"), (3.0, "i", "pwd\r")])
     assert typed == [(1.0, "cd /tmp↵ls↵"), (3.0, "pwd")]
+    # ^Z and ^\\ are signals an interactive bash ignores: its paste goes on past them (measured), so does the record's
+    typed = typed_lines([(1.0, "i", "\x1b[200~cd /tmp\n\x1a\x1cls\n"), (2.0, "i", "\x1b[201~\r"), (3.0, "i", "pwd\r")])
+    assert typed == [(1.0, "cd /tmp↵⟨^Z⟩⟨^\\⟩ls↵"), (3.0, "pwd")]
 
 
 def test_r23h_7_the_end_of_a_long_entry_is_shown():

@@ -49,9 +49,10 @@ LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys pas
 LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste flood); the cast keeps them all
 # of which the entry's end: what a flood's ^C left to run is there (red team 23h, R23h-7)
 LINE_TAIL_SHOWN = LINE_SHOWN_MAX // 4
-# the keys a terminal turns into a signal (ISIG: ^C, ^\, ^Z) whatever the program reads: a shell's readline drops a
-# paste it was reading, so a paste's start with no end before one is a paste no longer (R23h-6)
-SIGNAL_KEYS = "\x03\x1c\x1a"
+# ^C: the terminal makes it SIGINT whatever the program reads, and a shell's readline drops a paste it was reading
+# at it, so a paste's start with no end before a ^C is a paste no longer (R23h-6). ^Z and ^\ are signals too, but
+# an interactive shell ignores them and reads on (measured, bash 5): a paste goes on past them
+PASTE_CANCEL = "\x03"
 # the record's own tokens in an entry (keys, markers, a paste's newline, Tab): nothing typed can make one, since
 # `_shown` spells every character outside printable ASCII; a capturing group, so `TOKEN.split` keeps them
 TOKEN = re.compile(r"(⟨[^⟩]*⟩|↵|⇥)")
@@ -76,9 +77,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     ^C ended the line: each was a guess, and each guess let a command run that the list did not show (red teams
     12a, 14b, 14c: ^A then ^U, a bracketed paste's erasers, the kill ring, the kernel's own ^W, an unbound escape
     prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
-    shell runs it at the Enter after it, and a key the terminal turns into a signal (^C) ends it, as the shell
-    drops a paste it was reading (red team 23h, R23h-6). An entry over `LINE_SHOWN_MAX` characters keeps its
-    start and its end, and counts its middle (R23h-7). Escape sequences and paste markers may be split across events. A line
+    shell runs it at the Enter after it, and a ^C ends it, as the shell drops a paste it was reading at SIGINT
+    (red team 23h, R23h-6). An entry over `LINE_SHOWN_MAX` characters keeps its start and its end, and counts
+    its middle (R23h-7). Escape sequences and paste markers may be split across events. A line
     past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it. Past `limit` entries, the
     ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
     made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c,
@@ -175,7 +176,7 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
                 ahead.popleft()
             size += len(name or "")
             continue
-        if paste and ch in SIGNAL_KEYS:
+        if paste and ch == PASTE_CANCEL:
             paste = False
         if ch in "\r\n" and not paste:
             if line or start is not None:
