@@ -20,6 +20,10 @@
 - R23h-7 (a command off the list): an entry past 64 Ki characters kept its first 64 Ki and dropped the rest, so
   70 000 characters typed, ^C (bash drops them) and `cat answer-key.txt` Enter listed only the x's: the command
   that ran was "not shown here".
+- R23h-8 (a crash of the report): the shell history the candidate writes may stamp a command "#99999999999999"
+  (18 digits pass `parse_history`); with the history flagged (shrink it: `transcript_tampered`), the review page
+  and `sweserve review` turned the stamp into a date, year 3170843: ValueError, and the board, which writes every
+  reviewer page, failed for every candidate on it.
 """
 
 import json
@@ -136,3 +140,22 @@ def test_r23h_7_the_end_of_a_long_entry_is_shown():
     (entry,) = typed_lines([(1.0, "i", "x" * 70_000), (2.0, "i", "\x03"), (60.0, "i", "cat answer-key.txt\r")])
     assert entry[1].endswith("⟨^C⟩cat answer-key.txt"), entry[1][-80:]
     assert "not shown here" in entry[1] and len(entry[1]) < 70_000
+
+
+@pytest.mark.parametrize("stamp", ["99999999999999", "999999999999999999"])
+def test_r23h_8_a_history_stamp_that_is_no_date_does_not_crash_the_review(stamp):
+    from sweserve.agents.human import parse_history
+    from sweserve.reporting.review import review_markdown
+
+    history = parse_history(f"#{stamp}\ncat answer-key.txt\n#1700000000\nls\n")
+    t = task(1)
+    bundle = TaskBundle(task=t, instruction="# Fix pages\n", oracle_patch="diff --git a/p.py b/p.py\n+FIX\n",
+                        tests_patch="diff --git a/t.py b/t.py\n+x\n")
+    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    run = AgentRun(agent="human-jane", candidate="jane", wall_s=60.0, flags=["transcript_tampered"],
+                   transcript="\n".join(f"{s}\t{c}" for s, c in history), untyped_history=["cat answer-key.txt"])
+    result = RunResult(run_id="r1", task_id=t.task_id, family=t.family, agent="human-jane", status="failed",
+                       model_patch="", tests=TestResults(fail_to_pass={x: "failed" for x in t.FAIL_TO_PASS}),
+                       agent_run=run, started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
+    for page in (review_html(bundle, result), review_markdown(bundle, result)):
+        assert "cat answer-key.txt" in page and "22:13:20  ls" in page
