@@ -85,6 +85,17 @@ def review_markdown(bundle: TaskBundle, result: RunResult) -> str:
 HISTORY_FLAGS = ("transcript_tampered", "history_disagrees")
 
 
+def _clock(stamp: str) -> str:
+    """A history line's stamp as a time of day; a stamp that is no time (the candidate writes the history: year
+    3170843 raised ValueError, 18 digits OSError, and no page was written: red team 23h, R23h-8) as it is."""
+    if not (stamp.isascii() and stamp.isdigit()):
+        return ""
+    try:
+        return datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return f"#{stamp}"
+
+
 def _history(run: AgentRun) -> tuple[list[str], str]:
     """(the flags that say the in-sandbox shell history disagrees with the host's record, the history's lines
     with the time and a ! on each line nobody typed); no flag: none shown."""
@@ -95,7 +106,7 @@ def _history(run: AgentRun) -> tuple[list[str], str]:
     rows = []
     for line in run.transcript.splitlines():
         stamp, _, cmd = line.partition("\t")
-        when = datetime.fromtimestamp(int(stamp), timezone.utc).strftime("%H:%M:%S") if stamp.isdigit() else ""
+        when = _clock(stamp)
         rows.append(f"{'!' if cmd in untyped else ' '} {when}  {cmd}")
     return flagged, "\n".join(rows)
 
