@@ -24,6 +24,10 @@
   (18 digits pass `parse_history`); with the history flagged (shrink it: `transcript_tampered`), the review page
   and `sweserve review` turned the stamp into a date, year 3170843: ValueError, and the board, which writes every
   reviewer page, failed for every candidate on it.
+- R23h-9 (open, xfail): a paste's start typed to a program that is not reading a line with readline (`cat
+  >/dev/null`, Enter, ESC [200~, ^D ^D): cat takes the marker and exits, and bash runs each later command at its
+  own Enter (measured, bash 5); the record, waiting for a paste end, lists every later command as one entry from
+  the marker's time, and with a flood before and after them, in its unshown middle (R23h-7 keeps start and end).
 """
 
 import json
@@ -159,3 +163,13 @@ def test_r23h_8_a_history_stamp_that_is_no_date_does_not_crash_the_review(stamp)
                        agent_run=run, started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
     for page in (review_html(bundle, result), review_markdown(bundle, result)):
         assert "cat answer-key.txt" in page and "22:13:20  ls" in page
+
+
+@pytest.mark.xfail(strict=True, reason="R23h-9: the record cannot tell a paste the shell reads from one a program ate")
+def test_r23h_9_a_paste_start_a_program_ate_does_not_join_the_commands_after_it():
+    from sweserve.agents.terminal import typed_lines
+
+    events = [(1.0, "i", "cat >/dev/null\r"), (2.0, "i", "\x1b[200~"), (3.0, "i", "\x04\x04"),
+              (60.0, "i", "cat answer-key.txt\r"), (61.0, "i", "ls\r")]
+    typed = typed_lines(events)
+    assert (61.0, "ls") in typed, typed
