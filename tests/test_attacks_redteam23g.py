@@ -1,0 +1,83 @@
+"""Red team 23g: the meter's floor of an answer whose usage is unread, and a usage stating less than its chunks
+(`images/proxy/egress_addon.py`: `stream_output`, `_chunk_output`, `answer_usage`).
+
+- R23g-1: the floor of an unread answer looked for output only in a choice (`choices`), a Gemini candidate and an
+  event's `delta` (R23a-3). An Anthropic message's `content` blocks, a Responses API answer's `output` items and
+  SGLang `/generate`'s `text` sit at the answer's top level: such an answer without its usage (a gateway that leaves
+  it out, SGLang without `meta_info` counts) added 0 tokens, one JSON or a stream of them.
+- R23g-2: a stream's stated usage was taken as it came even when it states fewer completion tokens than the stream
+  has chunks of output (a usage of one member of several, a usage stated early and never updated): five chunks of
+  output metered as one token. Each chunk of output is a token at least, read usage or not.
+All run on the host against the addon's hooks: no Docker.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+
+
+def events(*chunks) -> bytes:
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+
+
+# --- R23g-1 --------------------------------------------------------------------------------------------------------
+
+ANTHROPIC = {"id": "m", "type": "message", "role": "assistant", "model": "default",
+             "content": [{"type": "text", "text": "the fix"}, {"type": "tool_use", "id": "t", "name": "bash",
+                                                                "input": {"command": "ls"}}]}
+RESPONSES = {"id": "r", "object": "response", "status": "completed",
+             "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                              "text": "the fix"}]}]}
+GENERATE = {"text": "the fix", "meta_info": {"id": "g", "finish_reason": {"type": "stop"}}}
+
+
+@pytest.mark.parametrize("answer_body", [ANTHROPIC, RESPONSES, GENERATE, [GENERATE, GENERATE]],
+                         ids=["anthropic-content", "responses-output", "generate-text", "generate-batch"])
+def test_r23g_1_an_unread_answer_of_top_level_output_counts_it(answer_body):
+    """Won: an answer of output whose usage is unread added 0 tokens."""
+    assert addon.stream_output(json.dumps(answer_body).encode(), "application/json") >= 1
+
+
+def test_r23g_1_an_unread_generate_stream_counts_its_chunks():
+    """Won: SGLang's /generate stream without counts, three chunks of output, 0 tokens."""
+    stream = events(*({"text": "the fix"[:i], "meta_info": {"id": "g"}} for i in (1, 2, 3)))
+    assert addon.stream_output(stream, "text/event-stream") >= 3
+
+
+def test_r23g_1_an_unread_anthropic_answer_is_metered_as_output(tmp_path):
+    body = {"model": "default", "max_tokens": 64, "messages": [{"role": "user", "content": "fix it"}]}
+    m = meter(tmp_path, [call("/v1/messages", body, json.dumps(ANTHROPIC).encode())])
+    assert m.unread == 1 and m.completion_tokens >= 1, m
+
+
+@pytest.mark.parametrize("answer_body", [
+    {"id": "m", "type": "message", "role": "assistant", "content": []},
+    {"id": "r", "object": "response", "output": []},
+    {"text": "", "meta_info": {}},
+    {"object": "list", "data": [{"id": "default", "object": "model"}]},
+], ids=["anthropic-empty", "responses-empty", "generate-empty", "listing"])
+def test_r23g_1_control_an_answer_of_no_output_counts_nothing(answer_body):
+    assert addon.stream_output(json.dumps(answer_body).encode(), "application/json") == 0
+
+
+# --- R23g-2 --------------------------------------------------------------------------------------------------------
+
+def chat_chunk(text: str, index: int = 0) -> dict:
+    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": index, "delta": {"content": text}}]}
+
+
+def test_r23g_2_a_stream_stating_fewer_tokens_than_its_chunks_counts_its_chunks():
+    """Won: five chunks of output, a usage stating 1 completion token, metered as 1."""
+    stream = events(*(chat_chunk("x") for _ in range(5)),
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    usage = addon.answer_usage(stream, "text/event-stream")
+    assert usage is not None and usage[0] == 3 and usage[1] >= 5, usage
+
+
+def test_r23g_2_control_a_stream_stating_more_tokens_keeps_its_count():
+    stream = events(*(chat_chunk("x") for _ in range(3)),
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 40}})
+    assert addon.answer_usage(stream, "text/event-stream") == (3, 40)
