@@ -81,3 +81,13 @@ def test_r23g_2_control_a_stream_stating_more_tokens_keeps_its_count():
     stream = events(*(chat_chunk("x") for _ in range(3)),
                     {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 40}})
     assert addon.answer_usage(stream, "text/event-stream") == (3, 40)
+
+
+def test_r23g_2_control_a_responses_stream_is_metered_at_its_usage():
+    """A Responses API stream: a delta a token, then a `.done` event restating the part's whole text: its usage."""
+    stream = events(*({"type": "response.output_text.delta", "delta": "x"} for _ in range(3)),
+                    {"type": "response.output_text.done", "text": "xxx"},
+                    {"type": "response.completed", "response": {"id": "r", "output": [
+                        {"type": "message", "content": [{"type": "output_text", "text": "xxx"}]}],
+                        "usage": {"input_tokens": 5, "output_tokens": 3}}})
+    assert addon.answer_usage(stream, "text/event-stream") == (5, 3)

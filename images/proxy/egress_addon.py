@@ -1142,9 +1142,18 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
             # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
             # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
             found: dict = {}
+            # and each chunk of output is a completion token at least, as the over-size path reads (`oversize_usage`):
+            # a usage stating fewer (one member's, one stated early and never updated) was taken as it came, five
+            # chunks of output metered as one token (red team 23g, R23g-2). Only the streamed pieces count here
+            # (`whole=False`): a Responses API `.done` event restates a part's whole `text`
+            chunks = 0
             for event in stream_events(content):
                 _add_usage(found, event)
-            return _stream_total(found) if found else None
+                chunks += _chunk_output(event, whole=False)
+            if not found:
+                return None
+            read = _stream_total(found)
+            return read[0], min(max(read[1], chunks), MAX_TOKENS)
         return usage_in(json.loads(content))
     except (ValueError, RecursionError):
         return None
@@ -1154,7 +1163,7 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
 # call's name and arguments), a completion's `text`, a Responses API event's `delta`, an Anthropic delta's text,
 # thinking or tool input
 OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "refusal", "text", "thinking", "partial_json",
-               "arguments", "name", "tool_calls", "function", "delta")
+               "arguments", "name", "tool_calls", "function", "delta", "output")
 
 
 def _output(node, depth: int = 0) -> bool:
@@ -1195,8 +1204,9 @@ def stream_output(content: bytes, content_type: str) -> int:
     return min(count, MAX_TOKENS)
 
 
-def _chunk_output(event) -> int:
-    """The tokens of output one streamed event carries at least: one for each choice of it carrying output."""
+def _chunk_output(event, whole: bool = True) -> int:
+    """The tokens of output one streamed event carries at least: one for each choice of it carrying output. `whole`:
+    and output a whole answer carries at its top level (TOP_OUTPUT_KEYS), not only a streamed `delta`."""
     if not isinstance(event, dict):
         return 0
     choices = event.get("choices")
@@ -1212,7 +1222,13 @@ def _chunk_output(event) -> int:
             + sum(isinstance(c, dict) and isinstance(c.get("parts"), list) and any(
                 isinstance(p, dict) and any(v not in (None, False, "", [], {}) for v in p.values())
                 for p in c["parts"]) for c in gemini)
-            + _output({k: v for k, v in event.items() if k == "delta"}))
+            # an answer's own output at its top level: an event's `delta`, Anthropic's `content` blocks, the Responses
+            # API's `output` items, SGLang /generate's `text`; only `delta` was read, and an unread answer of the
+            # others added 0 (red team 23g, R23g-1)
+            + _output({k: v for k, v in event.items() if k in (TOP_OUTPUT_KEYS if whole else ("delta",))}))
+
+
+TOP_OUTPUT_KEYS = ("delta", "content", "output", "text")
 
 
 COUNT_FIELD = re.compile(rb'"(' + b"|".join(f.encode() for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS))
