@@ -8,6 +8,8 @@
 - R23g-2: a stream's stated usage was taken as it came even when it states fewer completion tokens than the stream
   has chunks of output (a usage of one member of several, a usage stated early and never updated): five chunks of
   output metered as one token. Each chunk of output is a token at least, read usage or not.
+- R23g-3: a raw control character inside a JSON string of an open-book body: Python refuses it, open book forwarded
+  the body as it came, and a gateway reading with `strict=False` read `stream: true` with no usage asked.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -17,6 +19,7 @@ import json
 
 import pytest
 from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+from test_attacks_redteam22i import open_book
 
 
 def events(*chunks) -> bytes:
@@ -91,3 +94,36 @@ def test_r23g_2_control_a_responses_stream_is_metered_at_its_usage():
                         {"type": "message", "content": [{"type": "output_text", "text": "xxx"}]}],
                         "usage": {"input_tokens": 5, "output_tokens": 3}}})
     assert addon.answer_usage(stream, "text/event-stream") == (5, 3)
+
+
+# --- R23g-3 --------------------------------------------------------------------------------------------------------
+# A raw control character (a tab, a newline) inside a JSON string. Python's `json.loads` refuses it (strict), and open
+# book forwarded such a body as it came; a gateway that reads bodies with `json.loads(..., strict=False)` (an LLM proxy
+# tolerating an agent's literal newlines) reads `stream: true` there and streams with no usage asked: its prompt
+# floor 0 under any record.
+def lax_strings(raw: bytes):
+    """What a gateway reading with `strict=False` reads: control characters allowed inside strings."""
+    return json.loads(raw.decode("utf-8", "replace"), strict=False)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"model": "default", "messages": [{"role": "user", "content": "fix\tit"}], "stream": true}',
+    b'{"model": "default", "messages": [{"role": "user", "content": "fix\nit\x01"}], "stream": true}',
+    b'{"model": "default", "prompt": "def f():\n    pass", "stream": true}',
+], ids=["tab", "newline", "completions"])
+def test_r23g_3_a_stream_with_a_raw_control_character_asks_for_its_usage(tmp_path, raw):
+    """Won: forwarded as it came; a lax gateway read `stream: true` and streamed without its usage."""
+    path = "/v1/completions" if b'"prompt"' in raw else "/v1/chat/completions"
+    req = open_book(tmp_path, raw, path)
+    assert req is None or lax_strings(req.content).get("stream_options") == {"include_usage": True}, req.content
+
+
+def test_r23g_3_a_rid_with_a_raw_control_character_is_removed(tmp_path):
+    req = open_book(tmp_path, b'{"model": "default", "text": "a\tb", "rid": "0"}', "/generate")
+    assert req is None or "rid" not in lax_strings(req.content), req.content
+
+
+def test_r23g_3_control_a_body_with_escaped_control_characters_goes_as_it_came(tmp_path):
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix\\tit\\n"}], "stream": false}'
+    req = open_book(tmp_path, raw)
+    assert req is not None and req.content == raw
