@@ -127,3 +127,24 @@ def test_r23g_3_control_a_body_with_escaped_control_characters_goes_as_it_came(t
     raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix\\tit\\n"}], "stream": false}'
     req = open_book(tmp_path, raw)
     assert req is not None and req.content == raw
+
+
+# --- R23g-4 --------------------------------------------------------------------------------------------------------
+# `?stream=true` on an open-book call whose body asks no stream. A gateway that reads a stream from the query too (an
+# LLM proxy's "stream=true for compatibility with some clients", one that streams on any `stream` query value) streams
+# the answer; the body named no `stream`, so no usage was asked, the stream is unread and its prompt floor 0. Closed book
+# refuses any query parameter no model client sends (R17a-2); open book checked only Google's `alt` and `fields`.
+
+@pytest.mark.parametrize("query", ["stream=true", "stream=1", "stream=false", "$stream=true", "stream"],
+                         ids=["true", "one", "false-string", "dollar", "bare"])
+def test_r23g_4_an_open_book_stream_query_parameter_is_refused_or_asks_usage(tmp_path, query):
+    """Won: passed with the body as it came, no `stream_options` asked."""
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
+    req = open_book(tmp_path, raw, f"/v1/chat/completions?{query}")
+    assert req is None or json.loads(req.content).get("stream_options") == {"include_usage": True}, req.content
+
+
+@pytest.mark.parametrize("query", ["alt=sse", "api-version=2024-10-21", "key=abc"], ids=["alt", "azure", "key"])
+def test_r23g_4_control_a_client_query_parameter_passes_in_open_book(tmp_path, query):
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
+    assert open_book(tmp_path, raw, f"/v1/chat/completions?{query}") is not None
