@@ -366,12 +366,21 @@ def shaping_query(url: str) -> str:
     """The first query parameter of `url` that asks for an answer shaped other than its API's default, in either mode
     ("" if none), as `name=value`: Google's system parameters `alt` (`$alt`) other than `sse` or `json` (protobuf,
     media) and `fields` (`$fields`), a mask that leaves `usageMetadata` out. Either made an answer the meter could not
-    read, a floor of 0 tokens (red team 22a, R22a-3: open book checked no query parameter)."""
+    read, a floor of 0 tokens (red team 22a, R22a-3: open book checked no query parameter). And `stream` or
+    `stream_options`, which a gateway reads beside the body's (R23g-4)."""
     for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
         key = name.removeprefix("$")
         if key == "fields" or (key == "alt" and not CLIENT_QUERY["alt"].fullmatch(value)):
             return f"{name}={value}"
+        # a stream or its options asked in the query, which a gateway reads beside the body's fields: the body named
+        # no `stream`, so no usage was asked (`ask_usage`), and the stream it got was unread, its prompt floor 0
+        # (red team 23g, R23g-4). No model client sends either: any value, any casing, any subscript of it
+        if _fold(re.split(r"[\[.]", key, maxsplit=1)[0]) in STREAM_QUERY:
+            return f"{name}={value}"
     return ""
+
+
+STREAM_QUERY = {"stream", "streamoptions"}  # folded (`_fold`)
 
 
 # the pagination of a model listing (a GET of .../models): Anthropic's `limit`, `after_id`, `before_id`, Gemini's
