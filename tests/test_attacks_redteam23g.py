@@ -148,3 +148,40 @@ def test_r23g_4_an_open_book_stream_query_parameter_is_refused_or_asks_usage(tmp
 def test_r23g_4_control_a_client_query_parameter_passes_in_open_book(tmp_path, query):
     raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
     assert open_book(tmp_path, raw, f"/v1/chat/completions?{query}") is not None
+
+
+# --- R23g-5 --------------------------------------------------------------------------------------------------------
+# An Accept header asking for an answer in a format the meter cannot read. A server that negotiates its answer's
+# format by Accept (Google's front end answers binary protobuf to `alt=proto`, refused since R21a-3; the header never
+# was checked) answers one with no usage read and no chunk of output: a floor of 0 under any record. The proxy keeps in
+# Accept only what the meter reads, as it does for Accept-Encoding (R22a-2).
+
+def sent_accept(tmp_path, accept: str, closed_book: bool) -> str | None:
+    e = addon.Egress(["http://10.0.0.5:30000"], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call("/v1beta/models/default:generateContent", {"contents": [{"role": "user", "parts": [{"text": "x"}]}]}, b"")
+    f.request.headers["accept"] = accept
+    e.request(f)
+    assert json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])["allowed"]
+    return next((str(v) for k, v in f.request.headers.items() if k.lower() == "accept"), None)
+
+
+def readable(accept: str | None) -> bool:
+    items = [item.split(";")[0].strip().lower() for item in (accept or "").split(",") if item.strip()]
+    return all(item in ("application/json", "text/event-stream", "*/*") for item in items) and \
+        not any("q=0" in item.replace(" ", "") and "q=0." not in item.replace(" ", "") for item in (accept or "").split(","))
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("accept", ["application/x-protobuf", "application/x-protobuf, application/json;q=0.1",
+                                    "application/json;q=0, application/*", "text/event-stream;q=0, application/*"],
+                         ids=["protobuf", "protobuf-first", "json-refused", "stream-refused"])
+def test_r23g_5_an_accept_the_meter_cannot_read_is_constrained(tmp_path, accept, closed_book):
+    """Won: forwarded as it came; the server answered protobuf, the meter's floor 0."""
+    assert readable(sent_accept(tmp_path, accept, closed_book))
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/event-stream", "*/*", "application/json, */*;q=0.5"],
+                         ids=["json", "stream", "any", "json-then-any"])
+def test_r23g_5_control_a_client_accept_goes_as_it_came(tmp_path, accept):
+    assert sent_accept(tmp_path, accept, False) == accept
