@@ -323,6 +323,42 @@ def constrain_encoding(headers) -> list[str]:
     return [f"Accept-Encoding {item}" for item in items if item not in kept]
 
 
+# the answer formats the meter reads (`answer_usage`, `stream_output`): JSON and server-sent events, or the server's
+# own choice (`*/*`, its default: JSON). Any other a server may answer in when asked by Accept (a protobuf) was an
+# answer of no usage and no chunks, a floor of 0 (red team 23g, R23g-5)
+READABLE_MEDIA = {"application/json", "text/event-stream", "*/*"}
+
+
+def _refused_q(item: str) -> bool:
+    """Whether an Accept or Accept-Encoding item states `q=0` (not acceptable)."""
+    for param in item.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return float(value.strip()) == 0
+            except ValueError:
+                return True  # a weight no one reads alike
+    return False
+
+
+def constrain_accept(headers) -> list[str]:
+    """Keep only READABLE_MEDIA, each acceptable (no `q=0`), in a request's Accept (one field; `application/json,
+    text/event-stream` if none is left, since a field refusing both makes the server choose what it may); what was
+    removed. No field at all is the server's default: left as it is."""
+    names = [n for n in list(headers.keys()) if _header_name(n).lower() == "accept"]
+    if not names:
+        return []
+    items = [item.strip() for n in names for item in str(headers[n]).split(",") if item.strip()]
+    kept = [item for item in items if item.split(";")[0].strip().lower() in READABLE_MEDIA and not _refused_q(item)]
+    if kept == items and len(names) == 1:
+        return []
+    for name in names:
+        if name in headers:
+            del headers[name]
+    headers["Accept"] = ", ".join(kept) or "application/json, text/event-stream"
+    return [f"Accept {item}" for item in items if item not in kept]
+
+
 def constrain_transfer(headers) -> list[str]:
     """Keep only `trailers` in a request's TE (removed if none is left): any transfer coding a server answers in
     (`TE: gzip`) mitmproxy forwards still coded, with no Content-Encoding the meter could undo (red team 22e, R22e-3).
@@ -1637,7 +1673,7 @@ class Egress:
             except Unreadable as exc:
                 allowed, note = False, f"open book: a body a server may read and this proxy cannot ({exc})"[:300]
         if allowed:
-            stripped += constrain_encoding(headers) + constrain_transfer(headers)
+            stripped += constrain_encoding(headers) + constrain_transfer(headers) + constrain_accept(headers)
         if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
             for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REMOVED_HEADERS]:
                 if name not in headers:  # a second casing of one mitmproxy already removed
