@@ -185,3 +185,30 @@ def test_r23g_5_an_accept_the_meter_cannot_read_is_constrained(tmp_path, accept,
                          ids=["json", "stream", "any", "json-then-any"])
 def test_r23g_5_control_a_client_accept_goes_as_it_came(tmp_path, accept):
     assert sent_accept(tmp_path, accept, False) == accept
+
+
+# --- R23g-6 --------------------------------------------------------------------------------------------------------
+# `Accept-Encoding: identity;q=0`: every coding the proxy kept refused by its weight. A server may then answer in one
+# the client never named, or `406` the call; the proxy forwarded it as it came, since each item named a coding it reads.
+# An item of weight 0 asks for nothing: it goes, as the unread codings do (R22a-2).
+
+def sent_encoding(tmp_path, value: str, closed_book: bool) -> str | None:
+    e = addon.Egress(["http://10.0.0.5:30000"], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call("/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "hi"}]}, b"")
+    f.request.headers["Accept-Encoding"] = value
+    e.request(f)
+    return next((str(v) for k, v in f.request.headers.items() if k.lower() == "accept-encoding"), None)
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("value", ["identity;q=0", "gzip;q=0, identity;q=0", "br;q=0.0, identity; q=0"],
+                         ids=["identity", "gzip-identity", "spaced"])
+def test_r23g_6_a_coding_refused_by_its_weight_is_not_forwarded(tmp_path, value, closed_book):
+    """Won: forwarded as it came; no readable coding acceptable."""
+    got = sent_encoding(tmp_path, value, closed_book) or ""
+    assert not any(addon._refused_q(item) for item in got.split(",")), got
+
+
+def test_r23g_6_control_weighted_codings_go_as_they_came(tmp_path):
+    assert sent_encoding(tmp_path, "br;q=1.0, gzip;q=0.8, identity;q=0.1", False) == "br;q=1.0, gzip;q=0.8, identity;q=0.1"
