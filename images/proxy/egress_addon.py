@@ -313,7 +313,8 @@ def constrain_encoding(headers) -> list[str]:
     if not names:
         return []
     items = [item.strip() for n in names for item in str(headers[n]).split(",") if item.strip()]
-    kept = [item for item in items if item.split(";")[0].strip().lower() in READABLE_CODINGS]
+    # an item of weight 0 asks for nothing (`identity;q=0` left no readable coding acceptable: red team 23g, R23g-6)
+    kept = [item for item in items if item.split(";")[0].strip().lower() in READABLE_CODINGS and not _refused_q(item)]
     if kept == items and len(names) == 1:
         return []
     for name in names:
