@@ -212,3 +212,30 @@ def test_r23g_6_a_coding_refused_by_its_weight_is_not_forwarded(tmp_path, value,
 
 def test_r23g_6_control_weighted_codings_go_as_they_came(tmp_path):
     assert sent_encoding(tmp_path, "br;q=1.0, gzip;q=0.8, identity;q=0.1", False) == "br;q=1.0, gzip;q=0.8, identity;q=0.1"
+
+
+# --- R23g-7 --------------------------------------------------------------------------------------------------------
+# An integer of more than 4300 digits anywhere in an open-book body (a `seed`, a `logit_bias` weight). Python's
+# `json.loads` raises a plain ValueError past its integer conversion limit, and open book forwarded the body as it came;
+# JSON.parse (a Node gateway: Portkey's) and jiter (pydantic) read it, and read `stream: true` with no usage asked.
+BIG = b"1" * 5000
+
+
+def as_js(raw: bytes):
+    """What JSON.parse reads: a number past a double's range is a float (Infinity), never an error."""
+    return json.loads(raw, parse_int=float)
+
+
+@pytest.mark.parametrize("field", [b'"seed": ' + BIG, b'"logit_bias": {"50256": ' + BIG + b"}",
+                                   b'"metadata": {"n": -' + BIG + b"}"], ids=["seed", "logit-bias", "negative"])
+def test_r23g_7_a_stream_with_a_huge_integer_asks_for_its_usage(tmp_path, field):
+    """Won: forwarded as it came; a Node gateway read `stream: true` and streamed without its usage."""
+    raw = b'{"model": "default", "messages": [], "stream": true, ' + field + b"}"
+    req = open_book(tmp_path, raw)
+    assert req is None or as_js(req.content).get("stream_options") == {"include_usage": True}, req.content[:200]
+
+
+def test_r23g_7_control_a_large_integer_python_reads_goes_as_it_came(tmp_path):
+    raw = b'{"model": "default", "messages": [], "seed": ' + b"9" * 400 + b"}"
+    req = open_book(tmp_path, raw)
+    assert req is not None and req.content == raw
