@@ -1407,8 +1407,8 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
       read (R22i-1);
     - a body nested past Python's recursion limit (Go's encoding/json reads 10000 levels) is `Unreadable` (R22i-2);
     - a JSON body labelled other than JSON (a form) is forwarded as read, labelled `application/json` (R22i-6);
-    - a repeated key (R23a-1), data after the JSON value (R23a-4) or a raw control character in a string (R23g-3):
-      forwarded as read."""
+    - a repeated key (R23a-1), data after the JSON value (R23a-4), a raw control character in a string (R23g-3) or an
+      integer past Python's conversion limit (R23g-7): forwarded as read."""
     # every charset parameter: a parser keeping the last of a repeated one (Express's) reads another than the first
     # (R22i-5); two that are not UTF-8 name no one reading
     names = {value.strip().strip('"').lower() for param in content_type.split(";")[1:]
@@ -1431,17 +1431,26 @@ def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
             repeated.append(True)
         return read
 
+    def number(digits: str) -> int | float:
+        """An integer; one past Python's conversion limit (4300 digits: a plain ValueError, and the body went on as it
+        came) is read as JSON.parse reads it, a float (infinite), and the body forwarded as read (red team 23g,
+        R23g-7)."""
+        if len(digits) > 4000:
+            repeated.append(True)
+            return float(digits)
+        return int(digits)
+
     def loads(text: str | bytes):
         """The body's JSON value, as the laxest reader reads it and forwarded as read: data after it (Python's "Extra
         data") is left out, as Go's json.Decoder (gin's ShouldBindJSON: Ollama) reads a body (R23a-4), and a raw
         control character inside a string (a tab, a newline) is read, as a gateway reading with `strict=False` does;
         Python refused it and open book forwarded the body as it came (red team 23g, R23g-3)."""
         try:
-            return json.loads(text, object_pairs_hook=pairs)
+            return json.loads(text, object_pairs_hook=pairs, parse_int=number)
         except json.JSONDecodeError as exc:
             repeated.append(True)
             doc = exc.doc
-            lax = json.JSONDecoder(object_pairs_hook=pairs, strict=False)
+            lax = json.JSONDecoder(object_pairs_hook=pairs, strict=False, parse_int=number)
             return lax.raw_decode(doc, len(doc) - len(doc.lstrip(" \t\n\r")))[0]
 
     try:
