@@ -239,3 +239,12 @@ def test_r23g_7_control_a_large_integer_python_reads_goes_as_it_came(tmp_path):
     raw = b'{"model": "default", "messages": [], "seed": ' + b"9" * 400 + b"}"
     req = open_book(tmp_path, raw)
     assert req is not None and req.content == raw
+
+
+def test_r23g_2_control_an_over_size_responses_stream_is_metered_at_its_usage(monkeypatch):
+    """Over the cap too: a `.done` event's restated text never lifts a stream's stated usage."""
+    monkeypatch.setattr(addon, "METER_MAX_BYTES", 120)  # each event parsed, the stream over
+    stream = events(*({"type": "response.output_text.delta", "delta": "x"} for _ in range(3)),
+                    {"type": "response.output_text.done", "text": "xxx"},
+                    {"type": "response.completed", "response": {"usage": {"input_tokens": 5, "output_tokens": 3}}})
+    assert addon.oversize_usage(stream, "text/event-stream") == (5, 3)

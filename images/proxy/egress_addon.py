@@ -1306,7 +1306,7 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     if "event-stream" not in content_type.lower():
         return oversize_floor(content)
     found: dict = {}
-    raw, chunks = (0, 0), 0
+    raw, chunks, pieces = (0, 0), 0, 0
     try:
         for event in stream_events(content):
             if isinstance(event, bytes):
@@ -1315,10 +1315,12 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
             else:
                 _add_usage(found, event)
                 chunks += _chunk_output(event)
+                pieces += _chunk_output(event, whole=False)
     except RecursionError:
         pass
     read = _stream_total(found)
-    return max(read[0], raw[0]), min(max(read[1], raw[1], chunks), MAX_TOKENS)
+    # a stream stating its usage is held to its streamed pieces only, as under the cap (`answer_usage`, R23g-2)
+    return max(read[0], raw[0]), min(max(read[1], raw[1], pieces if found else chunks), MAX_TOKENS)
 
 
 # OpenAI's chat and completions streams state their usage only when asked (`stream_options.include_usage`); one not
