@@ -1,0 +1,102 @@
+"""Red team 23i: the counting fixes of round 23b and their neighbours: a results file's writer, the manifests a
+report finds beside a results file, and the board's count of records."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from test_attacks_redteam15c import ROOT, cli
+from test_attacks_redteam22b import _write
+from test_report_properties import manifest, record
+
+from sweserve.evaluation.results import ResultsWriter, read_results
+
+# --- R23i-1: a writer reopened its file by name for each record: a file replaced mid-run took records unlocked ------
+
+def test_r23i_1_a_writer_writes_to_the_file_it_locked(tmp_path):
+    """Attack: run R1 writes results.jsonl, holding the lock of its inode. Mid-run, the file is moved aside (or
+    replaced: an editor's save, `mv new results.jsonl`) and run R2 starts on results.jsonl: a new inode, so its lock
+    is free and R2 holds it. R1's later records were written by reopening the path: into R2's file, outside R2's
+    lock, interleaved with R2's records (R1's attempts of a task R2 also runs: one overwrote the other in `latest`),
+    and lost from the file R1 locked and whose runs/ manifest names them. Defence: a writer writes through the file
+    it opened and locked."""
+    out = tmp_path / "results.jsonl"
+    w1 = ResultsWriter(out)
+    try:
+        w1.write(record("A", "failed", run_id="R1"))
+        moved = out.rename(tmp_path / "moved.jsonl")
+        with ResultsWriter(out) as w2:
+            w2.write(record("B", "resolved", run_id="R2"))
+            w1.write(record("B", "failed", run_id="R1"))
+    finally:
+        w1.close()
+    assert [(r.run_id, r.task_id) for r in read_results(out)] == [("R2", "B")]
+    assert [(r.run_id, r.task_id) for r in read_results(moved)] == [("R1", "A"), ("R1", "B")]
+
+
+# --- R23i-2: a FIFO at runs/<id>/manifest.json hung `report` ------------------------------------------------------
+
+def test_r23i_2_a_fifo_for_a_manifest_does_not_hang_report(tmp_path):
+    """Attack: a results file handed over with its runs/ folder, one of whose `manifest.json` is a FIFO (`mkfifo`):
+    `report` globs `runs/*/manifest.json` and opened each to read it, and opening a FIFO with no writer waits
+    forever: `report`, `report --difficulty`, the board and `assess pack --results` hung. Defence: a manifest is
+    read only when it is a regular file (opened without waiting), else it is not a run manifest: one line."""
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    manifest(tmp_path, "R", "a", {"A": "decoding"}, results=out.name)
+    fifo = tmp_path / "runs" / "X" / "manifest.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(out)], cwd=tmp_path,
+                              capture_output=True, text=True, env=env, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report hung on a FIFO at runs/X/manifest.json") from None
+    assert proc.returncode != 0 and "not a run manifest" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+def test_r23i_2_control_a_manifest_reads_as_before(tmp_path):
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    manifest(tmp_path, "R", "a", {"A": "decoding", "B": "decoding"}, results=out.name)
+    proc = cli("report", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 selected tasks have no result" in proc.stdout
+
+
+# --- R23i-3: a copy (or hard link) in another folder, named beside its original: the board counted records twice ----
+
+def test_r23i_3_the_board_counts_a_copys_records_once(tmp_path):
+    """Attack (R23b-6's, from another folder): `cp real/results.jsonl pub/results.jsonl` (or `ln`), then `report
+    real/results.jsonl pub/results.jsonl --html site/b.html`. Each name is kept (each may have its own runs/), and the
+    pass rates count each attempt once (`latest`; `one_file_per_attempt` takes the same run's record in two files as
+    one attempt), but the board's configuration said "records 4" for 2 records run. Defence: the same run's same
+    record in two files is one record everywhere the report counts."""
+    real = tmp_path / "real" / "results.jsonl"
+    real.parent.mkdir()
+    _write(real, record("A", "resolved", run_id="R"), record("B", "failed", run_id="R"))
+    pub = tmp_path / "pub" / "results.jsonl"
+    pub.parent.mkdir()
+    pub.write_bytes(real.read_bytes())
+    proc = cli("report", str(real), str(pub), "--html", "site/b.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "site" / "b.html").read_text()
+    assert re.search(r"<t[hd]>records</t[hd]>\s*<td>2</td>", page), re.findall(r"records.{0,40}", page)
+
+
+def test_r23i_3_control_two_runs_records_in_two_files_are_all_counted(tmp_path):
+    """Control: two files of two agents' runs keep every record: 3 records."""
+    one, two = tmp_path / "one" / "results.jsonl", tmp_path / "two" / "results.jsonl"
+    one.parent.mkdir()
+    two.parent.mkdir()
+    _write(one, record("A", "resolved", run_id="R"), record("B", "failed", run_id="R"))
+    _write(two, record("A", "failed", agent="b", run_id="S"))
+    proc = cli("report", str(one), str(two), "--html", "site/b.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "site" / "b.html").read_text()
+    assert re.search(r"<t[hd]>records</t[hd]>\s*<td>3</td>", page), re.findall(r"records.{0,40}", page)
