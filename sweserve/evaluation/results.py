@@ -97,11 +97,15 @@ class ResultsWriter:
                     fh.truncate(cut)
 
     def write(self, result: RunResult) -> None:
-        line = result.model_dump_json() + "\n"
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        # through the file this writer opened and locked: reopened by its name for each record, a file moved or
+        # replaced mid-run (another run then locking the new one) took this run's records outside any lock, lost
+        # from the file its manifest names (red team 23i, R23i-1); opened to append, each write lands at its end
+        line = (result.model_dump_json() + "\n").encode("utf-8")
+        if self._lock.closed:
+            raise SweserveError(f"{self.path}: this results writer is closed")
+        self._lock.write(line)
+        self._lock.flush()
+        os.fsync(self._lock.fileno())
 
     def close(self) -> None:
         if not self._lock.closed:
