@@ -60,6 +60,24 @@ def test_r23i_2_a_fifo_for_a_manifest_does_not_hang_report(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_r23i_2_a_huge_manifest_is_refused_unread(tmp_path):
+    """Attack (beside the FIFO): a sparse `runs/X/manifest.json` of 1 TiB (`truncate -s 1T`): read whole, `report`
+    stalled on it, then ran out of memory. Defence: a manifest over its bound is not one, unread."""
+    from sweserve.errors import SweserveError
+    from sweserve.evaluation.results import read_manifest
+
+    huge = tmp_path / "runs" / "X" / "manifest.json"
+    huge.parent.mkdir(parents=True)
+    with huge.open("wb") as fh:
+        fh.truncate(1 << 40)
+    try:
+        read_manifest(huge)
+    except SweserveError as exc:
+        assert "not a run manifest" in str(exc)
+    else:
+        raise AssertionError("a 1 TiB manifest was read")
+
+
 def test_r23i_2_control_a_manifest_reads_as_before(tmp_path):
     out = tmp_path / "results.jsonl"
     _write(out, record("A", "resolved", run_id="R"))
