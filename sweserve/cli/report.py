@@ -98,7 +98,14 @@ def counted(paths: list[Path], console: Console, include_unready: bool = False,
     paths = list(files.values())
     per_file = {path: _with_trial_folders(path, read_results(path)) for path in paths}
     one_file_per_attempt(per_file)
-    results = [r for path in paths for r in per_file[path]]
+    # the same run's same record in two files (a copy, a hard link in another folder: each name kept for its own
+    # runs/) is one record, as `one_file_per_attempt` takes it for one attempt: read from each, the board's count of
+    # records counted it twice (red team 23i, R23i-3)
+    results, earlier = [], set()
+    for path in paths:
+        here = {_fingerprint(r) for r in per_file[path]}
+        results += [r for r in per_file[path] if _fingerprint(r) not in earlier]
+        earlier |= here
     if regrade:
         results = _regraded(paths, Path(tasks_dir or "tasks"), console, quiet=quiet)
     # each run's own records of tasks it ran while not ready: its selection of them was unready where its manifest
@@ -147,6 +154,11 @@ def counted(paths: list[Path], console: Console, include_unready: bool = False,
                     "tasks": {t: f for t, f in sel.tasks.items() if t not in gone},
                     "per_task": {t: n for t, n in sel.per_task.items() if t not in gone}})
     return per_file, results, selected
+
+
+def _fingerprint(r) -> str:
+    """A record as a run wrote it (its trial folder is found beside each file that holds it)."""
+    return r.model_dump_json(exclude={"trial_dir"})
 
 
 def fit_inputs(results, selected) -> tuple[list, list[tuple[str, str, str]]]:
