@@ -118,3 +118,29 @@ def test_r23i_3_control_two_runs_records_in_two_files_are_all_counted(tmp_path):
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "site" / "b.html").read_text()
     assert re.search(r"<t[hd]>records</t[hd]>\s*<td>3</td>", page), re.findall(r"records.{0,40}", page)
+
+
+# --- R23i-4: a FIFO in a trial folder (its result.json) hung `report` ---------------------------------------------------------
+
+def _report_in_time(out, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    try:
+        return subprocess.run([sys.executable, "-m", "sweserve.cli", "report", str(out), *extra], cwd=out.parent,
+                              capture_output=True, text=True, env=env, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report hung on a FIFO in a trial folder") from None
+
+
+def test_r23i_4_a_fifo_for_a_trials_result_does_not_hang_report(tmp_path):
+    """Attack (R23i-2's, one folder down): `runs/R/a/A/1/result.json` a FIFO. `report` looks in each record's trial
+    folder for the result.json that says it is that record's, and opening the FIFO waited forever. Defence: files
+    found in a trial folder are read only as regular files of bounded size; a FIFO there is no evidence."""
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    manifest(tmp_path, "R", "a", {"A": "decoding"}, results=out.name)
+    trial = tmp_path / "runs" / "R" / "a" / "A" / "1"
+    trial.mkdir(parents=True)
+    os.mkfifo(trial / "result.json")
+    proc = _report_in_time(out)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
