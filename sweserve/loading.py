@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -33,6 +34,25 @@ def read_text(path: Path, what: str = "file") -> str:
         raise SweserveError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise SweserveError(f"{path}: {exc.strerror}") from None
+
+
+FOUND_FILE_MAX_BYTES = 64 << 20  # a manifest, a trial's record or outcomes: far past any a run writes
+
+
+def read_found_text(path: Path, limit: int = FOUND_FILE_MAX_BYTES) -> str:
+    """The UTF-8 text of a file sweserve found (in a runs/ folder that came with a results file, not a name it was
+    given): only a regular file of at most `limit` bytes, opened without waiting; OSError (or UnicodeDecodeError)
+    else. Opened by name, a FIFO there waited forever for a writer and a huge sparse file was read whole: `report`
+    hung or stalled (red team 23i, R23i-2, R23i-4)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            raise OSError(f"{path}: not a regular file of at most {limit} bytes")
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # grown since
+        raise OSError(f"{path}: over {limit} bytes")
+    return data.decode("utf-8")
 
 
 def parse(source: str | Path, text: str, fmt: Format = "JSON") -> Any:

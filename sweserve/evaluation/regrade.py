@@ -12,14 +12,15 @@ from pathlib import Path
 
 from sweserve.evaluation.grading import grade
 from sweserve.evaluation.trial_folder import OUTCOMES_FILE, TrialFolder
+from sweserve.loading import read_found_text
 from sweserve.models import OUTCOMES, Outcome, RunResult, TaskBundle
 
 
 def saved_outcomes(path: Path) -> dict[str, Outcome] | None:
     """A trial's saved outcomes, or None when there are none (or they are not what the grader wrote)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_found_text(path))
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return None
     outcomes = data.get("outcomes") if isinstance(data, dict) else None
     if not isinstance(outcomes, dict) or not all(isinstance(k, str) and v in OUTCOMES for k, v in outcomes.items()):

@@ -10,17 +10,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import stat
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from sweserve.errors import SweserveError, describe_validation_error
-from sweserve.loading import read_text
+from sweserve.loading import read_found_text, read_text
 from sweserve.models import RunManifest, RunResult
 
 MANIFEST_FILE = "manifest.json"  # a run's selection: `runs/<run_id>/manifest.json`
-MANIFEST_MAX_BYTES = 64 << 20  # far past the selection of every task of a benchmark
 
 
 def read_results(path: Path) -> list[RunResult]:
@@ -130,7 +128,7 @@ def read_manifest(path: Path) -> RunManifest:
     """The run manifest at path; one clear error when it is not one (unreadable, not JSON, a field of the wrong
     kind). A manifest from before manifests named their run takes its folder's name."""
     try:
-        data = json.loads(_regular_text(path, MANIFEST_MAX_BYTES))
+        data = json.loads(read_found_text(path))
         if isinstance(data, dict):
             data.setdefault("run_id", path.parent.name)
         return RunManifest.model_validate(data)
@@ -138,22 +136,6 @@ def read_manifest(path: Path) -> RunManifest:
     # internal error before, with a crash traceback: red team 20d, R20d-4)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         raise SweserveError(f"{path}: not a run manifest") from None
-
-
-def _regular_text(path: Path, limit: int) -> str:
-    """The UTF-8 text of the regular file at path, of at most `limit` bytes; OSError (or UnicodeDecodeError) else.
-    A manifest is found by a glob of a runs/ folder that came with a results file: opened to wait on a FIFO, or read
-    whole however large, it hung or stalled `report` (red team 23i, R23i-2), so it is opened without waiting and
-    read only when it is a file and small enough."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            raise OSError(f"{path}: not a regular file of at most {limit} bytes")
-        data = fh.read(limit + 1)
-    if len(data) > limit:  # grown since
-        raise OSError(f"{path}: over {limit} bytes")
-    return data.decode("utf-8")
 
 
 def manifest_or_none(path: Path) -> RunManifest | None:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweserve.loading import write_atomic
+from sweserve.loading import read_found_text, write_atomic
 from sweserve.models import RunResult
 
 RESULT_FILE = "result.json"
@@ -64,7 +64,7 @@ def folder_of(results_path: Path, result: RunResult) -> Path | None:
     own = TrialFolder.for_trial(results_path, result.run_id, result.agent, result.task_id, result.attempt).path
     for folder in [own, *sorted(own.parent.glob(f"{own.name}.earlier-*"))] if own.parent.is_dir() else []:
         try:
-            there = RunResult.model_validate_json((folder / RESULT_FILE).read_text(encoding="utf-8"))
+            there = RunResult.model_validate_json(read_found_text(folder / RESULT_FILE))
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         if _same_trial(there, result):

@@ -10,6 +10,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sweserve.loading import read_found_text
 from sweserve.models import TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
 
 MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
@@ -183,7 +184,7 @@ def read_steps(result: RunResult) -> list[TrajectoryStep]:
         return []
     path = Path(result.trial_dir) / TRAJECTORY_STEPS_FILE
     try:
-        return [TrajectoryStep.model_validate(s) for s in json.loads(path.read_text(encoding="utf-8"))]
+        return [TrajectoryStep.model_validate(s) for s in json.loads(read_found_text(path, 256 << 20))]
     except (OSError, UnicodeDecodeError, ValueError, TypeError):
         return []
 
