@@ -144,3 +144,21 @@ def test_r23i_4_a_fifo_for_a_trials_result_does_not_hang_report(tmp_path):
     proc = _report_in_time(out)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
 
+
+
+def test_r23i_3_control_a_copy_never_changes_which_record_counts(tmp_path):
+    """Control of the fix: file one holds run R's resolved record of A; file two holds it, a failed record of A by the
+    same run, then the resolved one again (each file's last record is the same, so both are reported together).
+    The last record read is the resolved one, with the copy or without it: pass@1 100%."""
+    import json
+
+    a_ok, a_bad = record("A", "resolved", run_id="R"), record("A", "failed", run_id="R")
+    one, two = tmp_path / "one" / "results.jsonl", tmp_path / "two" / "results.jsonl"
+    one.parent.mkdir()
+    two.parent.mkdir()
+    _write(one, a_ok)
+    _write(two, a_ok, a_bad, a_ok)
+    proc = cli("report", str(one), str(two), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["overall"]["pass_at_1"] == 1.0

@@ -101,11 +101,14 @@ def counted(paths: list[Path], console: Console, include_unready: bool = False,
     # the same run's same record in two files (a copy, a hard link in another folder: each name kept for its own
     # runs/) is one record, as `one_file_per_attempt` takes it for one attempt: read from each, the board's count of
     # records counted it twice (red team 23i, R23i-3)
-    results, earlier = [], set()
-    for path in paths:
-        here = {_fingerprint(r) for r in per_file[path]}
-        results += [r for r in per_file[path] if _fingerprint(r) not in earlier]
-        earlier |= here
+    # ... the earlier copy is the one dropped: each (task, agent, attempt)'s last record stays the last, and so the
+    # one counted (a later file's record dropped for an earlier file's copy of it let the record between them count)
+    results: list = []
+    later: set[str] = set()
+    for path in reversed(paths):
+        here = [(_fingerprint(r), r) for r in per_file[path]]
+        results[:0] = [r for f, r in here if f not in later]
+        later |= {f for f, _ in here}
     if regrade:
         results = _regraded(paths, Path(tasks_dir or "tasks"), console, quiet=quiet)
     # each run's own records of tasks it ran while not ready: its selection of them was unready where its manifest
