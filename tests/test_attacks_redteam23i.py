@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from test_attacks_redteam15c import ROOT, cli
 from test_attacks_redteam22b import _write
 from test_report_properties import manifest, record
@@ -162,3 +163,24 @@ def test_r23i_3_control_a_copy_never_changes_which_record_counts(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (rep,) = json.loads(proc.stdout)
     assert rep["overall"]["pass_at_1"] == 1.0
+
+
+# --- R23i-5: a file renamed after a run of it was killed before any record: that run's selection vanished ---------
+
+@pytest.mark.xfail(strict=True, reason="R23i-5: a manifest naming a results file that is gone, with no record in the "
+                   "file reported, reads as a deleted scratch file's run (R16f-2); a renamed file's killed run is "
+                   "dropped with no word. Needs the file's identity in the manifest, or the report naming such runs")
+def test_r23i_5_a_renamed_files_killed_run_is_named(tmp_path):
+    """Attack: run R1 on results.jsonl resolved A; run R2 on it selected B and C and was killed (or its first
+    trials hung) before any record: `report results.jsonl` says B and C are missing, 33%. `mv results.jsonl
+    final.jsonl` and hand over `report final.jsonl`: R2's manifest names results.jsonl, which is gone, and R2 has no
+    record in final.jsonl, so it reads as a deleted scratch file's run: 100%, and nothing names R2."""
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R1"))
+    manifest(tmp_path, "R1", "a", {"A": "decoding"}, results=out.name)
+    manifest(tmp_path, "R2", "a", {"B": "decoding", "C": "decoding"}, results=out.name)
+    assert "2 selected tasks have no result" in cli("report", str(out), cwd=tmp_path).stdout  # by its own name
+    final = out.rename(tmp_path / "final.jsonl")
+    proc = cli("report", str(final), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 selected tasks have no result" in proc.stdout or "R2" in proc.stdout, proc.stdout
