@@ -144,7 +144,7 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "16"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "17"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
@@ -165,6 +165,7 @@ GUARD_RULES = "16"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # path base's history held are read, a blob shared with another path's too (R22h-2).
 # 16: a binary blob away from the hidden files is read as `strings` and a UTF-16 decode without its mark read it
 # (`guard.binary_text`, R22j-1); a zip, bz2 or xz blob is read unpacked (`guard.unpacked`, R22j-2).
+# 17: a tar blob is read unpacked, and an archive inside an archive too, down to `guard.MAX_LAYERS` (R23d-1).
 
 
 def instruction_digest(instruction: str) -> str:

@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import ast
 import bz2
+import functools
 import gzip
 import io
 import lzma
+import tarfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sweserve import pyast
 from sweserve.dataset.gitio import Git
@@ -303,28 +305,56 @@ def binary_text(data: bytes) -> str:
             + data.replace(b"\0", b"").decode("utf-8", "replace"))
 
 
-def unpacked(data: bytes) -> bytes | None:
-    """A blob's bytes as a forger reads them: a gzip, bz2 or xz stream decompressed (`cases.json.gz`), a zip
-    archive's members one after another (`unzip -p`: red team 22j, R22j-2); None where that fails or passes
-    MAX_TEXT_BYTES. Any other blob is its own bytes."""
+MAX_LAYERS = 8  # archives inside archives `unpacked` opens; a deeper one is unread, as one past MAX_TEXT_BYTES is
+
+
+def _archive_members(archive: Any) -> Iterator[tuple[str, Callable[[], IO[bytes] | None]]]:
+    """Each member of a zip or tar archive: its name and an opener of its bytes (None for a directory or link)."""
+    if isinstance(archive, zipfile.ZipFile):
+        for info in archive.infolist():
+            yield info.filename, functools.partial(archive.open, info)
+    else:
+        for info in archive:
+            yield info.name, functools.partial(archive.extractfile, info)
+
+
+def unpacked(data: bytes, depth: int = 0) -> bytes | None:
+    """A blob's bytes as a forger reads them: a gzip, bz2 or xz stream decompressed (`cases.json.gz`), a zip or tar
+    archive's members one after another (`unzip -p`, `tar xOf`: red team 22j, R22j-2), each of those again
+    unpacked, down to MAX_LAYERS (a zip of a `.gz`, a gzip'd zip, a tar.gz of an `.xz`: red team 23d, R23d-1);
+    None where that fails or passes MAX_TEXT_BYTES or MAX_LAYERS. Any other blob is its own bytes."""
     streams: dict[bytes, Callable[[io.BytesIO], Any]] = {
         b"\x1f\x8b": lambda f: gzip.GzipFile(fileobj=f), b"BZh": bz2.BZ2File, b"\xfd7zXZ\x00": lzma.LZMAFile}
+    archives: dict[bytes, Callable[[io.BytesIO], Any]] = {
+        b"PK\x03\x04": zipfile.ZipFile, b"ustar": lambda f: tarfile.open(fileobj=f, mode="r:")}
     try:
         for magic, opener in streams.items():
             if data.startswith(magic):
+                if depth >= MAX_LAYERS:
+                    return None
                 with opener(io.BytesIO(data)) as stream:
                     data = stream.read(MAX_TEXT_BYTES + 1)
-                return data if len(data) <= MAX_TEXT_BYTES else None
-        if data.startswith(b"PK\x03\x04"):
-            out = b""
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                for member in archive.infolist():
-                    with archive.open(member) as stream:
-                        out += member.filename.encode() + b"\n" + stream.read(MAX_TEXT_BYTES + 1 - len(out)) + b"\n"
-                    if len(out) > MAX_TEXT_BYTES:
-                        return None
-            return out
-    except (OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, lzma.LZMAError):
+                return unpacked(data, depth + 1) if len(data) <= MAX_TEXT_BYTES else None
+        for magic, opener in archives.items():
+            if data.startswith(magic) or (magic == b"ustar" and data[257:262] == magic):
+                if depth >= MAX_LAYERS:
+                    return None
+                out = b""
+                with opener(io.BytesIO(data)) as archive:
+                    for name, open_member in _archive_members(archive):
+                        out += name.encode("utf-8", "replace") + b"\n"
+                        member = open_member()
+                        if member is not None:
+                            with member:
+                                inner = unpacked(member.read(MAX_TEXT_BYTES + 1 - len(out)), depth + 1)
+                            if inner is None:
+                                return None
+                            out += inner + b"\n"
+                        if len(out) > MAX_TEXT_BYTES:
+                            return None
+                return out
+    except (OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, lzma.LZMAError,
+            tarfile.TarError):
         return None
     return data
 
