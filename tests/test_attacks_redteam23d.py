@@ -5,6 +5,10 @@ a zip's members one after another) and reads what comes out as text or `strings`
 file, a gzip'd zip (`golden.zip.gz`) or a tar.gz holding a `.gz` member leave the value compressed after that one
 layer, where the forger's `unzip -p | zcat` or `tar xzf; zcat` reads it. A fixture `docs/golden.zip` whose member
 `cases.txt.gz` writes `pool of 4: 613 pages` tells a forger the real member, against recorded odds of 1/4.
+
+R23d-2: the commit identities of base's ancestry are not read. With `history: "ancestors"` the box keeps every
+ancestor, and `git log` prints its author and committer beside its message; the guard read the messages only, so
+a commit by `pages-613@example.com` (or a bot named after the fixture) tells a forger which member is real.
 """
 
 from __future__ import annotations
@@ -74,3 +78,43 @@ def test_r23d_1_control_a_nested_archive_writing_every_member_says_nothing(tmp_p
 def test_r23d_1_control_a_plain_tar_gz_is_read(tmp_path):
     """One layer (a tar.gz of a text) was read before: it still is."""
     assert _odds(tmp_path, "docs/golden.tar.gz", _tar({"cases.txt": TEXT})) == pytest.approx(1.0)
+
+
+def _with_commit(tmp_path, **env: str):
+    """`test_guard.clone_task`'s task, its base moved on by one commit with the identity and dates in `env`."""
+    import os
+    import subprocess
+
+    repo, bundle = G.clone_task(tmp_path)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env={**os.environ, **env}).stdout
+
+    (repo / "docs").mkdir()
+    (repo / "docs" / "notes.txt").write_text("notes\n")
+    git("add", "docs/notes.txt")
+    git("commit", "-qm", "notes")
+    base = git("rev-parse", "HEAD").strip()
+    return repo, bundle.model_copy(update={"task": bundle.task.model_copy(update={"base_commit": base})})
+
+
+IDENTITIES = {
+    "author-email": {"GIT_AUTHOR_EMAIL": "pages-613@example.com"},
+    "author-name": {"GIT_AUTHOR_NAME": "pool bot 613"},
+    "committer-name": {"GIT_COMMITTER_NAME": "pool bot 613"},
+    "committer-email": {"GIT_COMMITTER_EMAIL": "613@example.com"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(IDENTITIES))
+def test_r23d_2_a_commit_identity_is_read(tmp_path, case):
+    """R23d-2: `git log` in the box prints each ancestor's author and committer; the guard read only their
+    messages (`%B`), so an identity writing 613 (a bot named after the fixture, an e-mail) goes unread."""
+    repo, bundle = _with_commit(tmp_path, **IDENTITIES[case])
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r23d_2_control_an_identity_writing_every_member_says_nothing(tmp_path):
+    repo, bundle = _with_commit(tmp_path, GIT_AUTHOR_NAME="bot 607 611 613 617")
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
