@@ -255,7 +255,8 @@ UNREAD = "\0unread"  # a key of `repository_numbers`' answer: a file it could no
 # (in their folders or below: binary, compressed past MAX_TEXT_BYTES, over MAX_TEXT_BYTES) or the tree has more
 # than MAX_REPOSITORY_FILES files: a forger may read there what the guard cannot, so every group counts as weak
 # (red team 8, R8-5)
-MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write
+MESSAGES = "\0messages"  # a key of `repository_numbers`' answer: what the ancestors' commit messages write (their
+# authors' and committers' names and e-mails too)
 REPEAT = "\0x"  # `repository_numbers`' key PATH + REPEAT + k: what the file writes at least k times (`twins.repeated`):
 # a member written as often as the real one, or the site is weak (red team 11, R11-6, `twins.Written`)
 
@@ -407,7 +408,8 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
     package's own docstring; red team 7, R7-9: so does a JSON fixture beside the test). With `history`
     "ancestors" (the profile's: the box keeps base's ancestry) every version of every file an ancestor holds,
     the hidden files' own included, adds what it writes to its path, and the commit messages theirs under
-    `MESSAGES` (red team 8, R8-7: a reverted test that the task relands, grepped from `git log -p`); "none":
+    `MESSAGES` (red team 8, R8-7: a reverted test that the task relands, grepped from `git log -p`), with their
+    authors' and committers' names and e-mails (red team 23d, R23d-2: `pages-613@example.com`); "none":
     the tree at base only. `cache`: blobs read for earlier tasks of the same clone."""
     folders = {f.rpartition("/")[0] for f in hidden}
 
@@ -443,7 +445,8 @@ def repository_numbers(clone: Path, task: Task, hidden: list[str], cache: Number
                 kept = [(p, b) for p, b, size in past if size <= MAX_TEXT_BYTES]
                 unread |= any(near(p) or is_hidden(p) for p, _ in kept[budget:])
                 versions = [(p, b) for p, b in kept[:budget]] + versions
-                messages = git.run("log", "--format=%B", "--end-of-options", task.base_commit)
+                # each message, and its author's and committer's names and e-mails, as `git log` prints them (R23d-2)
+                messages = git.run("log", "--format=%an <%ae>%n%cn <%ce>%n%B", "--end-of-options", task.base_commit)
                 out[MESSAGES] = twins.text_numbers(messages[:MAX_MESSAGE_BYTES].decode("utf-8", "replace"))
                 unread |= len(messages) > MAX_MESSAGE_BYTES
             for path, blob in versions[:MAX_REPOSITORY_FILES]:
