@@ -9,6 +9,11 @@ layer, where the forger's `unzip -p | zcat` or `tar xzf; zcat` reads it. A fixtu
 R23d-2: the commit identities of base's ancestry are not read. With `history: "ancestors"` the box keeps every
 ancestor, and `git log` prints its author and committer beside its message; the guard read the messages only, so
 a commit by `pages-613@example.com` (or a bot named after the fixture) tells a forger which member is real.
+
+R23d-3: a number spelled in words is read in the instruction and the hidden file's base version (`twins.said`,
+`twins.visible`), but not in the repository's other files: `text_numbers` and `file_numbers` read digits only. A
+`docs/pool.md` or a package docstring writing "a pool of four holds six hundred and thirteen pages" tells a forger
+the real member, against recorded odds of 1/4.
 """
 
 from __future__ import annotations
@@ -117,4 +122,25 @@ def test_r23d_2_a_commit_identity_is_read(tmp_path, case):
 
 def test_r23d_2_control_an_identity_writing_every_member_says_nothing(tmp_path):
     repo, bundle = _with_commit(tmp_path, GIT_AUTHOR_NAME="bot 607 611 613 617")
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
+
+
+SPELLED = {
+    "markdown": ("docs/pool.md", "A pool of four holds six hundred and thirteen pages.\n"),
+    "docstring": ("pkg/pool_doc.py", '"""A pool of four holds six hundred thirteen pages."""\n'),
+    "comment": ("pkg/sizes.py", "# four pages take six hundred thirteen slots\nA = 1\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPELLED))
+def test_r23d_3_a_number_spelled_in_a_repository_file_is_read(tmp_path, case):
+    """R23d-3: the file spells 613 in words, away from the tests: a forger reads it as it reads digits."""
+    path, text = SPELLED[case]
+    repo, bundle = G.clone_task(tmp_path, {path: text})
+    assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(1.0)
+
+
+def test_r23d_3_control_words_spelling_every_member_say_nothing(tmp_path):
+    text = "six hundred seven, six hundred eleven, six hundred thirteen, six hundred seventeen\n"
+    repo, bundle = G.clone_task(tmp_path, {"docs/pool.md": text})
     assert guard.measure(repo, bundle)[1][f"{G.FILE}::test_pages"] == pytest.approx(0.25)
