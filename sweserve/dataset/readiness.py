@@ -166,7 +166,8 @@ GUARD_RULES = "17"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # 16: a binary blob away from the hidden files is read as `strings` and a UTF-16 decode without its mark read it
 # (`guard.binary_text`, R22j-1); a zip, bz2 or xz blob is read unpacked (`guard.unpacked`, R22j-2).
 # 17: a tar blob is read unpacked, and an archive inside an archive too, down to `guard.MAX_LAYERS` (R23d-1); the
-# ancestors' author and committer names and e-mails beside their messages (R23d-2).
+# ancestors' author and committer names and e-mails beside their messages (R23d-2); numbers spelled in words in
+# every file and message, as in the instruction (`twins.spelled_counts`, R23d-3).
 
 
 def instruction_digest(instruction: str) -> str:

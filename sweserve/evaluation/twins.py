@@ -1040,13 +1040,15 @@ _DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
 
 
 def text_numbers(text: str) -> frozenset[Decimal]:
-    """Every number a text writes, in any spelling `_TEXT_NUMBER` and `_DIGITS` read, as its value."""
+    """Every number a text writes, in any spelling `_TEXT_NUMBER` and `_DIGITS` read or in words, as its value."""
     return frozenset(text_counts(text))
 
 
 def text_counts(text: str) -> Counter[Decimal]:
-    """`text_numbers`, with how many times the text writes each (every spelling read counts)."""
-    out: Counter[Decimal] = Counter()
+    """`text_numbers`, with how many times the text writes each (every spelling read counts: in English words too,
+    `spelled_counts`, as the instruction's are read: a doc or a docstring spelling "six hundred and thirteen
+    pages" told a forger the real member, red team 23d, R23d-3)."""
+    out: Counter[Decimal] = spelled_counts(text)
     for token in _TEXT_NUMBER.findall(text) + _DIGITS.findall(text):
         plain = token.replace("_", "").replace(",", "")
         try:
@@ -1072,7 +1074,12 @@ def spelled_numbers(text: str) -> frozenset[Decimal]:
     """The numbers a text spells in English words: each word's own value (`thirteen`, `twelfth`, `dozen`,
     `half`) and each run's (`one hundred and four`, `twenty-one`, `a hundred`, `two thousand`): a forger reads
     them as it reads digits. Over-reading only narrows the values planted."""
-    out: set[Decimal] = set()
+    return frozenset(spelled_counts(text))
+
+
+def spelled_counts(text: str) -> Counter[Decimal]:
+    """`spelled_numbers`, with how many times the text spells each."""
+    out: Counter[Decimal] = Counter()
     total = current = 0
     run = False
     for word in re.findall(r"[a-z]+|[^a-z\s-]", text.lower()) + ["."]:  # a mark ends a run; a hyphen does not
@@ -1089,14 +1096,14 @@ def spelled_numbers(text: str) -> frozenset[Decimal]:
             continue
         else:
             if run:
-                out.add(Decimal(total + current))
+                out[Decimal(total + current)] += 1
             total = current = 0
             run = False
         if word in _WORDS:
-            out.add(_WORDS[word])
+            out[_WORDS[word]] += 1
         if value is not None or word in _SCALES:
-            out.add(Decimal(value if value is not None else _SCALES[word]))
-    return frozenset(out)
+            out[Decimal(value if value is not None else _SCALES[word])] += 1
+    return out
 
 
 def said(instruction: str) -> frozenset[Decimal]:
