@@ -1,0 +1,114 @@
+"""Red team round 23j: the exports' in-box verifier (harness/sweserve_verify.py) after round 23e's fixes.
+
+R23j-1: `config_changed` reads a pytest config the submission changed (`setup.cfg`, `tox.ini`, `pyproject.toml`)
+with `read_regular`, which follows links and reads the whole file, whatever its size. A git binary literal is
+deflated (about 1000:1 on a run of one byte): a patch of a few MB writes a setup.cfg of GBs, or the patch links
+setup.cfg to one of the image's GB-sized libraries (torch's). The root verifier reads it all, decodes it, and
+configparser quotes its first line in its error: several times the file's size in memory before the hidden tests
+run. Under the task's memory limit the verifier is killed with no verdict (SWE-bench: no markers, the harness's
+error, not the candidate's failure; Harbor: no reward, the trial left out of the mean). The host
+(`Sandbox.read_file`) never follows a link and stops at 16 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _git(tree, *args):
+    return subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True, text=True).stdout
+
+
+def _repo(tmp_path, setup_cfg: str):
+    """A tree at base (setup.cfg, a test file), its base commit and a tests.patch adding a hidden test."""
+    tree = tmp_path / "testbed"
+    tree.mkdir(parents=True)
+    _git(tree, "init", "-q")
+    (tree / "setup.cfg").write_text(setup_cfg)
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    _git(tree, "add", "-A")
+    _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    base = _git(tree, "rev-parse", "HEAD").strip()
+    (tree / "tests" / "test_hidden.py").write_text("def test_hidden():\n    assert True\n")
+    _git(tree, "add", "-A")
+    tests_patch = tmp_path / "tests.patch"
+    tests_patch.write_text(_git(tree, "diff", "--cached", "--binary", base))
+    _git(tree, "reset", "-q", "--hard", base)
+    return tree, base, tests_patch
+
+
+RESET = textwrap.dedent("""
+    import json, os, resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))  # the attack's read stays this machine's size
+    sys.path[:0] = [{tests!r}, {root!r}]
+    from test_attacks_redteam11 import _verify_module
+    verify = _verify_module()
+    verify.WORKDIR = {tree!r}
+    cfg = {{"base_commit": {base!r}, "test_files": ["tests/test_hidden.py"], "test_paths": ["tests/*"]}}
+    changed = verify.submit(cfg, {patch!r})
+    if {big!r}:
+        with open({big!r}, "ab") as fh:
+            fh.truncate(8 * 2**30)
+    if {link!r}:
+        os.unlink({link!r})
+        os.symlink({big!r}, {link!r})
+    resets = verify.reset(cfg, changed, {tests_patch!r}, [])
+    print(json.dumps([r.describe() for r in resets]))
+""")
+
+
+def _reset_in_child(tmp_path, tree, base, tests_patch, big=None, link=None):
+    """`reset` on the submission in `tree` (its diff to base as the patch), in a child process with 2 GB of
+    address space and 60 s: (exit status, the resets it printed or its stderr). `big`: a file made 8 GB (sparse)
+    once the patch is applied, as the patch's binary literal would have written it; `link`: a path then made a
+    link to `big`."""
+    patch = tmp_path / "submission.patch"
+    patch.write_text(_git(tree, "diff", "--binary", "--full-index", base))
+    _git(tree, "reset", "-q", "--hard", base)
+    script = RESET.format(tests=HERE, root=ROOT, tree=str(tree), base=base, patch=str(patch),
+                          tests_patch=str(tests_patch), big=str(big or ""), link=str(link or ""))
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, "reset ran past 60 s"
+    return proc.returncode, (proc.stdout.strip().splitlines() or [""])[-1] if proc.returncode == 0 else proc.stderr
+
+
+@pytest.mark.parametrize("how", ["file", "link"])
+def test_r23j_1_a_huge_pytest_config_does_not_exhaust_the_verifier(tmp_path, how):
+    """R23j-1: base's setup.cfg replaced by an 8 GB file (sparse here: no disk, no time to write), or by a link to
+    one outside the tree. The verifier decides on the resets in a moment, in well under 2 GB, and resets it (a
+    config it will not read whole is not the submission's to keep); the hidden tests are set up."""
+    tree, base, tests_patch = _repo(tmp_path, "[metadata]\nname = thing\n\n[tool:pytest]\naddopts = -q\n")
+    big = tree / "setup.cfg" if how == "file" else tmp_path / "libhuge.so"
+    (tree / "setup.cfg").write_text("[metadata]\nname = thing\n\n[tool:pytest]\naddopts = -q -p evil\n")
+    code, out = _reset_in_child(tmp_path, tree, base, tests_patch, big=big,
+                                link=tree / "setup.cfg" if how == "link" else None)
+    assert code == 0, out
+    assert any(r.startswith("setup.cfg") for r in json.loads(out)), out
+    assert (tree / "tests" / "test_hidden.py").is_file()
+
+
+def test_r23j_1_control_a_changed_pytest_section_is_still_reset_and_an_unchanged_one_kept(tmp_path):
+    """Control: a setup.cfg whose [tool:pytest] the submission edits is reset; one whose other sections it edits
+    is the submission's own."""
+    tree, base, tests_patch = _repo(tmp_path, "[metadata]\nname = thing\n\n[tool:pytest]\naddopts = -q\n")
+    (tree / "setup.cfg").write_text("[metadata]\nname = thing\n\n[tool:pytest]\naddopts = -q -p evil\n")
+    code, out = _reset_in_child(tmp_path, tree, base, tests_patch)
+    assert code == 0, out
+    assert any(r.startswith("setup.cfg") for r in json.loads(out)), out
+    tree2, base2, tests_patch2 = _repo(tmp_path / "kept", "[metadata]\nname = thing\n\n[tool:pytest]\naddopts = -q\n")
+    (tree2 / "setup.cfg").write_text("[metadata]\nname = other\n\n[tool:pytest]\naddopts = -q\n")
+    code, out = _reset_in_child(tmp_path / "kept", tree2, base2, tests_patch2)
+    assert code == 0, out
+    assert json.loads(out) == [], out
