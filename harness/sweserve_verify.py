@@ -169,16 +169,33 @@ class NotRegular(OSError):
     pass
 
 
-def read_regular(full):
-    """The text of the file at `full`, links followed, only where that is a regular file: a submission's link to
-    a device or a pipe would hold this root process (its read never ends) past the harness's time limit, and
-    the trial would end as the harness's error, with no verdict (red team 15e, R15e-1)."""
-    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+class TooLarge(Exception):
+    pass
+
+
+READ_LIMIT = 16 * 2**20  # as the host's `Sandbox.read_file`: a pytest config past it is not read
+
+
+def read_regular(full, limit=READ_LIMIT):
+    """The text of the file at `full` where that is a regular file, not a link (as the host reads it) and no more
+    than `limit` bytes (TooLarge past it): a submission's link to a device or a pipe would hold this root process
+    (its read never ends) past the harness's time limit, and the trial would end as the harness's error, with no
+    verdict (red team 15e, R15e-1); a file of GBs (a deflated binary literal of a few MB writes one, or a link to
+    an image's library) cost the verifier its memory before the tests ran (red team 23j, R23j-1)."""
+    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_NOCTTY", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegular(full)
-        with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+        chunks, size = [], 0
+        while size <= limit:
+            data = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+        if size > limit:
+            raise TooLarge(full)
+        return b"".join(chunks).decode("utf-8", "replace")
     finally:
         os.close(fd)
 
@@ -239,8 +256,10 @@ def reset(cfg, changed, tests_patch, installed):
         old = git("show", f"{base}:{path}", check=False)
         try:
             now = read_regular(os.path.join(WORKDIR, path))
-        except OSError:  # absent, or a link to a device, a folder, a pipe (read as absent, as the host reads it)
+        except OSError:  # absent, a link, a device, a folder, a pipe (read as absent, as the host reads it)
             now = None
+        except TooLarge:  # a config this process will not read whole: base's goes back in its place (R23j-1)
+            return True
         before = old.stdout if old.returncode == 0 else None
         return sweserve_resets.pytest_section(name, before) != sweserve_resets.pytest_section(name, now)
 
