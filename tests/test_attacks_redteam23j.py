@@ -112,3 +112,63 @@ def test_r23j_1_control_a_changed_pytest_section_is_still_reset_and_an_unchanged
     code, out = _reset_in_child(tmp_path / "kept", tree2, base2, tests_patch2)
     assert code == 0, out
     assert json.loads(out) == [], out
+
+
+# --- R23j-2: SWE-bench's applied prediction that `git add -A` refuses ---------------------------------------------
+
+# A .gitattributes that needs no git config (working-tree-encoding), and a file its patch writes as 3 bytes:
+# `git apply` (SWE-bench's) writes it as the patch says; `git add -A` must decode it as UTF-16 and dies
+ENCODING_PATCH = """diff --git a/.gitattributes b/.gitattributes
+new file mode 100644
+--- /dev/null
++++ b/.gitattributes
+@@ -0,0 +1 @@
++*.txt working-tree-encoding=UTF-16LE
+diff --git a/notes.txt b/notes.txt
+new file mode 100644
+--- /dev/null
++++ b/notes.txt
+@@ -0,0 +1 @@
++abc
+\\ No newline at end of file
+"""
+
+
+def _swebench_applied(monkeypatch, tmp_path, prediction: str):
+    """`to_base` on a tree where SWE-bench's harness applied `prediction` with `git apply --verbose`:
+    (status, reason) of the Verdict it raised, or ("taken", the patch it took)."""
+    from tests.test_attacks_redteam11 import _verify_module
+
+    verify = _verify_module()
+    tree, base, _ = _repo(tmp_path, "[metadata]\nname = thing\n")
+    pred = tmp_path / "patch.diff"
+    pred.write_text(prediction)
+    subprocess.run(["git", "apply", "--verbose", str(pred)], cwd=tree, check=True, capture_output=True)
+    here = tmp_path / "harness"
+    here.mkdir()
+    monkeypatch.setattr(verify, "WORKDIR", str(tree))
+    monkeypatch.setattr(verify, "HERE", str(here))
+    try:
+        patch = verify.to_base({"format": "swebench", "base_commit": base, "patch": str(pred)})
+    except verify.Verdict as v:
+        return v.status, v.reason
+    with open(patch) as fh:
+        return "taken", fh.read()
+
+
+def test_r23j_2_a_prediction_git_cannot_stage_is_the_submissions_verdict_not_an_error(monkeypatch, tmp_path):
+    """R23j-2: SWE-bench applies the prediction (a .gitattributes naming an encoding, a file not in it); the
+    verifier's `git add -A` of that tree dies, and the run was recorded as `error` ("git add failed"): the
+    harness's failure, which a reviewer or `--retry-errors` redoes, a free resample. `sweserve run` rejects
+    such a tree as `patch_failed` with git's words (submission.diff_tree); so does the export now."""
+    status, reason = _swebench_applied(monkeypatch, tmp_path, ENCODING_PATCH)
+    assert status == "patch_failed", (status, reason)
+    assert "notes.txt" in (reason or ""), reason
+
+
+def test_r23j_2_control_a_plain_prediction_is_taken(monkeypatch, tmp_path):
+    """Control: a prediction git stages is taken as the submission, the tree back at base."""
+    plain = ENCODING_PATCH.split("diff --git a/notes.txt")[0].replace(".gitattributes", "README.md").replace(
+        "*.txt working-tree-encoding=UTF-16LE", "hello")
+    status, patch = _swebench_applied(monkeypatch, tmp_path, plain)
+    assert status == "taken" and "+hello" in patch, (status, patch)
