@@ -83,6 +83,11 @@ def git(*args, check=True, text=True):
     return proc
 
 
+def git_words(proc):
+    """The end of what git said on stderr, as text (a name in it need not be UTF-8)."""
+    return proc.stderr.strip()[-1000:].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _z(raw):
     return [p for p in raw.split("\0") if p]
 
@@ -102,7 +107,12 @@ def to_base(cfg):
     if not given or applied:
         named = sweserve_protocol.numstat_paths(git("apply", "--numstat", "-z", patch, check=False).stdout) \
             if given else set()
-        git("add", "-A")  # what a .gitignore hides is no part of it, as in `sweserve run`'s diff: removed below
+        # what a .gitignore hides is no part of it, as in `sweserve run`'s diff: removed below. A tree git cannot
+        # stage (the prediction's .gitattributes names an encoding its own file is not in) is the submission's
+        # verdict, as `sweserve run` rejects it (submission.diff_tree): never an error, redone (red team 23j, R23j-2)
+        staged = git("add", "-A", check=False)
+        if staged.returncode != 0:
+            raise Verdict("patch_failed", "git refused the tree: " + (git_words(staged) or "git add failed"))
         added = _z(git("diff", "--cached", "--name-only", "--diff-filter=A", "-z", base).stdout)
         backups = [p for p in added if p.endswith((".orig", ".rej")) and p not in named] if applied else []
         if backups:
@@ -235,8 +245,7 @@ def submit(cfg, patch):
     if not empty:
         proc = git("apply", "--index", "--binary", "--whitespace=nowarn", patch, check=False)
         if proc.returncode != 0:
-            why = proc.stderr.strip()[-1000:].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            raise Verdict("patch_failed", why or "git apply failed")
+            raise Verdict("patch_failed", git_words(proc) or "git apply failed")
     names = _z(git("diff", "--cached", "--name-status", "-z", "--no-renames", cfg["base_commit"]).stdout)
     return {names[i + 1]: names[i][0] for i in range(0, len(names) - 1, 2)}
 
