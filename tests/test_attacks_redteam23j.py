@@ -172,3 +172,34 @@ def test_r23j_2_control_a_plain_prediction_is_taken(monkeypatch, tmp_path):
         "*.txt working-tree-encoding=UTF-16LE", "hello")
     status, patch = _swebench_applied(monkeypatch, tmp_path, plain)
     assert status == "taken" and "+hello" in patch, (status, patch)
+
+
+# --- R23j-3: a graded test the submission makes skip --------------------------------------------------------------
+
+def test_r23j_3_a_skipped_graded_test_is_read_by_swebench_as_the_failed_run_it_is(tmp_path):
+    """R23j-3: the submission's code calls `pytest.skip()` when the F2P test reaches it: sweserve grades the run
+    `failed` and printed `SKIPPED <F2P>`, `PASSED <P2P>` and exit code 1. SWE-bench's `get_logs_eval` reads a
+    non-zero exit with no FAILED or ERROR line as a log not describing the run: `{}, False`, "patch not
+    applied", and then classifies the whole log for an infrastructure fault, where the test output the
+    submission printed ("Cannot allocate memory") has the instance flagged `infra_failure` (a broken image, to
+    be rerun): a free resample. The log is read as applied, the F2P test not passing."""
+    from tests.test_attacks_redteam23e import F2P, _log, _read
+
+    log, _ = _log(tmp_path, "failed", {F2P: "skipped", "tests/test_thing.py::test_other": "passed"},
+                  {"resets": []}, "Cannot allocate memory\nKilled")
+    applied, status_map, resolution = _read(log)
+    assert applied, status_map
+    assert status_map.get(F2P) != "PASSED" and resolution == "RESOLVED_NO", (status_map, resolution)
+    from swebench.harness.infra_failure import classify_logs
+
+    assert classify_logs(str(log)) is not None  # the words are there: only an unread log would be classified
+
+
+def test_r23j_3_control_a_failed_and_an_errored_test_keep_their_words(tmp_path):
+    """Control: a graded test that failed is FAILED, one that errored ERROR; a resolved run all PASSED."""
+    from tests.test_attacks_redteam23e import F2P, P2P, _log, _read
+
+    _, text = _log(tmp_path, "failed", {F2P: "failed", P2P: "error"}, {"resets": []}, "")
+    assert f"FAILED {F2P}" in text and f"ERROR {P2P}" in text
+    log, text = _log(tmp_path, "resolved", {F2P: "passed", P2P: "passed"}, {"resets": []}, "")
+    assert _read(log)[2] == "RESOLVED_FULL"
