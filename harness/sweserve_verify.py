@@ -50,7 +50,11 @@ WORKDIR = "/testbed"
 OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
 # swebench.harness.constants, built so that no line of this file holds them (swebench edits eval scripts there)
 START, END, EXIT_CODE = (">" * 5 + " " + words for words in ("Start Test Output", "End Test Output", "Test Exit Code"))
-WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED"}
+# a graded test that did not pass is FAILED (ERROR where it errored), as SWE-bench grades a skip: a failed run
+# printed with SKIPPED and PASSED lines only, and exit code 1, is one SWE-bench reads as not describing its run
+# (`get_logs_eval`: "patch not applied"), then classifies for an infrastructure fault by the submission's own
+# output ("Cannot allocate memory"): flagged to be rerun (red team 23j, R23j-3)
+WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR"}
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_OPTIONAL_LOCKS": "0", "HOME": "/nonexistent"}
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*",
