@@ -203,3 +203,32 @@ def test_r23j_3_control_a_failed_and_an_errored_test_keep_their_words(tmp_path):
     assert f"FAILED {F2P}" in text and f"ERROR {P2P}" in text
     log, text = _log(tmp_path, "resolved", {F2P: "passed", P2P: "passed"}, {"resets": []}, "")
     assert _read(log)[2] == "RESOLVED_FULL"
+
+
+# --- R23j-4: terminal control sequences in the test output shown after the verdict --------------------------------
+
+def test_r23j_4_test_output_cannot_redraw_the_verdict_a_reviewer_reads(tmp_path):
+    """R23j-4: the log SWE-bench keeps (test_output.txt) is read by a reviewer in a terminal (`cat`, `less -R`,
+    CI logs). Test output after the verdict was shown as printed: ANSI sequences that move the cursor up and
+    erase lines (and a lone \\x1b]... title, a backspace run) redraw the verdict lines as "sweserve: resolved"
+    and the FAILED line as PASSED. Shown now with every control character but tab visible as an escape."""
+    from tests.test_attacks_redteam23e import F2P, P2P, _log, _read
+
+    forged = ("\x1b[6A\x1b[2K\r" + f"PASSED {F2P}\x1b[K\n\x1b[2K" + "\x1b[3B\x1b[2K\rsweserve: resolved\x1b[K"
+              + "\b" * 40 + "\x9b2K\x07\x7f")
+    log, text = _log(tmp_path, "failed", {F2P: "failed", P2P: "passed"}, {"resets": []}, forged)
+    after = text.split(">>>>> End Test Output", 1)[1]
+    controls = [c for c in after if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0]
+    assert not controls, controls
+    assert "\\x1b[6A" in after  # still there to read, as text
+    applied, status_map, resolution = _read(log)
+    assert applied and resolution == "RESOLVED_NO", (status_map, resolution)
+
+
+def test_r23j_4_control_plain_and_unicode_output_is_shown_as_it_was(tmp_path):
+    """Control: tabs, non-ASCII text and ordinary lines are shown unchanged behind "| "."""
+    from tests.test_attacks_redteam23e import F2P, P2P, _log
+
+    _, text = _log(tmp_path, "failed", {F2P: "failed", P2P: "passed"}, {"resets": []},
+                   "col1\tcol2\nnaïve — ✓ passed\nE   assert 1 == 2")
+    assert "| col1\tcol2\n| naïve — ✓ passed\n| E   assert 1 == 2" in text
