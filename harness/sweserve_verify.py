@@ -446,9 +446,20 @@ def unmarked(text):
     return text.replace(">>", "> >").replace(">>", "> >")
 
 
+def visible(text):
+    """`text` with every control character but tab and newline written as an escape (`\\x1b`): in a terminal a
+    reviewer reads the log in, test output moved the cursor up and redrew the verdict's lines (red team 23j,
+    R23j-4)."""
+    return text.translate(CONTROLS)
+
+
+CONTROLS = {c: f"\\x{c:02x}" for c in [*range(32), *range(0x7f, 0xa0)] if chr(c) not in "\t\n"}
+
+
 def shown(output):
-    """Test output as the harness may show it: no line it parses as an outcome, none of its markers."""
-    return "\n".join("| " + unmarked(line) for line in output.splitlines())
+    """Test output as the harness may show it: no line it parses as an outcome, none of its markers, nothing
+    a terminal acts on."""
+    return "\n".join("| " + visible(unmarked(line)) for line in output.splitlines())
 
 
 def report_swebench(cfg, status, reason, graded, details, output):
@@ -459,7 +470,8 @@ def report_swebench(cfg, status, reason, graded, details, output):
         lines.append(f"{WORDS.get(outcome, 'FAILED')} {sweserve_protocol.log_name(test_id)}")
     lines += [f"{EXIT_CODE}: {0 if status == 'resolved' else 1}", END,
               # the reason may quote git on the submission's paths, the resets name them: unmarked too (R23e-1)
-              unmarked(f"sweserve: {status}" + (f" ({reason})" if reason else "")), unmarked(json.dumps(details)),
+              visible(unmarked(f"sweserve: {status}" + (f" ({reason})" if reason else ""))),
+              visible(unmarked(json.dumps(details))),
               shown(output)]
     sys.stdout.write("\n".join(lines) + "\n")
 
