@@ -1,0 +1,69 @@
+"""Red team 23k: the round-23c assess fixes and their neighbours (`sweserve/assess/`), attacked by a candidate at the
+browser terminal, every websocket message theirs.
+
+Each test is written to fail while the attack works and to pass once it is defended; controls keep honest
+behaviour working.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from sweserve.assess.recorder import BrowserTerminal
+
+# ---- R23k-1: keys typed before the docker client has made its terminal raw are signals to the client itself
+
+# a stand-in for `docker exec -it`'s client: slow to start (as docker is, ~0.1-1 s), then raw, as docker makes it,
+# and it says what keys it read
+FAKE_DOCKER = """\
+import os, sys, termios, time, tty
+time.sleep(1.0)
+tty.setraw(0)
+time.sleep(0.3)
+os.write(1, b"client-read " + repr(os.read(0, 64)).encode() + b"\\r\\n")
+"""
+
+
+def _fake_docker(tmp_path):
+    client = tmp_path / "bin" / "docker"
+    client.parent.mkdir()
+    client.write_text(f"#!{sys.executable}\n{FAKE_DOCKER}")
+    client.chmod(0o755)
+    return [str(client), "exec", "-it", "--detach-keys=ctrl-],ctrl-^,ctrl-_,ctrl-@", "box", "bash"]
+
+
+def _screen(term: BrowserTerminal) -> bytes:
+    return bytes(term.record.screen)
+
+
+def test_r23k_1_keys_typed_as_the_terminal_opens_do_not_signal_the_docker_client(tmp_path):
+    """The relay's pseudo-terminal starts cooked: until the docker client has started and made it raw (a tenth of a
+    second to a second, longer on a loaded host), its line discipline turns ^C into SIGINT and ^\\ into SIGQUIT for
+    the client itself, not the sandbox's shell. The client dies (^\\ also prints its Go stacks and registers to the
+    candidate), the relay ends, and `BrowserAgent.solve` grades the task as "finished" with its time left: R23c-3's
+    ending by keys, by other keys. Won before the fix (real docker: exit 130 on ^C, 2 and a stack dump on ^\\).
+    Defence: the relay's terminal is raw from the start for a client that relays a terminal of its own; the
+    keys reach it (and so the sandbox's shell) as keys."""
+    term = BrowserTerminal(_fake_docker(tmp_path), tmp_path / "c.cast").start()
+    try:
+        term.write(b"\x03\x1c")
+        assert term.exited.wait(10), "the client never ended"
+        assert term.exit_code == 0, (term.exit_code, _screen(term))
+        assert b"client-read b'\\x03\\x1c'" in _screen(term), _screen(term)
+    finally:
+        term.stop()
+
+
+def test_r23k_1_control_a_plain_command_keeps_its_cooked_terminal(tmp_path):
+    """A command that is no docker terminal client keeps the terminal as a shell expects it: ^C interrupts it."""
+    term = BrowserTerminal([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                           tmp_path / "c.cast").start()
+    try:
+        end = time.monotonic() + 10
+        while b"up" not in _screen(term) and time.monotonic() < end:
+            time.sleep(0.05)
+        term.write(b"\x03")
+        assert term.exited.wait(10) and term.exit_code != 0
+    finally:
+        term.stop()
