@@ -17,10 +17,13 @@ from sweserve.assess.recorder import BrowserTerminal
 # a stand-in for `docker exec -it`'s client: slow to start (as docker is, ~0.1-1 s), then raw, as docker makes it,
 # and it says what keys it read
 FAKE_DOCKER = """\
-import os, sys, termios, time, tty
+import os, select, sys, termios, time, tty
 time.sleep(1.0)
-tty.setraw(0)
-time.sleep(0.3)
+tty.setraw(0, termios.TCSANOW)  # as docker does: what was typed before is kept
+# the sandbox's shell starting: a ^C now is one its own terminal turns into SIGINT for it (bash dies, 130)
+if select.select([0], [], [], 0.5)[0] and b"\\x03" in os.read(0, 64):
+    sys.exit(130)
+os.write(1, b"$ ")
 os.write(1, b"client-read " + repr(os.read(0, 64)).encode() + b"\\r\\n")
 """
 
@@ -42,9 +45,11 @@ def test_r23k_1_keys_typed_as_the_terminal_opens_do_not_signal_the_docker_client
     second to a second, longer on a loaded host), its line discipline turns ^C into SIGINT and ^\\ into SIGQUIT for
     the client itself, not the sandbox's shell. The client dies (^\\ also prints its Go stacks and registers to the
     candidate), the relay ends, and `BrowserAgent.solve` grades the task as "finished" with its time left: R23c-3's
-    ending by keys, by other keys. Won before the fix (real docker: exit 130 on ^C, 2 and a stack dump on ^\\).
-    Defence: the relay's terminal is raw from the start for a client that relays a terminal of its own; the
-    keys reach it (and so the sandbox's shell) as keys."""
+    ending by keys, by other keys. Once the client is raw, the same keys reach the sandbox's shell before it has
+    taken its terminal (job control) and kill it there (bash, or `timeout --foreground`: exit 130). Won before the
+    fix (real docker: exit 130 on ^C, 2 and a stack dump on ^\\). Defence: the relay's terminal is raw from the
+    start for a client that relays a terminal of its own, and it is given no key until the far side has shown
+    something (the shell's prompt)."""
     term = BrowserTerminal(_fake_docker(tmp_path), tmp_path / "c.cast").start()
     try:
         term.write(b"\x03\x1c")
@@ -67,3 +72,4 @@ def test_r23k_1_control_a_plain_command_keeps_its_cooked_terminal(tmp_path):
         assert term.exited.wait(10) and term.exit_code != 0
     finally:
         term.stop()
+

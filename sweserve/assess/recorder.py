@@ -163,11 +163,17 @@ def commands_from_cast(path: Path) -> TypedLines:
     return typed_lines(events, COMMANDS_MAX)
 
 
+def relays_terminal(argv: list[str]) -> bool:
+    """Whether argv's client relays a terminal of its own (`docker exec` with one): the keys are for the remote
+    terminal's line discipline, and the client makes its own terminal raw to pass them on."""
+    return len(argv) >= 2 and Path(argv[0]).name == "docker" and "exec" in argv and any(
+        a in ("-t", "--tty") or (a.startswith("-") and not a.startswith("--") and "t" in a) for a in argv)
+
+
 def detach_sequence(argv: list[str]) -> bytes:
     """The keys that make argv's client detach, ending the relay while the shell runs on: `docker exec` with a
     terminal reads its `--detach-keys` (^P ^Q unless given) on its input; b"" for any other command."""
-    if len(argv) < 2 or Path(argv[0]).name != "docker" or "exec" not in argv or not any(
-            a in ("-t", "--tty") or (a.startswith("-") and not a.startswith("--") and "t" in a) for a in argv):
+    if not relays_terminal(argv):
         return b""
     spec = "ctrl-p,ctrl-q"
     for i, arg in enumerate(argv):
@@ -177,6 +183,22 @@ def detach_sequence(argv: list[str]) -> bytes:
             spec = argv[i + 1]
     return bytes(ord(k[5:].upper()) & 0x1F if k.startswith("ctrl-") else ord(k[:1] or " ")
                  for k in spec.split(",") if k)
+
+
+def _make_raw(fd: int) -> None:
+    """The terminal's line discipline passes every key on as it is (no signal, line editing, end of file or flow
+    control), as `docker exec -t`'s client sets it; output is still post-processed (a client's own messages end
+    their lines). A pseudo-terminal's master sets its slave's modes."""
+    try:
+        attrs = termios.tcgetattr(fd)
+        attrs[0] &= ~(termios.IGNBRK | termios.BRKINT | termios.PARMRK | termios.ISTRIP | termios.INLCR
+                      | termios.IGNCR | termios.ICRNL | termios.IXON | termios.IXOFF)
+        attrs[2] = (attrs[2] & ~(termios.CSIZE | termios.PARENB)) | termios.CS8
+        attrs[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON | termios.ISIG | termios.IEXTEN)
+        attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except termios.error:
+        pass
 
 
 @dataclasses.dataclass
@@ -230,6 +252,12 @@ class BrowserTerminal:
         # `_delivered` is the end of what the terminal was given, as long as the sequence less one key
         self.detach = detach_sequence(argv)
         self._delivered = b""
+        # set once the terminal has shown something. A client relaying a terminal of its own (`relays_terminal`)
+        # is given no key before: the sandbox's shell is not yet managing its terminal, whose line discipline made
+        # a ^C typed then SIGINT for the shell (or its `timeout`), ending the relay (red team 23k, R23k-1)
+        self.spoke = threading.Event()
+        if not relays_terminal(argv):
+            self.spoke.set()
 
     def start(self) -> "BrowserTerminal":
         pid, master = pty.fork()
@@ -239,6 +267,11 @@ class BrowserTerminal:
             finally:
                 os._exit(127)
         self.pid, self.master = pid, master
+        if relays_terminal(self.argv):
+            # raw from the start, before any key is written: until the client had made it raw itself (a tenth of a
+            # second to a second), the line discipline turned ^C and ^\ into signals for the client, not the
+            # sandbox's shell, and the relay, so the task, ended with time left (red team 23k, R23k-1)
+            _make_raw(master)
         # non-blocking: `write` runs on the server's event loop, and a program that does not read its terminal
         # must never hold that loop (every candidate's session runs on it); the feeder waits instead
         os.set_blocking(master, False)
@@ -267,6 +300,7 @@ class BrowserTerminal:
                 data = b""
             if not data:
                 break
+            self.spoke.set()
             self.cast.event("o", data)  # recorded before anyone sees it
             self.record.shown(data)
             with self._lock:
@@ -325,6 +359,8 @@ class BrowserTerminal:
         this thread of its own; then keys to the terminal as it takes them, and sizes applied."""
         while (item := self._keys.get()) is not None:
             if isinstance(item, bytes):
+                while not (self.spoke.wait(0.2) or self.exited.is_set() or self.input_closed.is_set()):
+                    pass  # held until the far side has spoken (`spoke`)
                 self._deliver(item)
                 continue
             with self._lock:  # a copy as it is now: the loop updates the one queued last until it is taken
