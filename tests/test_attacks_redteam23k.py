@@ -73,3 +73,67 @@ def test_r23k_1_control_a_plain_command_keeps_its_cooked_terminal(tmp_path):
     finally:
         term.stop()
 
+
+# ---- R23k-2: Start on a pack that no longer matches its tasks shows the task ids (the upstream PRs) to the candidate
+
+
+def _invited(tmp_path, task_bundles):
+    """A server whose tasks folder holds `task_bundles`, and an invite to a pack of task o__r-1 made before."""
+    from datetime import timedelta
+
+    from test_assess import bundle
+
+    from sweserve.assess.invites import InviteStore
+    from sweserve.assess.packs import choose_pack, save_pack
+    from sweserve.assess.server import AssessServer
+
+    pack = choose_pack("p", [bundle(1)], 1, 3600)
+    save_pack(tmp_path / "p.yaml", pack)
+    store = InviteStore(tmp_path / "i.json")
+    _, token = store.create("cand", str(tmp_path / "p.yaml"), pack.version, timedelta(days=1))
+    tasks = {b.task.task_id: b for b in task_bundles}
+    return AssessServer(None, tasks, store, tmp_path / "out", tmp_path), token  # type: ignore[arg-type]
+
+
+def _start_page(port: int, token: str) -> tuple[int, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", f"/i/{token}", headers={"Content-Length": "0"})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, body
+
+
+def test_r23k_2_a_pack_out_of_step_with_its_tasks_names_no_task_to_the_candidate(tmp_path):
+    """`begin` checks the pack against the tasks folder before spending the token, and Start's 409 page showed
+    `check_pack`'s error whole: "pack p: task o__r-1 is not in the tasks folder" (or "changed since the pack was
+    made"). A task id is `owner__repo-<PR number>`: the candidate learns, before any clock runs, which upstream PR
+    each task is (its merged diff is the reference solution), studies it, and comes back with the same link, which
+    stays valid, once the hiring team has fixed the pack. Task ids are never shown before a task's clock runs
+    (red team 13). Won before the fix: the page held o__r-1. Defence: the page says the assessment is unavailable;
+    the reason goes to the server's log, for the hiring team."""
+    from test_assess import bundle
+    from test_attacks_redteam17d import Running
+
+    for tasks in ([], [bundle(1, instruction="another statement")]):
+        server, token = _invited(tmp_path / str(len(tasks)), tasks)
+        with Running(server) as srv:
+            status, body = _start_page(srv.port, token)
+        assert status == 409, (status, body)
+        assert b"o__r-1" not in body and b"o__r" not in body, body
+        assert server.store.peek(token).candidate == "cand"  # control: the link is not spent
+
+
+def test_r23k_2_control_a_pack_in_step_starts(tmp_path, monkeypatch):
+    from test_assess import bundle
+    from test_attacks_redteam17d import Running
+
+    from sweserve.assess.server import Assessment
+
+    monkeypatch.setattr(Assessment, "run", lambda self, ctx: None)
+    server, token = _invited(tmp_path, [bundle(1)])
+    with Running(server) as srv:
+        status, _ = _start_page(srv.port, token)
+    assert status == 303
