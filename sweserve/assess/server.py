@@ -229,7 +229,15 @@ class AssessServer:
         pack = load_pack(Path(invite.pack))
         if pack.version != invite.pack_version:
             raise SweserveError("the assessment pack changed after this invitation was made")
-        bundles = check_pack(pack, self.tasks)
+        try:
+            bundles = check_pack(pack, self.tasks)
+        except SweserveError as exc:
+            # why, for the hiring team: the reason names the pack's tasks, and a task id names its upstream PR
+            # (whose diff solves it), shown on the candidate's page before any clock ran, the link still valid for
+            # later (red team 23k, R23k-2)
+            log.error("invite %s of %s cannot start: %s", invite.invite_id, invite.candidate, exc)
+            raise SweserveError("this assessment cannot start right now; the hiring team has been told, and this "
+                                "link stays valid") from None
         path = results_file(self.output, pack, invite.candidate)
         key = secrets.token_urlsafe(32)
         busy = SweserveError("your assessment of this pack is already in progress: continue it in the browser you "
