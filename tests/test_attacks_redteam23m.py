@@ -1,0 +1,81 @@
+"""Red team 23m: the meter's reading of an answer by its label, and the format a call asks by Accept
+(`images/proxy/egress_addon.py`: `answer_usage`, `stream_output`, `_chunk_output`, `constrain_accept`).
+
+- R23m-1: an event stream labelled `application/json` (or with no Content-Type at all: a gateway's fixed label, a
+  FastAPI StreamingResponse left at its default) was read as JSON only: not JSON, so its usage was unread and its
+  floor 0 tokens, however many chunks of output it carried.
+- R23m-2: an event whose data is a JSON array of chunks (a gateway batching its upstream's chunks into one event)
+  counted none of them toward the floor: `_chunk_output` read objects only. A stream without usage added 0 tokens,
+  and one stating fewer tokens than its chunks was taken at its word.
+- R23m-3: a chat or completions call with no `stream` in its body but `Accept: text/event-stream`: the proxy asked
+  no usage (`ask_usage` reads the body), and a gateway that streams on Accept streamed without it, its prompt floor 0.
+All run on the host against the addon's hooks: no Docker.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+
+SSE = "text/event-stream"
+
+
+def events(*chunks) -> bytes:
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def chat_chunk(text: str) -> dict:
+    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "stream": True}
+USAGE = {"id": "c", "choices": [], "usage": {"prompt_tokens": 700, "completion_tokens": 5}}
+
+
+# --- R23m-1 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ctype", ["application/json", ""], ids=["labelled-json", "no-content-type"])
+def test_r23m_1_a_stream_labelled_json_is_read_as_a_stream(tmp_path, ctype):
+    """Won: five chunks of output and a usage of 700 prompt tokens, metered as 0 tokens."""
+    stream = events(*(chat_chunk("x") for _ in range(5)), USAGE)
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=ctype)])
+    assert (m.prompt_tokens, m.completion_tokens) == (700, 5), m
+
+
+@pytest.mark.parametrize("ctype", ["application/json", ""], ids=["labelled-json", "no-content-type"])
+def test_r23m_1_an_unread_stream_labelled_json_counts_its_chunks(ctype):
+    """Won: the same stream without its usage: a floor of 0."""
+    assert addon.stream_output(events(*(chat_chunk("x") for _ in range(5))), ctype) >= 5
+
+
+def test_r23m_1_control_a_json_answer_is_read_as_json(tmp_path):
+    answer = {"id": "c", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+              "usage": {"prompt_tokens": 9, "completion_tokens": 2}}
+    body = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+    m = meter(tmp_path, [call("/v1/chat/completions", body, json.dumps(answer).encode())])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (9, 2), m
+    assert addon.answer_usage(b"not json, no stream", "application/json") is None
+
+
+# --- R23m-2 --------------------------------------------------------------------------------------------------------
+
+def test_r23m_2_an_event_of_several_chunks_counts_each():
+    """Won: two events, each an array of chunks of output, 0 tokens."""
+    stream = events([chat_chunk("x"), chat_chunk("y"), chat_chunk("z")], [chat_chunk("w"), chat_chunk("v")])
+    assert addon.stream_output(stream, SSE) >= 5
+
+
+def test_r23m_2_a_usage_stating_fewer_than_its_arrayed_chunks_counts_the_chunks():
+    """Won: five chunks in arrays, a usage stating 1 completion token, metered as 1."""
+    stream = events([chat_chunk("x") for _ in range(5)],
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    usage = addon.answer_usage(stream, SSE)
+    assert usage is not None and usage[0] == 3 and usage[1] >= 5, usage
+
+
+def test_r23m_2_control_an_arrayed_stream_stating_more_keeps_its_count():
+    stream = events([chat_chunk("x") for _ in range(3)],
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 40}})
+    assert addon.answer_usage(stream, SSE) == (3, 40)
