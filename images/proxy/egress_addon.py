@@ -1184,23 +1184,26 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
     if not content or len(content) > METER_MAX_BYTES:
         return None
     try:
-        if "event-stream" in content_type.lower():
-            # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
-            # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
-            found: dict = {}
-            # and each chunk of output is a completion token at least, as the over-size path reads (`oversize_usage`):
-            # a usage stating fewer (one member's, one stated early and never updated) was taken as it came, five
-            # chunks of output metered as one token (red team 23g, R23g-2). Only the streamed pieces count here
-            # (`whole=False`): a Responses API `.done` event restates a part's whole `text`
-            chunks = 0
-            for event in stream_events(content):
-                _add_usage(found, event)
-                chunks += _chunk_output(event, whole=False)
-            if not found:
-                return None
-            read = _stream_total(found)
-            return read[0], min(max(read[1], chunks), MAX_TOKENS)
-        return usage_in(json.loads(content))
+        if "event-stream" not in content_type.lower():
+            try:
+                return usage_in(json.loads(content))
+            except ValueError:  # not JSON: read as the event stream it may be under another label (R23m-1)
+                pass
+        # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
+        # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
+        found: dict = {}
+        # and each chunk of output is a completion token at least, as the over-size path reads (`oversize_usage`):
+        # a usage stating fewer (one member's, one stated early and never updated) was taken as it came, five
+        # chunks of output metered as one token (red team 23g, R23g-2). Only the streamed pieces count here
+        # (`whole=False`): a Responses API `.done` event restates a part's whole `text`
+        chunks = 0
+        for event in stream_events(content):
+            _add_usage(found, event)
+            chunks += _chunk_output(event, whole=False)
+        if not found:
+            return None
+        read = _stream_total(found)
+        return read[0], min(max(read[1], chunks), MAX_TOKENS)
     except (ValueError, RecursionError):
         return None
 
@@ -1241,8 +1244,9 @@ def stream_output(content: bytes, content_type: str) -> int:
             try:
                 answer = json.loads(content)
             except ValueError:
-                return 0
-            return min(sum(map(_chunk_output, answer if isinstance(answer, list) else [answer])), MAX_TOKENS)
+                answer = None  # not JSON: an event stream under another label (R23m-1), read below
+            else:
+                return min(sum(map(_chunk_output, answer if isinstance(answer, list) else [answer])), MAX_TOKENS)
         for event in stream_events(content):
             count += _chunk_output(event)
     except RecursionError:
@@ -1252,7 +1256,10 @@ def stream_output(content: bytes, content_type: str) -> int:
 
 def _chunk_output(event, whole: bool = True) -> int:
     """The tokens of output one streamed event carries at least: one for each choice of it carrying output. `whole`:
-    and output a whole answer carries at its top level (TOP_OUTPUT_KEYS), not only a streamed `delta`."""
+    and output a whole answer carries at its top level (TOP_OUTPUT_KEYS), not only a streamed `delta`. An event that
+    is an array is its chunks, each read so (one level): its chunks counted none (red team 23m, R23m-2)."""
+    if isinstance(event, list):
+        return sum(_chunk_output(item, whole) for item in event if isinstance(item, dict))
     if not isinstance(event, dict):
         return 0
     choices = event.get("choices")
