@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_attacks_redteam15f import MODEL
 from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
 
 SSE = "text/event-stream"
@@ -79,3 +80,61 @@ def test_r23m_2_control_an_arrayed_stream_stating_more_keeps_its_count():
     stream = events([chat_chunk("x") for _ in range(3)],
                     {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 40}})
     assert addon.answer_usage(stream, SSE) == (3, 40)
+
+
+# --- R23m-3 --------------------------------------------------------------------------------------------------------
+# A gateway that streams when the client accepts an event stream (content negotiation), whatever the body says: the
+# body named no `stream`, so the proxy asked no usage (`ask_usage`), and the stream came without it, its prompt floor
+# 0 under any record.
+
+def sent(tmp_path, body, accept: str, closed_book: bool, path: str = "/v1/chat/completions"):
+    """The request the proxy sent on, with `Accept: accept` (None if it refused the call)."""
+    e = addon.Egress([MODEL], closed_book, tmp_path, ["default"])
+    e.running()
+    f = call(path, body, b"")
+    f.request.headers["accept"] = accept
+    e.request(f)
+    refused = not json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])["allowed"]
+    return None if refused else f.request
+
+
+def accepted(req) -> str:
+    return next(str(v) for k, v in req.headers.items() if k.lower() == "accept")
+
+
+def usage_asked(req) -> bool:
+    body = json.loads(req.content)
+    return isinstance(body.get("stream_options"), dict) and body["stream_options"].get("include_usage") is True
+
+
+NOT_STREAMING = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed-book", "open-book"])
+@pytest.mark.parametrize("accept", ["text/event-stream", "application/json, text/event-stream", "TEXT/Event-Stream"])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions"])
+def test_r23m_3_a_call_not_streaming_asks_no_stream_by_accept(tmp_path, closed_book, accept, path):
+    """Won: `Accept: text/event-stream` went on beside a body of no `stream`, and no usage was asked."""
+    body = NOT_STREAMING if path.endswith("chat/completions") else {"model": "default", "prompt": "def f():"}
+    req = sent(tmp_path, body, accept, closed_book, path)
+    assert req is None or "event-stream" not in accepted(req).lower() or usage_asked(req), (accepted(req), req.content)
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed-book", "open-book"])
+def test_r23m_3_control_a_stream_keeps_its_accept(tmp_path, closed_book):
+    req = sent(tmp_path, CHAT, "text/event-stream", closed_book)
+    assert req is not None and accepted(req) == "text/event-stream" and usage_asked(req)
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed-book", "open-book"])
+def test_r23m_3_control_a_call_not_streaming_keeps_its_json_accept(tmp_path, closed_book):
+    req = sent(tmp_path, NOT_STREAMING, "application/json", closed_book)
+    assert req is not None and accepted(req) == "application/json"
+    assert "stream_options" not in json.loads(req.content)
+
+
+def test_r23m_3_control_an_anthropic_call_keeps_its_accept(tmp_path):
+    """Anthropic's stream states its usage unasked: its Accept is left as it is."""
+    body = {"model": "default", "max_tokens": 64, "messages": [{"role": "user", "content": "fix it"}]}
+    req = sent(tmp_path, body, "application/json, text/event-stream", True, "/v1/messages")
+    assert req is not None and accepted(req) == "application/json, text/event-stream"
