@@ -342,21 +342,24 @@ def _refused_q(item: str) -> bool:
     return False
 
 
-def constrain_accept(headers) -> list[str]:
+def constrain_accept(headers, stream: bool = True) -> list[str]:
     """Keep only READABLE_MEDIA, each acceptable (no `q=0`), in a request's Accept (one field; `application/json,
     text/event-stream` if none is left, since a field refusing both makes the server choose what it may); what was
-    removed. No field at all is the server's default: left as it is."""
+    removed. No field at all is the server's default: left as it is. Not `stream` (a call whose usage is asked only in
+    its body's stream, not streaming: `streams_asked`): no event stream either, which a gateway streaming on Accept
+    answered with no usage asked (red team 23m, R23m-3)."""
     names = [n for n in list(headers.keys()) if _header_name(n).lower() == "accept"]
     if not names:
         return []
+    media = READABLE_MEDIA if stream else READABLE_MEDIA - {"text/event-stream"}
     items = [item.strip() for n in names for item in str(headers[n]).split(",") if item.strip()]
-    kept = [item for item in items if item.split(";")[0].strip().lower() in READABLE_MEDIA and not _refused_q(item)]
+    kept = [item for item in items if item.split(";")[0].strip().lower() in media and not _refused_q(item)]
     if kept == items and len(names) == 1:
         return []
     for name in names:
         if name in headers:
             del headers[name]
-    headers["Accept"] = ", ".join(kept) or "application/json, text/event-stream"
+    headers["Accept"] = ", ".join(kept) or ("application/json, text/event-stream" if stream else "application/json")
     return [f"Accept {item}" for item in items if item not in kept]
 
 
@@ -1365,6 +1368,21 @@ def ask_usage(body, url: str) -> list[str]:
     return asked
 
 
+def streams_asked(content: bytes, url: str) -> bool:
+    """Whether a call may be answered as a stream: any call but OpenAI's chat and completions (`USAGE_ASKED`, whose
+    stream states its usage only when its body asks, `ask_usage`), and one of those whose body (the body sent on)
+    streams, or that this proxy cannot read (left as it is)."""
+    if not urlsplit(url).path.endswith(USAGE_ASKED):
+        return True
+    try:
+        body = json.loads(content) if content else None
+    except (ValueError, RecursionError):
+        return True
+    return any(isinstance(item, dict) and any(_streams(v) for k, v in item.items()
+                                              if isinstance(k, str) and k.casefold() == "stream")
+               for item in (body if isinstance(body, list) else [body]))
+
+
 def generated(resp) -> bool:
     """Whether an answer to a call passed as generating nothing says it generated: a stream of events, or one
     stating a usage (a listing's, a token count's answer states none). One the proxy cannot decode is read as
@@ -1692,7 +1710,11 @@ class Egress:
             except Unreadable as exc:
                 allowed, note = False, f"open book: a body a server may read and this proxy cannot ({exc})"[:300]
         if allowed:
-            stripped += constrain_encoding(headers) + constrain_transfer(headers) + constrain_accept(headers)
+            try:
+                stream = streams_asked(req.content or b"", req.url)
+            except ValueError:  # a Content-Encoding it cannot undo: left as it is
+                stream = True
+            stripped += constrain_encoding(headers) + constrain_transfer(headers) + constrain_accept(headers, stream)
         if allowed:  # REMOVED_HEADERS: vLLM's request id (a shared server's for every trial, as `rid`), Google's field mask
             for name in [n for n in list(headers.keys()) if _header_name(n).lower() in REMOVED_HEADERS]:
                 if name not in headers:  # a second casing of one mitmproxy already removed
