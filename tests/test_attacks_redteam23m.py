@@ -7,6 +7,10 @@
 - R23m-2: an event whose data is a JSON array of chunks (a gateway batching its upstream's chunks into one event)
   counted none of them toward the floor: `_chunk_output` read objects only. A stream without usage added 0 tokens,
   and one stating fewer tokens than its chunks was taken at its word.
+- R23m-4: a call the proxy passes as generating nothing (a GET of a model, a token count: R22a-1) is metered only
+  when its answer states a usage or is labelled an event stream. One whose answer carries output without its usage
+  (a gateway leaving it out, a stream labelled JSON) was no call at all: the meter complete at 0 tokens, and an
+  agent's record of 0 tokens stood unflagged.
 - R23m-3: a chat or completions call with no `stream` in its body but `Accept: text/event-stream`: the proxy asked
   no usage (`ask_usage` reads the body), and a gateway that streams on Accept streamed without it, its prompt floor 0.
 All run on the host against the addon's hooks: no Docker.
@@ -138,3 +142,36 @@ def test_r23m_3_control_an_anthropic_call_keeps_its_accept(tmp_path):
     body = {"model": "default", "max_tokens": 64, "messages": [{"role": "user", "content": "fix it"}]}
     req = sent(tmp_path, body, "application/json, text/event-stream", True, "/v1/messages")
     assert req is not None and accepted(req) == "application/json, text/event-stream"
+
+
+# --- R23m-4 --------------------------------------------------------------------------------------------------------
+
+GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
+GEMINI_OUTPUT = {"candidates": [{"content": {"parts": [{"text": "the whole fix"}], "role": "model"}}]}
+
+
+@pytest.mark.parametrize("closed_book", [False, True], ids=["open-book", "closed-book"])
+@pytest.mark.parametrize("answer, ctype", [
+    (json.dumps(GEMINI_OUTPUT).encode(), "application/json"),
+    (events(GEMINI_OUTPUT, GEMINI_OUTPUT), "application/json"),
+    (events(GEMINI_OUTPUT, GEMINI_OUTPUT), ""),
+], ids=["json-without-usage", "stream-labelled-json", "stream-unlabelled"])
+def test_r23m_4_an_answer_of_output_to_a_call_passed_as_generating_nothing_is_metered(tmp_path, answer, ctype,
+                                                                                        closed_book):
+    """Won: the meter complete at 0 tokens."""
+    f = call("/v1beta/models/default:generateContent", GEMINI_BODY, answer, method="GET", ctype=ctype)
+    f.request.headers["X-HTTP-Method-Override"] = "POST"
+    m = meter(tmp_path, [f], closed_book=closed_book)
+    assert m.requests == 1 and not m.complete and m.completion_tokens >= 1, m
+
+
+@pytest.mark.parametrize("path, answer", [
+    ("/v1/models", {"object": "list", "data": [{"id": "default", "object": "model", "owned_by": "sglang"}]}),
+    ("/v1beta/models/default", {"name": "models/default", "displayName": "default", "description": "a model"}),
+    ("/v1/messages/count_tokens", {"input_tokens": 12}),
+], ids=["listing", "one-model", "anthropic-count"])
+def test_r23m_4_control_a_listing_or_count_is_no_call(tmp_path, path, answer):
+    method = "POST" if "count" in path else "GET"
+    body = None if method == "GET" else {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+    m = meter(tmp_path, [call(path, body, json.dumps(answer).encode(), method=method)])
+    assert m.complete and (m.requests, m.prompt_tokens, m.completion_tokens) == (0, 0, 0), m
