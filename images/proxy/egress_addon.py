@@ -1385,8 +1385,8 @@ def streams_asked(content: bytes, url: str) -> bool:
 
 def generated(resp) -> bool:
     """Whether an answer to a call passed as generating nothing says it generated: a stream of events, or one
-    stating a usage (a listing's, a token count's answer states none). One the proxy cannot decode is read as
-    generated (unread), never as nothing."""
+    stating a usage or carrying output (a listing's, a token count's answer does neither). One the proxy cannot decode
+    is read as generated (unread), never as nothing."""
     if resp is None or not 200 <= resp.status_code < 300:
         return False
     try:
@@ -1395,7 +1395,9 @@ def generated(resp) -> bool:
         return True
     if "event-stream" in ctype.lower() or len(content) > METER_MAX_BYTES:
         return True
-    return answer_usage(content, ctype) is not None
+    # or one carrying output (`stream_output`) without its usage: one that stated none (a gateway leaving it out, a
+    # stream labelled JSON) was no call, the meter complete at 0 tokens (red team 23m, R23m-4)
+    return answer_usage(content, ctype) is not None or stream_output(content, ctype) > 0
 
 
 def sni_matches(host: str, sni: str | None) -> bool:
