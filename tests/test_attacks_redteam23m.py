@@ -13,6 +13,10 @@
   agent's record of 0 tokens stood unflagged.
 - R23m-3: a chat or completions call with no `stream` in its body but `Accept: text/event-stream`: the proxy asked
   no usage (`ask_usage` reads the body), and a gateway that streams on Accept streamed without it, its prompt floor 0.
+- R23m-5 (open book): a Responses API call with `background: true` is answered at once with a queued response of no
+  usage (`usage: null`, nothing generated yet); the model generates afterwards, at the provider, where no answer the
+  proxy sees states it, and a later call's `previous_response_id` (open book passes it) brings the output into the
+  conversation. The call was counted unread with a floor of 0: its reasoning and output never metered.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -23,6 +27,7 @@ import json
 import pytest
 from test_attacks_redteam15f import MODEL
 from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+from test_attacks_redteam22i import open_book
 
 SSE = "text/event-stream"
 
@@ -175,3 +180,23 @@ def test_r23m_4_control_a_listing_or_count_is_no_call(tmp_path, path, answer):
     body = None if method == "GET" else {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
     m = meter(tmp_path, [call(path, body, json.dumps(answer).encode(), method=method)])
     assert m.complete and (m.requests, m.prompt_tokens, m.completion_tokens) == (0, 0, 0), m
+
+
+# --- R23m-5 --------------------------------------------------------------------------------------------------------
+
+RESPONSES_CALL = {"model": "default", "input": "fix it", "reasoning": {"effort": "high"}}
+
+
+@pytest.mark.parametrize("background", [True, "true", 1, "yes"], ids=["true", "string", "one", "yes"])
+@pytest.mark.parametrize("key", ["background", "Background"])
+def test_r23m_5_a_call_answered_later_is_refused_in_open_book(tmp_path, background, key):
+    """Won: passed; its answer a queued response of no usage, the generation never metered."""
+    raw = json.dumps({**RESPONSES_CALL, key: background}).encode()
+    assert open_book(tmp_path, raw, "/v1/responses") is None
+
+
+@pytest.mark.parametrize("background", [False, None, "false", 0])
+def test_r23m_5_control_a_call_answered_now_passes(tmp_path, background):
+    raw = json.dumps({**RESPONSES_CALL, "background": background}).encode()
+    assert open_book(tmp_path, raw, "/v1/responses") is not None
+    assert open_book(tmp_path, json.dumps(RESPONSES_CALL).encode(), "/v1/responses") is not None
