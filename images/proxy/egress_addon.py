@@ -1425,6 +1425,27 @@ class Unreadable(ValueError):
     """A body a server may read as JSON that this proxy cannot."""
 
 
+class Unmetered(Exception):
+    """A call whose answer is not its generation: the meter would never see what it generated."""
+
+
+# fields (folded) by which a call asks to be answered later (OpenAI's and SGLang's Responses API `background`): the
+# answer is a queued response of no usage, the model generates afterwards at the provider, where no answer the proxy
+# sees states it, and a later call's `previous_response_id` reads its output (red team 23m, R23m-5). Refused in both
+# modes (closed book's allow-list never had it); read as a lax reader reads a flag (`_streams`)
+DEFERRED_KEYS = {"background"}
+
+
+def deferred(body) -> str:
+    """The first field of a body (or of a batch's member) asking for its answer later (DEFERRED_KEYS), "" if none."""
+    for item in body if isinstance(body, list) else [body]:
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(key, str) and _fold(key) in DEFERRED_KEYS and _streams(value):
+                    return f"{key}={json.dumps(value)[:40]}"
+    return ""
+
+
 def lax_body(content: bytes, content_type: str) -> tuple[object, bool]:
     """A call's JSON body as the laxest server reads it, and whether it must be forwarded as read (a server may read
     the bytes as they came otherwise). ValueError if it is JSON to no reader; `Unreadable` if a server may read it and
@@ -1711,6 +1732,8 @@ class Egress:
                 stripped += self.open_book_body(req)
             except Unreadable as exc:
                 allowed, note = False, f"open book: a body a server may read and this proxy cannot ({exc})"[:300]
+            except Unmetered as exc:
+                allowed, note = False, f"open book: a call answered later, never metered ({exc})"[:300]
         if allowed:
             try:
                 stream = streams_asked(req.content or b"", req.url)
@@ -1753,6 +1776,8 @@ class Egress:
             raise
         except ValueError:
             return []
+        if why := deferred(body):
+            raise Unmetered(why)
         changed: list[str] = []
         if isinstance(body, dict) and (ids := [k for k in body if isinstance(k, str) and _fold(k) in REQUEST_ID_KEYS]):
             for key in ids:
