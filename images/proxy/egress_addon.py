@@ -1215,7 +1215,8 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
 # call's name and arguments), a completion's `text`, a Responses API event's `delta`, an Anthropic delta's text,
 # thinking or tool input
 OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "refusal", "text", "thinking", "partial_json",
-               "arguments", "name", "tool_calls", "function", "delta", "output")
+               "arguments", "name", "tool_calls", "function", "delta", "output",
+               "content_block")  # Anthropic's streamed block start: a tool call's `name` (R23m-6)
 
 
 def _output(node, depth: int = 0) -> bool:
@@ -1280,11 +1281,13 @@ def _chunk_output(event, whole: bool = True) -> int:
                 for p in c["parts"]) for c in gemini)
             # an answer's own output at its top level: an event's `delta`, Anthropic's `content` blocks, the Responses
             # API's `output` items, SGLang /generate's `text`; only `delta` was read, and an unread answer of the
-            # others added 0 (red team 23g, R23g-1)
-            + _output({k: v for k, v in event.items() if k in (TOP_OUTPUT_KEYS if whole else ("delta",))}))
+            # others added 0 (red team 23g, R23g-1). And a streamed block's start (Anthropic's `content_block`: a tool
+            # call's `name`), a piece of its own that no delta restates (red team 23m, R23m-6)
+            + _output({k: v for k, v in event.items() if k in (TOP_OUTPUT_KEYS if whole else STREAMED_KEYS)}))
 
 
-TOP_OUTPUT_KEYS = ("delta", "content", "output", "text")
+STREAMED_KEYS = ("delta", "content_block")
+TOP_OUTPUT_KEYS = (*STREAMED_KEYS, "content", "output", "text")
 
 
 COUNT_FIELD = re.compile(rb'"(' + b"|".join(f.encode() for f in (*PROMPT_FIELDS, *COMPLETION_FIELDS))
