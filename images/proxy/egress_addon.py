@@ -1309,6 +1309,9 @@ def oversize_floor(content: bytes) -> tuple[int, int]:
     return top[True], top[False]
 
 
+JSON_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*[\[{]")  # how a JSON answer (an object, an array) begins
+
+
 def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     """A floor of the tokens an answer too large to parse whole states. A stream is read event by event as under
     the cap (`stream_events`: one event parsed at a time): each member's largest counts summed (`usage_in`: only a
@@ -1317,7 +1320,11 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     to `oversize_floor`. Red team 19b: an over-size stream without usage added nothing (R19b-1), a batch's counted
     one member (R19b-2), and a tool call's argument naming a count was read (R19b-3)."""
     if "event-stream" not in content_type.lower():
-        return oversize_floor(content)
+        if JSON_START.match(content):
+            return oversize_floor(content)
+        # no JSON: an event stream under another label (red team 23m, R23m-7), read as one, the regex floor beside
+        read, floor = oversize_usage(content, "text/event-stream"), oversize_floor(content)
+        return max(read[0], floor[0]), max(read[1], floor[1])
     found: dict = {}
     raw, chunks, pieces = (0, 0), 0, 0
     try:
