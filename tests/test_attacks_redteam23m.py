@@ -23,6 +23,10 @@
 - R23m-7: the same as R23m-1 past the size the meter parses whole: an over-size answer labelled other than an event
   stream was read by its counts' regex only (`oversize_floor`), so a stream of output without usage labelled JSON
   added 0 tokens.
+- R23m-8 (open book): the query parameters that shape an answer (`stream`, Google's `alt` and `fields`: R22a-3,
+  R23g-4) were read as Python reads a query now, split at `&` only. A reader that also splits at `;` (Python's
+  own `parse_qsl` before 3.9.2, under Starlette; the W3C's form recommendation) reads `?key=k;stream=true` as a stream
+  asked in the query: no usage asked, its prompt floor 0.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -245,3 +249,21 @@ def test_r23m_7_control_an_over_size_json_answer_keeps_its_regex_floor():
     answer = json.dumps({"choices": [{"message": {"content": "x" * (33 << 20)}}],
                          "usage": {"prompt_tokens": 7, "completion_tokens": 9000}}).encode()
     assert addon.oversize_usage(answer, "application/json") == (7, 9000)
+
+
+# --- R23m-8 --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["key=k;stream=true", "api-version=2024-10-21;stream_options=x", "x=1;stream",
+                                   "key=k;$fields=candidates", "key=k;alt=proto"])
+def test_r23m_8_a_query_parameter_after_a_semicolon_is_read(tmp_path, query):
+    """Won: passed, its `stream` or field mask read by a reader that splits at `;`."""
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
+    req = open_book(tmp_path, raw, f"/v1/chat/completions?{query}")
+    assert req is None or "stream" in query and json.loads(req.content).get("stream_options") == {
+        "include_usage": True}, req.content
+
+
+@pytest.mark.parametrize("query", ["alt=sse", "key=abc", "api-version=2024-10-21", "key=abc&alt=sse"])
+def test_r23m_8_control_a_client_query_passes(tmp_path, query):
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
+    assert open_book(tmp_path, raw, f"/v1/chat/completions?{query}") is not None
