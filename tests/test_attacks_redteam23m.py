@@ -27,6 +27,8 @@
   R23g-4) were read as Python reads a query now, split at `&` only. A reader that also splits at `;` (Python's
   own `parse_qsl` before 3.9.2, under Starlette; the W3C's form recommendation) reads `?key=k;stream=true` as a stream
   asked in the query: no usage asked, its prompt floor 0.
+- R23m-9: the converse of R23m-1: a JSON answer labelled `text/event-stream` (a server that labels its answer by the
+  request's Accept) was read as a stream only: no event in it, so its usage was unread and its floor 0.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -267,3 +269,28 @@ def test_r23m_8_a_query_parameter_after_a_semicolon_is_read(tmp_path, query):
 def test_r23m_8_control_a_client_query_passes(tmp_path, query):
     raw = b'{"model": "default", "messages": [{"role": "user", "content": "fix it"}]}'
     assert open_book(tmp_path, raw, f"/v1/chat/completions?{query}") is not None
+
+
+# --- R23m-9 --------------------------------------------------------------------------------------------------------
+
+CHAT_ANSWER = {"id": "c", "object": "chat.completion",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "the whole fix"}}],
+               "usage": {"prompt_tokens": 900, "completion_tokens": 300}}
+
+
+def test_r23m_9_a_json_answer_labelled_a_stream_is_read_as_json(tmp_path):
+    """Won: 900 prompt and 300 completion tokens metered as 0."""
+    body = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+    m = meter(tmp_path, [call("/v1/chat/completions", body, json.dumps(CHAT_ANSWER).encode(), ctype=SSE)])
+    assert (m.prompt_tokens, m.completion_tokens) == (900, 300), m
+
+
+def test_r23m_9_an_unread_json_answer_labelled_a_stream_counts_its_output():
+    answer = {k: v for k, v in CHAT_ANSWER.items() if k != "usage"}
+    assert addon.stream_output(json.dumps(answer).encode(), SSE) >= 1
+
+
+def test_r23m_9_control_a_stream_is_read_as_a_stream():
+    stream = events(*(chat_chunk("x") for _ in range(4)), USAGE)
+    assert addon.answer_usage(stream, SSE) == (700, 5)
+    assert addon.stream_output(events(*(chat_chunk("x") for _ in range(4))), SSE) == 4
