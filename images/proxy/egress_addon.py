@@ -1189,11 +1189,12 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
     if not content or len(content) > METER_MAX_BYTES:
         return None
     try:
-        if "event-stream" not in content_type.lower():
-            try:
-                return usage_in(json.loads(content))
-            except ValueError:  # not JSON: read as the event stream it may be under another label (R23m-1)
-                pass
+        # an answer is read as what its bytes are, whatever its label: JSON (an event stream never begins as JSON), or
+        # else an event stream. A stream labelled JSON (R23m-1) and JSON labelled a stream (R23m-9) were unread, floor 0
+        try:
+            return usage_in(json.loads(content))
+        except ValueError:
+            pass
         # a stream of several generations (SGLang's /generate with a batch or `n`: each member's events carry
         # its `index` and its own running totals) is the sum of each member's largest counts (red team 16e)
         found: dict = {}
@@ -1244,15 +1245,15 @@ def stream_output(content: bytes, content_type: str) -> int:
         return 0
     count = 0
     try:
-        if "event-stream" not in content_type.lower():
-            # a JSON answer is its chunks: Gemini's stream as one JSON array (no `alt=sse`), or one answer's choices.
-            # Only event streams were read, and the same output as JSON added 0 (red team 23a, R23a-3)
-            try:
-                answer = json.loads(content)
-            except ValueError:
-                answer = None  # not JSON: an event stream under another label (R23m-1), read below
-            else:
-                return min(sum(map(_chunk_output, answer if isinstance(answer, list) else [answer])), MAX_TOKENS)
+        # a JSON answer is its chunks: Gemini's stream as one JSON array (no `alt=sse`), or one answer's choices. Only
+        # event streams were read, and the same output as JSON added 0 (red team 23a, R23a-3). Read by what its bytes
+        # are, whatever its label, as `answer_usage` reads it (R23m-1, R23m-9)
+        try:
+            answer = json.loads(content)
+        except ValueError:
+            pass  # not JSON: an event stream, read below
+        else:
+            return min(sum(map(_chunk_output, answer if isinstance(answer, list) else [answer])), MAX_TOKENS)
         for event in stream_events(content):
             count += _chunk_output(event)
     except RecursionError:
@@ -1321,9 +1322,9 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     completion token at least; only an event itself too large to parse, or an answer that is no stream, falls back
     to `oversize_floor`. Red team 19b: an over-size stream without usage added nothing (R19b-1), a batch's counted
     one member (R19b-2), and a tool call's argument naming a count was read (R19b-3)."""
+    if JSON_START.match(content):  # JSON, whatever its label (R23m-9)
+        return oversize_floor(content)
     if "event-stream" not in content_type.lower():
-        if JSON_START.match(content):
-            return oversize_floor(content)
         # no JSON: an event stream under another label (red team 23m, R23m-7), read as one, the regex floor beside
         read, floor = oversize_usage(content, "text/event-stream"), oversize_floor(content)
         return max(read[0], floor[0]), max(read[1], floor[1])
