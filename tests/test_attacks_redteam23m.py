@@ -294,3 +294,8 @@ def test_r23m_9_control_a_stream_is_read_as_a_stream():
     stream = events(*(chat_chunk("x") for _ in range(4)), USAGE)
     assert addon.answer_usage(stream, SSE) == (700, 5)
     assert addon.stream_output(events(*(chat_chunk("x") for _ in range(4))), SSE) == 4
+
+
+def test_r23m_5_closed_book_refuses_a_call_answered_later_too(tmp_path):
+    req = sent(tmp_path, {**RESPONSES_CALL, "background": True}, "application/json", True, "/v1/responses")
+    assert req is None
