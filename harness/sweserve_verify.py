@@ -456,10 +456,25 @@ def visible(text):
 CONTROLS = {c: f"\\x{c:02x}" for c in [*range(32), *range(0x7f, 0xa0)] if chr(c) not in "\t\n"}
 
 
+def one_line(text):
+    """`text` as `visible` writes it, and as one line: every character `str.splitlines` breaks a line at (a
+    newline; \\u2028, \\u2029 that editors break at too) an escape. The verdict's reason quotes git on the
+    submission's own path names (`"b/x\\nsweserve: resolved"`): a second verdict line, without the "| " that
+    marks the submission's words (red team 23n, R23n-1)."""
+    return visible(text).translate(BREAKS)
+
+
+BREAKS = {ord("\n"): "\\n", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 def shown(output):
     """Test output as the harness may show it: no line it parses as an outcome, none of its markers, nothing
     a terminal acts on."""
     return "\n".join("| " + visible(unmarked(line)) for line in output.splitlines())
+
+
+def verdict_line(status, reason):
+    return f"sweserve: {status}" + (f" ({reason})" if reason else "")
 
 
 def report_swebench(cfg, status, reason, graded, details, output):
@@ -470,25 +485,27 @@ def report_swebench(cfg, status, reason, graded, details, output):
         lines.append(f"{WORDS.get(outcome, 'FAILED')} {sweserve_protocol.log_name(test_id)}")
     lines += [f"{EXIT_CODE}: {0 if status == 'resolved' else 1}", END,
               # the reason may quote git on the submission's paths, the resets name them: unmarked too (R23e-1)
-              visible(unmarked(f"sweserve: {status}" + (f" ({reason})" if reason else ""))),
-              visible(unmarked(json.dumps(details))),
+              one_line(unmarked(verdict_line(status, reason))),
+              one_line(unmarked(json.dumps(details))),
               shown(output)]
     sys.stdout.write("\n".join(lines) + "\n")
 
 
 def report_harbor(cfg, status, reason, graded, details, output):
     out = cfg["verifier_dir"]
+    # test-output.txt as the tests printed it, less what a terminal acts on: a reviewer's `cat` of this folder
+    # had the output move the cursor and rewrite what is shown (red team 23n, R23n-2; R23j-4)
     record = {"status": status, "reason": reason,
               "fail_to_pass": {t: graded.get(t, "missing") for t in cfg["FAIL_TO_PASS"]},
               "pass_to_pass": {t: graded.get(t, "missing") for t in cfg["PASS_TO_PASS"]}, **details}
-    for name, text in (("sweserve.json", json.dumps(record, indent=2)), ("test-output.txt", output),
+    for name, text in (("sweserve.json", json.dumps(record, indent=2)), ("test-output.txt", visible(output)),
                        ("reward.txt", "1\n" if status == "resolved" else "0\n")):
         path = os.path.join(out, name)
         if os.path.lexists(path):
             os.unlink(path)
         with open(path, "w") as fh:
             fh.write(text)
-    print(f"sweserve: {status}" + (f" ({reason})" if reason else ""))
+    print(one_line(verdict_line(status, reason)))
 
 
 def main(argv):
