@@ -47,6 +47,7 @@ import sweserve_resets  # noqa: E402
 import sweserve_twins  # noqa: E402
 
 WORKDIR = "/testbed"
+DRAIN_S = 2.0  # how long the pipe is read once the runner has ended (what a process it left writes is not its run)
 OUTPUT_LIMIT = 8 * 2**20  # as the host's OutputTail: past it the stream's head is lost, and the run with it
 # swebench.harness.constants, built so that no line of this file holds them (swebench edits eval scripts there)
 START, END, EXIT_CODE = (">" * 5 + " " + words for words in ("Start Test Output", "End Test Output", "Test Exit Code"))
@@ -333,17 +334,25 @@ def run_boot(cfg, run_config_path, timeout):
                             cwd=cfg["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     chunks, size, truncated, timed_out = [], 0, False, False
-    deadline = time.monotonic() + timeout
+    deadline, ended = time.monotonic() + timeout, None
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     while True:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if ended is None and proc.poll() is not None:
+            ended = now
+        # the runner ended: all it wrote is in the pipe by now, read for a short grace and no longer. A process it
+        # left (a session of its own) that keeps writing held a finished run to the tests' whole time limit, and
+        # had it read as timed out (red team 23n, R23n-3)
+        if ended is not None and now - ended > DRAIN_S:
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0 if ended is None else DRAIN_S))
         if not ready:
-            if proc.poll() is not None:
+            if ended is not None or proc.poll() is not None:
                 break  # the runner ended; a child of it holds the pipe open
             continue
         data = os.read(fd, 1 << 16)
