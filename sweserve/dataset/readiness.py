@@ -144,7 +144,7 @@ def guarded(task: Task) -> bool:
     return v.forge_odds <= (v.max_forge_odds if v.max_forge_odds is not None else DEFAULT_MAX_FORGE_ODDS) + 1e-9
 
 
-GUARD_RULES = "17"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
+GUARD_RULES = "18"  # the guard's rules (evaluation/guard.py, the priors twins.visible reads): odds measured under
 # other rules are stale like odds measured with another instruction. 5: red team 5's priors (the whole base file,
 # spelled numbers, derived values, the repository's other test files). 6: red team 7's (every text file, every
 # spelling of a number, values derived from the file's numbers beside the test, tests pinned by name). 7: values
@@ -168,6 +168,8 @@ GUARD_RULES = "17"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # 17: a tar blob is read unpacked, and an archive inside an archive too, down to `guard.MAX_LAYERS` (R23d-1); the
 # ancestors' author and committer names and e-mails beside their messages (R23d-2); numbers spelled in words in
 # every file and message, as in the instruction (`twins.spelled_counts`, R23d-3).
+# 18: escapes decoded (`\u0036`, `&#54;`: `twins.unescaped`, R23p-1); a `.pyc`'s marshal'd constants
+# (`guard.marshalled`, R23p-2); words read across markup and a comment wrapped over lines (R23p-3).
 
 
 def instruction_digest(instruction: str) -> str:

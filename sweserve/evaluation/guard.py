@@ -42,6 +42,8 @@ import functools
 import gzip
 import io
 import lzma
+import math
+import struct
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -303,7 +305,30 @@ def binary_text(data: bytes) -> str:
     bytes with every NUL dropped (UTF-16 or UTF-32 text without its byte-order mark), one reading after the other
     (red team 22j, R22j-1)."""
     return (data.replace(b"\0", b"\n").decode("utf-8", "replace") + "\n"
-            + data.replace(b"\0", b"").decode("utf-8", "replace"))
+            + data.replace(b"\0", b"").decode("utf-8", "replace") + "\n" + marshalled(data))
+
+
+_PYC_CODE = (0x63, 0xE3)  # marshal's code object, without and with its reference flag
+
+
+def marshalled(data: bytes) -> str:
+    """The numbers a compiled module (`.pyc`: a 16-byte header, then a marshal'd code object) holds as constants,
+    written in digits: marshal writes an int as `i` and 4 little-endian bytes and a float as `g` and 8, which
+    `strings` never shows but `marshal.loads` reads whatever Python wrote it (red team 23p, R23p-2). Every such
+    mark is read, not parsed: a byte that only looks like one adds a number, which only narrows the values
+    planted. Any other blob: ""."""
+    if len(data) < 17 or data[2:4] != b"\r\n" or data[16] not in _PYC_CODE:
+        return ""
+    out: list[str] = []
+    for i in range(16, len(data)):
+        kind = data[i] & 0x7F  # the reference flag aside
+        if kind == 0x69 and i + 5 <= len(data):  # TYPE_INT
+            out.append(str(int.from_bytes(data[i + 1:i + 5], "little", signed=True)))
+        elif kind == 0x67 and i + 9 <= len(data):  # TYPE_BINARY_FLOAT
+            value = struct.unpack("<d", data[i + 1:i + 9])[0]
+            if math.isfinite(value):
+                out.append(repr(value))
+    return " ".join(out)
 
 
 MAX_LAYERS = 8  # archives inside archives `unpacked` opens; a deeper one is unread, as one past MAX_TEXT_BYTES is

@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 import bisect
 import copy
+import html
 import json
 import math
 import random
@@ -1044,10 +1045,29 @@ def text_numbers(text: str) -> frozenset[Decimal]:
     return frozenset(text_counts(text))
 
 
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\x([0-9a-fA-F]{2})")
+
+
+def unescaped(text: str) -> str:
+    """The text with its escapes decoded as JSON, Python or HTML read them (`\\u0036`, `\\x36`, `&#54;`)."""
+    def char(match: re.Match[str]) -> str:
+        code = int(next(g for g in match.groups() if g), 16)
+        return chr(code) if code < 0x110000 else match.group(0)
+
+    return html.unescape(_ESCAPE.sub(char, text)) if "\\" in text or "&" in text else text
+
+
 def text_counts(text: str) -> Counter[Decimal]:
     """`text_numbers`, with how many times the text writes each (every spelling read counts: in English words too,
     `spelled_counts`, as the instruction's are read: a doc or a docstring spelling "six hundred and thirteen
-    pages" told a forger the real member, red team 23d, R23d-3)."""
+    pages" told a forger the real member, red team 23d, R23d-3). The text with its escapes decoded is read too, and
+    each number counts as often as the more of the two readings writes it (`\\u0036\\u0031\\u0033` in a JSON or
+    a notebook, which `json.loads` reads as 613: red team 23p, R23p-1)."""
+    plain = unescaped(text)
+    return _text_counts(text) | _text_counts(plain) if plain != text else _text_counts(text)
+
+
+def _text_counts(text: str) -> Counter[Decimal]:
     out: Counter[Decimal] = spelled_counts(text)
     for token in _TEXT_NUMBER.findall(text) + _DIGITS.findall(text):
         plain = token.replace("_", "").replace(",", "")
@@ -1070,6 +1090,9 @@ _WORDS = {"dozen": Decimal(12), "twice": Decimal(2), "double": Decimal(2), "trip
           "half": Decimal("0.5"), "quarter": Decimal("0.25"), "hundredth": Decimal(100), "thousandth": Decimal(1000)}
 
 
+_MARKUP = re.compile(r"<[^<>\n]*>|[#*_~`|>]")
+
+
 def spelled_numbers(text: str) -> frozenset[Decimal]:
     """The numbers a text spells in English words: each word's own value (`thirteen`, `twelfth`, `dozen`,
     `half`) and each run's (`one hundred and four`, `twenty-one`, `a hundred`, `two thousand`): a forger reads
@@ -1082,7 +1105,10 @@ def spelled_counts(text: str) -> Counter[Decimal]:
     out: Counter[Decimal] = Counter()
     total = current = 0
     run = False
-    for word in re.findall(r"[a-z]+|[^a-z\s-]", text.lower()) + ["."]:  # a mark ends a run; a hyphen does not
+    # a mark ends a run; a hyphen does not, nor markup a reader does not see: a tag, emphasis, a comment or quote
+    # mark opening a wrapped line (`# six hundred` / `# and thirteen`: red team 23p, R23p-3)
+    text = _MARKUP.sub(" ", text.lower())
+    for word in re.findall(r"[a-z]+|[^a-z\s-]", text) + ["."]:
         value = _UNITS.get(word, _TENS.get(word, _ORDINALS.get(word)))
         if value is not None:
             current += value
@@ -1889,6 +1915,18 @@ def _counts(text: str, keep) -> Counter[Decimal]:
         tokens = list(tokenize.generate_tokens(iter(_lines(text)).__next__))
     except (tokenize.TokenError, SyntaxError):
         return text_counts(text)
+    # a comment wrapped over lines reads as one text (`# six hundred` / `# and thirteen`: red team 23p, R23p-3)
+    block: list[str] = []
+    wrapped: Counter[Decimal] = Counter()
+    for tok in [*tokens, None]:
+        if tok is not None and tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if tok is not None and tok.type == tokenize.COMMENT and keep(tok):
+            block.append(tok.string)
+            continue
+        if len(block) > 1:
+            wrapped |= spelled_counts("\n".join(block))
+        block = []
     for tok in tokens:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
@@ -1897,7 +1935,7 @@ def _counts(text: str, keep) -> Counter[Decimal]:
             # digits in a name (`test_100_tokens_take_13_pages`, a skipped test beside that keeps its name: red
             # team 8, R8-6)
             out.update(name_numbers(tok.string))
-    return out
+    return out | wrapped
 
 
 def name_numbers(name: str) -> frozenset[Decimal]:
