@@ -1090,7 +1090,7 @@ _WORDS = {"dozen": Decimal(12), "twice": Decimal(2), "double": Decimal(2), "trip
           "half": Decimal("0.5"), "quarter": Decimal("0.25"), "hundredth": Decimal(100), "thousandth": Decimal(1000)}
 
 
-_MARKUP = re.compile(r"<[^<>\n]*>|[#*_~`|>]")
+_MARKUP = re.compile(r"<[^<>\n]*>|[#*_~`]")  # a table's `|` still separates
 
 
 def spelled_numbers(text: str) -> frozenset[Decimal]:
