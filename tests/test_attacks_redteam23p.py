@@ -58,6 +58,8 @@ ESCAPED = {
         f"pages of a pool of four: {_escaped(v)}"]}]}).replace("\\\\u", "\\u")),
     "json": ("docs/cases.json", lambda v: '{"pool": 4, "pages": "' + _escaped(v) + '"}\n'),
     "python-string": ("pkg/sizes.py", lambda v: f'PAGES = "{_escaped(v)}"\n'),
+    # octal escapes, as Python and C read them (`"\\066\\061\\063"`)
+    "python-octal": ("pkg/sizes.py", lambda v: "PAGES = \"" + "".join(f"\\{ord(c):03o}" for c in str(v)) + "\"\n"),
 }
 
 
