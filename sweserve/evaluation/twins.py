@@ -1045,13 +1045,15 @@ def text_numbers(text: str) -> frozenset[Decimal]:
     return frozenset(text_counts(text))
 
 
-_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\x([0-9a-fA-F]{2})")
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\x([0-9a-fA-F]{2})|\\([0-7]{1,3})")
 
 
 def unescaped(text: str) -> str:
-    """The text with its escapes decoded as JSON, Python or HTML read them (`\\u0036`, `\\x36`, `&#54;`)."""
+    """The text with its escapes decoded as JSON, Python, C or HTML read them (`\\u0036`, `\\x36`, `\\066`,
+    `&#54;`)."""
     def char(match: re.Match[str]) -> str:
-        code = int(next(g for g in match.groups() if g), 16)
+        hexadecimal, octal = match.group(1) or match.group(2) or match.group(3), match.group(4)
+        code = int(hexadecimal, 16) if hexadecimal else int(octal, 8)
         return chr(code) if code < 0x110000 else match.group(0)
 
     return html.unescape(_ESCAPE.sub(char, text)) if "\\" in text or "&" in text else text
