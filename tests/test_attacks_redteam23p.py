@@ -15,6 +15,10 @@ R23p-3: a number spelled in words and broken by markup (a comment wrapped across
 `# and thirteen`; Markdown emphasis `six hundred *thirteen*`; an HTML tag) was read as two numbers (600 and 13),
 where a reader of the comment or the rendered page reads 613.
 
+R23p-5: a number spelled in an identifier or a path (`SIX_HUNDRED_THIRTEEN`, `SixHundredThirteenPages`,
+`docs/six_hundred_thirteen_pages.txt`) was not read: a Python name's digits were, and words in prose were, but not
+words in a name, snake_case or CamelCase.
+
 R23p-4 (xfail): numbers in other notations: roman numerals (`DCXIII`), words in other languages, digits
 mixed with scale words (`6 hundred and 13`).
 """
@@ -164,3 +168,31 @@ def test_r23p_3_control_a_markdown_table_of_spelled_values_is_not_summed(tmp_pat
     """A table's cells stay apart: `| six hundred | seven |` is not read as 607 (nor is any member)."""
     text = "| pool | pages |\n|---|---|\n| six hundred | seven |\n| six hundred | eleven |\n"
     assert _odds(tmp_path, {"docs/pool.md": text}) == pytest.approx(0.25)
+
+
+# R23p-5 -----------------------------------------------------------------------------------------------------------
+
+NAMED = {
+    "snake-constant": ("pkg/sizes.py", "SIX_HUNDRED_THIRTEEN = 'pages of a pool of four'\n"),
+    "camel-class": ("pkg/sizes.py", "class SixHundredThirteenPages:\n    pass\n"),
+    "path": ("docs/six_hundred_thirteen_pages.txt", "pool of four\n"),
+    "camel-in-prose": ("docs/pool.md", "A pool of four: see `SixHundredThirteenPages`.\n"),
+}
+
+
+def _forge_name(path: str, text: str) -> int | None:
+    """Split names at `_`, `/`, `.` and case changes, and read the words as one number."""
+    words = re.sub(r"([a-z])([A-Z])", r"\1 \2", path + " " + text).lower()
+    return 613 if re.search(r"six[ _]hundred[ _]thirteen", words) else None
+
+
+@pytest.mark.parametrize("case", sorted(NAMED))
+def test_r23p_5_a_number_spelled_in_a_name_is_read(tmp_path, case):
+    path, text = NAMED[case]
+    assert _forge_name(path, text) == 613
+    assert _odds(tmp_path, {path: text}) == pytest.approx(1.0)
+
+
+def test_r23p_5_control_names_spelling_every_member_say_nothing(tmp_path):
+    text = "".join(f"SIX_HUNDRED_{w} = 1\n" for w in ("SEVEN", "ELEVEN", "THIRTEEN", "SEVENTEEN"))
+    assert _odds(tmp_path, {"pkg/sizes.py": text}) == pytest.approx(0.25)
