@@ -169,7 +169,8 @@ GUARD_RULES = "18"  # the guard's rules (evaluation/guard.py, the priors twins.v
 # ancestors' author and committer names and e-mails beside their messages (R23d-2); numbers spelled in words in
 # every file and message, as in the instruction (`twins.spelled_counts`, R23d-3).
 # 18: escapes decoded (`\u0036`, `&#54;`: `twins.unescaped`, R23p-1); a `.pyc`'s marshal'd constants
-# (`guard.marshalled`, R23p-2); words read across markup and a comment wrapped over lines (R23p-3).
+# (`guard.marshalled`, R23p-2); words read across markup and a comment wrapped over lines (R23p-3), and in
+# identifiers and paths (`SIX_HUNDRED_THIRTEEN`, `SixHundredThirteen`: R23p-5).
 
 
 def instruction_digest(instruction: str) -> str:

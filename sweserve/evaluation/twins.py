@@ -1092,6 +1092,7 @@ _WORDS = {"dozen": Decimal(12), "twice": Decimal(2), "double": Decimal(2), "trip
           "half": Decimal("0.5"), "quarter": Decimal("0.25"), "hundredth": Decimal(100), "thousandth": Decimal(1000)}
 
 
+_CAMEL = re.compile(r"([a-z])([A-Z])")
 _MARKUP = re.compile(r"<[^<>\n]*>|[#*_~`]")  # a table's `|` still separates
 
 
@@ -1109,7 +1110,7 @@ def spelled_counts(text: str) -> Counter[Decimal]:
     run = False
     # a mark ends a run; a hyphen does not, nor markup a reader does not see: a tag, emphasis, a comment or quote
     # mark opening a wrapped line (`# six hundred` / `# and thirteen`: red team 23p, R23p-3)
-    text = _MARKUP.sub(" ", text.lower())
+    text = _MARKUP.sub(" ", _CAMEL.sub(r"\1 \2", text).lower())  # `SixHundredThirteen` too (R23p-5)
     for word in re.findall(r"[a-z]+|[^a-z\s-]", text) + ["."]:
         value = _UNITS.get(word, _TENS.get(word, _ORDINALS.get(word)))
         if value is not None:
@@ -1929,6 +1930,7 @@ def _counts(text: str, keep) -> Counter[Decimal]:
         if len(block) > 1:
             wrapped |= spelled_counts("\n".join(block))
         block = []
+    names: list[str] = []
     for tok in tokens:
         if (tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NUMBER)
                 or tokenize.tok_name.get(tok.type) == "FSTRING_MIDDLE") and keep(tok):
@@ -1936,13 +1938,19 @@ def _counts(text: str, keep) -> Counter[Decimal]:
         elif tok.type == tokenize.NAME and keep(tok):
             # digits in a name (`test_100_tokens_take_13_pages`, a skipped test beside that keeps its name: red
             # team 8, R8-6)
-            out.update(name_numbers(tok.string))
-    return out | wrapped
+            out.update(_name_digits(tok.string))
+            names.append(tok.string)
+    # the words a name spells (`SIX_HUNDRED_THIRTEEN`, `SixHundredThirteenPages`: red team 23p, R23p-5), read at once
+    return out + spelled_counts(" . ".join(names)) | wrapped
 
 
 def name_numbers(name: str) -> frozenset[Decimal]:
     """The runs of digits in an identifier or a path (`test_100_tokens_take_13_pages`, `golden/pages_100_13.txt`),
-    whatever stands beside them."""
+    whatever stands beside them, and the numbers its words spell (`six_hundred_thirteen_pages.txt`: R23p-5)."""
+    return _name_digits(name) | spelled_numbers(name)
+
+
+def _name_digits(name: str) -> frozenset[Decimal]:
     return frozenset(Decimal(d) for d in _DIGITS.findall(name)) if any(c.isdigit() for c in name) else frozenset()
 
 
