@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import pytest
 
 from sweserve.evaluation import guard, twins
-from sweserve.models import Task, TestSpec
+from sweserve.models import Task, TestSpec, Twin
 
 FILE = "test/test_sizes.py"
 GRADED = [f"{FILE}::test_size_of_block"]
@@ -80,6 +80,12 @@ def _room_bet(value: int, draws: int = 8) -> tuple[float, float, int]:
     return sum(wins) / max(len(wins), 1), sum(recorded) / max(len(recorded), 1), len(wins)
 
 
+XFAIL = ("R23l-1: a twin without room for its own group is struck; a fix (`twins.undrawn`: redraw such a group "
+         "unshaped, the guard counting one recorded before as no guard) raised recorded odds under four red team 8/9 "
+         "attack baselines, not settled in the time box")
+
+
+@pytest.mark.xfail(strict=True, reason=XFAIL)
 @pytest.mark.parametrize("value", [83, 983])
 def test_r23l_1_a_member_without_room_for_its_own_group_is_not_struck(value):
     """R23l-1: a member of a shaped group that would itself have no room for K values of its shape on a side
@@ -93,3 +99,14 @@ def test_r23l_1_control_a_value_in_the_middle_of_its_run():
     """Control: 41 (every member has room both ways): the forger strikes nothing and wins at the recorded odds."""
     won, recorded, kept = _room_bet(41)
     assert kept > 0 and abs(won - 1 / (twins.K + 1)) < 0.01 and recorded == pytest.approx(1 / (twins.K + 1))
+
+
+@pytest.mark.parametrize(("value", "others", "odds"), [
+    pytest.param(83, ("89", "91", "97"), 1.0, marks=pytest.mark.xfail(strict=True, reason=XFAIL)),
+    (43, ("41", "47", "49"), 0.25)])
+def test_r23l_1_the_guard_counts_a_group_recorded_before_as_no_guard(value, others, odds):
+    """R23l-1, the guard: a group validation recorded before the fix (83 among 89, 91 and 97, none of which had
+    room for the group) is no guard; a group every member could have been drawn around still is one in four."""
+    task = _task()
+    task.twins = [Twin(test=GRADED[0], site=0, value=v) for v in others]
+    assert guard.test_odds(task, {FILE: _source(value)}, {}, "") == {GRADED[0]: odds}
