@@ -1,0 +1,74 @@
+"""Red team 23q: the counting fixes of round 23i and their neighbours: results files that are not regular files,
+and a renamed file's killed run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from test_attacks_redteam15c import ROOT, cli
+from test_attacks_redteam22b import _write
+from test_report_properties import record
+
+
+def _python_in_time(code: str, cwd, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    try:
+        return subprocess.run([sys.executable, *(["-c", code] if code else []), *args], cwd=cwd,
+                              capture_output=True, text=True, env=env, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"hung: {code or args}") from None
+
+
+# --- R23q-1: a results file that is a FIFO: `report`, `run` and `assess`'s pack folders hung ----------------------
+
+def test_r23q_1_report_refuses_a_fifo_results_file_at_once(tmp_path):
+    """Attack: a handed-over folder whose `results.jsonl` is a FIFO (`mkfifo`); `report results.jsonl` (or
+    `report handed/*.jsonl`) opened it by name to read it and waited forever for a writer. R23i-2 made files found
+    in runs/ read without waiting; the results file itself was not. Defence: a results file is read only as a
+    regular file, opened without waiting: anything else is refused in one line."""
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    proc = _python_in_time("", tmp_path, "-m", "sweserve.cli", "report", str(fifo))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "regular file" in proc.stderr, proc.stderr
+
+
+def test_r23q_1_a_writer_refuses_a_fifo_at_once(tmp_path):
+    """Attack: `run --output results.jsonl` where results.jsonl is a FIFO: the writer opened it to append, which
+    waits for a reader forever (the run hung before Docker, holding nothing). Defence: a results file is written
+    only when it is a regular file, opened without waiting."""
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    code = ("import sys\nfrom pathlib import Path\nfrom sweserve.errors import SweserveError\n"
+            "from sweserve.evaluation.results import ResultsWriter\n"
+            "try:\n    ResultsWriter(Path('results.jsonl'))\nexcept SweserveError as e:\n    sys.exit(str(e))\n")
+    proc = _python_in_time(code, tmp_path)
+    assert proc.returncode != 0 and "regular file" in proc.stderr, proc.stderr
+
+
+def test_r23q_1_a_fifo_in_a_pack_folder_does_not_hang_assess(tmp_path):
+    """Attack: a `*.jsonl` FIFO in a pack's results folder (or in another pack's folder beside it, which
+    `other_packs` reads for retakes): the scorecard read it and hung. Defence: as above; a pack folder's file that
+    is no results file is refused in one line (another pack's folder is skipped, R16f-7)."""
+    pack = tmp_path / "out" / "p1"
+    pack.mkdir(parents=True)
+    _write(pack / "alice.jsonl", record("A", "resolved", agent="alice", run_id="R"))
+    other = tmp_path / "out" / "p0"
+    other.mkdir()
+    os.mkfifo(other / "x.jsonl")
+    code = ("from pathlib import Path\nfrom sweserve.assess.scorecard import other_packs\n"
+            "print(sorted(other_packs(Path('out/p1'))))\n")
+    proc = _python_in_time(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_r23q_1_control_a_results_file_reports_as_before(tmp_path):
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(out)
+    assert cli("report", str(link), "--json", cwd=tmp_path).returncode == 0
