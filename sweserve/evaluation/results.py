@@ -10,12 +10,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from sweserve.errors import SweserveError, describe_validation_error
-from sweserve.loading import read_found_text, read_text
+from sweserve.loading import read_found_text, read_regular_text
 from sweserve.models import RunManifest, RunResult
 
 MANIFEST_FILE = "manifest.json"  # a run's selection: `runs/<run_id>/manifest.json`
@@ -26,7 +27,7 @@ def read_results(path: Path) -> list[RunResult]:
     if not path.exists():
         return []
     # split leaves the text after the last newline at the end: "" or a record a killed writer never finished
-    lines = read_text(path, "results file").split("\n")[:-1]
+    lines = read_regular_text(path, "results file").split("\n")[:-1]
     results = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -81,20 +82,28 @@ class ResultsWriter:
             # the lock is the file's own (its inode): a symbolic or hard link to it, or a folder linked to its
             # folder, takes the same lock, so two runs on one file never both hold one (red team 15c, R15c-8; a
             # lock file beside it, named after the path, let a link to the file take a second)
-            self._lock = open(path, "ab")  # noqa: SIM115 - held until close()
+            # ... opened without waiting, and only a regular file: a FIFO there waited forever for a reader, and a
+            # device took records nowhere (red team 23q, R23q-1); read and truncated through this descriptor too
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise SweserveError(f"{path}: cannot write results there ({exc.strerror})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SweserveError(f"{path}: not a regular file; --output names a results file")
+        self._lock = os.fdopen(fd, "ab")  # held until close()
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock.close()
             raise SweserveError(f"{path}: another sweserve run is writing this results file") from None
-        if path.stat().st_size:
-            with path.open("rb+") as fh:
-                data = fh.read()
-                cut = data.rfind(b"\n") + 1
-                if cut != len(data):  # drop a torn tail left by a killed run
-                    fh.truncate(cut)
+        # the torn tail is cut from the file locked, not whatever has its name by now (reopened by name, a file
+        # replaced between the lock and the cut lost its last record)
+        size = os.fstat(fd).st_size
+        if size:
+            data = os.pread(fd, size, 0)
+            cut = data.rfind(b"\n") + 1
+            if cut != len(data):  # drop a torn tail left by a killed run
+                os.ftruncate(fd, cut)
 
     def write(self, result: RunResult) -> None:
         # through the file this writer opened and locked: reopened by its name for each record, a file moved or
