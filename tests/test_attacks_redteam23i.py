@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from test_attacks_redteam15c import ROOT, cli
 from test_attacks_redteam22b import _write
 from test_report_properties import manifest, record
@@ -167,9 +166,6 @@ def test_r23i_3_control_a_copy_never_changes_which_record_counts(tmp_path):
 
 # --- R23i-5: a file renamed after a run of it was killed before any record: that run's selection vanished ---------
 
-@pytest.mark.xfail(strict=True, reason="R23i-5: a manifest naming a results file that is gone, with no record in the "
-                   "file reported, reads as a deleted scratch file's run (R16f-2); a renamed file's killed run is "
-                   "dropped with no word. Needs the file's identity in the manifest, or the report naming such runs")
 def test_r23i_5_a_renamed_files_killed_run_is_named(tmp_path):
     """Attack: run R1 on results.jsonl resolved A; run R2 on it selected B and C and was killed (or its first
     trials hung) before any record: `report results.jsonl` says B and C are missing, 33%. `mv results.jsonl

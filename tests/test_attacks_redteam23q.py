@@ -72,3 +72,25 @@ def test_r23q_1_control_a_results_file_reports_as_before(tmp_path):
     link = tmp_path / "link.jsonl"
     link.symlink_to(out)
     assert cli("report", str(link), "--json", cwd=tmp_path).returncode == 0
+
+
+# --- R23i-5 closed: a run of a results file that is gone, with no record here, is named (never counted) -----------
+
+def test_r23i_5_control_a_deleted_scratch_files_run_is_named_not_charged(tmp_path):
+    """R16f-2 kept: a deleted scratch file's run is not charged to the file beside it (pass@1 stays 100%), and now
+    named, as it may as well be this file's own, renamed; a run of another file that is still there is neither."""
+    import json
+
+    from test_report_properties import manifest
+
+    out = tmp_path / "a.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    manifest(tmp_path, "R", "a", {"A": "decoding"}, results=out.name)
+    manifest(tmp_path, "S", "a", {"B": "decoding", "C": "decoding"}, results="scratch.jsonl")
+    _write(tmp_path / "b.jsonl", record("D", "failed", run_id="T"))
+    manifest(tmp_path, "T", "a", {"D": "decoding"}, results="b.jsonl")
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rep,) = json.loads(proc.stdout)
+    assert rep["overall"]["pass_at_1"] == 1.0 and rep["statuses"].get("missing", 0) == 0
+    assert rep["runs_file_gone"] == ["S"]
