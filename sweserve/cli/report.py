@@ -60,8 +60,10 @@ def run(args, console: Console) -> int:
             say_unselected(by_agent, console)
         return 0
     reports = build_reports(results, selected)
+    gone = runs_file_gone(per_file)
     for rep in reports:
         rep.runs_unselected = sorted(run for agent, run in unselected if agent == rep.agent)
+        rep.runs_file_gone = sorted(run for agent, run in gone if agent == rep.agent)
     if args.html:
         out = _write_html(reports, results, paths, args)
         console.print(f"wrote {out}", soft_wrap=True, markup=False)
@@ -211,6 +213,25 @@ def _runs_unselected(path: Path, records) -> set[tuple[str, str]]:
         m = manifest_or_none(root / run / MANIFEST_FILE)
         if m is None or m.agent != agent or not speaks_for(m, root, name, agents, run_ids):
             out.add((agent, run))
+    return out
+
+
+def runs_file_gone(per_file) -> set[tuple[str, str]]:
+    """(agent, run id) of each run whose manifest beside a results file of per_file names a results file that is
+    gone, and that has no record in it: `speaks_for` cannot tell a deleted scratch file's run (not this file's:
+    R16f-2) from this file's own, renamed after the run was killed before any record, so it counts neither, and the
+    report names them (a killed run's unfinished tasks left the denominator with no word: red team 23i, R23i-5)."""
+    from sweserve.evaluation.results import manifest_or_none, manifest_paths
+    from sweserve.evaluation.trial_folder import results_home, runs_root
+
+    out = set()
+    for path, records in per_file.items():
+        root, name, run_ids = runs_root(path), results_home(path).name, {r.run_id for r in records}
+        for found in manifest_paths(root):
+            m = manifest_or_none(found)
+            if m is not None and m.results not in (None, name) and m.run_id not in run_ids \
+                    and not os.path.lexists(root.parent / m.results):
+                out.add((m.agent, m.run_id))
     return out
 
 

@@ -146,7 +146,10 @@ def _leaderboard_table(reports: list[AgentReport]) -> str:
                 f'{plural(len(rep.uneven_attempts), "task")} asked more attempts</span>' if rep.uneven_attempts else "")
                 + (f' <span class="se" id="lb-{a}-runs_unselected" title="no manifest beside the results file: tasks '
                    'these runs were given and never finished are not counted">'
-                   f'{plural(len(rep.runs_unselected), "run")} with no selection</span>' if rep.runs_unselected else "")),
+                   f'{plural(len(rep.runs_unselected), "run")} with no selection</span>' if rep.runs_unselected else "")
+                + (f' <span class="se" id="lb-{a}-runs_file_gone" title="their manifests name a results file that is '
+                   'gone, and they have no record here: their tasks are not counted">'
+                   f'{plural(len(rep.runs_file_gone), "run")} of a file gone</span>' if rep.runs_file_gone else "")),
         ]
         if k > 1:
             # the column's k is the most attempts of any agent: an agent with another k has its own pass@k, said as

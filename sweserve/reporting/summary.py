@@ -108,6 +108,11 @@ class AgentReport(BaseModel):
                                        "beside the results file as reported (a copy, another name of it, a runs/ "
                                        "moved): what they selected and never finished cannot be counted "
                                        "(red team 22f, R22f-3)")
+    runs_file_gone: list[str] = Field(default_factory=list, description="runs whose manifest beside the results file "
+                                      "names a results file that is gone and that have no record here: a deleted "
+                                      "file's run, or this file's own renamed after the run was killed before any "
+                                      "record; their selection is not counted, and the report says so (red team "
+                                      "23q, R23i-5)")
     overall: Rate
     families: dict[str, Rate]
     statuses: dict[str, int]
@@ -330,6 +335,12 @@ def render(reports: list[AgentReport], console: Console) -> None:
                           f"{', ...' if len(rep.runs_unselected) > 5 else ''} have records here and no selection "
                           "(no manifest beside this results file: a copy, another name of it, or its runs/ moved): "
                           "tasks they were given and never finished are not counted", markup=False, soft_wrap=True)
+        if rep.runs_file_gone:
+            console.print(f"runs {visible_controls(', '.join(rep.runs_file_gone[:5]))}"
+                          f"{', ...' if len(rep.runs_file_gone) > 5 else ''} selected tasks for a results file that "
+                          "is gone and have no record here (a deleted file's runs, or this file's, renamed since): "
+                          "their tasks are not counted; if they are this file's, its score leaves them out",
+                          markup=False, soft_wrap=True)
         detail = Table(show_header=True)
         detail.add_column("task", no_wrap=True)
         detail.add_column("family", no_wrap=True)
