@@ -94,3 +94,23 @@ def test_r23i_5_control_a_deleted_scratch_files_run_is_named_not_charged(tmp_pat
     (rep,) = json.loads(proc.stdout)
     assert rep["overall"]["pass_at_1"] == 1.0 and rep["statuses"].get("missing", 0) == 0
     assert rep["runs_file_gone"] == ["S"]
+
+
+# --- R23q-2: the fit of difficulty left a renamed file's killed run out with no word (R23i-5's, one mode over) ------
+
+def test_r23q_2_difficulty_names_a_renamed_files_killed_run(tmp_path):
+    """Attack: R23i-5's renamed file, reported with `--difficulty --json` (the fit `assess` and the board read): R2's
+    selected and never finished tasks are no one's unsolved attempts, and the output said nothing of R2. Defence:
+    the fit's output names the runs the report names (`runs_file_gone`)."""
+    import json
+
+    from test_report_properties import manifest
+
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R1"))
+    manifest(tmp_path, "R1", "a", {"A": "decoding"}, results=out.name)
+    manifest(tmp_path, "R2", "a", {"B": "decoding", "C": "decoding"}, results=out.name)
+    final = out.rename(tmp_path / "final.jsonl")
+    proc = cli("report", str(final), "--difficulty", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout).get("runs_file_gone") == {"a": ["R2"]}, proc.stdout[-400:]
