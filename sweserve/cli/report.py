@@ -50,14 +50,22 @@ def run(args, console: Console) -> int:
     unselected = runs_unselected(per_file)
     if getattr(args, "difficulty", False):
         from sweserve.assess.difficulty import calibrate, difficulty_json, render_difficulty
+        from sweserve.reporting.review import visible_controls
 
         cal = calibrate(*fit_inputs(results, selected))
         by_agent = unselected_by_agent(unselected)
+        gone_by_agent = unselected_by_agent(runs_file_gone(per_file))  # R23i-5's runs, named by the fit too (R23q-2)
         if args.json:
-            print(json.dumps({**difficulty_json(cal), "runs_unselected": by_agent}, indent=2))
+            print(json.dumps({**difficulty_json(cal), "runs_unselected": by_agent, "runs_file_gone": gone_by_agent},
+                             indent=2))
         else:
             render_difficulty(cal, console)
             say_unselected(by_agent, console)
+            for agent, runs in gone_by_agent.items():
+                console.print(visible_controls(f"{agent}: runs {', '.join(runs[:5])}{', ...' if len(runs) > 5 else ''}")
+                              + " selected tasks for a results file that is gone and have no record here (a deleted "
+                              "file's runs, or this file's, renamed since): their tasks are not in the fit",
+                              markup=False, soft_wrap=True)
         return 0
     reports = build_reports(results, selected)
     gone = runs_file_gone(per_file)
