@@ -114,3 +114,27 @@ def test_r23q_2_difficulty_names_a_renamed_files_killed_run(tmp_path):
     proc = cli("report", str(final), "--difficulty", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout).get("runs_file_gone") == {"a": ["R2"]}, proc.stdout[-400:]
+
+
+# --- R23q-3: a manifest naming a results file no file system can hold crashed `report` ---------------------------
+
+def test_r23q_3_a_manifest_naming_an_impossible_results_file_is_no_crash(tmp_path):
+    """Attack: beside a handed-over results file, `runs/X/manifest.json` whose `results` is 5000 characters long
+    (or holds a NUL): `report` asked whether that file exists, the look-up raised (ENAMETOOLONG, or ValueError),
+    and `report`, the board, `--difficulty` and `assess pack --results` ended in an internal error. Defence: a
+    results file the look-up cannot find is not there; the run is one of a file gone (named, never counted)."""
+    import json
+
+    from test_report_properties import manifest
+
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R"))
+    manifest(tmp_path, "R", "a", {"A": "decoding"}, results=out.name)
+    manifest(tmp_path, "X", "a", {"B": "decoding"}, results="x" * 5000)
+    manifest(tmp_path, "Y", "a", {"C": "decoding"}, results="y\0.jsonl")
+    for extra in ((), ("--difficulty",)):
+        proc = cli("report", str(out), "--json", *extra, cwd=tmp_path)
+        assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr[-300:]
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    (rep,) = json.loads(proc.stdout)
+    assert rep["overall"]["pass_at_1"] == 1.0 and rep["runs_file_gone"] == ["X", "Y"]
