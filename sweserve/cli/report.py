@@ -231,6 +231,7 @@ def runs_file_gone(per_file) -> set[tuple[str, str]]:
     report names them (a killed run's unfinished tasks left the denominator with no word: red team 23i, R23i-5)."""
     from sweserve.evaluation.results import manifest_or_none, manifest_paths
     from sweserve.evaluation.trial_folder import results_home, runs_root
+    from sweserve.reporting.summary import file_there
 
     out = set()
     for path, records in per_file.items():
@@ -238,7 +239,7 @@ def runs_file_gone(per_file) -> set[tuple[str, str]]:
         for found in manifest_paths(root):
             m = manifest_or_none(found)
             if m is not None and m.results not in (None, name) and m.run_id not in run_ids \
-                    and not os.path.lexists(root.parent / m.results):
+                    and not file_there(root.parent / m.results):
                 out.add((m.agent, m.run_id))
     return out
 

@@ -154,15 +154,24 @@ def speaks_for(m: RunManifest, runs_root: Path, results_file: str | None = None,
     written = m.results
     if results_file is not None and written is not None and written != results_file:
         named = runs_root.parent / written
-        if named.exists() and not _same_file(named, runs_root.parent / results_file):
+        if file_there(named) and not _same_file(named, runs_root.parent / results_file):
             return False  # another results file's run
-        if not named.exists() and run_ids is not None and m.run_id not in run_ids:
+        if not file_there(named) and run_ids is not None and m.run_id not in run_ids:
             return False  # a deleted file's run (a scratch run), not this file's renamed: none of its records
             # are here (red team 16f, R16f-2: its tasks and attempts were charged to every file beside it)
         # the same file by another name (a link), or one renamed since: as a manifest naming none (red team
         # 16b, R16b-3: its selected tasks with no result stopped being `missing`)
         written = None
     return not (written is None and agents is not None and m.agent not in agents)
+
+
+def file_there(path: Path) -> bool:
+    """Whether a file is at path: a name no file system holds (too long, a NUL in it), or one that cannot be looked
+    up, is none there. A manifest's `results` looked up as is crashed `report` (red team 23q, R23q-3)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:
