@@ -138,3 +138,42 @@ def test_r23q_3_a_manifest_naming_an_impossible_results_file_is_no_crash(tmp_pat
     proc = cli("report", str(out), "--json", cwd=tmp_path)
     (rep,) = json.loads(proc.stdout)
     assert rep["overall"]["pass_at_1"] == 1.0 and rep["runs_file_gone"] == ["X", "Y"]
+
+
+# --- R23q-4: a record whose run id no file system can hold as a folder crashed `report` ---------------------------
+
+def test_r23q_4_a_record_naming_an_impossible_trial_folder_is_no_crash(tmp_path):
+    """Attack: a handed-over results file with a record whose run id is 5000 characters long (or whose task id
+    climbs out with `..`): `report` looks for each record's trial folder (`runs/<run>/<agent>/<task>/<attempt>`),
+    the look-up raised ENAMETOOLONG and `report`, the board and `assess` ended in an internal error (the `..` one
+    took a folder outside runs/ for the trial's evidence). Defence: a record's trial folder is looked for only where
+    each of its names is one plain folder name; else it has none."""
+    import json
+
+    out = tmp_path / "results.jsonl"
+    _write(out, record("A", "resolved", run_id="R" * 5000), record("B", "failed", run_id="S"))
+    proc = cli("report", str(out), "--json", cwd=tmp_path)
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr[-300:]
+    assert [t["status"] for t in json.loads(proc.stdout)[0]["tasks"]] == ["resolved", "failed"]
+
+
+def test_r23q_4_a_task_id_climbing_out_of_runs_finds_no_trial_folder(tmp_path):
+    from sweserve.evaluation.trial_folder import folder_of
+
+    out = tmp_path / "d" / "results.jsonl"
+    out.parent.mkdir()
+    outside = tmp_path / "secret" / "1"
+    outside.mkdir(parents=True)
+    r = record("../../../../secret", "resolved", run_id="R")
+    (out.parent / "runs" / "R" / r.agent).mkdir(parents=True)
+    assert folder_of(out, r) is None
+
+
+def test_r23q_4_control_a_records_own_trial_folder_is_found(tmp_path):
+    from sweserve.evaluation.trial_folder import folder_of
+
+    out = tmp_path / "results.jsonl"
+    r = record("o__r-1", "resolved", run_id="R")
+    own = tmp_path / "runs" / "R" / r.agent / "o__r-1" / "1"
+    own.mkdir(parents=True)
+    assert folder_of(out, r) == own
