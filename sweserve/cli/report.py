@@ -210,7 +210,7 @@ def runs_unselected(per_file) -> set[tuple[str, str]]:
 def _runs_unselected(path: Path, records) -> set[tuple[str, str]]:
     """(agent, run id) of each run with records in the results file at path and no selection its report counts."""
     from sweserve.evaluation.results import MANIFEST_FILE, manifest_or_none
-    from sweserve.evaluation.trial_folder import results_home, runs_root
+    from sweserve.evaluation.trial_folder import plain_name, results_home, runs_root
     from sweserve.reporting.summary import speaks_for
 
     root, name = runs_root(path), results_home(path).name
@@ -218,7 +218,8 @@ def _runs_unselected(path: Path, records) -> set[tuple[str, str]]:
     agents, run_ids = {agent for agent, _ in runs}, {run for _, run in runs}
     out = set()
     for agent, run in runs:
-        m = manifest_or_none(root / run / MANIFEST_FILE)
+        # a run id that is no plain folder name (`..`s) found another folder's manifest (R23q-4)
+        m = manifest_or_none(root / run / MANIFEST_FILE) if plain_name(run) else None
         if m is None or m.agent != agent or not speaks_for(m, root, name, agents, run_ids):
             out.add((agent, run))
     return out

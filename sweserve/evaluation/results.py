@@ -149,7 +149,7 @@ def read_manifest(path: Path) -> RunManifest:
 
 def manifest_or_none(path: Path) -> RunManifest | None:
     """The run manifest at path, or None (none there, or not one this version can read)."""
-    try:
-        return read_manifest(path) if path.is_file() else None
+    try:  # a regular file only (`read_found_text`), and a path no look-up can take is none (R23q-4)
+        return read_manifest(path)
     except SweserveError:
         return None

@@ -54,6 +54,12 @@ def _same_trial(a: RunResult, b: RunResult) -> bool:
         (b.run_id, b.agent, b.task_id, b.attempt, b.started_at, b.finished_at, b.status)
 
 
+def plain_name(name: str) -> bool:
+    """Whether name is one folder name any file system here holds: no separator, NUL, `.` or `..`, at most 255
+    bytes."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name and len(os.fsencode(name)) <= 255
+
+
 def folder_of(results_path: Path, result: RunResult) -> Path | None:
     """The trial folder that holds `result`'s evidence, beside its results file: the one whose `result.json` is
     that record, its own folder or one a later try of the same run moved aside (`<attempt>.earlier-<n>`,
@@ -61,6 +67,10 @@ def folder_of(results_path: Path, result: RunResult) -> Path | None:
     A retry killed before its result left the earlier record in the index and its own partial folder in the
     record's place: the reviewer was shown the killed try's files, and the recorded trial's on no page (red team
     20d, R20d-2)."""
+    # only where each name is one plain folder name: a run id too long for one (or a NUL) raised from the look-up and
+    # `report` crashed, and a task id of `..`s took a folder outside runs/ for the trial's (red team 23q, R23q-4)
+    if not all(plain_name(name) for name in (result.run_id, result.agent, result.task_id)):
+        return None
     own = TrialFolder.for_trial(results_path, result.run_id, result.agent, result.task_id, result.attempt).path
     for folder in [own, *sorted(own.parent.glob(f"{own.name}.earlier-*"))] if own.parent.is_dir() else []:
         try:
