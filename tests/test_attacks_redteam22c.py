@@ -7,6 +7,7 @@ behaviour working. Real servers on 127.0.0.1 and real sockets.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -154,20 +155,32 @@ def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
     the shell finished: the task is graded as it stands, with no confirmation and time left (the page says only
     `exit` and Submit end a task). ^P is readline's previous-history key and ^Q the XON that unfreezes a terminal
     after ^S, so an honest candidate hits it; and the docker client holds every ^P back until the next key, so
-    ^P alone does nothing on screen. Won now: the terminal ends at ^P ^Q."""
+    ^P alone does nothing on screen. Won before red team 23c's fix: the terminal ended at ^P ^Q."""
+    with shell_in_a_box(tmp_path, "rt22c") as (_, term):
+        term.write(b"\x10")
+        time.sleep(0.3)
+        term.write(b"\x11")
+        assert not term.exited.wait(3), "^P ^Q ended the candidate's terminal"
+
+
+@contextlib.contextmanager
+def shell_in_a_box(tmp_path, prefix: str):
+    """(argv, terminal): `bash --norc -i` through the sandbox's own `interactive_argv` (`docker exec -it`, its
+    detach keys) in a bare container, relayed by a `BrowserTerminal`, once its shell has answered."""
     import subprocess
     import types
 
     from sweserve.assess.recorder import BrowserTerminal
     from sweserve.environment.docker_sandbox import DockerSandbox
     from sweserve.environment.images import PROXY_BASE
+    from sweserve.environment.sandbox import WORKDIR
 
     if subprocess.run(["docker", "image", "inspect", PROXY_BASE], capture_output=True).returncode:
         pytest.skip(f"{PROXY_BASE} is not built here")
-    name = f"rt22c-detach-{secrets.token_hex(4)}"
+    name = f"{prefix}-detach-{secrets.token_hex(4)}"
     # `-w`: the folder `interactive_argv` starts the shell in exists; without it the exec failed at once, whatever
     # was typed (red team 23c)
-    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "-w", "/testbed", "--name", name, PROXY_BASE,
+    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "-w", WORKDIR, "--name", name, PROXY_BASE,
                     "sleep", "300"], check=True, capture_output=True)
     try:
         box = types.SimpleNamespace(name=name, _check_out_tree=lambda: None, _arm=lambda: None)
@@ -179,10 +192,7 @@ def test_r22c_3_ctrl_p_ctrl_q_does_not_end_the_candidates_task(tmp_path):
             while b"ready-42" not in bytes(term.record.screen) and time.monotonic() < end:
                 time.sleep(0.1)
             assert b"ready-42" in bytes(term.record.screen), "the shell never started"
-            term.write(b"\x10")
-            time.sleep(0.3)
-            term.write(b"\x11")
-            assert not term.exited.wait(3), "^P ^Q ended the candidate's terminal"
+            yield argv, term
         finally:
             term.stop()
     finally:

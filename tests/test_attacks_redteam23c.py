@@ -11,12 +11,11 @@ from __future__ import annotations
 import functools
 import http.client
 import json
-import secrets
 import time
 
 import pytest
 from test_attacks_redteam17d import Running, empty_server
-from test_attacks_redteam22c import _two_seats, _with_cookies
+from test_attacks_redteam22c import _two_seats, _with_cookies, shell_in_a_box
 from test_attacks_redteam22g import _begun
 
 from sweserve.assess.server import cookie_name
@@ -124,42 +123,16 @@ def test_r23c_3_the_detach_keys_typed_do_not_end_the_candidates_task(tmp_path):
     that as the shell finished, grading the task at once with time left. Another detach sequence alone is still
     typeable (a websocket message carries any bytes). Won before the fix: the terminal ended at ^P ^Q. Defence:
     docker's detach sequence is one no honest typing forms, and the relay never delivers its last key."""
-    import subprocess
-    import types
-
-    from sweserve.assess.recorder import BrowserTerminal
-    from sweserve.environment.docker_sandbox import DockerSandbox
-    from sweserve.environment.images import PROXY_BASE
-    from sweserve.environment.sandbox import WORKDIR
-
-    if subprocess.run(["docker", "image", "inspect", PROXY_BASE], capture_output=True).returncode:
-        pytest.skip(f"{PROXY_BASE} is not built here")
-    name = f"rt23c-detach-{secrets.token_hex(4)}"
-    # `-w`: the folder `interactive_argv` starts the shell in exists (docker makes it)
-    subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "-w", WORKDIR, "--name", name, PROXY_BASE,
-                    "sleep", "300"], check=True, capture_output=True)
-    try:
-        box = types.SimpleNamespace(name=name, _check_out_tree=lambda: None, _arm=lambda: None)
-        argv = DockerSandbox.interactive_argv(box, "bash --norc -i", tty=True)  # type: ignore[arg-type]
-        term = BrowserTerminal(argv, tmp_path / "c.cast").start()
-        try:
-            term.write(b"echo ready-$((6*7))\r")
-            end = time.monotonic() + 20
-            while b"ready-42" not in bytes(term.record.screen) and time.monotonic() < end:
-                time.sleep(0.1)
-            for key in _detach_keys(argv):  # a key a message, as docker matches them
-                term.write(bytes([key]))
-                time.sleep(0.3)
-            assert not term.exited.wait(3), "the detach keys ended the candidate's terminal"
-            term.write(b"\x15echo still-$((6*8))\r")  # control: the shell still takes keys
-            end = time.monotonic() + 10
-            while b"still-48" not in bytes(term.record.screen) and time.monotonic() < end:
-                time.sleep(0.1)
-            assert b"still-48" in bytes(term.record.screen)
-        finally:
-            term.stop()
-    finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    with shell_in_a_box(tmp_path, "rt23c") as (argv, term):
+        for key in _detach_keys(argv):  # a key a message, as docker matches them
+            term.write(bytes([key]))
+            time.sleep(0.3)
+        assert not term.exited.wait(3), "the detach keys ended the candidate's terminal"
+        term.write(b"\x15echo still-$((6*8))\r")  # control: the shell still takes keys
+        end = time.monotonic() + 10
+        while b"still-48" not in bytes(term.record.screen) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert b"still-48" in bytes(term.record.screen)
 
 
 def test_r23c_3_the_relay_holds_back_the_last_detach_key_however_split(tmp_path):

@@ -112,21 +112,26 @@ def test_r23f_5_the_review_page_fetches_nothing_from_outside():
     any host the statement named, telling it who reviewed which task and when. The page allows no fetch at all."""
     import re
 
-    from sweserve.models import AgentRun, RunResult, TestResults
-    from sweserve.reporting.review import review_html
-
-    t = task(1)
-    bundle = TaskBundle(task=t, instruction="# Fix pages\n\n![diagram](https://collector.example/beacon.png)\n",
-                        oracle_patch="diff --git a/p.py b/p.py\n+FIX\n", tests_patch="diff --git a/t.py b/t.py\n+x\n")
-    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    result = RunResult(run_id="r1", task_id=t.task_id, family=t.family, agent="human-jane", status="failed",
-                       model_patch="", tests=TestResults(fail_to_pass={x: "failed" for x in t.FAIL_TO_PASS}),
-                       agent_run=AgentRun(agent="human-jane", candidate="jane", wall_s=60.0),
-                       started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
-    page = review_html(bundle, result)
+    page = review_page("# Fix pages\n\n![diagram](https://collector.example/beacon.png)\n")
     assert "diagram" in page  # the statement is still shown
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page)
     assert csp is not None, "no content security policy: the page may fetch from anywhere"
     rules = dict((d.split() + [""])[:2] for d in csp.group(1).split(";") if d.strip())
     assert rules.get("default-src") == "'none'" and not re.search(r"https?:|\*", csp.group(1))
     assert page.index(csp.group(0)) < page.index("collector.example")  # before anything it governs
+
+
+def review_page(instruction: str) -> str:
+    """The review page of a failed human trial of a task whose statement is `instruction`."""
+    from sweserve.models import AgentRun, RunResult, TestResults
+    from sweserve.reporting.review import review_html
+
+    t = task(1)
+    bundle = TaskBundle(task=t, instruction=instruction, oracle_patch="diff --git a/p.py b/p.py\n+FIX\n",
+                        tests_patch="diff --git a/t.py b/t.py\n+x\n")
+    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    result = RunResult(run_id="r1", task_id=t.task_id, family=t.family, agent="human-jane", status="failed",
+                       model_patch="", tests=TestResults(fail_to_pass={x: "failed" for x in t.FAIL_TO_PASS}),
+                       agent_run=AgentRun(agent="human-jane", candidate="jane", wall_s=60.0),
+                       started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
+    return review_html(bundle, result)

@@ -34,6 +34,8 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from test_attacks_redteam23f import BAD, GOOD, _lines, _store, review_page
+from test_readiness import task
 
 from sweserve.dataset import screening
 from sweserve.dataset.interface import CLOSE_MARK, OPEN_MARK
@@ -41,20 +43,10 @@ from sweserve.dataset.taskstore import load_task
 from sweserve.errors import SweserveError
 from sweserve.models import AgentRun, Review, RunResult, TaskBundle, TestResults
 from sweserve.reporting.review import review_html
-from tests.test_attacks_redteam23f import BAD, GOOD, _lines, _store
-from tests.test_readiness import task
 
 
 def _page(instruction: str) -> str:
-    t = task(1)
-    bundle = TaskBundle(task=t, instruction=instruction, oracle_patch="diff --git a/p.py b/p.py\n+FIX\n",
-                        tests_patch="diff --git a/t.py b/t.py\n+x\n")
-    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    result = RunResult(run_id="r1", task_id=t.task_id, family=t.family, agent="human-jane", status="failed",
-                       model_patch="", tests=TestResults(fail_to_pass={x: "failed" for x in t.FAIL_TO_PASS}),
-                       agent_run=AgentRun(agent="human-jane", candidate="jane", wall_s=60.0),
-                       started_at=at, finished_at=at + timedelta(seconds=60), duration_s=61)
-    page = review_html(bundle, result)
+    page = review_page(instruction)
     return page[page.index('id="instruction"'):page.index("<h2>Hidden tests")]
 
 
