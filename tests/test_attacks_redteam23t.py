@@ -103,7 +103,7 @@ def test_r23t_2_session_detach_keys_typed_do_not_end_the_task(tmp_path):
     runs the same `docker exec -it --detach-keys=ctrl-],ctrl-^,ctrl-_,ctrl-@` and its relay passes every key. Typed
     one at a time (^] ^^ ^_ Ctrl-Space), the client detaches, the relay ends with the shell still running in the
     sandbox, and the task is graded as "finished" with its time left. Won before the fix: "detached". Defence: the
-    relay never delivers the key that completes the sequence (kept, and said, in the record)."""
+    relay never delivers the key that completes the sequence; the record keeps what the client was given."""
     keys = [b"\x1d", b"\x1e", b"\x1f", b"\x00", b"x"]
     code, shown, rec = _session(tmp_path, _fake_docker(tmp_path), keys, gap_s=0.1, wait_first=True)
     assert b"detached" not in shown, shown

@@ -30,6 +30,7 @@ import tty
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 KEYS_MAX_BYTES = 256 * 1024  # what was typed: a day of typing is far less; a paste flood is cut and said so
 SCREEN_TAIL_BYTES = 256 * 1024  # the end of what was shown
@@ -300,6 +301,61 @@ def _send(master: int, data: bytes) -> None:
         pass
 
 
+def relays_terminal(argv: list[str]) -> bool:
+    """Whether argv's client relays a terminal of its own (`docker exec` with one): the keys are for the remote
+    terminal's line discipline, and the client makes its own terminal raw to pass them on."""
+    return len(argv) >= 2 and Path(argv[0]).name == "docker" and "exec" in argv and any(
+        a in ("-t", "--tty") or (a.startswith("-") and not a.startswith("--") and "t" in a) for a in argv)
+
+
+def detach_sequence(argv: list[str]) -> bytes:
+    """The keys that make argv's client detach, ending the relay while the shell runs on: `docker exec` with a
+    terminal reads its `--detach-keys` (^P ^Q unless given) on its input; b"" for any other command."""
+    if not relays_terminal(argv):
+        return b""
+    spec = "ctrl-p,ctrl-q"
+    for i, arg in enumerate(argv):
+        if arg.startswith("--detach-keys="):
+            spec = arg.split("=", 1)[1]
+        elif arg == "--detach-keys" and i + 1 < len(argv):
+            spec = argv[i + 1]
+    return bytes(ord(k[5:].upper()) & 0x1F if k.startswith("ctrl-") else ord(k[:1] or " ")
+                 for k in spec.split(",") if k)
+
+
+def make_raw(fd: int) -> None:
+    """The terminal's line discipline passes every key on as it is (no signal, line editing, end of file or flow
+    control), as `docker exec -t`'s client sets it; output is still post-processed (a client's own messages end
+    their lines). A pseudo-terminal's master sets its slave's modes."""
+    try:
+        attrs = termios.tcgetattr(fd)
+        attrs[0] &= ~(termios.IGNBRK | termios.BRKINT | termios.PARMRK | termios.ISTRIP | termios.INLCR
+                      | termios.IGNCR | termios.ICRNL | termios.IXON | termios.IXOFF)
+        attrs[2] = (attrs[2] & ~(termios.CSIZE | termios.PARENB)) | termios.CS8
+        attrs[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON | termios.ISIG | termios.IEXTEN)
+        attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except termios.error:
+        pass
+
+
+def undetached(seq: bytes, tail: bytes, data: bytes) -> tuple[bytes, bytes]:
+    """`data` less each key that would complete the detach sequence `seq` after `tail`, the end of what the
+    terminal was given before it (as long as `seq` less one key), and that end once `data` is given."""
+    if not seq:
+        return data, tail
+    if seq[-1] not in data:  # nothing to hold back: the usual case, no loop over the keys
+        return data, (tail + data)[-(len(seq) - 1):] if len(seq) > 1 else b""
+    keys = bytearray()
+    for b in data:
+        seen = tail + bytes([b])
+        if seen.endswith(seq):
+            continue  # held back: the client would detach on it
+        keys.append(b)
+        tail = seen[-(len(seq) - 1):] if len(seq) > 1 else b""
+    return bytes(keys), tail
+
+
 class TerminalRecorder:
     """Runs argv on a pseudo-terminal, relays stdin/stdout to it and records both (see the module docstring)."""
 
@@ -317,6 +373,11 @@ class TerminalRecorder:
                 os._exit(127)
         is_tty = os.isatty(self.stdin_fd)
         saved, old_handler = None, None
+        relays = relays_terminal(argv)
+        if relays:
+            # raw from the start, as the browser relay's (red team 23k, R23k-1; 23t, R23t-1): cooked until the
+            # client had made it raw, a ^C or ^\ typed as the session opened was a signal for the client itself
+            make_raw(master)
         try:
             self._follow_size(master)
             if is_tty:
@@ -324,7 +385,7 @@ class TerminalRecorder:
                 tty.setraw(self.stdin_fd)
             if threading.current_thread() is threading.main_thread():
                 old_handler = signal.signal(signal.SIGWINCH, lambda *_: self._follow_size(master))
-            self._relay(master)
+            self._relay(master, spoke=not relays, detach=detach_sequence(argv))
         finally:
             if saved is not None:
                 termios.tcsetattr(self.stdin_fd, termios.TCSAFLUSH, saved)
@@ -342,9 +403,14 @@ class TerminalRecorder:
             except OSError:
                 pass
 
-    def _relay(self, master: int) -> None:
+    def _relay(self, master: int, spoke: bool = True, detach: bytes = b"") -> None:
+        """Until the far side is gone. Keys are read only once it has shown something (`spoke`: a client relaying a
+        terminal of its own gave a ^C typed before its shell had taken its terminal to the shell, which died: red
+        team 23k, R23k-1; 23t, R23t-1), and the key that would complete the client's `detach` keys after what it
+        was given is never sent: the client detached, ending the session with time left (R22c-3, R23t-2)."""
         t0 = time.monotonic()
-        inputs = [master, self.stdin_fd]
+        inputs = [master, self.stdin_fd] if spoke else [master]
+        delivered = b""  # the end of what the far side was given (`undetached`)
         ended, last_eof = False, 0.0
         while True:
             ready, _, _ = select.select(inputs, [], [], EOF_REPEAT_S if ended else None)
@@ -364,6 +430,9 @@ class TerminalRecorder:
                     return
                 self.record.shown(data)
                 _write_all(self.stdout_fd, data)
+                if not spoke:
+                    spoke = True
+                    inputs.append(self.stdin_fd)
             if self.stdin_fd in ready:
                 data = os.read(self.stdin_fd, 65536)
                 if not data:  # input ended (not a terminal)
@@ -371,5 +440,6 @@ class TerminalRecorder:
                     ended, last_eof = True, time.monotonic()
                     data = EOF_CHAR
                 else:
+                    data, delivered = undetached(detach, delivered, data)
                     self.record.typed(time.monotonic() - t0, data)
                 _send(master, data)

@@ -31,7 +31,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sweserve.agents.terminal import CUT, DROPPED, TerminalRecord, TypedLines, typed_lines
+from sweserve.agents.terminal import (
+    CUT,
+    DROPPED,
+    TerminalRecord,
+    TypedLines,
+    detach_sequence,
+    make_raw,
+    relays_terminal,
+    typed_lines,
+    undetached,
+)
 
 CAST_MAX_BYTES = 64 * 2**20  # past this, output is no longer written, and input past as much again; a marker says so
 RESIZE_MAX_BYTES = 2**20  # window-size events kept (tens of thousands of resizes)
@@ -163,44 +173,6 @@ def commands_from_cast(path: Path) -> TypedLines:
     return typed_lines(events, COMMANDS_MAX)
 
 
-def relays_terminal(argv: list[str]) -> bool:
-    """Whether argv's client relays a terminal of its own (`docker exec` with one): the keys are for the remote
-    terminal's line discipline, and the client makes its own terminal raw to pass them on."""
-    return len(argv) >= 2 and Path(argv[0]).name == "docker" and "exec" in argv and any(
-        a in ("-t", "--tty") or (a.startswith("-") and not a.startswith("--") and "t" in a) for a in argv)
-
-
-def detach_sequence(argv: list[str]) -> bytes:
-    """The keys that make argv's client detach, ending the relay while the shell runs on: `docker exec` with a
-    terminal reads its `--detach-keys` (^P ^Q unless given) on its input; b"" for any other command."""
-    if not relays_terminal(argv):
-        return b""
-    spec = "ctrl-p,ctrl-q"
-    for i, arg in enumerate(argv):
-        if arg.startswith("--detach-keys="):
-            spec = arg.split("=", 1)[1]
-        elif arg == "--detach-keys" and i + 1 < len(argv):
-            spec = argv[i + 1]
-    return bytes(ord(k[5:].upper()) & 0x1F if k.startswith("ctrl-") else ord(k[:1] or " ")
-                 for k in spec.split(",") if k)
-
-
-def _make_raw(fd: int) -> None:
-    """The terminal's line discipline passes every key on as it is (no signal, line editing, end of file or flow
-    control), as `docker exec -t`'s client sets it; output is still post-processed (a client's own messages end
-    their lines). A pseudo-terminal's master sets its slave's modes."""
-    try:
-        attrs = termios.tcgetattr(fd)
-        attrs[0] &= ~(termios.IGNBRK | termios.BRKINT | termios.PARMRK | termios.ISTRIP | termios.INLCR
-                      | termios.IGNCR | termios.ICRNL | termios.IXON | termios.IXOFF)
-        attrs[2] = (attrs[2] & ~(termios.CSIZE | termios.PARENB)) | termios.CS8
-        attrs[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON | termios.ISIG | termios.IEXTEN)
-        attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
-        termios.tcsetattr(fd, termios.TCSANOW, attrs)
-    except termios.error:
-        pass
-
-
 @dataclasses.dataclass
 class _Size:
     cols: int
@@ -271,7 +243,7 @@ class BrowserTerminal:
             # raw from the start, before any key is written: until the client had made it raw itself (a tenth of a
             # second to a second), the line discipline turned ^C and ^\ into signals for the client, not the
             # sandbox's shell, and the relay, so the task, ended with time left (red team 23k, R23k-1)
-            _make_raw(master)
+            make_raw(master)
         # non-blocking: `write` runs on the server's event loop, and a program that does not read its terminal
         # must never hold that loop (every candidate's session runs on it); the feeder waits instead
         os.set_blocking(master, False)
@@ -409,21 +381,9 @@ class BrowserTerminal:
             self._pending -= len(data) + QUEUED_ITEM_COST
 
     def _undetached(self, data: bytes) -> tuple[bytes, bytes]:
-        """`data` less each key that would complete the detach sequence after what the terminal was given before
-        it, and the end of what it will have been given then (nothing changes until the caller keeps it)."""
-        seq, tail = self.detach, self._delivered
-        if not seq:
-            return data, tail
-        if seq[-1] not in data:  # nothing to hold back: the usual case, no loop over the keys
-            return data, (tail + data)[-(len(seq) - 1):] if len(seq) > 1 else b""
-        keys = bytearray()
-        for b in data:
-            seen = tail + bytes([b])
-            if seen.endswith(seq):
-                continue  # held back: the client would detach on it
-            keys.append(b)
-            tail = seen[-(len(seq) - 1):] if len(seq) > 1 else b""
-        return bytes(keys), tail
+        """`data` less each key that would complete the detach sequence (`undetached`), and the end of what the
+        terminal will have been given then (nothing changes until the caller keeps it)."""
+        return undetached(self.detach, self._delivered, data)
 
     def resize(self, cols: int, rows: int) -> None:
         """A tab's window size, handed to the key thread (recorded there, then applied): on the event loop, like
