@@ -115,3 +115,28 @@ def test_r23t_2_control_session_keys_that_form_no_detach_sequence_all_arrive(tmp
     keys = [b"\x1d", b"\x1e", b"a", b"\x00", b"\x1f"]
     code, shown, _ = _session(tmp_path, _fake_docker(tmp_path), keys, gap_s=0.1, wait_first=True)
     assert code == 0 and b"client-read b'\\x1d\\x1ea\\x00\\x1f'" in shown, shown
+
+
+# ---- R23t-3: R23h-7's kept end, defeated by padding: the ^C and the command that ran sit in the unshown middle
+
+
+def test_r23t_3_a_key_in_a_long_entrys_unshown_middle_is_named():
+    """R23h-7 keeps a long entry's first three quarters and last quarter, so that what a flood's ^C left to run is
+    shown. Padding the command that runs past the kept end (16 Ki spaces, which bash ignores) puts the ^C and the
+    command in the middle, which is only counted: the list shows x's, "N more characters typed", and spaces, and
+    nothing says that the line the reviewer half sees was cancelled and another run. Won before the fix: no ⟨^C⟩
+    nor ^C in the entry. Defence: the middle's count names the keys it hides (as kinds and counts, bounded)."""
+    from sweserve.agents.terminal import typed_lines
+
+    (entry,) = typed_lines([(1.0, "i", "x" * 70_000), (2.0, "i", "\x03"),
+                            (60.0, "i", "cat answer-key.txt" + " " * 20_000 + "\r")])
+    assert "not shown here" in entry[1] and len(entry[1]) < 70_000
+    assert "^C" in entry[1], entry[1][48_000:49_200]
+
+
+def test_r23t_3_control_a_long_entry_of_text_alone_names_no_key():
+    from sweserve.agents.terminal import TOKEN, typed_lines
+
+    (entry,) = typed_lines([(1.0, "i", "x" * 70_000 + "\r")])
+    assert "not shown here" in entry[1] and "^" not in entry[1]
+    assert len(TOKEN.findall(entry[1])) == 2  # the over-a-line marker and the count, no key
