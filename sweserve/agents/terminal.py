@@ -50,6 +50,7 @@ LINE_MAX = 4095  # a terminal's line buffer in line mode (Linux n_tty): keys pas
 LINE_SHOWN_MAX = 64 * 1024  # characters of one entry kept in the list (a paste flood); the cast keeps them all
 # of which the entry's end: what a flood's ^C left to run is there (red team 23h, R23h-7)
 LINE_TAIL_SHOWN = LINE_SHOWN_MAX // 4
+HIDDEN_KINDS_MAX = 8  # kinds of key the count of an entry's unshown middle names (R23t-3)
 # ^C: the terminal makes it SIGINT whatever the program reads, and a shell's readline drops a paste it was reading
 # at it, so a paste's start with no end before a ^C is a paste no longer (R23h-6). ^Z and ^\ are signals too, but
 # an interactive shell ignores them and reads on (measured, bash 5): a paste goes on past them
@@ -80,9 +81,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     prefix that swallowed text). A bracketed paste's newlines are shown (↵) and do not end the entry: the
     shell runs it at the Enter after it, and a ^C ends it, as the shell drops a paste it was reading at SIGINT
     (red team 23h, R23h-6). An entry over `LINE_SHOWN_MAX` characters keeps its start and its end, and counts
-    its middle (R23h-7). Escape sequences and paste markers may be split across events. A line
-    past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it. Past `limit` entries, the
-    ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
+    its middle (R23h-7), naming the keys it holds (R23t-3). Escape sequences and paste markers may be split
+    across events. A line past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it.
+    Past `limit` entries, the ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
     made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c,
     R16c-1): the first nine tenths of `limit` and the last tenth are kept, so a flood typed first never pushes
     the work typed after it off the list (red team 16f, R16f-1)."""
@@ -110,14 +111,20 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     size = shown = 0  # bytes typed since the last Enter; characters of them in the entry
     line_tail: deque[str] = deque()  # an entry's last tokens, past its first LINE_SHOWN_MAX - LINE_TAIL_SHOWN
     tail_shown = unshown = 0  # characters in line_tail; characters between the entry's head and line_tail
+    # the keys in that middle, by kind (at most HIDDEN_KINDS_MAX kinds): padding the command a ^C left to run past
+    # the kept end hid the ^C and the command alike (red team 23t, R23t-3); the count names them
+    hidden: dict[str, int] = {}
 
     def end(at: float) -> None:
         nonlocal line, over, start, size, shown, unlisted, unlisted_at, tail_shown, unshown
         if unshown:
-            line.append(f"⟨{unshown} more characters typed, not shown here; the cast has them⟩")
+            keys = ", ".join(f"{k} ×{n}" for k, n in hidden.items())
+            among = f", among them the keys {keys}{' and more' if len(hidden) >= HIDDEN_KINDS_MAX else ''}" if keys else ""
+            line.append(f"⟨{unshown} more characters typed, not shown here{among}; the cast has them⟩")
         entry = (start if start is not None else at, "".join(line + list(line_tail)))
         line, over, start, size, shown = [], False, None, 0, 0
         line_tail.clear()
+        hidden.clear()
         tail_shown = unshown = 0
         if limit is None or len(out) < head_max:
             out.append(entry)
@@ -147,9 +154,13 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
             line_tail.append(token)
             tail_shown += len(token)
             while tail_shown > LINE_TAIL_SHOWN:
-                dropped = len(line_tail.popleft())
-                tail_shown -= dropped
-                unshown += dropped
+                gone = line_tail.popleft()
+                tail_shown -= len(gone)
+                unshown += len(gone)
+                if TOKEN.fullmatch(gone) and not gone.startswith("⟨U+"):  # a key or marker, not a character
+                    kind = "keys dropped" if gone.endswith(" dropped⟩") else gone.strip("⟨⟩")
+                    if kind in hidden or len(hidden) < HIDDEN_KINDS_MAX:
+                        hidden[kind] = hidden.get(kind, 0) + 1
         if size > LINE_MAX and not over:
             line.append(f"⟨over {LINE_MAX} bytes on one line: the terminal may have dropped keys⟩")  # in the head
             over = True
