@@ -83,9 +83,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     (red team 23h, R23h-6). An entry over `LINE_SHOWN_MAX` characters keeps its start and its end, and counts
     its middle (R23h-7), naming the keys it holds (R23t-3). Escape sequences and paste markers may be split
     across events. A line past `LINE_MAX` bytes is marked, since a terminal in line mode drops keys past it.
-    Past `limit` entries, the ones in between are counted, not kept, and an entry in their place says how many (a flood of one-key lines
-    made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB replay page: red team 16c,
-    R16c-1): the first nine tenths of `limit` and the last tenth are kept, so a flood typed first never pushes
+    Past `limit` entries, the ones in between are counted, not kept, and an entry in their place says how many
+    (a flood of one-key lines made a 64 MiB cast 22 million entries, GiBs of the server's memory and a 1 GB
+    replay page: red team 16c, R16c-1): the first nine tenths of `limit` and the last tenth are kept, so a flood typed first never pushes
     the work typed after it off the list (red team 16f, R16f-1)."""
     keys = _keys(events)
     unlisted, unlisted_at = 0, 0.0  # entries past `limit`, and when the first of them started
@@ -118,8 +118,9 @@ def typed_lines(events: Iterable[tuple[float, str, str]], limit: int | None = No
     def end(at: float) -> None:
         nonlocal line, over, start, size, shown, unlisted, unlisted_at, tail_shown, unshown
         if unshown:
-            keys = ", ".join(f"{k} ×{n}" for k, n in hidden.items())
-            among = f", among them the keys {keys}{' and more' if len(hidden) >= HIDDEN_KINDS_MAX else ''}" if keys else ""
+            named = ", ".join(f"{k} ×{n}" for k, n in hidden.items())
+            more = " and more" if len(hidden) >= HIDDEN_KINDS_MAX else ""
+            among = f", among them the keys {named}{more}" if named else ""
             line.append(f"⟨{unshown} more characters typed, not shown here{among}; the cast has them⟩")
         entry = (start if start is not None else at, "".join(line + list(line_tail)))
         line, over, start, size, shown = [], False, None, 0, 0
