@@ -1,0 +1,78 @@
+"""Red team 23s: the newest egress and meter fixes (round 23m) and their neighbours
+(`images/proxy/egress_addon.py`: `answer_usage`, `stream_output`, `oversize_usage`, `constrain_accept`).
+
+- R23s-1: an answer in UTF-16 (or UTF-32). `Accept: text/event-stream; charset=utf-16` passes `constrain_accept` in
+  both modes (it reads an item's media type only), and open book passes `Accept-Charset: utf-16`; a server honouring
+  either answers in UTF-16. JSON in it is read (Python's `json.loads` detects the encoding of bytes), but the event
+  stream reader matches `data:` as UTF-8 bytes: no event found, the usage unread and the floor 0 tokens, under or
+  past the size the meter parses whole.
+All run on the host against the addon's hooks: no Docker.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
+
+SSE = "text/event-stream"
+
+
+def events(*chunks) -> bytes:
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def chat_chunk(text: str) -> dict:
+    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "stream": True}
+USAGE = {"id": "c", "choices": [], "usage": {"prompt_tokens": 700, "completion_tokens": 5}}
+
+
+# --- R23s-1 --------------------------------------------------------------------------------------------------------
+
+ENCODINGS = [("utf-16", f"{SSE}; charset=utf-16"), ("utf-16-le", f"{SSE}; charset=UTF-16LE"),
+             ("utf-16-be", f"{SSE};charset=\"utf-16be\""), ("utf-32", f"{SSE}; charset=utf-32"),
+             ("utf-16-le", SSE), ("utf-16", "application/json")]
+IDS = ["utf16-bom", "utf16le", "utf16be", "utf32", "utf16le-unlabelled", "utf16-labelled-json"]
+
+
+@pytest.mark.parametrize("closed_book", [True, False], ids=["closed-book", "open-book"])
+@pytest.mark.parametrize(("encoding", "ctype"), ENCODINGS, ids=IDS)
+def test_r23s_1_a_stream_in_utf16_is_metered(tmp_path, closed_book, encoding, ctype):
+    """Won: five chunks of output and a usage of 700 prompt tokens, in UTF-16: metered as 0 tokens."""
+    stream = events(*(chat_chunk("x") for _ in range(5)), USAGE).decode().encode(encoding)
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=ctype)], closed_book=closed_book)
+    assert (m.prompt_tokens, m.completion_tokens) == (700, 5), m
+
+
+@pytest.mark.parametrize(("encoding", "ctype"), ENCODINGS, ids=IDS)
+def test_r23s_1_an_unread_stream_in_utf16_keeps_its_floor(tmp_path, encoding, ctype):
+    """Won: the same stream without its usage: a floor of 0."""
+    stream = events(*(chat_chunk("x") for _ in range(5))).decode().encode(encoding)
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=ctype)])
+    assert m.completion_tokens >= 5, m
+
+
+def test_r23s_1_an_oversize_stream_in_utf16_keeps_its_floor(tmp_path):
+    """Won: an answer past the size parsed whole, in UTF-16: 0 tokens."""
+    big = "x" * 4096
+    n = addon.METER_MAX_BYTES // (2 * 4096) + 8
+    stream = events(*(chat_chunk(big) for _ in range(n)), USAGE).decode().encode("utf-16")
+    assert len(stream) > addon.METER_MAX_BYTES
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=f"{SSE}; charset=utf-16")])
+    assert m.prompt_tokens >= 700 and m.completion_tokens >= n, m
+
+
+def test_r23s_1_control_utf8_and_json_keep_their_counts(tmp_path):
+    stream = events(*(chat_chunk("é") for _ in range(3)),
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3}})
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=f"{SSE}; charset=utf-8")])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (9, 3), m
+    answer = {"id": "c", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+              "usage": {"prompt_tokens": 9, "completion_tokens": 2}}
+    body = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
+    m = meter(tmp_path / "json", [call("/v1/chat/completions", body, json.dumps(answer).encode("utf-16"))])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (9, 2), m
