@@ -23,6 +23,7 @@ The policy functions import nothing from mitmproxy, so they are tested on the ho
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import os
 import re
@@ -1396,6 +1397,24 @@ def streams_asked(content: bytes, url: str) -> bool:
                for item in (body if isinstance(body, list) else [body]))
 
 
+def as_utf8(content: bytes, content_type: str) -> bytes:
+    """An answer's bytes in UTF-8, which every reader of the meter reads (`stream_events` matches `data:` as bytes):
+    decoded as its bytes say (a UTF-16 or UTF-32 byte order mark, or the zero bytes of ASCII text in one: JSON's
+    own detection, RFC 4627), else as its Content-Type's charset says. A server honouring `Accept: ...; charset=utf-16`
+    or Accept-Charset answered in UTF-16: JSON in it was read (`json.loads` detects it), a stream was not, its usage
+    unread and its floor 0 tokens (red team 23s, R23s-1). An encoding no codec here knows leaves the bytes as they
+    are."""
+    encoding: str = json.detect_encoding(content[:4])
+    if encoding in ("utf-8", "utf-8-sig"):
+        encoding = charset(content_type)
+    try:
+        if not encoding or codecs.lookup(encoding).name == "utf-8":
+            return content
+        return content.decode(encoding, "replace").encode("utf-8", "surrogatepass")
+    except (LookupError, ValueError):
+        return content
+
+
 def generated(resp) -> bool:
     """Whether an answer to a call passed as generating nothing says it generated: a stream of events, or one
     stating a usage or carrying output (a listing's, a token count's answer does neither). One the proxy cannot decode
@@ -1403,7 +1422,8 @@ def generated(resp) -> bool:
     if resp is None or not 200 <= resp.status_code < 300:
         return False
     try:
-        content, ctype = resp.content or b"", resp.headers.get("content-type", "")
+        ctype = resp.headers.get("content-type", "")
+        content = as_utf8(resp.content or b"", ctype)
     except ValueError:
         return True
     if "event-stream" in ctype.lower() or len(content) > METER_MAX_BYTES:
@@ -1823,9 +1843,11 @@ class Egress:
                 self.write_meter()
             return
         usage = None
+        content, ctype = b"", resp.headers.get("content-type", "")
         if 200 <= resp.status_code < 300:
             try:
-                usage = answer_usage(resp.content or b"", resp.headers.get("content-type", ""))
+                content = as_utf8(resp.content or b"", ctype)  # read in UTF-8 whatever it came in (R23s-1)
+                usage = answer_usage(content, ctype)
             except ValueError:  # a Content-Encoding it cannot undo
                 pass
         if resp.status_code < 200:  # not a final answer to the call: what followed was not read
@@ -1834,13 +1856,10 @@ class Egress:
             self.meter["refused"] += 1
         elif usage is None:
             self.meter["unread"] += 1
-            try:  # still a floor: each chunk of output a token at least (red team 18b, R18b-1), an answer too
-                content = resp.content or b""  # large to parse its largest counts (R18b-3)
-                ctype = resp.headers.get("content-type", "")
-                floor = oversize_usage(content, ctype) if len(content) > METER_MAX_BYTES else \
-                    (0, stream_output(content, ctype))
-            except ValueError:
-                floor = (0, 0)
+            # still a floor: each chunk of output a token at least (red team 18b, R18b-1), an answer too large to parse
+            # its largest counts (R18b-3); `content` is empty when it could not be decoded
+            floor = oversize_usage(content, ctype) if len(content) > METER_MAX_BYTES else \
+                (0, stream_output(content, ctype))
             for field, count in zip(("prompt_tokens", "completion_tokens"), floor):
                 self.meter[field] = min(self.meter[field] + count, MAX_TOKENS)
         else:
