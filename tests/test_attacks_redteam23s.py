@@ -6,6 +6,8 @@
   either answers in UTF-16. JSON in it is read (Python's `json.loads` detects the encoding of bytes), but the event
   stream reader matches `data:` as UTF-8 bytes: no event found, the usage unread and the floor 0 tokens, under or
   past the size the meter parses whole.
+- R23s-2: an over-size JSON answer that is an array of answers (SGLang's /generate batch, not streamed) was floored at
+  its largest member's counts, not their sum: a batch of 8 metered as one.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -76,3 +78,39 @@ def test_r23s_1_control_utf8_and_json_keep_their_counts(tmp_path):
     body = {"model": "default", "messages": [{"role": "user", "content": "fix it"}]}
     m = meter(tmp_path / "json", [call("/v1/chat/completions", body, json.dumps(answer).encode("utf-16"))])
     assert m.complete and (m.prompt_tokens, m.completion_tokens) == (9, 2), m
+
+
+# --- R23s-2 --------------------------------------------------------------------------------------------------------
+# SGLang's /generate with a batch (`text: [...]`) and no stream answers one JSON array, a member per prompt, each stating
+# its own `meta_info` counts; `return_logprob` (with a long prompt's `input_token_logprobs`) makes it as large as the
+# agent likes. Past the size the meter parses whole, a JSON answer was read by its counts' regex alone
+# (`oversize_floor`): the largest count any member states, so a batch of 8 was floored at one member's tokens, as an
+# over-size stream's was before R19b-2.
+
+def generate_batch(members: int, prompt: int, completion: int, pad: int) -> bytes:
+    logprobs = [[-0.5, 1, "x" * 4]] * pad
+    return json.dumps([{"text": "y" * completion, "meta_info": {
+        "id": f"r{i}", "prompt_tokens": prompt, "completion_tokens": completion, "input_token_logprobs": logprobs}}
+        for i in range(members)]).encode()
+
+
+BATCH = {"text": ["Write the fix."] * 8, "sampling_params": {"max_new_tokens": 400}, "return_logprob": True,
+         "logprob_start_len": 0}
+
+
+def test_r23s_2_an_oversize_json_batch_counts_every_member(tmp_path):
+    """Won: 8 members of 3 000 prompt and 400 completion tokens, metered as (3 000, 400)."""
+    answer = generate_batch(8, 3000, 400, addon.METER_MAX_BYTES // (8 * 16) + 64)
+    assert len(answer) > addon.METER_MAX_BYTES
+    m = meter(tmp_path, [call("/generate", BATCH, answer)])
+    assert m.prompt_tokens >= 24000 and m.completion_tokens >= 3200, m
+
+
+def test_r23s_2_control_an_oversize_gemini_array_takes_its_running_totals(tmp_path):
+    chunk = {"candidates": [{"content": {"parts": [{"text": "x" * 4096}], "role": "model"}}]}
+    n = addon.METER_MAX_BYTES // 4096 + 16
+    answer = json.dumps([{**chunk, "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": step}}
+                         for step in range(1, n + 1)]).encode()
+    body = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
+    m = meter(tmp_path, [call("/v1beta/models/default:streamGenerateContent", body, answer)])
+    assert (m.prompt_tokens, m.completion_tokens) == (50, n), m
