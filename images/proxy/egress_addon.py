@@ -1314,6 +1314,64 @@ def oversize_floor(content: bytes) -> tuple[int, int]:
 
 
 JSON_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*[\[{]")  # how a JSON answer (an object, an array) begins
+ARRAY_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\[")
+# what `json_members` steps over to find each member's end: a container holding no other (its strings, escapes skipped
+# whole, inside it: one step for a logprob's `[-0.5, 1, "x"]`), a string, or a bracket
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+JSON_TOKEN = re.compile(rb'[\[{](?:[^\[\]{}"]+|' + _STRING + rb')*[\]}]|' + _STRING + rb'|[\[\]{}]', re.DOTALL)
+
+
+def json_members(content: bytes) -> Iterator[bytes]:
+    """The bytes of each object or array member of a JSON array (`ARRAY_START`), one at a time, found by bracket
+    depth over its strings and brackets: never the whole answer parsed at once (the proxy has 512 MiB)."""
+    depth, start = 0, 0
+    opening, closing = frozenset(b"[{"), frozenset(b"]}")
+    for token in JSON_TOKEN.finditer(content):
+        begin, end = token.span()
+        kind = content[begin]
+        if kind in opening:
+            if end - begin > 1:  # a container holding no other: a member when at depth 1
+                if depth == 1:
+                    yield content[begin:end]
+                continue
+            depth += 1
+            if depth == 2:
+                start = begin
+        elif kind in closing:
+            depth -= 1
+            if depth == 1:
+                yield content[start:end]
+            elif depth <= 0:
+                return
+
+
+def oversize_array(content: bytes) -> tuple[int, int]:
+    """A floor of the tokens an over-size JSON array of answers states, read as under the cap (`usage_in` of a list):
+    each member parsed alone, their usages summed (Gemini's chunks, running totals: the largest), a member itself
+    too large read by `oversize_floor`; with no usage at all, each chunk of output a completion token (`_chunk_output`).
+    The regex floor of the whole took the largest member's counts: SGLang's /generate batch (a JSON array, a member
+    a prompt, each its own `meta_info`) metered as one member (red team 23s, R23s-2)."""
+    each: list[tuple[int, int]] = []
+    gemini, chunks = True, 0
+    for member in json_members(content):
+        try:
+            if len(member) > METER_MAX_BYTES:
+                raise ValueError("a member too large to parse")
+            node = json.loads(member)
+        except (ValueError, RecursionError):
+            floor = oversize_floor(member)
+            if floor != (0, 0):
+                each.append(floor)
+                gemini = False
+            continue
+        chunks += _chunk_output(node)
+        if (usage := usage_in(node, 1)) is not None:
+            each.append(usage)
+            gemini &= isinstance(node, dict) and any(isinstance(k, str) and _fold(k) == "usagemetadata" for k in node)
+    if not each:
+        return 0, min(chunks, MAX_TOKENS)
+    total = max if gemini else sum
+    return min(total(u[0] for u in each), MAX_TOKENS), min(total(u[1] for u in each), MAX_TOKENS)
 
 
 def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
@@ -1323,8 +1381,14 @@ def oversize_usage(content: bytes, content_type: str) -> tuple[int, int]:
     completion token at least; only an event itself too large to parse, or an answer that is no stream, falls back
     to `oversize_floor`. Red team 19b: an over-size stream without usage added nothing (R19b-1), a batch's counted
     one member (R19b-2), and a tool call's argument naming a count was read (R19b-3)."""
-    if JSON_START.match(content):  # JSON, whatever its label (R23m-9)
-        return oversize_floor(content)
+    if JSON_START.match(content):  # JSON, whatever its label (R23m-9): an array its members (R23s-2)
+        if not ARRAY_START.match(content):
+            return oversize_floor(content)
+        try:
+            read, floor = oversize_array(content), oversize_floor(content)
+        except RecursionError:
+            return oversize_floor(content)
+        return max(read[0], floor[0]), max(read[1], floor[1])
     if "event-stream" not in content_type.lower():
         # no JSON: an event stream under another label (red team 23m, R23m-7), read as one, the regex floor beside
         read, floor = oversize_usage(content, "text/event-stream"), oversize_floor(content)
