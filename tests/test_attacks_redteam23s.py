@@ -8,6 +8,8 @@
   past the size the meter parses whole.
 - R23s-2: an over-size JSON answer that is an array of answers (SGLang's /generate batch, not streamed) was floored at
   its largest member's counts, not their sum: a batch of 8 metered as one.
+- R23s-3 (against the honest): a completions stream with `echo: true` and `max_tokens: 0` is one chunk, the prompt
+  echoed, with 0 completion tokens stated; the per-chunk floor metered 1, and the agent's true record was disputed.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -114,3 +116,42 @@ def test_r23s_2_control_an_oversize_gemini_array_takes_its_running_totals(tmp_pa
     body = {"contents": [{"role": "user", "parts": [{"text": "fix it"}]}]}
     m = meter(tmp_path, [call("/v1beta/models/default:streamGenerateContent", body, answer)])
     assert (m.prompt_tokens, m.completion_tokens) == (50, n), m
+
+
+# --- R23s-3 --------------------------------------------------------------------------------------------------------
+# Against the honest: a completions stream with `echo: true` and `max_tokens: 0` (a prompt's logprobs, nothing
+# generated) is one chunk, the prompt echoed, and a usage of 0 completion tokens. The per-chunk floor (R23g-2) counted
+# that chunk as a token generated: the meter 1 completion token, the agent's true record of 0 disputed
+# (`usage_disagrees`) and its cost dropped.
+
+def completion_chunk(text: str, index: int = 0, finish: str | None = None) -> dict:
+    return {"id": "c", "object": "text_completion",
+            "choices": [{"index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
+
+
+ECHO = {"model": "default", "prompt": "def f():", "echo": True, "max_tokens": 0, "stream": True, "logprobs": 1}
+
+
+def test_r23s_3_an_echoed_prompt_is_no_token_generated(tmp_path):
+    """Won (against the honest): 4 prompt and 0 completion tokens, metered as 4 and 1."""
+    stream = events(completion_chunk("def f():", finish="length"),
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 0}})
+    m = meter(tmp_path, [call("/v1/completions", ECHO, stream, ctype=SSE)])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (4, 0), m
+
+
+def test_r23s_3_control_an_echo_still_floors_its_generated_chunks(tmp_path):
+    """An echo asked does not free a stream's generated chunks from the floor: 4 generated pieces after the echo."""
+    body = {**ECHO, "max_tokens": 16}
+    stream = events(completion_chunk("def f():" + "x"), *(completion_chunk("y") for _ in range(4)),
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1}})
+    m = meter(tmp_path, [call("/v1/completions", body, stream, ctype=SSE)])
+    assert m.completion_tokens >= 4, m
+
+
+def test_r23s_3_control_without_echo_the_first_chunk_counts(tmp_path):
+    body = {**ECHO, "echo": False, "max_tokens": 16}
+    stream = events(completion_chunk("x"), {"id": "c", "choices": [], "usage": {"prompt_tokens": 4,
+                                                                                  "completion_tokens": 0}})
+    m = meter(tmp_path, [call("/v1/completions", body, stream, ctype=SSE)])
+    assert m.completion_tokens >= 1, m
