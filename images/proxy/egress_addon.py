@@ -1184,9 +1184,10 @@ def _stream_total(found: dict) -> tuple[int, int]:
             min(max(whole[1], sum(u[1] for u in members)), MAX_TOKENS))
 
 
-def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
+def answer_usage(content: bytes, content_type: str, echo: bool = False) -> tuple[int, int] | None:
     """The tokens a model answer states: a JSON body, or a stream of server-sent events (the largest count each
-    field reaches over the events, since streams state usage once at the end or as running totals)."""
+    field reaches over the events, since streams state usage once at the end or as running totals). `echo`: the call
+    asked its prompt echoed (`echoes`), so the first chunk of output of each choice is that prompt, not generated."""
     if not content or len(content) > METER_MAX_BYTES:
         return None
     try:
@@ -1203,10 +1204,16 @@ def answer_usage(content: bytes, content_type: str) -> tuple[int, int] | None:
         # a usage stating fewer (one member's, one stated early and never updated) was taken as it came, five
         # chunks of output metered as one token (red team 23g, R23g-2). Only the streamed pieces count here
         # (`whole=False`): a Responses API `.done` event restates a part's whole `text`
-        chunks = 0
+        chunks, echoed = 0, set()
         for event in stream_events(content):
             _add_usage(found, event)
-            chunks += _chunk_output(event, whole=False)
+            pieces = _chunk_output(event, whole=False)
+            if echo and pieces and (choice := _member(event)) not in echoed:
+                # the prompt echoed: a completions stream's with `max_tokens: 0` is this chunk alone, 0 tokens
+                # generated, which the floor metered as 1 and an honest record was disputed (red team 23s, R23s-3)
+                echoed.add(choice)
+                pieces -= 1
+            chunks += pieces
         if not found:
             return None
         read = _stream_total(found)
@@ -1234,6 +1241,24 @@ def _output(node, depth: int = 0) -> bool:
     if isinstance(node, dict):
         return any(isinstance(k, str) and k in OUTPUT_KEYS and _output(v, depth + 1) for k, v in node.items())
     return False
+
+
+ECHO_ASKED = ("/completions",)  # OpenAI's legacy completions: `echo` sends the prompt back as the first output
+
+
+def echoes(flow) -> bool:
+    """Whether a call's body (as sent on) asks a completions stream to echo its prompt (any casing of `echo`, read as
+    a lax server reads `stream`: `_streams`)."""
+    try:
+        path = urlsplit(str(flow.request.url)).path
+        if not path.endswith(ECHO_ASKED) or path.endswith("/chat/completions"):
+            return False
+        content = flow.request.content
+        body = json.loads(content) if content else None
+    except (AttributeError, ValueError, RecursionError):
+        return False
+    return isinstance(body, dict) and any(_streams(v) for k, v in body.items()
+                                          if isinstance(k, str) and k.casefold() == "echo")
 
 
 def stream_output(content: bytes, content_type: str) -> int:
@@ -1911,7 +1936,7 @@ class Egress:
         if 200 <= resp.status_code < 300:
             try:
                 content = as_utf8(resp.content or b"", ctype)  # read in UTF-8 whatever it came in (R23s-1)
-                usage = answer_usage(content, ctype)
+                usage = answer_usage(content, ctype, echoes(flow))
             except ValueError:  # a Content-Encoding it cannot undo
                 pass
         if resp.status_code < 200:  # not a final answer to the call: what followed was not read
