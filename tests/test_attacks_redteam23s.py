@@ -10,6 +10,8 @@
   its largest member's counts, not their sum: a batch of 8 metered as one.
 - R23s-3 (against the honest): a completions stream with `echo: true` and `max_tokens: 0` is one chunk, the prompt
   echoed, with 0 completion tokens stated; the per-chunk floor metered 1, and the agent's true record was disputed.
+- R23s-4 (against the honest): an event that is an array of chunks each stating its running usage had those usages
+  summed, as a batch of answers' are: one generation's tokens metered several times over.
 All run on the host against the addon's hooks: no Docker.
 """
 
@@ -155,3 +157,31 @@ def test_r23s_3_control_without_echo_the_first_chunk_counts(tmp_path):
                                                                                   "completion_tokens": 0}})
     m = meter(tmp_path, [call("/v1/completions", body, stream, ctype=SSE)])
     assert m.completion_tokens >= 1, m
+
+
+# --- R23s-4 --------------------------------------------------------------------------------------------------------
+# Against the honest: an event whose data is an array of chunks (a gateway batching its upstream's chunks: R23m-2)
+# whose chunks each state their running usage (SGLang's and vLLM's `continuous_usage_stats`). The array's usages were
+# summed as a batch of answers' are (`usage_in` of a list), so three chunks of one generation, running to 10 prompt and
+# 3 completion tokens, were metered as 30 and 6: the agent's true record disputed and its cost dropped.
+
+def running_chunk(text: str, completion: int) -> dict:
+    return {**chat_chunk(text), "usage": {"prompt_tokens": 10, "completion_tokens": completion}}
+
+
+def test_r23s_4_an_array_event_of_running_totals_is_read_as_its_chunks(tmp_path):
+    """Won (against the honest): 10 and 3 tokens metered as 30 and 6."""
+    stream = events([running_chunk("x", 1), running_chunk("y", 2), running_chunk("z", 3)],
+                    {"id": "c", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3}})
+    m = meter(tmp_path, [call("/v1/chat/completions", CHAT, stream, ctype=SSE)])
+    assert m.complete and (m.prompt_tokens, m.completion_tokens) == (10, 3), m
+
+
+def test_r23s_4_control_an_array_event_of_members_sums_them(tmp_path):
+    """Two generations (SGLang's /generate batch, each chunk its `index`) in one array event: each member's counts."""
+    member = [{"index": i, "text": "x", "meta_info": {"id": f"r{i}", "prompt_tokens": 5, "completion_tokens": 4}}
+              for i in range(2)]
+    stream = events(member)
+    body = {"text": ["a", "b"], "stream": True}
+    m = meter(tmp_path, [call("/generate", body, stream, ctype=SSE)])
+    assert (m.prompt_tokens, m.completion_tokens) == (10, 8), m
