@@ -1166,7 +1166,14 @@ def stream_events(content: bytes) -> Iterator:
 
 
 def _add_usage(found: dict, event) -> None:
-    """One streamed event's usage into `found` (each member's largest counts, `_member`)."""
+    """One streamed event's usage into `found` (each member's largest counts, `_member`). An event that is an array is
+    its chunks (R23m-2), each read as if it came alone: their running totals were summed as a batch's answers are
+    (`usage_in` of a list), one generation's tokens metered once for each chunk (red team 23s, R23s-4)."""
+    if isinstance(event, list):
+        for item in event:
+            if isinstance(item, dict):
+                _add_usage(found, item)
+        return
     usage = usage_in(event)
     if usage is not None:
         key = _member(event)
