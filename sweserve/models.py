@@ -133,6 +133,12 @@ StatementSource = Literal["issue", "pr_description", "commit_message", "title_on
 InterfaceKind = Literal["module", "class", "exception", "function", "method", "attribute", "keyword", "flag", "changed"]
 
 
+# the markers around the "New interfaces" section lint writes into an instruction (`dataset.interface`): here, as
+# the instruction's format, so a reviewer's page (reporting) can leave them out without reaching into dataset/
+OPEN_MARK = "<!-- sweserve:interface -->"
+CLOSE_MARK = "<!-- /sweserve:interface -->"
+
+
 class InterfaceItem(Strict):
     """A name the hidden tests use that is missing at base_commit and that the oracle introduces, or (kind
     'changed') an existing callable or attribute whose signature or type the oracle changes and a test relies on."""

@@ -37,10 +37,8 @@ from sweserve import pyast
 from sweserve.dataset.patches import APPLY, touched_paths
 from sweserve.errors import SweserveError
 from sweserve.gitcmd import GitError, last_line, run_git
-from sweserve.models import InterfaceItem, InterfaceKind, Task
+from sweserve.models import CLOSE_MARK, OPEN_MARK, InterfaceItem, InterfaceKind, Task
 
-OPEN_MARK = "<!-- sweserve:interface -->"
-CLOSE_MARK = "<!-- /sweserve:interface -->"
 # a section: an open marker, no other open marker, the close marker (a stray marker in a PR body eats nothing)
 _SECTION = re.compile(rf"\n*{re.escape(OPEN_MARK)}(?:(?!{re.escape(OPEN_MARK)}).)*?{re.escape(CLOSE_MARK)}\n*",
                       re.DOTALL)

@@ -1,4 +1,5 @@
 """Summaries, the HTML page and reviewer pages.
 
-Rule: reads only models, errors and results; never runs anything.
+Rule: reads only models, errors and results (files through the one loader, `sweserve.loading`); never runs
+anything.
 """

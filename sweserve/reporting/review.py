@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweserve.loading import read_found_text
-from sweserve.models import TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
+from sweserve.models import CLOSE_MARK, OPEN_MARK, TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
 
 MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
@@ -171,8 +171,6 @@ def _markdown_html(text: str) -> str:
     it: only sweserve's own interface markers go, any other comment is shown, and invisible characters and bidi
     controls are spelled as everywhere else on the page (red team 23h, R23h-1, R23h-2)."""
     from markdown_it import MarkdownIt
-
-    from sweserve.dataset.interface import CLOSE_MARK, OPEN_MARK
 
     text = text.replace(OPEN_MARK, "").replace(CLOSE_MARK, "")
     return MarkdownIt("commonmark", {"html": False}).render(visible_controls(text))
