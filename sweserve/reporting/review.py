@@ -11,7 +11,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweserve.loading import read_found_text
-from sweserve.models import CLOSE_MARK, OPEN_MARK, TRAJECTORY_STEPS_FILE, AgentRun, RunResult, TaskBundle, TrajectoryStep
+from sweserve.models import (
+    CLOSE_MARK,
+    OPEN_MARK,
+    TRAJECTORY_STEPS_FILE,
+    AgentRun,
+    RunResult,
+    TaskBundle,
+    TrajectoryStep,
+)
 
 MAX_STEPS_SHOWN = 500  # of an agent's trajectory on its reviewer page (the agent writes it: it may be huge)
 ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️", "missing": "∅"}
