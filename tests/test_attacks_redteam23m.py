@@ -40,16 +40,13 @@ import pytest
 from test_attacks_redteam15f import MODEL
 from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
 from test_attacks_redteam22i import open_book
+from test_attacks_redteam23g import chat_chunk
 
 SSE = "text/event-stream"
 
 
 def events(*chunks) -> bytes:
     return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-
-
-def chat_chunk(text: str) -> dict:
-    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
 
 
 CHAT = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "stream": True}

@@ -21,21 +21,7 @@ import json
 
 import pytest
 from test_attacks_redteam16e import addon, call, meter, no_mitmproxy  # noqa: F401  (no_mitmproxy: an autouse fixture)
-
-SSE = "text/event-stream"
-
-
-def events(*chunks) -> bytes:
-    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-
-
-def chat_chunk(text: str) -> dict:
-    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
-
-
-CHAT = {"model": "default", "messages": [{"role": "user", "content": "fix it"}], "stream": True}
-USAGE = {"id": "c", "choices": [], "usage": {"prompt_tokens": 700, "completion_tokens": 5}}
-
+from test_attacks_redteam23m import CHAT, SSE, USAGE, chat_chunk, events
 
 # --- R23s-1 --------------------------------------------------------------------------------------------------------
 
